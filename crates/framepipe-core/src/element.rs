@@ -1,0 +1,297 @@
+//! The element traits and the registry through which elements are found by name.
+//!
+//! Every element, native or frei0r, registers the same way: a [`RegistryEntry`] holds its
+//! [`ElementDesc`] (name, kind, properties) and a constructor from resolved [`Props`].
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::frame::{Frame, FrameMut};
+use crate::info::{FrameCtx, VideoInfo};
+use crate::props::{PropSpec, PropValue, Props};
+
+/// How the scheduler may run an effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// One instance, frames strictly in order: for effects that keep state between frames.
+    Serial,
+    /// Several instances (one per worker running it), several frames at once: for stateless
+    /// effects. Output order is restored by the scheduler.
+    Parallel,
+}
+
+impl Mode {
+    /// `serial` or `parallel`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Serial => "serial",
+            Mode::Parallel => "parallel",
+        }
+    }
+
+    /// Parses `serial` or `parallel`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "serial" => Some(Mode::Serial),
+            "parallel" => Some(Mode::Parallel),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an element does in a pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElementKind {
+    /// Produces frames.
+    Source,
+    /// Turns one frame into another.
+    Effect,
+    /// Consumes frames.
+    Sink,
+}
+
+impl fmt::Display for ElementKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ElementKind::Source => "source",
+            ElementKind::Effect => "effect",
+            ElementKind::Sink => "sink",
+        })
+    }
+}
+
+/// A registered element's description, for the parser, `framepipe plugins` and `inspect`.
+#[derive(Debug, Clone)]
+pub struct ElementDesc {
+    /// Name used in pipelines, e.g. `frei0r-glow`, `scale`.
+    pub name: String,
+    /// Source, effect or sink.
+    pub kind: ElementKind,
+    /// One line.
+    pub description: String,
+    /// Its properties.
+    pub props: Vec<PropSpec>,
+    /// For effects: how the scheduler runs it unless the user says `mode=`.
+    pub default_mode: Mode,
+    /// Further facts shown by `inspect` (plugin file, colour model, author...).
+    pub details: Vec<(String, String)>,
+}
+
+/// Runs the parts of one frame's work on the engine's worker pool (fork-join), so that a native
+/// effect can split a frame into slices without a thread pool of its own.
+pub trait SliceRunner: Sync {
+    /// How many workers could take part (a good number of slices is a small multiple of this).
+    fn workers(&self) -> usize;
+    /// Calls `job(i)` for every `i` in `0..n`, possibly on several workers at once, and returns
+    /// when all calls have returned.
+    fn run(&self, n: usize, job: &(dyn Fn(usize) + Sync));
+}
+
+/// A [`SliceRunner`] that runs every slice on the calling thread.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InlineSlices;
+
+impl SliceRunner for InlineSlices {
+    fn workers(&self) -> usize {
+        1
+    }
+    fn run(&self, n: usize, job: &(dyn Fn(usize) + Sync)) {
+        (0..n).for_each(job);
+    }
+}
+
+/// Produces frames. Runs as the pipeline's first, serial stage.
+pub trait Source: Send {
+    /// The stream's shape. Known once the source is built (headers are read at build time).
+    fn info(&self) -> VideoInfo;
+    /// Number of frames the source will produce, when known (for progress display).
+    fn len_hint(&self) -> Option<u64> {
+        None
+    }
+    /// Writes the next frame into `frame`. `Ok(false)` at the end of the stream (and `frame` is
+    /// then discarded). An error ends the stream too; frames already produced still reach the sink.
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool>;
+}
+
+/// One instance of an effect. Parallel effects have several, each used by one worker at a time.
+pub trait Effect: Send {
+    /// Computes `output` from `input`. Must not keep `input` beyond the call for parallel effects.
+    fn process(
+        &mut self,
+        ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        slices: &dyn SliceRunner,
+    ) -> Result<()>;
+
+    /// Changes a property while running (applied by the runtime between frames).
+    fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
+        let _ = value;
+        Err(Error::Pipeline(format!(
+            "property '{name}' cannot be changed while running"
+        )))
+    }
+}
+
+/// A configured effect, from which the runtime makes instances.
+pub trait EffectFactory: Send + Sync {
+    /// Element name, for messages and stats.
+    fn name(&self) -> &str;
+    /// How to schedule it unless overridden.
+    fn default_mode(&self) -> Mode;
+    /// Given the input shape, the output shape; an error if the effect cannot take it.
+    /// Called once, before any [`instantiate`](Self::instantiate).
+    fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo>;
+    /// A new instance, configured with the element's properties.
+    fn instantiate(&self) -> Result<Box<dyn Effect>>;
+}
+
+/// Consumes frames. Runs as the pipeline's last, serial stage, frames in order.
+pub trait Sink: Send {
+    /// Called once before the first frame with the stream's shape.
+    fn start(&mut self, info: VideoInfo) -> Result<()>;
+    /// Takes one frame. It may keep a clone of `frame` (it then holds a pool buffer).
+    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()>;
+    /// Called once after the last frame (also after an upstream error): flush and close.
+    fn finish(&mut self) -> Result<()>;
+}
+
+/// A built element, ready to be put in a pipeline.
+pub enum Element {
+    /// A source.
+    Source(Box<dyn Source>),
+    /// An effect (a factory of instances).
+    Effect(Box<dyn EffectFactory>),
+    /// A sink.
+    Sink(Box<dyn Sink>),
+}
+
+impl fmt::Debug for Element {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Element::Source(_) => "Element::Source",
+            Element::Effect(_) => "Element::Effect",
+            Element::Sink(_) => "Element::Sink",
+        })
+    }
+}
+
+/// Builds an element from its resolved properties.
+pub type BuildFn = Box<dyn Fn(&Props) -> Result<Element> + Send + Sync>;
+
+/// One element type known to the registry.
+pub struct RegistryEntry {
+    /// What it is.
+    pub desc: ElementDesc,
+    /// How to build it.
+    pub build: BuildFn,
+}
+
+impl fmt::Debug for RegistryEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistryEntry")
+            .field("desc", &self.desc)
+            .finish()
+    }
+}
+
+/// All element types by name. Native and frei0r elements register the same way.
+#[derive(Debug, Default)]
+pub struct Registry {
+    entries: Vec<RegistryEntry>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an element type. A later registration of the same name replaces the earlier one.
+    pub fn register(&mut self, desc: ElementDesc, build: BuildFn) {
+        self.entries.retain(|e| e.desc.name != desc.name);
+        self.entries.push(RegistryEntry { desc, build });
+    }
+
+    /// The entry called `name`.
+    pub fn find(&self, name: &str) -> Option<&RegistryEntry> {
+        self.entries.iter().find(|e| e.desc.name == name)
+    }
+
+    /// The entry called `name`, or an [`Error::UnknownElement`] suggesting the closest name.
+    pub fn lookup(&self, name: &str) -> Result<&RegistryEntry> {
+        self.find(name).ok_or_else(|| {
+            let best = self
+                .entries
+                .iter()
+                .map(|e| (edit_distance(name, &e.desc.name), &e.desc.name))
+                .min();
+            let hint = match best {
+                Some((d, n)) if d <= 3.max(name.len() / 3) => format!(" (did you mean '{n}'?)"),
+                _ => " (see 'framepipe plugins' for the list)".to_string(),
+            };
+            Error::UnknownElement {
+                name: name.to_string(),
+                hint,
+            }
+        })
+    }
+
+    /// Resolves `given` properties and builds element `name`.
+    pub fn create(&self, name: &str, given: &[(String, String)]) -> Result<Element> {
+        let entry = self.lookup(name)?;
+        let props = Props::resolve(name, &entry.desc.props, given)?;
+        (entry.build)(&props)
+    }
+
+    /// Every entry, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &RegistryEntry> {
+        self.entries.iter()
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_element_suggests_a_close_name() {
+        let mut r = Registry::new();
+        r.register(
+            ElementDesc {
+                name: "frei0r-glow".into(),
+                kind: ElementKind::Effect,
+                description: String::new(),
+                props: vec![],
+                default_mode: Mode::Parallel,
+                details: vec![],
+            },
+            Box::new(|_| Err(Error::Pipeline("not built in this test".into()))),
+        );
+        let e = r.lookup("frei0r-glwo").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown element 'frei0r-glwo' (did you mean 'frei0r-glow'?)"
+        );
+    }
+}

@@ -1,0 +1,122 @@
+//! Video geometry, rates and per-frame context. Time is integer nanoseconds.
+
+use std::fmt;
+
+/// A positive rational number, used for frame rates (`30000/1001`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rational {
+    /// Numerator.
+    pub num: u32,
+    /// Denominator (never zero).
+    pub den: u32,
+}
+
+impl Rational {
+    /// `num/den`; `den` must not be zero.
+    pub const fn new(num: u32, den: u32) -> Self {
+        Rational { num, den }
+    }
+
+    /// Duration of one period (one frame at this rate) in nanoseconds, rounded down.
+    pub fn period_ns(self) -> u64 {
+        if self.num == 0 {
+            return 0;
+        }
+        1_000_000_000u64 * self.den as u64 / self.num as u64
+    }
+
+    /// Timestamp in nanoseconds of frame `n` at this rate (exact, no accumulated rounding).
+    pub fn frame_time_ns(self, n: u64) -> i64 {
+        if self.num == 0 {
+            return 0;
+        }
+        (n as u128 * 1_000_000_000u128 * self.den as u128 / self.num as u128) as i64
+    }
+
+    /// As a float, for display only.
+    pub fn as_f64(self) -> f64 {
+        self.num as f64 / self.den.max(1) as f64
+    }
+
+    /// Parses `30`, `30/1`, `29.97` (as 2997/100) or `30000/1001`.
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        let r = if let Some((n, d)) = s.split_once('/') {
+            Rational::new(n.trim().parse().ok()?, d.trim().parse().ok()?)
+        } else if let Some((i, f)) = s.split_once('.') {
+            let digits = f.len().min(6) as u32;
+            let den = 10u32.pow(digits);
+            let int: u32 = if i.is_empty() { 0 } else { i.parse().ok()? };
+            let frac: u32 = f[..digits as usize].parse().ok()?;
+            Rational::new(int.checked_mul(den)?.checked_add(frac)?, den)
+        } else {
+            Rational::new(s.parse().ok()?, 1)
+        };
+        (r.den != 0 && r.num != 0).then_some(r)
+    }
+}
+
+impl fmt::Display for Rational {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.num, self.den)
+    }
+}
+
+/// The shape of a video stream between two elements. Pixels are always RGBA8 inside the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct VideoInfo {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Nominal frame rate.
+    pub rate: Rational,
+}
+
+impl VideoInfo {
+    /// Bytes in one RGBA frame.
+    pub fn frame_bytes(&self) -> usize {
+        self.width as usize * self.height as usize * 4
+    }
+}
+
+/// What an element knows about the frame it is working on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameCtx {
+    /// Sequence number, 0-based, in source order.
+    pub seq: u64,
+    /// Presentation timestamp in nanoseconds from the stream's start.
+    pub pts_ns: i64,
+}
+
+impl FrameCtx {
+    /// The timestamp in seconds (for plugin APIs that take a double, like frei0r's `time`).
+    pub fn seconds(&self) -> f64 {
+        self.pts_ns as f64 / 1e9
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse() {
+        assert_eq!(Rational::parse("30"), Some(Rational::new(30, 1)));
+        assert_eq!(
+            Rational::parse("30000/1001"),
+            Some(Rational::new(30000, 1001))
+        );
+        assert_eq!(Rational::parse("29.97"), Some(Rational::new(2997, 100)));
+        assert_eq!(Rational::parse("0"), None);
+        assert_eq!(Rational::parse("1/0"), None);
+        assert_eq!(Rational::parse("x"), None);
+    }
+
+    #[test]
+    fn frame_times_do_not_drift() {
+        let r = Rational::new(30000, 1001);
+        assert_eq!(r.frame_time_ns(30000), 1001 * 1_000_000_000);
+        assert_eq!(Rational::new(25, 1).period_ns(), 40_000_000);
+    }
+}

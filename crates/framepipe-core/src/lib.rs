@@ -1,0 +1,30 @@
+//! framepipe's core types, shared by every other crate.
+//!
+//! * [`frame`]: RGBA8 frames with frei0r's layout (pitch = width*4, 16-byte aligned) and the
+//!   [`FramePool`] they come from. Ownership is in the types: a [`FrameMut`] is the only handle to
+//!   its buffer and may write it; a [`Frame`] is a shared, read-only handle. A buffer goes back to
+//!   its pool when its last handle drops.
+//! * [`info`]: [`VideoInfo`] (size and rate), [`Rational`], [`FrameCtx`] (sequence number and
+//!   timestamp of the frame being processed; time is integer nanoseconds).
+//! * [`props`]: typed element properties, their specs and parsing from `name=value` text.
+//! * [`element`]: the [`Source`], [`Effect`]/[`EffectFactory`] and [`Sink`] traits every element
+//!   implements, and [`Registry`], through which native and frei0r elements are found by name.
+//!
+//! Real-time contract: nothing in this crate allocates on the frame path. [`FramePool::acquire`]
+//! and dropping a frame are lock-free and allocation-free.
+#![deny(unsafe_code)]
+
+pub mod element;
+pub mod error;
+pub mod frame;
+pub mod info;
+pub mod props;
+
+pub use element::{
+    BuildFn, Effect, EffectFactory, Element, ElementDesc, ElementKind, InlineSlices, Mode,
+    Registry, RegistryEntry, Sink, SliceRunner, Source,
+};
+pub use error::{Error, Result};
+pub use frame::{Frame, FrameMut, FramePool};
+pub use info::{FrameCtx, Rational, VideoInfo};
+pub use props::{PropKind, PropSpec, PropValue, Props};

@@ -1,0 +1,334 @@
+//! Element properties: their specs, typed values, and parsing from `name=value` text.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// The type of a property, with its range where it has one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PropKind {
+    /// `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`).
+    Bool,
+    /// A whole number within `min..=max`.
+    Int {
+        /// Smallest allowed value.
+        min: i64,
+        /// Largest allowed value.
+        max: i64,
+    },
+    /// A number within `min..=max`.
+    Float {
+        /// Smallest allowed value.
+        min: f64,
+        /// Largest allowed value.
+        max: f64,
+    },
+    /// Free text (a path, a pattern name...).
+    Str,
+    /// One of a fixed set of words.
+    Enum(Vec<String>),
+    /// An RGB colour, each channel 0..1: `r,g,b` or `#rrggbb`.
+    Color,
+    /// A 2-D position: `x,y`.
+    Position,
+}
+
+impl fmt::Display for PropKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PropKind::Bool => write!(f, "bool"),
+            PropKind::Int { min, max } => write!(f, "int [{min}, {max}]"),
+            PropKind::Float { min, max } => write!(f, "float [{min}, {max}]"),
+            PropKind::Str => write!(f, "string"),
+            PropKind::Enum(words) => write!(f, "one of {}", words.join("|")),
+            PropKind::Color => write!(f, "color r,g,b"),
+            PropKind::Position => write!(f, "position x,y"),
+        }
+    }
+}
+
+/// A typed property value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PropValue {
+    /// A boolean.
+    Bool(bool),
+    /// A whole number.
+    Int(i64),
+    /// A number.
+    Float(f64),
+    /// Text, or one word of an enum.
+    Str(String),
+    /// An RGB colour, channels 0..1.
+    Color([f32; 3]),
+    /// A 2-D position.
+    Position([f64; 2]),
+}
+
+impl fmt::Display for PropValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PropValue::Bool(b) => write!(f, "{b}"),
+            PropValue::Int(i) => write!(f, "{i}"),
+            PropValue::Float(x) => write!(f, "{x}"),
+            PropValue::Str(s) => write!(f, "{s}"),
+            PropValue::Color([r, g, b]) => write!(f, "{r},{g},{b}"),
+            PropValue::Position([x, y]) => write!(f, "{x},{y}"),
+        }
+    }
+}
+
+impl PropValue {
+    /// The value as a number, where that makes sense (bools are 0 or 1).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            PropValue::Bool(b) => Some(*b as u8 as f64),
+            PropValue::Int(i) => Some(*i as f64),
+            PropValue::Float(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+
+/// The description of one property of an element.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PropSpec {
+    /// Property name, lower case, words joined by `-`.
+    pub name: String,
+    /// Type and range.
+    pub kind: PropKind,
+    /// Value used when the property is not given.
+    pub default: PropValue,
+    /// One line for `framepipe inspect`.
+    pub description: String,
+}
+
+impl PropSpec {
+    /// A spec; see the field docs.
+    pub fn new(
+        name: impl Into<String>,
+        kind: PropKind,
+        default: PropValue,
+        description: impl Into<String>,
+    ) -> Self {
+        PropSpec {
+            name: name.into(),
+            kind,
+            default,
+            description: description.into(),
+        }
+    }
+
+    /// Parses `text` as a value of this property for `element`, checking its range.
+    pub fn parse(&self, element: &str, text: &str) -> Result<PropValue> {
+        let bad = |reason: String| Error::BadValue {
+            element: element.to_string(),
+            prop: self.name.clone(),
+            value: text.to_string(),
+            reason,
+        };
+        let t = text.trim();
+        Ok(match &self.kind {
+            PropKind::Bool => PropValue::Bool(match t.to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => true,
+                "false" | "0" | "no" | "off" => false,
+                _ => return Err(bad("expected true or false".into())),
+            }),
+            PropKind::Int { min, max } => {
+                let v: i64 = t
+                    .parse()
+                    .map_err(|_| bad(format!("expected a whole number in [{min}, {max}]")))?;
+                if v < *min || v > *max {
+                    return Err(bad(format!("out of range [{min}, {max}]")));
+                }
+                PropValue::Int(v)
+            }
+            PropKind::Float { min, max } => {
+                let v: f64 = t
+                    .parse()
+                    .ok()
+                    .filter(|v: &f64| v.is_finite())
+                    .ok_or_else(|| bad(format!("expected a number in [{min}, {max}]")))?;
+                if v < *min || v > *max {
+                    return Err(bad(format!("out of range [{min}, {max}]")));
+                }
+                PropValue::Float(v)
+            }
+            PropKind::Str => PropValue::Str(text.to_string()),
+            PropKind::Enum(words) => {
+                if !words.iter().any(|w| w == t) {
+                    return Err(bad(format!("expected one of: {}", words.join(", "))));
+                }
+                PropValue::Str(t.to_string())
+            }
+            PropKind::Color => {
+                PropValue::Color(parse_color(t).ok_or_else(|| {
+                    bad("expected a colour as r,g,b (each 0..1) or #rrggbb".into())
+                })?)
+            }
+            PropKind::Position => {
+                let v =
+                    parse_floats::<2>(t).ok_or_else(|| bad("expected a position x,y".into()))?;
+                PropValue::Position(v)
+            }
+        })
+    }
+}
+
+fn parse_floats<const N: usize>(t: &str) -> Option<[f64; N]> {
+    let mut out = [0.0; N];
+    let mut parts = t.split(',');
+    for slot in out.iter_mut() {
+        *slot = parts
+            .next()?
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite())?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+fn parse_color(t: &str) -> Option<[f32; 3]> {
+    if let Some(hex) = t.strip_prefix('#') {
+        if hex.len() != 6 {
+            return None;
+        }
+        let v = u32::from_str_radix(hex, 16).ok()?;
+        let ch = |s: u32| ((v >> s) & 0xff) as f32 / 255.0;
+        return Some([ch(16), ch(8), ch(0)]);
+    }
+    let [r, g, b] = parse_floats::<3>(t)?;
+    Some([r as f32, g as f32, b as f32])
+}
+
+/// The resolved properties of one element: every spec'd property with its given or default value.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Props {
+    element: String,
+    values: Vec<(String, PropValue)>,
+}
+
+impl Props {
+    /// Resolves `given` (`name`, `text` pairs in the order written) against `specs` for `element`.
+    /// Unknown names and malformed values are errors that name the offending text.
+    pub fn resolve(element: &str, specs: &[PropSpec], given: &[(String, String)]) -> Result<Self> {
+        let mut values: Vec<(String, PropValue)> = specs
+            .iter()
+            .map(|s| (s.name.clone(), s.default.clone()))
+            .collect();
+        for (name, text) in given {
+            let Some(idx) = specs.iter().position(|s| &s.name == name) else {
+                let expected = if specs.is_empty() {
+                    "(no properties)".to_string()
+                } else {
+                    specs
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return Err(Error::UnknownProperty {
+                    element: element.to_string(),
+                    prop: name.clone(),
+                    expected,
+                });
+            };
+            values[idx].1 = specs[idx].parse(element, text)?;
+        }
+        Ok(Props {
+            element: element.to_string(),
+            values,
+        })
+    }
+
+    /// The element these properties belong to.
+    pub fn element(&self) -> &str {
+        &self.element
+    }
+
+    /// All values, in spec order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &PropValue)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// The value of `name`, if it is a property of this element.
+    pub fn get(&self, name: &str) -> Option<&PropValue> {
+        self.values.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    /// A numeric property (float, int or bool) as f64; 0 when absent.
+    pub fn f64(&self, name: &str) -> f64 {
+        self.get(name).and_then(PropValue::as_f64).unwrap_or(0.0)
+    }
+
+    /// A whole-number property; 0 when absent.
+    pub fn i64(&self, name: &str) -> i64 {
+        match self.get(name) {
+            Some(PropValue::Int(i)) => *i,
+            Some(v) => v.as_f64().unwrap_or(0.0) as i64,
+            None => 0,
+        }
+    }
+
+    /// A boolean property; false when absent.
+    pub fn bool(&self, name: &str) -> bool {
+        matches!(self.get(name), Some(PropValue::Bool(true)))
+    }
+
+    /// A text or enum property; empty when absent.
+    pub fn str(&self, name: &str) -> &str {
+        match self.get(name) {
+            Some(PropValue::Str(s)) => s,
+            _ => "",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn specs() -> Vec<PropSpec> {
+        vec![
+            PropSpec::new(
+                "blur",
+                PropKind::Float { min: 0.0, max: 1.0 },
+                PropValue::Float(0.0),
+                "",
+            ),
+            PropSpec::new("on", PropKind::Bool, PropValue::Bool(false), ""),
+            PropSpec::new("tint", PropKind::Color, PropValue::Color([0.0; 3]), ""),
+        ]
+    }
+
+    #[test]
+    fn unknown_property_names_the_alternatives() {
+        let err = Props::resolve("frei0r-glow", &specs(), &[("blurr".into(), "1".into())])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "unknown property 'blurr' on frei0r-glow; expected one of: blur, on, tint"
+        );
+    }
+
+    #[test]
+    fn values_are_typed_and_range_checked() {
+        let p = Props::resolve(
+            "x",
+            &specs(),
+            &[
+                ("blur".into(), "0.5".into()),
+                ("tint".into(), "#ff0000".into()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(p.f64("blur"), 0.5);
+        assert_eq!(p.get("tint"), Some(&PropValue::Color([1.0, 0.0, 0.0])));
+        assert!(!p.bool("on"));
+        let e = Props::resolve("x", &specs(), &[("blur".into(), "2".into())]).unwrap_err();
+        assert!(e.to_string().contains("out of range"), "{e}");
+        let e = Props::resolve("x", &specs(), &[("blur".into(), "abc".into())]).unwrap_err();
+        assert!(e.to_string().contains("bad value 'abc'"), "{e}");
+    }
+}
