@@ -76,6 +76,7 @@ impl PoolInner {
 
     /// # Safety
     /// The caller must be the unique handle (a `FrameMut`) to slot `idx`, borrowed mutably.
+    #[allow(clippy::mut_from_ref)] // the exclusivity is the caller's contract, stated above
     unsafe fn bytes_of_mut(&self, idx: usize) -> &mut [u8] {
         // SAFETY: guaranteed by the caller: nobody else can read or write this buffer now.
         let blocks: &mut [Block] = unsafe { &mut *self.slots[idx].data.get() };

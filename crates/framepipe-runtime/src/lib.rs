@@ -1,0 +1,30 @@
+//! framepipe's runtime: runs a pipeline (source → effects → sink) on **one** pool of worker threads.
+//!
+//! The model is oneTBB's `parallel_pipeline`:
+//! * a bounded number of frames ("tokens") is in flight at once;
+//! * *serial* stages (the source, the sink, effects that keep state between frames) take frames
+//!   strictly in sequence order, one at a time, with a single instance;
+//! * *parallel* stages (stateless effects) run on several frames at once, each worker using its own
+//!   instance, created on demand (at most one per worker);
+//! * a worker that finishes a stage carries its frame straight on to the next stage when it can
+//!   (cache-warm); if the next stage is serial and busy or the frame is not next in order, the frame
+//!   is parked there and the worker looks for other work instead of waiting;
+//! * native effects can split one frame into slices ([`framepipe_core::SliceRunner`]) that idle
+//!   workers of the same pool help with.
+//!
+//! Output order is the source order, and because parallel stages are stateless and every instance
+//! is configured identically, output bytes do not depend on the number of threads.
+//!
+//! Real-time contract: after [`Pipeline::prepare`] (which allocates the frame pools, the scheduler's
+//! queues and the first instance of every effect), running a frame allocates nothing in the
+//! runtime. Workers take one short mutex to pick and complete a job (a few hundred nanoseconds,
+//! twice per stage per frame); they never hold it while an element runs. Parallel effects create
+//! their second and further instances lazily, the first time a worker needs one (at most
+//! `threads` per effect). See docs/REALTIME.md.
+#![deny(unsafe_code)]
+
+mod sched;
+mod stats;
+
+pub use sched::{EffectStage, Options, Pipeline, Prepared};
+pub use stats::{Counters, RunStats, StageCounters, StageStats};

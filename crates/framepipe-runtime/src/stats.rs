@@ -1,0 +1,127 @@
+//! Live and final statistics. Counters are atomics written by the workers and read by anyone (a
+//! status line, a monitor) without taking the scheduler's lock, so watching never slows the frames.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use framepipe_core::Mode;
+
+/// Counters of one stage, updated by the worker that runs it.
+#[derive(Debug)]
+pub struct StageCounters {
+    /// Stage name (element name).
+    pub name: String,
+    /// Serial or parallel.
+    pub mode: Mode,
+    frames: AtomicU64,
+    busy_ns: AtomicU64,
+    instances: AtomicUsize,
+}
+
+impl StageCounters {
+    pub(crate) fn new(name: String, mode: Mode) -> Self {
+        StageCounters {
+            name,
+            mode,
+            frames: AtomicU64::new(0),
+            busy_ns: AtomicU64::new(0),
+            instances: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn record(&self, busy: Duration) {
+        self.frames.fetch_add(1, Ordering::Relaxed);
+        self.busy_ns
+            .fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_instance(&self) {
+        self.instances.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A snapshot of this stage's figures.
+    pub fn snapshot(&self) -> StageStats {
+        let frames = self.frames.load(Ordering::Relaxed);
+        let busy = self.busy_ns.load(Ordering::Relaxed);
+        StageStats {
+            name: self.name.clone(),
+            mode: self.mode,
+            instances: self.instances.load(Ordering::Relaxed),
+            frames,
+            mean_ms: if frames == 0 {
+                0.0
+            } else {
+                busy as f64 / frames as f64 / 1e6
+            },
+        }
+    }
+}
+
+/// Figures of one stage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageStats {
+    /// Element name.
+    pub name: String,
+    /// How it was scheduled.
+    pub mode: Mode,
+    /// Instances created (1 for serial stages; up to the worker count for parallel ones).
+    pub instances: usize,
+    /// Frames processed.
+    pub frames: u64,
+    /// Mean processing time per frame, milliseconds.
+    pub mean_ms: f64,
+}
+
+/// Counters of the whole run.
+#[derive(Debug)]
+pub struct Counters {
+    /// One per stage: source, effects..., sink.
+    pub stages: Vec<StageCounters>,
+    pub(crate) in_flight: AtomicUsize,
+    pub(crate) frames_out: AtomicU64,
+    pub(crate) started: std::time::Instant,
+}
+
+impl Counters {
+    /// Frames in flight right now (between leaving the source and leaving the sink).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Frames the sink has consumed so far.
+    pub fn frames_out(&self) -> u64 {
+        self.frames_out.load(Ordering::Relaxed)
+    }
+
+    /// A snapshot of everything.
+    pub fn snapshot(&self) -> RunStats {
+        let wall = self.started.elapsed();
+        let frames = self.frames_out();
+        RunStats {
+            frames,
+            wall_s: wall.as_secs_f64(),
+            fps: if wall.as_secs_f64() > 0.0 {
+                frames as f64 / wall.as_secs_f64()
+            } else {
+                0.0
+            },
+            stages: self.stages.iter().map(StageCounters::snapshot).collect(),
+            in_flight: self.in_flight(),
+        }
+    }
+}
+
+/// Figures of a run, live or final.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunStats {
+    /// Frames consumed by the sink.
+    pub frames: u64,
+    /// Seconds since the run started.
+    pub wall_s: f64,
+    /// frames / wall_s.
+    pub fps: f64,
+    /// Per stage, in pipeline order (source first, sink last).
+    pub stages: Vec<StageStats>,
+    /// Frames in flight when the snapshot was taken.
+    pub in_flight: usize,
+}

@@ -1,0 +1,343 @@
+//! The scheduler with small in-test elements whose behaviour is known exactly: order, statefulness,
+//! thread-count independence, errors, slices. Real-plugin pipelines are tested in framepipe-cli.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use framepipe_core::{
+    Effect, EffectFactory, Error, Frame, FrameCtx, FrameMut, Mode, Rational, Result, Sink,
+    SliceRunner, Source, VideoInfo,
+};
+use framepipe_runtime::{EffectStage, Options, Pipeline};
+
+const W: u32 = 16;
+const H: u32 = 8;
+
+/// Writes the sequence number into every pixel; fails at `fail_at` if set.
+struct Counter {
+    frames: u64,
+    fail_at: Option<u64>,
+}
+
+impl Source for Counter {
+    fn info(&self) -> VideoInfo {
+        VideoInfo {
+            width: W,
+            height: H,
+            rate: Rational::new(25, 1),
+        }
+    }
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        if Some(ctx.seq) == self.fail_at {
+            return Err(Error::Pipeline(format!(
+                "source broke at frame {}",
+                ctx.seq
+            )));
+        }
+        if ctx.seq >= self.frames {
+            return Ok(false);
+        }
+        frame.words_mut().fill(ctx.seq as u32);
+        Ok(true)
+    }
+}
+
+/// A stateless effect that takes a varying time (so parallel instances finish out of order) and
+/// computes a hash-like function of its input; it records the most instances running at once.
+struct Mix {
+    running: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+    fail_at: Option<u64>,
+}
+struct MixInst(Arc<AtomicUsize>, Arc<AtomicUsize>, Option<u64>);
+
+impl EffectFactory for Mix {
+    fn name(&self) -> &str {
+        "mix"
+    }
+    fn default_mode(&self) -> Mode {
+        Mode::Parallel
+    }
+    fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo> {
+        Ok(input)
+    }
+    fn instantiate(&self) -> Result<Box<dyn Effect>> {
+        Ok(Box::new(MixInst(
+            self.running.clone(),
+            self.peak.clone(),
+            self.fail_at,
+        )))
+    }
+}
+
+impl Effect for MixInst {
+    fn process(
+        &mut self,
+        ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> Result<()> {
+        if Some(ctx.seq) == self.2 {
+            return Err(Error::Pipeline(format!("mix broke at frame {}", ctx.seq)));
+        }
+        let now = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        self.1.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_micros(200 + (ctx.seq * 7919 % 5) * 300));
+        for (o, i) in output.words_mut().iter_mut().zip(input.words()) {
+            *o = i.wrapping_mul(2654435761).rotate_left(5) ^ 0x9e37;
+        }
+        self.0.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A stateful effect: output = input + running sum of inputs seen so far. Frames out of order or
+/// two instances would change the result.
+struct Accumulate;
+struct AccInst(u32);
+impl EffectFactory for Accumulate {
+    fn name(&self) -> &str {
+        "acc"
+    }
+    fn default_mode(&self) -> Mode {
+        Mode::Serial
+    }
+    fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo> {
+        Ok(input)
+    }
+    fn instantiate(&self) -> Result<Box<dyn Effect>> {
+        Ok(Box::new(AccInst(0)))
+    }
+}
+impl Effect for AccInst {
+    fn process(
+        &mut self,
+        _ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> Result<()> {
+        self.0 = self.0.wrapping_mul(31).wrapping_add(input.words()[0]);
+        for (o, i) in output.words_mut().iter_mut().zip(input.words()) {
+            *o = i.wrapping_add(self.0);
+        }
+        Ok(())
+    }
+}
+
+/// Splits the frame into one slice per row through the runtime's slice runner.
+struct Rows;
+struct RowsInst;
+impl EffectFactory for Rows {
+    fn name(&self) -> &str {
+        "rows"
+    }
+    fn default_mode(&self) -> Mode {
+        Mode::Parallel
+    }
+    fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo> {
+        Ok(input)
+    }
+    fn instantiate(&self) -> Result<Box<dyn Effect>> {
+        Ok(Box::new(RowsInst))
+    }
+}
+impl Effect for RowsInst {
+    fn process(
+        &mut self,
+        _ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        slices: &dyn SliceRunner,
+    ) -> Result<()> {
+        let rows: Vec<Mutex<&mut [u32]>> = output
+            .words_mut()
+            .chunks_mut(W as usize)
+            .map(Mutex::new)
+            .collect();
+        let src = input.words();
+        slices.run(rows.len(), &|r| {
+            let mut row = rows[r].lock().unwrap();
+            for (x, px) in row.iter_mut().enumerate() {
+                *px = src[r * W as usize + x] ^ ((r as u32) << 16 | x as u32);
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        });
+        Ok(())
+    }
+}
+
+#[derive(Default, Clone)]
+struct Collected(Arc<Mutex<Vec<(u64, Vec<u32>)>>>, Arc<AtomicUsize>);
+
+struct Collect(Collected);
+impl Sink for Collect {
+    fn start(&mut self, _info: VideoInfo) -> Result<()> {
+        Ok(())
+    }
+    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        self.0
+             .0
+            .lock()
+            .unwrap()
+            .push((ctx.seq, frame.words().to_vec()));
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.0 .1.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+struct Chain {
+    frames: u64,
+    source_fail: Option<u64>,
+    mix_fail: Option<u64>,
+}
+
+fn run_chain(c: &Chain, threads: usize) -> (Result<framepipe_runtime::RunStats>, Collected, usize) {
+    let out = Collected::default();
+    let peak = Arc::new(AtomicUsize::new(0));
+    let mix = |fail| EffectStage {
+        factory: Box::new(Mix {
+            running: Arc::new(AtomicUsize::new(0)),
+            peak: peak.clone(),
+            fail_at: fail,
+        }),
+        mode: Mode::Parallel,
+    };
+    let effects = vec![
+        ("mix".to_string(), mix(c.mix_fail)),
+        (
+            "acc".to_string(),
+            EffectStage {
+                factory: Box::new(Accumulate),
+                mode: Mode::Serial,
+            },
+        ),
+        (
+            "rows".to_string(),
+            EffectStage {
+                factory: Box::new(Rows),
+                mode: Mode::Parallel,
+            },
+        ),
+        ("mix2".to_string(), mix(None)),
+    ];
+    let p = Pipeline::new(
+        (
+            "counter".into(),
+            Box::new(Counter {
+                frames: c.frames,
+                fail_at: c.source_fail,
+            }),
+        ),
+        effects,
+        ("collect".into(), Box::new(Collect(out.clone()))),
+    );
+    let r = p
+        .prepare(Options {
+            threads,
+            in_flight: 0,
+        })
+        .and_then(|p| p.run());
+    (r, out, peak.load(Ordering::SeqCst))
+}
+
+#[test]
+fn output_is_in_order_and_identical_for_any_thread_count() {
+    let chain = Chain {
+        frames: 60,
+        source_fail: None,
+        mix_fail: None,
+    };
+    let (r1, one, _) = run_chain(&chain, 1);
+    let stats = r1.expect("single-threaded run");
+    assert_eq!(stats.frames, 60);
+    let reference = one.0.lock().unwrap().clone();
+    assert_eq!(
+        reference.iter().map(|f| f.0).collect::<Vec<_>>(),
+        (0..60).collect::<Vec<_>>()
+    );
+    for threads in [2, 3, 4, 8] {
+        let (r, out, peak) = run_chain(&chain, threads);
+        let stats = r.expect("run");
+        assert_eq!(stats.frames, 60);
+        assert_eq!(out.1.load(Ordering::SeqCst), 1, "sink finished once");
+        assert_eq!(
+            *out.0.lock().unwrap(),
+            reference,
+            "{threads} threads gave different frames"
+        );
+        assert!(
+            peak >= 2,
+            "{threads} threads never ran a parallel stage on two frames at once (peak {peak})"
+        );
+        let acc = &stats.stages[2];
+        assert_eq!((acc.name.as_str(), acc.instances), ("acc", 1));
+        assert!(stats.stages[1].instances <= threads);
+    }
+}
+
+#[test]
+fn source_error_still_delivers_earlier_frames() {
+    let chain = Chain {
+        frames: 100,
+        source_fail: Some(17),
+        mix_fail: None,
+    };
+    let (r, out, _) = run_chain(&chain, 3);
+    let err = r.unwrap_err().to_string();
+    assert!(err.contains("source broke at frame 17"), "{err}");
+    let seqs: Vec<u64> = out.0.lock().unwrap().iter().map(|f| f.0).collect();
+    assert_eq!(seqs, (0..17).collect::<Vec<_>>());
+    assert_eq!(out.1.load(Ordering::SeqCst), 1, "sink was finished");
+}
+
+#[test]
+fn effect_error_stops_the_run_with_that_error() {
+    let chain = Chain {
+        frames: 1000,
+        source_fail: None,
+        mix_fail: Some(30),
+    };
+    let (r, out, _) = run_chain(&chain, 2);
+    let err = r.unwrap_err().to_string();
+    assert!(err.contains("mix broke at frame 30"), "{err}");
+    let seqs: Vec<u64> = out.0.lock().unwrap().iter().map(|f| f.0).collect();
+    assert!(seqs.len() <= 30, "nothing after the failed frame: {seqs:?}");
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn bounded_frames_in_flight() {
+    let chain = Chain {
+        frames: 40,
+        source_fail: None,
+        mix_fail: None,
+    };
+    let out = Collected::default();
+    let p = Pipeline::new(
+        (
+            "counter".into(),
+            Box::new(Counter {
+                frames: chain.frames,
+                fail_at: None,
+            }),
+        ),
+        vec![],
+        ("collect".into(), Box::new(Collect(out.clone()))),
+    );
+    let prepared = p
+        .prepare(Options {
+            threads: 4,
+            in_flight: 3,
+        })
+        .unwrap();
+    assert_eq!(prepared.max_in_flight(), 3);
+    let stats = prepared.run().unwrap();
+    assert_eq!(stats.frames, 40);
+    assert_eq!(stats.in_flight, 0);
+}
