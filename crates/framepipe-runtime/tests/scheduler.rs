@@ -169,8 +169,11 @@ impl Effect for RowsInst {
     }
 }
 
+/// Frames received (sequence number, pixels).
+type Received = Arc<Mutex<Vec<(u64, Vec<u32>)>>>;
+
 #[derive(Default, Clone)]
-struct Collected(Arc<Mutex<Vec<(u64, Vec<u32>)>>>, Arc<AtomicUsize>);
+struct Collected(Received, Arc<AtomicUsize>);
 
 struct Collect(Collected);
 impl Sink for Collect {
