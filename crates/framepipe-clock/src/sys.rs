@@ -1,0 +1,222 @@
+//! Thin, safe wrappers over the Linux time and scheduling calls the pacer needs.
+
+use crate::{Error, Result};
+
+/// Reads `clock`, in nanoseconds.
+fn clock_ns(clock: libc::clockid_t) -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call; `clock` is one of
+    // the constant clock ids below, which the kernel always supports, so the call cannot fail.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    debug_assert_eq!(rc, 0, "clock_gettime({clock}) failed");
+    // time_t and c_long are i64 on the 64-bit Linux targets framepipe supports.
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// Now on `CLOCK_MONOTONIC`, in nanoseconds (arbitrary origin, never goes back). Served by the
+/// vDSO: no system call, no allocation.
+pub fn now_ns() -> i64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time consumed so far by the calling thread (`CLOCK_THREAD_CPUTIME_ID`), in nanoseconds.
+pub fn thread_cpu_ns() -> i64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// Sleeps until `deadline_ns` on `CLOCK_MONOTONIC` (`clock_nanosleep` with `TIMER_ABSTIME`),
+/// resuming after signals. Returns at once when the deadline has passed. The wake-up is late by
+/// the kernel's timer slack plus scheduling latency; see [`set_timer_slack_ns`].
+pub fn sleep_until_ns(deadline_ns: i64) {
+    if deadline_ns <= 0 {
+        return;
+    }
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: `ts` is a valid timespec; with TIMER_ABSTIME the remaining-time pointer is
+        // unused, so passing null is allowed.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        // clock_nanosleep returns the error number directly; only EINTR warrants a retry
+        // (an absolute deadline makes the retry exact). EINVAL cannot happen for a normalised
+        // timespec on CLOCK_MONOTONIC.
+        if rc != libc::EINTR {
+            return;
+        }
+    }
+}
+
+/// Sets the calling thread's timer slack (`prctl(PR_SET_TIMERSLACK)`), the amount the kernel
+/// may delay its timer wake-ups to batch them (default 50 µs). The pacer wants 1 ns.
+pub fn set_timer_slack_ns(slack_ns: u64) -> Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes one unsigned long by value; no memory is passed.
+    let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, slack_ns as libc::c_ulong, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Error::Sys {
+            call: "prctl(PR_SET_TIMERSLACK)",
+            source: std::io::Error::last_os_error(),
+        })
+    }
+}
+
+/// Tries to move the calling thread to `SCHED_FIFO` at `priority` (clamped to the policy's
+/// range; 1..99 on Linux). Returns whether it did. Fails quietly (returns `false`) when the
+/// process lacks `CAP_SYS_NICE` and `RLIMIT_RTPRIO` forbids it, which is the usual case for an
+/// unprivileged user; the thread then stays in `SCHED_OTHER`.
+pub fn try_realtime(priority: i32) -> bool {
+    // SAFETY: plain integer-in, integer-out queries of the policy's priority range.
+    let (lo, hi) = unsafe {
+        (
+            libc::sched_get_priority_min(libc::SCHED_FIFO),
+            libc::sched_get_priority_max(libc::SCHED_FIFO),
+        )
+    };
+    let param = libc::sched_param {
+        sched_priority: priority.clamp(lo, hi),
+    };
+    // SAFETY: `pthread_self()` is the calling thread, alive for the call; `param` is a valid
+    // sched_param that the call only reads.
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    rc == 0
+}
+
+/// What [`prepare_pacing_thread`] managed to set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadSetup {
+    /// Timer slack lowered to 1 ns.
+    pub low_timer_slack: bool,
+    /// The thread runs under `SCHED_FIFO`.
+    pub realtime: bool,
+}
+
+/// Prepares the calling thread for pacing: timer slack 1 ns, and `SCHED_FIFO` (priority 10,
+/// above ordinary threads but below kernel interrupt threads) when `want_realtime` and the
+/// process is permitted. Never fails: what could not be done is reported as `false`.
+pub fn prepare_pacing_thread(want_realtime: bool) -> ThreadSetup {
+    ThreadSetup {
+        low_timer_slack: set_timer_slack_ns(1).is_ok(),
+        realtime: want_realtime && try_realtime(10),
+    }
+}
+
+/// Measures the calling thread's CPU share between [`CpuMeter::start`] and
+/// [`CpuMeter::share`]: thread CPU time over monotonic wall time. Must be used on one thread.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuMeter {
+    cpu0: i64,
+    wall0: i64,
+}
+
+impl CpuMeter {
+    /// Starts measuring now, on the calling thread.
+    pub fn start() -> Self {
+        CpuMeter {
+            cpu0: thread_cpu_ns(),
+            wall0: now_ns(),
+        }
+    }
+
+    /// CPU nanoseconds used by this thread since `start`.
+    pub fn cpu_ns(&self) -> i64 {
+        thread_cpu_ns() - self.cpu0
+    }
+
+    /// Wall nanoseconds since `start`.
+    pub fn wall_ns(&self) -> i64 {
+        now_ns() - self.wall0
+    }
+
+    /// Fraction of one core used by this thread since `start` (0.0 .. 1.0).
+    pub fn share(&self) -> f64 {
+        let wall = self.wall_ns();
+        if wall <= 0 {
+            return 0.0;
+        }
+        self.cpu_ns() as f64 / wall as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn monotonic_does_not_go_back() {
+        let a = now_ns();
+        let b = now_ns();
+        assert!(a > 0 && b >= a, "{a} then {b}");
+    }
+
+    #[test]
+    fn sleep_until_is_not_early() {
+        let deadline = now_ns() + 2_000_000;
+        sleep_until_ns(deadline);
+        let woke = now_ns();
+        assert!(woke >= deadline, "woke {} ns early", deadline - woke);
+    }
+
+    #[test]
+    fn sleeping_costs_little_cpu_and_spinning_costs_all() {
+        let meter = CpuMeter::start();
+        sleep_until_ns(now_ns() + 20_000_000);
+        // A 20 ms sleep uses at most a few ms of CPU even on a loaded machine.
+        assert!(
+            meter.cpu_ns() < 5_000_000,
+            "sleep used {} ns CPU",
+            meter.cpu_ns()
+        );
+
+        let meter = CpuMeter::start();
+        let end = now_ns() + 20_000_000;
+        while now_ns() < end {
+            std::hint::spin_loop();
+        }
+        // Spinning for 20 ms wall must show CPU time (we may be preempted part of it).
+        assert!(
+            meter.cpu_ns() > 1_000_000,
+            "spin used {} ns CPU",
+            meter.cpu_ns()
+        );
+    }
+
+    #[test]
+    fn timer_slack_can_be_lowered() {
+        set_timer_slack_ns(1).expect("PR_SET_TIMERSLACK");
+        // SAFETY: PR_GET_TIMERSLACK takes no memory arguments and returns the slack.
+        let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+        assert_eq!(slack, 1);
+    }
+
+    #[test]
+    fn realtime_reports_what_it_did() {
+        let got = std::thread::spawn(|| {
+            let ok = try_realtime(5);
+            let mut policy = 0;
+            let mut param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: valid out-pointers for the calling thread's own policy and parameters.
+            let rc = unsafe {
+                libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut param)
+            };
+            assert_eq!(rc, 0);
+            (ok, policy)
+        })
+        .join()
+        .unwrap();
+        // Whether permitted or not, the answer must match the thread's actual policy.
+        assert_eq!(got.0, got.1 == libc::SCHED_FIFO, "{got:?}");
+    }
+}

@@ -1,0 +1,2 @@
+//! Command queue benchmark (work in progress).
+fn main() {}

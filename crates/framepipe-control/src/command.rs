@@ -1,0 +1,464 @@
+//! [`Command`]s and their one-line text protocol.
+
+use std::fmt;
+
+use crate::osc::Oscillator;
+use crate::{Error, Result};
+
+const COMMANDS: &str = "set, osc, unosc, bypass, speed, pause, step, resume, stop";
+
+/// An element of the running pipeline, by name or by position.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// Position in the pipeline string, 0-based: the source is 0, the first effect 1, ...
+    Index(usize),
+    /// Element name (`frei0r-glow`). When a name occurs more than once, the runtime decides;
+    /// use an index to be exact.
+    Name(String),
+}
+
+impl Target {
+    /// A target from text: all digits = an index, anything else = a name.
+    pub fn parse(text: &str) -> Result<Self> {
+        let t = text.trim();
+        if t.is_empty() {
+            return Err(Error::BadArgument {
+                command: "target".into(),
+                token: text.into(),
+                reason: "empty element name".into(),
+            });
+        }
+        if t.bytes().all(|b| b.is_ascii_digit()) {
+            t.parse()
+                .map(Target::Index)
+                .map_err(|_| Error::BadArgument {
+                    command: "target".into(),
+                    token: t.into(),
+                    reason: "element index too large".into(),
+                })
+        } else {
+            Ok(Target::Name(t.to_string()))
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Index(i) => write!(f, "{i}"),
+            Target::Name(n) => f.write_str(n),
+        }
+    }
+}
+
+/// A command to a running engine. Takes effect at a frame boundary, for that frame in every
+/// stage.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Set a property to a fixed value (text, parsed by the element's property spec). Replaces
+    /// an oscillator on that property.
+    Set {
+        /// The element.
+        element: Target,
+        /// Property name.
+        prop: String,
+        /// The value as text.
+        value: String,
+    },
+    /// Attach an oscillator to a numeric property, or replace the one it has.
+    Osc {
+        /// The element.
+        element: Target,
+        /// Property name.
+        prop: String,
+        /// The oscillator.
+        osc: Oscillator,
+    },
+    /// Remove a property's oscillator; the property keeps its last value.
+    Unosc {
+        /// The element.
+        element: Target,
+        /// Property name.
+        prop: String,
+    },
+    /// Bypass an effect (frames pass through unchanged) or put it back.
+    Bypass {
+        /// The element.
+        element: Target,
+        /// `true` = bypassed.
+        on: bool,
+    },
+    /// Set the master speed of all oscillators (1 = normal, 0 = frozen).
+    Speed(f64),
+    /// Stop releasing frames at the next frame boundary.
+    Pause,
+    /// While paused: release this many next frames, one per frame period.
+    Step(u32),
+    /// Continue from a pause, without a burst.
+    Resume,
+    /// End the run cleanly.
+    Stop,
+}
+
+/// Splits `element.prop` at the last dot.
+fn parse_param(command: &'static str, token: Option<&str>) -> Result<(Target, String)> {
+    let token = token.ok_or(Error::MissingArgument {
+        command,
+        what: "ELEMENT.PROPERTY, e.g. frei0r-glow.blur or 1.blur",
+    })?;
+    let (el, prop) = token.rsplit_once('.').ok_or_else(|| Error::BadArgument {
+        command: command.into(),
+        token: token.into(),
+        reason: "expected ELEMENT.PROPERTY, e.g. frei0r-glow.blur or 1.blur".into(),
+    })?;
+    if prop.is_empty() {
+        return Err(Error::BadArgument {
+            command: command.into(),
+            token: token.into(),
+            reason: "empty property name after '.'".into(),
+        });
+    }
+    let element = Target::parse(el).map_err(|_| Error::BadArgument {
+        command: command.into(),
+        token: token.into(),
+        reason: "empty element before '.'".into(),
+    })?;
+    Ok((element, prop.to_string()))
+}
+
+fn no_more<'a>(command: &'static str, mut rest: impl Iterator<Item = &'a str>) -> Result<()> {
+    match rest.next() {
+        Some(t) => Err(Error::ExtraArgument {
+            command,
+            token: t.into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The text after the first `n` whitespace-separated words of `line`, trimmed.
+fn rest_after_words(line: &str, n: usize) -> &str {
+    let mut s = line.trim_start();
+    for _ in 0..n {
+        let end = s.find(char::is_whitespace).unwrap_or(s.len());
+        s = s[end..].trim_start();
+    }
+    s.trim_end()
+}
+
+impl Command {
+    /// Parses one line of the text protocol (see `docs/CONTROL.md`):
+    ///
+    /// ```text
+    /// set ELEMENT.PROP VALUE            set frei0r-glow.blur 0.7   (a ~oscillator VALUE = osc)
+    /// osc ELEMENT.PROP SHAPE [k=v ...]  osc stamp.value sine freq=0.5 min=0 max=1 phase=0
+    /// osc ELEMENT.PROP ~COMPACT         osc 2.blur ~triangle:0.25hz:0..1
+    /// unosc ELEMENT.PROP
+    /// bypass ELEMENT on|off             bypass 2 on
+    /// speed X                           speed 2
+    /// pause | step [N] | resume | stop
+    /// ```
+    ///
+    /// Words are separated by whitespace; command words are case-insensitive. Errors name the
+    /// offending token.
+    pub fn parse(line: &str) -> Result<Command> {
+        let mut words = line.split_whitespace();
+        let Some(first) = words.next() else {
+            return Err(Error::Empty);
+        };
+        if first.starts_with('#') {
+            return Err(Error::Empty);
+        }
+        match first.to_ascii_lowercase().as_str() {
+            "set" => {
+                let (element, prop) = parse_param("set", words.next())?;
+                let value = rest_after_words(line, 2);
+                if value.is_empty() {
+                    return Err(Error::MissingArgument {
+                        command: "set",
+                        what: "a value, e.g. set frei0r-glow.blur 0.7",
+                    });
+                }
+                if value.starts_with('~') {
+                    let osc = Oscillator::parse_compact(value)?;
+                    return Ok(Command::Osc { element, prop, osc });
+                }
+                Ok(Command::Set {
+                    element,
+                    prop,
+                    value: value.to_string(),
+                })
+            }
+            "osc" => {
+                let (element, prop) = parse_param("osc", words.next())?;
+                let rest: Vec<&str> = words.collect();
+                if rest.is_empty() {
+                    return Err(Error::MissingArgument {
+                        command: "osc",
+                        what: "a shape, e.g. osc stamp.value sine freq=0.5 min=0 max=1",
+                    });
+                }
+                let osc = Oscillator::parse_words(&rest)?;
+                Ok(Command::Osc { element, prop, osc })
+            }
+            "unosc" => {
+                let (element, prop) = parse_param("unosc", words.next())?;
+                no_more("unosc", words)?;
+                Ok(Command::Unosc { element, prop })
+            }
+            "bypass" => {
+                let el = words.next().ok_or(Error::MissingArgument {
+                    command: "bypass",
+                    what: "an element and on|off, e.g. bypass 2 on",
+                })?;
+                let element = Target::parse(el)?;
+                let on = match words.next().map(|w| w.to_ascii_lowercase()) {
+                    Some(w) if matches!(w.as_str(), "on" | "1" | "true" | "yes") => true,
+                    Some(w) if matches!(w.as_str(), "off" | "0" | "false" | "no") => false,
+                    Some(w) => {
+                        return Err(Error::BadArgument {
+                            command: "bypass".into(),
+                            token: w,
+                            reason: "expected on or off".into(),
+                        })
+                    }
+                    None => {
+                        return Err(Error::MissingArgument {
+                            command: "bypass",
+                            what: "on or off, e.g. bypass 2 on",
+                        })
+                    }
+                };
+                no_more("bypass", words)?;
+                Ok(Command::Bypass { element, on })
+            }
+            "speed" => {
+                let t = words.next().ok_or(Error::MissingArgument {
+                    command: "speed",
+                    what: "a number, e.g. speed 2",
+                })?;
+                let speed = t
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && s.abs() <= 1e6)
+                    .ok_or_else(|| Error::BadArgument {
+                        command: "speed".into(),
+                        token: t.into(),
+                        reason: "expected a number within ±1000000".into(),
+                    })?;
+                no_more("speed", words)?;
+                Ok(Command::Speed(speed))
+            }
+            "step" => {
+                let n = match words.next() {
+                    None => 1,
+                    Some(t) => t.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                        Error::BadArgument {
+                            command: "step".into(),
+                            token: t.into(),
+                            reason: "expected a whole number of frames ≥ 1".into(),
+                        }
+                    })?,
+                };
+                no_more("step", words)?;
+                Ok(Command::Step(n))
+            }
+            "pause" => no_more("pause", words).map(|_| Command::Pause),
+            "resume" => no_more("resume", words).map(|_| Command::Resume),
+            "stop" => no_more("stop", words).map(|_| Command::Stop),
+            _ => Err(Error::UnknownCommand {
+                word: first.into(),
+                expected: COMMANDS,
+            }),
+        }
+    }
+
+    /// Like [`parse`](Self::parse), but a blank line or a `#` comment gives `Ok(None)`.
+    pub fn parse_line(line: &str) -> Result<Option<Command>> {
+        match Command::parse(line) {
+            Ok(c) => Ok(Some(c)),
+            Err(Error::Empty) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The element the command is about, if any.
+    pub fn target(&self) -> Option<&Target> {
+        match self {
+            Command::Set { element, .. }
+            | Command::Osc { element, .. }
+            | Command::Unosc { element, .. }
+            | Command::Bypass { element, .. } => Some(element),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    /// The command as a protocol line, which [`Command::parse`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Command::Set {
+                element,
+                prop,
+                value,
+            } => write!(f, "set {element}.{prop} {value}"),
+            Command::Osc { element, prop, osc } => write!(f, "osc {element}.{prop} {osc}"),
+            Command::Unosc { element, prop } => write!(f, "unosc {element}.{prop}"),
+            Command::Bypass { element, on } => {
+                write!(f, "bypass {element} {}", if *on { "on" } else { "off" })
+            }
+            Command::Speed(s) => write!(f, "speed {s}"),
+            Command::Pause => f.write_str("pause"),
+            Command::Step(n) => write!(f, "step {n}"),
+            Command::Resume => f.write_str("resume"),
+            Command::Stop => f.write_str("stop"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::osc::Shape;
+
+    fn name(s: &str) -> Target {
+        Target::Name(s.into())
+    }
+
+    #[test]
+    fn good_lines() {
+        assert_eq!(
+            Command::parse("set frei0r-glow.blur 0.7").unwrap(),
+            Command::Set {
+                element: name("frei0r-glow"),
+                prop: "blur".into(),
+                value: "0.7".into()
+            }
+        );
+        assert_eq!(
+            Command::parse("  SET 3.color  1, 0.5, 0 ").unwrap(),
+            Command::Set {
+                element: Target::Index(3),
+                prop: "color".into(),
+                value: "1, 0.5, 0".into()
+            }
+        );
+        assert_eq!(
+            Command::parse("osc stamp.value sine freq=0.5 min=0 max=1 phase=0").unwrap(),
+            Command::Osc {
+                element: name("stamp"),
+                prop: "value".into(),
+                osc: Oscillator::new(Shape::Sine).with_freq(0.5)
+            }
+        );
+        assert_eq!(
+            Command::parse("osc 2.blur ~triangle:0.25hz:0..1").unwrap(),
+            Command::Osc {
+                element: Target::Index(2),
+                prop: "blur".into(),
+                osc: Oscillator::new(Shape::Triangle).with_freq(0.25)
+            }
+        );
+        // set with an oscillator value attaches it.
+        assert_eq!(
+            Command::parse("set a.b ~square:2hz").unwrap(),
+            Command::Osc {
+                element: name("a"),
+                prop: "b".into(),
+                osc: Oscillator::new(Shape::Square).with_freq(2.0)
+            }
+        );
+        assert_eq!(
+            Command::parse("unosc stamp.value").unwrap(),
+            Command::Unosc {
+                element: name("stamp"),
+                prop: "value".into()
+            }
+        );
+        assert_eq!(
+            Command::parse("bypass 2 on").unwrap(),
+            Command::Bypass {
+                element: Target::Index(2),
+                on: true
+            }
+        );
+        assert_eq!(
+            Command::parse("bypass frei0r-sobel off").unwrap(),
+            Command::Bypass {
+                element: name("frei0r-sobel"),
+                on: false
+            }
+        );
+        assert_eq!(Command::parse("speed 2").unwrap(), Command::Speed(2.0));
+        assert_eq!(Command::parse("speed -0.5").unwrap(), Command::Speed(-0.5));
+        assert_eq!(Command::parse("pause").unwrap(), Command::Pause);
+        assert_eq!(Command::parse("step").unwrap(), Command::Step(1));
+        assert_eq!(Command::parse("step 3").unwrap(), Command::Step(3));
+        assert_eq!(Command::parse("Resume").unwrap(), Command::Resume);
+        assert_eq!(Command::parse("stop").unwrap(), Command::Stop);
+        assert_eq!(Command::parse_line("   ").unwrap(), None);
+        assert_eq!(Command::parse_line("# a comment").unwrap(), None);
+    }
+
+    #[test]
+    fn bad_lines_name_the_token() {
+        let cases = [
+            ("sett a.b 1", "'sett'"),
+            ("set", "ELEMENT.PROPERTY"),
+            ("set blur 0.7", "'blur'"),
+            ("set glow. 0.7", "'glow.'"),
+            ("set .blur 0.7", "'.blur'"),
+            ("set glow.blur", "needs a value"),
+            ("set glow.blur ~sine:fast", "'fast'"),
+            ("osc glow.blur", "needs a shape"),
+            ("osc glow.blur wobble", "'wobble'"),
+            ("osc glow.blur sine freq=x", "freq=x"),
+            ("osc glow.blur sine 3", "'3'"),
+            ("unosc glow.blur now", "'now'"),
+            ("bypass", "needs an element"),
+            ("bypass 2", "on or off"),
+            ("bypass 2 maybe", "'maybe'"),
+            ("bypass 2 on off", "'off'"),
+            ("speed", "needs a number"),
+            ("speed fast", "'fast'"),
+            ("speed inf", "'inf'"),
+            ("step 0", "'0'"),
+            ("step -1", "'-1'"),
+            ("step 2 3", "'3'"),
+            ("pause now", "'now'"),
+            ("stop 1", "'1'"),
+            (
+                "bypass 99999999999999999999999 on",
+                "99999999999999999999999",
+            ),
+        ];
+        for (line, token) in cases {
+            let e = Command::parse(line).unwrap_err().to_string();
+            assert!(e.contains(token), "{line:?}: {e}");
+        }
+        assert_eq!(Command::parse(""), Err(Error::Empty));
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for line in [
+            "set frei0r-glow.blur 0.7",
+            "set 3.color 1,0.5,0",
+            "osc stamp.value sine freq=0.5 min=0 max=1 phase=0.25",
+            "osc 1.x random seed=5 freq=3",
+            "osc 1.x pulse width=0.1",
+            "unosc 2.blur",
+            "bypass 2 on",
+            "bypass glow off",
+            "speed 0.25",
+            "pause",
+            "step 4",
+            "resume",
+            "stop",
+        ] {
+            let c = Command::parse(line).unwrap();
+            assert_eq!(Command::parse(&c.to_string()).unwrap(), c, "{line} -> {c}");
+        }
+    }
+}

@@ -1,0 +1,904 @@
+//! Oscillators on parameters, evaluated at a frame's timestamp, never at wall-clock time.
+//!
+//! An [`Oscillator`] is a pure function of an *oscillator time* in integer nanoseconds. The
+//! runtime computes that time once per frame, at the source, with an [`OscClock`]: it advances
+//! by the frame's pts delta times the master speed, so a speed change never makes the phase
+//! jump. The osc time travels with the frame; every stage that evaluates an oscillator for that
+//! frame passes the same osc time and so gets the same value, whenever it runs.
+//!
+//! # Shapes
+//! With `p` the position in the cycle, `p = frac(t·freq + phase)` in `0..1`, and
+//! `u` the unit output in `0..=1`, the value is `min + (max − min)·u`:
+//!
+//! | shape        | `u`                                                           |
+//! |--------------|---------------------------------------------------------------|
+//! | `sine`       | `0.5 + 0.5·sin(2πp)`: mid-range at p=0, max at ¼, min at ¾     |
+//! | `triangle`   | `2p` for p<½, `2 − 2p` after: min at p=0, max at ½            |
+//! | `ramp-up`    | `p`                                                           |
+//! | `ramp-down`  | `1 − p`                                                       |
+//! | `square`     | 1 for p<½, 0 after                                            |
+//! | `pulse`      | 1 for p<width, 0 after                                        |
+//! | `random`     | a seeded random number per cycle, held for the cycle          |
+//! | `random-ramp`| straight line from this cycle's random number to the next one |
+//!
+//! Random numbers are a hash of (seed, cycle number): the same seed gives the same sequence in
+//! every run, in every stage, at any frame rate.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// The waveform of an [`Oscillator`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// Sine, starting mid-range and rising.
+    Sine,
+    /// Triangle, min at the cycle start, max half-way.
+    Triangle,
+    /// Rising sawtooth.
+    RampUp,
+    /// Falling sawtooth.
+    RampDown,
+    /// Square: max for the first half of the cycle, min for the second.
+    Square,
+    /// Pulse: max for the first `width` of the cycle, min for the rest.
+    Pulse,
+    /// Random value per cycle (sample and hold), repeatable by seed.
+    Random,
+    /// Random values per cycle joined by straight lines.
+    RandomRamp,
+}
+
+impl Shape {
+    /// Every shape, in documentation order.
+    pub const ALL: [Shape; 8] = [
+        Shape::Sine,
+        Shape::Triangle,
+        Shape::RampUp,
+        Shape::RampDown,
+        Shape::Square,
+        Shape::Pulse,
+        Shape::Random,
+        Shape::RandomRamp,
+    ];
+
+    /// The shape's name in commands and pipeline strings (`ramp-up`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Sine => "sine",
+            Shape::Triangle => "triangle",
+            Shape::RampUp => "ramp-up",
+            Shape::RampDown => "ramp-down",
+            Shape::Square => "square",
+            Shape::Pulse => "pulse",
+            Shape::Random => "random",
+            Shape::RandomRamp => "random-ramp",
+        }
+    }
+}
+
+impl FromStr for Shape {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let want = s.trim().to_ascii_lowercase().replace('_', "-");
+        Shape::ALL
+            .into_iter()
+            .find(|sh| sh.name() == want)
+            .ok_or_else(|| Error::UnknownShape {
+                name: s.to_string(),
+            })
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An oscillator: shape, frequency, range, phase, pulse width and random seed.
+///
+/// Build one with [`Oscillator::new`] and the `with_*` methods, parse the compact form
+/// `~sine:0.5hz:0..1:phase=0.25` with [`Oscillator::parse_compact`] (see `docs/CONTROL.md`), the
+/// command form `sine freq=0.5 min=0 max=1` with [`Oscillator::parse_words`], or deserialize an
+/// [`OscSpec`] from a project file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Oscillator {
+    /// Waveform.
+    pub shape: Shape,
+    /// Cycles per second of oscillator time (≥ 0).
+    pub freq_hz: f64,
+    /// Value at the bottom of the cycle.
+    pub min: f64,
+    /// Value at the top of the cycle.
+    pub max: f64,
+    /// Phase offset, in cycles (0..=1).
+    pub phase: f64,
+    /// Pulse width, fraction of the cycle at max (0..=1); only `pulse` uses it.
+    pub width: f64,
+    /// Seed of `random` and `random-ramp`.
+    pub seed: u64,
+}
+
+/// Default frequency: 1 Hz.
+pub const DEFAULT_FREQ_HZ: f64 = 1.0;
+/// Default range bottom.
+pub const DEFAULT_MIN: f64 = 0.0;
+/// Default range top.
+pub const DEFAULT_MAX: f64 = 1.0;
+/// Default pulse width.
+pub const DEFAULT_WIDTH: f64 = 0.5;
+
+impl Oscillator {
+    /// A `shape` oscillator at 1 Hz over 0..1, phase 0, width 0.5, seed 0.
+    pub fn new(shape: Shape) -> Self {
+        Oscillator {
+            shape,
+            freq_hz: DEFAULT_FREQ_HZ,
+            min: DEFAULT_MIN,
+            max: DEFAULT_MAX,
+            phase: 0.0,
+            width: DEFAULT_WIDTH,
+            seed: 0,
+        }
+    }
+
+    /// Sets the frequency.
+    pub fn with_freq(mut self, hz: f64) -> Self {
+        self.freq_hz = hz;
+        self
+    }
+
+    /// Sets the range.
+    pub fn with_range(mut self, min: f64, max: f64) -> Self {
+        self.min = min;
+        self.max = max;
+        self
+    }
+
+    /// Sets the phase (cycles).
+    pub fn with_phase(mut self, phase: f64) -> Self {
+        self.phase = phase;
+        self
+    }
+
+    /// Sets the pulse width.
+    pub fn with_width(mut self, width: f64) -> Self {
+        self.width = width;
+        self
+    }
+
+    /// Sets the random seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Checks the fields: finite numbers, `freq ≥ 0`, `phase` and `width` in `0..=1`.
+    /// (`min > max` is allowed: it turns the shape upside down.)
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &'static str, value: f64, reason: &'static str| {
+            Err(Error::BadOscillator {
+                token: format!("{field}={value}"),
+                reason: reason.into(),
+            })
+        };
+        if !self.freq_hz.is_finite() || self.freq_hz < 0.0 {
+            return bad(
+                "freq",
+                self.freq_hz,
+                "frequency must be a finite number ≥ 0 Hz",
+            );
+        }
+        if !self.min.is_finite() {
+            return bad("min", self.min, "must be a finite number");
+        }
+        if !self.max.is_finite() {
+            return bad("max", self.max, "must be a finite number");
+        }
+        if !(0.0..=1.0).contains(&self.phase) {
+            return bad("phase", self.phase, "phase is in cycles, 0..1");
+        }
+        if !(0.0..=1.0).contains(&self.width) {
+            return bad(
+                "width",
+                self.width,
+                "pulse width is a fraction of the cycle, 0..1",
+            );
+        }
+        Ok(())
+    }
+
+    /// The cycle count at oscillator time `osc_time_ns`: `t·freq + phase`, split into the cycle
+    /// number and the position in it (0..1). Computed as `t_ns·freq mod 1e9` so the position
+    /// keeps its precision over long runs.
+    fn cycle(&self, osc_time_ns: i64) -> (i64, f64) {
+        let scaled = osc_time_ns as f64 * self.freq_hz; // cycles × 1e9
+        let whole = (scaled / 1e9).floor();
+        let frac = scaled.rem_euclid(1e9) / 1e9 + self.phase;
+        let carry = frac.floor();
+        (whole as i64 + carry as i64, frac - carry)
+    }
+
+    /// The unit output `u` (0..=1) at oscillator time `osc_time_ns`.
+    pub fn unit_at(&self, osc_time_ns: i64) -> f64 {
+        let (k, p) = self.cycle(osc_time_ns);
+        match self.shape {
+            Shape::Sine => 0.5 + 0.5 * (std::f64::consts::TAU * p).sin(),
+            Shape::Triangle => {
+                if p < 0.5 {
+                    2.0 * p
+                } else {
+                    2.0 - 2.0 * p
+                }
+            }
+            Shape::RampUp => p,
+            Shape::RampDown => 1.0 - p,
+            Shape::Square => (p < 0.5) as u8 as f64,
+            Shape::Pulse => (p < self.width) as u8 as f64,
+            Shape::Random => random_unit(self.seed, k),
+            Shape::RandomRamp => {
+                let a = random_unit(self.seed, k);
+                let b = random_unit(self.seed, k + 1);
+                a + (b - a) * p
+            }
+        }
+    }
+
+    /// The value (`min + (max − min)·u`) at oscillator time `osc_time_ns`. Pure: the same
+    /// time always gives the same value.
+    pub fn value_at(&self, osc_time_ns: i64) -> f64 {
+        self.min + (self.max - self.min) * self.unit_at(osc_time_ns)
+    }
+}
+
+/// A repeatable random number in `0..1` for (seed, cycle): SplitMix64's finaliser over both.
+fn random_unit(seed: u64, cycle: i64) -> f64 {
+    let mut z = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(cycle as u64)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn parse_f64(token: &str, text: &str) -> Result<f64> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| Error::BadOscillator {
+            token: token.to_string(),
+            reason: format!("'{text}' is not a number"),
+        })
+}
+
+/// Parses `0.5hz`, `0.5Hz`, `0.5` (Hz) or `2s` (a period in seconds).
+fn parse_freq(token: &str, text: &str) -> Result<f64> {
+    let t = text.trim().to_ascii_lowercase();
+    if let Some(n) = t.strip_suffix("hz") {
+        parse_f64(token, n)
+    } else if let Some(n) = t.strip_suffix('s') {
+        let period = parse_f64(token, n)?;
+        if period <= 0.0 {
+            return Err(Error::BadOscillator {
+                token: token.to_string(),
+                reason: "a period must be > 0 s".into(),
+            });
+        }
+        Ok(1.0 / period)
+    } else {
+        parse_f64(token, &t)
+    }
+}
+
+impl Oscillator {
+    /// Sets one field from `key=value` text (`freq`, `min`, `max`, `phase`, `width`, `seed`).
+    fn set_key(&mut self, token: &str, key: &str, value: &str) -> Result<()> {
+        match key.trim().to_ascii_lowercase().as_str() {
+            "freq" | "f" => self.freq_hz = parse_freq(token, value)?,
+            "min" => self.min = parse_f64(token, value)?,
+            "max" => self.max = parse_f64(token, value)?,
+            "phase" => self.phase = parse_f64(token, value)?,
+            "width" | "pw" => self.width = parse_f64(token, value)?,
+            "seed" => {
+                self.seed = value.trim().parse().map_err(|_| Error::BadOscillator {
+                    token: token.to_string(),
+                    reason: format!("seed '{value}' is not a whole number ≥ 0"),
+                })?
+            }
+            other => {
+                return Err(Error::BadOscillator {
+                    token: token.to_string(),
+                    reason: format!(
+                        "unknown key '{other}'; expected freq, min, max, phase, width or seed"
+                    ),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Parses the compact form used in pipeline strings: `~SHAPE` followed by `:`-separated
+    /// fields in any order: `0.5hz` (or `2s`, a period), `MIN..MAX`, and `key=value` for
+    /// `freq`, `min`, `max`, `phase`, `width`, `seed`. Example: `~sine:0.5hz:0..1:phase=0.25`.
+    /// The leading `~` is required; errors name the offending field.
+    pub fn parse_compact(text: &str) -> Result<Self> {
+        let body = text
+            .trim()
+            .strip_prefix('~')
+            .ok_or_else(|| Error::BadOscillator {
+                token: text.to_string(),
+                reason: "an oscillator starts with '~', e.g. ~sine:1hz:0..1".into(),
+            })?;
+        let mut fields = body.split(':');
+        let shape: Shape = fields.next().unwrap_or("").parse()?;
+        let mut osc = Oscillator::new(shape);
+        for field in fields {
+            let f = field.trim();
+            if let Some((k, v)) = f.split_once('=') {
+                osc.set_key(f, k, v)?;
+            } else if let Some((lo, hi)) = f.split_once("..") {
+                osc.min = parse_f64(f, lo)?;
+                osc.max = parse_f64(f, hi)?;
+            } else if f.to_ascii_lowercase().ends_with("hz") || f.ends_with('s') {
+                osc.freq_hz = parse_freq(f, f)?;
+            } else {
+                return Err(Error::BadOscillator {
+                    token: f.to_string(),
+                    reason: "expected a frequency (0.5hz), a period (2s), a range (0..1) or \
+                             key=value"
+                        .into(),
+                });
+            }
+        }
+        osc.validate()?;
+        Ok(osc)
+    }
+
+    /// Parses the command form: a shape word then `key=value` words, e.g.
+    /// `["sine", "freq=0.5", "min=0", "max=1", "phase=0"]`. A single word starting with `~` is
+    /// taken as the compact form.
+    pub fn parse_words<S: AsRef<str>>(words: &[S]) -> Result<Self> {
+        let first = words.first().map(|w| w.as_ref()).unwrap_or("");
+        if first.starts_with('~') {
+            if let Some(extra) = words.get(1) {
+                return Err(Error::BadOscillator {
+                    token: extra.as_ref().to_string(),
+                    reason: "nothing may follow a compact ~oscillator".into(),
+                });
+            }
+            return Oscillator::parse_compact(first);
+        }
+        let mut osc = Oscillator::new(first.parse()?);
+        for w in &words[1..] {
+            let w = w.as_ref();
+            let (k, v) = w.split_once('=').ok_or_else(|| Error::BadOscillator {
+                token: w.to_string(),
+                reason: "expected key=value (freq, min, max, phase, width, seed)".into(),
+            })?;
+            osc.set_key(w, k, v)?;
+        }
+        osc.validate()?;
+        Ok(osc)
+    }
+}
+
+impl fmt::Display for Oscillator {
+    /// The canonical compact form, which [`Oscillator::parse_compact`] reads back exactly.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "~{}:{}hz:{}..{}:phase={}",
+            self.shape, self.freq_hz, self.min, self.max, self.phase
+        )?;
+        if self.shape == Shape::Pulse {
+            write!(f, ":width={}", self.width)?;
+        }
+        if matches!(self.shape, Shape::Random | Shape::RandomRamp) {
+            write!(f, ":seed={}", self.seed)?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Oscillator {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Oscillator::parse_compact(s)
+    }
+}
+
+/// An oscillator as written in a TOML project file:
+/// `value = { osc = "sine", freq = 0.5, min = 0, max = 1, phase = 0.25 }`.
+/// Omitted fields take the defaults of [`Oscillator::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OscSpec {
+    /// Shape name.
+    pub osc: Shape,
+    /// Frequency in Hz.
+    #[serde(default = "default_freq")]
+    pub freq: f64,
+    /// Range bottom.
+    #[serde(default)]
+    pub min: f64,
+    /// Range top.
+    #[serde(default = "default_max")]
+    pub max: f64,
+    /// Phase in cycles.
+    #[serde(default)]
+    pub phase: f64,
+    /// Pulse width.
+    #[serde(default = "default_width")]
+    pub width: f64,
+    /// Random seed.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn default_freq() -> f64 {
+    DEFAULT_FREQ_HZ
+}
+fn default_max() -> f64 {
+    DEFAULT_MAX
+}
+fn default_width() -> f64 {
+    DEFAULT_WIDTH
+}
+
+impl TryFrom<OscSpec> for Oscillator {
+    type Error = Error;
+
+    fn try_from(s: OscSpec) -> Result<Self> {
+        let osc = Oscillator {
+            shape: s.osc,
+            freq_hz: s.freq,
+            min: s.min,
+            max: s.max,
+            phase: s.phase,
+            width: s.width,
+            seed: s.seed,
+        };
+        osc.validate()?;
+        Ok(osc)
+    }
+}
+
+impl From<Oscillator> for OscSpec {
+    fn from(o: Oscillator) -> Self {
+        OscSpec {
+            osc: o.shape,
+            freq: o.freq_hz,
+            min: o.min,
+            max: o.max,
+            phase: o.phase,
+            width: o.width,
+            seed: o.seed,
+        }
+    }
+}
+
+/// A property value as given in a pipeline string or project file: fixed, or driven by an
+/// oscillator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamValue {
+    /// A fixed value, as text for the element's own property parser.
+    Fixed(String),
+    /// An oscillator.
+    Osc(Oscillator),
+}
+
+impl ParamValue {
+    /// Parses a property value from a pipeline string: text starting with `~` is an oscillator
+    /// in the compact form, anything else is a fixed value.
+    pub fn parse(text: &str) -> Result<Self> {
+        if text.trim_start().starts_with('~') {
+            Ok(ParamValue::Osc(Oscillator::parse_compact(text)?))
+        } else {
+            Ok(ParamValue::Fixed(text.to_string()))
+        }
+    }
+}
+
+/// A property value in a TOML project file: a number, a bool, a string (which may be a compact
+/// `~oscillator`) or an oscillator table. Convert with [`ParamValue::try_from`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ParamSpec {
+    /// `{ osc = "sine", ... }`.
+    Osc(OscSpec),
+    /// `true` / `false`.
+    Bool(bool),
+    /// A whole number.
+    Int(i64),
+    /// A number.
+    Float(f64),
+    /// Text, or a compact oscillator `"~sine:1hz"`.
+    Text(String),
+}
+
+impl TryFrom<ParamSpec> for ParamValue {
+    type Error = Error;
+
+    fn try_from(p: ParamSpec) -> Result<Self> {
+        Ok(match p {
+            ParamSpec::Osc(o) => ParamValue::Osc(o.try_into()?),
+            ParamSpec::Bool(b) => ParamValue::Fixed(b.to_string()),
+            ParamSpec::Int(i) => ParamValue::Fixed(i.to_string()),
+            ParamSpec::Float(x) => ParamValue::Fixed(x.to_string()),
+            ParamSpec::Text(t) => ParamValue::parse(&t)?,
+        })
+    }
+}
+
+/// Fixed-point scale of the master speed: speed is held as an integer count of 1/65536.
+const SPEED_ONE: i64 = 1 << 16;
+
+/// Turns frame timestamps into oscillator time under a master speed.
+///
+/// Oscillator time advances by `(pts − previous pts) × speed`, accumulated exactly in integer
+/// fixed point (speed is quantised to 1/65536), so changing the speed changes the rate at which
+/// the phase moves from that frame on, never the phase itself. Call [`advance`](Self::advance)
+/// once per frame, at the source, and carry the result with the frame; all stages evaluate
+/// their oscillators at that one osc time. Speed 0 freezes the oscillators; negative speeds
+/// run them backwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OscClock {
+    speed_q: i64,
+    last_pts_ns: Option<i64>,
+    /// Oscillator time × 65536.
+    acc: i128,
+}
+
+impl Default for OscClock {
+    fn default() -> Self {
+        OscClock::new()
+    }
+}
+
+impl OscClock {
+    /// A clock at speed 1, oscillator time 0 at the first frame.
+    pub fn new() -> Self {
+        OscClock {
+            speed_q: SPEED_ONE,
+            last_pts_ns: None,
+            acc: 0,
+        }
+    }
+
+    /// Sets the master speed, effective from the next [`advance`](Self::advance). Refuses
+    /// non-finite speeds and magnitudes above 1,000,000.
+    pub fn set_speed(&mut self, speed: f64) -> Result<()> {
+        if !speed.is_finite() || speed.abs() > 1e6 {
+            return Err(Error::BadArgument {
+                command: "speed".into(),
+                token: speed.to_string(),
+                reason: "speed must be a finite number within ±1000000".into(),
+            });
+        }
+        self.speed_q = (speed * SPEED_ONE as f64).round() as i64;
+        Ok(())
+    }
+
+    /// The master speed (as quantised).
+    pub fn speed(&self) -> f64 {
+        self.speed_q as f64 / SPEED_ONE as f64
+    }
+
+    /// The oscillator time of the frame with timestamp `pts_ns`. The first frame is at osc
+    /// time 0; each later one adds its pts delta times the speed in force. Integer and exact.
+    pub fn advance(&mut self, pts_ns: i64) -> i64 {
+        if let Some(last) = self.last_pts_ns {
+            self.acc += (pts_ns - last) as i128 * self.speed_q as i128;
+        }
+        self.last_pts_ns = Some(pts_ns);
+        self.osc_time_ns()
+    }
+
+    /// The oscillator time of the last frame advanced to, ns.
+    pub fn osc_time_ns(&self) -> i64 {
+        (self.acc.div_euclid(SPEED_ONE as i128)) as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    fn at(osc: Oscillator, t_ns: i64) -> f64 {
+        osc.value_at(t_ns)
+    }
+
+    #[test]
+    fn shapes_at_known_times() {
+        let sine = Oscillator::new(Shape::Sine).with_range(10.0, 20.0);
+        assert_eq!(at(sine, 0), 15.0);
+        assert_eq!(at(sine, S / 4), 20.0);
+        assert_eq!(at(sine, 3 * S / 4), 10.0);
+        assert!((at(sine, S / 2) - 15.0).abs() < 1e-12);
+
+        let tri = Oscillator::new(Shape::Triangle).with_freq(2.0); // period 0.5 s
+        assert_eq!(at(tri, 0), 0.0);
+        assert_eq!(at(tri, S / 8), 0.5);
+        assert_eq!(at(tri, S / 4), 1.0);
+        assert_eq!(at(tri, 3 * S / 8), 0.5);
+        assert_eq!(at(tri, S / 2), 0.0);
+
+        let up = Oscillator::new(Shape::RampUp).with_range(0.0, 100.0);
+        assert_eq!(at(up, S / 4), 25.0);
+        assert_eq!(at(up, S + S / 2), 50.0);
+        let down = Oscillator::new(Shape::RampDown).with_range(0.0, 100.0);
+        assert_eq!(at(down, S / 4), 75.0);
+
+        let sq = Oscillator::new(Shape::Square).with_range(-1.0, 1.0);
+        assert_eq!(at(sq, 0), 1.0);
+        assert_eq!(at(sq, S / 2 - 1), 1.0);
+        assert_eq!(at(sq, S / 2), -1.0);
+        assert_eq!(at(sq, S - 1), -1.0);
+        assert_eq!(at(sq, S), 1.0);
+
+        let pulse = Oscillator::new(Shape::Pulse)
+            .with_width(0.1)
+            .with_freq(10.0);
+        assert_eq!(at(pulse, 0), 1.0);
+        assert_eq!(at(pulse, S / 100 - 1), 1.0); // 10 % of a 100 ms cycle
+        assert_eq!(at(pulse, S / 100), 0.0);
+        assert_eq!(at(pulse, S / 10), 1.0);
+    }
+
+    #[test]
+    fn phase_shifts_the_cycle() {
+        let sine = Oscillator::new(Shape::Sine).with_phase(0.25);
+        assert_eq!(sine.value_at(0), 1.0);
+        let up = Oscillator::new(Shape::RampUp).with_phase(0.75);
+        assert_eq!(up.value_at(S / 2), 0.25); // 0.5 + 0.75 = 1.25 -> 0.25
+        let sq = Oscillator::new(Shape::Square).with_phase(0.5);
+        assert_eq!(sq.value_at(0), 0.0);
+    }
+
+    #[test]
+    fn long_runs_keep_phase_precision() {
+        // After ~11.6 days at 0.5 Hz, a ramp is still exactly where it should be.
+        let up = Oscillator::new(Shape::RampUp).with_freq(0.5);
+        let t = 1_000_000 * S + S / 2; // 1e6 s + 0.5 s: 500000.25 cycles
+        assert_eq!(up.value_at(t), 0.25);
+    }
+
+    #[test]
+    fn random_is_held_per_cycle_and_repeatable_by_seed() {
+        let r = Oscillator::new(Shape::Random)
+            .with_seed(42)
+            .with_range(0.0, 10.0);
+        let a: Vec<f64> = (0..20).map(|k| r.value_at(k * S)).collect();
+        // Held within a cycle.
+        for k in 0..20 {
+            assert_eq!(r.value_at(k * S + S / 3), a[k as usize]);
+            assert_eq!(r.value_at(k * S + S - 1), a[k as usize]);
+        }
+        // In range, and not constant.
+        assert!(a.iter().all(|v| (0.0..10.0).contains(v)), "{a:?}");
+        assert!(a.windows(2).any(|w| w[0] != w[1]), "{a:?}");
+        // Repeatable: a fresh oscillator with the same seed gives the same sequence.
+        let again = Oscillator::new(Shape::Random)
+            .with_seed(42)
+            .with_range(0.0, 10.0);
+        let b: Vec<f64> = (0..20).map(|k| again.value_at(k * S)).collect();
+        assert_eq!(a, b);
+        // Another seed, another sequence.
+        let other = Oscillator::new(Shape::Random)
+            .with_seed(43)
+            .with_range(0.0, 10.0);
+        let c: Vec<f64> = (0..20).map(|k| other.value_at(k * S)).collect();
+        assert_ne!(a, c);
+        // Spread: the mean of 2000 cycles is near the middle of the range.
+        let mean = (0..2000).map(|k| r.value_at(k * S)).sum::<f64>() / 2000.0;
+        assert!((mean - 5.0).abs() < 0.5, "mean {mean}");
+    }
+
+    #[test]
+    fn random_ramp_joins_the_held_values() {
+        let held = Oscillator::new(Shape::Random).with_seed(7);
+        let ramp = Oscillator::new(Shape::RandomRamp).with_seed(7);
+        for k in 0..10 {
+            let a = held.value_at(k * S);
+            let b = held.value_at((k + 1) * S);
+            assert_eq!(ramp.value_at(k * S), a);
+            let mid = ramp.value_at(k * S + S / 2);
+            assert!((mid - (a + b) / 2.0).abs() < 1e-12, "cycle {k}");
+        }
+    }
+
+    #[test]
+    fn speed_change_does_not_jump_the_phase() {
+        let up = Oscillator::new(Shape::RampUp).with_freq(0.1); // 10 s cycle
+        let mut clock = OscClock::new();
+        let period = S / 100; // 100 fps
+        let mut values = Vec::new();
+        for n in 0..300i64 {
+            if n == 100 {
+                clock.set_speed(2.0).unwrap();
+            }
+            if n == 200 {
+                clock.set_speed(0.5).unwrap();
+            }
+            let t = clock.advance(n * period);
+            values.push((t, up.value_at(t)));
+        }
+        // Osc time: 99 steps at speed 1, then 100 at 2, then 100 at 0.5 (the step into frame n
+        // uses the speed in force when frame n is advanced).
+        assert_eq!(values[99].0, 99 * period);
+        assert_eq!(values[100].0, 99 * period + 2 * period);
+        assert_eq!(
+            values[299].0,
+            99 * period + 100 * 2 * period + 100 * period / 2
+        );
+        // No jump: every step changes the value by at most 2 frames' worth at speed 2.
+        let per_frame = 0.1 * period as f64 / S as f64;
+        for w in values.windows(2) {
+            let step = w[1].1 - w[0].1;
+            assert!(step > 0.0 && step <= 2.0 * per_frame + 1e-12, "{w:?}");
+        }
+        assert_eq!(clock.speed(), 0.5);
+        assert!(clock.set_speed(f64::NAN).is_err());
+    }
+
+    #[test]
+    fn same_osc_time_same_value_in_any_order() {
+        // Two stages evaluating one frame at different moments agree: evaluation is a pure
+        // function of the osc time carried with the frame.
+        let osc = Oscillator::new(Shape::RandomRamp)
+            .with_seed(3)
+            .with_freq(7.3);
+        let mut clock = OscClock::new();
+        let times: Vec<i64> = (0..50).map(|n| clock.advance(n * 33_366_667)).collect();
+        let first: Vec<f64> = times.iter().map(|&t| osc.value_at(t)).collect();
+        let later: Vec<f64> = times.iter().rev().map(|&t| osc.value_at(t)).collect();
+        assert!(first.iter().eq(later.iter().rev()));
+    }
+
+    #[test]
+    fn compact_form_parses_and_round_trips() {
+        let o = Oscillator::parse_compact("~sine:0.5hz:0..1:phase=0.25").unwrap();
+        assert_eq!(
+            o,
+            Oscillator::new(Shape::Sine).with_freq(0.5).with_phase(0.25)
+        );
+        let o = Oscillator::parse_compact("~pulse:2s:-5..5:width=0.2").unwrap();
+        assert_eq!(o.freq_hz, 0.5);
+        assert_eq!((o.min, o.max, o.width), (-5.0, 5.0, 0.2));
+        let o = Oscillator::parse_compact("~random-ramp:freq=3:seed=9:max=2").unwrap();
+        assert_eq!((o.freq_hz, o.seed, o.min, o.max), (3.0, 9, 0.0, 2.0));
+        for o in [
+            Oscillator::new(Shape::Pulse)
+                .with_width(0.3)
+                .with_range(1.5, -2.0),
+            Oscillator::new(Shape::Random)
+                .with_seed(77)
+                .with_freq(0.125),
+            Oscillator::new(Shape::RampDown).with_phase(0.5),
+        ] {
+            assert_eq!(Oscillator::parse_compact(&o.to_string()).unwrap(), o, "{o}");
+        }
+    }
+
+    #[test]
+    fn bad_compact_forms_name_the_token() {
+        let cases = [
+            ("~wobble:1hz", "wobble"),
+            ("sine:1hz", "sine:1hz"),
+            ("~sine:fasthz", "fasthz"),
+            ("~sine:0..x", "0..x"),
+            ("~sine:phase=2", "phase=2"),
+            ("~sine:colour=red", "colour"),
+            ("~sine:-1hz", "freq=-1"),
+            ("~sine:17", "17"),
+            ("~pulse:width=1.5", "width=1.5"),
+            ("~random:seed=-1", "seed=-1"),
+        ];
+        for (text, token) in cases {
+            let e = Oscillator::parse_compact(text).unwrap_err().to_string();
+            assert!(e.contains(token), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn word_form_parses() {
+        let o =
+            Oscillator::parse_words(&["sine", "freq=0.5", "min=0", "max=1", "phase=0"]).unwrap();
+        assert_eq!(o, Oscillator::new(Shape::Sine).with_freq(0.5));
+        let o = Oscillator::parse_words(&["~square:4hz"]).unwrap();
+        assert_eq!(o, Oscillator::new(Shape::Square).with_freq(4.0));
+        let e = Oscillator::parse_words(&["sine", "fast"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'fast'"), "{e}");
+        let e = Oscillator::parse_words(&["~sine", "min=3"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("min=3"), "{e}");
+    }
+
+    #[test]
+    fn toml_project_values() {
+        #[derive(Deserialize)]
+        struct Props {
+            value: ParamSpec,
+            blur: ParamSpec,
+            what: ParamSpec,
+            on: ParamSpec,
+            size: ParamSpec,
+            other: ParamSpec,
+        }
+        let p: Props = toml::from_str(
+            r#"
+            value = { osc = "random-ramp", freq = 0.5, min = 0, max = 1, seed = 4 }
+            blur = 0.7
+            what = "value"
+            on = true
+            size = 3
+            other = "~triangle:2hz:1..3"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            ParamValue::try_from(p.value).unwrap(),
+            ParamValue::Osc(
+                Oscillator::new(Shape::RandomRamp)
+                    .with_freq(0.5)
+                    .with_seed(4)
+            )
+        );
+        assert_eq!(
+            ParamValue::try_from(p.blur).unwrap(),
+            ParamValue::Fixed("0.7".into())
+        );
+        assert_eq!(
+            ParamValue::try_from(p.what).unwrap(),
+            ParamValue::Fixed("value".into())
+        );
+        assert_eq!(
+            ParamValue::try_from(p.on).unwrap(),
+            ParamValue::Fixed("true".into())
+        );
+        assert_eq!(
+            ParamValue::try_from(p.size).unwrap(),
+            ParamValue::Fixed("3".into())
+        );
+        assert_eq!(
+            ParamValue::try_from(p.other).unwrap(),
+            ParamValue::Osc(
+                Oscillator::new(Shape::Triangle)
+                    .with_freq(2.0)
+                    .with_range(1.0, 3.0)
+            )
+        );
+        // Unknown keys and shapes are refused with the offending name.
+        let e = toml::from_str::<OscSpec>(
+            r#"osc = "sine"
+            frq = 2"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("frq"), "{e}");
+        let e = toml::from_str::<OscSpec>(r#"osc = "wobble""#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("wobble"), "{e}");
+        let e =
+            Oscillator::try_from(toml::from_str::<OscSpec>("osc = \"sine\"\nphase = 3").unwrap())
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("phase=3"), "{e}");
+    }
+}
