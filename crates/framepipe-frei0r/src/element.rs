@@ -1,0 +1,388 @@
+//! frei0r plugins as framepipe elements: filters as effects, sources as sources.
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use framepipe_core::{
+    Effect, EffectFactory, Error, Frame, FrameCtx, FrameMut, Mode, PropKind, PropSpec, PropValue,
+    Props, Rational, SliceRunner, Source, VideoInfo,
+};
+
+use crate::error::Frei0rError;
+use crate::plugin::{ColorModel, Instance, Param, ParamKind, ParamValue, Plugin};
+
+/// The `time` argument given to `f0r_update` for a frame: its timestamp in **milliseconds**, as
+/// FFmpeg's `frei0r` filter passes it (`pts * time_base * 1000`), so that time-dependent plugins
+/// give the same output as under FFmpeg. (The frei0r header says seconds; GStreamer passes
+/// seconds.)
+pub fn frei0r_time(ctx: &FrameCtx) -> f64 {
+    ctx.pts_ns as f64 / 1e6
+}
+
+/// Checks that frei0r can take a `width` x `height` frame (both non-zero multiples of 8).
+pub fn check_size(element: &str, width: u32, height: u32) -> framepipe_core::Result<()> {
+    if !crate::plugin::size_ok(width, height) {
+        return Err(Error::Unsupported {
+            element: element.to_string(),
+            what: Frei0rError::BadSize { width, height }.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Swaps bytes 0 and 2 of every pixel (RGBA <-> BGRA), from `src` into `dst`.
+fn swap_rb_into(src: &[u32], dst: &mut [u32]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = swap_rb(s);
+    }
+}
+
+/// Swaps bytes 0 and 2 of every pixel in place.
+fn swap_rb_in_place(buf: &mut [u32]) {
+    for p in buf.iter_mut() {
+        *p = swap_rb(*p);
+    }
+}
+
+#[inline(always)]
+fn swap_rb(w: u32) -> u32 {
+    // Bytes 0 and 2 trade places whatever the endianness: rotate the word's bytes 0 and 2.
+    let b = w.to_ne_bytes();
+    u32::from_ne_bytes([b[2], b[1], b[0], b[3]])
+}
+
+/// The property spec for one frei0r parameter, with the plugin's own default.
+pub(crate) fn param_spec(param: &Param, default: &ParamValue) -> PropSpec {
+    let (kind, value) = match default {
+        ParamValue::Bool(b) => (PropKind::Bool, PropValue::Bool(*b)),
+        ParamValue::Double(x) => (
+            // frei0r doubles are nominally in [0, 1]; widened when a plugin's default lies outside.
+            PropKind::Float {
+                min: x.min(0.0),
+                max: x.max(1.0),
+            },
+            PropValue::Float(*x),
+        ),
+        ParamValue::Color(c) => (PropKind::Color, PropValue::Color(*c)),
+        ParamValue::Position(p) => (PropKind::Position, PropValue::Position(*p)),
+        ParamValue::String(s) => (PropKind::Str, PropValue::Str(s.to_string_lossy().into())),
+    };
+    let description = if param.explanation.is_empty() {
+        param.name.clone()
+    } else {
+        param.explanation.clone()
+    };
+    PropSpec::new(param.prop_name.clone(), kind, value, description)
+}
+
+/// Converts a property value into the parameter's frei0r type.
+pub(crate) fn to_param(
+    param: &Param,
+    value: &PropValue,
+) -> std::result::Result<ParamValue, Frei0rError> {
+    let bad = || Frei0rError::BadParam {
+        param: param.prop_name.clone(),
+        expected: param.kind.describe(),
+        value: value.to_string(),
+    };
+    Ok(match (param.kind, value) {
+        (ParamKind::Bool, PropValue::Bool(b)) => ParamValue::Bool(*b),
+        (ParamKind::Bool, v) => ParamValue::Bool(v.as_f64().ok_or_else(bad)? >= 0.5),
+        (ParamKind::Double, PropValue::Str(s)) => {
+            ParamValue::Double(s.trim().parse().map_err(|_| bad())?)
+        }
+        (ParamKind::Double, v) => ParamValue::Double(v.as_f64().ok_or_else(bad)?),
+        (ParamKind::Color, PropValue::Color(c)) => ParamValue::Color(*c),
+        (ParamKind::Position, PropValue::Position(p)) => ParamValue::Position(*p),
+        (ParamKind::String, v) => {
+            ParamValue::String(CString::new(v.to_string()).map_err(|_| bad())?)
+        }
+        _ => return Err(bad()),
+    })
+}
+
+/// The parameter values to set on each new instance: those that differ from the plugin's own
+/// defaults (setting a default again would be a no-op for a well-behaved plugin; not setting it
+/// is what FFmpeg does for parameters not given).
+pub(crate) fn params_to_set(
+    plugin: &Plugin,
+    defaults: &[ParamValue],
+    props: &Props,
+    key: impl Fn(&Param) -> String,
+) -> std::result::Result<Vec<(usize, ParamValue)>, Frei0rError> {
+    let mut out = Vec::new();
+    for (param, default) in plugin.params().iter().zip(defaults) {
+        if let Some(v) = props.get(&key(param)) {
+            let pv = to_param(param, v)?;
+            if &pv != default {
+                out.push((param.index, pv));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A configured frei0r filter: makes [`Frei0rEffect`] instances.
+pub struct Frei0rFilter {
+    name: String,
+    plugin: Arc<Plugin>,
+    mode: Mode,
+    clear_output: bool,
+    params: Vec<(usize, ParamValue)>,
+    size: Option<(u32, u32)>,
+}
+
+impl Frei0rFilter {
+    pub(crate) fn new(
+        name: String,
+        plugin: Arc<Plugin>,
+        mode: Mode,
+        clear_output: bool,
+        params: Vec<(usize, ParamValue)>,
+    ) -> Self {
+        Frei0rFilter {
+            name,
+            plugin,
+            mode,
+            clear_output,
+            params,
+            size: None,
+        }
+    }
+}
+
+impl EffectFactory for Frei0rFilter {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn default_mode(&self) -> Mode {
+        self.mode
+    }
+
+    fn negotiate(&mut self, input: VideoInfo) -> framepipe_core::Result<VideoInfo> {
+        check_size(&self.name, input.width, input.height)?;
+        self.size = Some((input.width, input.height));
+        Ok(input)
+    }
+
+    fn instantiate(&self) -> framepipe_core::Result<Box<dyn Effect>> {
+        let (w, h) = self.size.ok_or_else(|| {
+            Error::Pipeline(format!("{}: instantiated before negotiation", self.name))
+        })?;
+        let mut inst =
+            Instance::new(&self.plugin, w, h).map_err(|e| Error::element(&self.name, e))?;
+        for (idx, v) in &self.params {
+            inst.set_param(*idx, v)
+                .map_err(|e| Error::element(&self.name, e))?;
+        }
+        let scratch = if self.plugin.info().color_model == ColorModel::Bgra8888 {
+            vec![0u32; w as usize * h as usize]
+        } else {
+            Vec::new()
+        };
+        Ok(Box::new(Frei0rEffect {
+            name: self.name.clone(),
+            inst,
+            scratch,
+            clear_output: self.clear_output,
+        }))
+    }
+}
+
+/// One instance of a frei0r filter.
+///
+/// Frames pass straight to the plugin for RGBA8888 and PACKED32 plugins. For BGRA8888 plugins the
+/// input is swapped into a scratch buffer (allocated once, here), the plugin writes the output
+/// frame, and the output is swapped back in place. Nothing is allocated per frame.
+pub struct Frei0rEffect {
+    name: String,
+    inst: Instance,
+    scratch: Vec<u32>,
+    clear_output: bool,
+}
+
+impl Effect for Frei0rEffect {
+    fn process(
+        &mut self,
+        ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> framepipe_core::Result<()> {
+        let time = frei0r_time(ctx);
+        let out = output.words_mut();
+        if self.clear_output {
+            out.fill(0);
+        }
+        if self.scratch.is_empty() {
+            self.inst.update(time, Some(input.words()), out);
+        } else {
+            swap_rb_into(input.words(), &mut self.scratch);
+            self.inst.update(time, Some(&self.scratch), out);
+            swap_rb_in_place(out);
+        }
+        Ok(())
+    }
+
+    fn set_property(&mut self, name: &str, value: &PropValue) -> framepipe_core::Result<()> {
+        let plugin = Arc::clone(self.inst.plugin());
+        let param = plugin.param(name).ok_or_else(|| {
+            let expected = plugin
+                .params()
+                .iter()
+                .map(|p| p.prop_name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            Error::element(
+                &self.name,
+                Frei0rError::UnknownParam {
+                    param: name.to_string(),
+                    expected,
+                },
+            )
+        })?;
+        let v = to_param(param, value).map_err(|e| Error::element(&self.name, e))?;
+        self.inst
+            .set_param(param.index, &v)
+            .map_err(|e| Error::element(&self.name, e))
+    }
+}
+
+/// A frei0r source plugin as a framepipe source (extra properties: width, height, frames, rate).
+pub struct Frei0rSource {
+    inst: Instance,
+    info: VideoInfo,
+    frames: u64,
+    bgra: bool,
+}
+
+/// Extra properties every frei0r source gets.
+pub(crate) fn source_specs() -> Vec<PropSpec> {
+    vec![
+        PropSpec::new(
+            "width",
+            PropKind::Int { min: 8, max: 16384 },
+            PropValue::Int(640),
+            "frame width (a multiple of 8)",
+        ),
+        PropSpec::new(
+            "height",
+            PropKind::Int { min: 8, max: 16384 },
+            PropValue::Int(480),
+            "frame height (a multiple of 8)",
+        ),
+        PropSpec::new(
+            "frames",
+            PropKind::Int {
+                min: 0,
+                max: i64::MAX,
+            },
+            PropValue::Int(300),
+            "number of frames to produce (0: endless)",
+        ),
+        PropSpec::new(
+            "rate",
+            PropKind::Str,
+            PropValue::Str("25".into()),
+            "frame rate: 25, 30000/1001, 29.97",
+        ),
+    ]
+}
+
+/// The property name of a source plugin's parameter: its own, or `param-<name>` when that
+/// clashes with one of the extra source properties.
+pub(crate) fn source_prop_name(param: &Param) -> String {
+    if ["width", "height", "frames", "rate"].contains(&param.prop_name.as_str()) {
+        format!("param-{}", param.prop_name)
+    } else {
+        param.prop_name.clone()
+    }
+}
+
+impl Frei0rSource {
+    pub(crate) fn build(
+        name: &str,
+        plugin: &Arc<Plugin>,
+        defaults: &[ParamValue],
+        props: &Props,
+    ) -> framepipe_core::Result<Self> {
+        let width = props.i64("width") as u32;
+        let height = props.i64("height") as u32;
+        check_size(name, width, height)?;
+        let rate_text = props.str("rate");
+        let rate = Rational::parse(rate_text).ok_or_else(|| Error::BadValue {
+            element: name.to_string(),
+            prop: "rate".into(),
+            value: rate_text.to_string(),
+            reason: "expected a frame rate like 25, 30000/1001 or 29.97".into(),
+        })?;
+        let mut inst = Instance::new(plugin, width, height).map_err(|e| Error::element(name, e))?;
+        let params = params_to_set(plugin, defaults, props, source_prop_name)
+            .map_err(|e| Error::element(name, e))?;
+        for (idx, v) in params {
+            inst.set_param(idx, &v)
+                .map_err(|e| Error::element(name, e))?;
+        }
+        Ok(Frei0rSource {
+            inst,
+            info: VideoInfo {
+                width,
+                height,
+                rate,
+            },
+            frames: props.i64("frames").max(0) as u64,
+            bgra: plugin.info().color_model == ColorModel::Bgra8888,
+        })
+    }
+}
+
+impl Source for Frei0rSource {
+    fn info(&self) -> VideoInfo {
+        self.info
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        (self.frames > 0).then_some(self.frames)
+    }
+
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> framepipe_core::Result<bool> {
+        if self.frames > 0 && ctx.seq >= self.frames {
+            return Ok(false);
+        }
+        let out = frame.words_mut();
+        self.inst.update(frei0r_time(ctx), None, out);
+        if self.bgra {
+            swap_rb_in_place(out);
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swap_exchanges_red_and_blue_only() {
+        let src = [
+            u32::from_ne_bytes([1, 2, 3, 4]),
+            u32::from_ne_bytes([9, 8, 7, 6]),
+        ];
+        let mut dst = [0u32; 2];
+        swap_rb_into(&src, &mut dst);
+        assert_eq!(dst[0].to_ne_bytes(), [3, 2, 1, 4]);
+        assert_eq!(dst[1].to_ne_bytes(), [7, 8, 9, 6]);
+        swap_rb_in_place(&mut dst);
+        assert_eq!(dst, src);
+    }
+
+    #[test]
+    fn frame_time_is_milliseconds() {
+        let ctx = FrameCtx {
+            seq: 3,
+            pts_ns: 120_000_000,
+        };
+        assert_eq!(frei0r_time(&ctx), 120.0);
+    }
+}

@@ -1,0 +1,67 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+/// Errors of the frei0r host. Converted into [`framepipe_core::Error`] at the element boundary
+/// with [`framepipe_core::Error::element`], which prefixes the element name.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Frei0rError {
+    /// The file could not be loaded or lacks the frei0r entry points.
+    #[error("{} is not a frei0r plugin: {reason}", path.display())]
+    NotAPlugin {
+        /// The shared object.
+        path: PathBuf,
+        /// Why, e.g. "no symbol f0r_init".
+        reason: String,
+    },
+    /// `f0r_construct` returned NULL.
+    #[error("{} could not make an instance of {width}x{height}", path.display())]
+    ConstructFailed {
+        /// The plugin file.
+        path: PathBuf,
+        /// Requested width.
+        width: u32,
+        /// Requested height.
+        height: u32,
+    },
+    /// A frame size frei0r cannot take.
+    #[error("{width}x{height}: frei0r needs width and height multiples of 8")]
+    BadSize {
+        /// Offered width.
+        width: u32,
+        /// Offered height.
+        height: u32,
+    },
+    /// A value of the wrong type for a parameter.
+    #[error("parameter '{param}' takes {expected}, not '{value}'")]
+    BadParam {
+        /// Property name.
+        param: String,
+        /// What the parameter takes.
+        expected: &'static str,
+        /// The offending value.
+        value: String,
+    },
+    /// No parameter of that name.
+    #[error("no parameter '{param}'; expected one of: {expected}")]
+    UnknownParam {
+        /// The name asked for.
+        param: String,
+        /// The plugin's parameter names.
+        expected: String,
+    },
+    /// The plugin is of a type that cannot be used here (mixers, for now).
+    #[error("{} is a {kind} plugin, which cannot be used as {wanted}", path.display())]
+    WrongType {
+        /// The plugin file.
+        path: PathBuf,
+        /// Its type.
+        kind: &'static str,
+        /// What was wanted.
+        wanted: &'static str,
+    },
+}
+
+/// Result with [`Frei0rError`].
+pub type Result<T> = std::result::Result<T, Frei0rError>;

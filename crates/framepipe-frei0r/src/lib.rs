@@ -1,0 +1,317 @@
+//! framepipe's frei0r host: finds frei0r plugins, registers each filter and source plugin as an
+//! element named `frei0r-<file stem>`, and runs them on RGBA frames.
+//!
+//! * [`search_path`] and [`register`] are what the CLI calls.
+//! * [`plugin`]: loading a plugin ([`Plugin`]) and its instances ([`Instance`]), over the C API
+//!   declared in [`ffi`].
+//! * [`element`]: the [`framepipe_core::EffectFactory`] / [`framepipe_core::Effect`] and
+//!   [`framepipe_core::Source`] for frei0r plugins.
+//! * [`probe`]: decides by measurement whether a filter keeps state between frames; the
+//!   `frei0r-probe` binary runs it on every installed plugin and writes `data/modes.tsv`, which
+//!   [`modes`] compiles in and [`register`] uses for each element's default scheduling mode.
+//!
+//! Real-time contract: every allocation happens when a plugin is loaded, an element built or an
+//! instance made (including the one scratch frame for BGRA8888 plugins). Per frame, the host calls
+//! `f0r_update` and, for BGRA8888 plugins, swaps R and B in two linear passes; it neither
+//! allocates, locks nor blocks, and calls `f0r_set_param_value` only when a property is changed.
+//! What the plugin itself does inside `f0r_update` is up to the plugin.
+
+pub mod element;
+pub mod error;
+pub mod ffi;
+pub mod modes;
+pub mod plugin;
+pub mod probe;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use framepipe_core::{Element, ElementDesc, ElementKind, Error, Mode, Registry};
+
+pub use element::{Frei0rEffect, Frei0rFilter, Frei0rSource};
+pub use error::{Frei0rError, Result};
+pub use plugin::{ColorModel, Instance, Param, ParamKind, ParamValue, Plugin, PluginKind};
+
+/// Frame size at which a fresh instance is made to read each plugin's parameter defaults.
+pub const NOMINAL_SIZE: (u32, u32) = (320, 240);
+
+/// Directories searched for frei0r plugins, in order: `FREI0R_PATH` (colon-separated) if set,
+/// else `~/.frei0r-1/lib`, `/usr/local/lib/frei0r-1`, `/usr/lib/frei0r-1` and
+/// `/usr/lib/<multiarch>/frei0r-1`. Only directories that exist are returned.
+pub fn search_path() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("FREI0R_PATH") {
+        dirs.extend(std::env::split_paths(&p).filter(|d| !d.as_os_str().is_empty()));
+    } else {
+        if let Some(home) = std::env::var_os("HOME") {
+            dirs.push(Path::new(&home).join(".frei0r-1/lib"));
+        }
+        dirs.push("/usr/local/lib/frei0r-1".into());
+        dirs.push("/usr/lib/frei0r-1".into());
+        if let Ok(rd) = std::fs::read_dir("/usr/lib") {
+            let mut multi: Vec<PathBuf> = rd
+                .filter_map(|e| e.ok())
+                .map(|e| e.path().join("frei0r-1"))
+                .filter(|p| p.is_dir())
+                .collect();
+            multi.sort();
+            dirs.extend(multi);
+        }
+    }
+    let mut seen = HashSet::new();
+    dirs.retain(|d| d.is_dir() && seen.insert(d.clone()));
+    dirs
+}
+
+/// Every `.so` file in the search path, sorted by name within each directory. A stem found in an
+/// earlier directory hides the same stem in later ones.
+pub fn plugin_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "so"))
+            .collect();
+        files.sort();
+        for f in files {
+            let stem = f
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if seen.insert(stem) {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+/// Loads every plugin on [`search_path`] once and registers each filter (as an effect) and each
+/// source (as a source with extra properties `width`, `height`, `frames`, `rate`) under
+/// `frei0r-<file stem>`. Libraries stay loaded for the program's life.
+///
+/// Returns warnings, one line each: files that are not frei0r plugins (still registered under
+/// their name, with a build function that fails with the same message) and the mixer plugins,
+/// which are not registered yet.
+pub fn register(registry: &mut Registry) -> Vec<String> {
+    register_from(registry, &search_path())
+}
+
+/// [`register`] with an explicit list of directories.
+pub fn register_from(registry: &mut Registry, dirs: &[PathBuf]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let mut mixers = Vec::new();
+    for path in plugin_files(dirs) {
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = format!("frei0r-{stem}");
+        match Plugin::load(&path) {
+            Ok(plugin) => match plugin.info().kind {
+                PluginKind::Filter | PluginKind::Source => {
+                    if let Err(e) = register_plugin(registry, &name, plugin) {
+                        warnings.push(e.to_string());
+                    }
+                }
+                PluginKind::Mixer2 | PluginKind::Mixer3 => mixers.push(stem),
+            },
+            Err(e) => {
+                warnings.push(format!("{name}: {e}"));
+                let reason = match e {
+                    Frei0rError::NotAPlugin { reason, .. } => reason,
+                    other => other.to_string(),
+                };
+                register_broken(registry, &name, &path, reason);
+            }
+        }
+    }
+    if !mixers.is_empty() {
+        warnings.push(format!(
+            "frei0r: {} mixer plugins not registered (mixers come later): {}",
+            mixers.len(),
+            mixers.join(", ")
+        ));
+    }
+    warnings
+}
+
+/// Registers a file that is not a usable frei0r plugin: building it fails with the reason.
+fn register_broken(registry: &mut Registry, name: &str, path: &Path, reason: String) {
+    let desc = ElementDesc {
+        name: name.to_string(),
+        kind: ElementKind::Effect,
+        description: format!("not a frei0r plugin: {reason}"),
+        props: Vec::new(),
+        default_mode: Mode::Serial,
+        details: vec![
+            ("file".into(), path.display().to_string()),
+            ("error".into(), reason.clone()),
+        ],
+    };
+    let path = path.to_path_buf();
+    let element = name.to_string();
+    registry.register(
+        desc,
+        Box::new(move |_| {
+            Err(Error::element(
+                &element,
+                Frei0rError::NotAPlugin {
+                    path: path.clone(),
+                    reason: reason.clone(),
+                },
+            ))
+        }),
+    );
+}
+
+/// Registers one loaded filter or source plugin under `name`.
+pub fn register_plugin(
+    registry: &mut Registry,
+    name: &str,
+    plugin: Arc<Plugin>,
+) -> framepipe_core::Result<()> {
+    let info = plugin.info().clone();
+    let verdict = modes::lookup(plugin.stem());
+    // A plugin the probe found crashing or hanging is not instantiated here to read defaults.
+    let probe_failed = verdict.is_some_and(|v| v.verdict == "crashed" || v.verdict == "timeout");
+    let defaults: Vec<ParamValue> = if probe_failed {
+        plugin
+            .params()
+            .iter()
+            .map(|p| match p.kind {
+                ParamKind::Bool => ParamValue::Bool(false),
+                ParamKind::Double => ParamValue::Double(0.0),
+                ParamKind::Color => ParamValue::Color([0.0; 3]),
+                ParamKind::Position => ParamValue::Position([0.0; 2]),
+                ParamKind::String => ParamValue::String(Default::default()),
+            })
+            .collect()
+    } else {
+        let inst = Instance::new(&plugin, NOMINAL_SIZE.0, NOMINAL_SIZE.1)
+            .map_err(|e| Error::element(name, e))?;
+        (0..plugin.params().len())
+            .map(|i| inst.get_param(i))
+            .collect()
+    };
+    let param_specs: Vec<_> = plugin
+        .params()
+        .iter()
+        .zip(&defaults)
+        .map(|(p, d)| element::param_spec(p, d))
+        .collect();
+
+    let (mode, schedule) = match verdict {
+        Some(v) => (
+            v.mode,
+            format!(
+                "{} by probe -> {}{}{}",
+                v.verdict,
+                v.mode,
+                if v.time_dependent {
+                    "; output depends on time"
+                } else {
+                    ""
+                },
+                if v.reads_output {
+                    "; reads its output buffer (cleared before each frame)"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        None => (
+            Mode::Serial,
+            "not in the probe data -> serial (the safe choice)".to_string(),
+        ),
+    };
+    let clear_output = verdict.is_some_and(|v| v.reads_output);
+    let mut details = vec![
+        ("file".to_string(), plugin.path().display().to_string()),
+        ("plugin name".to_string(), info.name.clone()),
+        ("plugin type".to_string(), info.kind.to_string()),
+        ("colour model".to_string(), info.color_model.to_string()),
+        ("author".to_string(), info.author.clone()),
+        (
+            "version".to_string(),
+            format!("{}.{}", info.major_version, info.minor_version),
+        ),
+        ("frei0r API".to_string(), info.frei0r_version.to_string()),
+        ("explanation".to_string(), info.explanation.clone()),
+    ];
+    let description = if info.explanation.is_empty() {
+        info.name.clone()
+    } else {
+        info.explanation.clone()
+    };
+    let element = name.to_string();
+    match info.kind {
+        PluginKind::Filter => {
+            details.push(("scheduling".to_string(), schedule));
+            let desc = ElementDesc {
+                name: name.to_string(),
+                kind: ElementKind::Effect,
+                description,
+                props: param_specs,
+                default_mode: mode,
+                details,
+            };
+            registry.register(
+                desc,
+                Box::new(move |props| {
+                    let params =
+                        element::params_to_set(&plugin, &defaults, props, |p| p.prop_name.clone())
+                            .map_err(|e| Error::element(&element, e))?;
+                    Ok(Element::Effect(Box::new(Frei0rFilter::new(
+                        element.clone(),
+                        Arc::clone(&plugin),
+                        mode,
+                        clear_output,
+                        params,
+                    ))))
+                }),
+            );
+        }
+        PluginKind::Source => {
+            details.push(("scheduling".to_string(), "source (serial)".to_string()));
+            let mut props = element::source_specs();
+            for (mut spec, param) in param_specs.into_iter().zip(plugin.params()) {
+                spec.name = element::source_prop_name(param);
+                props.push(spec);
+            }
+            let desc = ElementDesc {
+                name: name.to_string(),
+                kind: ElementKind::Source,
+                description,
+                props,
+                default_mode: Mode::Serial,
+                details,
+            };
+            registry.register(
+                desc,
+                Box::new(move |props| {
+                    Ok(Element::Source(Box::new(Frei0rSource::build(
+                        &element, &plugin, &defaults, props,
+                    )?)))
+                }),
+            );
+        }
+        PluginKind::Mixer2 | PluginKind::Mixer3 => {
+            return Err(Error::element(
+                name,
+                Frei0rError::WrongType {
+                    path: plugin.path().to_path_buf(),
+                    kind: info.kind.as_str(),
+                    wanted: "a filter or source",
+                },
+            ))
+        }
+    }
+    Ok(())
+}

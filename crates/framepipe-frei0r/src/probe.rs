@@ -1,0 +1,272 @@
+//! The statefulness probe: decides by measurement whether a frei0r filter keeps state between
+//! frames, and so whether the scheduler may run several instances of it at once.
+//!
+//! For one plugin, at [`PROBE_WIDTH`] x [`PROBE_HEIGHT`], with [`PROBE_FRAMES`] distinct input
+//! frames (moving bars over per-frame noise) and the time argument the host would pass for each
+//! ([`crate::element::frei0r_time`] at 25 fps):
+//!
+//! 1. **Sequence**: instance A gets frames 0..N in order; its outputs are kept.
+//! 2. **Fresh instances**: for every k > 0, a fresh instance gets frame k alone, at frame k's time.
+//!    If its output differs from A's output k, A carried something over from earlier frames:
+//!    **stateful**.
+//! 3. **Determinism**: a fresh instance gets frame 0; if its output differs from A's output 0
+//!    (same input, same time, same fresh state), the plugin is **nondeterministic** (typically a
+//!    process-wide random generator shared by all instances).
+//! 4. **Output buffer**: the same with the output buffer pre-filled with garbage instead of zeros;
+//!    if only that changes the result, the plugin reads its output buffer, and the host clears
+//!    it before every frame.
+//! 5. **Time**: frame 0 at a later time; if the output changes, the plugin is time-dependent
+//!    (harmless for scheduling, since every frame carries its own time; reported).
+//!
+//! All of this runs twice: with the plugin's default parameters, and with every number parameter
+//! at 0.5 (a delay plugin keeps no state while its delay is 0).
+//!
+//! Verdict: stateful or nondeterministic -> `serial`; otherwise `stateless` -> `parallel`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use framepipe_core::{FrameCtx, Mode};
+
+use crate::element::frei0r_time;
+use crate::error::Result;
+use crate::plugin::{Instance, ParamKind, ParamValue, Plugin, PluginKind};
+
+/// Probe frame width.
+pub const PROBE_WIDTH: u32 = 128;
+/// Probe frame height.
+pub const PROBE_HEIGHT: u32 = 96;
+/// Number of frames in the sequence given to instance A.
+pub const PROBE_FRAMES: usize = 24;
+/// Frame period used for the time argument, in nanoseconds (25 fps).
+pub const PROBE_PERIOD_NS: i64 = 40_000_000;
+
+/// What the probe measured for one plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeReport {
+    /// The plugin file's stem.
+    pub stem: String,
+    /// Its type.
+    pub kind: PluginKind,
+    /// A fresh instance's output differed from the sequence's at some frame.
+    pub stateful: bool,
+    /// Two fresh instances gave different outputs for the same input.
+    pub nondeterministic: bool,
+    /// The output depends on the output buffer's previous content.
+    pub reads_output: bool,
+    /// The output depends on the time argument.
+    pub time_dependent: bool,
+    /// Which comparisons differed, for the record.
+    pub note: String,
+}
+
+impl ProbeReport {
+    /// `stateful`, `nondeterministic`, `stateless`, or the plugin type for non-filters.
+    pub fn verdict(&self) -> &'static str {
+        match self.kind {
+            PluginKind::Filter if self.stateful => "stateful",
+            PluginKind::Filter if self.nondeterministic => "nondeterministic",
+            PluginKind::Filter => "stateless",
+            PluginKind::Source => "source",
+            PluginKind::Mixer2 => "mixer2",
+            PluginKind::Mixer3 => "mixer3",
+        }
+    }
+
+    /// The scheduling mode that follows from the verdict.
+    pub fn mode(&self) -> Mode {
+        if self.verdict() == "stateless" {
+            Mode::Parallel
+        } else {
+            Mode::Serial
+        }
+    }
+
+    /// The report as a row of `data/modes.tsv`.
+    pub fn tsv_row(&self) -> String {
+        let yn = |b: bool| if b { "yes" } else { "no" };
+        format!(
+            "{}\t{}\t{}\t{}\t{}\t{}",
+            self.stem,
+            self.verdict(),
+            self.mode(),
+            yn(self.time_dependent),
+            yn(self.reads_output),
+            self.note
+        )
+    }
+}
+
+/// Input frame `k` of the probe sequence: vertical bars moving 5 px per frame, horizontal bars
+/// moving 3 px per frame, and noise seeded by `k`, opaque. Every frame differs from every other.
+pub fn probe_frame(k: usize, width: u32, height: u32) -> Vec<u32> {
+    let mut seed: u32 = 0x9e37_79b9 ^ (k as u32).wrapping_mul(0x85eb_ca6b);
+    let mut out = Vec::with_capacity(width as usize * height as usize);
+    for y in 0..height as usize {
+        for x in 0..width as usize {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            let bar_v = ((x + 5 * k) / 16).is_multiple_of(2);
+            let bar_h = ((y + 3 * k) / 12).is_multiple_of(2);
+            let r = if bar_v { 200u8 } else { 40 }.wrapping_add((seed & 0x3f) as u8);
+            let g = if bar_h { 180u8 } else { 60 }.wrapping_add(((seed >> 8) & 0x3f) as u8);
+            let b = ((x * 255) / width as usize) as u8 ^ ((seed >> 16) & 0x1f) as u8;
+            out.push(u32::from_ne_bytes([r, g, b, 255]));
+        }
+    }
+    out
+}
+
+fn ctx(k: usize) -> FrameCtx {
+    FrameCtx {
+        seq: k as u64,
+        pts_ns: k as i64 * PROBE_PERIOD_NS,
+    }
+}
+
+/// Parameter settings a pass is run with: the plugin's defaults, or every number parameter moved
+/// to 0.5 (some plugins keep state only when a parameter asks for it, like a delay).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Params {
+    Defaults,
+    Moved,
+}
+
+fn instance(plugin: &Arc<Plugin>, params: Params) -> Result<Instance> {
+    let mut inst = Instance::new(plugin, PROBE_WIDTH, PROBE_HEIGHT)?;
+    if params == Params::Moved {
+        for p in plugin.params() {
+            if p.kind == ParamKind::Double {
+                inst.set_param(p.index, &ParamValue::Double(0.5))?;
+            }
+        }
+    }
+    Ok(inst)
+}
+
+/// Runs a fresh instance on frame `k` alone, at frame `j`'s time, the output prefilled with
+/// `fill`.
+fn fresh(
+    plugin: &Arc<Plugin>,
+    params: Params,
+    frames: &[Vec<u32>],
+    k: usize,
+    j: usize,
+    fill: u32,
+) -> Result<Vec<u32>> {
+    let mut inst = instance(plugin, params)?;
+    let mut out = vec![fill; frames[k].len()];
+    inst.update(frei0r_time(&ctx(j)), Some(&frames[k]), &mut out);
+    Ok(out)
+}
+
+/// Probes the plugin at `path` in this process (the `frei0r-probe` binary runs each plugin in a
+/// child process so that a crashing plugin cannot take the probe down).
+pub fn probe_plugin(path: &Path) -> Result<ProbeReport> {
+    let plugin = Plugin::load(path)?;
+    let mut report = ProbeReport {
+        stem: plugin.stem().to_string(),
+        kind: plugin.info().kind,
+        stateful: false,
+        nondeterministic: false,
+        reads_output: false,
+        time_dependent: false,
+        note: String::new(),
+    };
+    if report.kind != PluginKind::Filter {
+        report.note = format!("{} plugins run as serial stages", report.kind);
+        return Ok(report);
+    }
+    let frames: Vec<Vec<u32>> = (0..PROBE_FRAMES)
+        .map(|k| probe_frame(k, PROBE_WIDTH, PROBE_HEIGHT))
+        .collect();
+    let mut notes = Vec::new();
+    let has_numbers = plugin.params().iter().any(|p| p.kind == ParamKind::Double);
+    for params in [Params::Defaults, Params::Moved] {
+        if params == Params::Moved && (!has_numbers || report.stateful || report.nondeterministic) {
+            break;
+        }
+        let label = match params {
+            Params::Defaults => "defaults",
+            Params::Moved => "numbers at 0.5",
+        };
+        pass(&plugin, params, &frames, &mut report, &mut notes, label)?;
+    }
+    if notes.is_empty() {
+        notes.push("every frame of the sequence equals a fresh instance's output".to_string());
+    }
+    report.note = notes.join("; ");
+    Ok(report)
+}
+
+fn pass(
+    plugin: &Arc<Plugin>,
+    params: Params,
+    frames: &[Vec<u32>],
+    report: &mut ProbeReport,
+    notes: &mut Vec<String>,
+    label: &str,
+) -> Result<()> {
+    // 1. The sequence through one instance.
+    let mut a = instance(plugin, params)?;
+    let mut seq_out = Vec::with_capacity(PROBE_FRAMES);
+    for (k, f) in frames.iter().enumerate() {
+        let mut out = vec![0u32; f.len()];
+        a.update(frei0r_time(&ctx(k)), Some(f), &mut out);
+        seq_out.push(out);
+    }
+    drop(a);
+
+    // 3. Determinism: two more fresh instances on frame 0.
+    let c1 = fresh(plugin, params, frames, 0, 0, 0)?;
+    let c2 = fresh(plugin, params, frames, 0, 0, 0)?;
+    if c1 != seq_out[0] || c2 != c1 {
+        report.nondeterministic = true;
+        notes.push(format!("{label}: fresh instances disagree on frame 0"));
+    }
+    // 4. Output buffer content.
+    let d = fresh(plugin, params, frames, 0, 0, 0xa5a5_a5a5)?;
+    if !report.nondeterministic && d != c1 {
+        report.reads_output = true;
+        notes.push(format!(
+            "{label}: output depends on the output buffer's old content"
+        ));
+    }
+    // 2. Fresh instances against the sequence, at every frame.
+    let mut differing = Vec::new();
+    for (k, seq) in seq_out.iter().enumerate().skip(1) {
+        if &fresh(plugin, params, frames, k, k, 0)? != seq {
+            differing.push(k);
+        }
+    }
+    if let Some(first) = differing.first() {
+        report.stateful = true;
+        notes.push(format!(
+            "{label}: {} of {} frames differ from a fresh instance's (first: frame {first})",
+            differing.len(),
+            PROBE_FRAMES - 1
+        ));
+    }
+    // 5. Time: frame 0 at the time of frame 100.
+    if !report.nondeterministic {
+        let t = fresh(plugin, params, frames, 0, 100, 0)?;
+        if t != c1 {
+            report.time_dependent = true;
+            notes.push(format!("{label}: output changes with time"));
+        }
+    }
+    Ok(())
+}
+
+/// The header of `data/modes.tsv`.
+pub fn tsv_header(dirs: &str) -> String {
+    format!(
+        "# frei0r plugin scheduling modes, measured by framepipe's statefulness probe (src/probe.rs).\n\
+         # Generated; do not edit. Regenerate with:\n\
+         #   cargo run --release -p framepipe-frei0r --bin frei0r-probe -- --write crates/framepipe-frei0r/data/modes.tsv\n\
+         # Probed plugins from: {dirs}; frames {PROBE_WIDTH}x{PROBE_HEIGHT}, sequence of {PROBE_FRAMES}, each frame checked against a fresh instance.\n\
+         # stateless -> parallel; stateful, nondeterministic, crashed, timeout, source, mixer -> serial.\n\
+         # stem\tverdict\tmode\ttime_dependent\treads_output\tnote\n"
+    )
+}
