@@ -3,7 +3,7 @@
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Frei0rError, Result};
 use crate::ffi;
@@ -197,10 +197,35 @@ pub fn prop_name(name: &str) -> String {
     name.trim().to_lowercase().replace(' ', "-")
 }
 
+/// Plugins loaded so far in this process, by path: each library is loaded and `f0r_init`ed once
+/// and stays loaded for the program's life. The lock is also held while loading, so that no two
+/// threads run a plugin's initialisation at once.
+static LOADED: Mutex<Vec<Arc<Plugin>>> = Mutex::new(Vec::new());
+
+/// Serialises `f0r_construct` and `f0r_destruct` across threads: some plugins (the C++ ones built
+/// on frei0r.hpp) touch process-wide tables there. Taken when instances are made or dropped,
+/// never per frame.
+static CONSTRUCT: Mutex<()> = Mutex::new(());
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl Plugin {
-    /// Loads the shared object at `path`, checks that it is a frei0r plugin, calls `f0r_init` and
-    /// reads its description. Any failure is [`Frei0rError::NotAPlugin`] with the reason.
+    /// The plugin at `path`: loaded, checked, `f0r_init`ed and described on first use, then shared
+    /// (the library is never unloaded). Any failure is [`Frei0rError::NotAPlugin`] with the
+    /// reason.
     pub fn load(path: &Path) -> Result<Arc<Plugin>> {
+        let mut loaded = lock(&LOADED);
+        if let Some(p) = loaded.iter().find(|p| p.path == path) {
+            return Ok(Arc::clone(p));
+        }
+        let plugin = Self::load_new(path)?;
+        loaded.push(Arc::clone(&plugin));
+        Ok(plugin)
+    }
+
+    fn load_new(path: &Path) -> Result<Arc<Plugin>> {
         let not = |reason: String| Frei0rError::NotAPlugin {
             path: path.to_path_buf(),
             reason,
@@ -349,8 +374,10 @@ impl Instance {
         if !size_ok(width, height) {
             return Err(Frei0rError::BadSize { width, height });
         }
+        let guard = lock(&CONSTRUCT);
         // SAFETY: f0r_init succeeded when the plugin was loaded; the size is valid for frei0r.
         let handle = unsafe { (plugin.api.construct)(width, height) };
+        drop(guard);
         if handle.is_null() {
             return Err(Frei0rError::ConstructFailed {
                 path: plugin.path.clone(),
@@ -503,6 +530,7 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        let _guard = lock(&CONSTRUCT);
         // SAFETY: the handle came from f0r_construct of this plugin and is destroyed once; the
         // library is still loaded because we hold an Arc to the plugin.
         unsafe { (self.plugin.api.destruct)(self.handle) };
