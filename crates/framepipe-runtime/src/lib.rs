@@ -23,8 +23,11 @@
 //! `threads` per effect). See docs/REALTIME.md.
 #![deny(unsafe_code)]
 
+mod live;
+mod output;
 mod sched;
 mod stats;
 
-pub use sched::{EffectStage, Options, Pipeline, Prepared};
+pub use output::PacingStats;
+pub use sched::{EffectStage, Event, EventFn, Options, Overload, Pipeline, Prepared};
 pub use stats::{Counters, RunStats, StageCounters, StageStats};

@@ -1,4 +1,5 @@
-//! The scheduler. See the crate docs for the model; this file is the whole of it.
+//! The scheduler. See the crate docs for the model; this file is the whole of it, with the
+//! output thread in `output.rs` and live parameters in `live.rs`.
 //!
 //! Why hand-written rather than rayon or a channel per stage: a channel per stage means a thread
 //! per stage (oversubscription, the very thing this engine avoids), and rayon's work stealing has
@@ -8,27 +9,75 @@
 #![allow(unsafe_code)] // only for the slice runner's borrowed closure; see SliceJob
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
+use framepipe_control::{CommandReader, Oscillator};
 use framepipe_core::{
-    Effect, EffectFactory, Error, Frame, FrameCtx, FramePool, Mode, Result, Sink, SliceRunner,
-    Source, VideoInfo,
+    Effect, EffectFactory, Error, Frame, FrameCtx, FramePool, Mode, PropSpec, PropValue, Rational,
+    Result, Sink, SliceRunner, Source, VideoInfo,
 };
 
+use crate::live::{assign, FrameParams, Live, LiveStage};
 use crate::stats::{Counters, RunStats, StageCounters};
 
-/// An effect in a pipeline, with how to schedule it.
+/// An effect in a pipeline, with how to schedule it and what may be changed while it runs.
 pub struct EffectStage {
     /// The configured effect.
     pub factory: Box<dyn EffectFactory>,
     /// Serial or parallel (the element's default unless the user overrode it).
     pub mode: Mode,
+    /// Its properties and their initial values: these can be set, oscillated or bypassed live.
+    pub params: Vec<(PropSpec, PropValue)>,
+    /// Oscillators on properties from the start (property name, oscillator).
+    pub oscillators: Vec<(String, Oscillator)>,
+}
+
+impl EffectStage {
+    /// A stage with no live parameters.
+    pub fn new(factory: Box<dyn EffectFactory>, mode: Mode) -> Self {
+        EffectStage {
+            factory,
+            mode,
+            params: Vec::new(),
+            oscillators: Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for EffectStage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "EffectStage({}, {})", self.factory.name(), self.mode)
+    }
+}
+
+/// What the output clock does when a frame is not ready at its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overload {
+    /// Never drop or repeat: the clock slips and the frame rate falls (rendering content).
+    #[default]
+    Slow,
+    /// The clock holds: the previous frame is shown again and the miss counted (a live show).
+    Live,
+}
+
+impl Overload {
+    /// Parses `slow` or `live`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "slow" => Some(Overload::Slow),
+            "live" => Some(Overload::Live),
+            _ => None,
+        }
+    }
+
+    /// `slow` or `live`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Overload::Slow => "slow",
+            Overload::Live => "live",
+        }
     }
 }
 
@@ -39,6 +88,15 @@ pub struct Options {
     pub threads: usize,
     /// Frames in flight at most. 0 = automatic (`2 * threads + 2`).
     pub in_flight: usize,
+    /// Output frame rate; `None` = unpaced (as fast as the pipeline goes).
+    pub pace: Option<Rational>,
+    /// What to do when a frame is late (paced runs only).
+    pub overload: Overload,
+    /// A stage running longer than this is reported as stalled (once per stage). 0 = automatic:
+    /// five frame periods (of `pace`, or of the source's rate), at least 100 ms.
+    pub stall_timeout_ns: u64,
+    /// Try to run the output thread under `SCHED_FIFO` (falls back quietly when not permitted).
+    pub realtime: bool,
 }
 
 impl Options {
@@ -56,6 +114,38 @@ impl Options {
         (threads, in_flight)
     }
 }
+
+/// Something a running pipeline reports (to a status line, a log, a control surface).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A stage has been running one frame for longer than the stall timeout (reported once).
+    Stalled {
+        /// Stage name.
+        stage: String,
+        /// How long it had been running when noticed, ms.
+        elapsed_ms: u64,
+    },
+    /// A command could not be applied.
+    CommandRejected {
+        /// The command as text.
+        command: String,
+        /// Why.
+        reason: String,
+    },
+    /// A live property change was refused by the element itself (reported once per property).
+    PropertyRejected {
+        /// Stage name.
+        stage: String,
+        /// Property.
+        prop: String,
+        /// The element's error.
+        reason: String,
+    },
+}
+
+/// Receives [`Event`]s; called from the output thread or a worker, so it must be quick.
+pub type EventFn = Arc<dyn Fn(&Event) + Send + Sync>;
 
 /// A pipeline as built by the user: one source, effects in order, one sink.
 pub struct Pipeline {
@@ -103,7 +193,13 @@ impl Pipeline {
         let mut infos = vec![source.info()];
         let mut factories = Vec::with_capacity(effects.len());
         let mut modes = Vec::with_capacity(effects.len());
-        let mut names = vec![source_name];
+        let mut names = vec![source_name.clone()];
+        let mut live_stages = vec![LiveStage::new(
+            source_name.clone(),
+            source_name,
+            false,
+            true,
+        )];
         for (name, mut stage) in effects {
             let input = *infos.last().expect("infos starts with the source");
             let out = stage.factory.negotiate(input)?;
@@ -113,17 +209,37 @@ impl Pipeline {
                     what: format!("an output of {}x{}", out.width, out.height),
                 });
             }
+            let mut live = LiveStage::new(
+                name.clone(),
+                stage.factory.name().to_string(),
+                true,
+                out.width == input.width && out.height == input.height,
+            );
+            for (spec, value) in stage.params {
+                live.add_param(spec, value);
+            }
+            for (prop, osc) in stage.oscillators {
+                live.attach(&prop, osc).map_err(|reason| Error::BadValue {
+                    element: name.clone(),
+                    prop: prop.clone(),
+                    value: "~oscillator".into(),
+                    reason,
+                })?;
+            }
+            live_stages.push(live);
             infos.push(out);
             factories.push(stage.factory);
             modes.push(stage.mode);
             names.push(name);
         }
-        names.push(sink_name);
+        names.push(sink_name.clone());
+        live_stages.push(LiveStage::new(sink_name.clone(), sink_name, false, true));
         let last = *infos.last().expect("at least the source");
         sink.start(last)?;
 
         // One pool per distinct frame size. Every token holds at most two frames at once (its
-        // input and its output while a stage runs), the sink may keep a couple (a "last frame").
+        // input and its output while a stage runs); the output thread keeps one more (the last
+        // frame, shown again under the live overload policy) and a sink may keep a couple.
         let mut pools: Vec<(u32, u32, FramePool)> = Vec::new();
         let mut stage_pools = Vec::with_capacity(infos.len());
         for info in &infos {
@@ -145,6 +261,16 @@ impl Pipeline {
         }
 
         let n = names.len();
+        let live = Live::new(live_stages);
+        let param_names: Vec<Vec<String>> = live
+            .stages
+            .iter()
+            .map(|s| s.params.iter().map(|p| p.spec.name.clone()).collect())
+            .collect();
+        let snapshots: Vec<Mutex<FrameParams>> = (0..in_flight)
+            .map(|_| Mutex::new(live.empty_frame()))
+            .collect();
+        let initial = live.empty_frame();
         let mut stage_states = Vec::with_capacity(n);
         let mut counters = Vec::with_capacity(n);
         for (i, name) in names.iter().enumerate() {
@@ -166,26 +292,33 @@ impl Pipeline {
                 created: 0,
                 max_instances: if mode == Mode::Serial { 1 } else { threads },
                 source: None,
-                sink: None,
             };
             if kind == Kind::Effect {
                 // The first instance now: a plugin that cannot be made fails before any frame.
-                st.free.push(factories[i - 1].instantiate()?);
+                st.free.push(Instance::new(
+                    factories[i - 1].instantiate()?,
+                    &initial.values[i],
+                ));
                 st.created = 1;
-                counter.add_instance();
-            } else {
-                counter.add_instance();
             }
+            counter.add_instance();
             stage_states.push(st);
             counters.push(counter);
         }
         stage_states[0].source = Some(source);
-        stage_states[n - 1].sink = Some(sink);
 
+        let rate = infos[0].rate;
+        let period = options.pace.unwrap_or(rate).period_ns();
+        let stall_timeout_ns = if options.stall_timeout_ns > 0 {
+            options.stall_timeout_ns
+        } else {
+            (5 * period).max(100_000_000)
+        };
         let shared = Shared {
             state: Mutex::new(State {
                 stages: stage_states,
-                ready: VecDeque::with_capacity(in_flight * n),
+                ready: VecDeque::with_capacity(n + 1),
+                out_ready: None,
                 in_flight: 0,
                 max_in_flight: in_flight,
                 next_seq: 0,
@@ -195,35 +328,51 @@ impl Pipeline {
                 source_error: None,
                 waiting: 0,
                 slices: (0..threads).map(|_| SliceSlot::default()).collect(),
+                live,
             }),
             work: Condvar::new(),
+            out_cv: Condvar::new(),
             slice_done: Condvar::new(),
             factories,
             pools: stage_pools,
-            rate: infos[0].rate,
+            rate,
             threads,
-            counters: Arc::new(Counters {
-                stages: counters,
-                in_flight: Default::default(),
-                frames_out: Default::default(),
-                started: Instant::now(),
-            }),
+            snapshots,
+            param_names,
+            initial: initial.values.clone(),
+            running: (0..threads + 1)
+                .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
+                .collect(),
+            events: None,
+            counters: Arc::new(Counters::new(counters)),
         };
         Ok(Prepared {
             shared,
+            sink: Some((sink_name_of(&names), sink)),
             infos,
             threads,
             in_flight,
+            options,
+            stall_timeout_ns,
+            commands: None,
         })
     }
 }
 
+fn sink_name_of(names: &[String]) -> String {
+    names.last().cloned().unwrap_or_default()
+}
+
 /// A negotiated pipeline, ready to run.
 pub struct Prepared {
-    shared: Shared,
+    pub(crate) shared: Shared,
+    pub(crate) sink: Option<(String, Box<dyn Sink>)>,
     infos: Vec<VideoInfo>,
     threads: usize,
     in_flight: usize,
+    pub(crate) options: Options,
+    pub(crate) stall_timeout_ns: u64,
+    pub(crate) commands: Option<CommandReader>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -257,39 +406,56 @@ impl Prepared {
         self.in_flight
     }
 
-    /// Runs to the end of the stream (or the first error) and returns the final figures.
+    /// Commands (set, osc, bypass, speed, pause, step, resume, stop) will be read from this
+    /// queue once per frame boundary by the output thread.
+    pub fn set_commands(&mut self, reader: CommandReader) {
+        self.commands = Some(reader);
+    }
+
+    /// Events (stalls, rejected commands) go to `f`.
+    pub fn set_events(&mut self, f: EventFn) {
+        self.shared.events = Some(f);
+    }
+
+    /// Runs to the end of the stream (or the first error, or a `stop` command) and returns the
+    /// final figures. The calling thread becomes the output thread: it runs the sink, paced by
+    /// the frame clock when `Options::pace` is set.
     ///
     /// On a source error, the frames produced before it still reach the sink; the sink is always
     /// finished (flushed, closed). The first error is returned after that.
-    pub fn run(self) -> Result<RunStats> {
+    pub fn run(mut self) -> Result<RunStats> {
+        let (sink_name, mut sink) = self.sink.take().expect("run once");
+        let _ = sink_name;
+        let threads = self.threads;
         let shared = &self.shared;
-        std::thread::scope(|s| {
-            for w in 0..self.threads {
-                std::thread::Builder::new()
+        let commands = self.commands.take();
+        let options = self.options;
+        let stall = self.stall_timeout_ns;
+        let (pacing, out_result) = std::thread::scope(|s| {
+            for w in 0..threads {
+                let spawned = std::thread::Builder::new()
                     .name(format!("fp-worker-{w}"))
-                    .spawn_scoped(s, move || shared.worker(w))
-                    .map_err(|e| Error::io("starting a worker thread", e))?;
+                    .spawn_scoped(s, move || shared.worker(w));
+                if let Err(e) = spawned {
+                    shared.lock().fail(Error::io("starting a worker thread", e));
+                    shared.work.notify_all();
+                }
             }
-            Ok::<(), Error>(())
-        })?;
-        let (sink, error, source_error) = {
+            crate::output::run_output(shared, &mut *sink, commands, options, stall)
+        });
+        let (error, source_error) = {
             let mut st = shared.lock();
-            let last = st.stages.len() - 1;
-            (
-                st.stages[last].sink.take(),
-                st.error.take(),
-                st.source_error.take(),
-            )
+            (st.error.take(), st.source_error.take())
         };
-        let finish = match sink {
-            Some(mut sink) => sink.finish(),
-            None => Ok(()),
-        };
+        let finish = sink.finish();
         if let Some(e) = error.or(source_error) {
             return Err(e);
         }
+        out_result?;
         finish?;
-        Ok(shared.counters.snapshot())
+        let mut stats = shared.counters.snapshot();
+        stats.pacing = pacing;
+        Ok(stats)
     }
 }
 
@@ -300,17 +466,34 @@ enum Kind {
     Sink,
 }
 
-struct Token {
-    ctx: FrameCtx,
-    frame: Option<Frame>,
+pub(crate) struct Token {
+    pub ctx: FrameCtx,
+    pub frame: Option<Frame>,
+}
+
+/// An effect instance with the property values it currently has.
+struct Instance {
+    effect: Box<dyn Effect>,
+    applied: Vec<PropValue>,
+    /// Properties the element refused to change live (reported once, then not retried).
+    refused: Vec<bool>,
+}
+
+impl Instance {
+    fn new(effect: Box<dyn Effect>, initial: &[PropValue]) -> Self {
+        Instance {
+            effect,
+            applied: initial.to_vec(),
+            refused: vec![false; initial.len()],
+        }
+    }
 }
 
 enum Inst {
     Source(Box<dyn Source>),
-    Effect(Box<dyn Effect>),
+    Effect(Instance),
     /// A parallel stage's new instance, to be made by the worker outside the lock.
     NewEffect,
-    Sink(Box<dyn Sink>),
 }
 
 enum Job {
@@ -336,11 +519,10 @@ struct StageState {
     /// Serial stages: tokens waiting for their turn, at `seq % max_in_flight`.
     parked: Vec<Option<Token>>,
     /// Effect instances not in use.
-    free: Vec<Box<dyn Effect>>,
+    free: Vec<Instance>,
     created: usize,
     max_instances: usize,
     source: Option<Box<dyn Source>>,
-    sink: Option<Box<dyn Sink>>,
 }
 
 /// A borrowed slice closure with its lifetime erased, so that other workers can call it.
@@ -361,44 +543,59 @@ struct SliceSlot {
     panicked: bool,
 }
 
-struct State {
+pub(crate) struct State {
     stages: Vec<StageState>,
-    /// Tokens reserved for a serial stage (it was their turn when they were unparked).
+    /// Tokens reserved for a serial effect stage (it was their turn when they were unparked).
     ready: VecDeque<(usize, Token)>,
-    in_flight: usize,
+    /// The token whose turn it is at the sink, for the output thread.
+    pub out_ready: Option<Token>,
+    pub in_flight: usize,
     max_in_flight: usize,
     next_seq: u64,
-    source_done: bool,
-    abort: bool,
-    error: Option<Error>,
+    pub source_done: bool,
+    pub abort: bool,
+    pub error: Option<Error>,
     source_error: Option<Error>,
     waiting: usize,
     /// One slot per worker for its fork-join slice jobs.
     slices: Vec<SliceSlot>,
+    pub live: Live,
 }
 
-struct Shared {
-    state: Mutex<State>,
-    work: Condvar,
+pub(crate) struct Shared {
+    pub state: Mutex<State>,
+    /// Workers wait here for work.
+    pub work: Condvar,
+    /// The output thread waits here for its next frame.
+    pub out_cv: Condvar,
     slice_done: Condvar,
     factories: Vec<Box<dyn EffectFactory>>,
     /// The pool each stage's output frames come from (index = stage).
     pools: Vec<FramePool>,
-    rate: framepipe_core::Rational,
+    rate: Rational,
     threads: usize,
-    counters: Arc<Counters>,
+    /// Per-frame parameter snapshots, at `seq % max_in_flight`. Each is touched by one stage at
+    /// a time (the stage holding that frame), so its mutex is never contended.
+    snapshots: Vec<Mutex<FrameParams>>,
+    param_names: Vec<Vec<String>>,
+    /// Per stage: the property values instances are made with (the pipeline's initial ones).
+    initial: Vec<Vec<PropValue>>,
+    /// Per worker (and the output thread, last): stage + 1 it is running (0 = none) and since
+    /// when (monotonic ns), for stall detection by the output thread.
+    pub running: Vec<(AtomicUsize, AtomicI64)>,
+    pub events: Option<EventFn>,
+    pub counters: Arc<Counters>,
 }
 
 /// Outcome of running a job, reported back under the lock.
 enum Done {
     Source(Box<dyn Source>, Result<Option<Token>>),
-    Effect(usize, Option<Box<dyn Effect>>, Result<Token>),
-    Sink(Box<dyn Sink>, Result<()>),
+    Effect(usize, Option<Instance>, Result<Token>),
     Slice(usize, bool),
 }
 
 impl State {
-    fn finished(&self) -> bool {
+    pub fn finished(&self) -> bool {
         self.in_flight == 0 && (self.source_done || self.abort) && !self.stages[0].busy
     }
 
@@ -419,17 +616,25 @@ impl State {
             .position(|s| s.job.is_some() && s.next < s.n)
     }
 
-    fn fail(&mut self, e: Error) {
+    pub fn fail(&mut self, e: Error) {
         if self.error.is_none() {
             self.error = Some(e);
         }
         self.abort = true;
     }
 
+    /// Ends the run early without an error (a `stop` command): no new frames; frames in flight
+    /// are dropped.
+    pub fn stop(&mut self) {
+        self.source_done = true;
+        self.abort = true;
+        self.drop_pending();
+    }
+
     /// The next job for an idle worker: slices of a frame being worked on first (they hold a
     /// worker waiting), then frames furthest down the pipeline (to bound latency), then a new
     /// frame from the source.
-    fn next_job(&mut self) -> Option<Job> {
+    fn next_job(&mut self, shared: &Shared) -> Option<Job> {
         if let Some(slot) = self.slice_pending() {
             let s = &mut self.slices[slot];
             let index = s.next;
@@ -447,9 +652,17 @@ impl State {
             self.next_seq += 1;
             self.in_flight += 1;
             self.stages[0].busy = true;
+            let pts_ns = shared.rate.frame_time_ns(seq);
+            // The frame boundary: the values in force now are the frame's, in every stage.
+            let slot = (seq % self.max_in_flight as u64) as usize;
+            let mut snap = shared.snapshots[slot]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            self.live.sample(pts_ns, &mut snap);
+            drop(snap);
             let inst = Inst::Source(self.stages[0].source.take().expect("idle source is home"));
             let token = Token {
-                ctx: FrameCtx { seq, pts_ns: 0 },
+                ctx: FrameCtx { seq, pts_ns },
                 frame: None,
             };
             return Some(Job::Stage {
@@ -465,7 +678,7 @@ impl State {
         let st = &mut self.stages[stage];
         match st.kind {
             Kind::Source => Inst::Source(st.source.take().expect("serial source reserved")),
-            Kind::Sink => Inst::Sink(st.sink.take().expect("serial sink reserved")),
+            Kind::Sink => unreachable!("the sink runs on the output thread"),
             Kind::Effect => match st.free.pop() {
                 Some(e) => Inst::Effect(e),
                 None => {
@@ -479,8 +692,20 @@ impl State {
         }
     }
 
-    /// Moves `token` to `stage`: returns the job if it can run now, else parks it.
-    fn advance(&mut self, stage: usize, token: Token) -> Option<Job> {
+    /// Hands a token whose turn has come at serial `stage` to whoever runs that stage.
+    fn make_ready(&mut self, stage: usize, token: Token, shared: &Shared) {
+        if self.stages[stage].kind == Kind::Sink {
+            debug_assert!(self.out_ready.is_none(), "one frame at a time for the sink");
+            self.out_ready = Some(token);
+            shared.out_cv.notify_one();
+        } else {
+            self.ready.push_back((stage, token));
+        }
+    }
+
+    /// Moves `token` to `stage`: returns the job if this worker can run it now, else parks it
+    /// (or hands it to the output thread).
+    fn advance(&mut self, stage: usize, token: Token, shared: &Shared) -> Option<Job> {
         if self.abort {
             self.in_flight -= 1;
             return None;
@@ -495,25 +720,71 @@ impl State {
                 return None;
             }
             st.busy = true;
+            if st.kind == Kind::Sink {
+                self.make_ready(stage, token, shared);
+                return None;
+            }
         }
         let inst = self.take_instance(stage);
         Some(Job::Stage { stage, token, inst })
     }
 
     /// A serial stage finished a frame: let the next one in, if it is already waiting.
-    fn release_serial(&mut self, stage: usize) {
+    fn release_serial(&mut self, stage: usize, shared: &Shared) {
         let cap = self.max_in_flight as u64;
         let st = &mut self.stages[stage];
         st.busy = false;
         st.next_seq += 1;
-        let slot = (st.next_seq % cap) as usize;
-        if st.parked[slot]
-            .as_ref()
-            .is_some_and(|t| t.ctx.seq == st.next_seq)
-        {
+        let next = st.next_seq;
+        let slot = (next % cap) as usize;
+        if st.parked[slot].as_ref().is_some_and(|t| t.ctx.seq == next) {
             let token = st.parked[slot].take().expect("checked above");
             st.busy = true;
-            self.ready.push_back((stage, token));
+            self.make_ready(stage, token, shared);
+        }
+    }
+
+    /// Drops every parked or ready token: their frames go back to the pools.
+    fn drop_pending(&mut self) {
+        let dropped = self.ready.len()
+            + usize::from(self.out_ready.is_some())
+            + self
+                .stages
+                .iter_mut()
+                .flat_map(|s| s.parked.iter_mut())
+                .filter_map(Option::take)
+                .count();
+        self.ready.clear();
+        self.out_ready = None;
+        self.in_flight -= dropped;
+    }
+
+    /// The output thread has consumed (or failed to consume) the sink's frame.
+    pub fn sink_done(&mut self, result: Result<()>, shared: &Shared) {
+        let last = self.stages.len() - 1;
+        self.release_serial(last, shared);
+        self.in_flight -= 1;
+        if let Err(e) = result {
+            self.fail(e);
+        }
+        self.after_change(shared);
+    }
+
+    /// Bookkeeping after any change: drops pending work on abort, publishes the in-flight
+    /// count, wakes whoever can now proceed.
+    pub fn after_change(&mut self, shared: &Shared) {
+        if self.abort {
+            self.drop_pending();
+        }
+        shared
+            .counters
+            .in_flight
+            .store(self.in_flight, Ordering::Relaxed);
+        if self.finished() {
+            shared.work.notify_all();
+            shared.out_cv.notify_all();
+        } else if self.waiting > 0 && self.has_work() {
+            shared.work.notify_one();
         }
     }
 
@@ -533,7 +804,7 @@ impl State {
                 self.stages[0].source = Some(source);
                 self.stages[0].busy = false;
                 match result {
-                    Ok(Some(token)) => self.advance(1, token),
+                    Ok(Some(token)) => self.advance(1, token, shared),
                     Ok(None) => {
                         self.source_done = true;
                         self.in_flight -= 1;
@@ -552,10 +823,10 @@ impl State {
                     self.stages[stage].free.push(inst);
                 }
                 if self.stages[stage].serial {
-                    self.release_serial(stage);
+                    self.release_serial(stage, shared);
                 }
                 match result {
-                    Ok(token) => self.advance(stage + 1, token),
+                    Ok(token) => self.advance(stage + 1, token, shared),
                     Err(e) => {
                         self.fail(e);
                         self.in_flight -= 1;
@@ -563,53 +834,29 @@ impl State {
                     }
                 }
             }
-            Done::Sink(sink, result) => {
-                let last = self.stages.len() - 1;
-                self.stages[last].sink = Some(sink);
-                self.release_serial(last);
-                self.in_flight -= 1;
-                if let Err(e) = result {
-                    self.fail(e);
-                }
-                None
-            }
         };
-        if self.abort {
-            // Drop everything parked or ready: their frames go back to the pools.
-            let dropped = self.ready.len()
-                + self
-                    .stages
-                    .iter_mut()
-                    .flat_map(|s| s.parked.iter_mut())
-                    .filter_map(Option::take)
-                    .count();
-            self.ready.clear();
-            self.in_flight -= dropped;
-        }
-        shared
-            .counters
-            .in_flight
-            .store(self.in_flight, std::sync::atomic::Ordering::Relaxed);
-        if self.finished() {
-            shared.work.notify_all();
-        } else if self.waiting > 0 && self.has_work() {
-            shared.work.notify_one();
-        }
+        self.after_change(shared);
         next
     }
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
         // A panic in an element is caught in `run_job`, so the lock is never held by a panicking
         // thread; recover the state anyway rather than cascade.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    pub fn emit(&self, e: Event) {
+        if let Some(f) = &self.events {
+            f(&e);
+        }
+    }
+
     fn worker(&self, worker: usize) {
         let mut st = self.lock();
         loop {
-            if let Some(mut job) = st.next_job() {
+            if let Some(mut job) = st.next_job(self) {
                 drop(st);
                 loop {
                     let done = self.run_job(job, worker);
@@ -633,6 +880,17 @@ impl Shared {
         }
     }
 
+    /// Marks what `slot` (a worker, or the output thread) is running, for stall detection.
+    pub fn mark_running(&self, slot: usize, stage: Option<usize>) {
+        let (s, since) = &self.running[slot];
+        if let Some(stage) = stage {
+            since.store(framepipe_clock::now_ns(), Ordering::Relaxed);
+            s.store(stage + 1, Ordering::Release);
+        } else {
+            s.store(0, Ordering::Release);
+        }
+    }
+
     /// Runs one job outside the lock.
     fn run_job(&self, job: Job, worker: usize) -> Done {
         match job {
@@ -651,10 +909,10 @@ impl Shared {
                 inst,
             } => {
                 let started = Instant::now();
+                self.mark_running(worker, Some(stage));
                 let counters = &self.counters.stages[stage];
                 let done = match inst {
                     Inst::Source(mut source) => {
-                        token.ctx.pts_ns = self.rate.frame_time_ns(token.ctx.seq);
                         let result = guard(&counters.name, || {
                             let mut frame = self.pools[0].try_acquire()?;
                             if source.fill(&token.ctx, &mut frame)? {
@@ -670,23 +928,15 @@ impl Shared {
                     Inst::NewEffect => match self.factories[stage - 1].instantiate() {
                         Ok(effect) => {
                             counters.add_instance();
-                            self.run_effect(stage, effect, token, worker)
+                            // Made with the pipeline's initial properties; `run_effect` brings it
+                            // to this frame's values.
+                            let inst = Instance::new(effect, &self.initial[stage]);
+                            self.run_effect(stage, inst, token, worker)
                         }
                         Err(e) => Done::Effect(stage, None, Err(e)),
                     },
-                    Inst::Sink(mut sink) => {
-                        let result = guard(&counters.name, || {
-                            let frame = token.frame.take().expect("frames reach the sink");
-                            sink.consume(&token.ctx, &frame)
-                        });
-                        if result.is_ok() {
-                            self.counters
-                                .frames_out
-                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        Done::Sink(sink, result)
-                    }
                 };
+                self.mark_running(worker, None);
                 counters.record(started.elapsed());
                 done
             }
@@ -696,7 +946,7 @@ impl Shared {
     fn run_effect(
         &self,
         stage: usize,
-        mut effect: Box<dyn Effect>,
+        mut inst: Instance,
         mut token: Token,
         worker: usize,
     ) -> Done {
@@ -706,18 +956,47 @@ impl Shared {
         };
         let name = &self.counters.stages[stage].name;
         let result = guard(name, || {
+            // Bring the instance to this frame's parameter values (sampled at its boundary).
+            let slot = (token.ctx.seq % self.snapshots.len() as u64) as usize;
+            let bypass = {
+                let snap = self.snapshots[slot]
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                for (j, value) in snap.values[stage].iter().enumerate() {
+                    if inst.applied[j] != *value {
+                        if !inst.refused[j] {
+                            if let Err(e) =
+                                inst.effect.set_property(&self.param_names[stage][j], value)
+                            {
+                                inst.refused[j] = true;
+                                self.emit(Event::PropertyRejected {
+                                    stage: name.clone(),
+                                    prop: self.param_names[stage][j].clone(),
+                                    reason: e.to_string(),
+                                });
+                            }
+                        }
+                        assign(&mut inst.applied[j], value);
+                    }
+                }
+                snap.bypass[stage]
+            };
+            if bypass {
+                return Ok(token);
+            }
             let input = token.frame.take().expect("effects get a frame");
             let mut output = self.pools[stage].try_acquire()?;
-            effect.process(&token.ctx, &input, &mut output, &slices)?;
+            inst.effect
+                .process(&token.ctx, &input, &mut output, &slices)?;
             token.frame = Some(output.freeze());
             Ok(token)
         });
-        Done::Effect(stage, Some(effect), result)
+        Done::Effect(stage, Some(inst), result)
     }
 }
 
 /// Runs `f`, turning a panic inside an element into an error that names it.
-fn guard<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) fn guard<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => {

@@ -1,7 +1,7 @@
 //! Live and final statistics. Counters are atomics written by the workers and read by anyone (a
 //! status line, a monitor) without taking the scheduler's lock, so watching never slows the frames.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use framepipe_core::Mode;
@@ -80,9 +80,53 @@ pub struct Counters {
     pub(crate) in_flight: AtomicUsize,
     pub(crate) frames_out: AtomicU64,
     pub(crate) started: std::time::Instant,
+    pub(crate) late: AtomicU64,
+    pub(crate) repeated: AtomicU64,
+    pub(crate) realtime: AtomicBool,
+    pub(crate) paused: AtomicBool,
+    pub(crate) stopping: AtomicBool,
 }
 
 impl Counters {
+    pub(crate) fn new(stages: Vec<StageCounters>) -> Self {
+        Counters {
+            stages,
+            in_flight: AtomicUsize::new(0),
+            frames_out: AtomicU64::new(0),
+            started: std::time::Instant::now(),
+            late: AtomicU64::new(0),
+            repeated: AtomicU64::new(0),
+            realtime: AtomicBool::new(false),
+            paused: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    /// Frames released later than the late threshold so far (paced runs).
+    pub fn late(&self) -> u64 {
+        self.late.load(Ordering::Relaxed)
+    }
+
+    /// Deadlines at which the previous frame was shown again so far (live overload policy).
+    pub fn repeated(&self) -> u64 {
+        self.repeated.load(Ordering::Relaxed)
+    }
+
+    /// Whether the output thread runs under `SCHED_FIFO`.
+    pub fn realtime(&self) -> bool {
+        self.realtime.load(Ordering::Relaxed)
+    }
+
+    /// Whether output is paused (by a `pause` or `step` command).
+    pub fn paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+
+    /// Whether a `stop` command ended the run.
+    pub fn stopped_by_command(&self) -> bool {
+        self.stopping.load(Ordering::Relaxed)
+    }
+
     /// Frames in flight right now (between leaving the source and leaving the sink).
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Relaxed)
@@ -107,6 +151,7 @@ impl Counters {
             },
             stages: self.stages.iter().map(StageCounters::snapshot).collect(),
             in_flight: self.in_flight(),
+            pacing: None,
         }
     }
 }
@@ -124,4 +169,6 @@ pub struct RunStats {
     pub stages: Vec<StageStats>,
     /// Frames in flight when the snapshot was taken.
     pub in_flight: usize,
+    /// The frame clock's figures, for a finished paced run.
+    pub pacing: Option<crate::output::PacingStats>,
 }

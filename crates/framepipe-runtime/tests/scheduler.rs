@@ -203,29 +203,25 @@ struct Chain {
 fn run_chain(c: &Chain, threads: usize) -> (Result<framepipe_runtime::RunStats>, Collected, usize) {
     let out = Collected::default();
     let peak = Arc::new(AtomicUsize::new(0));
-    let mix = |fail| EffectStage {
-        factory: Box::new(Mix {
-            running: Arc::new(AtomicUsize::new(0)),
-            peak: peak.clone(),
-            fail_at: fail,
-        }),
-        mode: Mode::Parallel,
+    let mix = |fail| {
+        EffectStage::new(
+            Box::new(Mix {
+                running: Arc::new(AtomicUsize::new(0)),
+                peak: peak.clone(),
+                fail_at: fail,
+            }),
+            Mode::Parallel,
+        )
     };
     let effects = vec![
         ("mix".to_string(), mix(c.mix_fail)),
         (
             "acc".to_string(),
-            EffectStage {
-                factory: Box::new(Accumulate),
-                mode: Mode::Serial,
-            },
+            EffectStage::new(Box::new(Accumulate), Mode::Serial),
         ),
         (
             "rows".to_string(),
-            EffectStage {
-                factory: Box::new(Rows),
-                mode: Mode::Parallel,
-            },
+            EffectStage::new(Box::new(Rows), Mode::Parallel),
         ),
         ("mix2".to_string(), mix(None)),
     ];
@@ -243,7 +239,7 @@ fn run_chain(c: &Chain, threads: usize) -> (Result<framepipe_runtime::RunStats>,
     let r = p
         .prepare(Options {
             threads,
-            in_flight: 0,
+            ..Options::default()
         })
         .and_then(|p| p.run());
     (r, out, peak.load(Ordering::SeqCst))
@@ -337,6 +333,7 @@ fn bounded_frames_in_flight() {
         .prepare(Options {
             threads: 4,
             in_flight: 3,
+            ..Options::default()
         })
         .unwrap();
     assert_eq!(prepared.max_in_flight(), 3);

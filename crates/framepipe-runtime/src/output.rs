@@ -1,0 +1,252 @@
+//! The output thread: the one thread that releases frames to the sink.
+//!
+//! It is the thread that called [`Prepared::run`](crate::Prepared::run), so it adds no thread
+//! to the process. Once per frame boundary it reads the command queue (lock-free), applies
+//! transport commands itself and parameter commands to the live state (they reach the next frame
+//! the source starts), waits for the next frame in order, waits for its deadline on the frame
+//! clock when the run is paced, and hands it to the sink. It also notices stalled stages.
+//!
+//! Overload policies (paced runs):
+//! * `slow`: a frame that is late is released when ready and the clock slips to it; nothing is
+//!   dropped or repeated, the frame rate falls.
+//! * `live`: the clock holds. At a deadline with no new frame ready, the previous frame is given
+//!   to the sink again and counted as repeated; when frames come back, deadlines already missed
+//!   are skipped (counted as repeated) so the pipeline catches up without a burst.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use framepipe_clock::{now_ns, prepare_pacing_thread, CpuMeter, LatenessSummary, Pacer};
+use framepipe_control::{Command, CommandReader, Release, Transport};
+use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
+
+use crate::sched::{guard, Event, Options, Overload, Shared};
+
+/// How often the output thread looks at commands and stalls while it has nothing else to do.
+const POLL: Duration = Duration::from_millis(2);
+
+/// Figures of the frame clock for a paced run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PacingStats {
+    /// The target rate, frames per second.
+    pub target_fps: f64,
+    /// Overload policy used.
+    pub overload: Overload,
+    /// Lateness of released frames (µs), late and repeated counts.
+    pub lateness: LatenessSummary,
+    /// Whether the output thread ran under `SCHED_FIFO`.
+    pub realtime: bool,
+    /// The output thread's CPU time over the run's wall time (sleep + spin pacing costs this).
+    pub cpu_share: f64,
+}
+
+/// Runs the output loop until the end of the stream, an error, or `stop`.
+pub(crate) fn run_output(
+    shared: &Shared,
+    sink: &mut dyn Sink,
+    mut commands: Option<CommandReader>,
+    options: Options,
+    stall_ns: u64,
+) -> (Option<PacingStats>, Result<()>) {
+    let out_slot = shared.running.len() - 1;
+    let last_stage = shared.counters.stages.len() - 1;
+    let sink_name = shared.counters.stages[last_stage].name.clone();
+    let live_policy = options.overload == Overload::Live;
+    let mut pacer = match options.pace.map(Pacer::new).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            let mut st = shared.lock();
+            st.stop();
+            st.after_change(shared);
+            return (None, Err(Error::from(e)));
+        }
+    };
+    let realtime = pacer.is_some() && prepare_pacing_thread(options.realtime).realtime;
+    shared.counters.realtime.store(realtime, Ordering::Relaxed);
+    let cpu = CpuMeter::start();
+    let mut transport = Transport::new();
+    let mut last: Option<(FrameCtx, Frame)> = None;
+    let mut stalled = vec![false; last_stage + 1];
+    let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns() as i64);
+
+    'frames: loop {
+        // 1. Commands, once per frame boundary.
+        if let Some(reader) = commands.as_mut() {
+            apply_commands(shared, reader, &mut transport);
+        }
+        shared
+            .counters
+            .paused
+            .store(transport.is_paused(), Ordering::Relaxed);
+
+        // 2. The next frame in order (or the end), noticing stalls and, under the live policy,
+        //    showing the previous frame again at deadlines that pass meanwhile.
+        let token = {
+            let mut st = shared.lock();
+            loop {
+                if let Some(t) = st.out_ready.take() {
+                    break Some(t);
+                }
+                if st.finished() {
+                    break None;
+                }
+                let now = now_ns();
+                check_stalls(shared, &mut stalled, stall_ns, now);
+                if commands.as_ref().is_some_and(|r| r.pending() > 0) {
+                    drop(st);
+                    continue 'frames;
+                }
+                let mut timeout = POLL;
+                if let (true, false, Some(p), Some((ctx, frame))) = (
+                    live_policy,
+                    transport.is_paused(),
+                    pacer.as_mut(),
+                    last.as_ref(),
+                ) {
+                    if let Some(deadline) = p.next_deadline() {
+                        if now >= deadline {
+                            // Nothing new at this deadline: show the previous frame again.
+                            drop(st);
+                            p.wait_next();
+                            p.stats_mut().record_repeat();
+                            shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
+                            if let Err(e) = sink.consume(ctx, frame) {
+                                let mut st = shared.lock();
+                                st.fail(e);
+                                st.after_change(shared);
+                            }
+                            st = shared.lock();
+                            continue;
+                        }
+                        timeout = timeout.min(Duration::from_nanos((deadline - now) as u64));
+                    }
+                }
+                st = shared
+                    .out_cv
+                    .wait_timeout(st, timeout)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+        };
+        let Some(mut token) = token else {
+            break;
+        };
+
+        // 3. Release it, or hold it while paused.
+        match transport.at_boundary() {
+            Release::Go => {}
+            Release::GoAfterPause => {
+                if let Some(p) = pacer.as_mut() {
+                    p.resync(now_ns());
+                }
+            }
+            Release::Hold => {
+                shared.lock().out_ready = Some(token);
+                check_stalls(shared, &mut stalled, stall_ns, now_ns());
+                std::thread::sleep(POLL);
+                continue;
+            }
+            Release::Stop => {
+                drop(token);
+                let mut st = shared.lock();
+                // The held token counts as in flight until dropped here.
+                st.in_flight -= 1;
+                st.stop();
+                st.after_change(shared);
+                break;
+            }
+        }
+
+        // 4. Its deadline.
+        if let Some(p) = pacer.as_mut() {
+            if live_policy {
+                let skipped = p.skip_missed(now_ns());
+                for _ in 0..skipped {
+                    p.stats_mut().record_repeat();
+                }
+                shared
+                    .counters
+                    .repeated
+                    .fetch_add(skipped, Ordering::Relaxed);
+            }
+            let tick = p.wait_next();
+            if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
+                shared.counters.late.fetch_add(1, Ordering::Relaxed);
+                if !live_policy {
+                    // Slow policy: the clock slips to this frame instead of hurrying the next.
+                    p.slip_to(tick.released_ns);
+                }
+            }
+            let _ = period_ns;
+        }
+
+        // 5. The sink.
+        let frame = token.frame.take().expect("frames reach the sink");
+        let started = std::time::Instant::now();
+        shared.mark_running(out_slot, Some(last_stage));
+        let result = guard(&sink_name, || sink.consume(&token.ctx, &frame));
+        shared.mark_running(out_slot, None);
+        shared.counters.stages[last_stage].record(started.elapsed());
+        if result.is_ok() {
+            shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
+        }
+        if live_policy && pacer.is_some() {
+            last = Some((token.ctx, frame));
+        } else {
+            drop(frame);
+        }
+        let failed = result.is_err();
+        shared.lock().sink_done(result, shared);
+        if failed {
+            break;
+        }
+    }
+    drop(last);
+    let pacing = pacer.map(|p| PacingStats {
+        target_fps: p.rate().as_f64(),
+        overload: options.overload,
+        lateness: p.stats().summary(),
+        realtime,
+        cpu_share: cpu.share(),
+    });
+    (pacing, Ok(()))
+}
+
+/// Applies the commands pending now: transport ones here, parameter ones to the live state.
+fn apply_commands(shared: &Shared, reader: &mut CommandReader, transport: &mut Transport) {
+    let pending = reader.pending();
+    for _ in 0..pending {
+        let Some(cmd) = reader.pop() else { break };
+        if !transport.apply(&cmd) {
+            let result = shared.lock().live.apply(&cmd);
+            if let Err(reason) = result {
+                shared.emit(Event::CommandRejected {
+                    command: cmd.to_string(),
+                    reason,
+                });
+            }
+        }
+        if matches!(cmd, Command::Stop) {
+            shared.counters.stopping.store(true, Ordering::Relaxed);
+        }
+        reader.retire(cmd);
+    }
+}
+
+/// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.
+fn check_stalls(shared: &Shared, reported: &mut [bool], stall_ns: u64, now: i64) {
+    for (stage, since) in &shared.running {
+        let s = stage.load(Ordering::Acquire);
+        if s == 0 {
+            continue;
+        }
+        let elapsed = now - since.load(Ordering::Relaxed);
+        if elapsed > stall_ns as i64 && !reported[s - 1] {
+            reported[s - 1] = true;
+            shared.emit(Event::Stalled {
+                stage: shared.counters.stages[s - 1].name.clone(),
+                elapsed_ms: (elapsed / 1_000_000) as u64,
+            });
+        }
+    }
+}

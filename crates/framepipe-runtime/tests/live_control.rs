@@ -1,0 +1,523 @@
+//! Issue 3 at the runtime level, with in-test elements that record exactly what they saw:
+//! oscillators agree across stages, commands land on one frame boundary for every stage,
+//! pause/step/resume/stop, overload policies and stall reports.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use framepipe_control::{command_queue, Command, Oscillator};
+use framepipe_core::{
+    Effect, EffectFactory, Error, Frame, FrameCtx, FrameMut, Mode, PropKind, PropSpec, PropValue,
+    Rational, Result, Sink, SliceRunner, Source, VideoInfo,
+};
+use framepipe_runtime::{EffectStage, Event, Options, Overload, Pipeline, RunStats};
+
+struct Counter {
+    frames: u64,
+    rate: u32,
+}
+
+impl Source for Counter {
+    fn info(&self) -> VideoInfo {
+        VideoInfo {
+            width: 8,
+            height: 8,
+            rate: Rational::new(self.rate, 1),
+        }
+    }
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        if ctx.seq >= self.frames {
+            return Ok(false);
+        }
+        frame.words_mut().fill(ctx.seq as u32);
+        Ok(true)
+    }
+}
+
+type Seen = Arc<Mutex<Vec<(u64, f64)>>>;
+
+/// Records, for every frame, the value its `value` property had when it processed it. Can be
+/// slow on chosen frames.
+struct Probe {
+    seen: Seen,
+    sleep_on: Vec<(u64, Duration)>,
+}
+struct ProbeInst {
+    value: f64,
+    seen: Seen,
+    sleep_on: Vec<(u64, Duration)>,
+}
+
+fn value_spec() -> PropSpec {
+    PropSpec::new(
+        "value",
+        PropKind::Float {
+            min: -10.0,
+            max: 10.0,
+        },
+        PropValue::Float(0.0),
+        "",
+    )
+}
+
+impl EffectFactory for Probe {
+    fn name(&self) -> &str {
+        "probe"
+    }
+    fn default_mode(&self) -> Mode {
+        Mode::Parallel
+    }
+    fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo> {
+        Ok(input)
+    }
+    fn instantiate(&self) -> Result<Box<dyn Effect>> {
+        Ok(Box::new(ProbeInst {
+            value: 0.0,
+            seen: self.seen.clone(),
+            sleep_on: self.sleep_on.clone(),
+        }))
+    }
+}
+
+impl Effect for ProbeInst {
+    fn process(
+        &mut self,
+        ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> Result<()> {
+        for (seq, d) in &self.sleep_on {
+            if *seq == ctx.seq || *seq == u64::MAX {
+                std::thread::sleep(*d);
+            }
+        }
+        // Vary the time so that parallel instances finish out of order.
+        std::thread::sleep(Duration::from_micros(100 + ctx.seq % 3 * 400));
+        output.copy_from(input.data());
+        self.seen.lock().unwrap().push((ctx.seq, self.value));
+        Ok(())
+    }
+    fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
+        match (name, value) {
+            ("value", PropValue::Float(v)) => {
+                self.value = *v;
+                Ok(())
+            }
+            _ => Err(Error::Pipeline(format!("probe has no property {name}"))),
+        }
+    }
+}
+
+type Released = Arc<Mutex<Vec<(u64, Instant)>>>;
+
+struct Record(Released);
+impl Sink for Record {
+    fn start(&mut self, _info: VideoInfo) -> Result<()> {
+        Ok(())
+    }
+    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        assert_eq!(
+            frame.words()[0],
+            ctx.seq as u32,
+            "frame content matches its number"
+        );
+        self.0.lock().unwrap().push((ctx.seq, Instant::now()));
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+fn probe_stage(
+    seen: &Seen,
+    osc: Option<&str>,
+    sleep_on: Vec<(u64, Duration)>,
+    mode: Mode,
+) -> EffectStage {
+    let mut st = EffectStage::new(
+        Box::new(Probe {
+            seen: seen.clone(),
+            sleep_on,
+        }),
+        mode,
+    );
+    st.params = vec![(value_spec(), PropValue::Float(0.0))];
+    if let Some(o) = osc {
+        st.oscillators = vec![("value".into(), Oscillator::parse_compact(o).unwrap())];
+    }
+    st
+}
+
+struct Setup {
+    frames: u64,
+    rate: u32,
+    options: Options,
+    stages: Vec<(String, EffectStage)>,
+}
+
+fn run(
+    setup: Setup,
+    commands: Option<framepipe_control::CommandReader>,
+    events: Option<Arc<Mutex<Vec<Event>>>>,
+) -> (Result<RunStats>, Released) {
+    let released = Released::default();
+    let p = Pipeline::new(
+        (
+            "counter".into(),
+            Box::new(Counter {
+                frames: setup.frames,
+                rate: setup.rate,
+            }),
+        ),
+        setup.stages,
+        ("record".into(), Box::new(Record(released.clone()))),
+    );
+    let mut prepared = p.prepare(setup.options).unwrap();
+    if let Some(c) = commands {
+        prepared.set_commands(c);
+    }
+    if let Some(ev) = events {
+        prepared.set_events(Arc::new(move |e: &Event| {
+            ev.lock().unwrap().push(e.clone())
+        }));
+    }
+    (prepared.run(), released)
+}
+
+fn by_seq(seen: &Seen) -> Vec<f64> {
+    let mut v = seen.lock().unwrap().clone();
+    v.sort_by_key(|p| p.0);
+    v.iter()
+        .enumerate()
+        .for_each(|(i, p)| assert_eq!(p.0, i as u64, "each frame seen once"));
+    v.into_iter().map(|p| p.1).collect()
+}
+
+#[test]
+fn two_stages_on_one_oscillator_agree_on_every_frame() {
+    let a = Seen::default();
+    let b = Seen::default();
+    let (tx, rx) = command_queue(16);
+    let osc = "~sine:3hz:-1..1:phase=0.1";
+    let setup = Setup {
+        frames: 90,
+        rate: 25,
+        options: Options {
+            threads: 3,
+            ..Options::default()
+        },
+        stages: vec![
+            (
+                "a".into(),
+                probe_stage(&a, Some(osc), vec![], Mode::Parallel),
+            ),
+            (
+                "b".into(),
+                probe_stage(&b, Some(osc), vec![], Mode::Parallel),
+            ),
+        ],
+    };
+    // A master speed change mid-run must also land on the same frame in both stages.
+    let poster = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(40));
+        tx.post(Command::Speed(2.5)).unwrap();
+    });
+    let (r, released) = run(setup, Some(rx), None);
+    poster.join().unwrap();
+    r.unwrap();
+    let va = by_seq(&a);
+    let vb = by_seq(&b);
+    assert_eq!(va.len(), 90);
+    assert_eq!(va, vb, "both stages saw the same value on every frame");
+    // Before the speed change, values follow the oscillator at the frame's own timestamp.
+    let o = Oscillator::parse_compact(osc).unwrap();
+    assert_eq!(va[0], o.value_at(0));
+    assert_eq!(va[1], o.value_at(40_000_000));
+    assert_eq!(released.lock().unwrap().len(), 90);
+}
+
+#[test]
+fn a_set_command_lands_on_one_frame_boundary() {
+    let a = Seen::default();
+    let b = Seen::default();
+    let (tx, rx) = command_queue(16);
+    let setup = Setup {
+        frames: 120,
+        rate: 25,
+        options: Options {
+            threads: 2,
+            ..Options::default()
+        },
+        stages: vec![
+            ("a".into(), probe_stage(&a, None, vec![], Mode::Parallel)),
+            ("b".into(), probe_stage(&b, None, vec![], Mode::Serial)),
+        ],
+    };
+    let poster = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        tx.post(Command::parse("set a.value 0.25").unwrap())
+            .unwrap();
+        tx.post(Command::parse("set 2.value 0.75").unwrap())
+            .unwrap();
+    });
+    let (r, _) = run(setup, Some(rx), None);
+    poster.join().unwrap();
+    r.unwrap();
+    let va = by_seq(&a);
+    let vb = by_seq(&b);
+    let ka = va
+        .iter()
+        .position(|v| *v == 0.25)
+        .expect("the set reached stage a");
+    let kb = vb
+        .iter()
+        .position(|v| *v == 0.75)
+        .expect("the set reached stage b");
+    assert!(va[..ka].iter().all(|v| *v == 0.0) && va[ka..].iter().all(|v| *v == 0.25));
+    assert!(vb[..kb].iter().all(|v| *v == 0.0) && vb[kb..].iter().all(|v| *v == 0.75));
+    assert_eq!(
+        ka, kb,
+        "commands read at one boundary apply from the same frame"
+    );
+    assert!(ka > 0 && ka < 120, "took effect mid-run (frame {ka})");
+}
+
+#[test]
+fn pause_then_steps_release_exactly_the_next_frames_and_resume_has_no_burst() {
+    let seen = Seen::default();
+    let (tx, rx) = command_queue(16);
+    tx.post(Command::Pause).unwrap();
+    let setup = Setup {
+        frames: 40,
+        rate: 100,
+        options: Options {
+            threads: 2,
+            pace: Some(Rational::new(100, 1)),
+            ..Options::default()
+        },
+        stages: vec![("p".into(), probe_stage(&seen, None, vec![], Mode::Parallel))],
+    };
+    let driver = {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            tx.post(Command::Step(3)).unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+            tx.post(Command::Step(1)).unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+            tx.post(Command::Resume).unwrap();
+        })
+    };
+    let watcher_released: Released = Released::default();
+    let _ = watcher_released;
+    let start = Instant::now();
+    let (r, released) = run(setup, Some(rx), None);
+    driver.join().unwrap();
+    let stats = r.unwrap();
+    assert_eq!(stats.frames, 40);
+    let rel = released.lock().unwrap().clone();
+    let seqs: Vec<u64> = rel.iter().map(|r| r.0).collect();
+    assert_eq!(
+        seqs,
+        (0..40).collect::<Vec<_>>(),
+        "every frame once, in order"
+    );
+    let at = |i: usize| rel[i].1.duration_since(start);
+    // Nothing before the first step (~150 ms), three frames after it, one after the second
+    // step (~300 ms), the rest after resume (~450 ms).
+    assert!(
+        at(0) >= Duration::from_millis(140),
+        "frame 0 released while paused: {:?}",
+        at(0)
+    );
+    assert!(
+        at(2) < Duration::from_millis(290),
+        "the three steps came late: {:?}",
+        at(2)
+    );
+    assert!(
+        at(3) >= Duration::from_millis(290),
+        "frame 3 released before its step: {:?}",
+        at(3)
+    );
+    assert!(
+        at(4) >= Duration::from_millis(440),
+        "frame 4 released before resume: {:?}",
+        at(4)
+    );
+    // Steps and resumed frames are released one per period, never two at once: the 36 frames
+    // after resume take about 35 periods, not a burst.
+    for w in rel.windows(2) {
+        let gap = w[1].1.duration_since(w[0].1);
+        assert!(
+            gap >= Duration::from_millis(7),
+            "two frames {:?} apart at {}",
+            gap,
+            w[1].0
+        );
+    }
+    let pacing = stats.pacing.expect("paced run");
+    assert_eq!(pacing.lateness.repeated, 0);
+}
+
+#[test]
+fn stop_ends_the_run_cleanly() {
+    let seen = Seen::default();
+    let (tx, rx) = command_queue(4);
+    let setup = Setup {
+        frames: 100_000,
+        rate: 25,
+        options: Options {
+            threads: 2,
+            ..Options::default()
+        },
+        stages: vec![("p".into(), probe_stage(&seen, None, vec![], Mode::Parallel))],
+    };
+    let poster = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        tx.post(Command::Stop).unwrap();
+    });
+    let t0 = Instant::now();
+    let (r, released) = run(setup, Some(rx), None);
+    poster.join().unwrap();
+    let stats = r.expect("a stopped run is not an error");
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let n = released.lock().unwrap().len() as u64;
+    assert!(n > 0 && n < 100_000);
+    assert_eq!(stats.frames, n);
+}
+
+fn overload(policy: Overload) -> RunStats {
+    let seen = Seen::default();
+    // 200 fps wanted; a serial stage that needs 12 ms per frame makes at most ~80.
+    let setup = Setup {
+        frames: 30,
+        rate: 200,
+        options: Options {
+            threads: 2,
+            pace: Some(Rational::new(200, 1)),
+            overload: policy,
+            ..Options::default()
+        },
+        stages: vec![(
+            "slow".into(),
+            probe_stage(
+                &seen,
+                None,
+                vec![(u64::MAX, Duration::from_millis(12))],
+                Mode::Serial,
+            ),
+        )],
+    };
+    let (r, released) = run(setup, None, None);
+    let stats = r.unwrap();
+    let seqs: Vec<u64> = released.lock().unwrap().iter().map(|r| r.0).collect();
+    let distinct: std::collections::BTreeSet<u64> = seqs.iter().copied().collect();
+    assert_eq!(distinct.len(), 30, "every frame reached the sink");
+    stats
+}
+
+#[test]
+fn overload_slow_slips_the_clock_and_live_repeats_frames() {
+    let slow = overload(Overload::Slow);
+    let p = slow.pacing.unwrap();
+    assert_eq!(p.lateness.repeated, 0, "slow never repeats");
+    assert!(
+        slow.fps < 150.0,
+        "slow: the rate falls ({:.1} fps)",
+        slow.fps
+    );
+    let live = overload(Overload::Live);
+    let p = live.pacing.unwrap();
+    assert!(
+        p.lateness.repeated > 10,
+        "live repeats the previous frame: {}",
+        p.lateness.repeated
+    );
+}
+
+#[test]
+fn a_stalled_stage_is_reported_once_by_name() {
+    let seen = Seen::default();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let setup = Setup {
+        frames: 12,
+        rate: 25,
+        options: Options {
+            threads: 2,
+            stall_timeout_ns: 100_000_000,
+            ..Options::default()
+        },
+        stages: vec![(
+            "sleepy".into(),
+            probe_stage(
+                &seen,
+                None,
+                vec![
+                    (3, Duration::from_millis(400)),
+                    (6, Duration::from_millis(400)),
+                ],
+                Mode::Serial,
+            ),
+        )],
+    };
+    let (r, released) = run(setup, None, Some(events.clone()));
+    r.expect("a stall does not kill the run");
+    assert_eq!(released.lock().unwrap().len(), 12);
+    let ev = events.lock().unwrap().clone();
+    let stalls: Vec<&Event> = ev
+        .iter()
+        .filter(|e| matches!(e, Event::Stalled { .. }))
+        .collect();
+    assert_eq!(stalls.len(), 1, "reported once: {ev:?}");
+    match stalls[0] {
+        Event::Stalled { stage, elapsed_ms } => {
+            assert_eq!(stage, "sleepy");
+            assert!(*elapsed_ms >= 100);
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn bad_commands_are_rejected_with_a_reason_and_the_run_goes_on() {
+    let seen = Seen::default();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = command_queue(8);
+    tx.post(Command::parse("set p.nosuch 1").unwrap()).unwrap();
+    tx.post(Command::parse("set p.value 99").unwrap()).unwrap();
+    tx.post(Command::parse("bypass 0 on").unwrap()).unwrap();
+    let setup = Setup {
+        frames: 10,
+        rate: 25,
+        options: Options {
+            threads: 2,
+            ..Options::default()
+        },
+        stages: vec![("p".into(), probe_stage(&seen, None, vec![], Mode::Parallel))],
+    };
+    let (r, released) = run(setup, Some(rx), Some(events.clone()));
+    r.unwrap();
+    assert_eq!(released.lock().unwrap().len(), 10);
+    let reasons: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::CommandRejected { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(
+        reasons[0].contains("unknown property 'nosuch'"),
+        "{}",
+        reasons[0]
+    );
+    assert!(reasons[1].contains("out of range"), "{}", reasons[1]);
+    assert!(reasons[2].contains("not an effect"), "{}", reasons[2]);
+    let _ = AtomicU64::new(0).load(Ordering::Relaxed);
+}
