@@ -51,6 +51,14 @@ pub enum Frei0rError {
         /// The plugin's parameter names.
         expected: String,
     },
+    /// The probe saw the plugin crash or hang; it is listed but not run.
+    #[error("the probe found this plugin unusable ({verdict}: {note}); see crates/framepipe-frei0r/data/modes.tsv")]
+    Unusable {
+        /// `crashed` or `timeout`.
+        verdict: String,
+        /// What the probe saw.
+        note: String,
+    },
     /// The plugin is of a type that cannot be used here (mixers, for now).
     #[error("{} is a {kind} plugin, which cannot be used as {wanted}", path.display())]
     WrongType {

@@ -179,27 +179,17 @@ pub fn register_plugin(
 ) -> framepipe_core::Result<()> {
     let info = plugin.info().clone();
     let verdict = modes::lookup(plugin.stem());
-    // A plugin the probe found crashing or hanging is not instantiated here to read defaults.
-    let probe_failed = verdict.is_some_and(|v| v.verdict == "crashed" || v.verdict == "timeout");
-    let defaults: Vec<ParamValue> = if probe_failed {
-        plugin
-            .params()
-            .iter()
-            .map(|p| match p.kind {
-                ParamKind::Bool => ParamValue::Bool(false),
-                ParamKind::Double => ParamValue::Double(0.0),
-                ParamKind::Color => ParamValue::Color([0.0; 3]),
-                ParamKind::Position => ParamValue::Position([0.0; 2]),
-                ParamKind::String => ParamValue::String(Default::default()),
-            })
-            .collect()
-    } else {
-        let inst = Instance::new(&plugin, NOMINAL_SIZE.0, NOMINAL_SIZE.1)
-            .map_err(|e| Error::element(name, e))?;
-        (0..plugin.params().len())
-            .map(|i| inst.get_param(i))
-            .collect()
-    };
+    let inst = Instance::new(&plugin, NOMINAL_SIZE.0, NOMINAL_SIZE.1)
+        .map_err(|e| Error::element(name, e))?;
+    let defaults: Vec<ParamValue> = (0..plugin.params().len())
+        .map(|i| inst.get_param(i))
+        .collect();
+    drop(inst);
+    // A plugin the probe saw crash or hang (in f0r_update) is listed but refuses to be built, so
+    // that a pipeline fails with a message instead of a crash or a hang.
+    let broken = verdict
+        .filter(|v| v.verdict == "crashed" || v.verdict == "timeout")
+        .map(|v| (v.verdict.to_string(), v.note.to_string()));
     let param_specs: Vec<_> = plugin
         .params()
         .iter()
@@ -265,6 +255,15 @@ pub fn register_plugin(
             registry.register(
                 desc,
                 Box::new(move |props| {
+                    if let Some((verdict, note)) = &broken {
+                        return Err(Error::element(
+                            &element,
+                            Frei0rError::Unusable {
+                                verdict: verdict.clone(),
+                                note: note.clone(),
+                            },
+                        ));
+                    }
                     let params =
                         element::params_to_set(&plugin, &defaults, props, |p| p.prop_name.clone())
                             .map_err(|e| Error::element(&element, e))?;

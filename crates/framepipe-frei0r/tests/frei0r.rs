@@ -584,3 +584,28 @@ fn parallel_instances_give_the_same_frames_as_one_instance() {
         }
     }
 }
+
+#[test]
+fn plugins_the_probe_saw_crash_or_hang_refuse_to_build() {
+    let (r, _) = registry();
+    let unusable: Vec<_> = modes::MODES_TSV
+        .lines()
+        .filter_map(modes::parse_row)
+        .filter(|v| v.verdict == "crashed" || v.verdict == "timeout")
+        .collect();
+    for row in unusable {
+        let name = format!("frei0r-{}", row.stem);
+        let Some(entry) = r.find(&name) else {
+            continue; // probed elsewhere, not installed here
+        };
+        assert_eq!(entry.desc.default_mode, Mode::Serial);
+        let err = r.create(&name, &[]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{name}: the probe found this plugin unusable ({}: {}); see crates/framepipe-frei0r/data/modes.tsv",
+                row.verdict, row.note
+            )
+        );
+    }
+}
