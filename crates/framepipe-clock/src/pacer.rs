@@ -11,9 +11,16 @@ pub const INITIAL_MARGIN_NS: i64 = 200_000;
 /// The margin never shrinks below this: a wake-up is rarely better than a few tens of µs late.
 pub const MIN_MARGIN_NS: i64 = 30_000;
 /// The margin never grows beyond this, which bounds the spinning per frame.
-pub const MAX_MARGIN_NS: i64 = 2_000_000;
-/// Headroom added to the latest observed oversleep when the margin grows.
+pub const MAX_MARGIN_NS: i64 = 1_000_000;
+/// Headroom added to the observed oversleep quantile.
 const MARGIN_HEADROOM_NS: i64 = 20_000;
+/// How many recent wake-ups the margin is computed from.
+const WAKE_WINDOW: usize = 64;
+/// Which of the sorted recent oversleeps sets the margin: the 58th of 64, about the 90th
+/// percentile. Covering rarer, larger oversleeps is not worth it: on a shared or virtual
+/// machine they come from the CPU being taken away for milliseconds, which no margin a
+/// frame period can afford would cover, while a larger margin costs CPU on every frame.
+const WAKE_RANK: usize = 57;
 
 /// One released deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,9 +41,9 @@ pub struct Tick {
 /// `CLOCK_MONOTONIC`.
 ///
 /// Each wait sleeps (`clock_nanosleep`, `TIMER_ABSTIME`) until `deadline - margin`, then spins
-/// until the deadline. The margin adapts to the wake-ups it observes: it jumps up to the last
-/// oversleep plus 20 µs when a wake-up was later than the margin allowed, and decays by 1/16 per
-/// frame otherwise, within [`MIN_MARGIN_NS`]..[`MAX_MARGIN_NS`]. Call
+/// until the deadline. The margin adapts to the wake-ups it observes: it is the 90th percentile
+/// of the last 64 oversleeps (wake-up time minus requested time) plus 20 µs, within
+/// [`MIN_MARGIN_NS`]..[`MAX_MARGIN_NS`]; it starts at [`INITIAL_MARGIN_NS`]. Call
 /// [`prepare_pacing_thread`](crate::prepare_pacing_thread) on the pacing thread first so the
 /// kernel does not add its default 50 µs timer slack.
 ///
@@ -51,6 +58,9 @@ pub struct Pacer {
     index: u64,
     margin_ns: i64,
     adaptive: bool,
+    /// Recent oversleeps, a ring; `wakes` counts all ever recorded.
+    oversleeps: [i64; WAKE_WINDOW],
+    wakes: usize,
     stats: LatenessStats,
 }
 
@@ -69,6 +79,8 @@ impl Pacer {
             index: 0,
             margin_ns: INITIAL_MARGIN_NS,
             adaptive: true,
+            oversleeps: [0; WAKE_WINDOW],
+            wakes: 0,
             stats: LatenessStats::default(),
         })
     }
@@ -183,11 +195,7 @@ impl Pacer {
             sleep_until_ns(sleep_target);
             let woke = now_ns();
             if self.adaptive {
-                let oversleep = woke - sleep_target;
-                let decayed = self.margin_ns - self.margin_ns / 16;
-                self.margin_ns = (oversleep + MARGIN_HEADROOM_NS)
-                    .max(decayed)
-                    .clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
+                self.learn_oversleep(woke - sleep_target);
             }
         }
         let mut now = now_ns();
@@ -196,6 +204,19 @@ impl Pacer {
             now = now_ns();
         }
         now - deadline_ns
+    }
+
+    /// Records one observed oversleep and recomputes the margin once the window is full
+    /// (until then the initial margin stands). A copy and a selection over 64 integers on the
+    /// stack: well under a microsecond, no allocation.
+    fn learn_oversleep(&mut self, oversleep_ns: i64) {
+        self.oversleeps[self.wakes % WAKE_WINDOW] = oversleep_ns;
+        self.wakes += 1;
+        if self.wakes >= WAKE_WINDOW {
+            let mut sorted = self.oversleeps;
+            let (_, &mut q, _) = sorted.select_nth_unstable(WAKE_RANK);
+            self.margin_ns = (q + MARGIN_HEADROOM_NS).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
+        }
     }
 
     /// Waits for the next deadline, records its lateness in [`stats`](Self::stats) and
@@ -281,6 +302,26 @@ mod tests {
         assert_eq!(p.skip_missed(3_500_000), 3);
         assert_eq!(p.next_index(), 3);
         assert_eq!(p.skip_missed(3_500_000), 0);
+    }
+
+    #[test]
+    fn margin_follows_the_usual_oversleep_not_the_rare_one() {
+        let mut p = Pacer::from_period_ns(10_000_000).unwrap();
+        for i in 0..WAKE_WINDOW {
+            assert_eq!(p.margin_ns(), INITIAL_MARGIN_NS, "window not full yet");
+            // Mostly 50 µs, with three 5 ms outliers (a CPU taken away).
+            p.learn_oversleep(if i % 20 == 7 { 5_000_000 } else { 50_000 });
+        }
+        assert_eq!(p.margin_ns(), 50_000 + MARGIN_HEADROOM_NS);
+        // A machine that always oversleeps 300 µs gets a margin that covers it.
+        for _ in 0..WAKE_WINDOW {
+            p.learn_oversleep(300_000);
+        }
+        assert_eq!(p.margin_ns(), 300_000 + MARGIN_HEADROOM_NS);
+        for _ in 0..WAKE_WINDOW {
+            p.learn_oversleep(0);
+        }
+        assert_eq!(p.margin_ns(), MIN_MARGIN_NS);
     }
 
     #[test]

@@ -10,11 +10,16 @@
 //! The first `--skip` frames (default 10) are start-up and not measured.
 //!
 //! Usage: `pace-meter --frame-bytes B --period-us P [--skip K] [--label L] -- CMD ARGS...`
+//!
+//! `pace-meter --probe SECONDS` instead measures the machine's noise floor: a `SCHED_FIFO`
+//! (when permitted) thread spins reading the clock and reports the gaps between consecutive
+//! reads, i.e. how long the CPU was taken away from a thread that never sleeps. No pacer can
+//! be more even than that.
 
 use std::io::Read;
 use std::process::{Command, ExitCode, Stdio};
 
-use framepipe_clock::{now_ns, prepare_pacing_thread};
+use framepipe_clock::{now_ns, prepare_pacing_thread, try_realtime};
 
 struct Args {
     frame_bytes: usize,
@@ -70,7 +75,44 @@ fn quantile(sorted: &[i64], q: f64) -> i64 {
     sorted[rank - 1]
 }
 
+/// Spins for `seconds`, recording each gap between consecutive clock reads longer than 20 µs.
+fn probe(seconds: f64) -> ExitCode {
+    let setup = prepare_pacing_thread(true);
+    let start = now_ns();
+    let end = start + (seconds * 1e9) as i64;
+    let mut gaps: Vec<i64> = Vec::with_capacity(100_000);
+    let mut prev = start;
+    while prev < end {
+        let now = now_ns();
+        if now - prev > 20_000 {
+            gaps.push(now - prev);
+        }
+        prev = now;
+    }
+    gaps.sort_unstable();
+    let total: i64 = gaps.iter().sum();
+    let over = |t: i64| gaps.iter().filter(|&&g| g > t).count();
+    println!(
+        "noise-floor realtime={} seconds={seconds} gaps_over_100us={} gaps_over_1ms={} \
+         max_gap_us={:.1} cpu_lost_pct={:.2}",
+        setup.realtime,
+        over(100_000),
+        over(1_000_000),
+        gaps.last().copied().unwrap_or(0) as f64 / 1000.0,
+        total as f64 / (end - start) as f64 * 100.0
+    );
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
+    let mut argv = std::env::args().skip(1);
+    if argv.next().as_deref() == Some("--probe") {
+        let secs = argv
+            .next()
+            .and_then(|s| s.parse::<f64>().ok())
+            .unwrap_or(2.0);
+        return probe(secs);
+    }
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
@@ -78,8 +120,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // The reader's own wake-up latency adds to every figure; make it as small as we may.
-    prepare_pacing_thread(true);
+    // The reader's own wake-up latency adds to every figure; make it as small as we may: low
+    // timer slack and SCHED_FIFO above the pacer's priority (10), so a spinning pacer on the
+    // same CPU cannot delay the reading of the frame it has just written.
+    prepare_pacing_thread(false);
+    try_realtime(20);
     let mut child = match Command::new(&args.cmd[0])
         .args(&args.cmd[1..])
         .stdout(Stdio::piped())

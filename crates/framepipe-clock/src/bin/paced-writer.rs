@@ -2,8 +2,8 @@
 //! from outside by `pace-meter` (see `scripts/bench-pacing`). On exit it prints to stderr the
 //! pacer's own lateness figures and the pacing thread's CPU share.
 //!
-//! Usage: `paced-writer [--fps N] [--frames N] [--width W] [--height H] [--realtime]`
-//! (defaults: 100 fps, 1000 frames, 64x64, no realtime).
+//! Usage: `paced-writer [--fps N] [--frames N] [--width W] [--height H] [--no-realtime]`
+//! (defaults: 100 fps, 1000 frames, 64x64; SCHED_FIFO when permitted, as the engine does).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -25,7 +25,7 @@ fn parse_args() -> Result<Args, String> {
         frames: 1000,
         width: 64,
         height: 64,
-        realtime: false,
+        realtime: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -47,7 +47,7 @@ fn parse_args() -> Result<Args, String> {
                 let v = value("--height")?;
                 a.height = v.parse().map_err(|_| format!("bad --height '{v}'"))?;
             }
-            "--realtime" => a.realtime = true,
+            "--no-realtime" => a.realtime = false,
             other => return Err(format!("unknown argument '{other}'")),
         }
     }
