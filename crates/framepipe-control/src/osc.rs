@@ -507,6 +507,15 @@ impl ParamValue {
             Ok(ParamValue::Fixed(text.to_string()))
         }
     }
+
+    /// The value as pipeline-string text: the fixed text, or the oscillator's compact form
+    /// (which [`ParamValue::parse`] reads back).
+    pub fn to_text(&self) -> String {
+        match self {
+            ParamValue::Fixed(t) => t.clone(),
+            ParamValue::Osc(o) => o.to_string(),
+        }
+    }
 }
 
 /// A property value in a TOML project file: a number, a bool, a string (which may be a compact
@@ -883,6 +892,9 @@ mod tests {
                     .with_range(1.0, 3.0)
             )
         );
+        // The text form reads back to the same value.
+        let osc = ParamValue::Osc(Oscillator::new(Shape::Pulse).with_width(0.2));
+        assert_eq!(ParamValue::parse(&osc.to_text()).unwrap(), osc);
         // Unknown keys and shapes are refused with the offending name.
         let e = toml::from_str::<OscSpec>(
             r#"osc = "sine"
