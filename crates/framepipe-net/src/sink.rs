@@ -1,0 +1,508 @@
+//! `tcpsink`: sends frames to one receiver, or stripes them over several links.
+//!
+//! Link 0 is written by the pipeline's sink thread inside [`Sink::consume`]; each further link has
+//! a sender thread, created at start, that gets the frame (a reference-counted [`Frame`] handle,
+//! no copy) over a bounded channel, packs its stripe into its own buffer and writes it. `consume`
+//! returns when every link has written its stripe, so no frame handle outlives the call. Writes
+//! block when the receiver stops reading: that is the back-pressure.
+
+use std::io::{self, IoSlice, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use framepipe_core::{Frame, FrameCtx, Sink, VideoInfo};
+
+use crate::error::{NetError, Result};
+use crate::pack::pack;
+use crate::sock::{self, Buf};
+use crate::wire::{
+    self, FrameHeader, StreamHeader, WireFormat, FRAME_HEADER_LEN, STREAM_HEADER_LEN,
+};
+
+/// Element name.
+pub const NAME: &str = "tcpsink";
+
+/// How `tcpsink` is configured (from its properties).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkConfig {
+    /// Receivers to connect to; several = several links (stripes). Empty when listening.
+    pub hosts: Vec<String>,
+    /// Address to listen on for one receiver instead of connecting.
+    pub listen: Option<String>,
+    /// Pixel format on the wire.
+    pub format: WireFormat,
+    /// `TCP_NODELAY` (Nagle off).
+    pub nodelay: bool,
+    /// Bare frames with no headers (`protocol=raw`).
+    pub raw: bool,
+    /// Reconnect when the receiver goes away instead of failing.
+    pub reconnect: bool,
+    /// CRC-32 of every payload in its frame header.
+    pub checksum: bool,
+    /// Largest frame (on the wire) the sink agrees to send.
+    pub max_frame_bytes: u64,
+    /// Seconds to wait for a receiver at start or when reconnecting (0: forever).
+    pub timeout_s: u64,
+}
+
+enum Target {
+    Connect(String),
+    Listen(TcpListener),
+}
+
+/// One connection and its stripe.
+struct TxLink {
+    target: Target,
+    stream: Option<TcpStream>,
+    peer: String,
+    header: StreamHeader,
+    header_sent: bool,
+    /// Whole frames written on the current connection.
+    frames: u64,
+    first_row: usize,
+    rows: u32,
+    /// Packed stripe, allocated at start (empty for RGBA, which is written from the frame).
+    buf: Vec<u8>,
+    raw: bool,
+    nodelay: bool,
+    timeout_s: u64,
+}
+
+impl TxLink {
+    fn open(&mut self) -> Result<()> {
+        let deadline = sock::deadline(self.timeout_s);
+        let stream = match &self.target {
+            Target::Connect(addr) => {
+                let s = sock::connect_retry(addr, deadline, self.timeout_s)?;
+                self.peer = addr.clone();
+                s
+            }
+            Target::Listen(l) => {
+                let (_, s, peer) =
+                    sock::accept_any(std::slice::from_ref(l), deadline, self.timeout_s)?;
+                self.peer = peer;
+                s
+            }
+        };
+        stream
+            .set_nodelay(self.nodelay)
+            .map_err(|e| NetError::io(format!("setting TCP_NODELAY for {}", self.peer), e))?;
+        let want = self.header.stripe_bytes() + FRAME_HEADER_LEN + STREAM_HEADER_LEN;
+        let got = sock::set_buffer(&stream, Buf::Send, want)
+            .map_err(|e| NetError::io(format!("sizing the send buffer for {}", self.peer), e))?;
+        if got < want {
+            eprintln!(
+                "{NAME}: send buffer for {} is {got} bytes, less than a frame ({want}); \
+                 raise net.core.wmem_max",
+                self.peer
+            );
+        }
+        self.stream = Some(stream);
+        self.header_sent = false;
+        self.frames = 0;
+        Ok(())
+    }
+
+    /// Drops the connection (the next send reconnects).
+    fn reset(&mut self) {
+        if let Some(s) = self.stream.take() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn send(&mut self, frame: &Frame, seq: u64, pts_ns: i64) -> Result<()> {
+        if self.stream.is_none() {
+            self.open()?;
+        }
+        let row_bytes = frame.width() as usize * 4;
+        let rows = &frame.data()[self.first_row * row_bytes..][..self.rows as usize * row_bytes];
+        let payload: &[u8] = if self.header.format == WireFormat::Rgba {
+            rows
+        } else {
+            pack(
+                self.header.format,
+                frame.width(),
+                self.rows,
+                rows,
+                &mut self.buf,
+            );
+            &self.buf
+        };
+        let mut head = [0u8; STREAM_HEADER_LEN + FRAME_HEADER_LEN];
+        let head_len = if self.raw {
+            0
+        } else {
+            let mut n = 0;
+            if !self.header_sent {
+                let sh = StreamHeader {
+                    first_seq: seq,
+                    ..self.header
+                };
+                head[..STREAM_HEADER_LEN].copy_from_slice(&sh.encode());
+                n = STREAM_HEADER_LEN;
+            }
+            let fh = FrameHeader {
+                seq,
+                pts_ns,
+                payload_len: payload.len() as u32,
+                checksum: self.header.checksum.then(|| crc32fast::hash(payload)),
+            };
+            head[n..n + FRAME_HEADER_LEN].copy_from_slice(&fh.encode());
+            n + FRAME_HEADER_LEN
+        };
+        let Some(stream) = self.stream.as_mut() else {
+            return Err(NetError::ReceiverClosed {
+                peer: self.peer.clone(),
+                frames: self.frames,
+            });
+        };
+        let result = write_all_vectored(stream, &head[..head_len], payload);
+        match result {
+            Ok(()) => {
+                self.header_sent = true;
+                self.frames += 1;
+                Ok(())
+            }
+            Err(e) => {
+                let closed = matches!(
+                    e.kind(),
+                    io::ErrorKind::BrokenPipe
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::ConnectionAborted
+                        | io::ErrorKind::WriteZero
+                );
+                let err = if closed {
+                    NetError::ReceiverClosed {
+                        peer: self.peer.clone(),
+                        frames: self.frames,
+                    }
+                } else {
+                    NetError::io(format!("sending to {}", self.peer), e)
+                };
+                // Whatever part of this frame went out is not a frame: the connection is dropped
+                // and the receiver reports the cut.
+                self.reset();
+                Err(err)
+            }
+        }
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if let Some(s) = self.stream.take() {
+            let _ = s.shutdown(Shutdown::Write);
+        }
+        Ok(())
+    }
+}
+
+/// Writes `head` then `payload` with as few system calls as possible (`writev`), retrying on
+/// `EINTR` and short writes.
+fn write_all_vectored(s: &mut TcpStream, head: &[u8], payload: &[u8]) -> io::Result<()> {
+    let mut bufs = [IoSlice::new(head), IoSlice::new(payload)];
+    let mut slices: &mut [IoSlice<'_>] = &mut bufs;
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match s.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+enum Job {
+    Send { frame: Frame, seq: u64, pts_ns: i64 },
+    Reset,
+    Finish,
+}
+
+struct Helper {
+    jobs: SyncSender<Job>,
+    done: Receiver<Result<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn helper_main(mut link: TxLink, jobs: Receiver<Job>, done: SyncSender<Result<()>>) {
+    while let Ok(job) = jobs.recv() {
+        let last = matches!(job, Job::Finish);
+        let r = match job {
+            Job::Send { frame, seq, pts_ns } => {
+                let r = link.send(&frame, seq, pts_ns);
+                drop(frame);
+                r
+            }
+            Job::Reset => {
+                link.reset();
+                Ok(())
+            }
+            Job::Finish => link.finish(),
+        };
+        if done.send(r).is_err() || last {
+            break;
+        }
+    }
+}
+
+/// The `tcpsink` element.
+pub struct TcpSink {
+    cfg: SinkConfig,
+    link0: Option<TxLink>,
+    helpers: Vec<Helper>,
+    frames: u64,
+}
+
+impl std::fmt::Debug for TcpSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TcpSink")
+            .field("cfg", &self.cfg)
+            .field(
+                "links",
+                &(self.helpers.len() + usize::from(self.link0.is_some())),
+            )
+            .field("frames", &self.frames)
+            .finish()
+    }
+}
+
+impl TcpSink {
+    /// A sink that connects (or listens) in [`Sink::start`].
+    pub fn new(cfg: SinkConfig) -> Result<Self> {
+        if cfg.hosts.is_empty() == cfg.listen.is_none() {
+            return Err(NetError::BadProp {
+                prop: "host/listen",
+                value: format!(
+                    "host={} listen={}",
+                    cfg.hosts.join(","),
+                    cfg.listen.clone().unwrap_or_default()
+                ),
+                reason: "give exactly one of host=H:P[,H:P...] or listen=ADDR:PORT".into(),
+            });
+        }
+        if cfg.hosts.len() > wire::MAX_LINKS as usize {
+            return Err(NetError::BadProp {
+                prop: "host",
+                value: cfg.hosts.join(","),
+                reason: format!("at most {} links", wire::MAX_LINKS),
+            });
+        }
+        if cfg.raw && cfg.hosts.len() > 1 {
+            return Err(NetError::BadProp {
+                prop: "host",
+                value: cfg.hosts.join(","),
+                reason: "protocol=raw has no headers, so it cannot stripe over several links"
+                    .into(),
+            });
+        }
+        Ok(TcpSink {
+            cfg,
+            link0: None,
+            helpers: Vec::new(),
+            frames: 0,
+        })
+    }
+
+    /// Whole frames sent (on every link).
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    fn start_links(&mut self, info: VideoInfo) -> Result<()> {
+        let cfg = &self.cfg;
+        let bytes = cfg
+            .format
+            .bytes(info.width, info.height)
+            .unwrap_or(u64::MAX);
+        if bytes > cfg.max_frame_bytes {
+            return Err(NetError::FrameTooLarge {
+                width: info.width,
+                height: info.height,
+                format: cfg.format.name(),
+                bytes,
+                limit: cfg.max_frame_bytes,
+            });
+        }
+        let count = cfg.hosts.len().max(1) as u16;
+        if count as u32 > info.height {
+            return Err(NetError::BadProp {
+                prop: "host",
+                value: cfg.hosts.join(","),
+                reason: format!("{count} links for {} rows", info.height),
+            });
+        }
+        let stream_id = stream_id();
+        let mut targets: Vec<Target> = match &cfg.listen {
+            Some(addr) => vec![Target::Listen(sock::listen(addr)?)],
+            None => cfg
+                .hosts
+                .iter()
+                .map(|h| Target::Connect(h.clone()))
+                .collect(),
+        };
+        let mut links = Vec::with_capacity(targets.len());
+        for (i, target) in targets.drain(..).enumerate() {
+            let header = StreamHeader {
+                width: info.width,
+                height: info.height,
+                format: cfg.format,
+                checksum: cfg.checksum,
+                rate: info.rate,
+                link_index: i as u16,
+                link_count: count,
+                stream_id,
+                first_seq: 0,
+            };
+            let (first_row, rows) = header.stripe();
+            let packed = if cfg.format == WireFormat::Rgba {
+                0
+            } else {
+                header.stripe_bytes()
+            };
+            let mut link = TxLink {
+                target,
+                stream: None,
+                peer: String::new(),
+                header,
+                header_sent: false,
+                frames: 0,
+                first_row: first_row as usize,
+                rows,
+                buf: vec![0u8; packed],
+                raw: cfg.raw,
+                nodelay: cfg.nodelay,
+                timeout_s: cfg.timeout_s,
+            };
+            link.open()?;
+            links.push(link);
+        }
+        let mut links = links.into_iter();
+        self.link0 = links.next();
+        for (i, link) in links.enumerate() {
+            let (jobs_tx, jobs_rx) = sync_channel(1);
+            let (done_tx, done_rx) = sync_channel(1);
+            let thread = std::thread::Builder::new()
+                .name(format!("tcpsink-link{}", i + 1))
+                .spawn(move || helper_main(link, jobs_rx, done_tx))
+                .map_err(|e| NetError::io("starting a link sender thread", e))?;
+            self.helpers.push(Helper {
+                jobs: jobs_tx,
+                done: done_rx,
+                thread: Some(thread),
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs `job` on every helper and `own` on link 0; returns the first error after all are done.
+    fn all_links(
+        &mut self,
+        job: impl Fn() -> Job,
+        own: impl FnOnce(&mut TxLink) -> Result<()>,
+    ) -> Result<()> {
+        let mut first_err = None;
+        let mut sent = 0;
+        for h in &self.helpers {
+            if h.jobs.send(job()).is_ok() {
+                sent += 1;
+            } else {
+                first_err.get_or_insert(NetError::LinkMismatch(
+                    "a link sender thread stopped".into(),
+                ));
+            }
+        }
+        if let Some(l) = self.link0.as_mut() {
+            if let Err(e) = own(l) {
+                first_err.get_or_insert(e);
+            }
+        }
+        for h in self.helpers.iter().take(sent) {
+            match h.done.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(NetError::LinkMismatch(
+                        "a link sender thread stopped".into(),
+                    ));
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    fn send_frame(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        let (seq, pts_ns) = (ctx.seq, ctx.pts_ns);
+        self.all_links(
+            || Job::Send {
+                frame: frame.clone(),
+                seq,
+                pts_ns,
+            },
+            |l| l.send(frame, seq, pts_ns),
+        )
+    }
+}
+
+fn stream_id() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    t ^ ((std::process::id() as u64) << 40) ^ 0x9e37_79b9_7f4a_7c15
+}
+
+impl Sink for TcpSink {
+    fn start(&mut self, info: VideoInfo) -> framepipe_core::Result<()> {
+        self.start_links(info)
+            .map_err(|e| framepipe_core::Error::element(NAME, e))
+    }
+
+    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> framepipe_core::Result<()> {
+        loop {
+            match self.send_frame(ctx, frame) {
+                Ok(()) => {
+                    self.frames += 1;
+                    return Ok(());
+                }
+                Err(e) if self.cfg.reconnect && e.is_connection_lost() => {
+                    eprintln!("{NAME}: {e}; reconnecting, resending frame {}", ctx.seq);
+                    // Every link starts a new connection (and stream header) together.
+                    self.all_links(
+                        || Job::Reset,
+                        |l| {
+                            l.reset();
+                            Ok(())
+                        },
+                    )
+                    .map_err(|e| framepipe_core::Error::element(NAME, e))?;
+                }
+                Err(e) => return Err(framepipe_core::Error::element(NAME, e)),
+            }
+        }
+    }
+
+    fn finish(&mut self) -> framepipe_core::Result<()> {
+        let r = self.all_links(|| Job::Finish, |l| l.finish());
+        for h in &mut self.helpers {
+            if let Some(t) = h.thread.take() {
+                let _ = t.join();
+            }
+        }
+        r.map_err(|e| framepipe_core::Error::element(NAME, e))
+    }
+}
+
+impl Drop for TcpSink {
+    fn drop(&mut self) {
+        // Dropping the job senders ends the helper threads.
+        for h in self.helpers.drain(..) {
+            drop(h.jobs);
+            if let Some(t) = h.thread {
+                let _ = t.join();
+            }
+        }
+    }
+}
