@@ -131,6 +131,8 @@ pub const DEFAULT_FREQ_HZ: f64 = 1.0;
 pub const DEFAULT_MIN: f64 = 0.0;
 /// Default range top.
 pub const DEFAULT_MAX: f64 = 1.0;
+/// Highest frequency accepted: far above any frame rate, low enough to keep `t·freq` exact.
+pub const MAX_FREQ_HZ: f64 = 1e6;
 /// Default pulse width.
 pub const DEFAULT_WIDTH: f64 = 0.5;
 
