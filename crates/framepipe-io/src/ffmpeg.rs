@@ -1,0 +1,577 @@
+//! `ffmpegsrc` and `ffmpegsink`: video decoded or encoded by the `ffmpeg` command-line tool,
+//! exchanged as raw RGBA frames through a pipe.
+//!
+//! The source probes the input's size and rate with `ffprobe` at build time, then runs
+//! `ffmpeg -nostdin -v error [-f FORMAT] -i LOCATION [-vf scale=W:H] [-frames:v N]
+//! -f rawvideo -pix_fmt rgba -` and reads whole frames from its stdout into the pool frame.
+//! The sink runs `ffmpeg -v error -y -f rawvideo -pix_fmt rgba -s WxH -r RATE -i -
+//! [-c:v CODEC] [-pix_fmt PIXFMT] [ARGS...] LOCATION` and writes frames to its stdin.
+//!
+//! ffmpeg's stderr is read by a helper thread that keeps its last lines, so that a failure is
+//! reported with ffmpeg's own words and a chatty ffmpeg can never block on a full pipe.
+//! A child is killed and reaped when its element is dropped.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, BufWriter, Read};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use framepipe_core::{
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mode, PropKind, PropSpec,
+    PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
+};
+
+use crate::error::IoError;
+use crate::stream::{check_size, read_frame, FrameRead, BUF_BYTES, MAX_DIM};
+
+/// Name of the source.
+pub const SRC: &str = "ffmpegsrc";
+/// Name of the sink.
+pub const SINK: &str = "ffmpegsink";
+/// The ffmpeg program run (found on `PATH`).
+pub const FFMPEG: &str = "ffmpeg";
+/// The ffprobe program run (found on `PATH`).
+pub const FFPROBE: &str = "ffprobe";
+/// Lines of a tool's stderr kept for error messages.
+const TAIL_LINES: usize = 8;
+
+/// The last lines a child process wrote to stderr, collected by a helper thread.
+#[derive(Debug)]
+struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl StderrTail {
+    fn start(stderr: impl Read + Send + 'static) -> Self {
+        let lines = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
+        let sink = Arc::clone(&lines);
+        let thread = std::thread::Builder::new()
+            .name("ffmpeg-stderr".into())
+            .spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    let line = line.trim().to_string();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    let mut q = sink.lock().unwrap_or_else(|e| e.into_inner());
+                    if q.len() == TAIL_LINES {
+                        q.pop_front();
+                    }
+                    q.push_back(line);
+                }
+            })
+            .ok();
+        StderrTail { lines, thread }
+    }
+
+    /// Waits for the child's stderr to close, then returns its last line.
+    fn last_line(&mut self) -> Option<String> {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.lines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .back()
+            .cloned()
+    }
+}
+
+fn failure(program: &str, status: Option<ExitStatus>, tail: &mut StderrTail) -> IoError {
+    IoError::ToolFailed {
+        program: program.into(),
+        status: match status {
+            Some(s) if s.code().is_some() => format!("exited with {s}"),
+            Some(s) => format!("ended: {s}"),
+            None => "ended in an unknown way".into(),
+        },
+        message: tail
+            .last_line()
+            .unwrap_or_else(|| "(no message on stderr)".into()),
+    }
+}
+
+fn str_spec(name: &str, default: &str, what: &str) -> PropSpec {
+    PropSpec::new(name, PropKind::Str, PropValue::Str(default.into()), what)
+}
+
+fn dim_spec(name: &str, what: &str) -> PropSpec {
+    PropSpec::new(
+        name,
+        PropKind::Int {
+            min: 0,
+            max: MAX_DIM as i64,
+        },
+        PropValue::Int(0),
+        what,
+    )
+}
+
+/// The registry description of `ffmpegsrc`.
+pub fn src_desc() -> ElementDesc {
+    ElementDesc {
+        name: SRC.into(),
+        kind: ElementKind::Source,
+        description: "Decodes any clip or URL with the ffmpeg tool, through a pipe".into(),
+        props: vec![
+            str_spec("location", "", "file or URL ffmpeg reads (required)"),
+            str_spec(
+                "format",
+                "",
+                "input format given to ffmpeg as -f (e.g. lavfi); empty = detect",
+            ),
+            dim_spec(
+                "width",
+                "scale to this width (ffmpeg); 0 = the clip's, or keep aspect",
+            ),
+            dim_spec(
+                "height",
+                "scale to this height (ffmpeg); 0 = the clip's, or keep aspect",
+            ),
+            PropSpec::new(
+                "frames",
+                PropKind::Int {
+                    min: 0,
+                    max: i64::MAX,
+                },
+                PropValue::Int(0),
+                "stop after this many frames; 0 = all",
+            ),
+        ],
+        default_mode: Mode::Serial,
+        details: vec![("program".into(), "ffmpeg, ffprobe (on PATH)".into())],
+    }
+}
+
+/// What ffprobe says about a clip's first video stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    /// Width.
+    pub width: u32,
+    /// Height.
+    pub height: u32,
+    /// Frame rate (average rate, else the container's base rate, else 25).
+    pub rate: Rational,
+}
+
+/// Probes `location` (with input format `format` unless empty) with ffprobe.
+pub fn probe(location: &str, format: &str) -> std::result::Result<Probe, IoError> {
+    let mut cmd = Command::new(FFPROBE);
+    cmd.args(["-v", "error"]);
+    if !format.is_empty() {
+        cmd.args(["-f", format]);
+    }
+    cmd.args([
+        "-select_streams",
+        "v:0",
+        "-show_entries",
+        "stream=width,height,avg_frame_rate,r_frame_rate",
+        "-of",
+        "default=noprint_wrappers=1",
+        location,
+    ]);
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| IoError::Spawn {
+            program: FFPROBE.into(),
+            source,
+        })?;
+    let bad = |reason: String| IoError::Probe {
+        location: location.into(),
+        reason,
+    };
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty());
+        return Err(bad(format!(
+            "ffprobe exited with {}: {}",
+            out.status,
+            last.unwrap_or("(no message on stderr)").trim()
+        )));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .map(str::trim)
+    };
+    let (Some(w), Some(h)) = (field("width"), field("height")) else {
+        return Err(bad("no video stream found".into()));
+    };
+    let w: u64 = w.parse().map_err(|_| bad(format!("width '{w}'")))?;
+    let h: u64 = h.parse().map_err(|_| bad(format!("height '{h}'")))?;
+    let (width, height) = check_size(w, h)?;
+    let rate = ["avg_frame_rate", "r_frame_rate"]
+        .iter()
+        .filter_map(|k| field(k))
+        .find_map(Rational::parse)
+        .unwrap_or(Rational::new(25, 1));
+    Ok(Probe {
+        width,
+        height,
+        rate,
+    })
+}
+
+/// `want_w` x `want_h` with zeros filled in: both zero = `(w, h)`, one zero = keep the aspect
+/// ratio, rounded to an even number as video encoders like.
+pub fn fill_size(w: u32, h: u32, want_w: u32, want_h: u32) -> (u32, u32) {
+    let derive = |have: u32, other_have: u32, other_want: u32| -> u32 {
+        let v = (have as u64 * other_want as u64 + other_have as u64 / 2) / other_have as u64;
+        ((v as u32 + 1) & !1).max(2)
+    };
+    match (want_w, want_h) {
+        (0, 0) => (w, h),
+        (0, hh) => (derive(w, h, hh), hh),
+        (ww, 0) => (ww, derive(h, w, ww)),
+        (ww, hh) => (ww, hh),
+    }
+}
+
+/// Builds `ffmpegsrc`: probes the input and starts ffmpeg now.
+pub fn build_src(props: &Props) -> Result<Element> {
+    let location = props.str("location");
+    if location.is_empty() {
+        return Err(Error::element(
+            SRC,
+            IoError::Missing {
+                prop: "location",
+                why: "the clip or URL ffmpeg reads",
+            },
+        ));
+    }
+    let src = FfmpegSrc::open(
+        location,
+        props.str("format"),
+        props.i64("width") as u32,
+        props.i64("height") as u32,
+        props.i64("frames").max(0) as u64,
+    )
+    .map_err(|e| Error::element(SRC, e))?;
+    Ok(Element::Source(Box::new(src)))
+}
+
+/// The `ffmpegsrc` source.
+#[derive(Debug)]
+pub struct FfmpegSrc {
+    location: String,
+    info: VideoInfo,
+    frames: u64,
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    stderr: StderrTail,
+    done: bool,
+}
+
+impl FfmpegSrc {
+    /// Probes `location` and starts ffmpeg decoding it to RGBA (scaled to `width` x `height`
+    /// where given, see [`fill_size`]; at most `frames` frames unless 0).
+    pub fn open(
+        location: &str,
+        format: &str,
+        width: u32,
+        height: u32,
+        frames: u64,
+    ) -> std::result::Result<Self, IoError> {
+        let p = probe(location, format)?;
+        let (w, h) = fill_size(p.width, p.height, width, height);
+        let (w, h) = check_size(w as u64, h as u64)?;
+        let mut cmd = Command::new(FFMPEG);
+        cmd.args(["-nostdin", "-v", "error"]);
+        if !format.is_empty() {
+            cmd.args(["-f", format]);
+        }
+        cmd.args(["-i", location]);
+        if (w, h) != (p.width, p.height) {
+            cmd.args(["-vf", &format!("scale={w}:{h}")]);
+        }
+        if frames > 0 {
+            cmd.args(["-frames:v", &frames.to_string()]);
+        }
+        cmd.args(["-an", "-f", "rawvideo", "-pix_fmt", "rgba", "-"]);
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| IoError::Spawn {
+                program: FFMPEG.into(),
+                source,
+            })?;
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(IoError::Spawn {
+                program: FFMPEG.into(),
+                source: std::io::Error::other("no pipes to the child"),
+            });
+        };
+        Ok(FfmpegSrc {
+            location: location.into(),
+            info: VideoInfo {
+                width: w,
+                height: h,
+                rate: p.rate,
+            },
+            frames,
+            child,
+            stdout: BufReader::with_capacity(BUF_BYTES, stdout),
+            stderr: StderrTail::start(stderr),
+            done: false,
+        })
+    }
+
+    fn next(&mut self, seq: u64, out: &mut [u8]) -> std::result::Result<bool, IoError> {
+        if self.done || (self.frames > 0 && seq >= self.frames) {
+            return Ok(false);
+        }
+        let read = read_frame(&mut self.stdout, out, &self.location, seq);
+        if let Ok(FrameRead::Full) = read {
+            return Ok(true);
+        }
+        // The pipe ended (or broke): what ffmpeg says decides whether that was the clip's end.
+        self.done = true;
+        let status = self.child.wait().ok();
+        if !status.is_some_and(|s| s.success()) {
+            return Err(failure(FFMPEG, status, &mut self.stderr));
+        }
+        read.map(|_| false)
+    }
+}
+
+impl Source for FfmpegSrc {
+    fn info(&self) -> VideoInfo {
+        self.info
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        (self.frames > 0).then_some(self.frames)
+    }
+
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        self.next(ctx.seq, frame.data_mut())
+            .map_err(|e| Error::element(SRC, e))
+    }
+}
+
+impl Drop for FfmpegSrc {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// The registry description of `ffmpegsink`.
+pub fn sink_desc() -> ElementDesc {
+    ElementDesc {
+        name: SINK.into(),
+        kind: ElementKind::Sink,
+        description: "Encodes with the ffmpeg tool (e.g. location=out.mp4), through a pipe".into(),
+        props: vec![
+            str_spec("location", "", "output file or URL (required)"),
+            str_spec(
+                "codec",
+                "",
+                "video codec (-c:v), e.g. libx264, ffv1; empty = ffmpeg's choice",
+            ),
+            str_spec(
+                "pix-fmt",
+                "yuv420p",
+                "encoded pixel format (-pix_fmt); empty = ffmpeg's choice",
+            ),
+            str_spec(
+                "args",
+                "",
+                "extra output options, split at spaces, e.g. \"-crf 18 -preset fast\"",
+            ),
+        ],
+        default_mode: Mode::Serial,
+        details: vec![("program".into(), "ffmpeg (on PATH)".into())],
+    }
+}
+
+/// Builds `ffmpegsink` (ffmpeg starts when the stream's size is known).
+pub fn build_sink(props: &Props) -> Result<Element> {
+    let location = props.str("location");
+    if location.is_empty() {
+        return Err(Error::element(
+            SINK,
+            IoError::Missing {
+                prop: "location",
+                why: "the file ffmpeg writes",
+            },
+        ));
+    }
+    Ok(Element::Sink(Box::new(FfmpegSink::new(
+        location,
+        props.str("codec"),
+        props.str("pix-fmt"),
+        props.str("args"),
+    ))))
+}
+
+/// The `ffmpegsink` sink.
+#[derive(Debug)]
+pub struct FfmpegSink {
+    location: String,
+    codec: String,
+    pix_fmt: String,
+    args: Vec<String>,
+    running: Option<Running>,
+}
+
+#[derive(Debug)]
+struct Running {
+    child: Child,
+    stdin: Option<BufWriter<ChildStdin>>,
+    stderr: StderrTail,
+}
+
+impl FfmpegSink {
+    /// A sink encoding to `location`; `codec`, `pix_fmt` and `args` may be empty.
+    pub fn new(location: &str, codec: &str, pix_fmt: &str, args: &str) -> Self {
+        FfmpegSink {
+            location: location.into(),
+            codec: codec.into(),
+            pix_fmt: pix_fmt.into(),
+            args: args.split_whitespace().map(String::from).collect(),
+            running: None,
+        }
+    }
+
+    /// The ffmpeg command line for `info` (without the program name).
+    pub fn command_args(&self, info: VideoInfo) -> Vec<String> {
+        let mut a: Vec<String> = [
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgba",
+            "-s",
+            &format!("{}x{}", info.width, info.height),
+            "-r",
+            &info.rate.to_string(),
+            "-i",
+            "-",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if !self.codec.is_empty() {
+            a.extend(["-c:v".into(), self.codec.clone()]);
+        }
+        if !self.pix_fmt.is_empty() {
+            a.extend(["-pix_fmt".into(), self.pix_fmt.clone()]);
+        }
+        a.extend(self.args.iter().cloned());
+        a.push(self.location.clone());
+        a
+    }
+
+    /// Closes ffmpeg's input and waits for it; an error when it failed.
+    fn close(&mut self) -> std::result::Result<(), IoError> {
+        let Some(mut r) = self.running.take() else {
+            return Ok(());
+        };
+        let flushed = match r.stdin.take() {
+            Some(mut w) => std::io::Write::flush(&mut w).err(),
+            None => None,
+        };
+        let status = r.child.wait().ok();
+        if !status.is_some_and(|s| s.success()) {
+            return Err(failure(FFMPEG, status, &mut r.stderr));
+        }
+        match flushed {
+            Some(source) => Err(IoError::Write {
+                path: format!("ffmpeg's input for {}", self.location),
+                source,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Sink for FfmpegSink {
+    fn start(&mut self, info: VideoInfo) -> Result<()> {
+        check_size(info.width as u64, info.height as u64).map_err(|e| Error::element(SINK, e))?;
+        let mut child = Command::new(FFMPEG)
+            .args(self.command_args(info))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| {
+                Error::element(
+                    SINK,
+                    IoError::Spawn {
+                        program: FFMPEG.into(),
+                        source,
+                    },
+                )
+            })?;
+        let stdin = child
+            .stdin
+            .take()
+            .map(|s| BufWriter::with_capacity(BUF_BYTES, s));
+        let stderr = StderrTail::start(child.stderr.take().ok_or_else(|| {
+            Error::element(
+                SINK,
+                IoError::Spawn {
+                    program: FFMPEG.into(),
+                    source: std::io::Error::other("no stderr pipe"),
+                },
+            )
+        })?);
+        self.running = Some(Running {
+            child,
+            stdin,
+            stderr,
+        });
+        Ok(())
+    }
+
+    fn consume(&mut self, _ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        let Some(w) = self.running.as_mut().and_then(|r| r.stdin.as_mut()) else {
+            return Err(Error::element(
+                SINK,
+                IoError::Write {
+                    path: self.location.clone(),
+                    source: std::io::Error::other("ffmpeg is not running"),
+                },
+            ));
+        };
+        if let Err(source) = std::io::Write::write_all(w, frame.data()) {
+            // Most likely ffmpeg quit (bad option, full disk...): its own words say why.
+            let e = match self.close() {
+                Err(e) => e,
+                Ok(()) => IoError::Write {
+                    path: format!("ffmpeg's input for {}", self.location),
+                    source,
+                },
+            };
+            return Err(Error::element(SINK, e));
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.close().map_err(|e| Error::element(SINK, e))
+    }
+}
+
+impl Drop for FfmpegSink {
+    fn drop(&mut self) {
+        if let Some(mut r) = self.running.take() {
+            drop(r.stdin.take());
+            let _ = r.child.wait();
+        }
+    }
+}

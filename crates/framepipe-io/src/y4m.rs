@@ -1,0 +1,586 @@
+//! `y4msrc` and `y4msink`: YUV4MPEG2 streams, 8-bit 4:2:0 and 4:4:4.
+//!
+//! Colour: BT.601 matrix, limited ("TV", 16-235) range unless the stream is tagged
+//! `XCOLORRANGE=FULL`. That is what ffmpeg assumes for untagged y4m and what it writes for
+//! `yuv420p`, so framepipe's and ffmpeg's y4m files read the same in both tools. The sink writes
+//! `C420jpeg` (or `C444`) with an explicit `XCOLORRANGE=LIMITED` tag. 4:2:0 chroma is upsampled
+//! by repetition (each chroma sample covers its 2x2 block) whatever the siting tag says; the
+//! sink averages each 2x2 block. Conversion uses the `yuv` crate (SIMD).
+//!
+//! Other chroma formats (4:2:2, mono, 4:4:4 with alpha, more than 8 bits) are rejected with an
+//! error naming the tag. Interlaced streams are read as progressive frames.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter};
+
+use framepipe_core::{
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mode, PropKind, PropSpec,
+    PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
+};
+use yuv::{
+    BufferStoreMut, YuvConversionMode, YuvPlanarImage, YuvPlanarImageMut, YuvRange,
+    YuvStandardMatrix,
+};
+
+use crate::error::IoError;
+use crate::stream::{
+    check_size, create_output, display_name, flush, open_input, read_frame, write_all, FrameRead,
+};
+
+/// Name of the source.
+pub const SRC: &str = "y4msrc";
+/// Name of the sink.
+pub const SINK: &str = "y4msink";
+/// Longest stream header accepted.
+pub const MAX_HEADER: usize = 4096;
+/// Longest frame header accepted.
+pub const MAX_FRAME_HEADER: usize = 256;
+
+/// Chroma subsampling of a y4m stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chroma {
+    /// 4:2:0 (any siting: `420jpeg`, `420mpeg2`, `420paldv`, `420`).
+    C420,
+    /// 4:4:4.
+    C444,
+}
+
+impl Chroma {
+    /// Width and height of a chroma plane for a `w` x `h` picture.
+    pub fn plane_size(self, w: u32, h: u32) -> (u32, u32) {
+        match self {
+            Chroma::C420 => (w.div_ceil(2), h.div_ceil(2)),
+            Chroma::C444 => (w, h),
+        }
+    }
+
+    /// Bytes of one frame's three planes.
+    pub fn frame_bytes(self, w: u32, h: u32) -> usize {
+        let (cw, ch) = self.plane_size(w, h);
+        w as usize * h as usize + 2 * cw as usize * ch as usize
+    }
+}
+
+/// A parsed YUV4MPEG2 stream header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Y4mHeader {
+    /// Width.
+    pub width: u32,
+    /// Height.
+    pub height: u32,
+    /// Frame rate.
+    pub rate: Rational,
+    /// Chroma subsampling.
+    pub chroma: Chroma,
+    /// True when tagged `XCOLORRANGE=FULL`.
+    pub full_range: bool,
+}
+
+impl Y4mHeader {
+    /// Parses the header line (without its newline). `path` names the input in errors.
+    pub fn parse(line: &[u8], path: &str) -> std::result::Result<Self, IoError> {
+        let bad = |reason: String| IoError::BadHeader {
+            path: path.into(),
+            reason,
+        };
+        let line = std::str::from_utf8(line).map_err(|_| bad("not ASCII text".into()))?;
+        let mut tokens = line.split(' ').filter(|t| !t.is_empty());
+        match tokens.next() {
+            Some("YUV4MPEG2") => {}
+            Some(t) => {
+                return Err(bad(format!(
+                    "starts with '{}', expected 'YUV4MPEG2'",
+                    t.chars().take(16).collect::<String>()
+                )))
+            }
+            None => return Err(bad("empty header line".into())),
+        }
+        let (mut w, mut h, mut rate) = (None, None, None);
+        let mut chroma = Chroma::C420;
+        let mut full_range = false;
+        for t in tokens {
+            let (tag, val) = t.split_at(1);
+            let num = |v: &str| -> std::result::Result<u64, IoError> {
+                v.parse::<u64>()
+                    .map_err(|_| bad(format!("'{t}' is not a whole number")))
+            };
+            match tag {
+                "W" => w = Some(num(val)?),
+                "H" => h = Some(num(val)?),
+                "F" => {
+                    let (n, d) = val
+                        .split_once(':')
+                        .ok_or_else(|| bad(format!("frame rate '{t}' is not F<num>:<den>")))?;
+                    let (n, d) = (num(n)?, num(d)?);
+                    if n == 0 || d == 0 || n > u32::MAX as u64 || d > u32::MAX as u64 {
+                        return Err(bad(format!("frame rate '{t}' is out of range")));
+                    }
+                    rate = Some(Rational::new(n as u32, d as u32));
+                }
+                "C" => {
+                    chroma = match val {
+                        "420jpeg" | "420mpeg2" | "420paldv" | "420" => Chroma::C420,
+                        "444" => Chroma::C444,
+                        _ => {
+                            return Err(IoError::Unsupported {
+                                path: path.into(),
+                                what: format!(
+                                    "chroma format '{t}' (supported: C420jpeg, C420mpeg2, \
+                                     C420paldv, C420, C444; 8 bits)"
+                                ),
+                            })
+                        }
+                    }
+                }
+                "X" => {
+                    if let Some(r) = val.strip_prefix("COLORRANGE=") {
+                        full_range = match r {
+                            "FULL" => true,
+                            "LIMITED" => false,
+                            _ => return Err(bad(format!("unknown colour range '{t}'"))),
+                        };
+                    }
+                }
+                "I" | "A" => {}
+                _ => return Err(bad(format!("unknown tag '{t}'"))),
+            }
+        }
+        let width = w.ok_or_else(|| bad("no width (W) tag".into()))?;
+        let height = h.ok_or_else(|| bad("no height (H) tag".into()))?;
+        let rate = rate.ok_or_else(|| bad("no frame rate (F) tag".into()))?;
+        let (width, height) = check_size(width, height)?;
+        Ok(Y4mHeader {
+            width,
+            height,
+            rate,
+            chroma,
+            full_range,
+        })
+    }
+}
+
+/// Reads one line of at most `max` bytes into `line` (without the newline; `line` must have
+/// capacity `max` so that nothing is allocated). Returns `Ok(None)` at a clean end of input and
+/// `Ok(Some(false))` when the input ended or `max` was reached before the newline.
+fn read_line<R: BufRead>(
+    r: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<bool>> {
+    line.clear();
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(if line.is_empty() { None } else { Some(false) });
+        }
+        let room = max - line.len();
+        let take = buf.len().min(room);
+        if let Some(nl) = buf[..take].iter().position(|&b| b == b'\n') {
+            line.extend_from_slice(&buf[..nl]);
+            r.consume(nl + 1);
+            return Ok(Some(true));
+        }
+        line.extend_from_slice(&buf[..take]);
+        r.consume(take);
+        if line.len() >= max {
+            return Ok(Some(false));
+        }
+    }
+}
+
+fn location_spec(what: &str) -> PropSpec {
+    PropSpec::new(
+        "location",
+        PropKind::Str,
+        PropValue::Str(String::new()),
+        what,
+    )
+}
+
+fn required_location<'p>(element: &str, props: &'p Props, why: &'static str) -> Result<&'p str> {
+    let loc = props.str("location");
+    if loc.is_empty() {
+        return Err(Error::element(
+            element,
+            IoError::Missing {
+                prop: "location",
+                why,
+            },
+        ));
+    }
+    Ok(loc)
+}
+
+fn range(full: bool) -> YuvRange {
+    if full {
+        YuvRange::Full
+    } else {
+        YuvRange::Limited
+    }
+}
+
+/// The registry description of `y4msrc`.
+pub fn src_desc() -> ElementDesc {
+    ElementDesc {
+        name: SRC.into(),
+        kind: ElementKind::Source,
+        description: "Reads YUV4MPEG2 (8-bit 4:2:0 or 4:4:4) from a file or stdin".into(),
+        props: vec![
+            location_spec("file to read, or - for stdin"),
+            PropSpec::new(
+                "frames",
+                PropKind::Int {
+                    min: 0,
+                    max: i64::MAX,
+                },
+                PropValue::Int(0),
+                "stop after this many frames; 0 = until the input ends",
+            ),
+        ],
+        default_mode: Mode::Serial,
+        details: vec![(
+            "colour".into(),
+            "BT.601, limited range unless XCOLORRANGE=FULL".into(),
+        )],
+    }
+}
+
+/// Builds `y4msrc`: opens the input and reads its header now.
+pub fn build_src(props: &Props) -> Result<Element> {
+    let location = required_location(SRC, props, "the file to read, or - for stdin")?;
+    let src = Y4mSrc::open(location, props.i64("frames").max(0) as u64)
+        .map_err(|e| Error::element(SRC, e))?;
+    Ok(Element::Source(Box::new(src)))
+}
+
+/// The `y4msrc` source.
+#[derive(Debug)]
+pub struct Y4mSrc {
+    path: String,
+    header: Y4mHeader,
+    input: BufReader<File>,
+    line: Vec<u8>,
+    planes: Vec<u8>,
+    frames: u64,
+}
+
+impl Y4mSrc {
+    /// Opens `location` (`-` for stdin), reads its header and allocates the frame buffer.
+    pub fn open(location: &str, frames: u64) -> std::result::Result<Self, IoError> {
+        let path = display_name(location, "stdin");
+        let mut input = open_input(location)?;
+        let mut line = Vec::with_capacity(MAX_HEADER);
+        let read_err = |source| IoError::Read {
+            path: path.clone(),
+            source,
+        };
+        let bad = |reason: &str| IoError::BadHeader {
+            path: path.clone(),
+            reason: reason.into(),
+        };
+        match read_line(&mut input, &mut line, MAX_HEADER).map_err(read_err)? {
+            None => return Err(bad("the input is empty")),
+            Some(false) if line.len() >= MAX_HEADER => {
+                return Err(bad(&format!(
+                    "no end of line in the first {MAX_HEADER} bytes"
+                )))
+            }
+            Some(false) => return Err(bad("the input ends inside the header")),
+            Some(true) => {}
+        }
+        let header = Y4mHeader::parse(&line, &path)?;
+        line = Vec::with_capacity(MAX_FRAME_HEADER);
+        Ok(Y4mSrc {
+            planes: vec![0; header.chroma.frame_bytes(header.width, header.height)],
+            path,
+            header,
+            input,
+            line,
+            frames,
+        })
+    }
+
+    /// The stream's header.
+    pub fn header(&self) -> &Y4mHeader {
+        &self.header
+    }
+
+    fn next_frame(&mut self, seq: u64, out: &mut [u8]) -> std::result::Result<bool, IoError> {
+        let read =
+            read_line(&mut self.input, &mut self.line, MAX_FRAME_HEADER).map_err(|source| {
+                IoError::Read {
+                    path: self.path.clone(),
+                    source,
+                }
+            })?;
+        match read {
+            None => return Ok(false),
+            Some(true) if self.line.starts_with(b"FRAME") => {}
+            Some(false)
+                if self.line.len() < MAX_FRAME_HEADER && b"FRAME".starts_with(&self.line) =>
+            {
+                return Err(IoError::Truncated {
+                    path: self.path.clone(),
+                    frame: seq,
+                    got: 0,
+                    want: self.planes.len(),
+                })
+            }
+            _ => {
+                let shown: String = String::from_utf8_lossy(&self.line)
+                    .chars()
+                    .take(24)
+                    .collect();
+                return Err(IoError::BadHeader {
+                    path: self.path.clone(),
+                    reason: format!("frame {seq} starts with '{shown}', expected 'FRAME'"),
+                });
+            }
+        }
+        if read_frame(&mut self.input, &mut self.planes, &self.path, seq)? == FrameRead::End {
+            return Err(IoError::Truncated {
+                path: self.path.clone(),
+                frame: seq,
+                got: 0,
+                want: self.planes.len(),
+            });
+        }
+        let h = self.header;
+        let (cw, ch) = h.chroma.plane_size(h.width, h.height);
+        let y_len = h.width as usize * h.height as usize;
+        let c_len = cw as usize * ch as usize;
+        let (y, uv) = self.planes.split_at(y_len);
+        let (u, v) = uv.split_at(c_len);
+        let image = YuvPlanarImage {
+            y_plane: y,
+            y_stride: h.width,
+            u_plane: u,
+            u_stride: cw,
+            v_plane: v,
+            v_stride: cw,
+            width: h.width,
+            height: h.height,
+        };
+        let convert = match h.chroma {
+            Chroma::C420 => yuv::yuv420_to_rgba,
+            Chroma::C444 => yuv::yuv444_to_rgba,
+        };
+        convert(
+            &image,
+            out,
+            h.width * 4,
+            range(h.full_range),
+            YuvStandardMatrix::Bt601,
+        )
+        .map_err(|e| IoError::Convert {
+            width: h.width,
+            height: h.height,
+            reason: e.to_string(),
+        })?;
+        Ok(true)
+    }
+}
+
+impl Source for Y4mSrc {
+    fn info(&self) -> VideoInfo {
+        VideoInfo {
+            width: self.header.width,
+            height: self.header.height,
+            rate: self.header.rate,
+        }
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        let per_frame = self.planes.len() as u64 + 6;
+        let from_file = self
+            .input
+            .get_ref()
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len() / per_frame);
+        match (self.frames, from_file) {
+            (0, f) => f,
+            (n, Some(f)) => Some(n.min(f)),
+            (n, None) => Some(n),
+        }
+    }
+
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        if self.frames > 0 && ctx.seq >= self.frames {
+            return Ok(false);
+        }
+        self.next_frame(ctx.seq, frame.data_mut())
+            .map_err(|e| Error::element(SRC, e))
+    }
+}
+
+/// The registry description of `y4msink`.
+pub fn sink_desc() -> ElementDesc {
+    ElementDesc {
+        name: SINK.into(),
+        kind: ElementKind::Sink,
+        description: "Writes YUV4MPEG2 (8-bit 4:2:0 or 4:4:4, BT.601 limited range)".into(),
+        props: vec![
+            location_spec("file to write, or - for stdout"),
+            PropSpec::new(
+                "chroma",
+                PropKind::Enum(vec!["420".into(), "444".into()]),
+                PropValue::Str("420".into()),
+                "chroma subsampling: 420 (written as C420jpeg) or 444",
+            ),
+        ],
+        default_mode: Mode::Serial,
+        details: vec![("colour".into(), "BT.601, limited range".into())],
+    }
+}
+
+/// Builds `y4msink`: creates the output now.
+pub fn build_sink(props: &Props) -> Result<Element> {
+    let location = required_location(SINK, props, "the file to write, or - for stdout")?;
+    let chroma = if props.str("chroma") == "444" {
+        Chroma::C444
+    } else {
+        Chroma::C420
+    };
+    let output = create_output(location).map_err(|e| Error::element(SINK, e))?;
+    Ok(Element::Sink(Box::new(Y4mSink {
+        path: display_name(location, "stdout"),
+        chroma,
+        output,
+        info: None,
+        planes: Vec::new(),
+    })))
+}
+
+/// The `y4msink` sink.
+#[derive(Debug)]
+pub struct Y4mSink {
+    path: String,
+    chroma: Chroma,
+    output: BufWriter<File>,
+    info: Option<VideoInfo>,
+    planes: Vec<u8>,
+}
+
+impl Y4mSink {
+    fn write_frame(&mut self, rgba: &[u8]) -> std::result::Result<(), IoError> {
+        let Some(info) = self.info else {
+            return Err(IoError::Write {
+                path: self.path.clone(),
+                source: std::io::Error::other("frame before start"),
+            });
+        };
+        let (w, h) = (info.width, info.height);
+        let (cw, ch) = self.chroma.plane_size(w, h);
+        let y_len = w as usize * h as usize;
+        let c_len = cw as usize * ch as usize;
+        let (y, uv) = self.planes.split_at_mut(y_len);
+        let (u, v) = uv.split_at_mut(c_len);
+        let mut image = YuvPlanarImageMut {
+            y_plane: BufferStoreMut::Borrowed(y),
+            y_stride: w,
+            u_plane: BufferStoreMut::Borrowed(u),
+            u_stride: cw,
+            v_plane: BufferStoreMut::Borrowed(v),
+            v_stride: cw,
+            width: w,
+            height: h,
+        };
+        let convert = match self.chroma {
+            Chroma::C420 => yuv::rgba_to_yuv420,
+            Chroma::C444 => yuv::rgba_to_yuv444,
+        };
+        convert(
+            &mut image,
+            rgba,
+            w * 4,
+            YuvRange::Limited,
+            YuvStandardMatrix::Bt601,
+            YuvConversionMode::Balanced,
+        )
+        .map_err(|e| IoError::Convert {
+            width: w,
+            height: h,
+            reason: e.to_string(),
+        })?;
+        write_all(&mut self.output, b"FRAME\n", &self.path)?;
+        write_all(&mut self.output, &self.planes, &self.path)
+    }
+}
+
+impl Sink for Y4mSink {
+    fn start(&mut self, info: VideoInfo) -> Result<()> {
+        check_size(info.width as u64, info.height as u64).map_err(|e| Error::element(SINK, e))?;
+        let c = match self.chroma {
+            Chroma::C420 => "C420jpeg",
+            Chroma::C444 => "C444",
+        };
+        let header = format!(
+            "YUV4MPEG2 W{} H{} F{}:{} Ip A1:1 {c} XCOLORRANGE=LIMITED\n",
+            info.width, info.height, info.rate.num, info.rate.den
+        );
+        write_all(&mut self.output, header.as_bytes(), &self.path)
+            .map_err(|e| Error::element(SINK, e))?;
+        self.planes = vec![0; self.chroma.frame_bytes(info.width, info.height)];
+        self.info = Some(info);
+        Ok(())
+    }
+
+    fn consume(&mut self, _ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        self.write_frame(frame.data())
+            .map_err(|e| Error::element(SINK, e))
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_parse() {
+        let h = Y4mHeader::parse(
+            b"YUV4MPEG2 W64 H48 F30000:1001 Ip A1:1 C444 XYSCSS=444 XCOLORRANGE=FULL",
+            "x",
+        )
+        .unwrap();
+        assert_eq!((h.width, h.height), (64, 48));
+        assert_eq!(h.rate, Rational::new(30000, 1001));
+        assert_eq!(h.chroma, Chroma::C444);
+        assert!(h.full_range);
+        let h = Y4mHeader::parse(b"YUV4MPEG2 W3 H3 F25:1", "x").unwrap();
+        assert_eq!(h.chroma, Chroma::C420);
+        assert_eq!(h.chroma.frame_bytes(3, 3), 9 + 2 * 4);
+    }
+
+    #[test]
+    fn bad_headers_name_the_problem() {
+        let e = |l: &[u8]| Y4mHeader::parse(l, "in.y4m").unwrap_err().to_string();
+        assert_eq!(
+            e(b"YUV4MPEG W64 H48 F25:1"),
+            "in.y4m: bad YUV4MPEG2 header: starts with 'YUV4MPEG', expected 'YUV4MPEG2'"
+        );
+        assert!(e(b"YUV4MPEG2 W64 Hx F25:1").contains("'Hx' is not a whole number"));
+        assert!(e(b"YUV4MPEG2 W64 H48").contains("no frame rate (F) tag"));
+        assert!(e(b"YUV4MPEG2 W64 H48 F25:0").contains("'F25:0' is out of range"));
+        assert_eq!(
+            e(b"YUV4MPEG2 W64 H48 F25:1 C422"),
+            "in.y4m: unsupported chroma format 'C422' (supported: C420jpeg, C420mpeg2, \
+             C420paldv, C420, C444; 8 bits)"
+        );
+        assert!(e(b"YUV4MPEG2 W64 H48 F25:1 C420p10").contains("'C420p10'"));
+        assert_eq!(
+            e(b"YUV4MPEG2 W20000 H48 F25:1"),
+            "frame size 20000x48 is too large (at most 16384x16384)"
+        );
+        assert!(e(b"YUV4MPEG2 W0 H48 F25:1").contains("empty"));
+    }
+}
