@@ -2,7 +2,7 @@
 //! exchanged as raw RGBA frames through a pipe.
 //!
 //! The source probes the input's size and rate with `ffprobe` at build time, then runs
-//! `ffmpeg -nostdin -v error [-f FORMAT] -i LOCATION [-vf scale=W:H] [-frames:v N]
+//! `ffmpeg -nostdin -v error [ARGS...] [-f FORMAT] -i LOCATION [-vf scale=W:H] [-frames:v N]
 //! -f rawvideo -pix_fmt rgba -` and reads whole frames from its stdout into the pool frame.
 //! The sink runs `ffmpeg -v error -y -f rawvideo -pix_fmt rgba -s WxH -r RATE -i -
 //! [-c:v CODEC] [-pix_fmt PIXFMT] [ARGS...] LOCATION` and writes frames to its stdin.
@@ -122,6 +122,11 @@ pub fn src_desc() -> ElementDesc {
                 "format",
                 "",
                 "input format given to ffmpeg as -f (e.g. lavfi); empty = detect",
+            ),
+            str_spec(
+                "args",
+                "",
+                "extra ffmpeg options put before -i, split at spaces (e.g. -re, -ss 10, -xerror)",
             ),
             dim_spec(
                 "width",
@@ -247,6 +252,7 @@ pub fn build_src(props: &Props) -> Result<Element> {
     let src = FfmpegSrc::open(
         location,
         props.str("format"),
+        props.str("args"),
         props.i64("width") as u32,
         props.i64("height") as u32,
         props.i64("frames").max(0) as u64,
@@ -269,10 +275,12 @@ pub struct FfmpegSrc {
 
 impl FfmpegSrc {
     /// Probes `location` and starts ffmpeg decoding it to RGBA (scaled to `width` x `height`
-    /// where given, see [`fill_size`]; at most `frames` frames unless 0).
+    /// where given, see [`fill_size`]; at most `frames` frames unless 0). `format` (`-f`) and
+    /// `args` (split at spaces) go before `-i` when not empty.
     pub fn open(
         location: &str,
         format: &str,
+        args: &str,
         width: u32,
         height: u32,
         frames: u64,
@@ -282,6 +290,7 @@ impl FfmpegSrc {
         let (w, h) = check_size(w as u64, h as u64)?;
         let mut cmd = Command::new(FFMPEG);
         cmd.args(["-nostdin", "-v", "error"]);
+        cmd.args(args.split_whitespace());
         if !format.is_empty() {
             cmd.args(["-f", format]);
         }

@@ -1,0 +1,143 @@
+//! No allocation per frame: a counting allocator (per thread, so other tests running at the same
+//! time do not count) around the steady-state frame loop of each source and sink.
+
+mod common;
+use common::*;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator unchanged; only counts calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as our caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as our caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.with(|c| c.get())
+}
+
+/// Runs `src` into `sink` for `warm` frames, then counts allocations over `n` more.
+fn allocations_per_run(
+    mut src: Box<dyn framepipe_core::Source>,
+    mut sink: Box<dyn framepipe_core::Sink>,
+    warm: u64,
+    n: u64,
+) -> u64 {
+    let info = src.info();
+    sink.start(info).unwrap();
+    let pool = framepipe_core::FramePool::new(info.width, info.height, 2);
+    let mut step = |seq: u64| {
+        let mut f = pool.acquire().unwrap();
+        assert!(
+            src.fill(&ctx(src.as_ref(), seq), &mut f).unwrap(),
+            "frame {seq}"
+        );
+        sink.consume(&ctx(src.as_ref(), seq), &f.freeze()).unwrap();
+    };
+    for seq in 0..warm {
+        step(seq);
+    }
+    let before = allocs();
+    for seq in warm..warm + n {
+        step(seq);
+    }
+    let used = allocs() - before;
+    sink.finish().unwrap();
+    used
+}
+
+#[test]
+fn sources_and_sinks_do_not_allocate_per_frame() {
+    // The counter counts (so that a zero below means something).
+    let before = allocs();
+    let v = std::hint::black_box(vec![1u8; 64]);
+    assert_eq!(allocs() - before, 1);
+    drop(v);
+    let d = dir("no-alloc");
+    let size = [("width", "64"), ("height", "48")];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut v = size.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    for pattern in ["bars", "noise", "counter", "gradient", "solid"] {
+        let src = source(
+            "testsrc",
+            &with(&[("pattern", pattern), ("counter", "true")]),
+        );
+        assert_eq!(
+            allocations_per_run(src, sink("nullsink", &[]), 2, 20),
+            0,
+            "testsrc {pattern}"
+        );
+    }
+    for format in ["rgba", "bgra", "rgb24"] {
+        let path = d.join(format!("f.{format}"));
+        let src = source("testsrc", &with(&[("pattern", "noise")]));
+        let snk = sink("rawsink", &[("location", s(&path)), ("format", format)]);
+        assert_eq!(allocations_per_run(src, snk, 2, 20), 0, "rawsink {format}");
+        let mut props = with(&[("format", format)]);
+        props.push(("location", s(&path)));
+        let src = source("rawsrc", &props);
+        assert_eq!(
+            allocations_per_run(src, sink("nullsink", &[]), 2, 18),
+            0,
+            "rawsrc {format}"
+        );
+    }
+    for chroma in ["420", "444"] {
+        let path = d.join(format!("f{chroma}.y4m"));
+        let src = source("testsrc", &with(&[("pattern", "noise")]));
+        let snk = sink("y4msink", &[("location", s(&path)), ("chroma", chroma)]);
+        assert_eq!(allocations_per_run(src, snk, 2, 20), 0, "y4msink {chroma}");
+        let src = source("y4msrc", &[("location", s(&path))]);
+        assert_eq!(
+            allocations_per_run(src, sink("nullsink", &[]), 2, 18),
+            0,
+            "y4msrc {chroma}"
+        );
+    }
+    let src = source(
+        "ffmpegsrc",
+        &[
+            ("location", "testsrc2=size=64x48:rate=25"),
+            ("format", "lavfi"),
+            ("frames", "30"),
+        ],
+    );
+    let snk = sink(
+        "ffmpegsink",
+        &[
+            ("location", s(&d.join("f.nut"))),
+            ("codec", "ffv1"),
+            ("pix-fmt", ""),
+        ],
+    );
+    assert_eq!(
+        allocations_per_run(src, snk, 2, 20),
+        0,
+        "ffmpegsrc -> ffmpegsink"
+    );
+}
