@@ -93,7 +93,7 @@ pub struct Options {
     /// What to do when a frame is late (paced runs only).
     pub overload: Overload,
     /// A stage running longer than this is reported as stalled (once per stage). 0 = automatic:
-    /// five frame periods (of `pace`, or of the source's rate), at least 100 ms.
+    /// five frame periods of `pace`, at least 100 ms; unpaced, at least 1 s.
     pub stall_timeout_ns: u64,
     /// Try to run the output thread under `SCHED_FIFO` (falls back quietly when not permitted).
     pub realtime: bool,
@@ -176,6 +176,11 @@ impl Pipeline {
             effects,
             sink,
         }
+    }
+
+    /// The source's frame rate: the default output rate of a paced run.
+    pub fn source_rate(&self) -> Rational {
+        self.source.1.info().rate
     }
 
     /// Negotiates frame sizes from the source to the sink, makes the frame pools and the first
@@ -308,11 +313,11 @@ impl Pipeline {
         stage_states[0].source = Some(source);
 
         let rate = infos[0].rate;
-        let period = options.pace.unwrap_or(rate).period_ns();
-        let stall_timeout_ns = if options.stall_timeout_ns > 0 {
-            options.stall_timeout_ns
-        } else {
-            (5 * period).max(100_000_000)
+        let stall_timeout_ns = match (options.stall_timeout_ns, options.pace) {
+            (0, Some(pace)) => (5 * pace.period_ns()).max(100_000_000),
+            // Unpaced (batch) runs have no deadline to miss: only report what looks stuck.
+            (0, None) => (5 * rate.period_ns()).max(1_000_000_000),
+            (t, _) => t,
         };
         let shared = Shared {
             state: Mutex::new(State {
@@ -937,7 +942,10 @@ impl Shared {
                     },
                 };
                 self.mark_running(worker, None);
-                counters.record(started.elapsed());
+                // The source's last call, which finds the end of the stream, is not a frame.
+                if !matches!(done, Done::Source(_, Ok(None))) {
+                    counters.record(started.elapsed());
+                }
                 done
             }
         }

@@ -1,0 +1,600 @@
+//! `framepipe`: runs video effect pipelines on every core.
+//!
+//! ```text
+//! framepipe run "testsrc width=1280 height=720 frames=300 ! frei0r-glow blur=0.5 ! y4msink location=out.y4m"
+//! framepipe run show.toml
+//! framepipe plugins
+//! framepipe inspect frei0r-glow
+//! ```
+#![forbid(unsafe_code)]
+
+mod parse;
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use framepipe_control::{command_queue, Command as ControlCommand, CommandSender, Oscillator};
+use framepipe_core::{Element, ElementKind, Mode, Props, Rational, Registry};
+use framepipe_runtime::{Counters, EffectStage, Event, Options, Overload, Pipeline, RunStats};
+
+use crate::parse::{parse_pipeline, parse_project, PipelineDesc};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "framepipe",
+    version,
+    about = "A parallel real-time video frame pipeline engine"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a pipeline: a gst-launch-like string or a TOML project file.
+    Run(RunArgs),
+    /// List every element: native ones and each frei0r plugin found (type, colour model, parameters).
+    Plugins {
+        /// Also show plugins that failed to load, with why.
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// Show one element: its properties with types, ranges and defaults.
+    Inspect {
+        /// Element name, e.g. frei0r-glow.
+        name: String,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// "element prop=value ! element ..." or a path to a .toml project file.
+    pipeline: String,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Frames in flight at most (default: 2 * threads + 2).
+    #[arg(long)]
+    in_flight: Option<usize>,
+    /// Write statistics as JSON to this file at the end.
+    #[arg(long)]
+    stats: Option<String>,
+    /// Pace the output at this rate (e.g. 30, 30000/1001, 29.97). Default: the source's rate.
+    #[arg(long, conflicts_with = "unpaced")]
+    fps: Option<String>,
+    /// Run as fast as the pipeline goes (batch rendering).
+    #[arg(long)]
+    unpaced: bool,
+    /// When a frame is late: `slow` (never drop or repeat; the clock slips) or `live` (the clock
+    /// holds; the previous frame is shown again).
+    #[arg(long, default_value = "slow")]
+    overload: String,
+    /// Report a stage as stalled when one frame takes longer than this many ms
+    /// (default: five frame periods, at least 100 ms).
+    #[arg(long)]
+    stall_timeout: Option<u64>,
+    /// Do not try SCHED_FIFO for the output thread.
+    #[arg(long)]
+    no_realtime: bool,
+    /// Where commands come from: `stdin` (one per line; the default unless an element reads
+    /// stdin) or `none`.
+    #[arg(long)]
+    control: Option<String>,
+    /// No status line.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    // A broken pipe while *running* is a real error (e.g. a rawsink reader went away).
+    let cli_was_run = matches!(cli.command, Command::Run(_));
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Plugins { verbose } => plugins(verbose),
+        Command::Inspect { name } => inspect(&name),
+    };
+    if let Err(e) = result {
+        // `framepipe plugins | head`: stdout closed early is not an error worth a message.
+        let broken_pipe = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        });
+        if broken_pipe && !cli_was_run {
+            std::process::exit(0);
+        }
+        // One line: the whole cause chain joined by ": ".
+        eprintln!("framepipe: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+/// Every element framepipe knows, plus warnings about plugins that could not be loaded.
+fn registry() -> (Registry, Vec<String>) {
+    let mut r = Registry::new();
+    framepipe_io::register(&mut r);
+    framepipe_net::register(&mut r);
+    framepipe_effects::register(&mut r);
+    let warnings = framepipe_frei0r::register(&mut r);
+    (r, warnings)
+}
+
+fn load_desc(arg: &str) -> Result<PipelineDesc> {
+    let looks_like_file = arg.ends_with(".toml") && !arg.contains('!');
+    if looks_like_file {
+        let text = std::fs::read_to_string(arg)
+            .with_context(|| format!("cannot read project file '{arg}'"))?;
+        parse_project(&text).with_context(|| format!("in project file '{arg}'"))
+    } else {
+        parse_pipeline(arg)
+    }
+}
+
+/// Builds the runtime pipeline from its description: looks every element up, checks the shape
+/// (one source first, one sink last, effects between), applies `mode=` overrides.
+fn build(desc: &PipelineDesc, registry: &Registry) -> Result<Pipeline> {
+    let n = desc.elements.len();
+    if n < 2 {
+        bail!("a pipeline needs at least a source and a sink, e.g. \"testsrc ! nullsink\"");
+    }
+    let mut source = None;
+    let mut effects = Vec::new();
+    let mut sink = None;
+    let mut seen: Vec<String> = Vec::new();
+    for (i, e) in desc.elements.iter().enumerate() {
+        let entry = registry.lookup(&e.name)?;
+        let mut mode = None;
+        let mut props = Vec::with_capacity(e.props.len());
+        let mut oscillators = Vec::new();
+        for (k, v) in &e.props {
+            if k == "mode" && entry.desc.kind == ElementKind::Effect {
+                mode = Some(Mode::parse(v).with_context(|| {
+                    format!(
+                        "bad value '{v}' for mode of {}: expected serial or parallel",
+                        e.name
+                    )
+                })?);
+            } else if v.trim_start().starts_with('~') {
+                if entry.desc.kind != ElementKind::Effect {
+                    bail!(
+                        "{}: only effect properties can have an oscillator ({k}={v})",
+                        e.name
+                    );
+                }
+                let osc = Oscillator::parse_compact(v)
+                    .with_context(|| format!("bad oscillator for {k} of {}", e.name))?;
+                oscillators.push((k.clone(), osc));
+            } else {
+                props.push((k.clone(), v.clone()));
+            }
+        }
+        // Names shown in stats: the element name, numbered when it occurs more than once.
+        let count = seen.iter().filter(|s| **s == e.name).count();
+        seen.push(e.name.clone());
+        let label = if count == 0 {
+            e.name.clone()
+        } else {
+            format!("{}#{}", e.name, count + 1)
+        };
+        let position = if i == 0 {
+            "first"
+        } else if i == n - 1 {
+            "last"
+        } else {
+            "in the middle"
+        };
+        let resolved = Props::resolve(&e.name, &entry.desc.props, &props)?;
+        for (k, _) in &oscillators {
+            if !entry.desc.props.iter().any(|p| p.name == *k) {
+                // Same message as for a plain unknown property.
+                Props::resolve(&e.name, &entry.desc.props, &[(k.clone(), String::new())])?;
+            }
+        }
+        match (entry.build)(&resolved)? {
+            Element::Source(s) if i == 0 => source = Some((label, s)),
+            Element::Sink(s) if i == n - 1 => sink = Some((label, s)),
+            Element::Effect(f) if i > 0 && i < n - 1 => {
+                let mode = mode.unwrap_or_else(|| f.default_mode());
+                let mut stage = EffectStage::new(f, mode);
+                stage.params = entry
+                    .desc
+                    .props
+                    .iter()
+                    .map(|spec| {
+                        let value = resolved.get(&spec.name).cloned().unwrap_or(spec.default.clone());
+                        (spec.clone(), value)
+                    })
+                    .collect();
+                stage.oscillators = oscillators;
+                effects.push((label, stage));
+            }
+            Element::Source(_) => bail!("{} is a source; it can only come first, not {position}", e.name),
+            Element::Sink(_) => bail!("{} is a sink; it can only come last, not {position}", e.name),
+            Element::Effect(_) => bail!(
+                "{} is an effect; a pipeline must start with a source and end with a sink (it is {position})",
+                e.name
+            ),
+        }
+    }
+    let source = source.context("no source")?;
+    let sink = sink.context("no sink")?;
+    Ok(Pipeline::new(source, effects, sink))
+}
+
+fn run(args: RunArgs) -> Result<()> {
+    let desc = load_desc(&args.pipeline)?;
+    let (registry, _warnings) = registry();
+    let pipeline = build(&desc, &registry)?;
+    let overload = Overload::parse(&args.overload)
+        .with_context(|| format!("bad --overload '{}': expected slow or live", args.overload))?;
+    let fps = args.fps.clone().or(desc.settings.fps.clone());
+    let pace = if args.unpaced || desc.settings.unpaced {
+        None
+    } else if let Some(f) = fps {
+        Some(Rational::parse(&f).with_context(|| {
+            format!("bad --fps '{f}': expected a rate like 30, 29.97 or 30000/1001")
+        })?)
+    } else {
+        Some(pipeline.source_rate())
+    };
+    let options = Options {
+        threads: args.threads.or(desc.settings.threads).unwrap_or(0),
+        in_flight: args.in_flight.or(desc.settings.in_flight).unwrap_or(0),
+        pace,
+        overload,
+        stall_timeout_ns: args.stall_timeout.unwrap_or(0) * 1_000_000,
+        realtime: !args.no_realtime,
+    };
+    if options.threads > 1024 {
+        bail!("--threads {} is absurd; use at most 1024", options.threads);
+    }
+    let control = match args.control.as_deref() {
+        None => {
+            if reads_stdin(&desc) {
+                "none"
+            } else {
+                "stdin"
+            }
+        }
+        Some(c @ ("stdin" | "none")) => c,
+        Some(other) => bail!("bad --control '{other}': expected stdin or none"),
+    };
+    let mut prepared = pipeline.prepare(options)?;
+    prepared.set_events(Arc::new(|e: &Event| match e {
+        Event::Stalled { stage, elapsed_ms } => {
+            eprintln!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
+        }
+        Event::CommandRejected { command, reason } => {
+            eprintln!("\rframepipe: command '{command}' rejected: {reason}")
+        }
+        Event::PropertyRejected {
+            stage,
+            prop,
+            reason,
+        } => {
+            eprintln!("\rframepipe: {stage} cannot change '{prop}' while running: {reason}")
+        }
+        other => eprintln!("\rframepipe: {other:?}"),
+    }));
+    if control == "stdin" {
+        let (tx, rx) = command_queue(1024);
+        prepared.set_commands(rx);
+        spawn_stdin_reader(tx);
+    }
+    let threads = prepared.threads();
+    let max_in_flight = prepared.max_in_flight();
+    let counters = prepared.counters();
+    let show_status = !args.quiet && std::io::stderr().is_terminal();
+    let stop = Arc::new(AtomicBool::new(false));
+    let status = show_status.then(|| {
+        let counters = Arc::clone(&counters);
+        let stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name("fp-status".into())
+            .spawn(move || status_line(&counters, &stop))
+            .expect("spawning the status thread")
+    });
+    let result = prepared.run();
+    stop.store(true, Ordering::Relaxed);
+    if let Some(t) = status {
+        let _ = t.join();
+    }
+    let final_stats = match &result {
+        Ok(s) => s.clone(),
+        Err(_) => counters.snapshot(),
+    };
+    if let Some(path) = args.stats.or(desc.settings.stats) {
+        write_stats(Path::new(&path), &final_stats, threads, max_in_flight)
+            .with_context(|| format!("writing stats to '{path}'"))?;
+    }
+    let stats = result?;
+    if !args.quiet {
+        eprintln!(
+            "framepipe: {} frames in {:.2} s ({:.1} fps) on {} threads{}",
+            stats.frames,
+            stats.wall_s,
+            stats.fps,
+            threads,
+            match &stats.pacing {
+                Some(p) => format!(
+                    "; paced at {:.3} fps ({}{}): lateness p50 {:.1} us, p99 {:.1} us, max {:.1} us; {} late, {} repeated",
+                    p.target_fps,
+                    p.overload.as_str(),
+                    if p.realtime { ", SCHED_FIFO" } else { "" },
+                    p.lateness.p50_us,
+                    p.lateness.p99_us,
+                    p.lateness.max_us,
+                    p.lateness.late,
+                    p.lateness.repeated
+                ),
+                None => String::new(),
+            }
+        );
+    }
+    Ok(())
+}
+
+/// Whether an element of the pipeline reads standard input (then commands cannot).
+fn reads_stdin(desc: &PipelineDesc) -> bool {
+    desc.elements.iter().any(|e| {
+        e.props
+            .iter()
+            .any(|(k, v)| k == "location" && (v == "-" || v == "/dev/stdin"))
+    })
+}
+
+/// Reads commands from stdin, one per line, and posts them. A full queue or a bad line is
+/// reported on stderr and the line is not applied; nothing blocks the frame path.
+fn spawn_stdin_reader(tx: CommandSender) {
+    let spawned = std::thread::Builder::new()
+        .name("fp-stdin".into())
+        .spawn(move || {
+            let stdin = std::io::stdin();
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match std::io::BufRead::read_line(&mut stdin.lock(), &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                match ControlCommand::parse_line(&line) {
+                    Ok(Some(cmd)) => {
+                        if let Err(full) = tx.post(cmd) {
+                            eprintln!("\rframepipe: command queue full; not applied: {}", full.0);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => eprintln!("\rframepipe: bad command '{}': {e}", line.trim()),
+                }
+                tx.collect_retired();
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("framepipe: warning: no command input: {e}");
+    }
+}
+
+/// Redraws one status line on stderr four times a second until `stop`. Reads only atomics.
+fn status_line(counters: &Counters, stop: &AtomicBool) {
+    let mut err = std::io::stderr();
+    let mut last = (0u64, std::time::Instant::now());
+    let mut fps = 0.0;
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(250));
+        let s = counters.snapshot();
+        let now = std::time::Instant::now();
+        let dt = now.duration_since(last.1).as_secs_f64();
+        if dt > 0.0 {
+            fps = (s.frames - last.0) as f64 / dt;
+        }
+        last = (s.frames, now);
+        let stages: Vec<String> = s
+            .stages
+            .iter()
+            .map(|st| {
+                if st.instances > 1 {
+                    format!("{} {:.1}ms x{}", st.name, st.mean_ms, st.instances)
+                } else {
+                    format!("{} {:.1}ms", st.name, st.mean_ms)
+                }
+            })
+            .collect();
+        let mut flags = String::new();
+        if counters.realtime() {
+            flags.push_str(" RT");
+        }
+        if counters.paused() {
+            flags.push_str(" PAUSED");
+        }
+        let (late, rep) = (counters.late(), counters.repeated());
+        if late + rep > 0 {
+            flags.push_str(&format!(" late {late} rep {rep}"));
+        }
+        let line = format!(
+            "{:>6} frames {:>6.1} fps  in flight {:>2}{} | {}",
+            s.frames,
+            fps,
+            s.in_flight,
+            flags,
+            stages.join(" | ")
+        );
+        let width = 160;
+        let shown: String = line.chars().take(width).collect();
+        let _ = write!(err, "\r{shown:<width$}\x1b[K");
+        let _ = err.flush();
+    }
+    let _ = write!(err, "\r\x1b[K");
+}
+
+fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> Result<()> {
+    let stages: Vec<serde_json::Value> = s
+        .stages
+        .iter()
+        .map(|st| {
+            serde_json::json!({
+                "name": st.name,
+                "mode": st.mode.as_str(),
+                "instances": st.instances,
+                "frames": st.frames,
+                "mean_ms": st.mean_ms,
+            })
+        })
+        .collect();
+    let mut doc = serde_json::json!({
+        "frames": s.frames,
+        "wall_s": s.wall_s,
+        "fps": s.fps,
+        "threads": threads,
+        "max_in_flight": in_flight,
+        "stages": stages,
+    });
+    if let Some(p) = &s.pacing {
+        doc["paced_fps"] = serde_json::json!(p.target_fps);
+        doc["overload"] = serde_json::json!(p.overload.as_str());
+        doc["realtime"] = serde_json::json!(p.realtime);
+        doc["lateness_us"] = serde_json::json!({
+            "p50": p.lateness.p50_us,
+            "p99": p.lateness.p99_us,
+            "max": p.lateness.max_us,
+            "mean": p.lateness.mean_us,
+        });
+        doc["late"] = serde_json::json!(p.lateness.late);
+        doc["repeated"] = serde_json::json!(p.lateness.repeated);
+        doc["output_thread_cpu_share"] = serde_json::json!(p.cpu_share);
+    }
+    std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")?;
+    Ok(())
+}
+
+fn detail<'a>(d: &'a framepipe_core::ElementDesc, key: &str) -> &'a str {
+    d.details
+        .iter()
+        .find(|(k, _)| k == key)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+fn plugins(verbose: bool) -> Result<()> {
+    let (registry, warnings) = registry();
+    let mut out = std::io::stdout().lock();
+    let (frei0r, native): (Vec<_>, Vec<_>) = registry
+        .iter()
+        .partition(|e| e.desc.name.starts_with("frei0r-"));
+    writeln!(out, "native elements:")?;
+    for e in &native {
+        let d = &e.desc;
+        let props: Vec<&str> = d.props.iter().map(|p| p.name.as_str()).collect();
+        writeln!(
+            out,
+            "  {:<16} {:<7} {}  [{}]",
+            d.name,
+            d.kind.to_string(),
+            d.description,
+            props.join(", ")
+        )?;
+    }
+    writeln!(out, "\nfrei0r plugins ({}):", frei0r.len())?;
+    writeln!(
+        out,
+        "  {:<28} {:<7} {:<9} {:<9} parameters",
+        "name", "type", "colour", "mode"
+    )?;
+    for e in &frei0r {
+        let d = &e.desc;
+        let props: Vec<String> = d
+            .props
+            .iter()
+            .map(|p| format!("{}:{}", p.name, short_kind(&p.kind)))
+            .collect();
+        let colour = detail(d, "colour model");
+        let colour = if colour.is_empty() {
+            detail(d, "color model")
+        } else {
+            colour
+        };
+        writeln!(
+            out,
+            "  {:<28} {:<7} {:<9} {:<9} {}",
+            d.name,
+            d.kind.to_string(),
+            colour,
+            if d.kind == ElementKind::Effect {
+                d.default_mode.as_str()
+            } else {
+                "-"
+            },
+            props.join(" ")
+        )?;
+    }
+    if !warnings.is_empty() {
+        if verbose {
+            writeln!(out, "\nnot loaded:")?;
+            for w in &warnings {
+                writeln!(out, "  {w}")?;
+            }
+        } else {
+            writeln!(
+                out,
+                "\n({} plugin files not loaded; --verbose shows why)",
+                warnings.len()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn short_kind(k: &framepipe_core::PropKind) -> &'static str {
+    use framepipe_core::PropKind::*;
+    match k {
+        Bool => "bool",
+        Int { .. } => "int",
+        Float { .. } => "float",
+        Str => "string",
+        Enum(_) => "enum",
+        Color => "color",
+        Position => "position",
+    }
+}
+
+fn inspect(name: &str) -> Result<()> {
+    let (registry, _) = registry();
+    let entry = registry.lookup(name)?;
+    let d = &entry.desc;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}  ({})", d.name, d.kind)?;
+    if !d.description.is_empty() {
+        writeln!(out, "  {}", d.description)?;
+    }
+    if d.kind == ElementKind::Effect {
+        writeln!(
+            out,
+            "  scheduling: {} (override with mode=serial|parallel)",
+            d.default_mode
+        )?;
+    }
+    for (k, v) in &d.details {
+        writeln!(out, "  {k}: {v}")?;
+    }
+    writeln!(out, "properties:")?;
+    if d.props.is_empty() {
+        writeln!(out, "  (none)")?;
+    }
+    for p in &d.props {
+        writeln!(
+            out,
+            "  {:<20} {:<28} default {}",
+            p.name,
+            p.kind.to_string(),
+            p.default
+        )?;
+        if !p.description.is_empty() {
+            writeln!(out, "  {:<20} {}", "", p.description)?;
+        }
+    }
+    Ok(())
+}
