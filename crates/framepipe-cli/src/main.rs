@@ -82,6 +82,9 @@ struct RunArgs {
     /// Do not try SCHED_FIFO for the output thread.
     #[arg(long)]
     no_realtime: bool,
+    /// Start paused: nothing is output until a `step` or `resume` command.
+    #[arg(long)]
+    start_paused: bool,
     /// Where commands come from: `stdin` (one per line; the default unless an element reads
     /// stdin) or `none`.
     #[arg(long)]
@@ -282,8 +285,16 @@ fn run(args: RunArgs) -> Result<()> {
         }
         other => eprintln!("\rframepipe: {other:?}"),
     }));
+    if args.start_paused && control == "none" {
+        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin");
+    }
     if control == "stdin" {
         let (tx, rx) = command_queue(1024);
+        if args.start_paused {
+            // Read at the first frame boundary, before any frame is released.
+            tx.post(ControlCommand::Pause)
+                .map_err(|f| anyhow::anyhow!("command queue: {f}"))?;
+        }
         prepared.set_commands(rx);
         spawn_stdin_reader(tx);
     }
@@ -340,9 +351,10 @@ fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Whether an element of the pipeline reads standard input (then commands cannot).
+/// Whether the pipeline's source reads standard input (then commands cannot). A sink's
+/// `location=-` is standard output.
 fn reads_stdin(desc: &PipelineDesc) -> bool {
-    desc.elements.iter().any(|e| {
+    desc.elements.first().is_some_and(|e| {
         e.props
             .iter()
             .any(|(k, v)| k == "location" && (v == "-" || v == "/dev/stdin"))

@@ -248,7 +248,10 @@ impl Sink for RawSink {
             self.format.from_rgba(frame.data(), &mut self.scratch);
             &self.scratch
         };
-        write_all(&mut self.output, data, &self.path).map_err(|e| Error::element(SINK, e))
+        write_all(&mut self.output, data, &self.path).map_err(|e| Error::element(SINK, e))?;
+        // Each frame leaves when it is released: a reader on a pipe (a player, the pacing
+        // meter, another framepipe) must see it at its deadline, not when a buffer fills.
+        flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))
     }
 
     fn finish(&mut self) -> Result<()> {

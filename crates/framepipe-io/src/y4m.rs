@@ -533,7 +533,9 @@ impl Sink for Y4mSink {
 
     fn consume(&mut self, _ctx: &FrameCtx, frame: &Frame) -> Result<()> {
         self.write_frame(frame.data())
-            .map_err(|e| Error::element(SINK, e))
+            .map_err(|e| Error::element(SINK, e))?;
+        // One frame, one write: it leaves at its release time (see rawsink).
+        flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))
     }
 
     fn finish(&mut self) -> Result<()> {
