@@ -1035,11 +1035,12 @@ impl SliceRunner for PoolSlices<'_> {
             return;
         }
         let erased: *const (dyn Fn(usize) + Sync + '_) = job;
-        // SAFETY: only the lifetime is changed. The pointer is published in this worker's slot
-        // and this function does not return until `done == n`, i.e. until every index claimed by
-        // any worker has been run; after that the slot is cleared under the lock, so no worker
-        // can dereference the pointer once `job` goes out of scope.
+        // Only the lifetime changes. The pointer is published in this worker's slot and this
+        // function does not return until `done == n`, i.e. until every index claimed by any
+        // worker has been run; then the slot is cleared under the lock, so no worker can
+        // dereference the pointer once `job` goes out of scope.
         let erased: *const (dyn Fn(usize) + Sync + 'static) =
+            // SAFETY: see above: the pointee outlives every use through the slot.
             unsafe { std::mem::transmute(erased) };
         let mut st = self.shared.lock();
         st.slices[self.worker] = SliceSlot {
