@@ -67,7 +67,6 @@ pub(crate) fn run_output(
     let mut transport = Transport::new();
     let mut last: Option<(FrameCtx, Frame)> = None;
     let mut stalled = vec![false; last_stage + 1];
-    let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns() as i64);
 
     'frames: loop {
         // 1. Commands, once per frame boundary.
@@ -169,15 +168,20 @@ pub(crate) fn run_output(
                     .repeated
                     .fetch_add(skipped, Ordering::Relaxed);
             }
+            // Was the frame itself late (ready only after its deadline)? A release that is late
+            // because this thread lost the CPU while the frame was ready is not an overload and
+            // must not move the clock, or the output would drift.
+            let frame_late = p
+                .next_deadline()
+                .is_some_and(|d| now_ns() > d + framepipe_clock::DEFAULT_LATE_THRESHOLD_NS);
             let tick = p.wait_next();
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
                 shared.counters.late.fetch_add(1, Ordering::Relaxed);
-                if !live_policy {
-                    // Slow policy: the clock slips to this frame instead of hurrying the next.
-                    p.slip_to(tick.released_ns);
-                }
             }
-            let _ = period_ns;
+            if frame_late && !live_policy {
+                // Slow policy: the clock slips to this frame instead of hurrying the next.
+                p.slip_to(tick.released_ns);
+            }
         }
 
         // 5. The sink.
