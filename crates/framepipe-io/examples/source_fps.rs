@@ -60,8 +60,14 @@ fn main() {
     let tmp = std::env::temp_dir().join("framepipe-source-fps.y4m");
     let tmp = tmp.to_str().unwrap().to_string();
     let frames_s = frames.to_string();
-    println!("{:<28} {:>10} {:>22}", "1280x720", "fps median", "spread (min..max)");
-    type Case<'a> = (String, Box<dyn Fn() -> (Box<dyn Source>, Box<dyn Sink>) + 'a>);
+    println!(
+        "{:<28} {:>10} {:>22}",
+        "1280x720", "fps median", "spread (min..max)"
+    );
+    type Case<'a> = (
+        String,
+        Box<dyn Fn() -> (Box<dyn Source>, Box<dyn Sink>) + 'a>,
+    );
     let mut cases: Vec<Case> = Vec::new();
     for pattern in ["bars", "noise", "counter", "gradient", "solid"] {
         let r = &r;
