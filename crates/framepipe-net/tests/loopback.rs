@@ -312,7 +312,8 @@ fn send_bytes_then_close(bytes: Vec<u8>) -> (String, std::thread::JoinHandle<()>
     let t = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
         let _ = s.write_all(&bytes);
-        // Wait for the receiver to close, so our close is a clean FIN after all bytes.
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        // Wait for the receiver to close before dropping the socket, so that nothing resets it.
         let mut sink = [0u8; 16];
         let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
         let _ = s.read(&mut sink);
