@@ -112,8 +112,19 @@ fn main() {
         if broken_pipe && !cli_was_run {
             std::process::exit(0);
         }
-        // One line: the whole cause chain joined by ": ".
-        eprintln!("framepipe: error: {e:#}");
+        // One line: the cause chain joined by ": ", skipping a cause whose text the message
+        // already carries (element errors display their source and also chain it).
+        let mut line = String::new();
+        for cause in e.chain() {
+            let text = cause.to_string();
+            if !line.contains(&text) {
+                if !line.is_empty() {
+                    line.push_str(": ");
+                }
+                line.push_str(&text);
+            }
+        }
+        eprintln!("framepipe: error: {line}");
         std::process::exit(1);
     }
 }
