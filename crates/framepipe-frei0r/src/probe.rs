@@ -9,7 +9,7 @@
 //! 2. **Fresh instances**: for every k > 0, a fresh instance gets frame k alone, at frame k's time.
 //!    If its output differs from A's output k, A carried something over from earlier frames:
 //!    **stateful**.
-//! 3. **Determinism**: a fresh instance gets frame 0; if its output differs from A's output 0
+//! 3. **Determinism**: a second instance gets the same sequence, and a fresh instance frame 0; if its output differs from A's output 0
 //!    (same input, same time, same fresh state), the plugin is **nondeterministic** (typically a
 //!    process-wide random generator shared by all instances).
 //! 4. **Output buffer**: the same with the output buffer pre-filled with garbage instead of zeros;
@@ -208,21 +208,32 @@ fn pass(
     notes: &mut Vec<String>,
     label: &str,
 ) -> Result<()> {
-    // 1. The sequence through one instance.
-    let mut a = instance(plugin, params)?;
-    let mut seq_out = Vec::with_capacity(PROBE_FRAMES);
-    for (k, f) in frames.iter().enumerate() {
-        let mut out = vec![0u32; f.len()];
-        a.update(frei0r_time(&ctx(k)), Some(f), &mut out);
-        seq_out.push(out);
+    // 1. The sequence through one instance, twice (with two fresh instances).
+    let sequence = || -> Result<Vec<Vec<u32>>> {
+        let mut a = instance(plugin, params)?;
+        let mut seq_out = Vec::with_capacity(PROBE_FRAMES);
+        for (k, f) in frames.iter().enumerate() {
+            let mut out = vec![0u32; f.len()];
+            a.update(frei0r_time(&ctx(k)), Some(f), &mut out);
+            seq_out.push(out);
+        }
+        Ok(seq_out)
+    };
+    let seq_out = sequence()?;
+    let again = sequence()?;
+    if let Some(k) = (0..PROBE_FRAMES).find(|&k| again[k] != seq_out[k]) {
+        report.nondeterministic = true;
+        notes.push(format!(
+            "{label}: the same sequence through a second instance differs from frame {k}"
+        ));
     }
-    drop(a);
 
     // 3. Determinism: two more fresh instances on frame 0.
     let c1 = fresh(plugin, params, frames, 0, 0, 0)?;
     let c2 = fresh(plugin, params, frames, 0, 0, 0)?;
     if c1 != seq_out[0] || c2 != c1 {
         report.nondeterministic = true;
+        notes.retain(|n| !n.starts_with(&format!("{label}: the same sequence")));
         notes.push(format!("{label}: fresh instances disagree on frame 0"));
     }
     // 4. Output buffer content.
