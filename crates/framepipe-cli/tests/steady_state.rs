@@ -241,8 +241,10 @@ fn main() {
             failures.push(format!("{name}: {a300} allocations over 300 frames"));
         }
         // Page faults must not grow with the frame count: ten times the frames may not cost more
-        // than a handful of faults more (a fault per frame would be 270 more).
-        if f300 > f30 + 16 {
+        // than a handful of faults more (a fault per frame would be 270 more). The exempt
+        // element's own per-frame mallocs can grow the heap now and then, so they are exempt
+        // here too (and reported above).
+        if !exempt && f300 > f30 + 16 {
             failures.push(format!(
                 "{name}: minor faults grow with frames ({f30} over 30, {f300} over 300)"
             ));
