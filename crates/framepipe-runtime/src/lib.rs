@@ -5,7 +5,7 @@
 //! * *serial* stages (the source, the sink, effects that keep state between frames) take frames
 //!   strictly in sequence order, one at a time, with a single instance;
 //! * *parallel* stages (stateless effects) run on several frames at once, each worker using its own
-//!   instance, created on demand (at most one per worker);
+//!   instance (one per worker, made at prepare);
 //! * a worker that finishes a stage carries its frame straight on to the next stage when it can
 //!   (cache-warm); if the next stage is serial and busy or the frame is not next in order, the frame
 //!   is parked there and the worker looks for other work instead of waiting;
@@ -16,11 +16,10 @@
 //! is configured identically, output bytes do not depend on the number of threads.
 //!
 //! Real-time contract: after [`Pipeline::prepare`] (which allocates the frame pools, the scheduler's
-//! queues and the first instance of every effect), running a frame allocates nothing in the
-//! runtime. Workers take one short mutex to pick and complete a job (a few hundred nanoseconds,
-//! twice per stage per frame); they never hold it while an element runs. Parallel effects create
-//! their second and further instances lazily, the first time a worker needs one (at most
-//! `threads` per effect). See docs/REALTIME.md.
+//! queues and every effect instance: one per serial effect, one per worker per parallel effect),
+//! running a frame allocates nothing in the runtime. Workers take one short mutex to pick and
+//! complete a job (a few hundred nanoseconds, twice per stage per frame); they never hold it while
+//! an element runs. See docs/REALTIME.md.
 #![deny(unsafe_code)]
 
 mod live;

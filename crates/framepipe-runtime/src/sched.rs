@@ -294,19 +294,22 @@ impl Pipeline {
                 next_seq: 0,
                 parked: (0..in_flight).map(|_| None).collect(),
                 free: Vec::with_capacity(threads),
-                created: 0,
                 max_instances: if mode == Mode::Serial { 1 } else { threads },
                 source: None,
             };
             if kind == Kind::Effect {
-                // The first instance now: a plugin that cannot be made fails before any frame.
-                st.free.push(Instance::new(
-                    factories[i - 1].instantiate()?,
-                    &initial.values[i],
-                ));
-                st.created = 1;
+                // Every instance now (one per worker for a parallel stage): a plugin that cannot
+                // be made fails before any frame, and no plugin is constructed on the frame path
+                // (which would allocate and could make a frame late mid-show).
+                for _ in 0..st.max_instances {
+                    st.free.push(Instance::new(
+                        factories[i - 1].instantiate()?,
+                        &initial.values[i],
+                    ));
+                }
+            } else {
+                counter.add_instance();
             }
-            counter.add_instance();
             stage_states.push(st);
             counters.push(counter);
         }
@@ -338,13 +341,11 @@ impl Pipeline {
             work: Condvar::new(),
             out_cv: Condvar::new(),
             slice_done: Condvar::new(),
-            factories,
             pools: stage_pools,
             rate,
             threads,
             snapshots,
             param_names,
-            initial: initial.values.clone(),
             running: (0..threads + 1)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
@@ -479,6 +480,8 @@ pub(crate) struct Token {
 /// An effect instance with the property values it currently has.
 struct Instance {
     effect: Box<dyn Effect>,
+    /// Has processed a frame (counted in the stats' `instances` the first time).
+    used: bool,
     applied: Vec<PropValue>,
     /// Properties the element refused to change live (reported once, then not retried).
     refused: Vec<bool>,
@@ -488,6 +491,7 @@ impl Instance {
     fn new(effect: Box<dyn Effect>, initial: &[PropValue]) -> Self {
         Instance {
             effect,
+            used: false,
             applied: initial.to_vec(),
             refused: vec![false; initial.len()],
         }
@@ -497,8 +501,6 @@ impl Instance {
 enum Inst {
     Source(Box<dyn Source>),
     Effect(Instance),
-    /// A parallel stage's new instance, to be made by the worker outside the lock.
-    NewEffect,
 }
 
 enum Job {
@@ -525,7 +527,6 @@ struct StageState {
     parked: Vec<Option<Token>>,
     /// Effect instances not in use.
     free: Vec<Instance>,
-    created: usize,
     max_instances: usize,
     source: Option<Box<dyn Source>>,
 }
@@ -574,7 +575,6 @@ pub(crate) struct Shared {
     /// The output thread waits here for its next frame.
     pub out_cv: Condvar,
     slice_done: Condvar,
-    factories: Vec<Box<dyn EffectFactory>>,
     /// The pool each stage's output frames come from (index = stage).
     pools: Vec<FramePool>,
     rate: Rational,
@@ -583,8 +583,6 @@ pub(crate) struct Shared {
     /// a time (the stage holding that frame), so its mutex is never contended.
     snapshots: Vec<Mutex<FrameParams>>,
     param_names: Vec<Vec<String>>,
-    /// Per stage: the property values instances are made with (the pipeline's initial ones).
-    initial: Vec<Vec<PropValue>>,
     /// Per worker (and the output thread, last): stage + 1 it is running (0 = none) and since
     /// when (monotonic ns), for stall detection by the output thread.
     pub running: Vec<(AtomicUsize, AtomicI64)>,
@@ -684,16 +682,9 @@ impl State {
         match st.kind {
             Kind::Source => Inst::Source(st.source.take().expect("serial source reserved")),
             Kind::Sink => unreachable!("the sink runs on the output thread"),
-            Kind::Effect => match st.free.pop() {
-                Some(e) => Inst::Effect(e),
-                None => {
-                    // Each worker holds at most one instance, so a parallel stage with
-                    // `threads` instances always has one free; this is the lazy creation.
-                    debug_assert!(st.created < st.max_instances, "instance bound exceeded");
-                    st.created += 1;
-                    Inst::NewEffect
-                }
-            },
+            // A serial stage has one instance and runs one frame at a time; a parallel stage has
+            // one per worker and each worker holds at most one: there is always one free.
+            Kind::Effect => Inst::Effect(st.free.pop().expect("an instance per worker")),
         }
     }
 
@@ -930,16 +921,6 @@ impl Shared {
                         Done::Source(source, result)
                     }
                     Inst::Effect(effect) => self.run_effect(stage, effect, token, worker),
-                    Inst::NewEffect => match self.factories[stage - 1].instantiate() {
-                        Ok(effect) => {
-                            counters.add_instance();
-                            // Made with the pipeline's initial properties; `run_effect` brings it
-                            // to this frame's values.
-                            let inst = Instance::new(effect, &self.initial[stage]);
-                            self.run_effect(stage, inst, token, worker)
-                        }
-                        Err(e) => Done::Effect(stage, None, Err(e)),
-                    },
                 };
                 self.mark_running(worker, None);
                 // The source's last call, which finds the end of the stream, is not a frame.
@@ -963,6 +944,10 @@ impl Shared {
             worker,
         };
         let name = &self.counters.stages[stage].name;
+        if !inst.used {
+            inst.used = true;
+            self.counters.stages[stage].add_instance();
+        }
         let result = guard(name, || {
             // Bring the instance to this frame's parameter values (sampled at its boundary).
             let slot = (token.ctx.seq % self.snapshots.len() as u64) as usize;

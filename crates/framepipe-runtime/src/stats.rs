@@ -64,7 +64,8 @@ pub struct StageStats {
     pub name: String,
     /// How it was scheduled.
     pub mode: Mode,
-    /// Instances created (1 for serial stages; up to the worker count for parallel ones).
+    /// Instances that processed at least one frame (1 for serial stages; up to the worker count
+    /// for parallel ones, all of which are made at prepare).
     pub instances: usize,
     /// Frames processed.
     pub frames: u64,

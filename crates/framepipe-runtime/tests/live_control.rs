@@ -476,9 +476,11 @@ fn a_stalled_stage_is_reported_once_by_name() {
     r.expect("a stall does not kill the run");
     assert_eq!(released.lock().unwrap().len(), 12);
     let ev = events.lock().unwrap().clone();
+    // Only the sleepy stage's reports count: on a loaded machine another stage may also pass
+    // the timeout now and then, which is a correct report too.
     let stalls: Vec<&Event> = ev
         .iter()
-        .filter(|e| matches!(e, Event::Stalled { .. }))
+        .filter(|e| matches!(e, Event::Stalled { stage, .. } if stage == "sleepy"))
         .collect();
     assert_eq!(stalls.len(), 1, "reported once: {ev:?}");
     match stalls[0] {
