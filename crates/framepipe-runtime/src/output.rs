@@ -173,7 +173,7 @@ pub(crate) fn run_output(
             // must not move the clock, or the output would drift.
             let frame_late = p
                 .next_deadline()
-                .is_some_and(|d| now_ns() > d + framepipe_clock::DEFAULT_LATE_THRESHOLD_NS);
+                .is_some_and(|d| token.ready_ns > d + framepipe_clock::DEFAULT_LATE_THRESHOLD_NS);
             let tick = p.wait_next();
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
                 shared.counters.late.fetch_add(1, Ordering::Relaxed);

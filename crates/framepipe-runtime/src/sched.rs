@@ -475,6 +475,8 @@ enum Kind {
 pub(crate) struct Token {
     pub ctx: FrameCtx,
     pub frame: Option<Frame>,
+    /// When the frame became ready for the sink (monotonic ns), for the slow overload policy.
+    pub ready_ns: i64,
 }
 
 /// An effect instance with the property values it currently has.
@@ -667,6 +669,7 @@ impl State {
             let token = Token {
                 ctx: FrameCtx { seq, pts_ns },
                 frame: None,
+                ready_ns: 0,
             };
             return Some(Job::Stage {
                 stage: 0,
@@ -689,9 +692,10 @@ impl State {
     }
 
     /// Hands a token whose turn has come at serial `stage` to whoever runs that stage.
-    fn make_ready(&mut self, stage: usize, token: Token, shared: &Shared) {
+    fn make_ready(&mut self, stage: usize, mut token: Token, shared: &Shared) {
         if self.stages[stage].kind == Kind::Sink {
             debug_assert!(self.out_ready.is_none(), "one frame at a time for the sink");
+            token.ready_ns = framepipe_clock::now_ns();
             self.out_ready = Some(token);
             shared.out_cv.notify_one();
         } else {
