@@ -475,7 +475,8 @@ enum Kind {
 pub(crate) struct Token {
     pub ctx: FrameCtx,
     pub frame: Option<Frame>,
-    /// When the frame became ready for the sink (monotonic ns), for the slow overload policy.
+    /// When the frame reached the sink stage, fully processed (monotonic ns): the slow overload
+    /// policy slips the clock only for frames that were not ready by their deadline.
     pub ready_ns: i64,
 }
 
@@ -692,10 +693,9 @@ impl State {
     }
 
     /// Hands a token whose turn has come at serial `stage` to whoever runs that stage.
-    fn make_ready(&mut self, stage: usize, mut token: Token, shared: &Shared) {
+    fn make_ready(&mut self, stage: usize, token: Token, shared: &Shared) {
         if self.stages[stage].kind == Kind::Sink {
             debug_assert!(self.out_ready.is_none(), "one frame at a time for the sink");
-            token.ready_ns = framepipe_clock::now_ns();
             self.out_ready = Some(token);
             shared.out_cv.notify_one();
         } else {
@@ -705,10 +705,14 @@ impl State {
 
     /// Moves `token` to `stage`: returns the job if this worker can run it now, else parks it
     /// (or hands it to the output thread).
-    fn advance(&mut self, stage: usize, token: Token, shared: &Shared) -> Option<Job> {
+    fn advance(&mut self, stage: usize, mut token: Token, shared: &Shared) -> Option<Job> {
         if self.abort {
             self.in_flight -= 1;
             return None;
+        }
+        if self.stages[stage].kind == Kind::Sink {
+            // Processed: from now on the frame only waits for its turn at the output.
+            token.ready_ns = framepipe_clock::now_ns();
         }
         let cap = self.max_in_flight;
         let st = &mut self.stages[stage];
