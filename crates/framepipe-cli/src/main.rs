@@ -241,9 +241,30 @@ fn build(desc: &PipelineDesc, registry: &Registry) -> Result<Pipeline> {
     Ok(Pipeline::new(source, effects, sink))
 }
 
+/// The registry for running `desc`: every native element, and only the frei0r plugins the
+/// pipeline names (loading all of them costs ~50 ms). When a name is not found that way, the
+/// full registry, so that the error can suggest a close name.
+fn registry_for(desc: &PipelineDesc) -> Registry {
+    let stems: Vec<&str> = desc
+        .elements
+        .iter()
+        .filter_map(|e| e.name.strip_prefix("frei0r-"))
+        .collect();
+    let mut r = Registry::new();
+    framepipe_io::register(&mut r);
+    framepipe_effects::register(&mut r);
+    framepipe_net::register(&mut r);
+    framepipe_frei0r::register_named(&mut r, &stems);
+    if desc.elements.iter().all(|e| r.find(&e.name).is_some()) {
+        r
+    } else {
+        registry().0
+    }
+}
+
 fn run(args: RunArgs) -> Result<()> {
     let desc = load_desc(&args.pipeline)?;
-    let (registry, _warnings) = registry();
+    let registry = registry_for(&desc);
     let pipeline = build(&desc, &registry)?;
     let overload = Overload::parse(&args.overload)
         .with_context(|| format!("bad --overload '{}': expected slow or live", args.overload))?;

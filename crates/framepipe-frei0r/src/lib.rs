@@ -105,9 +105,27 @@ pub fn register(registry: &mut Registry) -> Vec<String> {
 
 /// [`register`] with an explicit list of directories.
 pub fn register_from(registry: &mut Registry, dirs: &[PathBuf]) -> Vec<String> {
+    register_files(registry, plugin_files(dirs))
+}
+
+/// Registers only the plugins whose file stems are given (`glow` for `frei0r-glow`), found on
+/// the search path: what `framepipe run` needs, without loading every plugin installed. Stems
+/// not found are simply not registered (the caller can fall back to [`register`] to explain).
+pub fn register_named(registry: &mut Registry, stems: &[&str]) -> Vec<String> {
+    let files = plugin_files(&search_path())
+        .into_iter()
+        .filter(|p| {
+            p.file_stem()
+                .is_some_and(|s| stems.iter().any(|want| s.to_string_lossy() == *want))
+        })
+        .collect();
+    register_files(registry, files)
+}
+
+fn register_files(registry: &mut Registry, files: Vec<PathBuf>) -> Vec<String> {
     let mut warnings = Vec::new();
     let mut mixers = Vec::new();
-    for path in plugin_files(dirs) {
+    for path in files {
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
