@@ -113,7 +113,8 @@ fn main() {
             std::process::exit(0);
         }
         // One line: the cause chain joined by ": ", skipping a cause whose text the message
-        // already carries (element errors display their source and also chain it).
+        // already carries (framepipe errors display their cause and also chain it; see
+        // framepipe_core::error).
         let mut line = String::new();
         for cause in e.chain() {
             let text = cause.to_string();
@@ -131,12 +132,18 @@ fn main() {
 
 /// Every element framepipe knows, plus warnings about plugins that could not be loaded.
 fn registry() -> (Registry, Vec<String>) {
+    let mut r = native_registry();
+    let warnings = framepipe_frei0r::register(&mut r);
+    (r, warnings)
+}
+
+/// Every element that is not a frei0r plugin.
+fn native_registry() -> Registry {
     let mut r = Registry::new();
     framepipe_io::register(&mut r);
     framepipe_net::register(&mut r);
     framepipe_effects::register(&mut r);
-    let warnings = framepipe_frei0r::register(&mut r);
-    (r, warnings)
+    r
 }
 
 fn load_desc(arg: &str) -> Result<PipelineDesc> {
@@ -204,11 +211,17 @@ fn build(desc: &PipelineDesc, registry: &Registry) -> Result<Pipeline> {
             "in the middle"
         };
         let resolved = Props::resolve(&e.name, &entry.desc.props, &props)?;
-        for (k, _) in &oscillators {
-            if !entry.desc.props.iter().any(|p| p.name == *k) {
-                // Same message as for a plain unknown property.
-                Props::resolve(&e.name, &entry.desc.props, &[(k.clone(), String::new())])?;
+        if let Some((k, _)) = oscillators
+            .iter()
+            .find(|(k, _)| !entry.desc.props.iter().any(|p| p.name == *k))
+        {
+            let names: Vec<&str> = entry.desc.props.iter().map(|p| p.name.as_str()).collect();
+            return Err(framepipe_core::Error::UnknownProperty {
+                element: e.name.clone(),
+                prop: k.clone(),
+                expected: names.join(", "),
             }
+            .into());
         }
         match (entry.build)(&resolved)? {
             Element::Source(s) if i == 0 => source = Some((label, s)),
@@ -250,10 +263,7 @@ fn registry_for(desc: &PipelineDesc) -> Registry {
         .iter()
         .filter_map(|e| e.name.strip_prefix("frei0r-"))
         .collect();
-    let mut r = Registry::new();
-    framepipe_io::register(&mut r);
-    framepipe_effects::register(&mut r);
-    framepipe_net::register(&mut r);
+    let mut r = native_registry();
     framepipe_frei0r::register_named(&mut r, &stems);
     if desc.elements.iter().all(|e| r.find(&e.name).is_some()) {
         r

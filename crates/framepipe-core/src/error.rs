@@ -1,4 +1,9 @@
 //! The core error type, used across element traits.
+//!
+//! The rule for every framepipe error type: its message is one line that carries the offending
+//! value *and its cause's message*, and the cause is also chained (`source()`) for programs that
+//! inspect it. A printer that walks the chain (the CLI does) therefore skips a cause whose text
+//! the message already holds; contexts added on top (anyhow's `with_context`) are kept.
 
 /// Errors of framepipe's core and of elements at their trait boundary.
 #[derive(Debug, thiserror::Error)]

@@ -12,8 +12,8 @@ use framepipe_core::{
 use crate::error::IoError;
 use crate::pixfmt::RawFormat;
 use crate::stream::{
-    check_size, create_output, display_name, flush, open_input, rate_prop, read_frame, write_all,
-    FrameRead, MAX_DIM,
+    check_size, create_output, display_name, flush, flush_each_frame, open_input, rate_prop,
+    read_frame, write_all, FrameRead, MAX_DIM,
 };
 
 /// Name of the raw source.
@@ -218,6 +218,7 @@ pub fn build_sink(props: &Props) -> Result<Element> {
     Ok(Element::Sink(Box::new(RawSink {
         path: display_name(location, "stdout"),
         format,
+        flush_each: flush_each_frame(&output),
         output,
         scratch: Vec::new(),
     })))
@@ -229,6 +230,8 @@ pub struct RawSink {
     path: String,
     format: RawFormat,
     output: BufWriter<File>,
+    /// Flush after each frame (the output is a pipe, socket or terminal).
+    flush_each: bool,
     scratch: Vec<u8>,
 }
 
@@ -249,9 +252,12 @@ impl Sink for RawSink {
             &self.scratch
         };
         write_all(&mut self.output, data, &self.path).map_err(|e| Error::element(SINK, e))?;
-        // Each frame leaves when it is released: a reader on a pipe (a player, the pacing
+        // On a pipe each frame leaves when it is released: a reader (a player, the pacing
         // meter, another framepipe) must see it at its deadline, not when a buffer fills.
-        flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))
+        if self.flush_each {
+            flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))?;
+        }
+        Ok(())
     }
 
     fn finish(&mut self) -> Result<()> {

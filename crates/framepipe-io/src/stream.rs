@@ -94,6 +94,13 @@ pub fn create_output(location: &str) -> Result<BufWriter<File>> {
     Ok(BufWriter::with_capacity(BUF_BYTES, file))
 }
 
+/// Whether a sink should flush after every frame: yes for a pipe, socket or terminal (a reader
+/// there must see each frame when it is released, e.g. at its deadline), no for a regular file,
+/// where it would only add a write per frame.
+pub fn flush_each_frame(output: &BufWriter<File>) -> bool {
+    !output.get_ref().metadata().is_ok_and(|m| m.is_file())
+}
+
 /// Reads until `buf` is full or the input ends; returns how many bytes were read.
 pub fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;

@@ -24,7 +24,8 @@ use yuv::{
 
 use crate::error::IoError;
 use crate::stream::{
-    check_size, create_output, display_name, flush, open_input, read_frame, write_all, FrameRead,
+    check_size, create_output, display_name, flush, flush_each_frame, open_input, read_frame,
+    write_all, FrameRead,
 };
 
 /// Name of the source.
@@ -451,6 +452,7 @@ pub fn build_sink(props: &Props) -> Result<Element> {
     Ok(Element::Sink(Box::new(Y4mSink {
         path: display_name(location, "stdout"),
         chroma,
+        flush_each: flush_each_frame(&output),
         output,
         info: None,
         planes: Vec::new(),
@@ -463,6 +465,8 @@ pub struct Y4mSink {
     path: String,
     chroma: Chroma,
     output: BufWriter<File>,
+    /// Flush after each frame (the output is a pipe, socket or terminal).
+    flush_each: bool,
     info: Option<VideoInfo>,
     planes: Vec<u8>,
 }
@@ -534,8 +538,11 @@ impl Sink for Y4mSink {
     fn consume(&mut self, _ctx: &FrameCtx, frame: &Frame) -> Result<()> {
         self.write_frame(frame.data())
             .map_err(|e| Error::element(SINK, e))?;
-        // One frame, one write: it leaves at its release time (see rawsink).
-        flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))
+        // On a pipe, the frame leaves at its release time (see rawsink).
+        if self.flush_each {
+            flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))?;
+        }
+        Ok(())
     }
 
     fn finish(&mut self) -> Result<()> {

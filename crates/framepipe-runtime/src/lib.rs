@@ -18,7 +18,7 @@
 //! Real-time contract: after [`Pipeline::prepare`] (which allocates the frame pools, the scheduler's
 //! queues and every effect instance: one per serial effect, one per worker per parallel effect),
 //! running a frame allocates nothing in the runtime. Workers take one short mutex to pick and
-//! complete a job (a few hundred nanoseconds, twice per stage per frame); they never hold it while
+//! complete a job (queue bookkeeping only, twice per stage per frame); they never hold it while
 //! an element runs. See docs/REALTIME.md.
 #![deny(unsafe_code)]
 

@@ -48,20 +48,32 @@ impl LiveStage {
 
     /// Attaches an oscillator to numeric property `prop`.
     pub fn attach(&mut self, prop: &str, osc: Oscillator) -> Result<(), String> {
-        let label = self.label.clone();
-        let p = self
-            .params
-            .iter_mut()
-            .find(|p| p.spec.name == prop)
-            .ok_or_else(|| format!("unknown property '{prop}' on {label}"))?;
+        let Some(i) = self.params.iter().position(|p| p.spec.name == prop) else {
+            return Err(self.unknown(prop));
+        };
+        let p = &mut self.params[i];
         if !numeric(&p.spec.kind) {
             return Err(format!(
-                "property '{prop}' of {label} is {}; only numeric properties can have an oscillator",
-                p.spec.kind
+                "property '{prop}' of {} is {}; only numeric properties can have an oscillator",
+                self.label, p.spec.kind
             ));
         }
         p.osc = Some(osc);
         Ok(())
+    }
+
+    /// The message for a property this stage does not have (built only on that error path).
+    fn unknown(&self, prop: &str) -> String {
+        let names: Vec<&str> = self.params.iter().map(|p| p.spec.name.as_str()).collect();
+        format!(
+            "unknown property '{prop}' on {}; expected one of: {}",
+            self.label,
+            if names.is_empty() {
+                "(none)".to_string()
+            } else {
+                names.join(", ")
+            }
+        )
     }
 
     pub fn add_param(&mut self, spec: PropSpec, value: PropValue) {
@@ -197,21 +209,10 @@ impl Live {
 
     fn param(&mut self, stage: usize, prop: &str) -> Result<&mut LiveParam, String> {
         let st = &mut self.stages[stage];
-        let label = st.label.clone();
-        let names: Vec<String> = st.params.iter().map(|p| p.spec.name.clone()).collect();
-        st.params
-            .iter_mut()
-            .find(|p| p.spec.name == prop)
-            .ok_or_else(|| {
-                format!(
-                    "unknown property '{prop}' on {label}; expected one of: {}",
-                    if names.is_empty() {
-                        "(none)".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                )
-            })
+        match st.params.iter().position(|p| p.spec.name == prop) {
+            Some(i) => Ok(&mut st.params[i]),
+            None => Err(st.unknown(prop)),
+        }
     }
 
     /// Applies a parameter command (`set`, `osc`, `unosc`, `bypass`, `speed`). The change is

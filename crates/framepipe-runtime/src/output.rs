@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use framepipe_clock::{now_ns, prepare_pacing_thread, CpuMeter, LatenessSummary, Pacer};
-use framepipe_control::{Command, CommandReader, Release, Transport};
+use framepipe_control::{CommandReader, Release, Transport};
 use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
 use crate::sched::{guard, Event, Options, Overload, Shared};
@@ -229,9 +229,6 @@ fn apply_commands(shared: &Shared, reader: &mut CommandReader, transport: &mut T
                     reason,
                 });
             }
-        }
-        if matches!(cmd, Command::Stop) {
-            shared.counters.stopping.store(true, Ordering::Relaxed);
         }
         reader.retire(cmd);
     }

@@ -354,7 +354,7 @@ impl Pipeline {
         };
         Ok(Prepared {
             shared,
-            sink: Some((sink_name_of(&names), sink)),
+            sink: Some(sink),
             infos,
             threads,
             in_flight,
@@ -365,14 +365,10 @@ impl Pipeline {
     }
 }
 
-fn sink_name_of(names: &[String]) -> String {
-    names.last().cloned().unwrap_or_default()
-}
-
 /// A negotiated pipeline, ready to run.
 pub struct Prepared {
     pub(crate) shared: Shared,
-    pub(crate) sink: Option<(String, Box<dyn Sink>)>,
+    pub(crate) sink: Option<Box<dyn Sink>>,
     infos: Vec<VideoInfo>,
     threads: usize,
     in_flight: usize,
@@ -430,8 +426,7 @@ impl Prepared {
     /// On a source error, the frames produced before it still reach the sink; the sink is always
     /// finished (flushed, closed). The first error is returned after that.
     pub fn run(mut self) -> Result<RunStats> {
-        let (sink_name, mut sink) = self.sink.take().expect("run once");
-        let _ = sink_name;
+        let mut sink = self.sink.take().expect("run once");
         let threads = self.threads;
         let shared = &self.shared;
         let commands = self.commands.take();

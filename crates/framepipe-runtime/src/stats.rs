@@ -85,7 +85,6 @@ pub struct Counters {
     pub(crate) repeated: AtomicU64,
     pub(crate) realtime: AtomicBool,
     pub(crate) paused: AtomicBool,
-    pub(crate) stopping: AtomicBool,
 }
 
 impl Counters {
@@ -99,7 +98,6 @@ impl Counters {
             repeated: AtomicU64::new(0),
             realtime: AtomicBool::new(false),
             paused: AtomicBool::new(false),
-            stopping: AtomicBool::new(false),
         }
     }
 
@@ -121,11 +119,6 @@ impl Counters {
     /// Whether output is paused (by a `pause` or `step` command).
     pub fn paused(&self) -> bool {
         self.paused.load(Ordering::Relaxed)
-    }
-
-    /// Whether a `stop` command ended the run.
-    pub fn stopped_by_command(&self) -> bool {
-        self.stopping.load(Ordering::Relaxed)
     }
 
     /// Frames in flight right now (between leaving the source and leaving the sink).
