@@ -62,6 +62,8 @@ pub(crate) fn run_output(
         }
     };
     let realtime = pacer.is_some() && prepare_pacing_thread(options.realtime).realtime;
+    let half_period_ns = pacer.as_ref().map_or(0, |p| p.period_ns() as i64 / 2);
+    let mut last_release_ns: Option<i64> = None;
     shared.counters.realtime.store(realtime, Ordering::Relaxed);
     let cpu = CpuMeter::start();
     let mut transport = Transport::new();
@@ -106,7 +108,7 @@ pub(crate) fn run_output(
                         if now >= deadline {
                             // Nothing new at this deadline: show the previous frame again.
                             drop(st);
-                            p.wait_next();
+                            last_release_ns = Some(p.wait_next().released_ns);
                             p.stats_mut().record_repeat();
                             shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
                             if let Err(e) = sink.consume(ctx, frame) {
@@ -168,18 +170,29 @@ pub(crate) fn run_output(
                     .repeated
                     .fetch_add(skipped, Ordering::Relaxed);
             }
-            // Was the frame itself late (ready only after its deadline)? A release that is late
-            // because this thread lost the CPU while the frame was ready is not an overload and
-            // must not move the clock, or the output would drift.
+            // Was the frame itself late (ready only after its deadline)? Judged by when it
+            // reached the sink stage, not when this thread looked, so that a preempted output
+            // thread does not pass for an overloaded pipeline.
             let frame_late = p
                 .next_deadline()
                 .is_some_and(|d| token.ready_ns > d + framepipe_clock::DEFAULT_LATE_THRESHOLD_NS);
+            // After this thread lost the CPU, deadlines may already have passed: keep the grid
+            // (no drift) but release no closer than half a period after the previous frame, so
+            // the output catches up without a burst.
+            if let (Some(d), Some(prev)) = (p.next_deadline(), last_release_ns) {
+                let earliest = prev + half_period_ns;
+                if d < earliest {
+                    p.wait_until(earliest);
+                }
+            }
             let tick = p.wait_next();
+            last_release_ns = Some(tick.released_ns);
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
                 shared.counters.late.fetch_add(1, Ordering::Relaxed);
             }
             if frame_late && !live_policy {
-                // Slow policy: the clock slips to this frame instead of hurrying the next.
+                // Slow policy: the pipeline could not keep up; the clock slips to this frame
+                // instead of hurrying the next.
                 p.slip_to(tick.released_ns);
             }
         }
