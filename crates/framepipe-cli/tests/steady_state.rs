@@ -3,60 +3,13 @@
 //! sink at frame `WARMUP` and at the last frame; everything between (all threads) must be zero
 //! allocations, and page faults must not grow with the number of frames.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use framepipe_core::{Element, Frame, FrameCtx, Registry, Result, Sink, VideoInfo};
 use framepipe_runtime::{EffectStage, Options, Pipeline};
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-/// Set between the warm-up mark and the end when FP_ALLOC_TRACE is set: every allocation then
-/// prints a backtrace (to find what allocates).
-static TRACE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-thread_local! {
-    static IN_TRACE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-fn counted() {
-    ALLOCS.fetch_add(1, Ordering::Relaxed);
-    if TRACE.load(Ordering::Relaxed) && !IN_TRACE.with(|t| t.replace(true)) {
-        eprintln!(
-            "allocation after warm-up:\n{}",
-            std::backtrace::Backtrace::force_capture()
-        );
-        IN_TRACE.with(|t| t.set(false));
-    }
-}
-
-// SAFETY: defers every operation to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        counted();
-        // SAFETY: same contract as ours, passed through.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours, passed through.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        counted();
-        // SAFETY: same contract as ours, passed through.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        counted();
-        // SAFETY: same contract as ours, passed through.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: framepipe_testkit::CountingAlloc = framepipe_testkit::CountingAlloc;
 
 fn minor_faults() -> u64 {
     let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -89,18 +42,18 @@ impl Sink for MarkSink {
     fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
         std::hint::black_box(frame.data()[0]);
         if ctx.seq == WARMUP {
-            self.1.allocs_at_warmup = ALLOCS.load(Ordering::SeqCst);
+            self.1.allocs_at_warmup = framepipe_testkit::total();
             self.1.faults_at_warmup = minor_faults();
-            TRACE.store(self.2, Ordering::SeqCst);
+            framepipe_testkit::trace(self.2);
         } else if ctx.seq > WARMUP {
-            self.1.allocs_at_end = ALLOCS.load(Ordering::SeqCst);
+            self.1.allocs_at_end = framepipe_testkit::total();
             self.1.faults_at_end = minor_faults();
         }
         self.1.frames = ctx.seq + 1;
         Ok(())
     }
     fn finish(&mut self) -> Result<()> {
-        TRACE.store(false, Ordering::SeqCst);
+        framepipe_testkit::trace(false);
         *self.0.lock().unwrap() = self.1;
         Ok(())
     }

@@ -4,45 +4,16 @@
 //!
 //! A counting global allocator counts allocations made by this thread during the loop.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use framepipe_clock::{LatenessStats, Pacer};
 use framepipe_control::{command_queue, Command, OscClock, Oscillator, Shape, Transport};
 use framepipe_core::Rational;
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: defers every operation to the system allocator unchanged; the thread-local counter
-// is a const-initialised Cell, whose access does not allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as our caller's: a valid, non-zero-sized layout.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout (via `alloc` above).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.with(|c| c.set(c.get() + 1));
-        // SAFETY: as for `dealloc`, and `new_size` is non-zero per GlobalAlloc's contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: framepipe_testkit::CountingAlloc = framepipe_testkit::CountingAlloc;
 
+/// Allocations made so far by this thread.
 fn allocs() -> u64 {
-    ALLOCS.with(|c| c.get())
+    framepipe_testkit::this_thread()
 }
 
 #[test]

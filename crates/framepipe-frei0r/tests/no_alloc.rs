@@ -1,36 +1,12 @@
 //! No heap allocation per frame in the frei0r host: a counting global allocator watches the
 //! frame loop of an RGBA8888 filter, a BGRA8888 filter (scratch-buffer path) and a source.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use framepipe_core::{Element, FrameCtx, FramePool, InlineSlices, Rational, Registry, VideoInfo};
 
-struct Counting;
-
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: framepipe_testkit::CountingAlloc = framepipe_testkit::CountingAlloc;
 
 #[test]
 fn the_frame_loop_does_not_allocate() {
@@ -83,12 +59,12 @@ fn the_frame_loop_does_not_allocate() {
     };
     // Warm up (plugins may allocate lazily on their first frame), then count.
     step(0);
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = framepipe_testkit::total();
     let mut sum = 0u64;
     for k in 1..40 {
         sum += step(k) as u64;
     }
-    let after = ALLOCS.load(Ordering::Relaxed);
+    let after = framepipe_testkit::total();
     assert_eq!(
         after - before,
         0,
