@@ -61,6 +61,22 @@ pub enum Error {
         /// Number of frames in the pool.
         capacity: usize,
     },
+    /// Something would allocate more than the memory budget allows ([`crate::Limits`]).
+    #[error(
+        "{what} would take {}, over the limit of {}; {hint}",
+        crate::limits::human_bytes(*asked),
+        crate::limits::human_bytes(*limit)
+    )]
+    TooLarge {
+        /// What was asked for, naming who asked ("y4msrc: a frame of 16384x16384").
+        what: String,
+        /// Bytes asked for.
+        asked: u64,
+        /// The limit in force, bytes.
+        limit: u64,
+        /// How to raise the limit or what is allowed.
+        hint: String,
+    },
     /// An I/O error, with what was being done.
     #[error("{context}: {source}")]
     Io {

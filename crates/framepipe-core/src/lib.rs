@@ -7,6 +7,7 @@
 //! * [`info`]: [`VideoInfo`] (size and rate), [`Rational`], [`FrameCtx`] (sequence number and
 //!   timestamp of the frame being processed; time is integer nanoseconds).
 //! * [`props`]: typed element properties, their specs and parsing from `name=value` text.
+//! * [`limits`]: the memory budget every size from untrusted input is checked against.
 //! * [`element`]: the [`Source`], [`Effect`]/[`EffectFactory`] and [`Sink`] traits every element
 //!   implements, and [`Registry`], through which native and frei0r elements are found by name.
 //!
@@ -18,6 +19,7 @@ pub mod element;
 pub mod error;
 pub mod frame;
 pub mod info;
+pub mod limits;
 pub mod props;
 
 pub use element::{
@@ -27,4 +29,5 @@ pub use element::{
 pub use error::{Error, Result};
 pub use frame::{Frame, FrameMut, FramePool};
 pub use info::{FrameCtx, Rational, VideoInfo};
+pub use limits::Limits;
 pub use props::{PropKind, PropSpec, PropValue, Props};
