@@ -1,5 +1,6 @@
-//! Test support shared by framepipe's "no allocation per frame" tests: one counting global
-//! allocator instead of a copy in every test file.
+//! Test support shared by framepipe's tests: one counting global allocator for the "no
+//! allocation per frame" tests instead of a copy in every test file, and [`child::run`], which
+//! runs a child process with a time limit and reads its peak RSS (the memory-budget tests).
 //!
 //! A test binary installs it with
 //!
@@ -12,6 +13,8 @@
 //! calling thread only: unaffected by other tests running at the same time) around the code it
 //! checks. [`trace`] prints a backtrace for every allocation while it is on, to find what
 //! allocates.
+
+pub mod child;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
