@@ -22,11 +22,16 @@
 //! an element runs. See docs/REALTIME.md.
 #![deny(unsafe_code)]
 
+mod events;
 mod live;
 mod output;
-mod sched;
+mod pipeline;
+mod slices;
+mod state;
 mod stats;
+mod worker;
 
+pub use events::{Event, EventFn};
 pub use output::PacingStats;
-pub use sched::{EffectStage, Event, EventFn, Options, Overload, Pipeline, Prepared};
+pub use pipeline::{EffectStage, Options, Overload, Pipeline, Prepared};
 pub use stats::{Counters, RunStats, StageCounters, StageStats};

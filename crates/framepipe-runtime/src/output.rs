@@ -20,7 +20,10 @@ use framepipe_clock::{now_ns, prepare_pacing_thread, CpuMeter, LatenessSummary, 
 use framepipe_control::{CommandReader, Release, Transport};
 use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
-use crate::sched::{guard, Event, Options, Overload, Shared};
+use crate::events::Event;
+use crate::pipeline::{Options, Overload};
+use crate::state::Shared;
+use crate::worker::guard;
 
 /// How often the output thread looks at commands and stalls while it has nothing else to do.
 const POLL: Duration = Duration::from_millis(2);

@@ -1,0 +1,46 @@
+//! [`Event`]s: what a running pipeline reports (stalls, rejected commands and properties), and
+//! how they are delivered.
+
+use std::sync::Arc;
+
+use crate::state::Shared;
+
+/// Something a running pipeline reports (to a status line, a log, a control surface).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A stage has been running one frame for longer than the stall timeout (reported once).
+    Stalled {
+        /// Stage name.
+        stage: String,
+        /// How long it had been running when noticed, ms.
+        elapsed_ms: u64,
+    },
+    /// A command could not be applied.
+    CommandRejected {
+        /// The command as text.
+        command: String,
+        /// Why.
+        reason: String,
+    },
+    /// A live property change was refused by the element itself (reported once per property).
+    PropertyRejected {
+        /// Stage name.
+        stage: String,
+        /// Property.
+        prop: String,
+        /// The element's error.
+        reason: String,
+    },
+}
+
+/// Receives [`Event`]s; called from the output thread or a worker, so it must be quick.
+pub type EventFn = Arc<dyn Fn(&Event) + Send + Sync>;
+
+impl Shared {
+    pub(crate) fn emit(&self, e: Event) {
+        if let Some(f) = &self.events {
+            f(&e);
+        }
+    }
+}

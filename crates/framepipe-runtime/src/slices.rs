@@ -1,0 +1,106 @@
+//! The slice runner handed to effects: fork-join of one frame's slices on the pipeline's own
+//! workers. The caller publishes the job in its worker's slot; idle workers take slices before
+//! any other work (`State::next_job`); the caller runs slices too and returns when all are done.
+
+#![allow(unsafe_code)] // only for the slice runner's borrowed closure; see SliceJob
+
+use framepipe_core::SliceRunner;
+
+use crate::state::Shared;
+
+/// A borrowed slice closure with its lifetime erased, so that other workers can call it.
+#[derive(Clone, Copy)]
+pub(crate) struct SliceJob(*const (dyn Fn(usize) + Sync + 'static));
+
+// SAFETY: the pointee is `Sync`, and the slice owner keeps it alive until every claimed index has
+// been run and counted (see `PoolSlices::run`), so sending the pointer to another worker is sound.
+unsafe impl Send for SliceJob {}
+
+impl SliceJob {
+    /// Runs slice `index` of a claimed job, containing a panic; returns whether it completed.
+    /// Only for an index claimed from a published slot and not yet counted done.
+    pub(crate) fn call_caught(self, index: usize) -> bool {
+        // SAFETY: the slice owner waits (in `PoolSlices::run`) until this index is counted
+        // done before its closure goes out of scope, so the pointer is valid here.
+        let f = unsafe { &*self.0 };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(index))).is_ok()
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct SliceSlot {
+    pub(crate) job: Option<SliceJob>,
+    pub(crate) n: usize,
+    pub(crate) next: usize,
+    pub(crate) done: usize,
+    /// A slice panicked; the owner re-raises it once every slice is accounted for.
+    pub(crate) panicked: bool,
+}
+
+/// The slice runner handed to effects: fork-join on the pipeline's own workers.
+pub(crate) struct PoolSlices<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) worker: usize,
+}
+
+impl SliceRunner for PoolSlices<'_> {
+    fn workers(&self) -> usize {
+        self.shared.threads
+    }
+
+    fn run(&self, n: usize, job: &(dyn Fn(usize) + Sync)) {
+        if n <= 1 || self.shared.threads == 1 {
+            (0..n).for_each(job);
+            return;
+        }
+        let erased: *const (dyn Fn(usize) + Sync + '_) = job;
+        // Only the lifetime changes. The pointer is published in this worker's slot and this
+        // function does not return until `done == n`, i.e. until every index claimed by any
+        // worker has been run; then the slot is cleared under the lock, so no worker can
+        // dereference the pointer once `job` goes out of scope.
+        let erased: *const (dyn Fn(usize) + Sync + 'static) =
+            // SAFETY: see above: the pointee outlives every use through the slot.
+            unsafe { std::mem::transmute(erased) };
+        let mut st = self.shared.lock();
+        st.slices[self.worker] = SliceSlot {
+            job: Some(SliceJob(erased)),
+            n,
+            next: 0,
+            done: 0,
+            panicked: false,
+        };
+        if st.waiting > 0 {
+            self.shared.work.notify_all();
+        }
+        loop {
+            let s = &mut st.slices[self.worker];
+            if s.next < n {
+                let index = s.next;
+                s.next += 1;
+                drop(st);
+                let ok =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(index))).is_ok();
+                st = self.shared.lock();
+                let s = &mut st.slices[self.worker];
+                s.done += 1;
+                s.panicked |= !ok;
+            } else {
+                break;
+            }
+        }
+        while st.slices[self.worker].done < n {
+            st = self
+                .shared
+                .slice_done
+                .wait(st)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        let panicked = std::mem::take(&mut st.slices[self.worker]).panicked;
+        drop(st);
+        if panicked {
+            // Every slice is accounted for and the slot is cleared: safe to unwind now. The
+            // effect's guard turns this into an error naming the element.
+            panic!("a slice of this frame panicked");
+        }
+    }
+}
