@@ -85,7 +85,37 @@ pub struct ElementDesc {
 
 /// Runs the parts of one frame's work on the engine's worker pool (fork-join), so that a native
 /// effect can split a frame into slices without a thread pool of its own.
-pub trait SliceRunner: Sync {
+///
+/// A runner is deliberately **not** `Sync`: a slice job must be `Sync` (it runs on several
+/// workers at once), so it cannot capture the runner, and a slice can never start slices of its
+/// own. (Nested fork-join on one pool can deadlock or, with a borrowed job, outlive the job it
+/// runs; the type system rules it out instead of a check at run time.) Ordinary slicing:
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use framepipe_core::{InlineSlices, SliceRunner};
+///
+/// fn sum_of_squares(slices: &dyn SliceRunner) -> usize {
+///     let total = AtomicUsize::new(0);
+///     slices.run(4, &|i| {
+///         total.fetch_add(i * i, Ordering::Relaxed);
+///     });
+///     total.into_inner()
+/// }
+/// assert_eq!(sum_of_squares(&InlineSlices), 14);
+/// ```
+///
+/// A slice that starts slices does not compile (`dyn SliceRunner` cannot be shared between
+/// threads, so the closure is not `Sync`):
+///
+/// ```compile_fail,E0277
+/// use framepipe_core::SliceRunner;
+///
+/// fn nested(slices: &dyn SliceRunner) {
+///     slices.run(4, &|_| slices.run(2, &|_| {}));
+/// }
+/// ```
+pub trait SliceRunner {
     /// How many workers could take part (a good number of slices is a small multiple of this).
     fn workers(&self) -> usize;
     /// Calls `job(i)` for every `i` in `0..n`, possibly on several workers at once, and returns

@@ -4,6 +4,9 @@
 
 #![allow(unsafe_code)] // only for the slice runner's borrowed closure; see SliceJob
 
+use std::cell::Cell;
+use std::marker::PhantomData;
+
 use framepipe_core::SliceRunner;
 
 use crate::state::Shared;
@@ -23,8 +26,26 @@ impl SliceJob {
         // SAFETY: the slice owner waits (in `PoolSlices::run`) until this index is counted
         // done before its closure goes out of scope, so the pointer is valid here.
         let f = unsafe { &*self.0 };
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(index))).is_ok()
+        run_slice(f, index)
     }
+}
+
+thread_local! {
+    /// Set while this thread runs a slice (its own or another worker's).
+    static IN_SLICE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs one slice with [`IN_SLICE`] set, containing a panic; returns whether it completed.
+fn run_slice(f: &(dyn Fn(usize) + Sync), index: usize) -> bool {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            IN_SLICE.with(|c| c.set(false));
+        }
+    }
+    IN_SLICE.with(|c| c.set(true));
+    let _reset = Reset;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(index))).is_ok()
 }
 
 #[derive(Default)]
@@ -38,9 +59,24 @@ pub(crate) struct SliceSlot {
 }
 
 /// The slice runner handed to effects: fork-join on the pipeline's own workers.
+///
+/// Not `Sync` (nor is `dyn SliceRunner`): a slice job, which must be `Sync`, cannot capture the
+/// runner, so slices cannot start slices (see the `compile_fail` example on [`SliceRunner`]).
 pub(crate) struct PoolSlices<'a> {
-    pub(crate) shared: &'a Shared,
-    pub(crate) worker: usize,
+    shared: &'a Shared,
+    worker: usize,
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+impl<'a> PoolSlices<'a> {
+    /// The runner for the effect that worker `worker` is running.
+    pub(crate) fn new(shared: &'a Shared, worker: usize) -> Self {
+        PoolSlices {
+            shared,
+            worker,
+            _not_sync: PhantomData,
+        }
+    }
 }
 
 impl SliceRunner for PoolSlices<'_> {
@@ -49,7 +85,9 @@ impl SliceRunner for PoolSlices<'_> {
     }
 
     fn run(&self, n: usize, job: &(dyn Fn(usize) + Sync)) {
-        if n <= 1 || self.shared.threads == 1 {
+        // Defence in depth: should a slice ever reach a runner (the types forbid it), its slices
+        // run inline on this thread rather than overwrite the published job.
+        if n <= 1 || self.shared.threads == 1 || IN_SLICE.with(Cell::get) {
             (0..n).for_each(job);
             return;
         }
@@ -78,8 +116,7 @@ impl SliceRunner for PoolSlices<'_> {
                 let index = s.next;
                 s.next += 1;
                 drop(st);
-                let ok =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(index))).is_ok();
+                let ok = run_slice(job, index);
                 st = self.shared.lock();
                 let s = &mut st.slices[self.worker];
                 s.done += 1;

@@ -99,10 +99,7 @@ impl Shared {
         mut token: Token,
         worker: usize,
     ) -> Done {
-        let slices = PoolSlices {
-            shared: self,
-            worker,
-        };
+        let slices = PoolSlices::new(self, worker);
         let name = &self.counters.stages[stage].name;
         if !inst.used {
             inst.used = true;
