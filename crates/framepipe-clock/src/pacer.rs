@@ -264,7 +264,7 @@ mod tests {
 
     #[test]
     fn never_early_and_rarely_late() {
-        prepare_pacing_thread(false);
+        let _setup = prepare_pacing_thread(false);
         // 200 frames at 500 fps = 0.4 s.
         let mut p = Pacer::new(Rational::new(500, 1)).unwrap();
         p.start_at(now_ns() + 1_000_000);

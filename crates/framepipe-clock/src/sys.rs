@@ -94,22 +94,72 @@ pub fn try_realtime(priority: i32) -> bool {
     rc == 0
 }
 
-/// What [`prepare_pacing_thread`] managed to set up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The calling thread's scheduling policy and parameters (`pthread_getschedparam`).
+fn sched_of_self() -> Option<(libc::c_int, libc::sched_param)> {
+    let mut policy = 0;
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `pthread_self()` is the calling thread; both pointers are valid for writing.
+    let rc = unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut param) };
+    (rc == 0).then_some((policy, param))
+}
+
+/// The calling thread's timer slack in ns (`prctl(PR_GET_TIMERSLACK)`).
+fn timer_slack_of_self() -> Option<u64> {
+    // SAFETY: PR_GET_TIMERSLACK takes no memory arguments and returns the slack (or -1).
+    let rc = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    u64::try_from(rc).ok()
+}
+
+/// What [`prepare_pacing_thread`] set up on the calling thread. Dropping it puts the thread
+/// back as it was: its scheduling policy and priority (e.g. `SCHED_OTHER` after `SCHED_FIFO`)
+/// and its timer slack. It restores on drop, also when unwinding, and only on the thread that
+/// made it (it is neither `Send` nor `Sync`).
+#[derive(Debug)]
+#[must_use = "dropping the setup restores the thread at once"]
 pub struct ThreadSetup {
     /// Timer slack lowered to 1 ns.
     pub low_timer_slack: bool,
     /// The thread runs under `SCHED_FIFO`.
     pub realtime: bool,
+    /// The slack before, restored on drop (when it was changed).
+    prev_slack: Option<u64>,
+    /// The policy and parameters before, restored on drop (when the policy was changed).
+    prev_sched: Option<(libc::c_int, libc::sched_param)>,
+    /// Restores the calling thread's state: must stay on it.
+    _same_thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for ThreadSetup {
+    fn drop(&mut self) {
+        if let Some((policy, param)) = self.prev_sched.take() {
+            // SAFETY: the calling thread is the one this setup changed (the type is !Send);
+            // `param` is a valid sched_param that the call only reads. Going back to a lower
+            // priority is always permitted.
+            let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &param) };
+            debug_assert_eq!(rc, 0, "restoring scheduling policy {policy}");
+        }
+        if let Some(slack) = self.prev_slack.take() {
+            let _ = set_timer_slack_ns(slack);
+        }
+    }
 }
 
 /// Prepares the calling thread for pacing: timer slack 1 ns, and `SCHED_FIFO` (priority 10,
 /// above ordinary threads but below kernel interrupt threads) when `want_realtime` and the
-/// process is permitted. Never fails: what could not be done is reported as `false`.
+/// process is permitted. Never fails: what could not be done is reported as `false`. Keep the
+/// returned [`ThreadSetup`] while pacing: dropping it restores the thread's previous policy,
+/// priority and timer slack.
 pub fn prepare_pacing_thread(want_realtime: bool) -> ThreadSetup {
+    let prev_slack = timer_slack_of_self();
+    let low_timer_slack = set_timer_slack_ns(1).is_ok();
+    let prev_sched = if want_realtime { sched_of_self() } else { None };
+    let realtime = prev_sched.is_some() && try_realtime(10);
     ThreadSetup {
-        low_timer_slack: set_timer_slack_ns(1).is_ok(),
-        realtime: want_realtime && try_realtime(10),
+        low_timer_slack,
+        realtime,
+        prev_slack: prev_slack.filter(|_| low_timer_slack),
+        prev_sched: prev_sched.filter(|_| realtime),
+        _same_thread: std::marker::PhantomData,
     }
 }
 
@@ -199,6 +249,45 @@ mod tests {
         // SAFETY: PR_GET_TIMERSLACK takes no memory arguments and returns the slack.
         let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
         assert_eq!(slack, 1);
+    }
+
+    /// Issue 7: the SCHED_FIFO policy set for pacing was never restored on the calling thread.
+    #[test]
+    fn pacing_setup_restores_policy_priority_and_slack_when_dropped() {
+        std::thread::spawn(|| {
+            set_timer_slack_ns(50_000).unwrap();
+            let before = sched_of_self().expect("own policy");
+            let setup = prepare_pacing_thread(true);
+            assert!(setup.low_timer_slack);
+            let during = sched_of_self().expect("own policy");
+            // Linux reports (and uses) no slack at all for a realtime thread.
+            let slack = timer_slack_of_self();
+            assert!(slack == Some(1) || (setup.realtime && slack == Some(0)), "{slack:?}");
+            assert_eq!(setup.realtime, during.0 == libc::SCHED_FIFO, "{during:?}");
+            drop(setup);
+            let after = sched_of_self().expect("own policy");
+            assert_eq!((after.0, after.1.sched_priority), (before.0, before.1.sched_priority));
+            assert_eq!(timer_slack_of_self(), Some(50_000));
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// On a panic the setup is dropped while unwinding: the thread is restored all the same.
+    #[test]
+    fn pacing_setup_restores_the_thread_on_unwind() {
+        std::thread::spawn(|| {
+            let before = sched_of_self().expect("own policy");
+            let r = std::panic::catch_unwind(|| {
+                let _setup = prepare_pacing_thread(true);
+                panic!("pacing failed");
+            });
+            assert!(r.is_err());
+            let after = sched_of_self().expect("own policy");
+            assert_eq!((after.0, after.1.sched_priority), (before.0, before.1.sched_priority));
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -64,7 +64,12 @@ pub(crate) fn run_output(
             return (None, Err(Error::from(e)));
         }
     };
-    let realtime = pacer.is_some() && prepare_pacing_thread(options.realtime).realtime;
+    // Kept to the end of the loop: dropping it (also on unwinding) gives the calling thread back
+    // its own scheduling policy, priority and timer slack.
+    let setup = pacer
+        .is_some()
+        .then(|| prepare_pacing_thread(options.realtime));
+    let realtime = setup.as_ref().is_some_and(|s| s.realtime);
     let half_period_ns = pacer.as_ref().map_or(0, |p| p.period_ns() as i64 / 2);
     let mut last_release_ns: Option<i64> = None;
     shared.counters.realtime.store(realtime, Ordering::Relaxed);
@@ -222,6 +227,7 @@ pub(crate) fn run_output(
         }
     }
     drop(last);
+    drop(setup);
     let pacing = pacer.map(|p| PacingStats {
         target_fps: p.rate().as_f64(),
         overload: options.overload,

@@ -123,7 +123,7 @@ fn main() -> ExitCode {
     // The reader's own wake-up latency adds to every figure; make it as small as we may: low
     // timer slack and SCHED_FIFO above the pacer's priority (10), so a spinning pacer on the
     // same CPU cannot delay the reading of the frame it has just written.
-    prepare_pacing_thread(false);
+    let _setup = prepare_pacing_thread(false);
     try_realtime(20);
     let mut child = match Command::new(&args.cmd[0])
         .args(&args.cmd[1..])
