@@ -124,14 +124,56 @@ fn numeric(kind: &PropKind) -> bool {
     )
 }
 
-/// An oscillator's output as a value of the property's type, clamped to its range.
-fn typed(kind: &PropKind, x: f64) -> PropValue {
+/// An oscillator's output as a value of the property's type, inside its range. A non-finite
+/// output (an absurd frequency, a huge speed: `sin` of an infinite phase is NaN, and
+/// `clamp(NaN)` is NaN) falls back to the property's `base` value, which the element already has.
+fn typed(kind: &PropKind, x: f64, base: &PropValue) -> PropValue {
+    if !x.is_finite() {
+        return base.clone();
+    }
     match kind {
         PropKind::Float { min, max } => PropValue::Float(x.clamp(*min, *max)),
+        // `as` saturates (and the clamp keeps the declared range).
         PropKind::Int { min, max } => PropValue::Int((x.round() as i64).clamp(*min, *max)),
         PropKind::Bool => PropValue::Bool(x >= 0.5),
         // Not reachable: oscillators are only attached to numeric properties.
-        _ => PropValue::Float(x),
+        _ => base.clone(),
+    }
+}
+
+/// Puts `v` inside what `spec` declares, in place and without allocating: a non-finite float
+/// becomes the spec's default (or its minimum, should the default be non-finite too), a number
+/// outside the range is clamped. Every value leaving this module passes here, so whatever a
+/// command, a file or an oscillator said, an element only ever gets a finite value in range.
+fn settle(spec: &PropSpec, v: &mut PropValue) {
+    match (&spec.kind, v) {
+        (PropKind::Float { min, max }, PropValue::Float(x)) => {
+            if !x.is_finite() {
+                *x = match spec.default {
+                    PropValue::Float(d) if d.is_finite() => d,
+                    _ => *min,
+                };
+            }
+            *x = x.clamp(*min, *max);
+        }
+        (PropKind::Int { min, max }, PropValue::Int(i)) => *i = (*i).clamp(*min, *max),
+        (PropKind::Color, PropValue::Color(c)) => {
+            for ch in c.iter_mut() {
+                *ch = if ch.is_finite() {
+                    ch.clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+            }
+        }
+        (PropKind::Position, PropValue::Position(xy)) => {
+            for a in xy.iter_mut() {
+                if !a.is_finite() {
+                    *a = 0.0;
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -164,9 +206,10 @@ impl Live {
             out.bypass[s] = st.bypass;
             for (j, p) in st.params.iter_mut().enumerate() {
                 match &p.osc {
-                    Some(osc) => p.last = typed(&p.spec.kind, osc.value_at(t)),
+                    Some(osc) => p.last = typed(&p.spec.kind, osc.value_at(t), &p.base),
                     None => assign(&mut p.last, &p.base),
                 }
+                settle(&p.spec, &mut p.last);
                 assign(&mut out.values[s][j], &p.last);
             }
         }
@@ -262,6 +305,92 @@ impl Live {
             }
             Command::Speed(x) => self.clock.set_speed(*x).map_err(|e| e.to_string()),
             other => Err(format!("'{other}' is not a parameter command")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage(kind: PropKind, base: PropValue, osc: Option<&str>) -> Live {
+        let mut st = LiveStage::new("fx".into(), "fx".into(), true, true);
+        st.add_param(PropSpec::new("p", kind, base.clone(), ""), base);
+        if let Some(o) = osc {
+            st.attach("p", Oscillator::parse_compact(o).unwrap())
+                .unwrap();
+        }
+        Live::new(vec![st])
+    }
+
+    fn sampled(live: &mut Live, frames: i64) -> Vec<PropValue> {
+        let mut out = live.empty_frame();
+        (0..frames)
+            .map(|k| {
+                live.sample(k * 40_000_000, &mut out);
+                out.values[0][0].clone()
+            })
+            .collect()
+    }
+
+    /// Issue 7: an oscillator with an absurd frequency produced NaN, and NaN reached a frei0r
+    /// plugin (which segfaulted). Every value that leaves live.rs is finite and in range.
+    #[test]
+    fn an_absurd_oscillator_never_reaches_the_element_as_nan() {
+        let float = PropKind::Float { min: 0.0, max: 1.0 };
+        let mut live = stage(float, PropValue::Float(0.25), Some("~sine:1e300hz:0..1"));
+        let values = sampled(&mut live, 50);
+        assert!(
+            values.iter().any(|v| *v == PropValue::Float(0.25)),
+            "NaN outputs fall back to the base value"
+        );
+        for v in &values {
+            match v {
+                PropValue::Float(x) => assert!(x.is_finite() && (0.0..=1.0).contains(x), "{x}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        // The same for an integer property and a huge master speed.
+        let mut live = stage(
+            PropKind::Int { min: -5, max: 5 },
+            PropValue::Int(2),
+            Some("~sine:1e300hz:-1e300..1e300"),
+        );
+        live.clock.set_speed(1e6).unwrap();
+        for v in sampled(&mut live, 50) {
+            match v {
+                PropValue::Int(i) => assert!((-5..=5).contains(&i), "{i}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    /// Whatever the base value (a value set before its range was checked, say), what is sampled
+    /// is inside the declared range.
+    #[test]
+    fn sampled_values_are_inside_the_declared_range() {
+        let float = PropKind::Float {
+            min: -1.0,
+            max: 1.0,
+        };
+        for (base, want) in [
+            (f64::NAN, 0.5),
+            (f64::INFINITY, 0.5),
+            (7.0, 1.0),
+            (-7.0, -1.0),
+            (0.3, 0.3),
+        ] {
+            let mut st = LiveStage::new("fx".into(), "fx".into(), true, true);
+            st.add_param(
+                PropSpec::new("p", float.clone(), PropValue::Float(0.5), ""),
+                PropValue::Float(base),
+            );
+            let mut live = Live::new(vec![st]);
+            assert_eq!(
+                sampled(&mut live, 1),
+                vec![PropValue::Float(want)],
+                "base {base}"
+            );
         }
     }
 }

@@ -7,7 +7,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use framepipe_core::{Effect, Error, Frame, FrameCtx, FramePool, PropValue, Rational, Result, Source};
+use framepipe_core::{
+    Effect, Error, Frame, FrameCtx, FramePool, PropValue, Rational, Result, Source,
+};
 
 use crate::events::EventFn;
 use crate::live::{FrameParams, Live};
@@ -236,7 +238,12 @@ impl State {
 
     /// Moves `token` to `stage`: returns the job if this worker can run it now, else parks it
     /// (or hands it to the output thread).
-    pub(crate) fn advance(&mut self, stage: usize, mut token: Token, shared: &Shared) -> Option<Job> {
+    pub(crate) fn advance(
+        &mut self,
+        stage: usize,
+        mut token: Token,
+        shared: &Shared,
+    ) -> Option<Job> {
         if self.abort {
             self.in_flight -= 1;
             return None;
@@ -381,5 +388,4 @@ impl Shared {
         // thread; recover the state anyway rather than cascade.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
-
 }
