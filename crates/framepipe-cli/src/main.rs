@@ -507,6 +507,8 @@ fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> R
         "threads": threads,
         "max_in_flight": in_flight,
         "stages": stages,
+        "lock_hold_us": lock_json(&s.lock_hold_us),
+        "output_lock_wait_us": lock_json(&s.output_lock_wait_us),
     });
     if let Some(p) = &s.pacing {
         doc["paced_fps"] = serde_json::json!(p.target_fps);
@@ -524,6 +526,11 @@ fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> R
     }
     std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")?;
     Ok(())
+}
+
+/// A lock histogram's figures for `--stats` (µs; percentiles are power-of-two bucket bounds).
+fn lock_json(l: &framepipe_runtime::LockSummary) -> serde_json::Value {
+    serde_json::json!({ "p50": l.p50_us, "p99": l.p99_us, "max": l.max_us, "count": l.count })
 }
 
 fn detail<'a>(d: &'a framepipe_core::ElementDesc, key: &str) -> &'a str {

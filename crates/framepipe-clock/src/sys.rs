@@ -262,11 +262,17 @@ mod tests {
             let during = sched_of_self().expect("own policy");
             // Linux reports (and uses) no slack at all for a realtime thread.
             let slack = timer_slack_of_self();
-            assert!(slack == Some(1) || (setup.realtime && slack == Some(0)), "{slack:?}");
+            assert!(
+                slack == Some(1) || (setup.realtime && slack == Some(0)),
+                "{slack:?}"
+            );
             assert_eq!(setup.realtime, during.0 == libc::SCHED_FIFO, "{during:?}");
             drop(setup);
             let after = sched_of_self().expect("own policy");
-            assert_eq!((after.0, after.1.sched_priority), (before.0, before.1.sched_priority));
+            assert_eq!(
+                (after.0, after.1.sched_priority),
+                (before.0, before.1.sched_priority)
+            );
             assert_eq!(timer_slack_of_self(), Some(50_000));
         })
         .join()
@@ -284,7 +290,10 @@ mod tests {
             });
             assert!(r.is_err());
             let after = sched_of_self().expect("own policy");
-            assert_eq!((after.0, after.1.sched_priority), (before.0, before.1.sched_priority));
+            assert_eq!(
+                (after.0, after.1.sched_priority),
+                (before.0, before.1.sched_priority)
+            );
         })
         .join()
         .unwrap();

@@ -1,5 +1,6 @@
 //! [`Event`]s: what a running pipeline reports (stalls, rejected commands and properties), and
-//! how they are delivered.
+//! how they are delivered: always outside the scheduler lock (a callback is user code), with
+//! names as `Arc<str>` so that reporting a stall clones a pointer rather than a string.
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ pub enum Event {
     /// A stage has been running one frame for longer than the stall timeout (reported once).
     Stalled {
         /// Stage name.
-        stage: String,
+        stage: Arc<str>,
         /// How long it had been running when noticed, ms.
         elapsed_ms: u64,
     },
@@ -26,9 +27,9 @@ pub enum Event {
     /// A live property change was refused by the element itself (reported once per property).
     PropertyRejected {
         /// Stage name.
-        stage: String,
+        stage: Arc<str>,
         /// Property.
-        prop: String,
+        prop: Arc<str>,
         /// The element's error.
         reason: String,
     },
@@ -38,6 +39,7 @@ pub enum Event {
 pub type EventFn = Arc<dyn Fn(&Event) + Send + Sync>;
 
 impl Shared {
+    /// Delivers `e` to the callback, if any. Never called with the scheduler lock held.
     pub(crate) fn emit(&self, e: Event) {
         if let Some(f) = &self.events {
             f(&e);

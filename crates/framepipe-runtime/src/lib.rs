@@ -24,6 +24,7 @@
 
 mod events;
 mod live;
+mod lockstats;
 mod output;
 mod pipeline;
 mod slices;
@@ -32,6 +33,7 @@ mod stats;
 mod worker;
 
 pub use events::{Event, EventFn};
+pub use lockstats::LockSummary;
 pub use output::PacingStats;
 pub use pipeline::{EffectStage, Options, Overload, Pipeline, Prepared};
 pub use stats::{Counters, RunStats, StageCounters, StageStats};

@@ -215,11 +215,97 @@ impl Live {
         }
     }
 
-    fn attach(&mut self, stage: usize, prop: &str, osc: Oscillator) -> Result<(), String> {
-        self.param(stage, prop)?;
-        self.stages[stage].attach(prop, osc)
+    /// What these stages are, for resolving commands without the lock on the values.
+    pub fn spec(&self) -> LiveSpec {
+        LiveSpec {
+            stages: self
+                .stages
+                .iter()
+                .map(|s| StageSpec {
+                    label: s.label.clone(),
+                    element: s.element.clone(),
+                    is_effect: s.is_effect,
+                    same_shape: s.same_shape,
+                    props: s.params.iter().map(|p| p.spec.clone()).collect(),
+                })
+                .collect(),
+        }
     }
 
+    /// Applies a resolved edit: assignments only (no parsing, no formatting, no allocation: a
+    /// new value is swapped in and the old one is left in `edit`, to be dropped by the caller
+    /// after unlocking). Seen from the next frame the source starts.
+    pub fn apply(&mut self, edit: &mut Edit) {
+        match edit {
+            Edit::Set {
+                stage,
+                param,
+                value,
+            } => {
+                let p = &mut self.stages[*stage].params[*param];
+                std::mem::swap(&mut p.base, value);
+                p.osc = None;
+            }
+            Edit::Attach { stage, param, osc } => {
+                self.stages[*stage].params[*param].osc = Some(*osc);
+            }
+            Edit::Unosc { stage, param } => {
+                let p = &mut self.stages[*stage].params[*param];
+                if p.osc.take().is_some() {
+                    // The property keeps the value it had at the last frame (numeric: no
+                    // allocation).
+                    assign(&mut p.base, &p.last);
+                }
+            }
+            Edit::Bypass { stage, on } => self.stages[*stage].bypass = *on,
+            Edit::Speed(x) => {
+                // Checked by `LiveSpec::resolve`; cannot fail here.
+                let _ = self.clock.set_speed(*x);
+            }
+        }
+    }
+}
+
+/// A parameter command resolved against the pipeline (stage and property by index, value
+/// parsed, oscillator checked), ready to be assigned under the live lock.
+#[derive(Debug)]
+pub(crate) enum Edit {
+    /// A fixed value (replaces an oscillator).
+    Set {
+        stage: usize,
+        param: usize,
+        value: PropValue,
+    },
+    /// An oscillator on a numeric property.
+    Attach {
+        stage: usize,
+        param: usize,
+        osc: Oscillator,
+    },
+    /// Remove the property's oscillator.
+    Unosc { stage: usize, param: usize },
+    /// Bypass on or off.
+    Bypass { stage: usize, on: bool },
+    /// Master oscillator speed.
+    Speed(f64),
+}
+
+/// One stage's names and property specs (immutable once prepared).
+pub(crate) struct StageSpec {
+    label: String,
+    element: String,
+    is_effect: bool,
+    same_shape: bool,
+    props: Vec<PropSpec>,
+}
+
+/// The names and property specs of every stage: what commands are resolved against, without
+/// any lock.
+pub(crate) struct LiveSpec {
+    stages: Vec<StageSpec>,
+}
+
+impl LiveSpec {
     fn stage_index(&self, target: &Target) -> Result<usize, String> {
         let idx = match target {
             Target::Index(i) => {
@@ -250,60 +336,84 @@ impl Live {
         Ok(idx)
     }
 
-    fn param(&mut self, stage: usize, prop: &str) -> Result<&mut LiveParam, String> {
-        let st = &mut self.stages[stage];
-        match st.params.iter().position(|p| p.spec.name == prop) {
-            Some(i) => Ok(&mut st.params[i]),
-            None => Err(st.unknown(prop)),
-        }
+    fn param(&self, stage: usize, prop: &str) -> Result<usize, String> {
+        let st = &self.stages[stage];
+        st.props.iter().position(|p| p.name == prop).ok_or_else(|| {
+            let names: Vec<&str> = st.props.iter().map(|p| p.name.as_str()).collect();
+            format!(
+                "unknown property '{prop}' on {}; expected one of: {}",
+                st.label,
+                if names.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )
+        })
     }
 
-    /// Applies a parameter command (`set`, `osc`, `unosc`, `bypass`, `speed`). The change is
-    /// seen from the next frame the source starts. Errors name what was wrong.
-    pub fn apply(&mut self, cmd: &Command) -> Result<(), String> {
+    fn attach(&self, stage: usize, param: usize, osc: Oscillator) -> Result<Edit, String> {
+        let st = &self.stages[stage];
+        let spec = &st.props[param];
+        if !numeric(&spec.kind) {
+            return Err(format!(
+                "property '{}' of {} is {}; only numeric properties can have an oscillator",
+                spec.name, st.label, spec.kind
+            ));
+        }
+        osc.validate().map_err(|e| e.to_string())?;
+        Ok(Edit::Attach { stage, param, osc })
+    }
+
+    /// Resolves a parameter command (`set`, `osc`, `unosc`, `bypass`, `speed`): finds the stage
+    /// and property, parses and checks the value. Errors name what was wrong. No lock is needed.
+    pub fn resolve(&self, cmd: &Command) -> Result<Edit, String> {
         match cmd {
             Command::Set {
                 element,
                 prop,
                 value,
             } => {
-                let s = self.stage_index(element)?;
-                let label = self.stages[s].label.clone();
-                let p = self.param(s, prop)?;
+                let stage = self.stage_index(element)?;
+                let param = self.param(stage, prop)?;
                 if value.trim_start().starts_with('~') {
                     let osc = Oscillator::parse_compact(value).map_err(|e| e.to_string())?;
-                    return self.attach(s, prop, osc);
+                    return self.attach(stage, param, osc);
                 }
-                let v = p.spec.parse(&label, value).map_err(|e| e.to_string())?;
-                p.base = v;
-                p.osc = None;
-                Ok(())
+                let st = &self.stages[stage];
+                let value = st.props[param]
+                    .parse(&st.label, value)
+                    .map_err(|e| e.to_string())?;
+                Ok(Edit::Set {
+                    stage,
+                    param,
+                    value,
+                })
             }
             Command::Osc { element, prop, osc } => {
-                let s = self.stage_index(element)?;
-                self.attach(s, prop, *osc)
+                let stage = self.stage_index(element)?;
+                let param = self.param(stage, prop)?;
+                self.attach(stage, param, *osc)
             }
             Command::Unosc { element, prop } => {
-                let s = self.stage_index(element)?;
-                let p = self.param(s, prop)?;
-                if p.osc.take().is_some() {
-                    // The property keeps the value it had at the last frame.
-                    p.base = p.last.clone();
-                }
-                Ok(())
+                let stage = self.stage_index(element)?;
+                let param = self.param(stage, prop)?;
+                Ok(Edit::Unosc { stage, param })
             }
             Command::Bypass { element, on } => {
-                let s = self.stage_index(element)?;
-                if *on && !self.stages[s].same_shape {
+                let stage = self.stage_index(element)?;
+                if *on && !self.stages[stage].same_shape {
                     return Err(format!(
                         "{} changes the frame size; it cannot be bypassed",
-                        self.stages[s].label
+                        self.stages[stage].label
                     ));
                 }
-                self.stages[s].bypass = *on;
-                Ok(())
+                Ok(Edit::Bypass { stage, on: *on })
             }
-            Command::Speed(x) => self.clock.set_speed(*x).map_err(|e| e.to_string()),
+            Command::Speed(x) => {
+                OscClock::new().set_speed(*x).map_err(|e| e.to_string())?;
+                Ok(Edit::Speed(*x))
+            }
             other => Err(format!("'{other}' is not a parameter command")),
         }
     }

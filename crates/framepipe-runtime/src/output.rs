@@ -21,8 +21,9 @@ use framepipe_control::{CommandReader, Release, Transport};
 use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
 use crate::events::Event;
+use crate::live::Edit;
 use crate::pipeline::{Options, Overload};
-use crate::state::Shared;
+use crate::state::{Shared, Token};
 use crate::worker::guard;
 
 /// How often the output thread looks at commands and stalls while it has nothing else to do.
@@ -43,17 +44,29 @@ pub struct PacingStats {
     pub cpu_share: f64,
 }
 
-/// Runs the output loop until the end of the stream, an error, or `stop`.
+/// Most parameter edits applied in one critical section of the live lock (one frame
+/// boundary's worth in practice; more are applied in further batches).
+const EDIT_BATCH: usize = 64;
+
+/// Runs the output loop of sink port `port` until the end of the stream, an error, or `stop`.
+///
+/// Per frame it takes the scheduler lock once when the next frame is already waiting: in that
+/// one critical section it returns the previous frame (the sink stage's bookkeeping) and takes
+/// the next. Otherwise it waits for the workers' signal without the lock (a flag and an unpark,
+/// see `PortSignal`) and takes the lock once more when the frame is there.
 pub(crate) fn run_output(
     shared: &Shared,
+    port: usize,
     sink: &mut dyn Sink,
     mut commands: Option<CommandReader>,
     options: Options,
     stall_ns: u64,
 ) -> (Option<PacingStats>, Result<()>) {
-    let out_slot = shared.running.len() - 1;
-    let last_stage = shared.counters.stages.len() - 1;
-    let sink_name = shared.counters.stages[last_stage].name.clone();
+    let signal = &shared.port_signals[port];
+    signal.register_current();
+    let out_slot = shared.threads + port;
+    let sink_stage = shared.lock().ports[port].stage;
+    let sink_name = shared.counters.stages[sink_stage].name.clone();
     let live_policy = options.overload == Overload::Live;
     let mut pacer = match options.pace.map(Pacer::new).transpose() {
         Ok(p) => p,
@@ -76,65 +89,75 @@ pub(crate) fn run_output(
     let cpu = CpuMeter::start();
     let mut transport = Transport::new();
     let mut last: Option<(FrameCtx, Frame)> = None;
-    let mut stalled = vec![false; last_stage + 1];
+    let mut stalled = vec![false; shared.counters.stages.len()];
+    let mut edits: Vec<Edit> = Vec::with_capacity(EDIT_BATCH);
+    // The outcome of the frame last given to the sink, returned to the scheduler in the next
+    // critical section (with the taking of the next frame).
+    let mut done: Option<Result<()>> = None;
+    // A frame held back while paused (still in flight; the sink's turn is taken).
+    let mut held: Option<Token> = None;
 
     'frames: loop {
         // 1. Commands, once per frame boundary.
         if let Some(reader) = commands.as_mut() {
-            apply_commands(shared, reader, &mut transport);
+            apply_commands(shared, reader, &mut transport, &mut edits);
         }
         shared
             .counters
             .paused
             .store(transport.is_paused(), Ordering::Relaxed);
 
-        // 2. The next frame in order (or the end), noticing stalls and, under the live policy,
-        //    showing the previous frame again at deadlines that pass meanwhile.
-        let token = {
-            let mut st = shared.lock();
-            loop {
-                if let Some(t) = st.out_ready.take() {
-                    break Some(t);
+        // 2. The next frame in order (or the end). Under the live policy, the previous frame is
+        //    shown again at deadlines that pass meanwhile; stalls are noticed while waiting.
+        let token = match held.take() {
+            Some(t) => Some(t),
+            None => {
+                // A signal raised before this lock is seen in it; later ones raise it again.
+                signal.take();
+                let mut st = shared.lock_output();
+                if let Some(r) = done.take() {
+                    st.sink_done(port, r, shared);
                 }
-                if st.finished() {
-                    break None;
-                }
-                let now = now_ns();
-                check_stalls(shared, &mut stalled, stall_ns, now);
-                if commands.as_ref().is_some_and(|r| r.pending() > 0) {
-                    drop(st);
-                    continue 'frames;
-                }
-                let mut timeout = POLL;
-                if let (true, false, Some(p), Some((ctx, frame))) = (
-                    live_policy,
-                    transport.is_paused(),
-                    pacer.as_mut(),
-                    last.as_ref(),
-                ) {
-                    if let Some(deadline) = p.next_deadline() {
-                        if now >= deadline {
-                            // Nothing new at this deadline: show the previous frame again.
-                            drop(st);
-                            last_release_ns = Some(p.wait_next().released_ns);
-                            p.stats_mut().record_repeat();
-                            shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
-                            if let Err(e) = sink.consume(ctx, frame) {
-                                let mut st = shared.lock();
-                                st.fail(e);
-                                st.after_change(shared);
-                            }
-                            st = shared.lock();
-                            continue;
-                        }
-                        timeout = timeout.min(Duration::from_nanos((deadline - now) as u64));
+                let mut got = st.take_ready(port);
+                let mut end = got.is_none() && st.finished();
+                drop(st);
+                while got.is_none() && !end {
+                    let now = now_ns();
+                    check_stalls(shared, &mut stalled, stall_ns, now);
+                    if commands.as_ref().is_some_and(|r| r.pending() > 0) {
+                        continue 'frames;
                     }
+                    let mut timeout = POLL;
+                    if let (true, false, Some(p), Some((ctx, frame))) = (
+                        live_policy,
+                        transport.is_paused(),
+                        pacer.as_mut(),
+                        last.as_ref(),
+                    ) {
+                        if let Some(deadline) = p.next_deadline() {
+                            if now >= deadline {
+                                // Nothing new at this deadline: show the previous frame again.
+                                last_release_ns = Some(p.wait_next().released_ns);
+                                p.stats_mut().record_repeat();
+                                shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
+                                if let Err(e) = guard(&sink_name, || sink.consume(ctx, frame)) {
+                                    let mut st = shared.lock_output();
+                                    st.fail(e);
+                                    st.after_change(shared);
+                                }
+                                continue;
+                            }
+                            timeout = timeout.min(Duration::from_nanos((deadline - now) as u64));
+                        }
+                    }
+                    if !signal.wait(timeout) {
+                        continue;
+                    }
+                    let mut st = shared.lock_output();
+                    got = st.take_ready(port);
+                    end = got.is_none() && st.finished();
                 }
-                st = shared
-                    .out_cv
-                    .wait_timeout(st, timeout)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
+                got
             }
         };
         let Some(mut token) = token else {
@@ -150,14 +173,14 @@ pub(crate) fn run_output(
                 }
             }
             Release::Hold => {
-                shared.lock().out_ready = Some(token);
+                held = Some(token);
                 check_stalls(shared, &mut stalled, stall_ns, now_ns());
                 std::thread::sleep(POLL);
                 continue;
             }
             Release::Stop => {
                 drop(token);
-                let mut st = shared.lock();
+                let mut st = shared.lock_output();
                 // The held token counts as in flight until dropped here.
                 st.in_flight -= 1;
                 st.stop();
@@ -208,10 +231,10 @@ pub(crate) fn run_output(
         // 5. The sink.
         let frame = token.frame.take().expect("frames reach the sink");
         let started = std::time::Instant::now();
-        shared.mark_running(out_slot, Some(last_stage));
+        shared.mark_running(out_slot, Some(sink_stage));
         let result = guard(&sink_name, || sink.consume(&token.ctx, &frame));
         shared.mark_running(out_slot, None);
-        shared.counters.stages[last_stage].record(started.elapsed());
+        shared.counters.stages[sink_stage].record(started.elapsed());
         if result.is_ok() {
             shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
         }
@@ -221,10 +244,13 @@ pub(crate) fn run_output(
             drop(frame);
         }
         let failed = result.is_err();
-        shared.lock().sink_done(result, shared);
+        done = Some(result);
         if failed {
             break;
         }
+    }
+    if let Some(r) = done.take() {
+        shared.lock_output().sink_done(port, r, shared);
     }
     drop(last);
     drop(setup);
@@ -238,22 +264,50 @@ pub(crate) fn run_output(
     (pacing, Ok(()))
 }
 
-/// Applies the commands pending now: transport ones here, parameter ones to the live state.
-fn apply_commands(shared: &Shared, reader: &mut CommandReader, transport: &mut Transport) {
+/// Applies the commands pending now: transport ones here; parameter ones are resolved (parsed,
+/// checked) here, without any lock, then assigned together under the live lock, so that every
+/// command read at one boundary applies from the same frame. Old values are dropped, and
+/// rejections reported, with no lock held.
+fn apply_commands(
+    shared: &Shared,
+    reader: &mut CommandReader,
+    transport: &mut Transport,
+    edits: &mut Vec<Edit>,
+) {
     let pending = reader.pending();
     for _ in 0..pending {
         let Some(cmd) = reader.pop() else { break };
         if !transport.apply(&cmd) {
-            let result = shared.lock().live.apply(&cmd);
-            if let Err(reason) = result {
-                shared.emit(Event::CommandRejected {
+            match shared.live_spec.resolve(&cmd) {
+                Ok(edit) => {
+                    if edits.len() == edits.capacity() {
+                        assign_edits(shared, edits);
+                    }
+                    edits.push(edit);
+                }
+                Err(reason) => shared.emit(Event::CommandRejected {
                     command: cmd.to_string(),
                     reason,
-                });
+                }),
             }
         }
         reader.retire(cmd);
     }
+    assign_edits(shared, edits);
+}
+
+/// Assigns `edits` under the live lock; the old values they then hold are dropped after it.
+fn assign_edits(shared: &Shared, edits: &mut Vec<Edit>) {
+    if edits.is_empty() {
+        return;
+    }
+    {
+        let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
+        for e in edits.iter_mut() {
+            live.apply(e);
+        }
+    }
+    edits.clear();
 }
 
 /// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.

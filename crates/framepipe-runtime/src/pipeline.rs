@@ -21,7 +21,7 @@ use framepipe_core::{
 use crate::events::EventFn;
 use crate::live::{FrameParams, Live, LiveStage};
 use crate::slices::SliceSlot;
-use crate::state::{Instance, Kind, Shared, StageState, State};
+use crate::state::{Instance, Kind, Port, PortSignal, Shared, StageState, State, Wake};
 use crate::stats::{Counters, RunStats, StageCounters};
 
 /// An effect in a pipeline, with how to schedule it and what may be changed while it runs.
@@ -237,11 +237,17 @@ impl Pipeline {
 
         let n = names.len();
         let live = Live::new(live_stages);
-        let param_names: Vec<Vec<String>> = live
+        let param_names: Vec<Vec<Arc<str>>> = live
             .stages
             .iter()
-            .map(|s| s.params.iter().map(|p| p.spec.name.clone()).collect())
+            .map(|s| {
+                s.params
+                    .iter()
+                    .map(|p| Arc::from(p.spec.name.as_str()))
+                    .collect()
+            })
             .collect();
+        let live_spec = live.spec();
         let snapshots: Vec<Mutex<FrameParams>> = (0..in_flight)
             .map(|_| Mutex::new(live.empty_frame()))
             .collect();
@@ -252,11 +258,11 @@ impl Pipeline {
             let (mode, kind) = if i == 0 {
                 (Mode::Serial, Kind::Source)
             } else if i == n - 1 {
-                (Mode::Serial, Kind::Sink)
+                (Mode::Serial, Kind::Sink(0))
             } else {
                 (modes[i - 1], Kind::Effect)
             };
-            let counter = StageCounters::new(name.clone(), mode);
+            let counter = StageCounters::new(name, mode);
             let mut st = StageState {
                 kind,
                 serial: mode == Mode::Serial,
@@ -296,7 +302,10 @@ impl Pipeline {
             state: Mutex::new(State {
                 stages: stage_states,
                 ready: VecDeque::with_capacity(n + 1),
-                out_ready: None,
+                ports: vec![Port {
+                    stage: n - 1,
+                    ready: None,
+                }],
                 in_flight: 0,
                 max_in_flight: in_flight,
                 next_seq: 0,
@@ -306,16 +315,19 @@ impl Pipeline {
                 source_error: None,
                 waiting: 0,
                 slices: (0..threads).map(|_| SliceSlot::default()).collect(),
-                live,
+                wake: Wake::default(),
+                garbage: None,
             }),
             work: Condvar::new(),
-            out_cv: Condvar::new(),
             slice_done: Condvar::new(),
             pools: stage_pools,
             rate,
             threads,
             snapshots,
             param_names,
+            live: Mutex::new(live),
+            live_spec,
+            port_signals: vec![PortSignal::default()],
             running: (0..threads + 1)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
@@ -412,7 +424,7 @@ impl Prepared {
                     shared.work.notify_all();
                 }
             }
-            crate::output::run_output(shared, &mut *sink, commands, options, stall)
+            crate::output::run_output(shared, 0, &mut *sink, commands, options, stall)
         });
         let (error, source_error) = {
             let mut st = shared.lock();

@@ -108,7 +108,7 @@ impl SliceRunner for PoolSlices<'_> {
             panicked: false,
         };
         if st.waiting > 0 {
-            self.shared.work.notify_all();
+            st.wake_all_workers();
         }
         loop {
             let s = &mut st.slices[self.worker];
@@ -126,11 +126,7 @@ impl SliceRunner for PoolSlices<'_> {
             }
         }
         while st.slices[self.worker].done < n {
-            st = self
-                .shared
-                .slice_done
-                .wait(st)
-                .unwrap_or_else(|p| p.into_inner());
+            st = st.wait(&self.shared.slice_done);
         }
         let panicked = std::mem::take(&mut st.slices[self.worker]).panicked;
         drop(st);

@@ -1,18 +1,27 @@
 //! The scheduler's state and job selection: tokens (frames in flight), serial and parallel
-//! stages, parking of tokens whose turn has not come, the bound on frames in flight, and what
-//! happens when a job completes. Everything here runs under the one scheduler mutex, taken by
-//! a worker between jobs and by the output thread once per frame; no element code runs under it.
+//! stages, parking of tokens whose turn has not come, the bound on frames in flight, the sinks'
+//! output ports, and what happens when a job completes.
+//!
+//! Everything here runs under the one scheduler mutex, taken by a worker between jobs and by
+//! the output thread once per frame (returning the previous frame and taking the next in the same
+//! critical section). Under it: queue bookkeeping only. Nothing allocates, frees, prints, formats
+//! or calls element or user code there: wake-ups are collected in [`Wake`] and errors that are
+//! not kept in `garbage`, and both are dealt with by [`Locked`] after the mutex is released.
+//! Every hold is timed into a lock-free histogram (`lockstats.rs`).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::thread::Thread;
 
+use framepipe_clock::now_ns;
 use framepipe_core::{
     Effect, Error, Frame, FrameCtx, FramePool, PropValue, Rational, Result, Source,
 };
 
 use crate::events::EventFn;
-use crate::live::{FrameParams, Live};
+use crate::live::{FrameParams, Live, LiveSpec};
 use crate::slices::{SliceJob, SliceSlot};
 use crate::stats::Counters;
 
@@ -20,7 +29,8 @@ use crate::stats::Counters;
 pub(crate) enum Kind {
     Source,
     Effect,
-    Sink,
+    /// A sink, fed through output port `.0` (one per sink; its own thread runs it).
+    Sink(usize),
 }
 
 pub(crate) struct Token {
@@ -89,8 +99,8 @@ pub(crate) struct State {
     pub(crate) stages: Vec<StageState>,
     /// Tokens reserved for a serial effect stage (it was their turn when they were unparked).
     pub(crate) ready: VecDeque<(usize, Token)>,
-    /// The token whose turn it is at the sink, for the output thread.
-    pub(crate) out_ready: Option<Token>,
+    /// Per sink: the token whose turn it is there, for that sink's output thread.
+    pub(crate) ports: Vec<Port>,
     pub(crate) in_flight: usize,
     pub(crate) max_in_flight: usize,
     pub(crate) next_seq: u64,
@@ -101,15 +111,72 @@ pub(crate) struct State {
     pub(crate) waiting: usize,
     /// One slot per worker for its fork-join slice jobs.
     pub(crate) slices: Vec<SliceSlot>,
-    pub(crate) live: Live,
+    /// Whom to wake once the lock is released (collected by the state machine under it).
+    pub(crate) wake: Wake,
+    /// An error that was not kept (a later one than the first), dropped after unlocking.
+    pub(crate) garbage: Option<Error>,
+}
+
+/// One sink's hand-off: the token whose turn it is at that sink. Several sinks (a graph) have
+/// one each; the chain has one.
+pub(crate) struct Port {
+    /// The sink's stage index.
+    pub(crate) stage: usize,
+    pub(crate) ready: Option<Token>,
+}
+
+/// What the output thread of a port waits on instead of the scheduler mutex: a flag set (after
+/// unlocking) whenever its port or the run's end changed, and an unpark of its thread. It
+/// checks the flag, and takes the lock only when there is something to take.
+#[derive(Debug, Default)]
+pub(crate) struct PortSignal {
+    flag: AtomicBool,
+    thread: OnceLock<Thread>,
+}
+
+impl PortSignal {
+    /// Registers the calling thread as this port's output thread.
+    pub(crate) fn register_current(&self) {
+        let _ = self.thread.set(std::thread::current());
+    }
+
+    fn raise(&self) {
+        self.flag.store(true, Ordering::Release);
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+
+    /// Whether the port was signalled since the last call (clears it).
+    pub(crate) fn take(&self) -> bool {
+        self.flag.swap(false, Ordering::AcqRel)
+    }
+
+    /// Waits up to `timeout` for a signal; returns whether there was one.
+    pub(crate) fn wait(&self, timeout: std::time::Duration) -> bool {
+        if self.take() {
+            return true;
+        }
+        std::thread::park_timeout(timeout);
+        self.take()
+    }
+}
+
+/// Wake-ups decided under the lock, done after releasing it (so that the woken thread does not
+/// run into a held mutex, and the hold time excludes the futex calls).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Wake {
+    work_one: bool,
+    work_all: bool,
+    slices: bool,
+    ports: bool,
 }
 
 pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     /// Workers wait here for work.
     pub(crate) work: Condvar,
-    /// The output thread waits here for its next frame.
-    pub(crate) out_cv: Condvar,
+    /// A slice owner waits here for the slices other workers took.
     pub(crate) slice_done: Condvar,
     /// The pool each stage's output frames come from (index = stage).
     pub(crate) pools: Vec<FramePool>,
@@ -118,9 +185,18 @@ pub(crate) struct Shared {
     /// Per-frame parameter snapshots, at `seq % max_in_flight`. Each is touched by one stage at
     /// a time (the stage holding that frame), so its mutex is never contended.
     pub(crate) snapshots: Vec<Mutex<FrameParams>>,
-    pub(crate) param_names: Vec<Vec<String>>,
-    /// Per worker (and the output thread, last): stage + 1 it is running (0 = none) and since
-    /// when (monotonic ns), for stall detection by the output thread.
+    pub(crate) param_names: Vec<Vec<Arc<str>>>,
+    /// The live parameter values, under their own mutex: commands assign to them (output
+    /// thread) and the source's worker samples them at each frame boundary; never under the
+    /// scheduler lock.
+    pub(crate) live: Mutex<Live>,
+    /// What the live parameters are (names, specs): commands are resolved against it without
+    /// any lock.
+    pub(crate) live_spec: LiveSpec,
+    /// One per output port (sink).
+    pub(crate) port_signals: Vec<PortSignal>,
+    /// Per worker (and each output thread, after them): stage + 1 it is running (0 = none) and
+    /// since when (monotonic ns), for stall detection by the output thread.
     pub(crate) running: Vec<(AtomicUsize, AtomicI64)>,
     pub(crate) events: Option<EventFn>,
     pub(crate) counters: Arc<Counters>,
@@ -155,11 +231,17 @@ impl State {
             .position(|s| s.job.is_some() && s.next < s.n)
     }
 
+    /// Ends the run with `e` (the first error is the one returned; a later one is dropped
+    /// after unlocking).
     pub(crate) fn fail(&mut self, e: Error) {
         if self.error.is_none() {
             self.error = Some(e);
+        } else {
+            self.garbage = Some(e);
         }
         self.abort = true;
+        self.wake.work_all = true;
+        self.wake.ports = true;
     }
 
     /// Ends the run early without an error (a `stop` command): no new frames; frames in flight
@@ -174,6 +256,8 @@ impl State {
     /// worker waiting), then frames furthest down the pipeline (to bound latency), then a new
     /// frame from the source.
     pub(crate) fn next_job(&mut self, shared: &Shared) -> Option<Job> {
+        // (The frame's parameters are sampled by the worker that runs the source job, outside
+        // this lock: see `Shared::run_job`.)
         if let Some(slot) = self.slice_pending() {
             let s = &mut self.slices[slot];
             let index = s.next;
@@ -192,13 +276,6 @@ impl State {
             self.in_flight += 1;
             self.stages[0].busy = true;
             let pts_ns = shared.rate.frame_time_ns(seq);
-            // The frame boundary: the values in force now are the frame's, in every stage.
-            let slot = (seq % self.max_in_flight as u64) as usize;
-            let mut snap = shared.snapshots[slot]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            self.live.sample(pts_ns, &mut snap);
-            drop(snap);
             let inst = Inst::Source(self.stages[0].source.take().expect("idle source is home"));
             let token = Token {
                 ctx: FrameCtx { seq, pts_ns },
@@ -218,7 +295,7 @@ impl State {
         let st = &mut self.stages[stage];
         match st.kind {
             Kind::Source => Inst::Source(st.source.take().expect("serial source reserved")),
-            Kind::Sink => unreachable!("the sink runs on the output thread"),
+            Kind::Sink(_) => unreachable!("a sink runs on its output thread"),
             // A serial stage has one instance and runs one frame at a time; a parallel stage has
             // one per worker and each worker holds at most one: there is always one free.
             Kind::Effect => Inst::Effect(st.free.pop().expect("an instance per worker")),
@@ -226,31 +303,37 @@ impl State {
     }
 
     /// Hands a token whose turn has come at serial `stage` to whoever runs that stage.
-    pub(crate) fn make_ready(&mut self, stage: usize, token: Token, shared: &Shared) {
-        if self.stages[stage].kind == Kind::Sink {
-            debug_assert!(self.out_ready.is_none(), "one frame at a time for the sink");
-            self.out_ready = Some(token);
-            shared.out_cv.notify_one();
+    pub(crate) fn make_ready(&mut self, stage: usize, token: Token) {
+        if let Kind::Sink(port) = self.stages[stage].kind {
+            let p = &mut self.ports[port];
+            debug_assert!(p.ready.is_none(), "one frame at a time for a sink");
+            p.ready = Some(token);
+            self.wake.ports = true;
         } else {
             self.ready.push_back((stage, token));
         }
     }
 
+    /// Wakes every idle worker once the lock is released (slices to help with).
+    pub(crate) fn wake_all_workers(&mut self) {
+        self.wake.work_all = true;
+    }
+
+    /// The token whose turn it is at sink `port`, if it has arrived.
+    pub(crate) fn take_ready(&mut self, port: usize) -> Option<Token> {
+        self.ports[port].ready.take()
+    }
+
     /// Moves `token` to `stage`: returns the job if this worker can run it now, else parks it
     /// (or hands it to the output thread).
-    pub(crate) fn advance(
-        &mut self,
-        stage: usize,
-        mut token: Token,
-        shared: &Shared,
-    ) -> Option<Job> {
+    pub(crate) fn advance(&mut self, stage: usize, mut token: Token) -> Option<Job> {
         if self.abort {
             self.in_flight -= 1;
             return None;
         }
-        if self.stages[stage].kind == Kind::Sink {
+        if let Kind::Sink(_) = self.stages[stage].kind {
             // Processed: from now on the frame only waits for its turn at the output.
-            token.ready_ns = framepipe_clock::now_ns();
+            token.ready_ns = now_ns();
         }
         let cap = self.max_in_flight;
         let st = &mut self.stages[stage];
@@ -262,8 +345,8 @@ impl State {
                 return None;
             }
             st.busy = true;
-            if st.kind == Kind::Sink {
-                self.make_ready(stage, token, shared);
+            if let Kind::Sink(_) = st.kind {
+                self.make_ready(stage, token);
                 return None;
             }
         }
@@ -272,7 +355,7 @@ impl State {
     }
 
     /// A serial stage finished a frame: let the next one in, if it is already waiting.
-    pub(crate) fn release_serial(&mut self, stage: usize, shared: &Shared) {
+    pub(crate) fn release_serial(&mut self, stage: usize) {
         let cap = self.max_in_flight as u64;
         let st = &mut self.stages[stage];
         st.busy = false;
@@ -282,14 +365,14 @@ impl State {
         if st.parked[slot].as_ref().is_some_and(|t| t.ctx.seq == next) {
             let token = st.parked[slot].take().expect("checked above");
             st.busy = true;
-            self.make_ready(stage, token, shared);
+            self.make_ready(stage, token);
         }
     }
 
     /// Drops every parked or ready token: their frames go back to the pools.
     pub(crate) fn drop_pending(&mut self) {
         let dropped = self.ready.len()
-            + usize::from(self.out_ready.is_some())
+            + self.ports.iter_mut().filter_map(|p| p.ready.take()).count()
             + self
                 .stages
                 .iter_mut()
@@ -297,14 +380,12 @@ impl State {
                 .filter_map(Option::take)
                 .count();
         self.ready.clear();
-        self.out_ready = None;
         self.in_flight -= dropped;
     }
 
-    /// The output thread has consumed (or failed to consume) the sink's frame.
-    pub(crate) fn sink_done(&mut self, result: Result<()>, shared: &Shared) {
-        let last = self.stages.len() - 1;
-        self.release_serial(last, shared);
+    /// The output thread of `port` has consumed (or failed to consume) its sink's frame.
+    pub(crate) fn sink_done(&mut self, port: usize, result: Result<()>, shared: &Shared) {
+        self.release_serial(self.ports[port].stage);
         self.in_flight -= 1;
         if let Err(e) = result {
             self.fail(e);
@@ -323,10 +404,10 @@ impl State {
             .in_flight
             .store(self.in_flight, Ordering::Relaxed);
         if self.finished() {
-            shared.work.notify_all();
-            shared.out_cv.notify_all();
+            self.wake.work_all = true;
+            self.wake.ports = true;
         } else if self.waiting > 0 && self.has_work() {
-            shared.work.notify_one();
+            self.wake.work_one = true;
         }
     }
 
@@ -338,7 +419,7 @@ impl State {
                 s.done += 1;
                 s.panicked |= panicked;
                 if s.done == s.n {
-                    shared.slice_done.notify_all();
+                    self.wake.slices = true;
                 }
                 None
             }
@@ -346,7 +427,7 @@ impl State {
                 self.stages[0].source = Some(source);
                 self.stages[0].busy = false;
                 match result {
-                    Ok(Some(token)) => self.advance(1, token, shared),
+                    Ok(Some(token)) => self.advance(1, token),
                     Ok(None) => {
                         self.source_done = true;
                         self.in_flight -= 1;
@@ -365,10 +446,10 @@ impl State {
                     self.stages[stage].free.push(inst);
                 }
                 if self.stages[stage].serial {
-                    self.release_serial(stage, shared);
+                    self.release_serial(stage);
                 }
                 match result {
-                    Ok(token) => self.advance(stage + 1, token, shared),
+                    Ok(token) => self.advance(stage + 1, token),
                     Err(e) => {
                         self.fail(e);
                         self.in_flight -= 1;
@@ -383,9 +464,103 @@ impl State {
 }
 
 impl Shared {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+    /// Takes the scheduler lock (a worker, or the run's set-up and end). The hold is timed.
+    pub(crate) fn lock(&self) -> Locked<'_> {
         // A panic in an element is caught in `run_job`, so the lock is never held by a panicking
         // thread; recover the state anyway rather than cascade.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        let guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        Locked {
+            guard: Some(guard),
+            shared: self,
+            since: now_ns(),
+        }
+    }
+
+    /// Takes the scheduler lock from an output thread: the time it waited to get it is recorded
+    /// too (the priority-inversion figure: a SCHED_FIFO thread waiting on worker threads).
+    pub(crate) fn lock_output(&self) -> Locked<'_> {
+        let asked = now_ns();
+        let locked = self.lock();
+        self.counters
+            .output_lock_wait
+            .record((locked.since - asked).max(0) as u64);
+        locked
+    }
+
+    /// Does the wake-ups collected under the lock.
+    fn wake(&self, w: Wake) {
+        if w.work_all {
+            self.work.notify_all();
+        } else if w.work_one {
+            self.work.notify_one();
+        }
+        if w.slices {
+            self.slice_done.notify_all();
+        }
+        if w.ports {
+            for p in &self.port_signals {
+                p.raise();
+            }
+        }
+    }
+}
+
+/// The scheduler lock, held. Derefs to the [`State`]. On release it records how long it was
+/// held, then, with the mutex released, drops a discarded error and does the wake-ups the state
+/// machine asked for.
+pub(crate) struct Locked<'a> {
+    guard: Option<MutexGuard<'a, State>>,
+    shared: &'a Shared,
+    since: i64,
+}
+
+impl Locked<'_> {
+    /// Waits on `cv` (a condition variable of this mutex), releasing the lock meanwhile; the
+    /// wait is not counted as holding it. Pending wake-ups are done first.
+    pub(crate) fn wait(mut self, cv: &Condvar) -> Self {
+        let mut guard = self.guard.take().expect("held");
+        let wake = std::mem::take(&mut guard.wake);
+        let garbage = guard.garbage.take();
+        self.shared
+            .counters
+            .lock_hold
+            .record((now_ns() - self.since).max(0) as u64);
+        // Waking before waiting is sound: whoever is woken needs the mutex, which the wait
+        // releases.
+        self.shared.wake(wake);
+        let guard = cv.wait(guard).unwrap_or_else(|p| p.into_inner());
+        drop(garbage);
+        self.guard = Some(guard);
+        self.since = now_ns();
+        self
+    }
+}
+
+impl Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.guard.as_deref().expect("held")
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.guard.as_deref_mut().expect("held")
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if let Some(mut guard) = self.guard.take() {
+            let wake = std::mem::take(&mut guard.wake);
+            let garbage = guard.garbage.take();
+            self.shared
+                .counters
+                .lock_hold
+                .record((now_ns() - self.since).max(0) as u64);
+            drop(guard);
+            drop(garbage);
+            self.shared.wake(wake);
+        }
     }
 }

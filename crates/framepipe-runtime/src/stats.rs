@@ -2,15 +2,18 @@
 //! status line, a monitor) without taking the scheduler's lock, so watching never slows the frames.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use framepipe_core::Mode;
 
+use crate::lockstats::{LockSummary, Log2Histogram};
+
 /// Counters of one stage, updated by the worker that runs it.
 #[derive(Debug)]
 pub struct StageCounters {
-    /// Stage name (element name).
-    pub name: String,
+    /// Stage name (element name); shared with events without copying.
+    pub name: Arc<str>,
     /// Serial or parallel.
     pub mode: Mode,
     frames: AtomicU64,
@@ -19,9 +22,9 @@ pub struct StageCounters {
 }
 
 impl StageCounters {
-    pub(crate) fn new(name: String, mode: Mode) -> Self {
+    pub(crate) fn new(name: &str, mode: Mode) -> Self {
         StageCounters {
-            name,
+            name: Arc::from(name),
             mode,
             frames: AtomicU64::new(0),
             busy_ns: AtomicU64::new(0),
@@ -44,7 +47,7 @@ impl StageCounters {
         let frames = self.frames.load(Ordering::Relaxed);
         let busy = self.busy_ns.load(Ordering::Relaxed);
         StageStats {
-            name: self.name.clone(),
+            name: self.name.to_string(),
             mode: self.mode,
             instances: self.instances.load(Ordering::Relaxed),
             frames,
@@ -85,6 +88,10 @@ pub struct Counters {
     pub(crate) repeated: AtomicU64,
     pub(crate) realtime: AtomicBool,
     pub(crate) paused: AtomicBool,
+    /// How long each acquisition of the scheduler lock was held.
+    pub(crate) lock_hold: Log2Histogram,
+    /// How long the output thread waited to acquire it.
+    pub(crate) output_lock_wait: Log2Histogram,
 }
 
 impl Counters {
@@ -98,6 +105,8 @@ impl Counters {
             repeated: AtomicU64::new(0),
             realtime: AtomicBool::new(false),
             paused: AtomicBool::new(false),
+            lock_hold: Log2Histogram::new(),
+            output_lock_wait: Log2Histogram::new(),
         }
     }
 
@@ -146,6 +155,8 @@ impl Counters {
             stages: self.stages.iter().map(StageCounters::snapshot).collect(),
             in_flight: self.in_flight(),
             pacing: None,
+            lock_hold_us: self.lock_hold.summary(),
+            output_lock_wait_us: self.output_lock_wait.summary(),
         }
     }
 }
@@ -165,4 +176,8 @@ pub struct RunStats {
     pub in_flight: usize,
     /// The frame clock's figures, for a finished paced run.
     pub pacing: Option<crate::output::PacingStats>,
+    /// How long the scheduler lock was held, per acquisition (every thread), µs.
+    pub lock_hold_us: LockSummary,
+    /// How long the output thread waited to acquire the scheduler lock, per acquisition, µs.
+    pub output_lock_wait_us: LockSummary,
 }

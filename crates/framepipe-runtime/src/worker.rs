@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use framepipe_core::{Error, Result};
+use framepipe_core::{Error, FrameCtx, Result};
 
 use crate::events::Event;
 use crate::live::assign;
@@ -35,7 +35,7 @@ impl Shared {
                 return;
             }
             st.waiting += 1;
-            st = self.work.wait(st).unwrap_or_else(|p| p.into_inner());
+            st = st.wait(&self.work);
             st.waiting -= 1;
         }
     }
@@ -69,6 +69,7 @@ impl Shared {
                 let counters = &self.counters.stages[stage];
                 let done = match inst {
                     Inst::Source(mut source) => {
+                        self.sample_live(&token.ctx);
                         let result = guard(&counters.name, || {
                             let mut frame = self.pools[0].try_acquire()?;
                             if source.fill(&token.ctx, &mut frame)? {
@@ -105,43 +106,73 @@ impl Shared {
             inst.used = true;
             self.counters.stages[stage].add_instance();
         }
-        let result = guard(name, || {
-            // Bring the instance to this frame's parameter values (sampled at its boundary).
-            let slot = (token.ctx.seq % self.snapshots.len() as u64) as usize;
-            let bypass = {
-                let snap = self.snapshots[slot]
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner());
-                for (j, value) in snap.values[stage].iter().enumerate() {
-                    if inst.applied[j] != *value {
-                        if !inst.refused[j] {
-                            if let Err(e) =
-                                inst.effect.set_property(&self.param_names[stage][j], value)
-                            {
-                                inst.refused[j] = true;
-                                self.emit(Event::PropertyRejected {
-                                    stage: name.clone(),
-                                    prop: self.param_names[stage][j].clone(),
-                                    reason: e.to_string(),
-                                });
-                            }
-                        }
-                        assign(&mut inst.applied[j], value);
-                    }
-                }
-                snap.bypass[stage]
-            };
+        // Bring the instance to this frame's parameter values (sampled at its boundary).
+        let synced = guard(name, || {
+            Ok(self.sync_params(stage, &mut inst, token.ctx.seq))
+        });
+        let result = synced.and_then(|(bypass, rejected)| {
+            // Reported with no lock held (the snapshot's included): the callback is user code.
+            for (j, e) in rejected {
+                self.emit(Event::PropertyRejected {
+                    stage: name.clone(),
+                    prop: self.param_names[stage][j].clone(),
+                    reason: e.to_string(),
+                });
+            }
             if bypass {
                 return Ok(token);
             }
-            let input = token.frame.take().expect("effects get a frame");
-            let mut output = self.pools[stage].try_acquire()?;
-            inst.effect
-                .process(&token.ctx, &input, &mut output, &slices)?;
-            token.frame = Some(output.freeze());
-            Ok(token)
+            guard(name, || {
+                let input = token.frame.take().expect("effects get a frame");
+                let mut output = self.pools[stage].try_acquire()?;
+                inst.effect
+                    .process(&token.ctx, &input, &mut output, &slices)?;
+                token.frame = Some(output.freeze());
+                Ok(token)
+            })
         });
         Done::Effect(stage, Some(inst), result)
+    }
+
+    /// The frame boundary: the source's worker, about to start frame `ctx.seq`, writes the values
+    /// in force now into the frame's snapshot slot, for every stage. Under the live lock (shared
+    /// only with command assignment), never under the scheduler lock. Source jobs are serial, so
+    /// frames are sampled in order.
+    fn sample_live(&self, ctx: &FrameCtx) {
+        let slot = (ctx.seq % self.snapshots.len() as u64) as usize;
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let mut snap = self.snapshots[slot]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        live.sample(ctx.pts_ns, &mut snap);
+    }
+
+    /// Sets on `inst` the properties whose value for frame `seq` differs from what it has.
+    /// Returns whether the stage is bypassed on this frame, and the properties the element
+    /// refused (each reported once; the list allocates only then).
+    fn sync_params(
+        &self,
+        stage: usize,
+        inst: &mut Instance,
+        seq: u64,
+    ) -> (bool, Vec<(usize, Error)>) {
+        let slot = (seq % self.snapshots.len() as u64) as usize;
+        let snap = self.snapshots[slot]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut rejected = Vec::new();
+        for (j, value) in snap.values[stage].iter().enumerate() {
+            if inst.applied[j] != *value {
+                if !inst.refused[j] {
+                    if let Err(e) = inst.effect.set_property(&self.param_names[stage][j], value) {
+                        inst.refused[j] = true;
+                        rejected.push((j, e));
+                    }
+                }
+                assign(&mut inst.applied[j], value);
+            }
+        }
+        (snap.bypass[stage], rejected)
     }
 }
 

@@ -480,12 +480,12 @@ fn a_stalled_stage_is_reported_once_by_name() {
     // the timeout now and then, which is a correct report too.
     let stalls: Vec<&Event> = ev
         .iter()
-        .filter(|e| matches!(e, Event::Stalled { stage, .. } if stage == "sleepy"))
+        .filter(|e| matches!(e, Event::Stalled { stage, .. } if &**stage == "sleepy"))
         .collect();
     assert_eq!(stalls.len(), 1, "reported once: {ev:?}");
     match stalls[0] {
         Event::Stalled { stage, elapsed_ms } => {
-            assert_eq!(stage, "sleepy");
+            assert_eq!(&**stage, "sleepy");
             assert!(*elapsed_ms >= 100);
         }
         _ => unreachable!(),
