@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
+use framepipe_core::Error;
+
 use crate::state::Shared;
+use crate::worker::panic_message;
 
 /// Something a running pipeline reports (to a status line, a log, a control surface).
 #[derive(Debug, Clone, PartialEq)]
@@ -33,16 +36,34 @@ pub enum Event {
         /// The element's error.
         reason: String,
     },
+    /// The run has ended but a worker is still inside this stage (blocked in an element, e.g. a
+    /// source waiting for a peer) and cannot be interrupted: it was left running, detached, and
+    /// exits when the element returns (or with the process).
+    LeftRunning {
+        /// Stage name.
+        stage: Arc<str>,
+        /// The worker (`fp-worker-N`).
+        worker: usize,
+    },
 }
 
 /// Receives [`Event`]s; called from the output thread or a worker, so it must be quick.
 pub type EventFn = Arc<dyn Fn(&Event) + Send + Sync>;
 
 impl Shared {
-    /// Delivers `e` to the callback, if any. Never called with the scheduler lock held.
+    /// Delivers `e` to the callback, if any. Never called with the scheduler lock held. A panic
+    /// in the callback ends the run with an error saying so (instead of unwinding through the
+    /// output thread or a worker and leaving the others waiting).
     pub(crate) fn emit(&self, e: Event) {
-        if let Some(f) = &self.events {
-            f(&e);
+        let Some(f) = &self.events else { return };
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&e))) {
+            let e = Error::element(
+                "event callback",
+                format!("panicked: {}", panic_message(&*p)),
+            );
+            let mut st = self.lock();
+            st.fail(e);
+            st.after_change(self);
         }
     }
 }

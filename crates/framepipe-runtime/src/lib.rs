@@ -35,5 +35,5 @@ mod worker;
 pub use events::{Event, EventFn};
 pub use lockstats::LockSummary;
 pub use output::PacingStats;
-pub use pipeline::{EffectStage, Options, Overload, Pipeline, Prepared};
+pub use pipeline::{EffectStage, Options, Overload, Pipeline, Prepared, JOIN_GRACE};
 pub use stats::{Counters, RunStats, StageCounters, StageStats};

@@ -451,7 +451,7 @@ mod tests {
         let mut live = stage(float, PropValue::Float(0.25), Some("~sine:1e300hz:0..1"));
         let values = sampled(&mut live, 50);
         assert!(
-            values.iter().any(|v| *v == PropValue::Float(0.25)),
+            values.contains(&PropValue::Float(0.25)),
             "NaN outputs fall back to the base value"
         );
         for v in &values {

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use framepipe_clock::{now_ns, prepare_pacing_thread, CpuMeter, LatenessSummary, Pacer};
-use framepipe_control::{CommandReader, Release, Transport};
+use framepipe_control::{Command, CommandReader, Release, Transport};
 use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
 use crate::events::Event;
@@ -98,14 +98,32 @@ pub(crate) fn run_output(
     let mut held: Option<Token> = None;
 
     'frames: loop {
-        // 1. Commands, once per frame boundary.
+        // 1. Commands, once per frame boundary (and while waiting for a frame).
+        let mut stop = false;
         if let Some(reader) = commands.as_mut() {
-            apply_commands(shared, reader, &mut transport, &mut edits);
+            stop = apply_commands(shared, reader, &mut transport, &mut edits);
         }
         shared
             .counters
             .paused
             .store(transport.is_paused(), Ordering::Relaxed);
+        if stop {
+            // At once, even while waiting for a frame that does not come (a blocked source, a
+            // pause): every frame the sink got was whole; no new frame is started; the frames
+            // in flight go back to their pools.
+            let had_held = held.take().is_some();
+            let mut st = shared.lock_output();
+            if let Some(r) = done.take() {
+                st.sink_done(port, r, shared);
+            }
+            if had_held {
+                // The held frame was in flight, its turn at the sink taken.
+                st.in_flight -= 1;
+            }
+            st.stop();
+            st.after_change(shared);
+            break;
+        }
 
         // 2. The next frame in order (or the end). Under the live policy, the previous frame is
         //    shown again at deadlines that pass meanwhile; stalls are noticed while waiting.
@@ -267,16 +285,18 @@ pub(crate) fn run_output(
 /// Applies the commands pending now: transport ones here; parameter ones are resolved (parsed,
 /// checked) here, without any lock, then assigned together under the live lock, so that every
 /// command read at one boundary applies from the same frame. Old values are dropped, and
-/// rejections reported, with no lock held.
+/// rejections reported, with no lock held. Returns whether `stop` was among them.
 fn apply_commands(
     shared: &Shared,
     reader: &mut CommandReader,
     transport: &mut Transport,
     edits: &mut Vec<Edit>,
-) {
+) -> bool {
     let pending = reader.pending();
+    let mut stop = false;
     for _ in 0..pending {
         let Some(cmd) = reader.pop() else { break };
+        stop |= matches!(cmd, Command::Stop);
         if !transport.apply(&cmd) {
             match shared.live_spec.resolve(&cmd) {
                 Ok(edit) => {
@@ -294,6 +314,7 @@ fn apply_commands(
         reader.retire(cmd);
     }
     assign_edits(shared, edits);
+    stop
 }
 
 /// Assigns `edits` under the live lock; the old values they then hold are dropped after it.

@@ -23,6 +23,11 @@ use crate::live::{FrameParams, Live, LiveStage};
 use crate::slices::SliceSlot;
 use crate::state::{Instance, Kind, Port, PortSignal, Shared, StageState, State, Wake};
 use crate::stats::{Counters, RunStats, StageCounters};
+use crate::worker::{guard, panic_message};
+
+/// How long a run that ended early (stop, error) waits for each worker to finish the job in
+/// hand before leaving it running, detached (it is blocked inside an element).
+pub const JOIN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// An effect in a pipeline, with how to schedule it and what may be changed while it runs.
 pub struct EffectStage {
@@ -315,6 +320,7 @@ impl Pipeline {
                 source_error: None,
                 waiting: 0,
                 slices: (0..threads).map(|_| SliceSlot::default()).collect(),
+                broken: false,
                 wake: Wake::default(),
                 garbage: None,
             }),
@@ -335,7 +341,7 @@ impl Pipeline {
             counters: Arc::new(Counters::new(counters)),
         };
         Ok(Prepared {
-            shared,
+            shared: Arc::new(shared),
             sink: Some(sink),
             infos,
             threads,
@@ -349,7 +355,7 @@ impl Pipeline {
 
 /// A negotiated pipeline, ready to run.
 pub struct Prepared {
-    pub(crate) shared: Shared,
+    pub(crate) shared: Arc<Shared>,
     pub(crate) sink: Option<Box<dyn Sink>>,
     infos: Vec<VideoInfo>,
     threads: usize,
@@ -398,7 +404,9 @@ impl Prepared {
 
     /// Events (stalls, rejected commands) go to `f`.
     pub fn set_events(&mut self, f: EventFn) {
-        self.shared.events = Some(f);
+        Arc::get_mut(&mut self.shared)
+            .expect("only the Prepared holds the state before run")
+            .events = Some(f);
     }
 
     /// Runs to the end of the stream (or the first error, or a `stop` command) and returns the
@@ -406,31 +414,56 @@ impl Prepared {
     /// the frame clock when `Options::pace` is set.
     ///
     /// On a source error, the frames produced before it still reach the sink; the sink is always
-    /// finished (flushed, closed). The first error is returned after that.
+    /// finished (flushed, closed). The first error is returned after that. A panic anywhere (an
+    /// element, the sink, an event callback, the output thread, a worker) ends the run with an
+    /// error that says where; no thread is left waiting.
+    ///
+    /// When the run ends early (`stop`, an error), the sink is finished at once, and workers get
+    /// [`JOIN_GRACE`] to finish the job in hand. A worker blocked inside an element (a source
+    /// waiting for a peer) cannot be interrupted: it is left running, detached, and reported as
+    /// [`Event::LeftRunning`](crate::Event::LeftRunning); it exits as soon as the element
+    /// returns, and with the process.
     pub fn run(mut self) -> Result<RunStats> {
         let mut sink = self.sink.take().expect("run once");
-        let threads = self.threads;
-        let shared = &self.shared;
+        let shared = Arc::clone(&self.shared);
         let commands = self.commands.take();
         let options = self.options;
         let stall = self.stall_timeout_ns;
-        let (pacing, out_result) = std::thread::scope(|s| {
-            for w in 0..threads {
-                let spawned = std::thread::Builder::new()
-                    .name(format!("fp-worker-{w}"))
-                    .spawn_scoped(s, move || shared.worker(w));
-                if let Err(e) = spawned {
-                    shared.lock().fail(Error::io("starting a worker thread", e));
-                    shared.work.notify_all();
+        let port = 0;
+        let sink_stage = shared.lock().ports[port].stage;
+        let sink_name = shared.counters.stages[sink_stage].name.clone();
+        let mut workers = Vec::with_capacity(self.threads);
+        for w in 0..self.threads {
+            let sh = Arc::clone(&shared);
+            let spawned = std::thread::Builder::new()
+                .name(format!("fp-worker-{w}"))
+                .spawn(move || sh.worker(w));
+            match spawned {
+                Ok(h) => workers.push(h),
+                Err(e) => {
+                    let e = Error::io("starting a worker thread", e);
+                    let mut st = shared.lock();
+                    st.fail(e);
+                    st.after_change(&shared);
                 }
             }
-            crate::output::run_output(shared, 0, &mut *sink, commands, options, stall)
+        }
+        let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::output::run_output(&shared, port, &mut *sink, commands, options, stall)
+        }));
+        let (pacing, out_result) = output.unwrap_or_else(|p| {
+            let e = Error::element("output thread", format!("panicked: {}", panic_message(&*p)));
+            shared.break_run(e, None);
+            (None, Ok(()))
         });
+        // Every frame the sink got was whole: finish it now, before waiting for the workers
+        // (one may be blocked in a source that nothing will unblock).
+        let finish = guard(&sink_name, || sink.finish());
+        shared.join_workers(workers, JOIN_GRACE);
         let (error, source_error) = {
             let mut st = shared.lock();
             (st.error.take(), st.source_error.take())
         };
-        let finish = sink.finish();
         if let Some(e) = error.or(source_error) {
             return Err(e);
         }

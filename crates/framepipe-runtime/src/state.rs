@@ -111,6 +111,9 @@ pub(crate) struct State {
     pub(crate) waiting: usize,
     /// One slot per worker for its fork-join slice jobs.
     pub(crate) slices: Vec<SliceSlot>,
+    /// A panic outside any element left the state inconsistent: the run is over whatever the
+    /// in-flight count says (see `Shared::break_run`).
+    pub(crate) broken: bool,
     /// Whom to wake once the lock is released (collected by the state machine under it).
     pub(crate) wake: Wake,
     /// An error that was not kept (a later one than the first), dropped after unlocking.
@@ -211,7 +214,8 @@ pub(crate) enum Done {
 
 impl State {
     pub(crate) fn finished(&self) -> bool {
-        self.in_flight == 0 && (self.source_done || self.abort) && !self.stages[0].busy
+        self.broken
+            || (self.in_flight == 0 && (self.source_done || self.abort) && !self.stages[0].busy)
     }
 
     pub(crate) fn has_work(&self) -> bool {
@@ -250,6 +254,9 @@ impl State {
         self.source_done = true;
         self.abort = true;
         self.drop_pending();
+        // Idle workers leave (see `worker_loop`); output threads see the end.
+        self.wake.work_all = true;
+        self.wake.ports = true;
     }
 
     /// The next job for an idle worker: slices of a frame being worked on first (they hold a
@@ -311,6 +318,16 @@ impl State {
             self.wake.ports = true;
         } else {
             self.ready.push_back((stage, token));
+        }
+    }
+
+    /// Counts one claimed slice of `slot` as done; wakes its owner when it was the last.
+    pub(crate) fn count_slice(&mut self, slot: usize, panicked: bool) {
+        let s = &mut self.slices[slot];
+        s.done += 1;
+        s.panicked |= panicked;
+        if s.done == s.n {
+            self.wake.slices = true;
         }
     }
 
@@ -415,12 +432,7 @@ impl State {
     pub(crate) fn complete(&mut self, done: Done, shared: &Shared) -> Option<Job> {
         let next = match done {
             Done::Slice(slot, panicked) => {
-                let s = &mut self.slices[slot];
-                s.done += 1;
-                s.panicked |= panicked;
-                if s.done == s.n {
-                    self.wake.slices = true;
-                }
+                self.count_slice(slot, panicked);
                 None
             }
             Done::Source(source, result) => {

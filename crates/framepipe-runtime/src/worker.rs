@@ -2,8 +2,12 @@
 //! lock, and reporting back; running a job (the source, an effect with its per-frame parameter
 //! values, a slice); and the guard that turns a panic inside an element into an error.
 
+use std::cell::Cell;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use framepipe_core::{Error, FrameCtx, Result};
 
@@ -13,14 +17,37 @@ use crate::slices::PoolSlices;
 use crate::state::{Done, Inst, Instance, Job, Shared, Token};
 
 impl Shared {
+    /// A worker thread's body. A panic that escapes the element guards (a bug in the scheduler
+    /// itself) ends the run with an error naming the worker, and wakes everyone, rather than
+    /// leaving the others waiting for a frame that this worker held.
     pub(crate) fn worker(&self, worker: usize) {
+        // The slice slot whose index this worker has claimed and not yet had counted.
+        let claimed = Cell::new(None);
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.worker_loop(worker, &claimed)));
+        if let Err(p) = r {
+            let e = Error::element(
+                format!("worker thread fp-worker-{worker}"),
+                format!("panicked: {}", panic_message(&*p)),
+            );
+            self.mark_running(worker, None);
+            self.break_run(e, claimed.get());
+        }
+    }
+
+    fn worker_loop(&self, worker: usize, claimed: &Cell<Option<usize>>) {
         let mut st = self.lock();
         loop {
             if let Some(mut job) = st.next_job(self) {
                 drop(st);
                 loop {
+                    if let Job::Slice { slot, .. } = &job {
+                        claimed.set(Some(*slot));
+                    }
                     let done = self.run_job(job, worker);
                     st = self.lock();
+                    // Cleared in the same critical section that counts the slice, so that a
+                    // panic can neither lose nor double-count it.
+                    claimed.set(None);
                     match st.complete(done, self) {
                         Some(next) => {
                             drop(st);
@@ -31,12 +58,51 @@ impl Shared {
                 }
                 continue;
             }
-            if st.finished() {
+            // After an abort (stop, error) an idle worker has nothing left to do: frames are no
+            // longer started, pending ones were dropped, and the owner of a slice job runs the
+            // slices nobody took. Those still inside a job finish it and leave too.
+            if st.finished() || st.abort {
                 return;
             }
             st.waiting += 1;
             st = st.wait(&self.work);
             st.waiting -= 1;
+        }
+    }
+
+    /// Ends the run after a panic outside any element (a worker's or the output thread's own
+    /// code): the state may be inconsistent (a token lost with the unwound stack), so the run is
+    /// marked broken (finished whatever the in-flight count) and everyone is woken. A slice
+    /// index the dead worker had claimed is counted, so that its owner does not wait for ever.
+    pub(crate) fn break_run(&self, e: Error, claimed_slice: Option<usize>) {
+        let mut st = self.lock();
+        if let Some(slot) = claimed_slice {
+            st.count_slice(slot, true);
+        }
+        st.fail(e);
+        st.broken = true;
+    }
+
+    /// Waits up to `grace` for the workers to exit (at once after a normal end), joins those
+    /// that did, and leaves the others running, detached, with an [`Event::LeftRunning`] each:
+    /// they are blocked inside an element and exit when it returns.
+    pub(crate) fn join_workers(&self, workers: Vec<JoinHandle<()>>, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        while workers.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for (w, h) in workers.into_iter().enumerate() {
+            if h.is_finished() {
+                // A worker's panics are caught inside it; nothing to report from the join.
+                let _ = h.join();
+            } else {
+                let stage = self.running[w].0.load(Ordering::Acquire);
+                let stage = match stage.checked_sub(1) {
+                    Some(s) => self.counters.stages[s].name.clone(),
+                    None => Arc::from("(scheduler)"),
+                };
+                self.emit(Event::LeftRunning { stage, worker: w });
+            }
         }
     }
 
@@ -178,15 +244,19 @@ impl Shared {
 
 /// Runs `f`, turning a panic inside an element into an error that names it.
 pub(crate) fn guard<T>(name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(Error::element(name, format!("panicked: {msg}")))
-        }
+        Err(p) => Err(Error::element(
+            name,
+            format!("panicked: {}", panic_message(&*p)),
+        )),
     }
+}
+
+/// The message of a panic payload (`panic!("...")` gives a `&str` or a `String`).
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use framepipe_control::{command_queue, Command, CommandReader};
 use framepipe_core::{
-    Effect, EffectFactory, Error, Frame, FrameCtx, FrameMut, Mode, Rational, Result, Sink,
-    SliceRunner, Source, VideoInfo,
+    Effect, EffectFactory, Frame, FrameCtx, FrameMut, Mode, Rational, Result, Sink, SliceRunner,
+    Source, VideoInfo,
 };
 use framepipe_runtime::{EffectStage, Event, Options, Pipeline, RunStats};
 
@@ -26,7 +26,12 @@ fn bounded<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 's
     });
     match rx.recv_timeout(limit) {
         Ok(v) => v,
-        Err(_) => panic!("the run did not end within {limit:?}: it hangs"),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the run did not end within {limit:?}: it hangs")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("the run panicked instead of returning an error")
+        }
     }
 }
 
@@ -66,12 +71,14 @@ impl Source for Numbers {
     }
 }
 
-/// Copies its input; panics at `panic_at`, inside one of the frame's slices when `in_slice`.
+/// Copies its input; panics at `panic_at`, inside one of the frame's slices when `in_slice`;
+/// takes `slow` per frame from frame 2 on.
 struct Copy {
     panic_at: Option<u64>,
     in_slice: bool,
+    slow: Duration,
 }
-struct CopyInst(Option<u64>, bool);
+struct CopyInst(Option<u64>, bool, Duration);
 
 impl EffectFactory for Copy {
     fn name(&self) -> &str {
@@ -84,7 +91,7 @@ impl EffectFactory for Copy {
         Ok(input)
     }
     fn instantiate(&self) -> Result<Box<dyn Effect>> {
-        Ok(Box::new(CopyInst(self.panic_at, self.in_slice)))
+        Ok(Box::new(CopyInst(self.panic_at, self.in_slice, self.slow)))
     }
 }
 
@@ -99,6 +106,9 @@ impl Effect for CopyInst {
         let boom = Some(ctx.seq) == self.0;
         if boom && !self.1 {
             panic!("copy exploded at frame {}", ctx.seq);
+        }
+        if ctx.seq >= 2 {
+            std::thread::sleep(self.2);
         }
         let seq = ctx.seq;
         slices.run(8, &|i| {
@@ -121,6 +131,8 @@ struct Got {
 struct Keep {
     got: Got,
     panic_at: Option<u64>,
+    panic_on_repeat: bool,
+    panic_in_finish: bool,
 }
 impl Sink for Keep {
     fn start(&mut self, _info: VideoInfo) -> Result<()> {
@@ -131,11 +143,18 @@ impl Sink for Keep {
             panic!("keep exploded at frame {}", ctx.seq);
         }
         assert_eq!(frame.words()[0], ctx.seq as u32, "whole frames, in order");
-        self.got.seqs.lock().unwrap().push(ctx.seq);
+        let mut seqs = self.got.seqs.lock().unwrap();
+        if self.panic_on_repeat && seqs.last() == Some(&ctx.seq) {
+            panic!("keep exploded on a repeat of frame {}", ctx.seq);
+        }
+        seqs.push(ctx.seq);
         Ok(())
     }
     fn finish(&mut self) -> Result<()> {
         self.got.finished.fetch_add(1, Ordering::SeqCst);
+        if self.panic_in_finish {
+            panic!("keep exploded while finishing");
+        }
         Ok(())
     }
 }
@@ -148,7 +167,10 @@ struct Setup {
     block_at: Option<(u64, Arc<AtomicBool>)>,
     effect_panic: Option<u64>,
     effect_panic_in_slice: bool,
+    effect_slow: Duration,
     sink_panic: Option<u64>,
+    sink_panic_on_repeat: bool,
+    sink_panic_in_finish: bool,
     options: Options,
     commands: Option<CommandReader>,
     events: Option<framepipe_runtime::EventFn>,
@@ -171,6 +193,7 @@ fn run(s: Setup, got: Got) -> Result<RunStats> {
                 Box::new(Copy {
                     panic_at: s.effect_panic,
                     in_slice: s.effect_panic_in_slice,
+                    slow: s.effect_slow,
                 }),
                 Mode::Parallel,
             ),
@@ -180,6 +203,8 @@ fn run(s: Setup, got: Got) -> Result<RunStats> {
             Box::new(Keep {
                 got,
                 panic_at: s.sink_panic,
+                panic_on_repeat: s.sink_panic_on_repeat,
+                panic_in_finish: s.sink_panic_in_finish,
             }),
         ),
     );
@@ -194,6 +219,7 @@ fn run(s: Setup, got: Got) -> Result<RunStats> {
 }
 
 fn threads(n: usize) -> Options {
+    // (Every test here sets what it needs; the rest is the default.)
     Options {
         threads: n,
         ..Options::default()
@@ -237,4 +263,196 @@ fn the_calling_thread_gets_its_scheduling_policy_back_after_a_paced_run() {
         );
         assert_eq!(got.seqs.lock().unwrap().len(), 10);
     });
+}
+
+/// The error of a run that must fail, within a bounded time, having finished the sink once.
+fn fails_naming(setup: impl FnOnce() -> Setup + Send + 'static, names: &[&str]) -> (String, Got) {
+    let got = Got::default();
+    let g = got.clone();
+    let t0 = Instant::now();
+    let err = bounded(Duration::from_secs(20), move || {
+        run(setup(), g).map(|_| ()).map_err(|e| e.to_string())
+    })
+    .expect_err("the run must fail");
+    for name in names {
+        assert!(err.contains(name), "error '{err}' does not name '{name}'");
+    }
+    assert_eq!(
+        got.finished.load(Ordering::SeqCst),
+        1,
+        "the sink was finished once"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t0.elapsed()
+    );
+    (err, got)
+}
+
+#[test]
+fn a_panicking_source_ends_the_run_with_an_error_naming_it() {
+    let (_, got) = fails_naming(
+        || Setup {
+            frames: 100,
+            source_panic: Some(4),
+            options: threads(3),
+            ..Setup::default()
+        },
+        &["numbers", "panicked", "numbers exploded at frame 4"],
+    );
+    assert_eq!(*got.seqs.lock().unwrap(), (0..4).collect::<Vec<_>>());
+}
+
+#[test]
+fn an_effect_panicking_inside_a_slice_ends_the_run_with_an_error_naming_it() {
+    fails_naming(
+        || Setup {
+            frames: 100,
+            effect_panic: Some(6),
+            effect_panic_in_slice: true,
+            options: threads(3),
+            ..Setup::default()
+        },
+        &["copy", "panicked"],
+    );
+}
+
+#[test]
+fn a_panicking_sink_ends_the_run_with_an_error_naming_it() {
+    fails_naming(
+        || Setup {
+            frames: 100,
+            sink_panic: Some(5),
+            options: threads(2),
+            ..Setup::default()
+        },
+        &["keep", "keep exploded at frame 5"],
+    );
+}
+
+/// Under `--overload live` a frame is given to the sink again at a deadline with no new frame;
+/// that call was not guarded, and its panic left the workers waiting for ever (a hang).
+#[test]
+fn a_sink_panicking_on_a_repeated_frame_ends_the_run_with_an_error_naming_it() {
+    fails_naming(
+        || Setup {
+            frames: 30,
+            rate: 200,
+            effect_slow: Duration::from_millis(25),
+            sink_panic_on_repeat: true,
+            options: Options {
+                threads: 2,
+                pace: Some(Rational::new(200, 1)),
+                overload: framepipe_runtime::Overload::Live,
+                ..Options::default()
+            },
+            ..Setup::default()
+        },
+        &["keep", "on a repeat of frame"],
+    );
+}
+
+/// `Sink::finish` was called unguarded: its panic unwound out of `run`.
+#[test]
+fn a_sink_panicking_in_finish_ends_the_run_with_an_error_naming_it() {
+    fails_naming(
+        || Setup {
+            frames: 10,
+            sink_panic_in_finish: true,
+            options: threads(2),
+            ..Setup::default()
+        },
+        &["keep", "while finishing"],
+    );
+}
+
+/// A callback panicking on the output thread (here on a rejected command) unwound through the
+/// output loop and left the workers waiting for ever.
+#[test]
+fn an_event_callback_that_panics_ends_the_run_with_an_error_naming_it() {
+    fails_naming(
+        || {
+            let (tx, rx) = command_queue(4);
+            tx.post(Command::parse("set copy.nosuch 1").unwrap())
+                .unwrap();
+            Setup {
+                frames: 1_000_000,
+                rate: 25,
+                options: threads(2),
+                commands: Some(rx),
+                events: Some(Arc::new(|e: &Event| panic!("callback exploded on {e:?}"))),
+                ..Setup::default()
+            }
+        },
+        &["event callback", "callback exploded", "CommandRejected"],
+    );
+}
+
+/// `stop` while the output thread waits for a frame that does not come (the source is blocked,
+/// say on a network peer): the run ends at once with the frames delivered so far, whole, and
+/// the sink finished; the blocked worker is left running (reported) and exits when the source
+/// returns. Before, `stop` was only acted on when the next frame arrived: a hang.
+#[test]
+fn stop_is_acted_on_while_the_source_is_blocked() {
+    let unblock = Arc::new(AtomicBool::new(false));
+    let got = Got::default();
+    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let (tx, rx) = command_queue(4);
+    let (g, u, ev) = (got.clone(), unblock.clone(), events.clone());
+    let runner = std::thread::spawn(move || {
+        let setup = Setup {
+            frames: 100,
+            rate: 25,
+            block_at: Some((5, u)),
+            options: threads(2),
+            commands: Some(rx),
+            events: Some(Arc::new(move |e: &Event| {
+                ev.lock().unwrap().push(e.clone())
+            })),
+            ..Setup::default()
+        };
+        let t = Instant::now();
+        let r = run(setup, g);
+        (r.map(|s| s.frames), t.elapsed())
+    });
+    // Wait until the five frames before the blocked one are out.
+    let t0 = Instant::now();
+    while got.seqs.lock().unwrap().len() < 5 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "frames 0..5 never came"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let stop_at = Instant::now();
+    tx.post(Command::Stop).unwrap();
+    let waited = bounded(Duration::from_secs(10), move || runner.join().unwrap());
+    let stopped_in = stop_at.elapsed();
+    unblock.store(true, Ordering::SeqCst);
+    let (frames, _) = waited;
+    assert_eq!(frames.expect("a stopped run is not an error"), 5);
+    assert_eq!(*got.seqs.lock().unwrap(), (0..5).collect::<Vec<_>>());
+    assert_eq!(
+        got.finished.load(Ordering::SeqCst),
+        1,
+        "the sink was finished"
+    );
+    // The sink is finished at once; `run` returns after the join grace.
+    assert!(
+        stopped_in < framepipe_runtime::JOIN_GRACE + Duration::from_secs(2),
+        "stop took {stopped_in:?}"
+    );
+    let left: Vec<Event> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, Event::LeftRunning { .. }))
+        .cloned()
+        .collect();
+    assert!(
+        matches!(&left[..], [Event::LeftRunning { stage, .. }] if &**stage == "numbers"),
+        "{left:?}"
+    );
 }
