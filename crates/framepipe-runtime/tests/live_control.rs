@@ -2,7 +2,6 @@
 //! oscillators agree across stages, commands land on one frame boundary for every stage,
 //! pause/step/resume/stop, overload policies and stall reports.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -205,8 +204,12 @@ fn two_stages_on_one_oscillator_agree_on_every_frame() {
     let setup = Setup {
         frames: 90,
         rate: 25,
+        // Paced (the frames keep their 25 fps timestamps) so that the run lasts ~180 ms and
+        // the speed change posted at 40 ms lands mid-run; unpaced, the run could end first and
+        // the test then checked nothing about it.
         options: Options {
             threads: 3,
+            pace: Some(Rational::new(500, 1)),
             ..Options::default()
         },
         stages: vec![
@@ -236,6 +239,16 @@ fn two_stages_on_one_oscillator_agree_on_every_frame() {
     let o = Oscillator::parse_compact(osc).unwrap();
     assert_eq!(va[0], o.value_at(0));
     assert_eq!(va[1], o.value_at(40_000_000));
+    // ... and the speed change did land mid-run (else the agreement above says nothing about
+    // it): from some frame on, values leave the speed-1 curve.
+    let at_speed_one = |k: usize| o.value_at(k as i64 * 40_000_000);
+    let k = (0..90)
+        .find(|&k| va[k] != at_speed_one(k))
+        .expect("the speed change never reached the frames");
+    assert!(
+        k > 1,
+        "the speed change landed before it was posted (frame {k})"
+    );
     assert_eq!(released.lock().unwrap().len(), 90);
 }
 
@@ -311,8 +324,6 @@ fn pause_then_steps_release_exactly_the_next_frames_and_resume_has_no_burst() {
             tx.post(Command::Resume).unwrap();
         })
     };
-    let watcher_released: Released = Released::default();
-    let _ = watcher_released;
     let start = Instant::now();
     let (r, released) = run(setup, Some(rx), None);
     driver.join().unwrap();
@@ -529,5 +540,4 @@ fn bad_commands_are_rejected_with_a_reason_and_the_run_goes_on() {
     );
     assert!(reasons[1].contains("out of range"), "{}", reasons[1]);
     assert!(reasons[2].contains("not an effect"), "{}", reasons[2]);
-    let _ = AtomicU64::new(0).load(Ordering::Relaxed);
 }

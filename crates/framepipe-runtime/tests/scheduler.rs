@@ -310,36 +310,116 @@ fn effect_error_stops_the_run_with_that_error() {
     assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
 }
 
+/// A source that records, each time it starts a frame, how many frames are in flight at that
+/// moment: the frames it has started (this one included) minus those the sink has finished.
+/// A frame leaves the flight only after the sink returns, so this is never above the true
+/// count; with a sink slower than the rest the source is always waiting for room, so the peak
+/// is the bound exactly.
+struct Watched {
+    frames: u64,
+    sink_done: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+}
+
+impl Source for Watched {
+    fn info(&self) -> VideoInfo {
+        Counter {
+            frames: 0,
+            fail_at: None,
+        }
+        .info()
+    }
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        if ctx.seq >= self.frames {
+            return Ok(false);
+        }
+        let in_flight = ctx.seq as usize + 1 - self.sink_done.load(Ordering::SeqCst);
+        self.peak.fetch_max(in_flight, Ordering::SeqCst);
+        frame.words_mut().fill(ctx.seq as u32);
+        Ok(true)
+    }
+}
+
+/// Counts frames whose `consume` has returned, after a delay that makes the sink the slowest.
+struct CountingSlowSink(Arc<AtomicUsize>, Duration);
+impl Sink for CountingSlowSink {
+    fn start(&mut self, _info: VideoInfo) -> Result<()> {
+        Ok(())
+    }
+    fn consume(&mut self, _ctx: &FrameCtx, _frame: &Frame) -> Result<()> {
+        std::thread::sleep(self.1);
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue 7: the old test only checked that nothing was in flight at the end, so it could not
+/// fail. The bound must be reached (peak == bound) and never exceeded, with and without a
+/// serial stage where frames park.
 #[test]
-fn bounded_frames_in_flight() {
-    let chain = Chain {
-        frames: 40,
-        source_fail: None,
-        mix_fail: None,
-    };
-    let out = Collected::default();
-    let p = Pipeline::new(
-        (
-            "counter".into(),
-            Box::new(Counter {
-                frames: chain.frames,
-                fail_at: None,
-            }),
-        ),
-        vec![],
-        ("collect".into(), Box::new(Collect(out.clone()))),
-    );
-    let prepared = p
-        .prepare(Options {
-            threads: 4,
-            in_flight: 3,
-            ..Options::default()
-        })
-        .unwrap();
-    assert_eq!(prepared.max_in_flight(), 3);
-    let stats = prepared.run().unwrap();
-    assert_eq!(stats.frames, 40);
-    assert_eq!(stats.in_flight, 0);
+fn the_in_flight_bound_is_reached_and_never_exceeded() {
+    for (bound, threads, serial_stage) in [(3, 4, false), (5, 3, true), (1, 2, false)] {
+        let sink_done = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let effects = if serial_stage {
+            vec![
+                (
+                    "mix".to_string(),
+                    EffectStage::new(
+                        Box::new(Mix {
+                            running: Arc::default(),
+                            peak: Arc::default(),
+                            fail_at: None,
+                        }),
+                        Mode::Parallel,
+                    ),
+                ),
+                (
+                    "acc".to_string(),
+                    EffectStage::new(Box::new(Accumulate), Mode::Serial),
+                ),
+            ]
+        } else {
+            vec![]
+        };
+        let p = Pipeline::new(
+            (
+                "watched".into(),
+                Box::new(Watched {
+                    frames: 40,
+                    sink_done: sink_done.clone(),
+                    peak: peak.clone(),
+                }),
+            ),
+            effects,
+            (
+                "slow".into(),
+                Box::new(CountingSlowSink(
+                    sink_done.clone(),
+                    Duration::from_millis(3),
+                )),
+            ),
+        );
+        let prepared = p
+            .prepare(Options {
+                threads,
+                in_flight: bound,
+                ..Options::default()
+            })
+            .unwrap();
+        assert_eq!(prepared.max_in_flight(), bound);
+        let stats = prepared.run().unwrap();
+        assert_eq!(stats.frames, 40);
+        assert_eq!(stats.in_flight, 0);
+        assert_eq!(
+            peak.load(Ordering::SeqCst),
+            bound,
+            "peak frames in flight with bound {bound}, {threads} threads, serial stage: {serial_stage}"
+        );
+    }
 }
 
 /// A sink slower than the pipeline, so that the next frame is always waiting when it is done.
