@@ -8,8 +8,6 @@
 //! ```
 #![forbid(unsafe_code)]
 
-mod parse;
-
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,7 +20,7 @@ use framepipe_control::{command_queue, Command as ControlCommand, CommandSender,
 use framepipe_core::{Element, ElementKind, Mode, Props, Rational, Registry};
 use framepipe_runtime::{Counters, EffectStage, Event, Options, Overload, Pipeline, RunStats};
 
-use crate::parse::{parse_pipeline, parse_project, PipelineDesc};
+use framepipe_project::{parse_pipeline, parse_project, PipelineDesc};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -153,7 +151,7 @@ fn load_desc(arg: &str) -> Result<PipelineDesc> {
             .with_context(|| format!("cannot read project file '{arg}'"))?;
         parse_project(&text).with_context(|| format!("in project file '{arg}'"))
     } else {
-        parse_pipeline(arg)
+        Ok(parse_pipeline(arg)?)
     }
 }
 

@@ -21,7 +21,23 @@
 
 use std::fmt;
 
-use anyhow::{bail, Context, Result};
+use crate::{Error, Result};
+
+/// At most this many characters of offending text are quoted in a message.
+const SHOWN_CHARS: usize = 60;
+
+/// `text` for an error message: one line, at most [`SHOWN_CHARS`] characters.
+fn shown(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(SHOWN_CHARS)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().nth(SHOWN_CHARS).is_some() {
+        out.push_str("...");
+    }
+    out
+}
 
 /// One element as written: its name and `prop=value` pairs in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,21 +91,25 @@ fn tokenize(s: &str) -> Result<Vec<String>> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
+    let mut chars = s.char_indices();
+    while let Some((at, c)) = chars.next() {
         match c {
             '"' | '\'' => {
                 in_word = true;
                 let quote = c;
+                let unterminated = || Error::UnterminatedQuote {
+                    quote,
+                    at: shown(&s[at..]),
+                };
                 loop {
                     match chars.next() {
-                        Some(q) if q == quote => break,
-                        Some('\\') if quote == '"' => match chars.next() {
-                            Some(e) => cur.push(e),
-                            None => bail!("unterminated quote in pipeline"),
+                        Some((_, q)) if q == quote => break,
+                        Some((_, '\\')) if quote == '"' => match chars.next() {
+                            Some((_, e)) => cur.push(e),
+                            None => return Err(unterminated()),
                         },
-                        Some(ch) => cur.push(ch),
-                        None => bail!("unterminated {quote} quote in pipeline"),
+                        Some((_, ch)) => cur.push(ch),
+                        None => return Err(unterminated()),
                     }
                 }
             }
@@ -106,7 +126,7 @@ fn tokenize(s: &str) -> Result<Vec<String>> {
                     in_word = false;
                 }
             }
-            c => {
+            _ => {
                 in_word = true;
                 cur.push(c);
             }
@@ -127,19 +147,20 @@ pub fn parse_pipeline(s: &str) -> Result<PipelineDesc> {
         if w == "!" {
             match current.take() {
                 Some(e) => elements.push(e),
-                None => bail!(
-                    "'!' with no element before it (after '{}')",
-                    elements
-                        .last()
-                        .map_or("the start".into(), |e| e.name.clone())
-                ),
+                None => {
+                    return Err(Error::BangWithoutElement {
+                        after: elements
+                            .last()
+                            .map_or("the start".into(), |e| shown(&e.name)),
+                    })
+                }
             }
             continue;
         }
         match &mut current {
             None => {
                 if w.contains('=') {
-                    bail!("expected an element name, found property '{w}'");
+                    return Err(Error::PropertyWithoutElement { word: shown(&w) });
                 }
                 current = Some(ElementDescr {
                     name: w,
@@ -148,13 +169,16 @@ pub fn parse_pipeline(s: &str) -> Result<PipelineDesc> {
             }
             Some(e) => {
                 let Some((k, v)) = w.split_once('=') else {
-                    bail!(
-                        "expected prop=value after '{}', found '{w}' (missing '!' between elements?)",
-                        e.name
-                    );
+                    return Err(Error::ExpectedProperty {
+                        element: shown(&e.name),
+                        word: shown(&w),
+                    });
                 };
                 if k.is_empty() {
-                    bail!("empty property name in '{w}' on {}", e.name);
+                    return Err(Error::EmptyPropertyName {
+                        element: shown(&e.name),
+                        word: shown(&w),
+                    });
                 }
                 e.props.push((k.to_string(), v.to_string()));
             }
@@ -162,8 +186,14 @@ pub fn parse_pipeline(s: &str) -> Result<PipelineDesc> {
     }
     match current {
         Some(e) => elements.push(e),
-        None if elements.is_empty() => bail!("empty pipeline"),
-        None => bail!("pipeline ends with '!'"),
+        None => {
+            return Err(match elements.last() {
+                None => Error::EmptyPipeline,
+                Some(last) => Error::TrailingBang {
+                    last: shown(&last.name),
+                },
+            })
+        }
     }
     Ok(PipelineDesc {
         elements,
@@ -182,39 +212,84 @@ fn toml_scalar(key: &str, v: &toml::Value) -> Result<String> {
             .map(|i| toml_scalar(key, i))
             .collect::<Result<Vec<_>>>()?
             .join(","),
-        other => bail!(
-            "property '{key}' has a value of type {} that is not supported",
-            other.type_str()
-        ),
+        other => {
+            return Err(Error::UnsupportedValue {
+                key: shown(key),
+                kind: other.type_str(),
+            })
+        }
     })
+}
+
+/// A TOML parse error as one line: where, and the parser's message.
+fn toml_error(text: &str, e: &toml::de::Error) -> Error {
+    let (line, column) = match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            (line, column)
+        }
+        None => (0, 0),
+    };
+    let message = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    Error::Toml {
+        line,
+        column,
+        message,
+    }
+}
+
+/// A project file's top-level value of the wrong kind.
+fn bad_key(key: &'static str, expected: &'static str, got: &toml::Value) -> Error {
+    Error::BadKey {
+        key,
+        expected,
+        got: shown(&got.to_string()),
+    }
+}
+
+/// A positive integer setting (`threads`, `in-flight`).
+fn positive(key: &'static str, value: &toml::Value) -> Result<usize> {
+    value
+        .as_integer()
+        .filter(|n| *n > 0)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| bad_key(key, "a positive integer", value))
 }
 
 /// Parses a TOML project file's text.
 pub fn parse_project(text: &str) -> Result<PipelineDesc> {
-    let doc: toml::Table = toml::from_str(text).context("not a valid TOML project file")?;
+    let doc: toml::Table = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
     let mut settings = Settings::default();
     let mut desc: Option<PipelineDesc> = None;
     for (key, value) in &doc {
         match key.as_str() {
             "pipeline" => {
-                let s = value
-                    .as_str()
-                    .context("'pipeline' must be a string like \"testsrc ! nullsink\"")?;
-                desc = Some(parse_pipeline(s).context("in 'pipeline'")?);
+                let s = value.as_str().ok_or_else(|| {
+                    bad_key("pipeline", "a string like \"testsrc ! nullsink\"", value)
+                })?;
+                desc = Some(parse_pipeline(s).map_err(|e| Error::InPipelineKey(Box::new(e)))?);
             }
             "element" => {
                 let list = value
                     .as_array()
-                    .context("'element' must be an array of tables ([[element]])")?;
+                    .ok_or_else(|| bad_key("element", "an array of tables ([[element]])", value))?;
                 let mut elements = Vec::new();
                 for (i, item) in list.iter().enumerate() {
                     let table = item
                         .as_table()
-                        .with_context(|| format!("element {} is not a table", i + 1))?;
+                        .ok_or(Error::ElementNotTable { index: i + 1 })?;
                     let name = table
                         .get("type")
                         .and_then(|v| v.as_str())
-                        .with_context(|| format!("element {} has no type = \"...\"", i + 1))?;
+                        .ok_or(Error::ElementWithoutType { index: i + 1 })?;
                     let mut props = Vec::new();
                     for (k, v) in table {
                         if k != "type" {
@@ -231,34 +306,26 @@ pub fn parse_project(text: &str) -> Result<PipelineDesc> {
                     settings: Settings::default(),
                 });
             }
-            "threads" => {
-                settings.threads = Some(
+            "threads" => settings.threads = Some(positive("threads", value)?),
+            "in-flight" => settings.in_flight = Some(positive("in-flight", value)?),
+            "stats" => {
+                settings.stats = Some(
                     value
-                        .as_integer()
-                        .filter(|n| *n > 0)
-                        .context("'threads' must be a positive integer")? as usize,
+                        .as_str()
+                        .ok_or_else(|| bad_key("stats", "a path", value))?
+                        .to_string(),
                 )
             }
-            "in-flight" => {
-                settings.in_flight = Some(
-                    value
-                        .as_integer()
-                        .filter(|n| *n > 0)
-                        .context("'in-flight' must be a positive integer")? as usize,
-                )
-            }
-            "stats" => settings.stats = Some(value.as_str().context("'stats' must be a path")?.to_string()),
             "fps" => settings.fps = Some(toml_scalar("fps", value)?),
             "unpaced" => {
-                settings.unpaced = value.as_bool().context("'unpaced' must be true or false")?
+                settings.unpaced = value
+                    .as_bool()
+                    .ok_or_else(|| bad_key("unpaced", "true or false", value))?
             }
-            other => bail!(
-                "unknown key '{other}' in project file; expected one of: pipeline, element, threads, in-flight, stats, fps, unpaced"
-            ),
+            other => return Err(Error::UnknownKey { key: shown(other) }),
         }
     }
-    let mut desc =
-        desc.context("project file has neither 'pipeline = \"...\"' nor [[element]] tables")?;
+    let mut desc = desc.ok_or(Error::NoPipeline)?;
     desc.settings = settings;
     Ok(desc)
 }
@@ -305,5 +372,36 @@ mod tests {
         assert_eq!(a.settings.threads, Some(2));
         let e = parse_project("pipelin = \"x\"").unwrap_err().to_string();
         assert!(e.contains("unknown key 'pipelin'"), "{e}");
+    }
+
+    #[test]
+    fn project_file_errors_are_one_line_naming_the_value() {
+        let e = parse_project("threads = -3\npipeline = \"testsrc ! nullsink\"")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "'threads' must be a positive integer, got -3");
+        let e = parse_project("pipeline = \"testsrc !\"")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "in 'pipeline': pipeline ends with '!' (after 'testsrc')");
+        let e = parse_project("threads = 2\npipeline = [\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("not a valid TOML project file: line 2, column "),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "one line: {e:?}");
+    }
+
+    #[test]
+    fn offending_text_is_shortened_to_one_line() {
+        let long = format!("testsrc \"{}", "x\n".repeat(500));
+        let e = parse_pipeline(&long).unwrap_err().to_string();
+        assert!(
+            e.starts_with("unterminated \" quote in pipeline at: \"x x"),
+            "{e}"
+        );
+        assert!(e.len() < 120 && !e.contains('\n'), "{e:?}");
     }
 }
