@@ -98,6 +98,11 @@ pub enum Command {
     Resume,
     /// End the run cleanly.
     Stop,
+    /// Every command source has closed (stdin reached its end): nothing can resume a pause any
+    /// more, so a paused run stops once the steps already asked for are out. Not a protocol
+    /// line: the queue produces it, once, when the last [`CommandSender`](crate::CommandSender)
+    /// is gone and every command before it has been read.
+    EndOfInput,
 }
 
 /// Splits `element.prop` at the last dot.
@@ -237,14 +242,15 @@ impl Command {
                     command: "speed",
                     what: "a number, e.g. speed 2",
                 })?;
+                let max = crate::osc::MAX_SPEED;
                 let speed = t
                     .parse::<f64>()
                     .ok()
-                    .filter(|s| s.is_finite() && s.abs() <= 1e6)
+                    .filter(|s| (-max..=max).contains(s))
                     .ok_or_else(|| Error::BadArgument {
                         command: "speed".into(),
                         token: t.into(),
-                        reason: "expected a number within ±1000000".into(),
+                        reason: "expected a number within ±100".into(),
                     })?;
                 no_more("speed", words)?;
                 Ok(Command::Speed(speed))
@@ -313,6 +319,8 @@ impl fmt::Display for Command {
             Command::Step(n) => write!(f, "step {n}"),
             Command::Resume => f.write_str("resume"),
             Command::Stop => f.write_str("stop"),
+            // A comment line: the protocol has no such command (the queue makes it).
+            Command::EndOfInput => f.write_str("# end of command input"),
         }
     }
 }

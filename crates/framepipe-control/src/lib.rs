@@ -6,7 +6,9 @@
 //!   protocol used on stdin (documented in `docs/CONTROL.md`), [`Command`]'s `Display` writes it.
 //! * [`command_queue`]: a bounded multi-producer queue ([`CommandSender`], cloneable: stdin now,
 //!   web/OSC/MIDI later) read by the frame path ([`CommandReader`]) once per frame. A full queue
-//!   hands the command back ([`Full`]); nothing is dropped, nobody blocks.
+//!   hands the command back ([`Full`]); nothing is dropped, nobody blocks. `stop`, `pause` and
+//!   `resume` are never refused (a side channel of atomics; [`Stopper`] for signal handlers),
+//!   and the end of every sender is told to the engine ([`Command::EndOfInput`]).
 //! * [`Oscillator`], [`OscClock`]: waveforms evaluated as a pure function of the frame's
 //!   oscillator time, which advances with the frames' timestamps times the master speed;
 //!   [`ParamValue`]/[`ParamSpec`]: the `~sine:0.5hz:0..1` form in pipeline strings and the
@@ -32,7 +34,7 @@ pub mod transport;
 
 pub use command::{Command, Target};
 pub use osc::{OscClock, OscSpec, Oscillator, ParamSpec, ParamValue, Shape};
-pub use queue::{command_queue, CommandReader, CommandSender, Full};
+pub use queue::{command_queue, CommandReader, CommandSender, Full, Stopper};
 pub use transport::{Release, Transport};
 
 /// Errors of the control crate: bad command lines and bad oscillators. Messages name the

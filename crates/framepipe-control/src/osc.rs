@@ -131,8 +131,16 @@ pub const DEFAULT_FREQ_HZ: f64 = 1.0;
 pub const DEFAULT_MIN: f64 = 0.0;
 /// Default range top.
 pub const DEFAULT_MAX: f64 = 1.0;
-/// Highest frequency accepted: far above any frame rate, low enough to keep `t·freq` exact.
-pub const MAX_FREQ_HZ: f64 = 1e6;
+/// Highest frequency accepted, Hz. Above half the frame rate an oscillator only aliases, and
+/// 1000 Hz is above that for any output up to 2000 fps; bounding it keeps `t·freq` finite for
+/// every oscillator time (|t| < 2^63 ns gives < 1e25 cycles·1e9) and exact for 104 days.
+pub const MAX_FREQ_HZ: f64 = 1000.0;
+/// Largest magnitude accepted for `min` and `max`. Every property range in framepipe lies well
+/// inside it; bounding it keeps `max − min` (and so every value) finite.
+pub const MAX_LEVEL: f64 = 1e9;
+/// Largest magnitude of the master speed. At 100× the oscillator time (an `i64` of ns) lasts
+/// 2.9 years of frames before it wraps; faster motion is a matter of `freq`.
+pub const MAX_SPEED: f64 = 100.0;
 /// Default pulse width.
 pub const DEFAULT_WIDTH: f64 = 0.5;
 
@@ -181,27 +189,35 @@ impl Oscillator {
         self
     }
 
-    /// Checks the fields: finite numbers, `freq ≥ 0`, `phase` and `width` in `0..=1`.
-    /// (`min > max` is allowed: it turns the shape upside down.)
+    /// Checks the fields: `freq` in `0..=`[`MAX_FREQ_HZ`], `min` and `max` within
+    /// ±[`MAX_LEVEL`], `phase` and `width` in `0..=1` (NaN and infinities are outside every
+    /// range). (`min > max` is allowed: it turns the shape upside down.) Every oscillator that
+    /// passes gives a finite value in its range at every oscillator time.
     pub fn validate(&self) -> Result<()> {
         let bad = |field: &'static str, value: f64, reason: &'static str| {
+            // 1e300 as 1e300, not as 301 digits.
+            let shown = if value != 0.0 && !(1e-4..1e6).contains(&value.abs()) {
+                format!("{value:e}")
+            } else {
+                value.to_string()
+            };
             Err(Error::BadOscillator {
-                token: format!("{field}={value}"),
+                token: format!("{field}={shown}"),
                 reason: reason.into(),
             })
         };
-        if !self.freq_hz.is_finite() || self.freq_hz < 0.0 {
+        if !(0.0..=MAX_FREQ_HZ).contains(&self.freq_hz) {
             return bad(
                 "freq",
                 self.freq_hz,
-                "frequency must be a finite number ≥ 0 Hz",
+                "frequency must be within 0..=1000 Hz (a period of at least 1 ms)",
             );
         }
-        if !self.min.is_finite() {
-            return bad("min", self.min, "must be a finite number");
+        if !(-MAX_LEVEL..=MAX_LEVEL).contains(&self.min) {
+            return bad("min", self.min, "must be a number within ±1e9");
         }
-        if !self.max.is_finite() {
-            return bad("max", self.max, "must be a finite number");
+        if !(-MAX_LEVEL..=MAX_LEVEL).contains(&self.max) {
+            return bad("max", self.max, "must be a number within ±1e9");
         }
         if !(0.0..=1.0).contains(&self.phase) {
             return bad("phase", self.phase, "phase is in cycles, 0..1");
@@ -254,8 +270,21 @@ impl Oscillator {
 
     /// The value (`min + (max − min)·u`) at oscillator time `osc_time_ns`. Pure: the same
     /// time always gives the same value.
+    ///
+    /// For an oscillator that passed [`validate`](Self::validate) the value is finite and
+    /// within `min..=max` (either order) at every time: the bounds on `freq`, `min` and `max`
+    /// keep every intermediate finite, and the result is clamped against rounding.
     pub fn value_at(&self, osc_time_ns: i64) -> f64 {
-        self.min + (self.max - self.min) * self.unit_at(osc_time_ns)
+        let v = self.min + (self.max - self.min) * self.unit_at(osc_time_ns);
+        let (lo, hi) = (self.min.min(self.max), self.min.max(self.max));
+        // Not f64::clamp: it panics on NaN bounds, which an unvalidated oscillator may have.
+        if v < lo {
+            lo
+        } else if v > hi {
+            hi
+        } else {
+            v
+        }
     }
 }
 
@@ -587,13 +616,13 @@ impl OscClock {
     }
 
     /// Sets the master speed, effective from the next [`advance`](Self::advance). Refuses
-    /// non-finite speeds and magnitudes above 1,000,000.
+    /// speeds outside ±[`MAX_SPEED`] (and NaN).
     pub fn set_speed(&mut self, speed: f64) -> Result<()> {
-        if !speed.is_finite() || speed.abs() > 1e6 {
+        if !(-MAX_SPEED..=MAX_SPEED).contains(&speed) {
             return Err(Error::BadArgument {
                 command: "speed".into(),
                 token: speed.to_string(),
-                reason: "speed must be a finite number within ±1000000".into(),
+                reason: "speed must be a number within ±100".into(),
             });
         }
         self.speed_q = (speed * SPEED_ONE as f64).round() as i64;
@@ -609,13 +638,14 @@ impl OscClock {
     /// time 0; each later one adds its pts delta times the speed in force. Integer and exact.
     pub fn advance(&mut self, pts_ns: i64) -> i64 {
         if let Some(last) = self.last_pts_ns {
-            self.acc += (pts_ns - last) as i128 * self.speed_q as i128;
+            self.acc += (pts_ns as i128 - last as i128) * self.speed_q as i128;
         }
         self.last_pts_ns = Some(pts_ns);
         self.osc_time_ns()
     }
 
-    /// The oscillator time of the last frame advanced to, ns.
+    /// The oscillator time of the last frame advanced to, ns. It wraps around at ±2^63 ns
+    /// (292 years at speed 1, 2.9 years at the top speed); oscillators stay finite there too.
     pub fn osc_time_ns(&self) -> i64 {
         (self.acc.div_euclid(SPEED_ONE as i128)) as i64
     }
@@ -914,5 +944,97 @@ mod tests {
                 .unwrap_err()
                 .to_string();
         assert!(e.contains("phase=3"), "{e}");
+    }
+
+    /// Issue #7: `~sine:1e300hz` (and a huge speed) once made `t·freq` infinite, the value NaN,
+    /// and a frei0r plugin crashed on it. Such parameters are now refused, naming the field.
+    #[test]
+    fn absurd_oscillator_parameters_are_refused_naming_the_range() {
+        for (text, token) in [
+            ("~sine:1e300hz", "freq=1e300"),
+            ("~sine:1000.5hz", "freq=1000.5"),
+            ("~sine:1e-300s", "freq="),
+            ("~sine:freq=inf", "freq=inf"),
+            ("~sine:freq=nan", "freq=nan"),
+            ("~sine:-1e308..1e308", "min=-1e308"),
+            ("~sine:0..1e10", "max=1e10"),
+        ] {
+            let e = Oscillator::parse_compact(text).unwrap_err().to_string();
+            assert!(e.contains(token), "{text}: {e}");
+            if token.starts_with("freq") && !text.contains("=inf") && !text.contains("=nan") {
+                assert!(e.contains("0..=1000 Hz"), "{text}: {e}");
+            }
+        }
+        let mut clock = OscClock::new();
+        for speed in [100.5, -1e6, 1e308, f64::INFINITY, f64::NAN] {
+            let e = clock.set_speed(speed).unwrap_err().to_string();
+            assert!(e.contains("±100"), "{speed}: {e}");
+        }
+        assert_eq!(clock.speed(), 1.0, "a refused speed changes nothing");
+        for line in ["speed 1e308", "speed 101", "speed -100.01", "speed nan"] {
+            assert!(crate::Command::parse(line).is_err(), "{line}");
+        }
+        assert_eq!(
+            crate::Command::parse("speed -100"),
+            Ok(crate::Command::Speed(-100.0))
+        );
+    }
+
+    /// Every oscillator `validate` accepts, at its extremes, gives a finite value within its
+    /// range at every oscillator time an `OscClock` can produce (both ends of `i64`, around
+    /// 2^53 where `f64` stops being exact, and long-run times).
+    #[test]
+    fn every_accepted_oscillator_is_finite_and_in_range_at_every_time() {
+        let times = [
+            i64::MIN,
+            i64::MIN + 1,
+            -S,
+            -1,
+            0,
+            1,
+            33_366_667,
+            (1 << 53) + 1,
+            100 * 365 * 86_400 * S,
+            i64::MAX / 2,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        let mut checked = 0;
+        for shape in Shape::ALL {
+            for freq in [0.0, 1e-300, 1e-9, 1.0, 999.999, MAX_FREQ_HZ] {
+                for (min, max) in [
+                    (-MAX_LEVEL, MAX_LEVEL),
+                    (MAX_LEVEL, -MAX_LEVEL),
+                    (MAX_LEVEL, MAX_LEVEL),
+                    (0.0, 1.0),
+                ] {
+                    for (phase, width) in [(0.0, 0.0), (1.0, 1.0), (0.999_999, 0.5)] {
+                        let osc = Oscillator {
+                            shape,
+                            freq_hz: freq,
+                            min,
+                            max,
+                            phase,
+                            width,
+                            seed: u64::MAX,
+                        };
+                        osc.validate().unwrap();
+                        let (lo, hi) = (min.min(max), min.max(max));
+                        for t in times {
+                            let v = osc.value_at(t);
+                            assert!(v.is_finite() && v >= lo && v <= hi, "{osc} at {t} ns: {v}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 8 * 6 * 4 * 3 * times.len());
+        // The clock at top speed over a huge timestamp jump neither panics nor leaves i64.
+        let mut clock = OscClock::new();
+        clock.set_speed(MAX_SPEED).unwrap();
+        clock.advance(i64::MIN);
+        let t = clock.advance(i64::MAX);
+        assert!(Oscillator::new(Shape::Sine).value_at(t).is_finite());
     }
 }

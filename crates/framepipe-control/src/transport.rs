@@ -28,6 +28,7 @@ pub struct Transport {
     steps: u32,
     stopped: bool,
     was_held: bool,
+    input_closed: bool,
 }
 
 impl Transport {
@@ -36,8 +37,8 @@ impl Transport {
         Transport::default()
     }
 
-    /// Applies a transport command (`pause`, `step`, `resume`, `stop`); returns `false` and
-    /// does nothing for the other commands.
+    /// Applies a transport command (`pause`, `step`, `resume`, `stop`, and the queue's
+    /// [`Command::EndOfInput`]); returns `false` and does nothing for the other commands.
     pub fn apply(&mut self, cmd: &Command) -> bool {
         match cmd {
             Command::Pause => {
@@ -53,6 +54,7 @@ impl Transport {
                 self.steps = 0;
             }
             Command::Stop => self.stopped = true,
+            Command::EndOfInput => self.input_closed = true,
             _ => return false,
         }
         true
@@ -68,10 +70,20 @@ impl Transport {
         self.steps
     }
 
+    /// Whether every command source has closed ([`Command::EndOfInput`] applied).
+    pub fn input_closed(&self) -> bool {
+        self.input_closed
+    }
+
     /// Decides this frame boundary: releases one frame when running or when a step is pending
-    /// (consuming it), holds when paused, stops when stopped.
+    /// (consuming it), holds when paused, stops when stopped — and when it would hold but no
+    /// command can come any more to end the pause ([`Command::EndOfInput`]).
     pub fn at_boundary(&mut self) -> Release {
         if self.stopped {
+            return Release::Stop;
+        }
+        if self.input_closed && self.paused && self.steps == 0 {
+            self.stopped = true;
             return Release::Stop;
         }
         let go = if !self.paused {
@@ -159,5 +171,41 @@ mod tests {
         let mut t = Transport::new();
         assert!(!t.apply(&Command::Speed(2.0)));
         assert_eq!(t.at_boundary(), Release::Go);
+    }
+
+    /// Issue #7: `pause` followed by the end of stdin hung for ever. The end of input while
+    /// paused now stops the run, after the steps already asked for; while running it changes
+    /// nothing.
+    #[test]
+    fn end_of_input_while_paused_stops_after_the_pending_steps() {
+        let (released, decisions) = run(
+            12,
+            &[
+                (2, Command::Pause),
+                (4, Command::Step(2)),
+                (4, Command::EndOfInput),
+            ],
+        );
+        assert_eq!(released, [0, 1, 2, 3]);
+        assert_eq!(&decisions[2..4], &[Release::Hold; 2]);
+        assert_eq!(decisions[4], Release::GoAfterPause);
+        assert_eq!(decisions[5], Release::Go);
+        assert_eq!(decisions[6], Release::Stop);
+        assert_eq!(decisions.len(), 7);
+
+        let (released, decisions) = run(6, &[(1, Command::EndOfInput)]);
+        assert_eq!(
+            released,
+            [0, 1, 2, 3, 4, 5],
+            "running: end of input changes nothing"
+        );
+        assert!(!decisions.contains(&Release::Stop));
+
+        let (_, decisions) = run(6, &[(1, Command::EndOfInput), (3, Command::Pause)]);
+        assert_eq!(
+            decisions[3],
+            Release::Stop,
+            "a pause read before the end counts"
+        );
     }
 }

@@ -90,6 +90,12 @@ impl PropValue {
 }
 
 /// The description of one property of an element.
+///
+/// Every value made from text by [`PropSpec::parse`] is finite and inside the declared range:
+/// NaN, infinities and out-of-range numbers (`1e308` for a `[0, 1]` float, a colour channel
+/// above 1) are refused with a message naming the range, never clamped. (Oscillators are
+/// different: their value is clamped to the range at each frame, since a range wider than the
+/// property's is a legitimate way to hold it at an end.)
 #[derive(Debug, Clone, PartialEq)]
 pub struct PropSpec {
     /// Property name, lower case, words joined by `-`.
@@ -145,9 +151,12 @@ impl PropSpec {
             PropKind::Float { min, max } => {
                 let v: f64 = t
                     .parse()
-                    .ok()
-                    .filter(|v: &f64| v.is_finite())
-                    .ok_or_else(|| bad(format!("expected a number in [{min}, {max}]")))?;
+                    .map_err(|_| bad(format!("expected a number in [{min}, {max}]")))?;
+                if !v.is_finite() {
+                    return Err(bad(format!(
+                        "not a finite number; expected a number in [{min}, {max}]"
+                    )));
+                }
                 if v < *min || v > *max {
                     return Err(bad(format!("out of range [{min}, {max}]")));
                 }
@@ -160,14 +169,12 @@ impl PropSpec {
                 }
                 PropValue::Str(t.to_string())
             }
-            PropKind::Color => {
-                PropValue::Color(parse_color(t).ok_or_else(|| {
-                    bad("expected a colour as r,g,b (each 0..1) or #rrggbb".into())
-                })?)
-            }
+            PropKind::Color => PropValue::Color(parse_color(t).ok_or_else(|| {
+                bad("expected a colour as r,g,b (each in [0, 1]) or #rrggbb".into())
+            })?),
             PropKind::Position => {
-                let v =
-                    parse_floats::<2>(t).ok_or_else(|| bad("expected a position x,y".into()))?;
+                let v = parse_floats::<2>(t)
+                    .ok_or_else(|| bad("expected a position x,y (finite numbers)".into()))?;
                 PropValue::Position(v)
             }
         })
@@ -197,7 +204,11 @@ fn parse_color(t: &str) -> Option<[f32; 3]> {
         let ch = |s: u32| ((v >> s) & 0xff) as f32 / 255.0;
         return Some([ch(16), ch(8), ch(0)]);
     }
-    let [r, g, b] = parse_floats::<3>(t)?;
+    let rgb = parse_floats::<3>(t)?;
+    if rgb.iter().any(|c| !(0.0..=1.0).contains(c)) {
+        return None;
+    }
+    let [r, g, b] = rgb;
     Some([r as f32, g as f32, b as f32])
 }
 
@@ -330,5 +341,51 @@ mod tests {
         assert!(e.to_string().contains("out of range"), "{e}");
         let e = Props::resolve("x", &specs(), &[("blur".into(), "abc".into())]).unwrap_err();
         assert!(e.to_string().contains("bad value 'abc'"), "{e}");
+    }
+
+    /// Issue #7: values from text are finite and inside the declared range, or refused with a
+    /// message that names the range.
+    #[test]
+    fn non_finite_and_out_of_range_text_is_refused_naming_the_range() {
+        let specs = specs();
+        let err = |prop: &str, text: &str| {
+            Props::resolve("frei0r-glow", &specs, &[(prop.into(), text.into())])
+                .unwrap_err()
+                .to_string()
+        };
+        for text in ["nan", "NaN", "inf", "-inf", "infinity"] {
+            let e = err("blur", text);
+            assert!(
+                e.contains("not a finite number") && e.contains("[0, 1]"),
+                "{e}"
+            );
+        }
+        for text in ["1e308", "-1e-300", "1.0000001"] {
+            let e = err("blur", text);
+            assert!(e.contains("out of range [0, 1]"), "{e}");
+        }
+        for text in ["1e308,0,0", "0,-0.5,0", "0,0,nan", "2,2,2"] {
+            let e = err("tint", text);
+            assert!(
+                e.contains(&format!("bad value '{text}'")) && e.contains("[0, 1]"),
+                "{e}"
+            );
+        }
+        let pos = PropSpec::new("at", PropKind::Position, PropValue::Position([0.0; 2]), "");
+        assert!(pos.parse("x", "nan,0").is_err());
+        assert!(pos.parse("x", "0,inf").is_err());
+        assert_eq!(
+            pos.parse("x", "0.5,1e3").unwrap(),
+            PropValue::Position([0.5, 1e3])
+        );
+        let int = PropSpec::new(
+            "n",
+            PropKind::Int { min: 0, max: 10 },
+            PropValue::Int(0),
+            "",
+        );
+        for text in ["1e308", "11", "-1", "nan", "99999999999999999999"] {
+            assert!(int.parse("x", text).is_err(), "{text}");
+        }
     }
 }

@@ -76,6 +76,10 @@ pub(crate) fn param_spec(param: &Param, default: &ParamValue) -> PropSpec {
 }
 
 /// Converts a property value into the parameter's frei0r type.
+///
+/// Defence in depth: whatever the caller checked, a value that is not finite (NaN, ±inf: some
+/// plugins crash on them, e.g. a NaN radius cast to an int) is refused here and never reaches
+/// the plugin.
 pub(crate) fn to_param(
     param: &Param,
     value: &PropValue,
@@ -85,15 +89,25 @@ pub(crate) fn to_param(
         expected: param.kind.describe(),
         value: value.to_string(),
     };
+    let finite = |x: f64| if x.is_finite() { Ok(x) } else { Err(bad()) };
     Ok(match (param.kind, value) {
         (ParamKind::Bool, PropValue::Bool(b)) => ParamValue::Bool(*b),
-        (ParamKind::Bool, v) => ParamValue::Bool(v.as_f64().ok_or_else(bad)? >= 0.5),
+        (ParamKind::Bool, v) => ParamValue::Bool(finite(v.as_f64().ok_or_else(bad)?)? >= 0.5),
         (ParamKind::Double, PropValue::Str(s)) => {
-            ParamValue::Double(s.trim().parse().map_err(|_| bad())?)
+            ParamValue::Double(finite(s.trim().parse().map_err(|_| bad())?)?)
         }
-        (ParamKind::Double, v) => ParamValue::Double(v.as_f64().ok_or_else(bad)?),
-        (ParamKind::Color, PropValue::Color(c)) => ParamValue::Color(*c),
-        (ParamKind::Position, PropValue::Position(p)) => ParamValue::Position(*p),
+        (ParamKind::Double, v) => ParamValue::Double(finite(v.as_f64().ok_or_else(bad)?)?),
+        (ParamKind::Color, PropValue::Color(c)) => {
+            for ch in c {
+                finite(f64::from(*ch))?;
+            }
+            ParamValue::Color(*c)
+        }
+        (ParamKind::Position, PropValue::Position(p)) => {
+            finite(p[0])?;
+            finite(p[1])?;
+            ParamValue::Position(*p)
+        }
         (ParamKind::String, v) => {
             ParamValue::String(CString::new(v.to_string()).map_err(|_| bad())?)
         }
@@ -384,5 +398,45 @@ mod tests {
             pts_ns: 120_000_000,
         };
         assert_eq!(frei0r_time(&ctx), 120.0);
+    }
+
+    /// Issue #7: a NaN reached a frei0r plugin and crashed the process. Whatever the caller
+    /// checked, `to_param` refuses values that are not finite, so the plugin never sees one.
+    #[test]
+    fn values_that_are_not_finite_never_become_parameters() {
+        let param = |kind| Param {
+            index: 0,
+            name: "Blur".into(),
+            prop_name: "blur".into(),
+            kind,
+            explanation: String::new(),
+        };
+        let double = param(ParamKind::Double);
+        for v in [
+            PropValue::Float(f64::NAN),
+            PropValue::Float(f64::INFINITY),
+            PropValue::Float(f64::NEG_INFINITY),
+            PropValue::Str("nan".into()),
+            PropValue::Str("inf".into()),
+            PropValue::Str("1e999".into()),
+        ] {
+            let e = to_param(&double, &v).unwrap_err().to_string();
+            assert!(e.contains("'blur'"), "{v:?}: {e}");
+        }
+        assert_eq!(
+            to_param(&double, &PropValue::Float(0.25)).unwrap(),
+            ParamValue::Double(0.25)
+        );
+        assert!(to_param(&param(ParamKind::Bool), &PropValue::Float(f64::NAN)).is_err());
+        assert!(to_param(
+            &param(ParamKind::Color),
+            &PropValue::Color([0.0, f32::NAN, 0.0])
+        )
+        .is_err());
+        assert!(to_param(
+            &param(ParamKind::Position),
+            &PropValue::Position([f64::INFINITY, 0.0])
+        )
+        .is_err());
     }
 }
