@@ -70,9 +70,9 @@ fn stream(inputs: &mut Inputs) -> Vec<u8> {
     } else {
         let r = inputs.rng();
         let mut tags = vec![
-            *r.pick(&["W1", "W2", "W3", "W8", "W5", "W16385"]),
-            *r.pick(&["H1", "H2", "H3", "H6", "H0"]),
-            *r.pick(&["F25:1", "F30000:1001", "F1:4294967295", "F0:1"]),
+            r.pick(&["W1", "W2", "W3", "W8", "W5", "W16385"]),
+            r.pick(&["H1", "H2", "H3", "H6", "H0"]),
+            r.pick(&["F25:1", "F30000:1001", "F1:4294967295", "F0:1"]),
         ];
         for _ in 0..r.below(3) {
             tags.push(TAGS[r.below(TAGS.len())]);

@@ -102,22 +102,22 @@ fn project(inputs: &mut Inputs) -> String {
     let r = inputs.rng();
     let mut lines: Vec<&str> = Vec::new();
     for _ in 0..r.below(3) {
-        lines.push(*r.pick(SETTINGS));
+        lines.push(r.pick(SETTINGS));
     }
     if r.one_in(3) {
-        lines.push(*r.pick(PIPELINES));
+        lines.push(r.pick(PIPELINES));
     } else {
         for _ in 0..1 + r.below(3) {
             lines.push("[[element]]");
-            lines.push(*r.pick(TYPES));
+            lines.push(r.pick(TYPES));
             for _ in 0..r.below(4) {
-                lines.push(*r.pick(PROPS));
+                lines.push(r.pick(PROPS));
             }
         }
     }
     for _ in 0..r.below(3) / 2 {
-        let group = *r.pick(LINES);
-        lines.push(*r.pick(group));
+        let group = r.pick(LINES);
+        lines.push(r.pick(group));
     }
     let mut text = lines.join("\n");
     if inputs.rng().one_in(3) {

@@ -43,8 +43,8 @@ impl Rng {
     }
 
     /// One of `items` (not empty).
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
     }
 }
 
@@ -115,14 +115,14 @@ impl<'a> Inputs<'a> {
     pub fn mutate(&mut self, b: &mut Vec<u8>) {
         let r = &mut self.rng;
         if b.is_empty() {
-            b.push(*r.pick(&SPECIAL_BYTES));
+            b.push(r.pick(&SPECIAL_BYTES));
             return;
         }
         let i = r.below(b.len());
         match r.below(6) {
             0 => b[i] ^= 1 << r.below(8),
-            1 => b[i] = *r.pick(&SPECIAL_BYTES),
-            2 => b.insert(i, *r.pick(&SPECIAL_BYTES)),
+            1 => b[i] = r.pick(&SPECIAL_BYTES),
+            2 => b.insert(i, r.pick(&SPECIAL_BYTES)),
             3 => {
                 b.remove(i);
             }
