@@ -430,10 +430,12 @@ impl fmt::Display for Oscillator {
             "~{}:{}hz:{}..{}:phase={}",
             self.shape, self.freq_hz, self.min, self.max, self.phase
         )?;
-        if self.shape == Shape::Pulse {
+        // Width and seed where the shape uses them, and wherever they differ from the default
+        // (an oscillator reads back equal, whatever its shape).
+        if self.shape == Shape::Pulse || self.width != DEFAULT_WIDTH {
             write!(f, ":width={}", self.width)?;
         }
-        if matches!(self.shape, Shape::Random | Shape::RandomRamp) {
+        if matches!(self.shape, Shape::Random | Shape::RandomRamp) || self.seed != 0 {
             write!(f, ":seed={}", self.seed)?;
         }
         Ok(())

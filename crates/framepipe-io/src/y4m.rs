@@ -100,7 +100,8 @@ impl Y4mHeader {
         let mut chroma = Chroma::C420;
         let mut full_range = false;
         for t in tokens {
-            let (tag, val) = t.split_at(1);
+            // The tag is the first character, which need not be one byte (a panic once).
+            let (tag, val) = t.split_at(t.chars().next().map_or(0, char::len_utf8));
             let num = |v: &str| -> std::result::Result<u64, IoError> {
                 v.parse::<u64>()
                     .map_err(|_| bad(format!("'{t}' is not a whole number")))

@@ -59,6 +59,15 @@ pub enum Error {
         /// The offending word.
         word: String,
     },
+    /// A property name of a project file's `[[element]]` that a pipeline string could not
+    /// hold: it contains `=`.
+    #[error("property name '{name}' on {element} may not contain '='")]
+    PropertyNameWithEquals {
+        /// The element being described.
+        element: String,
+        /// The offending name.
+        name: String,
+    },
     /// Nothing but blanks.
     #[error("empty pipeline")]
     EmptyPipeline,

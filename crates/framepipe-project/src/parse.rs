@@ -49,17 +49,36 @@ pub struct ElementDescr {
 }
 
 impl fmt::Display for ElementDescr {
+    /// The element as pipeline-string text that [`parse_pipeline`] reads back as the same
+    /// element (names and values quoted where needed).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name)?;
+        write_word(f, &self.name)?;
         for (k, v) in &self.props {
-            if v.contains(char::is_whitespace) || v.is_empty() {
-                write!(f, " {k}=\"{v}\"")?;
-            } else {
-                write!(f, " {k}={v}")?;
-            }
+            f.write_str(" ")?;
+            write_word(f, k)?;
+            f.write_str("=")?;
+            write_word(f, v)?;
         }
         Ok(())
     }
+}
+
+/// Writes `text` as (part of) one word that the tokenizer reads back as `text`: bare when it is
+/// not empty and has no blank, quote or `!`; else in double quotes, with `"` and `\` escaped.
+fn write_word(f: &mut fmt::Formatter<'_>, text: &str) -> fmt::Result {
+    let bare = !text.is_empty()
+        && !text.contains(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '!'));
+    if bare {
+        return f.write_str(text);
+    }
+    f.write_str("\"")?;
+    for c in text.chars() {
+        if matches!(c, '"' | '\\') {
+            f.write_str("\\")?;
+        }
+        write!(f, "{c}")?;
+    }
+    f.write_str("\"")
 }
 
 /// Run settings a project file may carry (command-line flags win).
@@ -86,8 +105,9 @@ pub struct PipelineDesc {
     pub settings: Settings,
 }
 
-/// Splits a pipeline string into words, honouring quotes; `!` is always a word of its own.
-fn tokenize(s: &str) -> Result<Vec<String>> {
+/// Splits a pipeline string into words, honouring quotes; an unquoted `!` is always a word of
+/// its own, `None` (a quoted `"!"` is the text `!`).
+fn tokenize(s: &str) -> Result<Vec<Option<String>>> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
@@ -115,14 +135,14 @@ fn tokenize(s: &str) -> Result<Vec<String>> {
             }
             '!' => {
                 if in_word {
-                    words.push(std::mem::take(&mut cur));
+                    words.push(Some(std::mem::take(&mut cur)));
                     in_word = false;
                 }
-                words.push("!".to_string());
+                words.push(None);
             }
             c if c.is_whitespace() => {
                 if in_word {
-                    words.push(std::mem::take(&mut cur));
+                    words.push(Some(std::mem::take(&mut cur)));
                     in_word = false;
                 }
             }
@@ -133,7 +153,7 @@ fn tokenize(s: &str) -> Result<Vec<String>> {
         }
     }
     if in_word {
-        words.push(cur);
+        words.push(Some(cur));
     }
     Ok(words)
 }
@@ -144,7 +164,7 @@ pub fn parse_pipeline(s: &str) -> Result<PipelineDesc> {
     let mut elements: Vec<ElementDescr> = Vec::new();
     let mut current: Option<ElementDescr> = None;
     for w in words {
-        if w == "!" {
+        let Some(w) = w else {
             match current.take() {
                 Some(e) => elements.push(e),
                 None => {
@@ -156,7 +176,7 @@ pub fn parse_pipeline(s: &str) -> Result<PipelineDesc> {
                 }
             }
             continue;
-        }
+        };
         match &mut current {
             None => {
                 if w.contains('=') {
@@ -290,11 +310,29 @@ pub fn parse_project(text: &str) -> Result<PipelineDesc> {
                         .get("type")
                         .and_then(|v| v.as_str())
                         .ok_or(Error::ElementWithoutType { index: i + 1 })?;
+                    // What a pipeline string cannot say, a project file may not say either.
+                    if name.contains('=') {
+                        return Err(Error::PropertyWithoutElement { word: shown(name) });
+                    }
                     let mut props = Vec::new();
                     for (k, v) in table {
-                        if k != "type" {
-                            props.push((k.clone(), toml_scalar(k, v)?));
+                        if k == "type" {
+                            continue;
                         }
+                        let value = toml_scalar(k, v)?;
+                        if k.is_empty() {
+                            return Err(Error::EmptyPropertyName {
+                                element: shown(name),
+                                word: shown(&format!("={value}")),
+                            });
+                        }
+                        if k.contains('=') {
+                            return Err(Error::PropertyNameWithEquals {
+                                element: shown(name),
+                                name: shown(k),
+                            });
+                        }
+                        props.push((k.clone(), value));
                     }
                     elements.push(ElementDescr {
                         name: name.to_string(),

@@ -1,6 +1,7 @@
 //! Test support shared by framepipe's tests: one counting global allocator for the "no
 //! allocation per frame" tests instead of a copy in every test file, and [`child::run`], which
-//! runs a child process with a time limit and reads its peak RSS (the memory-budget tests).
+//! runs a child process with a time limit and reads its peak RSS (the memory-budget tests);
+//! [`fuzz`]: seeded random inputs for the parsers' quick randomized tests.
 //!
 //! A test binary installs it with
 //!
@@ -15,6 +16,7 @@
 //! allocates.
 
 pub mod child;
+pub mod fuzz;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
