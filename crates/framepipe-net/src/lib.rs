@@ -26,6 +26,7 @@
 //!   RGBA.
 #![deny(unsafe_code)]
 
+pub mod accept;
 pub mod error;
 pub mod pack;
 pub mod sink;
@@ -122,6 +123,7 @@ pub fn src_config(p: &Props) -> std::result::Result<SrcConfig, NetError> {
         rate,
         max_frame_bytes: p.i64("max-frame-bytes") as u64,
         timeout_s: p.i64("timeout") as u64,
+        header_timeout_s: p.i64("header-timeout") as u64,
     })
 }
 
@@ -205,6 +207,12 @@ pub fn register(registry: &mut Registry) {
             PropKind::Str,
             PropValue::Str("30".into()),
             "protocol=raw only: frame rate (30, 30000/1001, 29.97)",
+        ),
+        PropSpec::new(
+            "header-timeout",
+            PropKind::Int { min: 1, max: 3600 },
+            PropValue::Int(src::DEFAULT_HEADER_TIMEOUT_S as i64),
+            "seconds a connection has to send its whole stream header; a silent or slow one is dropped (listening goes on)",
         ),
     ];
     src_props.extend(common_specs(
