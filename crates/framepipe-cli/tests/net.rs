@@ -461,7 +461,7 @@ fn tcpsink_says_connection_refused_and_fails_when_its_timeout_ends() {
 
 /// The sender's `--stats`: frames from the source and deadlines the live policy filled with a
 /// repeat.
-fn sender_stats(path: &PathBuf) -> (u64, u64) {
+fn sender_stats(path: &std::path::Path) -> (u64, u64) {
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     (
@@ -472,7 +472,7 @@ fn sender_stats(path: &PathBuf) -> (u64, u64) {
 
 /// A sender that cannot keep up with `--fps 1000` under `--overload live`, so that the output
 /// thread gives tcpsink the previous frame again at deadlines with nothing new.
-fn live_sender(addr: &str, raw: &str, stats: &PathBuf) -> Child {
+fn live_sender(addr: &str, raw: &str, stats: &std::path::Path) -> Child {
     spawn_fp(&[
         "--fps",
         "1000",
