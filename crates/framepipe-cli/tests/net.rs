@@ -470,10 +470,13 @@ fn sender_stats(path: &std::path::Path) -> (u64, u64) {
     )
 }
 
-/// A sender that cannot keep up with `--fps 1000` under `--overload live`, so that the output
-/// thread gives tcpsink the previous frame again at deadlines with nothing new.
+/// A sender that cannot keep up with `--fps 1000` under `--overload live` (four glows on one
+/// worker thread; small frames, so that the sink itself is quick), so that the output thread
+/// gives tcpsink the previous frame again at deadlines with nothing new.
 fn live_sender(addr: &str, raw: &str, stats: &std::path::Path) -> Child {
     spawn_fp(&[
+        "--threads",
+        "1",
         "--fps",
         "1000",
         "--overload",
@@ -481,8 +484,8 @@ fn live_sender(addr: &str, raw: &str, stats: &std::path::Path) -> Child {
         "--stats",
         stats.to_str().unwrap(),
         &format!(
-            "testsrc width=1280 height=720 frames=40 ! frei0r-glow ! \
-             tcpsink host={addr} wire-format=rgb24 {raw}"
+            "testsrc width=640 height=360 frames=40 ! frei0r-glow ! frei0r-glow ! \
+             frei0r-glow ! frei0r-glow ! tcpsink host={addr} wire-format=rgb24 {raw}"
         ),
     ])
 }
@@ -513,6 +516,7 @@ fn repeated_frames_under_live_overload_reach_tcpsrc_and_ffmpeg_as_a_continuous_s
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&rs).unwrap()).unwrap();
     let got = r["frames"].as_u64().unwrap();
+    eprintln!("tcpsrc received {got}: sent {frames} frames, {repeated} repeated deadlines");
     // Every source frame and every repeat that reached the sink (missed deadlines skipped when
     // frames come back count as repeated too, without reaching it).
     assert!(
@@ -525,7 +529,7 @@ fn repeated_frames_under_live_overload_reach_tcpsrc_and_ffmpeg_as_a_continuous_s
     let out = dir.join("ffmpeg.rgb");
     let ff = Command::new("ffmpeg")
         .args(["-v", "error", "-f", "rawvideo", "-pix_fmt", "rgb24"])
-        .args(["-s", "1280x720", "-i"])
+        .args(["-s", "640x360", "-i"])
         .arg(format!("tcp://127.0.0.1:{port}?listen=1"))
         .args(["-f", "rawvideo", "-y"])
         .arg(&out)
@@ -542,9 +546,10 @@ fn repeated_frames_under_live_overload_reach_tcpsrc_and_ffmpeg_as_a_continuous_s
     assert!(ok, "ffmpeg: {err}");
     let (frames, repeated) = sender_stats(&ss);
     let bytes = std::fs::metadata(&out).unwrap().len();
-    let frame = 1280 * 720 * 3;
+    let frame = 640 * 360 * 3;
     assert_eq!(bytes % frame, 0, "whole frames only");
     let got = bytes / frame;
+    eprintln!("ffmpeg received {got}: sent {frames} frames, {repeated} repeated deadlines");
     assert!(
         got > frames && got <= frames + repeated,
         "ffmpeg received {got}, sent {frames} + {repeated} repeated"
