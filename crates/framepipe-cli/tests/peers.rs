@@ -262,3 +262,42 @@ fn a_frei0r_plugin_other_than_the_probed_build_runs_serial_with_a_message() {
     assert_eq!(mode, "serial");
     assert!(err.contains("is not the build the probe measured"), "{err}");
 }
+
+#[test]
+fn ffmpegsink_encodes_every_repeated_frame_under_live_overload() {
+    // A live recording shows what was on screen: a frame the output thread gives again at a
+    // deadline with nothing new is encoded again, so the file keeps the stream's timing. Eight
+    // glows on one worker against a quick sink (small frames, no compression), so that repeats
+    // reach the sink rather than being skipped while it is busy.
+    let d = tmpdir("repeat-ffmpeg");
+    let (ok, err) = framepipe(
+        &d,
+        &[
+            "--threads",
+            "1",
+            "--fps",
+            "1000",
+            "--overload",
+            "live",
+            "--stats",
+            "s.json",
+            "testsrc width=320 height=176 frames=30 ! frei0r-glow ! frei0r-glow ! frei0r-glow ! \
+             frei0r-glow ! frei0r-glow ! frei0r-glow ! frei0r-glow ! frei0r-glow ! \
+             ffmpegsink location=live.nut codec=rawvideo",
+        ],
+    );
+    assert!(ok, "{err}");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("s.json")).unwrap()).unwrap();
+    let (frames, repeated) = (
+        s["frames"].as_u64().unwrap(),
+        s["repeated"].as_u64().unwrap(),
+    );
+    assert_eq!(frames, 30);
+    let encoded = count_frames(&d, "live.nut");
+    eprintln!("ffmpegsink encoded {encoded}: {frames} frames, {repeated} repeated deadlines");
+    assert!(
+        encoded > frames && encoded <= frames + repeated,
+        "encoded {encoded}, {frames} frames + {repeated} repeated"
+    );
+}
