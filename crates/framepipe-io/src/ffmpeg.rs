@@ -544,7 +544,10 @@ impl FfmpegSrc {
         });
         match (short, said) {
             (None, None) => None,
-            (Some(s), None) => Some(format!("{s}; ffmpeg reported no error")),
+            (Some(s), None) if self.lines_are_errors => {
+                Some(format!("{s}; ffmpeg reported no error"))
+            }
+            (Some(s), None) => Some(s),
             (None, Some(e)) => Some(format!("all {} frames delivered, but {e}", self.delivered)),
             (Some(s), Some(e)) => Some(format!("{s}; {e}")),
         }

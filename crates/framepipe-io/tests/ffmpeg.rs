@@ -244,7 +244,7 @@ fn a_truncated_clip_is_reported_and_an_error_under_strict() {
         s(&cut)
     );
     assert!(err.starts_with(&want), "{err}");
-    assert!(err.contains("errors, the first: "), "{err}");
+    assert!(err.contains(", the first: "), "{err}");
     assert!(
         err.ends_with("(strict=true; without it this is a warning)"),
         "{err}"

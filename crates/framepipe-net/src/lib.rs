@@ -20,7 +20,9 @@
 //! * Blocking: `tcpsink`'s `consume` blocks in `write` when the receiver is slower (that is the
 //!   back-pressure), and until every link has written its stripe. `tcpsrc`'s `fill` blocks in
 //!   `read` until a whole frame has arrived. Building a framed `tcpsrc` blocks until the sender
-//!   connects and sends its header (up to `timeout`); `tcpsink` connects in `start`.
+//!   connects and sends its header (up to `timeout`); `tcpsink` connects in `start` and sends its
+//!   stream header at once. A listening end takes only a connection that proves to be its peer
+//!   ([`accept`]): strays are logged on stderr and closed, and listening goes on.
 //! * System calls per frame and link: one `writev` (more only on short writes) on the sender; two
 //!   `read`s (header, payload) on the receiver, the payload read straight into the pool frame for
 //!   RGBA.
