@@ -132,7 +132,7 @@ impl TcpSrc {
                 limit: cfg.max_frame_bytes,
             });
         }
-        Limits::current().check_frame(NAME, cfg.width, cfg.height)?;
+        Limits::current().check_frame("width/height", cfg.width, cfg.height)?;
         let (stream, peer) = if let Some(h) = cfg.hosts.first() {
             (
                 sock::connect_retry(NAME, h, deadline, cfg.timeout_s)?,

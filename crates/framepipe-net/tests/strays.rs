@@ -305,3 +305,49 @@ fn a_repeated_frame_goes_out_as_the_next_frame_of_a_continuous_stream() {
     assert_eq!(sink.frames(), 8);
     assert_eq!(rx.join().unwrap().unwrap(), vec![0, 1, 1, 1, 2, 3, 3, 4]);
 }
+
+#[test]
+fn sizes_over_the_memory_budget_are_refused_before_anything_is_allocated() {
+    budget();
+    // Raw: width/height properties for a 64 MiB RGBA frame (48 MiB on the wire, under
+    // max-frame-bytes), against the 32 MiB one frame may take. Refused before connecting.
+    let mut cfg = src_cfg("");
+    cfg.listen.clear();
+    cfg.hosts = vec![format!("127.0.0.1:{}", free_port())];
+    cfg.raw = true;
+    cfg.format = WireFormat::Rgb24;
+    (cfg.width, cfg.height) = (4096, 4096);
+    let err = TcpSrc::open(&cfg).unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "width/height: a frame of 4096x4096 would take 64.0 MiB, over the limit of 32.0 MiB"
+        ),
+        "{err}"
+    );
+
+    // Connecting to a sender whose header claims the same.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let h = StreamHeader {
+            width: 4096,
+            height: 4096,
+            format: WireFormat::Rgb24,
+            ..header()
+        };
+        s.write_all(&h.encode()).unwrap();
+        let _ = s.read(&mut [0u8; 1]);
+    });
+    let mut cfg = src_cfg("");
+    cfg.listen.clear();
+    cfg.hosts = vec![addr.clone()];
+    let err = TcpSrc::open(&cfg).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "stream header from {addr}: a frame of 4096x4096 would take 64.0 MiB"
+        )),
+        "{err}"
+    );
+    t.join().unwrap();
+}
