@@ -304,3 +304,254 @@ fn issue4_a_receiver_stopped_with_sigstop_pauses_the_sender_and_nothing_is_lost(
         "the sender must wait while the receiver is stopped: took only {elapsed:.2} s"
     );
 }
+
+/// `framepipe run -q ARGS...` as a child with its stdout and stderr piped.
+fn spawn_fp(args: &[&str]) -> Child {
+    Command::new(FP)
+        .args(["run", "-q"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `child` (60 s at most: a hang is a failure); returns success and stderr.
+fn wait_fp(mut child: Child, who: &str) -> (bool, String) {
+    let end = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("{who} hung: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn connect_when_listening(addr: &str) -> std::net::TcpStream {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        match std::net::TcpStream::connect(addr) {
+            Ok(s) => return s,
+            Err(_) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("{addr} never listened: {e}"),
+        }
+    }
+}
+
+/// Reads until the peer closes (within 5 s).
+fn wait_closed(s: &mut std::net::TcpStream) {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut b = [0u8; 64];
+    while let Ok(n) = s.read(&mut b) {
+        if n == 0 {
+            return;
+        }
+    }
+}
+
+#[test]
+fn a_listening_tcpsrc_logs_stray_connections_and_receives_the_real_sender() {
+    use std::io::Write;
+    let dir = tmpdir("strays");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let rs = dir.join("recv.json");
+    // max-frame-bytes at its top (64 GiB), so that only the memory budget's frame limits stand
+    // between a header and an allocation.
+    let rx = spawn_fp(&[
+        "--unpaced",
+        "--stats",
+        rs.to_str().unwrap(),
+        &format!("tcpsrc listen={addr} timeout=30 max-frame-bytes=68719476736 ! nullsink"),
+    ]);
+    // A port scan / health check: connect, close.
+    drop(connect_when_listening(&addr));
+    // A slowloris: connected and silent for the whole test; it must not hold up the sender.
+    let _silent = std::net::TcpStream::connect(&addr).unwrap();
+    // An HTTP health check.
+    let mut http = std::net::TcpStream::connect(&addr).unwrap();
+    http.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    wait_closed(&mut http);
+    // A valid-looking header claiming a 20000x16384 frame: refused from the header by the
+    // frame limits (framepipe_core::Limits::check_frame), nothing allocated.
+    let big = framepipe_net::StreamHeader {
+        width: 20000,
+        height: 16384,
+        format: framepipe_net::WireFormat::Rgb565,
+        checksum: false,
+        rate: framepipe_core::Rational::new(30, 1),
+        link_index: 0,
+        link_count: 1,
+        stream_id: 3,
+        first_seq: 0,
+    };
+    let mut greedy = std::net::TcpStream::connect(&addr).unwrap();
+    greedy.write_all(&big.encode()).unwrap();
+    wait_closed(&mut greedy);
+
+    let start = Instant::now();
+    let tx = spawn_fp(&[
+        "--unpaced",
+        &format!("testsrc width=64 height=48 frames=10 ! tcpsink host={addr} checksum=true"),
+    ]);
+    let (ok, err) = wait_fp(tx, "sender");
+    assert!(ok, "sender: {err}");
+    let (ok, err) = wait_fp(rx, "receiver");
+    assert!(ok, "receiver: {err}");
+    let took = start.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "the silent connection held up the sender: {took:?}"
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rs).unwrap()).unwrap();
+    assert_eq!(s["frames"].as_u64(), Some(10));
+    let strays: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("tcpsrc: ignored connection from 127.0.0.1:"))
+        .collect();
+    assert_eq!(strays.len(), 3, "{err}");
+    for (line, why) in strays.iter().zip([
+        "closed after 0 of 64 stream header bytes",
+        "not a framepipe stream: it starts with \"GET / HTTP/1.0\\r\\n\\r\\n\"",
+        "a frame of 20000x16384",
+    ]) {
+        assert!(line.contains(why), "{line}");
+        assert!(
+            line.ends_with(&format!("still listening on {addr}")),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn tcpsink_says_connection_refused_and_fails_when_its_timeout_ends() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let start = Instant::now();
+    let tx = spawn_fp(&[
+        "--unpaced",
+        &format!("testsrc width=64 height=48 frames=3 ! tcpsink host={addr} timeout=1"),
+    ]);
+    let (ok, err) = wait_fp(tx, "sender");
+    let took = start.elapsed();
+    assert!(!ok, "no receiver: the run fails");
+    assert!(
+        err.contains(&format!(
+            "tcpsink: connection refused by {addr}; retrying every 100 ms until timeout (1 s)"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "connection refused by {addr} for 1 s (timeout=1): nothing listens there"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+/// The sender's `--stats`: frames from the source and deadlines the live policy filled with a
+/// repeat.
+fn sender_stats(path: &std::path::Path) -> (u64, u64) {
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    (
+        s["frames"].as_u64().unwrap(),
+        s["repeated"].as_u64().unwrap(),
+    )
+}
+
+/// A sender that cannot keep up with `--fps 1000` under `--overload live` (four glows on one
+/// worker thread; small frames, so that the sink itself is quick), so that the output thread
+/// gives tcpsink the previous frame again at deadlines with nothing new.
+fn live_sender(addr: &str, raw: &str, stats: &std::path::Path) -> Child {
+    spawn_fp(&[
+        "--threads",
+        "1",
+        "--fps",
+        "1000",
+        "--overload",
+        "live",
+        "--stats",
+        stats.to_str().unwrap(),
+        &format!(
+            "testsrc width=640 height=360 frames=40 ! frei0r-glow ! frei0r-glow ! \
+             frei0r-glow ! frei0r-glow ! tcpsink host={addr} wire-format=rgb24 {raw}"
+        ),
+    ])
+}
+
+#[test]
+fn repeated_frames_under_live_overload_reach_tcpsrc_and_ffmpeg_as_a_continuous_stream() {
+    let dir = tmpdir("repeats");
+    // framepipe's own receiver: sequence numbers and checksums checked on every frame.
+    let addr = format!("127.0.0.1:{}", free_port());
+    let (rs, ss) = (dir.join("recv.json"), dir.join("send.json"));
+    let rx = spawn_fp(&[
+        "--unpaced",
+        "--stats",
+        rs.to_str().unwrap(),
+        &format!("tcpsrc listen={addr} timeout=30 ! nullsink"),
+    ]);
+    let tx = live_sender(&addr, "checksum=true", &ss);
+    let (ok, err) = wait_fp(tx, "sender");
+    assert!(ok, "sender: {err}");
+    let (ok, err) = wait_fp(rx, "receiver");
+    assert!(
+        ok,
+        "the receiver takes repeats as frames, no sequence gap: {err}"
+    );
+    let (frames, repeated) = sender_stats(&ss);
+    assert_eq!(frames, 40);
+    assert!(repeated > 0, "the sender never fell behind 1000 fps");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rs).unwrap()).unwrap();
+    let got = r["frames"].as_u64().unwrap();
+    eprintln!("tcpsrc received {got}: sent {frames} frames, {repeated} repeated deadlines");
+    // Every source frame and every repeat that reached the sink (missed deadlines skipped when
+    // frames come back count as repeated too, without reaching it).
+    assert!(
+        got > frames && got <= frames + repeated,
+        "received {got}, sent {frames} + {repeated} repeated"
+    );
+
+    // ffmpeg as the receiver, bare frames: every frame the sink was given, repeats included.
+    let port = free_port();
+    let out = dir.join("ffmpeg.rgb");
+    let ff = Command::new("ffmpeg")
+        .args(["-v", "error", "-f", "rawvideo", "-pix_fmt", "rgb24"])
+        .args(["-s", "640x360", "-i"])
+        .arg(format!("tcp://127.0.0.1:{port}?listen=1"))
+        .args(["-f", "rawvideo", "-y"])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ss = dir.join("send-raw.json");
+    let tx = live_sender(&format!("127.0.0.1:{port}"), "protocol=raw", &ss);
+    let (ok, err) = wait_fp(tx, "sender");
+    assert!(ok, "sender: {err}");
+    let (ok, err) = wait_fp(ff, "ffmpeg");
+    assert!(ok, "ffmpeg: {err}");
+    let (frames, repeated) = sender_stats(&ss);
+    let bytes = std::fs::metadata(&out).unwrap().len();
+    let frame = 640 * 360 * 3;
+    assert_eq!(bytes % frame, 0, "whole frames only");
+    let got = bytes / frame;
+    eprintln!("ffmpeg received {got}: sent {frames} frames, {repeated} repeated deadlines");
+    assert!(
+        got > frames && got <= frames + repeated,
+        "ffmpeg received {got}, sent {frames} + {repeated} repeated"
+    );
+}

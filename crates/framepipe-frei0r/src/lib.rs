@@ -196,7 +196,20 @@ pub fn register_plugin(
     plugin: Arc<Plugin>,
 ) -> framepipe_core::Result<()> {
     let info = plugin.info().clone();
-    let verdict = modes::lookup(plugin.stem());
+    let row = modes::lookup(plugin.stem());
+    // The probe's verdict holds for the build it measured: another file under the same name
+    // (another frei0r version or build) gets none, so it runs serial, and says so when built.
+    let verdict = row.filter(|v| v.crc32 == plugin.crc32());
+    let other_build = row.filter(|v| v.crc32 != plugin.crc32()).map(|v| {
+        format!(
+            "{name}: {} is not the build the probe measured (crc32 {:08x}, probed {:08x}); \
+             running it serial. Re-probe: {}",
+            plugin.path().display(),
+            plugin.crc32(),
+            v.crc32,
+            modes::REPROBE
+        )
+    });
     let inst = Instance::new(&plugin, NOMINAL_SIZE.0, NOMINAL_SIZE.1)
         .map_err(|e| Error::element(name, e))?;
     let defaults: Vec<ParamValue> = (0..plugin.params().len())
@@ -234,6 +247,10 @@ pub fn register_plugin(
                 }
             ),
         ),
+        None if other_build.is_some() => (
+            Mode::Serial,
+            "another build than the probed one (file crc32 differs) -> serial (the safe choice); re-probe to change".to_string(),
+        ),
         None => (
             Mode::Serial,
             "not in the probe data -> serial (the safe choice)".to_string(),
@@ -251,6 +268,7 @@ pub fn register_plugin(
             format!("{}.{}", info.major_version, info.minor_version),
         ),
         ("frei0r API".to_string(), info.frei0r_version.to_string()),
+        ("file crc32".to_string(), format!("{:08x}", plugin.crc32())),
         ("explanation".to_string(), info.explanation.clone()),
     ];
     let description = if info.explanation.is_empty() {
@@ -259,6 +277,7 @@ pub fn register_plugin(
         info.explanation.clone()
     };
     let element = name.to_string();
+    let said = std::sync::Once::new();
     match info.kind {
         PluginKind::Filter => {
             details.push(("scheduling".to_string(), schedule));
@@ -281,6 +300,10 @@ pub fn register_plugin(
                                 note: note.clone(),
                             },
                         ));
+                    }
+                    if let Some(msg) = &other_build {
+                        // Building, not the frame path: once per process.
+                        said.call_once(|| eprintln!("{msg}"));
                     }
                     let params =
                         element::params_to_set(&plugin, &defaults, props, |p| p.prop_name.clone())

@@ -163,6 +163,7 @@ pub struct Plugin {
     api: ffi::Api,
     path: PathBuf,
     stem: String,
+    crc32: u32,
     info: Info,
     params: Vec<Param>,
     // Last field: dropped after everything that may point into the library.
@@ -173,6 +174,7 @@ impl fmt::Debug for Plugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Plugin")
             .field("path", &self.path)
+            .field("crc32", &format_args!("{:08x}", self.crc32))
             .field("info", &self.info)
             .field("params", &self.params)
             .finish()
@@ -190,6 +192,12 @@ unsafe fn c_text(p: *const c_char) -> String {
         // SAFETY: not NULL, and NUL-terminated and valid by the caller's contract.
         unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
     }
+}
+
+/// CRC-32 (IEEE) of the file at `path`: what identifies the build the probe measured
+/// (`data/modes.tsv`). About 0.1 ms for a typical 40 KB plugin.
+pub fn file_crc32(path: &Path) -> std::io::Result<u32> {
+    Ok(crc32fast::hash(&std::fs::read(path)?))
 }
 
 /// `name` lower-cased with spaces turned into `-`.
@@ -230,6 +238,8 @@ impl Plugin {
             path: path.to_path_buf(),
             reason,
         };
+        // Read before loading: the bytes the table's verdict is about.
+        let crc32 = file_crc32(path).map_err(|e| not(format!("cannot read it ({e})")))?;
         // SAFETY: loading a library runs its initialisers. The files come from the frei0r search
         // path, which the user controls; this is the same trust every frei0r host extends.
         let lib = unsafe { libloading::Library::new(path) }
@@ -308,6 +318,7 @@ impl Plugin {
             api,
             path: path.to_path_buf(),
             stem,
+            crc32,
             info,
             params,
             _lib: lib,
@@ -322,6 +333,11 @@ impl Plugin {
     /// The file's stem (`glow` for `glow.so`): the element is called `frei0r-<stem>`.
     pub fn stem(&self) -> &str {
         &self.stem
+    }
+
+    /// CRC-32 of the plugin file, read when it was loaded ([`file_crc32`]).
+    pub fn crc32(&self) -> u32 {
+        self.crc32
     }
 
     /// What the plugin says about itself.

@@ -46,6 +46,8 @@ pub const PROBE_PERIOD_NS: i64 = 40_000_000;
 pub struct ProbeReport {
     /// The plugin file's stem.
     pub stem: String,
+    /// CRC-32 of the plugin file: the row holds for this build only.
+    pub crc32: u32,
     /// Its type.
     pub kind: PluginKind,
     /// A fresh instance's output differed from the sequence's at some frame.
@@ -86,8 +88,9 @@ impl ProbeReport {
     pub fn tsv_row(&self) -> String {
         let yn = |b: bool| if b { "yes" } else { "no" };
         format!(
-            "{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{:08x}\t{}\t{}\t{}\t{}\t{}",
             self.stem,
+            self.crc32,
             self.verdict(),
             self.mode(),
             yn(self.time_dependent),
@@ -167,6 +170,7 @@ pub fn probe_plugin(path: &Path) -> Result<ProbeReport> {
     let plugin = Plugin::load(path)?;
     let mut report = ProbeReport {
         stem: plugin.stem().to_string(),
+        crc32: plugin.crc32(),
         kind: plugin.info().kind,
         stateful: false,
         nondeterministic: false,
@@ -275,9 +279,16 @@ pub fn tsv_header(dirs: &str) -> String {
     format!(
         "# frei0r plugin scheduling modes, measured by framepipe's statefulness probe (src/probe.rs).\n\
          # Generated; do not edit. Regenerate with:\n\
-         #   cargo run --release -p framepipe-frei0r --bin frei0r-probe -- --write crates/framepipe-frei0r/data/modes.tsv\n\
+         #   {}\n\
          # Probed plugins from: {dirs}; frames {PROBE_WIDTH}x{PROBE_HEIGHT}, sequence of {PROBE_FRAMES}, each frame checked against a fresh instance.\n\
          # stateless -> parallel; stateful, nondeterministic, crashed, timeout, source, mixer -> serial.\n\
-         # stem\tverdict\tmode\ttime_dependent\treads_output\tnote\n"
+         # A row holds for the file whose CRC-32 it names; a plugin file with other bytes runs serial until re-probed.\n\
+         # stem\tcrc32\tverdict\tmode\ttime_dependent\treads_output\tnote\n",
+        crate::modes::REPROBE
     )
+}
+
+/// The row for a plugin the probe could not measure (`crashed`, `timeout`): scheduled serially.
+pub fn failed_row(stem: &str, crc32: u32, verdict: &str, note: &str) -> String {
+    format!("{stem}\t{crc32:08x}\t{verdict}\tserial\tno\tno\t{note}")
 }

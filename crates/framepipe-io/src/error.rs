@@ -109,6 +109,14 @@ pub enum IoError {
         /// Its last line on stderr.
         message: String,
     },
+    /// A clip decoded with errors or fewer frames than announced, under `strict=true`.
+    #[error("'{location}' is damaged: {what} (strict=true; without it this is a warning)")]
+    Damaged {
+        /// The clip.
+        location: String,
+        /// Frames delivered against those announced, and the decoder's first error.
+        what: String,
+    },
     /// Colour conversion refused the buffers (a bug if it happens: sizes are checked at start).
     #[error("colour conversion of a {width}x{height} frame failed: {reason}")]
     Convert {

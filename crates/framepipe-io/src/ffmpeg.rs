@@ -7,9 +7,16 @@
 //! The sink runs `ffmpeg -v error -y -f rawvideo -pix_fmt rgba -s WxH -r RATE -i -
 //! [-c:v CODEC] [-pix_fmt PIXFMT] [ARGS...] LOCATION` and writes frames to its stdin.
 //!
-//! ffmpeg's stderr is read by a helper thread that keeps its last lines, so that a failure is
-//! reported with ffmpeg's own words and a chatty ffmpeg can never block on a full pipe.
-//! A child is killed and reaped when its element is dropped.
+//! `location` is always handed over as a path or URL, never as an option: a relative path that
+//! starts with `-` goes as `./-name` ([`input_arg`], [`output_arg`]), and ffprobe gets it after
+//! `-i`.
+//!
+//! ffmpeg's stderr is read by a helper thread that keeps its last lines, counts them and keeps
+//! the first, so that a failure is reported with ffmpeg's own words and a chatty ffmpeg can never
+//! block on a full pipe. Under `-v error` every line is an error: at the end of a clip,
+//! `ffmpegsrc` warns (or, with `strict=true`, fails) when ffmpeg reported decode errors or
+//! delivered fewer frames than ffprobe announced — a damaged or truncated clip does not pass for
+//! a whole one. A child is killed and reaped when its element is dropped.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, BufWriter, Read};
@@ -36,16 +43,56 @@ pub const FFPROBE: &str = "ffprobe";
 /// Lines of a tool's stderr kept for error messages.
 const TAIL_LINES: usize = 8;
 
-/// The last lines a child process wrote to stderr, collected by a helper thread.
+/// A relative path given to ffmpeg as input or output could be taken for an option.
+fn dashed(location: &str) -> bool {
+    location.starts_with('-') && location != "-"
+}
+
+/// How `location` is named to ffmpeg/ffprobe as an input: a relative path starting with `-`
+/// becomes `./-name`, so that no tool can take it for an option; anything else (paths, URLs,
+/// and with an input `format` its device or filter graph) is passed unchanged.
+pub fn input_arg(location: &str, format: &str) -> String {
+    if format.is_empty() && dashed(location) {
+        format!("./{location}")
+    } else {
+        location.to_string()
+    }
+}
+
+/// How `location` is named to ffmpeg as its output: `-` is framepipe's standard output
+/// (`pipe:1`), a relative path starting with `-` becomes `./-name` (ffmpeg takes the output as
+/// a bare argument, where `-y` would be an option), anything else is passed unchanged.
+pub fn output_arg(location: &str) -> String {
+    if location == "-" {
+        "pipe:1".into()
+    } else if dashed(location) {
+        format!("./{location}")
+    } else {
+        location.to_string()
+    }
+}
+
+/// What a child process wrote to stderr: its last lines, how many there were and the first.
+#[derive(Debug, Default)]
+struct Lines {
+    last: VecDeque<String>,
+    count: u64,
+    first: Option<String>,
+}
+
+/// The stderr of a child process, collected by a helper thread.
 #[derive(Debug)]
 struct StderrTail {
-    lines: Arc<Mutex<VecDeque<String>>>,
+    lines: Arc<Mutex<Lines>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl StderrTail {
     fn start(stderr: impl Read + Send + 'static) -> Self {
-        let lines = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
+        let lines = Arc::new(Mutex::new(Lines {
+            last: VecDeque::with_capacity(TAIL_LINES),
+            ..Lines::default()
+        }));
         let sink = Arc::clone(&lines);
         let thread = std::thread::Builder::new()
             .name("ffmpeg-stderr".into())
@@ -57,26 +104,38 @@ impl StderrTail {
                         continue;
                     }
                     let mut q = sink.lock().unwrap_or_else(|e| e.into_inner());
-                    if q.len() == TAIL_LINES {
-                        q.pop_front();
+                    q.count += 1;
+                    if q.first.is_none() {
+                        q.first = Some(line.clone());
                     }
-                    q.push_back(line);
+                    if q.last.len() == TAIL_LINES {
+                        q.last.pop_front();
+                    }
+                    q.last.push_back(line);
                 }
             })
             .ok();
         StderrTail { lines, thread }
     }
 
-    /// Waits for the child's stderr to close, then returns its last line.
-    fn last_line(&mut self) -> Option<String> {
+    /// Waits for the child's stderr to close.
+    fn join(&mut self) -> std::sync::MutexGuard<'_, Lines> {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        self.lines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .back()
-            .cloned()
+        self.lines.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for the child's stderr to close, then returns its last line.
+    fn last_line(&mut self) -> Option<String> {
+        self.join().last.back().cloned()
+    }
+
+    /// Waits for the child's stderr to close, then returns how many lines it wrote and the
+    /// first.
+    fn errors(&mut self) -> (u64, Option<String>) {
+        let l = self.join();
+        (l.count, l.first.clone())
     }
 }
 
@@ -145,6 +204,12 @@ pub fn src_desc() -> ElementDesc {
                 PropValue::Int(0),
                 "stop after this many frames; 0 = all",
             ),
+            PropSpec::new(
+                "strict",
+                PropKind::Bool,
+                PropValue::Bool(false),
+                "a damaged clip (decode errors, fewer frames than announced) is an error instead of a warning",
+            ),
         ],
         default_mode: Mode::Serial,
         details: vec![("program".into(), "ffmpeg, ffprobe (on PATH)".into())],
@@ -160,6 +225,23 @@ pub struct Probe {
     pub height: u32,
     /// Frame rate (average rate, else the container's base rate, else 25).
     pub rate: Rational,
+    /// Frames the container announces for the stream (`nb_frames`; mp4 and mov have it).
+    pub nb_frames: Option<u64>,
+    /// Duration of the stream, else of the container, in nanoseconds (files; not live URLs).
+    pub duration_ns: Option<u64>,
+}
+
+impl Probe {
+    /// The frames a whole clip should deliver, and where the figure comes from: `nb_frames`, or
+    /// the duration times the frame rate (rounded down) when the container has no count.
+    pub fn expected_frames(&self) -> Option<(u64, &'static str)> {
+        if let Some(n) = self.nb_frames.filter(|&n| n > 0) {
+            return Some((n, "announced by ffprobe"));
+        }
+        let d = self.duration_ns?;
+        let n = d as u128 * self.rate.num as u128 / (self.rate.den as u128 * 1_000_000_000);
+        (n > 0).then_some((n as u64, "estimated from ffprobe's duration"))
+    }
 }
 
 /// Probes `location` (with input format `format` unless empty) with ffprobe.
@@ -173,10 +255,11 @@ pub fn probe(location: &str, format: &str) -> std::result::Result<Probe, IoError
         "-select_streams",
         "v:0",
         "-show_entries",
-        "stream=width,height,avg_frame_rate,r_frame_rate",
+        "stream=width,height,avg_frame_rate,r_frame_rate,nb_frames,duration:format=duration",
         "-of",
         "default=noprint_wrappers=1",
-        location,
+        "-i",
+        &input_arg(location, format),
     ]);
     let out = cmd
         .stdin(Stdio::null())
@@ -214,11 +297,27 @@ pub fn probe(location: &str, format: &str) -> std::result::Result<Probe, IoError
         .iter()
         .filter_map(|k| field(k))
         .find_map(Rational::parse)
+        .filter(|r| r.num > 0 && r.den > 0)
         .unwrap_or(Rational::new(25, 1));
+    // The stream's entries come first, then the container's: the first that parses wins.
+    let values = |key: &str| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .map(str::trim)
+            .collect::<Vec<_>>()
+    };
+    let nb_frames = values("nb_frames").iter().find_map(|v| v.parse().ok());
+    let duration_ns = values("duration")
+        .iter()
+        .filter_map(|v| v.parse::<f64>().ok())
+        .find(|d| d.is_finite() && *d > 0.0 && *d < 1e9)
+        .map(|d| (d * 1e9) as u64);
     Ok(Probe {
         width,
         height,
         rate,
+        nb_frames,
+        duration_ns,
     })
 }
 
@@ -249,7 +348,7 @@ pub fn build_src(props: &Props) -> Result<Element> {
             },
         ));
     }
-    let src = FfmpegSrc::open(
+    let mut src = FfmpegSrc::open(
         location,
         props.str("format"),
         props.str("args"),
@@ -258,6 +357,7 @@ pub fn build_src(props: &Props) -> Result<Element> {
         props.i64("frames").max(0) as u64,
     )
     .map_err(|e| Error::element(SRC, e))?;
+    src.set_strict(props.bool("strict"));
     Ok(Element::Source(Box::new(src)))
 }
 
@@ -267,11 +367,33 @@ pub struct FfmpegSrc {
     location: String,
     info: VideoInfo,
     frames: u64,
+    /// Frames a whole clip delivers, and where that figure comes from (None: unknown, e.g. a
+    /// live URL, or `args` that cut the clip).
+    expected: Option<(u64, &'static str)>,
+    delivered: u64,
+    strict: bool,
+    /// Every stderr line is an error (unless `args` changed the log level).
+    lines_are_errors: bool,
     child: Child,
     stdout: BufReader<ChildStdout>,
     stderr: StderrTail,
     done: bool,
 }
+
+/// ffmpeg options (in `args`) after which the clip's frame count no longer says how many frames
+/// ffmpeg delivers, so that fewer is not a sign of damage.
+const CUTTING_ARGS: [&str; 10] = [
+    "-ss",
+    "-sseof",
+    "-t",
+    "-to",
+    "-frames",
+    "-frames:v",
+    "-vframes",
+    "-r",
+    "-stream_loop",
+    "-itsoffset",
+];
 
 impl FfmpegSrc {
     /// Probes `location` and starts ffmpeg decoding it to RGBA (scaled to `width` x `height`
@@ -285,6 +407,14 @@ impl FfmpegSrc {
         height: u32,
         frames: u64,
     ) -> std::result::Result<Self, IoError> {
+        if location == "-" {
+            return Err(IoError::Probe {
+                location: location.into(),
+                reason: "ffmpegsrc cannot read standard input (ffprobe would consume what ffmpeg \
+                         must decode); pipe into y4msrc location=- or rawsrc location=- instead"
+                    .into(),
+            });
+        }
         let p = probe(location, format)?;
         let (w, h) = fill_size(p.width, p.height, width, height);
         let (w, h) = check_size(w as u64, h as u64)?;
@@ -294,7 +424,7 @@ impl FfmpegSrc {
         if !format.is_empty() {
             cmd.args(["-f", format]);
         }
-        cmd.args(["-i", location]);
+        cmd.args(["-i", &input_arg(location, format)]);
         if (w, h) != (p.width, p.height) {
             cmd.args(["-vf", &format!("scale={w}:{h}")]);
         }
@@ -319,6 +449,16 @@ impl FfmpegSrc {
                 source: std::io::Error::other("no pipes to the child"),
             });
         };
+        let cut = args
+            .split_whitespace()
+            .any(|a| CUTTING_ARGS.contains(&a) || a.starts_with("-frames"));
+        let expected = p
+            .expected_frames()
+            .filter(|_| !cut)
+            .map(|(n, how)| match frames {
+                0 => (n, how),
+                f => (n.min(f), how),
+            });
         Ok(FfmpegSrc {
             location: location.into(),
             info: VideoInfo {
@@ -327,11 +467,27 @@ impl FfmpegSrc {
                 rate: p.rate,
             },
             frames,
+            expected,
+            delivered: 0,
+            strict: false,
+            lines_are_errors: !args
+                .split_whitespace()
+                .any(|a| a == "-v" || a == "-loglevel"),
             child,
             stdout: BufReader::with_capacity(BUF_BYTES, stdout),
             stderr: StderrTail::start(stderr),
             done: false,
         })
+    }
+
+    /// With `strict`, a damaged clip ends the stream with an error instead of a warning.
+    pub fn set_strict(&mut self, strict: bool) {
+        self.strict = strict;
+    }
+
+    /// Frames a whole clip should deliver, and where the figure comes from, when known.
+    pub fn expected_frames(&self) -> Option<(u64, &'static str)> {
+        self.expected
     }
 
     fn next(&mut self, seq: u64, out: &mut [u8]) -> std::result::Result<bool, IoError> {
@@ -340,6 +496,7 @@ impl FfmpegSrc {
         }
         let read = read_frame(&mut self.stdout, out, &self.location, seq);
         if let Ok(FrameRead::Full) = read {
+            self.delivered += 1;
             return Ok(true);
         }
         // The pipe ended (or broke): what ffmpeg says decides whether that was the clip's end.
@@ -348,7 +505,52 @@ impl FfmpegSrc {
         if !status.is_some_and(|s| s.success()) {
             return Err(failure(FFMPEG, status, &mut self.stderr));
         }
-        read.map(|_| false)
+        read?;
+        match self.damage() {
+            Some(what) if self.strict => Err(IoError::Damaged {
+                location: self.location.clone(),
+                what,
+            }),
+            Some(what) => {
+                // End of stream, off the frame path: a warning, once.
+                eprintln!(
+                    "{SRC}: warning: '{}' is damaged: {what} (strict=true makes this an error)",
+                    self.location
+                );
+                Ok(false)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// At the end of a clip ffmpeg decoded with exit status 0: what says it was damaged (decode
+    /// errors on stderr, fewer frames than announced), in one line, or `None`.
+    fn damage(&mut self) -> Option<String> {
+        let (errors, first) = self.stderr.errors();
+        let first = first.filter(|_| self.lines_are_errors);
+        let short = self
+            .expected
+            .filter(|&(n, how)| {
+                // An estimate from the duration may round one frame off.
+                let slack = u64::from(how != "announced by ffprobe");
+                self.delivered + slack < n
+            })
+            .map(|(n, how)| format!("ffmpeg delivered {} of {n} frames ({how})", self.delivered));
+        let said = first.map(|f| {
+            format!(
+                "ffmpeg reported {errors} error{}, the first: {f}",
+                if errors == 1 { "" } else { "s" }
+            )
+        });
+        match (short, said) {
+            (None, None) => None,
+            (Some(s), None) if self.lines_are_errors => {
+                Some(format!("{s}; ffmpeg reported no error"))
+            }
+            (Some(s), None) => Some(s),
+            (None, Some(e)) => Some(format!("all {} frames delivered, but {e}", self.delivered)),
+            (Some(s), Some(e)) => Some(format!("{s}; {e}")),
+        }
     }
 }
 
@@ -481,7 +683,7 @@ impl FfmpegSink {
             a.extend(["-pix_fmt".into(), self.pix_fmt.clone()]);
         }
         a.extend(self.args.iter().cloned());
-        a.push(self.location.clone());
+        a.push(output_arg(&self.location));
         a
     }
 
@@ -511,10 +713,16 @@ impl FfmpegSink {
 impl Sink for FfmpegSink {
     fn start(&mut self, info: VideoInfo) -> Result<()> {
         check_size(info.width as u64, info.height as u64).map_err(|e| Error::element(SINK, e))?;
+        // `location=-`: ffmpeg writes to framepipe's own standard output.
+        let stdout = if self.location == "-" {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        };
         let mut child = Command::new(FFMPEG)
             .args(self.command_args(info))
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|source| {

@@ -175,3 +175,87 @@ fn ffmpeg_failures_are_reported_in_ffmpegs_words() {
         "ffmpegsrc: property 'location' is required: the clip or URL ffmpeg reads"
     );
 }
+
+#[test]
+fn locations_reach_ffmpeg_as_paths_never_as_options() {
+    use framepipe_io::ffmpeg::{input_arg, output_arg};
+    assert_eq!(input_arg("-i.mp4", ""), "./-i.mp4");
+    assert_eq!(input_arg("-y", ""), "./-y");
+    assert_eq!(input_arg("clip.mp4", ""), "clip.mp4");
+    assert_eq!(input_arg("/abs/-x.mp4", ""), "/abs/-x.mp4");
+    assert_eq!(input_arg("rtsp://cam/-stream", ""), "rtsp://cam/-stream");
+    // With an input format the location is that format's own (a lavfi graph, a device).
+    assert_eq!(
+        input_arg("testsrc2=size=32x24", "lavfi"),
+        "testsrc2=size=32x24"
+    );
+    assert_eq!(output_arg("-y.mp4"), "./-y.mp4");
+    assert_eq!(output_arg("-"), "pipe:1");
+    assert_eq!(output_arg("out.mkv"), "out.mkv");
+
+    // ffmpegsrc cannot share standard input with ffprobe: said at build.
+    let e = source_err("ffmpegsrc", &[("location", "-")]);
+    assert!(e.contains("cannot read standard input"), "{e}");
+}
+
+/// A 50-frame H.264 mp4 with its index in front (`+faststart`), then a copy cut in the middle
+/// as a broken download or a full disk leaves it: ffprobe still announces 50 frames.
+fn truncated_clip(d: &std::path::Path) -> std::path::PathBuf {
+    let whole = d.join("whole.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=size=160x120:rate=25",
+        "-frames:v",
+        "50",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-movflags",
+        "+faststart",
+        s(&whole),
+    ]);
+    let bytes = std::fs::read(&whole).unwrap();
+    let cut = d.join("cut.mp4");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    cut
+}
+
+#[test]
+fn a_truncated_clip_is_reported_and_an_error_under_strict() {
+    let d = dir("ffmpeg-truncated");
+    let cut = truncated_clip(&d);
+    // Default: a warning on stderr (see the CLI test), the frames there are, no error.
+    let mut src = source("ffmpegsrc", &[("location", s(&cut))]);
+    let (frames, err) = read_all(src.as_mut(), 100);
+    assert_eq!(err, None);
+    let delivered = frames.len();
+    assert!((1..50).contains(&delivered), "{delivered} frames");
+
+    // strict=true: the same damage ends the stream with an error naming it.
+    let mut src = source("ffmpegsrc", &[("location", s(&cut)), ("strict", "true")]);
+    let (frames, err) = read_all(src.as_mut(), 100);
+    assert_eq!(frames.len(), delivered);
+    let err = err.expect("strict=true makes a damaged clip an error");
+    let want = format!(
+        "ffmpegsrc: '{}' is damaged: ffmpeg delivered {delivered} of 50 frames (announced by ffprobe); ffmpeg reported ",
+        s(&cut)
+    );
+    assert!(err.starts_with(&want), "{err}");
+    assert!(err.contains(", the first: "), "{err}");
+    assert!(
+        err.ends_with("(strict=true; without it this is a warning)"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // The whole clip passes strict: every frame, no error.
+    let mut src = source(
+        "ffmpegsrc",
+        &[("location", s(&d.join("whole.mp4"))), ("strict", "true")],
+    );
+    let (frames, err) = read_all(src.as_mut(), 100);
+    assert_eq!((frames.len(), err), (50, None));
+}

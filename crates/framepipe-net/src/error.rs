@@ -102,13 +102,34 @@ pub enum NetError {
     #[error("link mismatch: {0}")]
     LinkMismatch(String),
     /// Waiting for a peer took longer than the `timeout` property.
-    #[error("timed out after {secs} s waiting for {what}")]
+    #[error("timed out after {secs} s (timeout={secs}) waiting for {what}")]
     Timeout {
         /// What was awaited.
         what: String,
         /// The timeout.
         secs: u64,
     },
+    /// A peer connected but sent nothing for the whole header timeout (or the stream timeout).
+    #[error("no data from {peer} for {secs} s ({prop}={secs}); a framepipe sender sends its stream header as soon as it connects")]
+    Silent {
+        /// The peer.
+        peer: String,
+        /// How long it was silent.
+        secs: u64,
+        /// The property that set the limit (`header-timeout`).
+        prop: &'static str,
+    },
+    /// Every connection attempt was refused until the `timeout` property ran out.
+    #[error("connection refused by {peer} for {secs} s (timeout={secs}): nothing listens there; start the receiver first, or raise timeout (0 = wait for ever)")]
+    Refused {
+        /// The address connected to.
+        peer: String,
+        /// The timeout.
+        secs: u64,
+    },
+    /// A size a peer announced is over the process's memory budget (checked before allocating).
+    #[error(transparent)]
+    Budget(#[from] framepipe_core::Error),
     /// A property value that cannot work.
     #[error("bad value '{value}' for {prop}: {reason}")]
     BadProp {

@@ -20,12 +20,15 @@
 //! * Blocking: `tcpsink`'s `consume` blocks in `write` when the receiver is slower (that is the
 //!   back-pressure), and until every link has written its stripe. `tcpsrc`'s `fill` blocks in
 //!   `read` until a whole frame has arrived. Building a framed `tcpsrc` blocks until the sender
-//!   connects and sends its header (up to `timeout`); `tcpsink` connects in `start`.
+//!   connects and sends its header (up to `timeout`); `tcpsink` connects in `start` and sends its
+//!   stream header at once. A listening end takes only a connection that proves to be its peer
+//!   ([`accept`]): strays are logged on stderr and closed, and listening goes on.
 //! * System calls per frame and link: one `writev` (more only on short writes) on the sender; two
 //!   `read`s (header, payload) on the receiver, the payload read straight into the pool frame for
 //!   RGBA.
 #![deny(unsafe_code)]
 
+pub mod accept;
 pub mod error;
 pub mod pack;
 pub mod sink;
@@ -122,6 +125,7 @@ pub fn src_config(p: &Props) -> std::result::Result<SrcConfig, NetError> {
         rate,
         max_frame_bytes: p.i64("max-frame-bytes") as u64,
         timeout_s: p.i64("timeout") as u64,
+        header_timeout_s: p.i64("header-timeout") as u64,
     })
 }
 
@@ -205,6 +209,12 @@ pub fn register(registry: &mut Registry) {
             PropKind::Str,
             PropValue::Str("30".into()),
             "protocol=raw only: frame rate (30, 30000/1001, 29.97)",
+        ),
+        PropSpec::new(
+            "header-timeout",
+            PropKind::Int { min: 1, max: 3600 },
+            PropValue::Int(src::DEFAULT_HEADER_TIMEOUT_S as i64),
+            "seconds a connection has to send its whole stream header; a silent or slow one is dropped (listening goes on)",
         ),
     ];
     src_props.extend(common_specs(

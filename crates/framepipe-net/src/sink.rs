@@ -7,12 +7,13 @@
 //! block when the receiver stops reading: that is the back-pressure.
 
 use std::io::{self, IoSlice, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
 use framepipe_core::{Frame, FrameCtx, Sink, VideoInfo};
 
+use crate::accept::{Acceptor, Expect};
 use crate::error::{NetError, Result};
 use crate::pack::pack;
 use crate::sock::{self, Buf};
@@ -48,7 +49,7 @@ pub struct SinkConfig {
 
 enum Target {
     Connect(String),
-    Listen(TcpListener),
+    Listen(Acceptor),
 }
 
 /// One connection and its stripe.
@@ -57,7 +58,6 @@ struct TxLink {
     stream: Option<TcpStream>,
     peer: String,
     header: StreamHeader,
-    header_sent: bool,
     /// Whole frames written on the current connection.
     frames: u64,
     first_row: usize,
@@ -70,19 +70,21 @@ struct TxLink {
 }
 
 impl TxLink {
-    fn open(&mut self) -> Result<()> {
+    /// Connects (or accepts the receiver) and, for the framed protocol, sends the stream header
+    /// at once, announcing `first_seq` as the first frame's sequence number: a receiver learns
+    /// the stream's size as soon as it is connected, however long the first frame takes.
+    fn open(&mut self, first_seq: u64) -> Result<()> {
         let deadline = sock::deadline(self.timeout_s);
-        let stream = match &self.target {
+        let mut stream = match &mut self.target {
             Target::Connect(addr) => {
-                let s = sock::connect_retry(addr, deadline, self.timeout_s)?;
+                let s = sock::connect_retry(NAME, addr, deadline, self.timeout_s)?;
                 self.peer = addr.clone();
                 s
             }
-            Target::Listen(l) => {
-                let (_, s, peer) =
-                    sock::accept_any(std::slice::from_ref(l), deadline, self.timeout_s)?;
-                self.peer = peer;
-                s
+            Target::Listen(acceptor) => {
+                let a = acceptor.next(Expect::Silence, deadline, self.timeout_s)?;
+                self.peer = a.peer;
+                a.stream
             }
         };
         stream
@@ -98,10 +100,37 @@ impl TxLink {
                 self.peer
             );
         }
-        self.stream = Some(stream);
-        self.header_sent = false;
         self.frames = 0;
+        if !self.raw {
+            let sh = StreamHeader {
+                first_seq,
+                ..self.header
+            };
+            if let Err(e) = write_all_vectored(&mut stream, &sh.encode(), &[]) {
+                let _ = stream.shutdown(Shutdown::Both);
+                return Err(self.write_error(e));
+            }
+        }
+        self.stream = Some(stream);
         Ok(())
+    }
+
+    fn write_error(&self, e: io::Error) -> NetError {
+        let closed = matches!(
+            e.kind(),
+            io::ErrorKind::BrokenPipe
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::WriteZero
+        );
+        if closed {
+            NetError::ReceiverClosed {
+                peer: self.peer.clone(),
+                frames: self.frames,
+            }
+        } else {
+            NetError::io(format!("sending to {}", self.peer), e)
+        }
     }
 
     /// Drops the connection (the next send reconnects).
@@ -113,7 +142,7 @@ impl TxLink {
 
     fn send(&mut self, frame: &Frame, seq: u64, pts_ns: i64) -> Result<()> {
         if self.stream.is_none() {
-            self.open()?;
+            self.open(seq)?;
         }
         let row_bytes = frame.width() as usize * 4;
         let rows = &frame.data()[self.first_row * row_bytes..][..self.rows as usize * row_bytes];
@@ -129,27 +158,18 @@ impl TxLink {
             );
             &self.buf
         };
-        let mut head = [0u8; STREAM_HEADER_LEN + FRAME_HEADER_LEN];
+        let mut head = [0u8; FRAME_HEADER_LEN];
         let head_len = if self.raw {
             0
         } else {
-            let mut n = 0;
-            if !self.header_sent {
-                let sh = StreamHeader {
-                    first_seq: seq,
-                    ..self.header
-                };
-                head[..STREAM_HEADER_LEN].copy_from_slice(&sh.encode());
-                n = STREAM_HEADER_LEN;
-            }
             let fh = FrameHeader {
                 seq,
                 pts_ns,
                 payload_len: payload.len() as u32,
                 checksum: self.header.checksum.then(|| crc32fast::hash(payload)),
             };
-            head[n..n + FRAME_HEADER_LEN].copy_from_slice(&fh.encode());
-            n + FRAME_HEADER_LEN
+            head.copy_from_slice(&fh.encode());
+            FRAME_HEADER_LEN
         };
         let Some(stream) = self.stream.as_mut() else {
             return Err(NetError::ReceiverClosed {
@@ -160,26 +180,11 @@ impl TxLink {
         let result = write_all_vectored(stream, &head[..head_len], payload);
         match result {
             Ok(()) => {
-                self.header_sent = true;
                 self.frames += 1;
                 Ok(())
             }
             Err(e) => {
-                let closed = matches!(
-                    e.kind(),
-                    io::ErrorKind::BrokenPipe
-                        | io::ErrorKind::ConnectionReset
-                        | io::ErrorKind::ConnectionAborted
-                        | io::ErrorKind::WriteZero
-                );
-                let err = if closed {
-                    NetError::ReceiverClosed {
-                        peer: self.peer.clone(),
-                        frames: self.frames,
-                    }
-                } else {
-                    NetError::io(format!("sending to {}", self.peer), e)
-                };
+                let err = self.write_error(e);
                 // Whatever part of this frame went out is not a frame: the connection is dropped
                 // and the receiver reports the cut.
                 self.reset();
@@ -252,6 +257,10 @@ pub struct TcpSink {
     link0: Option<TxLink>,
     helpers: Vec<Helper>,
     frames: u64,
+    /// Sequence number of the next frame on the wire: one more per frame sent, whatever the
+    /// pipeline's `ctx.seq` says, so that a frame the output thread gives again (a repeat under
+    /// `--overload live`) goes out as the next frame of a continuous stream.
+    wire_seq: u64,
 }
 
 impl std::fmt::Debug for TcpSink {
@@ -263,6 +272,7 @@ impl std::fmt::Debug for TcpSink {
                 &(self.helpers.len() + usize::from(self.link0.is_some())),
             )
             .field("frames", &self.frames)
+            .field("wire_seq", &self.wire_seq)
             .finish()
     }
 }
@@ -301,6 +311,7 @@ impl TcpSink {
             link0: None,
             helpers: Vec::new(),
             frames: 0,
+            wire_seq: 0,
         })
     }
 
@@ -334,7 +345,10 @@ impl TcpSink {
         }
         let stream_id = stream_id();
         let mut targets: Vec<Target> = match &cfg.listen {
-            Some(addr) => vec![Target::Listen(sock::listen(addr)?)],
+            Some(addr) => vec![Target::Listen(Acceptor::bind(
+                NAME,
+                std::slice::from_ref(addr),
+            )?)],
             None => cfg
                 .hosts
                 .iter()
@@ -365,7 +379,6 @@ impl TcpSink {
                 stream: None,
                 peer: String::new(),
                 header,
-                header_sent: false,
                 frames: 0,
                 first_row: first_row as usize,
                 rows,
@@ -374,7 +387,7 @@ impl TcpSink {
                 nodelay: cfg.nodelay,
                 timeout_s: cfg.timeout_s,
             };
-            link.open()?;
+            link.open(self.wire_seq)?;
             links.push(link);
         }
         let mut links = links.into_iter();
@@ -434,7 +447,7 @@ impl TcpSink {
     }
 
     fn send_frame(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
-        let (seq, pts_ns) = (ctx.seq, ctx.pts_ns);
+        let (seq, pts_ns) = (self.wire_seq, ctx.pts_ns);
         self.all_links(
             || Job::Send {
                 frame: frame.clone(),
@@ -443,6 +456,15 @@ impl TcpSink {
             },
             |l| l.send(frame, seq, pts_ns),
         )
+    }
+}
+
+impl TcpSink {
+    /// Whether `e` is a listening sink's receiver gone before its first frame.
+    fn stray_receiver(&self, e: &NetError) -> bool {
+        self.cfg.listen.is_some()
+            && e.is_connection_lost()
+            && self.link0.as_ref().is_some_and(|l| l.frames == 0)
     }
 }
 
@@ -465,10 +487,19 @@ impl Sink for TcpSink {
             match self.send_frame(ctx, frame) {
                 Ok(()) => {
                     self.frames += 1;
+                    self.wire_seq += 1;
                     return Ok(());
                 }
+                Err(e) if self.stray_receiver(&e) => {
+                    // A listening sink's "receiver" that went away before taking a single frame
+                    // was a stray (a port scan, a health check): wait for the real one.
+                    eprintln!("{NAME}: {e}, before its first frame; waiting for another receiver");
+                }
                 Err(e) if self.cfg.reconnect && e.is_connection_lost() => {
-                    eprintln!("{NAME}: {e}; reconnecting, resending frame {}", ctx.seq);
+                    eprintln!(
+                        "{NAME}: {e}; reconnecting, resending frame {}",
+                        self.wire_seq
+                    );
                     // Every link starts a new connection (and stream header) together.
                     self.all_links(
                         || Job::Reset,

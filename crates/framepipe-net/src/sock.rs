@@ -1,9 +1,9 @@
-//! Socket set-up: buffer sizes (the only `unsafe`: `setsockopt`/`getsockopt`), connecting with
-//! retries and accepting with a deadline. All of this runs at start or on reconnection, never per
-//! frame.
+//! Socket set-up: buffer sizes (the only `unsafe`: `setsockopt`/`getsockopt`) and connecting
+//! with retries. All of this runs at start or on reconnection, never per frame. Accepting is in
+//! [`crate::accept`].
 
 use std::io;
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -69,82 +69,99 @@ fn setopt(fd: libc::c_int, opt: libc::c_int, val: libc::c_int) -> io::Result<()>
     }
 }
 
+fn is_self_connected(s: &TcpStream) -> bool {
+    matches!((s.local_addr(), s.peer_addr()), (Ok(a), Ok(b)) if a == b)
+}
+
 /// A deadline from a `timeout` property in seconds (0: none).
 pub fn deadline(timeout_s: u64) -> Option<Instant> {
     (timeout_s > 0).then(|| Instant::now() + Duration::from_secs(timeout_s))
 }
 
-/// Connects to `addr`, retrying every 100 ms while the peer refuses (it may not be listening
-/// yet), until `deadline`.
-pub fn connect_retry(addr: &str, deadline: Option<Instant>, timeout_s: u64) -> Result<TcpStream> {
+/// How often a refused connection is retried.
+pub const RETRY_MS: u64 = 100;
+/// The longest a single connection attempt may take (an unanswered SYN).
+const ATTEMPT: Duration = Duration::from_secs(5);
+
+/// "until timeout (30 s)" or "for ever (timeout=0)": how long retries go on, for messages.
+fn until(timeout_s: u64) -> String {
+    if timeout_s == 0 {
+        "for ever (timeout=0)".into()
+    } else {
+        format!("until timeout ({timeout_s} s)")
+    }
+}
+
+/// Connects to `addr`, retrying every [`RETRY_MS`] while the peer refuses (it may not be
+/// listening yet), until `deadline`. The first refusal (and the first of any other kind of
+/// failure) is said once on stderr, prefixed by `who` (the element), so that a sender waiting
+/// for a receiver that is not there says so; at the deadline, a refusal is
+/// [`NetError::Refused`].
+pub fn connect_retry(
+    who: &str,
+    addr: &str,
+    deadline: Option<Instant>,
+    timeout_s: u64,
+) -> Result<TcpStream> {
+    let mut said: Option<io::ErrorKind> = None;
     loop {
-        let resolved = addr
+        let resolved: Vec<_> = addr
             .to_socket_addrs()
-            .map_err(|e| NetError::io(format!("resolving '{addr}'"), e))?;
+            .map_err(|e| NetError::io(format!("resolving '{addr}'"), e))?
+            .collect();
         let mut last = None;
-        for sa in resolved {
-            match TcpStream::connect_timeout(&sa, Duration::from_secs(5)) {
+        for sa in &resolved {
+            let attempt = match deadline {
+                Some(d) => d
+                    .saturating_duration_since(Instant::now())
+                    .clamp(Duration::from_millis(RETRY_MS), ATTEMPT),
+                None => ATTEMPT,
+            };
+            match TcpStream::connect_timeout(sa, attempt) {
+                // Retrying a local port nobody listens on can connect the socket to itself
+                // (TCP simultaneous open, when the kernel picks that port as the source): that
+                // is no peer, and as good as refused.
+                Ok(s) if is_self_connected(&s) => {
+                    last = Some(io::ErrorKind::ConnectionRefused.into());
+                }
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(match last {
-                Some(e) if e.kind() != io::ErrorKind::ConnectionRefused => {
-                    NetError::io(format!("connecting to {addr}"), e)
-                }
-                _ => NetError::Timeout {
-                    what: format!("{addr} to accept the connection"),
-                    secs: timeout_s,
-                },
-            });
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Binds a listener on `addr`.
-pub fn listen(addr: &str) -> Result<TcpListener> {
-    TcpListener::bind(addr).map_err(|e| NetError::io(format!("listening on {addr}"), e))
-}
-
-/// Accepts one connection on any of `listeners`, polling every 10 ms, until `deadline`.
-/// Returns the index of the listener and the connection (in blocking mode).
-pub fn accept_any(
-    listeners: &[TcpListener],
-    deadline: Option<Instant>,
-    timeout_s: u64,
-) -> Result<(usize, TcpStream, String)> {
-    for l in listeners {
-        l.set_nonblocking(true)
-            .map_err(|e| NetError::io("setting the listener non-blocking", e))?;
-    }
-    loop {
-        for (i, l) in listeners.iter().enumerate() {
-            match l.accept() {
-                Ok((s, peer)) => {
-                    s.set_nonblocking(false)
-                        .map_err(|e| NetError::io(format!("accepting {peer}"), e))?;
-                    return Ok((i, s, peer.to_string()));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let at = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
-                    return Err(NetError::io(format!("accepting on {at}"), e));
-                }
+        let Some(e) = last else {
+            return Err(NetError::io(
+                format!("resolving '{addr}'"),
+                io::Error::other("no address"),
+            ));
+        };
+        let refused = e.kind() == io::ErrorKind::ConnectionRefused;
+        if said != Some(e.kind()) {
+            said = Some(e.kind());
+            if refused {
+                eprintln!(
+                    "{who}: connection refused by {addr}; retrying every {RETRY_MS} ms {}",
+                    until(timeout_s)
+                );
+            } else {
+                eprintln!(
+                    "{who}: cannot connect to {addr}: {e}; retrying every {RETRY_MS} ms {}",
+                    until(timeout_s)
+                );
             }
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            let at: Vec<String> = listeners
-                .iter()
-                .filter_map(|l| l.local_addr().ok().map(|a| a.to_string()))
-                .collect();
-            return Err(NetError::Timeout {
-                what: format!("a sender to connect to {}", at.join(",")),
-                secs: timeout_s,
+            return Err(if refused {
+                NetError::Refused {
+                    peer: addr.to_string(),
+                    secs: timeout_s,
+                }
+            } else {
+                NetError::io(
+                    format!("connecting to {addr} for {timeout_s} s (timeout={timeout_s})"),
+                    e,
+                )
             });
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(RETRY_MS));
     }
 }

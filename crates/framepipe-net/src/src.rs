@@ -3,13 +3,16 @@
 //!
 //! The framed protocol's stream header carries the frame size and rate, and the engine must know
 //! them before the pipeline is built, so building a framed `tcpsrc` blocks until the sender has
-//! connected and its header has arrived (bounded by `timeout`).
+//! connected and its header has arrived (bounded by `timeout`). A listening `tcpsrc` takes only
+//! a connection that proves to be a sender ([`crate::accept`]): strays are logged and closed, and
+//! listening goes on.
 
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use framepipe_core::{FrameCtx, FrameMut, Rational, Source, VideoInfo};
+use framepipe_core::{FrameCtx, FrameMut, Limits, Rational, Source, VideoInfo};
 
+use crate::accept::{Acceptor, Expect};
 use crate::error::{NetError, Result};
 use crate::pack::unpack;
 use crate::sock::{self, Buf};
@@ -39,6 +42,8 @@ pub struct SrcConfig {
     pub max_frame_bytes: u64,
     /// Seconds to wait for the sender at start (0: forever).
     pub timeout_s: u64,
+    /// Seconds a connection has to deliver its whole stream header (framed).
+    pub header_timeout_s: u64,
 }
 
 struct RxLink {
@@ -127,12 +132,20 @@ impl TcpSrc {
                 limit: cfg.max_frame_bytes,
             });
         }
+        Limits::current().check_frame("width/height", cfg.width, cfg.height)?;
         let (stream, peer) = if let Some(h) = cfg.hosts.first() {
-            (sock::connect_retry(h, deadline, cfg.timeout_s)?, h.clone())
+            (
+                sock::connect_retry(NAME, h, deadline, cfg.timeout_s)?,
+                h.clone(),
+            )
         } else {
-            let l = sock::listen(&cfg.listen[0])?;
-            let (_, s, peer) = sock::accept_any(&[l], deadline, cfg.timeout_s)?;
-            (s, peer)
+            // A connection closed before sending anything (a health check) is not the sender.
+            let a = Acceptor::bind(NAME, &cfg.listen)?.next(
+                Expect::FirstByte,
+                deadline,
+                cfg.timeout_s,
+            )?;
+            (a.stream, a.peer)
         };
         size_rcvbuf(&stream, &peer, bytes as usize);
         let packed = if cfg.format == WireFormat::Rgba {
@@ -157,35 +170,56 @@ impl TcpSrc {
     }
 
     fn open_framed(cfg: &SrcConfig, deadline: Option<Instant>) -> Result<Self> {
-        let header_timeout =
-            Duration::from_secs(if cfg.timeout_s > 0 { cfg.timeout_s } else { 30 });
-        let read_header = |stream: TcpStream, peer: &str| -> Result<WireReader<TcpStream>> {
-            // A peer that connects and sends nothing must not hang us for ever.
-            stream
-                .set_read_timeout(Some(header_timeout))
-                .map_err(|e| NetError::io(format!("reading from {peer}"), e))?;
-            let r = WireReader::open(stream, peer, cfg.max_frame_bytes)?;
-            r.get_ref()
-                .set_read_timeout(None)
-                .map_err(|e| NetError::io(format!("reading from {peer}"), e))?;
-            Ok(r)
-        };
         let mut readers: Vec<WireReader<TcpStream>> = Vec::new();
         if !cfg.hosts.is_empty() {
             for h in &cfg.hosts {
-                let s = sock::connect_retry(h, deadline, cfg.timeout_s)?;
-                readers.push(read_header(s, h)?);
+                let s = sock::connect_retry(NAME, h, deadline, cfg.timeout_s)?;
+                readers.push(read_header(s, h, cfg)?);
             }
         } else {
-            let listeners = cfg
-                .listen
-                .iter()
-                .map(|a| sock::listen(a))
-                .collect::<Result<Vec<_>>>()?;
+            let mut acceptor = Acceptor::bind(NAME, &cfg.listen)?;
+            let expect = Expect::Header {
+                header_timeout: Duration::from_secs(cfg.header_timeout_s.max(1)),
+                max_frame_bytes: cfg.max_frame_bytes,
+            };
+            // Links of one stream arrive on any listener; a connection that is not one of them
+            // (a stray, another stream, a link already connected) is logged and closed.
             loop {
-                let (_, s, peer) = sock::accept_any(&listeners, deadline, cfg.timeout_s)?;
-                readers.push(read_header(s, &peer)?);
-                if readers.len() >= readers[0].header().link_count as usize {
+                let a = acceptor.next(expect, deadline, cfg.timeout_s)?;
+                let Some(h) = a.header else {
+                    continue;
+                };
+                if let Some(first) = readers.first().map(|r| *r.header()) {
+                    let same = StreamHeader {
+                        link_index: first.link_index,
+                        ..h
+                    } == first;
+                    if !same {
+                        acceptor.refuse(
+                            &a.peer,
+                            &format!(
+                                "its header {h:?} disagrees with link {}'s {first:?}",
+                                first.link_index
+                            ),
+                        );
+                        continue;
+                    }
+                    if readers
+                        .iter()
+                        .any(|r| r.header().link_index == h.link_index)
+                    {
+                        acceptor.refuse(
+                            &a.peer,
+                            &format!(
+                                "link {} of stream {:#x} is already connected",
+                                h.link_index, h.stream_id
+                            ),
+                        );
+                        continue;
+                    }
+                }
+                readers.push(WireReader::with_header(a.stream, &a.peer, h));
+                if readers.len() >= h.link_count as usize {
                     break;
                 }
             }
@@ -329,6 +363,35 @@ impl TcpSrc {
     }
 }
 
+/// Reads and checks the stream header of a sender we connected to (`host=`): within
+/// `header-timeout`, and within `max-frame-bytes` and the memory budget.
+fn read_header(stream: TcpStream, peer: &str, cfg: &SrcConfig) -> Result<WireReader<TcpStream>> {
+    let secs = cfg.header_timeout_s.max(1);
+    let io = |e| NetError::io(format!("reading from {peer}"), e);
+    stream
+        .set_read_timeout(Some(Duration::from_secs(secs)))
+        .map_err(io)?;
+    let r = WireReader::open(stream, peer, cfg.max_frame_bytes).map_err(|e| match e {
+        NetError::Io { source, .. }
+            if matches!(
+                source.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            NetError::Silent {
+                peer: peer.to_string(),
+                secs,
+                prop: "header-timeout",
+            }
+        }
+        e => e,
+    })?;
+    r.get_ref().set_read_timeout(None).map_err(io)?;
+    let h = r.header();
+    Limits::current().check_frame(&format!("stream header from {peer}"), h.width, h.height)?;
+    Ok(r)
+}
+
 fn size_rcvbuf(stream: &TcpStream, peer: &str, want: usize) {
     match sock::set_buffer(stream, Buf::Recv, want) {
         Ok(got) if got < want => eprintln!(
@@ -350,6 +413,9 @@ impl Source for TcpSrc {
             .map_err(|e| framepipe_core::Error::element(NAME, e))
     }
 }
+
+/// Seconds a connection has to send its stream header unless `header-timeout` says otherwise.
+pub const DEFAULT_HEADER_TIMEOUT_S: u64 = 5;
 
 /// Largest frame accepted unless `max-frame-bytes` says otherwise.
 pub const DEFAULT_MAX_FRAME_BYTES: u64 = wire::DEFAULT_MAX_FRAME_BYTES;

@@ -422,6 +422,18 @@ impl<R: Read> WireReader<R> {
         })
     }
 
+    /// A reader whose stream header was already read and validated (by
+    /// [`crate::accept::Acceptor`]); `inner` is positioned at the first frame header.
+    pub fn with_header(inner: R, label: &str, header: StreamHeader) -> Self {
+        WireReader {
+            inner,
+            label: label.to_string(),
+            next_seq: header.first_seq,
+            header,
+            frames: 0,
+        }
+    }
+
     /// The validated stream header.
     pub fn header(&self) -> &StreamHeader {
         &self.header

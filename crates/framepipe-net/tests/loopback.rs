@@ -44,6 +44,7 @@ fn src_cfg(listen: &[String]) -> SrcConfig {
         rate: Rational::new(30, 1),
         max_frame_bytes: wire::DEFAULT_MAX_FRAME_BYTES,
         timeout_s: 10,
+        header_timeout_s: framepipe_net::src::DEFAULT_HEADER_TIMEOUT_S,
     }
 }
 

@@ -53,6 +53,7 @@ fn raw_src(host: String, format: WireFormat) -> TcpSrc {
         rate: Rational::new(30, 1),
         max_frame_bytes: wire::DEFAULT_MAX_FRAME_BYTES,
         timeout_s: 20,
+        header_timeout_s: framepipe_net::src::DEFAULT_HEADER_TIMEOUT_S,
     })
     .expect("tcpsrc connects to the peer")
 }

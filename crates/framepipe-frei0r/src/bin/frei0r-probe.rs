@@ -82,19 +82,31 @@ fn main() -> ExitCode {
             continue;
         }
         let started = Instant::now();
+        let crc32 = match framepipe_frei0r::plugin::file_crc32(&f) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!(
+                    "frei0r-probe: skipping {}: cannot read it: {e}",
+                    f.display()
+                );
+                continue;
+            }
+        };
         let row = match run_child(&exe, &f, timeout) {
             Ok(row) => row,
-            Err(Outcome::Timeout) => format!(
-                "{stem}\ttimeout\tserial\tno\tno\tkilled after {:.0} s",
-                timeout.as_secs_f64()
+            Err(Outcome::Timeout) => probe::failed_row(
+                &stem,
+                crc32,
+                "timeout",
+                &format!("killed after {:.0} s", timeout.as_secs_f64()),
             ),
-            Err(Outcome::Crashed(why)) => format!("{stem}\tcrashed\tserial\tno\tno\t{why}"),
+            Err(Outcome::Crashed(why)) => probe::failed_row(&stem, crc32, "crashed", &why),
             Err(Outcome::NotAPlugin(why)) => {
                 eprintln!("frei0r-probe: skipping {}: {why}", f.display());
                 continue;
             }
         };
-        let verdict = row.split('\t').nth(1).unwrap_or("").to_string();
+        let verdict = row.split('\t').nth(2).unwrap_or("").to_string();
         eprintln!(
             "{:<22} {:<17} {:>6.2} s",
             stem,
