@@ -22,7 +22,7 @@ use framepipe_core::{
 
 use crate::events::EventFn;
 use crate::live::{FrameParams, Live, LiveSpec};
-use crate::slices::{SliceJob, SliceSlot};
+use crate::slices::{PanicPayload, SliceJob, SliceSlot};
 use crate::stats::Counters;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,7 +209,7 @@ pub(crate) struct Shared {
 pub(crate) enum Done {
     Source(Box<dyn Source>, Result<Option<Token>>),
     Effect(usize, Option<Instance>, Result<Token>),
-    Slice(usize, bool),
+    Slice(usize, Option<PanicPayload>),
 }
 
 impl State {
@@ -322,10 +322,14 @@ impl State {
     }
 
     /// Counts one claimed slice of `slot` as done; wakes its owner when it was the last.
-    pub(crate) fn count_slice(&mut self, slot: usize, panicked: bool) {
+    /// The first panic is kept for the owner to re-raise (a second one in the same frame is
+    /// dropped here: an error path, the only free under this lock).
+    pub(crate) fn count_slice(&mut self, slot: usize, panicked: Option<PanicPayload>) {
         let s = &mut self.slices[slot];
         s.done += 1;
-        s.panicked |= panicked;
+        if s.panicked.is_none() {
+            s.panicked = panicked;
+        }
         if s.done == s.n {
             self.wake.slices = true;
         }
