@@ -323,7 +323,7 @@ fn assign_edits(shared: &Shared, edits: &mut Vec<Edit>) {
         return;
     }
     {
-        let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live = shared.live.lock();
         for e in edits.iter_mut() {
             live.apply(e);
         }

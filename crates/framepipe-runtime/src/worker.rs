@@ -206,7 +206,7 @@ impl Shared {
     /// frames are sampled in order.
     fn sample_live(&self, ctx: &FrameCtx) {
         let slot = (ctx.seq % self.snapshots.len() as u64) as usize;
-        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live = self.live.lock();
         let mut snap = self.snapshots[slot]
             .lock()
             .unwrap_or_else(|p| p.into_inner());
