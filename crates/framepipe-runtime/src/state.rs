@@ -538,7 +538,7 @@ impl Locked<'_> {
     pub(crate) fn wait(mut self, cv: &PiCondvar) -> Self {
         let mut guard = self.guard.take().expect("held");
         let wake = std::mem::take(&mut guard.wake);
-        let garbage = guard.garbage.take();
+        // (A discarded error stays in the state: it is dropped at the next release.)
         self.shared
             .counters
             .lock_hold
@@ -547,7 +547,6 @@ impl Locked<'_> {
         // releases.
         self.shared.wake(wake);
         let guard = cv.wait(guard);
-        drop(garbage);
         self.guard = Some(guard);
         self.since = now_ns();
         self
