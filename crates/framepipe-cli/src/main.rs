@@ -323,6 +323,9 @@ fn run(args: RunArgs) -> Result<()> {
         } => {
             eprintln!("\rframepipe: {stage} cannot change '{prop}' while running: {reason}")
         }
+        Event::LeftRunning { stage, worker } => eprintln!(
+            "\rframepipe: warning: fp-worker-{worker} is still inside {stage} (blocked; it cannot be interrupted) and was left running"
+        ),
         other => eprintln!("\rframepipe: {other:?}"),
     }));
     if args.start_paused && control == "none" {

@@ -245,13 +245,25 @@ fn stats_file_has_the_promised_fields() {
         ["testsrc", "frei0r-glow", "frei0r-baltan", "nullsink"]
     );
     for st in stages {
-        assert!(st["mean_ms"].as_f64().unwrap() >= 0.0);
+        // Every stage spent some time on 40 frames (`>= 0.0` could not fail).
+        assert!(st["mean_ms"].as_f64().unwrap() > 0.0, "{st}");
         assert!(st["instances"].as_u64().unwrap() >= 1);
         assert_eq!(st["frames"], 40);
     }
     assert_eq!(stages[1]["mode"], "parallel");
     assert_eq!(stages[2]["mode"], "serial", "mode= override applies");
     assert_eq!(stages[2]["instances"], 1);
+    // The scheduler lock: every hold timed (workers: at least one per stage per frame), and the
+    // output thread's waits for it (at least one per frame).
+    let hold = &s["lock_hold_us"];
+    assert!(hold["count"].as_u64().unwrap() >= 3 * 40, "{hold}");
+    let (p50, p99, max) = (
+        hold["p50"].as_f64().unwrap(),
+        hold["p99"].as_f64().unwrap(),
+        hold["max"].as_f64().unwrap(),
+    );
+    assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{hold}");
+    assert!(s["output_lock_wait_us"]["count"].as_u64().unwrap() >= 40);
 }
 
 #[test]

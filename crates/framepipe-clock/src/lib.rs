@@ -9,6 +9,8 @@
 //!   repeated frame counts).
 //! * [`prepare_pacing_thread`]: low timer slack (`PR_SET_TIMERSLACK`, 1 ns) and, when the
 //!   process is permitted, `SCHED_FIFO` for the calling thread ([`try_realtime`]).
+//! * [`PiMutex`], [`PiCondvar`]: a mutex with priority inheritance, for the lock the
+//!   real-time output thread shares with the workers.
 //! * [`now_ns`], [`thread_cpu_ns`], [`CpuMeter`]: monotonic time and the pacing thread's own CPU
 //!   time, to report what the spinning costs.
 //!
@@ -24,10 +26,12 @@
 //! [`Rational`]: framepipe_core::Rational
 
 pub mod pacer;
+pub mod pi;
 pub mod stats;
 pub mod sys;
 
 pub use pacer::{Pacer, Tick};
+pub use pi::{PiCondvar, PiGuard, PiMutex};
 pub use stats::{LatenessStats, LatenessSummary, DEFAULT_LATE_THRESHOLD_NS};
 pub use sys::{
     now_ns, prepare_pacing_thread, set_timer_slack_ns, sleep_until_ns, thread_cpu_ns, try_realtime,

@@ -17,9 +17,12 @@
 //!
 //! Real-time contract: after [`Pipeline::prepare`] (which allocates the frame pools, the scheduler's
 //! queues and every effect instance: one per serial effect, one per worker per parallel effect),
-//! running a frame allocates nothing in the runtime. Workers take one short mutex to pick and
-//! complete a job (queue bookkeeping only, twice per stage per frame); they never hold it while
-//! an element runs. See docs/REALTIME.md.
+//! running a frame allocates nothing in the runtime. Workers take one short mutex to complete a
+//! job and pick the next (queue bookkeeping only, once per stage per frame); they never hold it
+//! while an element runs, and nothing under it allocates, prints or calls user code. The output
+//! thread takes it once per frame; it is priority-inheriting, and every hold is measured
+//! (`RunStats::lock_hold_us`). A panic anywhere ends the run with an error naming where. See
+//! docs/REALTIME.md and docs/reliability/engine.md.
 #![deny(unsafe_code)]
 
 mod events;

@@ -6,6 +6,12 @@
 //! the source starts), waits for the next frame in order, waits for its deadline on the frame
 //! clock when the run is paced, and hands it to the sink. It also notices stalled stages.
 //!
+//! It takes the scheduler lock once per frame (returning the previous frame and taking the next
+//! in one critical section) and never waits on it: it waits for a frame on its port's flag and
+//! `park`. Commands are also read while it waits, so `stop` ends the run at once even when no
+//! frame is coming (a blocked source, a pause). Its scheduling policy is restored at the end,
+//! also when unwinding; a panic here is caught by `Prepared::run`.
+//!
 //! Overload policies (paced runs):
 //! * `slow`: a frame that is late is released when ready and the clock slips to it; nothing is
 //!   dropped or repeated, the frame rate falls.
@@ -323,7 +329,7 @@ fn assign_edits(shared: &Shared, edits: &mut Vec<Edit>) {
         return;
     }
     {
-        let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live = shared.live.lock();
         for e in edits.iter_mut() {
             live.apply(e);
         }

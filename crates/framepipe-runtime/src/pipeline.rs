@@ -10,7 +10,9 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicUsize};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
+
+use framepipe_clock::{PiCondvar, PiMutex};
 
 use framepipe_control::{CommandReader, Oscillator};
 use framepipe_core::{
@@ -304,7 +306,7 @@ impl Pipeline {
             (t, _) => t,
         };
         let shared = Shared {
-            state: Mutex::new(State {
+            state: PiMutex::new(State {
                 stages: stage_states,
                 ready: VecDeque::with_capacity(n + 1),
                 ports: vec![Port {
@@ -324,14 +326,14 @@ impl Pipeline {
                 wake: Wake::default(),
                 garbage: None,
             }),
-            work: Condvar::new(),
-            slice_done: Condvar::new(),
+            work: PiCondvar::new(),
+            slice_done: PiCondvar::new(),
             pools: stage_pools,
             rate,
             threads,
             snapshots,
             param_names,
-            live: Mutex::new(live),
+            live: PiMutex::new(live),
             live_spec,
             port_signals: vec![PortSignal::default()],
             running: (0..threads + 1)

@@ -20,9 +20,9 @@ pub(crate) struct SliceJob(*const (dyn Fn(usize) + Sync + 'static));
 unsafe impl Send for SliceJob {}
 
 impl SliceJob {
-    /// Runs slice `index` of a claimed job, containing a panic; returns whether it completed.
+    /// Runs slice `index` of a claimed job, containing a panic (returned as its payload).
     /// Only for an index claimed from a published slot and not yet counted done.
-    pub(crate) fn call_caught(self, index: usize) -> bool {
+    pub(crate) fn call_caught(self, index: usize) -> Option<PanicPayload> {
         // SAFETY: the slice owner waits (in `PoolSlices::run`) until this index is counted
         // done before its closure goes out of scope, so the pointer is valid here.
         let f = unsafe { &*self.0 };
@@ -35,8 +35,11 @@ thread_local! {
     static IN_SLICE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs one slice with [`IN_SLICE`] set, containing a panic; returns whether it completed.
-fn run_slice(f: &(dyn Fn(usize) + Sync), index: usize) -> bool {
+/// What a caught panic carries (its message, usually).
+pub(crate) type PanicPayload = Box<dyn std::any::Any + Send + 'static>;
+
+/// Runs one slice with [`IN_SLICE`] set, containing a panic (returned as its payload).
+fn run_slice(f: &(dyn Fn(usize) + Sync), index: usize) -> Option<PanicPayload> {
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
@@ -45,7 +48,7 @@ fn run_slice(f: &(dyn Fn(usize) + Sync), index: usize) -> bool {
     }
     IN_SLICE.with(|c| c.set(true));
     let _reset = Reset;
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(index))).is_ok()
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(index))).err()
 }
 
 #[derive(Default)]
@@ -54,8 +57,8 @@ pub(crate) struct SliceSlot {
     pub(crate) n: usize,
     pub(crate) next: usize,
     pub(crate) done: usize,
-    /// A slice panicked; the owner re-raises it once every slice is accounted for.
-    pub(crate) panicked: bool,
+    /// The first slice panic; the owner re-raises it once every slice is accounted for.
+    pub(crate) panicked: Option<PanicPayload>,
 }
 
 /// The slice runner handed to effects: fork-join on the pipeline's own workers.
@@ -105,7 +108,7 @@ impl SliceRunner for PoolSlices<'_> {
             n,
             next: 0,
             done: 0,
-            panicked: false,
+            panicked: None,
         };
         if st.waiting > 0 {
             st.wake_all_workers();
@@ -116,11 +119,9 @@ impl SliceRunner for PoolSlices<'_> {
                 let index = s.next;
                 s.next += 1;
                 drop(st);
-                let ok = run_slice(job, index);
+                let panicked = run_slice(job, index);
                 st = self.shared.lock();
-                let s = &mut st.slices[self.worker];
-                s.done += 1;
-                s.panicked |= !ok;
+                st.count_slice(self.worker, panicked);
             } else {
                 break;
             }
@@ -130,10 +131,10 @@ impl SliceRunner for PoolSlices<'_> {
         }
         let panicked = std::mem::take(&mut st.slices[self.worker]).panicked;
         drop(st);
-        if panicked {
+        if let Some(payload) = panicked {
             // Every slice is accounted for and the slot is cleared: safe to unwind now. The
-            // effect's guard turns this into an error naming the element.
-            panic!("a slice of this frame panicked");
+            // effect's guard turns this into an error naming the element, with the message.
+            std::panic::resume_unwind(payload);
         }
     }
 }

@@ -12,17 +12,17 @@
 use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 
-use framepipe_clock::now_ns;
+use framepipe_clock::{now_ns, PiCondvar, PiGuard, PiMutex};
 use framepipe_core::{
     Effect, Error, Frame, FrameCtx, FramePool, PropValue, Rational, Result, Source,
 };
 
 use crate::events::EventFn;
 use crate::live::{FrameParams, Live, LiveSpec};
-use crate::slices::{SliceJob, SliceSlot};
+use crate::slices::{PanicPayload, SliceJob, SliceSlot};
 use crate::stats::Counters;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,11 +176,13 @@ pub(crate) struct Wake {
 }
 
 pub(crate) struct Shared {
-    pub(crate) state: Mutex<State>,
+    /// The scheduler lock. Priority-inheriting: while the SCHED_FIFO output thread waits for
+    /// it, the worker holding it runs at the output thread's priority.
+    pub(crate) state: PiMutex<State>,
     /// Workers wait here for work.
-    pub(crate) work: Condvar,
+    pub(crate) work: PiCondvar,
     /// A slice owner waits here for the slices other workers took.
-    pub(crate) slice_done: Condvar,
+    pub(crate) slice_done: PiCondvar,
     /// The pool each stage's output frames come from (index = stage).
     pub(crate) pools: Vec<FramePool>,
     pub(crate) rate: Rational,
@@ -189,10 +191,10 @@ pub(crate) struct Shared {
     /// a time (the stage holding that frame), so its mutex is never contended.
     pub(crate) snapshots: Vec<Mutex<FrameParams>>,
     pub(crate) param_names: Vec<Vec<Arc<str>>>,
-    /// The live parameter values, under their own mutex: commands assign to them (output
-    /// thread) and the source's worker samples them at each frame boundary; never under the
-    /// scheduler lock.
-    pub(crate) live: Mutex<Live>,
+    /// The live parameter values, under their own (priority-inheriting) mutex: commands assign
+    /// to them (output thread) and the source's worker samples them at each frame boundary;
+    /// never under the scheduler lock.
+    pub(crate) live: PiMutex<Live>,
     /// What the live parameters are (names, specs): commands are resolved against it without
     /// any lock.
     pub(crate) live_spec: LiveSpec,
@@ -209,7 +211,7 @@ pub(crate) struct Shared {
 pub(crate) enum Done {
     Source(Box<dyn Source>, Result<Option<Token>>),
     Effect(usize, Option<Instance>, Result<Token>),
-    Slice(usize, bool),
+    Slice(usize, Option<PanicPayload>),
 }
 
 impl State {
@@ -322,10 +324,14 @@ impl State {
     }
 
     /// Counts one claimed slice of `slot` as done; wakes its owner when it was the last.
-    pub(crate) fn count_slice(&mut self, slot: usize, panicked: bool) {
+    /// The first panic is kept for the owner to re-raise (a second one in the same frame is
+    /// dropped here: an error path, the only free under this lock).
+    pub(crate) fn count_slice(&mut self, slot: usize, panicked: Option<PanicPayload>) {
         let s = &mut self.slices[slot];
         s.done += 1;
-        s.panicked |= panicked;
+        if s.panicked.is_none() {
+            s.panicked = panicked;
+        }
         if s.done == s.n {
             self.wake.slices = true;
         }
@@ -478,9 +484,9 @@ impl State {
 impl Shared {
     /// Takes the scheduler lock (a worker, or the run's set-up and end). The hold is timed.
     pub(crate) fn lock(&self) -> Locked<'_> {
-        // A panic in an element is caught in `run_job`, so the lock is never held by a panicking
-        // thread; recover the state anyway rather than cascade.
-        let guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        // No poisoning: a panic in an element is caught in `run_job`, and one in the scheduler's
+        // own code marks the run broken (`Shared::break_run`).
+        let guard = self.state.lock();
         Locked {
             guard: Some(guard),
             shared: self,
@@ -521,7 +527,7 @@ impl Shared {
 /// held, then, with the mutex released, drops a discarded error and does the wake-ups the state
 /// machine asked for.
 pub(crate) struct Locked<'a> {
-    guard: Option<MutexGuard<'a, State>>,
+    guard: Option<PiGuard<'a, State>>,
     shared: &'a Shared,
     since: i64,
 }
@@ -529,10 +535,10 @@ pub(crate) struct Locked<'a> {
 impl Locked<'_> {
     /// Waits on `cv` (a condition variable of this mutex), releasing the lock meanwhile; the
     /// wait is not counted as holding it. Pending wake-ups are done first.
-    pub(crate) fn wait(mut self, cv: &Condvar) -> Self {
+    pub(crate) fn wait(mut self, cv: &PiCondvar) -> Self {
         let mut guard = self.guard.take().expect("held");
         let wake = std::mem::take(&mut guard.wake);
-        let garbage = guard.garbage.take();
+        // (A discarded error stays in the state: it is dropped at the next release.)
         self.shared
             .counters
             .lock_hold
@@ -540,8 +546,7 @@ impl Locked<'_> {
         // Waking before waiting is sound: whoever is woken needs the mutex, which the wait
         // releases.
         self.shared.wake(wake);
-        let guard = cv.wait(guard).unwrap_or_else(|p| p.into_inner());
-        drop(garbage);
+        let guard = cv.wait(guard);
         self.guard = Some(guard);
         self.since = now_ns();
         self

@@ -13,7 +13,7 @@ use framepipe_core::{Error, FrameCtx, Result};
 
 use crate::events::Event;
 use crate::live::assign;
-use crate::slices::PoolSlices;
+use crate::slices::{PanicPayload, PoolSlices};
 use crate::state::{Done, Inst, Instance, Job, Shared, Token};
 
 impl Shared {
@@ -75,9 +75,10 @@ impl Shared {
     /// marked broken (finished whatever the in-flight count) and everyone is woken. A slice
     /// index the dead worker had claimed is counted, so that its owner does not wait for ever.
     pub(crate) fn break_run(&self, e: Error, claimed_slice: Option<usize>) {
+        let payload: Option<PanicPayload> = claimed_slice.map(|_| Box::new("its worker died") as _);
         let mut st = self.lock();
         if let Some(slot) = claimed_slice {
-            st.count_slice(slot, true);
+            st.count_slice(slot, payload);
         }
         st.fail(e);
         st.broken = true;
@@ -122,8 +123,7 @@ impl Shared {
         match job {
             Job::Slice { slot, index, job } => {
                 // A panicking slice is contained so that the owner's count still completes.
-                let ok = job.call_caught(index);
-                Done::Slice(slot, !ok)
+                Done::Slice(slot, job.call_caught(index))
             }
             Job::Stage {
                 stage,
@@ -206,7 +206,7 @@ impl Shared {
     /// frames are sampled in order.
     fn sample_live(&self, ctx: &FrameCtx) {
         let slot = (ctx.seq % self.snapshots.len() as u64) as usize;
-        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live = self.live.lock();
         let mut snap = self.snapshots[slot]
             .lock()
             .unwrap_or_else(|p| p.into_inner());

@@ -541,3 +541,41 @@ fn bad_commands_are_rejected_with_a_reason_and_the_run_goes_on() {
     assert!(reasons[1].contains("out of range"), "{}", reasons[1]);
     assert!(reasons[2].contains("not an effect"), "{}", reasons[2]);
 }
+
+/// Issue 7: an oscillator with an absurd frequency gave NaN, which reached the element (a frei0r
+/// plugin then segfaulted). Through the whole runtime, every value the element gets is finite
+/// and inside the property's range; where the oscillator is NaN the base value is used.
+#[test]
+fn an_absurd_oscillator_reaches_the_element_finite_and_in_range() {
+    let seen = Seen::default();
+    let setup = Setup {
+        frames: 30,
+        rate: 25,
+        options: Options {
+            threads: 2,
+            ..Options::default()
+        },
+        stages: vec![("p".into(), {
+            let mut st = probe_stage(&seen, None, vec![], Mode::Parallel);
+            // Built directly: the parser refuses such a frequency, and the engine must not
+            // rely on that.
+            let osc = Oscillator::new(framepipe_control::Shape::Sine)
+                .with_freq(1e308)
+                .with_range(-10.0, 10.0);
+            st.oscillators = vec![("value".into(), osc)];
+            st
+        })],
+    };
+    let (r, _) = run(setup, None, None);
+    r.unwrap();
+    let values = by_seq(&seen);
+    assert_eq!(values.len(), 30);
+    assert!(
+        values
+            .iter()
+            .all(|v| v.is_finite() && (-10.0..=10.0).contains(v)),
+        "{values:?}"
+    );
+    // From frame 1 on the phase is infinite: the base value (0) stands in.
+    assert!(values[1..].iter().all(|v| *v == 0.0), "{values:?}");
+}

@@ -314,7 +314,7 @@ fn an_effect_panicking_inside_a_slice_ends_the_run_with_an_error_naming_it() {
             options: threads(3),
             ..Setup::default()
         },
-        &["copy", "panicked"],
+        &["copy", "panicked", "slice 5 of frame 6 exploded"],
     );
 }
 
