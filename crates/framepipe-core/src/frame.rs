@@ -66,8 +66,9 @@ struct Buffer(UnsafeCell<Box<[Block]>>);
 struct Slot {
     /// Number of live handles; 0 while the slot is in the free list.
     refs: AtomicUsize,
-    /// Set once, by the one thread that claimed this slot (`PoolInner::grow`), before any handle
-    /// to it exists; never replaced or freed before the pool.
+    /// Set once, by the one thread that claimed this slot (`PoolInner::grow` or
+    /// `FramePool::fill`), before any handle to it exists; never replaced or freed before the
+    /// pool.
     data: OnceLock<Buffer>,
 }
 

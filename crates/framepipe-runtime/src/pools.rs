@@ -51,8 +51,10 @@
 //! the first time a stage finds no free frame, never again after. An **unpaced** run (batch
 //! rendering) grows on demand only, so it holds what it really uses and its first frame waits
 //! only for the buffers that frame needs. A **paced** run (a show) cannot allocate late in the
-//! show: a helper thread (`fp-pool-fill`) fills every pool to its capacity while the first
-//! frames flow, so by the end of the warm-up no frame ever allocates or faults in a page again.
+//! show: a helper thread (`fp-pool-fill`) fills every pool to its capacity (but for the frame a
+//! sink may keep: no framepipe sink does, and one that does keeps it from its first frame, so it
+//! is made during the warm-up anyway) while the first frames flow, so that after the warm-up no
+//! frame allocates or faults in a page again.
 //! Measured with `scripts/bench-memory` (docs/reliability/memory.md).
 
 use std::fmt::Write as _;
@@ -118,6 +120,10 @@ pub(crate) struct PoolPlan {
     pub width: u32,
     pub height: u32,
     pub capacity: usize,
+    /// What a paced run fills in the background: the capacity but for the frame a sink may
+    /// keep. No framepipe sink keeps one; a sink that does keeps it from its first frame on, so
+    /// it grows the pool during the warm-up anyway, and the others do not pay for it.
+    pub fill: usize,
 }
 
 impl PoolNeeds<'_> {
@@ -143,6 +149,7 @@ impl PoolNeeds<'_> {
                         width: info.width,
                         height: info.height,
                         capacity: 0,
+                        fill: 0,
                     });
                     plans.len() - 1
                 }
@@ -157,12 +164,13 @@ impl PoolNeeds<'_> {
                 .map(|s| self.instances(s - 1))
                 .sum();
             let running = writers.min(self.threads).min(self.in_flight);
-            let at_sink = if p == sink_pool {
-                1 + usize::from(self.keep_last)
+            let (sink_keeps, last) = if p == sink_pool {
+                (1, usize::from(self.keep_last))
             } else {
-                0
+                (0, 0)
             };
-            plan.capacity = self.in_flight.saturating_add(running + at_sink);
+            plan.fill = self.in_flight.saturating_add(running + last);
+            plan.capacity = plan.fill.saturating_add(sink_keeps);
         }
         (plans, stage_pool)
     }
@@ -220,22 +228,23 @@ pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<Vec<FramePool>> {
         .map(|p| FramePool::lazy(p.width, p.height, p.capacity))
         .collect();
     if needs.paced {
-        fill_in_background(pools.clone());
+        let targets = pools.iter().cloned().zip(plans.iter().map(|p| p.fill));
+        fill_in_background(targets.collect());
     }
     Ok(stage_pool.into_iter().map(|i| pools[i].clone()).collect())
 }
 
-/// Fills every pool to its capacity on a short-lived helper thread, one frame at a time, the
+/// Fills every pool to its target on a short-lived helper thread, one frame at a time, the
 /// source's pool first; stops early when nobody else holds a pool any more (the run ended or was
 /// never started). If the thread cannot be started, the pools still grow on demand.
-fn fill_in_background(pools: Vec<FramePool>) {
+fn fill_in_background(pools: Vec<(FramePool, usize)>) {
     let _ = std::thread::Builder::new()
         .name("fp-pool-fill".into())
         .spawn(move || {
-            for pool in &pools {
-                while pool.allocated() < pool.capacity() {
+            for (pool, target) in &pools {
+                while pool.allocated() < *target {
                     // Only this thread's handles left: the pipeline is gone.
-                    if pools.iter().all(|p| p.handles() == 1) {
+                    if pools.iter().all(|(p, _)| p.handles() == 1) {
                         return;
                     }
                     pool.fill(pool.allocated() + 1);
@@ -278,6 +287,7 @@ mod tests {
         let (plans, stage_pool) = needs.plan();
         // The source's frame, glow's output while it runs, a frame the sink may keep.
         assert_eq!(plans[0].capacity, 3);
+        assert_eq!(plans[0].fill, 2, "a paced run fills what the frame uses");
         assert_eq!(stage_pool, vec![0, 0]);
     }
 
@@ -326,6 +336,7 @@ mod tests {
         // 720p: tokens + 4 parallel scale instances and 1 serial instance, at most 4 running,
         // + the sink's frame + the output thread's last frame.
         assert_eq!(plans[1].capacity, 10 + 4 + 2);
+        assert_eq!((plans[0].fill, plans[1].fill), (10, 10 + 4 + 1));
         let (total, what) = needs.total(&plans);
         let uhd = 3840 * 2160 * 4;
         let hd = 1280 * 720 * 4;
@@ -375,13 +386,16 @@ mod tests {
         needs.paced = true;
         let pools = frame_pools(&needs).unwrap();
         let t0 = std::time::Instant::now();
-        while pools[0].allocated() < pools[0].capacity() {
+        while pools[0].allocated() < 6 {
             assert!(
                 t0.elapsed().as_secs() < 10,
                 "the helper never filled the pool"
             );
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        assert_eq!(pools[0].available(), 7);
+        // 4 in flight + 2 being written; the seventh frame (for a sink that keeps one) is made
+        // only if a sink asks for it.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!((pools[0].allocated(), pools[0].available()), (6, 6));
     }
 }
