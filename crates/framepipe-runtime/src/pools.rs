@@ -63,8 +63,11 @@ use framepipe_core::limits::{frame_bytes, human_bytes};
 use framepipe_core::{FramePool, Limits, Mode, Result, VideoInfo};
 
 /// Frames in flight, by default, take at most this much (the default `2 * threads + 2` is
-/// lowered for large frames, never below `threads + 1`): 12 frames of 1920x1080, 3 of 3840x2160
-/// on two workers.
+/// lowered for large frames, never below `threads + 1`). On two workers: 1920x1080 keeps the
+/// usual 6, 3840x2160 gets 3. `threads + 1` keeps every worker busy: when one finishes a frame
+/// and hands it to the sink, it can start the next without waiting for the output thread. (4K
+/// glow, 2 workers, interleaved rounds: in-flight 3 against 6 ran at 0.93x and 1.03x, per-round
+/// medians of two series, within the noise; docs/reliability/memory.md.)
 pub const IN_FLIGHT_BYTES: u64 = 96 << 20;
 
 /// Frames in flight for a run: `requested` (0 = the default, see [`IN_FLIGHT_BYTES`]), never
