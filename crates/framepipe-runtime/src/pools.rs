@@ -16,6 +16,11 @@
 //! * **the sink**, which may keep a clone of the frame it was given ([`framepipe_core::Sink`]);
 //!   `tcpsink`'s link threads drop theirs just after `consume` returns, for example.
 //!
+//! Not counted: a copy made by [`Frame::into_mut`](framepipe_core::Frame::into_mut) of a frame
+//! that is still shared (copy on write). No element does that (an effect writes the output frame
+//! it is given); one that did would find the pool exhausted and fail with `PoolExhausted`, which
+//! names the pool, rather than allocate.
+//!
 //! A pool serves the stages whose output has its size (one pool per distinct size), so for the
 //! pool `P`:
 //!
