@@ -140,7 +140,9 @@ impl SliceRunner for InlineSlices {
 pub trait Source: Send {
     /// The stream's shape. Known once the source is built (headers are read at build time).
     fn info(&self) -> VideoInfo;
-    /// Number of frames the source will produce, when known (for progress display).
+    /// Number of frames the source will produce, when known (for progress display). The runtime
+    /// never puts more frames in flight than this, so an estimate must not be too low (that
+    /// would only slow the run down, never lose a frame).
     fn len_hint(&self) -> Option<u64> {
         None
     }

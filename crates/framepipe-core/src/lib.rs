@@ -12,7 +12,9 @@
 //!   implements, and [`Registry`], through which native and frei0r elements are found by name.
 //!
 //! Real-time contract: nothing in this crate allocates on the frame path. [`FramePool::acquire`]
-//! and dropping a frame are lock-free and allocation-free.
+//! and dropping a frame are lock-free, and allocation-free once the pool holds the frames the run
+//! uses (a lazy pool allocates each of its buffers once, the first time it is needed; the
+//! runtime fills a paced run's pools during the warm-up).
 #![deny(unsafe_code)]
 
 pub mod element;
