@@ -164,11 +164,17 @@ pub(crate) fn run_output(
                                 last_release_ns = Some(p.wait_next().released_ns);
                                 p.stats_mut().record_repeat();
                                 shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
-                                if let Err(e) = guard(&sink_name, || sink.consume(ctx, frame)) {
-                                    let mut st = shared.lock_output();
+                                let result = guard(&sink_name, || sink.consume(ctx, frame));
+                                // Look for the next frame (or the end) after every repeat: a
+                                // repeat that outlasts a period must not lead straight to
+                                // another one, or a slow sink would repeat for ever.
+                                let mut st = shared.lock_output();
+                                if let Err(e) = result {
                                     st.fail(e);
                                     st.after_change(shared);
                                 }
+                                got = st.take_ready(port);
+                                end = got.is_none() && st.finished();
                                 continue;
                             }
                             timeout = timeout.min(Duration::from_nanos((deadline - now) as u64));

@@ -133,6 +133,7 @@ struct Keep {
     panic_at: Option<u64>,
     panic_on_repeat: bool,
     panic_in_finish: bool,
+    slow: Duration,
 }
 impl Sink for Keep {
     fn start(&mut self, _info: VideoInfo) -> Result<()> {
@@ -148,6 +149,8 @@ impl Sink for Keep {
             panic!("keep exploded on a repeat of frame {}", ctx.seq);
         }
         seqs.push(ctx.seq);
+        drop(seqs);
+        std::thread::sleep(self.slow);
         Ok(())
     }
     fn finish(&mut self) -> Result<()> {
@@ -171,6 +174,7 @@ struct Setup {
     sink_panic: Option<u64>,
     sink_panic_on_repeat: bool,
     sink_panic_in_finish: bool,
+    sink_slow: Duration,
     options: Options,
     commands: Option<CommandReader>,
     events: Option<framepipe_runtime::EventFn>,
@@ -205,6 +209,7 @@ fn run(s: Setup, got: Got) -> Result<RunStats> {
                 panic_at: s.sink_panic,
                 panic_on_repeat: s.sink_panic_on_repeat,
                 panic_in_finish: s.sink_panic_in_finish,
+                slow: s.sink_slow,
             }),
         ),
     );
@@ -455,4 +460,43 @@ fn stop_is_acted_on_while_the_source_is_blocked() {
         matches!(&left[..], [Event::LeftRunning { stage, .. }] if &**stage == "numbers"),
         "{left:?}"
     );
+}
+
+/// Found when merging issue 7's branches: under `--overload live`, a sink slower than the frame
+/// period made the output thread show the previous frame again at every deadline without ever
+/// looking for the next frame or the end of the stream: the run never ended (a tcpsink to a
+/// receiver writing to disk streamed repeats for ever).
+#[test]
+fn a_sink_slower_than_the_frame_period_under_live_overload_still_ends_with_every_frame() {
+    let got = Got::default();
+    let g = got.clone();
+    let stats = bounded(Duration::from_secs(20), move || {
+        run(
+            Setup {
+                frames: 12,
+                rate: 1000,
+                // No new frame at most deadlines (repeats), and each repeat outlasts a period.
+                effect_slow: Duration::from_millis(8),
+                sink_slow: Duration::from_millis(3),
+                options: Options {
+                    threads: 1,
+                    pace: Some(Rational::new(1000, 1)),
+                    overload: framepipe_runtime::Overload::Live,
+                    ..Options::default()
+                },
+                ..Setup::default()
+            },
+            g,
+        )
+    })
+    .expect("the run ends");
+    let seqs = got.seqs.lock().unwrap().clone();
+    let mut distinct = seqs.clone();
+    distinct.dedup();
+    assert_eq!(
+        distinct,
+        (0..12).collect::<Vec<_>>(),
+        "every frame, in order: {seqs:?}"
+    );
+    assert_eq!(stats.frames, 12);
 }
