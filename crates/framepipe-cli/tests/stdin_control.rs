@@ -57,19 +57,26 @@ fn invalid_utf8_is_reported_and_later_commands_still_work() {
 
 #[test]
 fn stop_is_never_lost_to_a_full_queue() {
-    // Paused: the engine reads commands every 2 ms; 20,000 lines at once overflow the
-    // 1024-command queue, and the `stop` at the end must still get through.
-    let mut child = spawn(&["run", "-q", "--start-paused", ENDLESS]);
-    let mut burst = "set 1.blur 0.5\n".repeat(20_000);
+    // The sink blocks on a stdout nobody reads yet, so the engine stops reading commands: 2,000
+    // lines fill the 1024-command queue and the `stop` after them finds it full. Once stdout is
+    // read again the run must stop; an endless source never ends it otherwise.
+    let mut child = spawn(&[
+        "run",
+        "-q",
+        "--unpaced",
+        "testsrc width=64 height=48 frames=0 ! invert ! rawsink location=-",
+    ]);
+    let mut burst = "bypass 1 off\n".repeat(2_000);
     burst.push_str("stop\n");
     // stdin stays open: only `stop` can end this run.
     let writer = feed(&mut child, burst.into_bytes(), true);
+    std::thread::sleep(Duration::from_millis(1000));
     let done = wait(child, Duration::from_secs(20), "stop after a full queue");
     drop(writer.join());
     let err = String::from_utf8_lossy(&done.stderr);
     assert!(done.status.success(), "{err}");
     assert!(
-        err.contains("command queue full; not applied: set 1.blur 0.5"),
+        err.contains("command queue full; not applied: bypass 1 off"),
         "the queue did fill up: {err}"
     );
     assert!(
@@ -117,7 +124,7 @@ fn a_source_reading_stdin_never_shares_it_with_the_command_reader() {
     // take some of them (and stop the run).
     let line = b"stop\n";
     let input: Vec<u8> = line.iter().copied().cycle().take(5 * frame).collect();
-    for location in ["-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"] {
+    for location in ["/dev/fd/0", "/proc/self/fd/0", "/dev/stdin", "-"] {
         let out = dir.join("o.rgba");
         let mut c = Command::new(FP)
             .args([
@@ -137,16 +144,18 @@ fn a_source_reading_stdin_never_shares_it_with_the_command_reader() {
         let done = wait(c, Duration::from_secs(20), location);
         let err = String::from_utf8_lossy(&done.stderr);
         assert!(done.status.success(), "{location}: {err}");
+        let got = std::fs::read(&out).unwrap();
+        assert!(
+            got == input,
+            "{location}: every byte goes to the source, got {} of {}",
+            got.len(),
+            input.len()
+        );
         assert!(
             err.contains(&format!(
                 "rawsrc location={location} reads stdin, so commands are not read"
             )),
             "the user is told where commands went: {err}"
-        );
-        assert_eq!(
-            std::fs::read(&out).unwrap(),
-            input,
-            "{location}: every byte to the source"
         );
     }
     // Asking for both is an error naming the source.
