@@ -308,6 +308,10 @@ fn registry_for(desc: &PipelineDesc) -> Registry {
 }
 
 fn run(args: RunArgs) -> Result<Exit> {
+    // Signals first: a Ctrl-C while building or preparing (a large pool, a slow ffmpeg start)
+    // also ends in a clean stop, at the first frame boundary.
+    let (tx, rx) = command_queue(1024);
+    let signal = signals::stop_on_signals(tx.stopper()).context("cannot catch SIGINT/SIGTERM")?;
     // The budget first: every element checks its sizes against it while being built.
     if let Some(text) = &args.max_memory {
         let max_memory = framepipe_core::limits::parse_bytes(text)
@@ -395,13 +399,11 @@ fn run(args: RunArgs) -> Result<Exit> {
         other => say!("\rframepipe: {other:?}"),
     }));
     // Commands: from stdin, or none; the queue exists either way so that signals can stop.
-    let (tx, rx) = command_queue(1024);
     if args.start_paused {
         // Read at the first frame boundary, before any frame is released.
         tx.post(ControlCommand::Pause)
             .map_err(|f| anyhow::anyhow!("command queue: {f}"))?;
     }
-    let signal = signals::stop_on_signals(tx.stopper()).context("cannot catch SIGINT/SIGTERM")?;
     prepared.set_commands(rx);
     if commands_from_stdin {
         commands::spawn_stdin_reader(tx, args.start_paused);
