@@ -4,25 +4,34 @@
 //! `width * 4` bytes with no padding, the buffer 16-byte aligned. Other formats are converted at
 //! the pipeline's edges.
 //!
-//! A [`FramePool`] allocates all its buffers once, when it is made, and writes every page of them
-//! so that no page fault happens later. After that, [`FramePool::acquire`] and dropping a frame
-//! neither allocate nor lock: the free list is a bounded lock-free queue of slot indices.
+//! A [`FramePool`] owns at most `capacity` buffers. Each is allocated, and every page of it
+//! written, **once**: either up front ([`FramePool::new`], or [`FramePool::fill`] from a helper
+//! thread) or the first time [`FramePool::acquire`] finds no free frame while fewer than
+//! `capacity` exist ([`FramePool::lazy`]). A buffer is never freed or replaced before the pool
+//! itself, so once a pool has reached the number of frames a run really uses, acquiring and
+//! dropping frames neither allocates, faults in a page nor locks: the free list is a bounded
+//! lock-free queue of slot indices. [`FramePool::allocated`] says how many buffers exist.
 //!
 //! Ownership is in the types:
 //! * [`FrameMut`] is the only handle to its buffer; only it can write the pixels.
 //! * [`Frame`] is a shared, read-only handle; cloning it bumps a reference count. To write, turn it
 //!   back into a [`FrameMut`] with [`Frame::try_into_mut`] (succeeds only for the last holder) or
 //!   [`Frame::into_mut`] (copies into a fresh pool frame when others still hold it: copy on write).
-//! * A buffer goes back to its pool when its last handle drops, and no handle can outlive that:
+//! * A buffer goes back to its pool when its last handle drops, and no handle can outlive that.
 //!
-//! ```compile_fail
+//! The two examples below must fail to compile with exactly these errors: E0599 (a [`Frame`] has
+//! no `data_mut`) and E0505 (the frame cannot be dropped while its pixels are borrowed). rustdoc
+//! checks the error codes only on a nightly toolchain or with `RUSTC_BOOTSTRAP=1`
+//! (`scripts/test` runs the doctests that way); on stable it checks only that they fail.
+//!
+//! ```compile_fail,E0599
 //! # use framepipe_core::FramePool;
 //! let pool = FramePool::new(8, 8, 1);
 //! let frame = pool.acquire().unwrap().freeze();
 //! frame.data_mut()[0] = 1; // a shared frame cannot be written
 //! ```
 //!
-//! ```compile_fail
+//! ```compile_fail,E0505
 //! # use framepipe_core::FramePool;
 //! let pool = FramePool::new(8, 8, 1);
 //! let frame = pool.acquire().unwrap();
@@ -35,7 +44,7 @@
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crossbeam_queue::ArrayQueue;
 
@@ -47,30 +56,55 @@ use crate::error::{Error, Result};
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct Block([u8; 16]);
 
+/// Opaque black, four pixels: what a new buffer is filled with. Non-zero, so that the writes
+/// cannot be elided and every page is faulted in when the buffer is made, not on the frame path.
+const OPAQUE_BLACK: Block = Block([0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255]);
+
+/// A slot's pixels. Shared between the handles to the slot; see `PoolInner`'s SAFETY comment.
+struct Buffer(UnsafeCell<Box<[Block]>>);
+
 struct Slot {
     /// Number of live handles; 0 while the slot is in the free list.
     refs: AtomicUsize,
-    data: UnsafeCell<Box<[Block]>>,
+    /// Set once, by the one thread that claimed this slot (`PoolInner::grow`), before any handle
+    /// to it exists; never replaced or freed before the pool.
+    data: OnceLock<Buffer>,
 }
 
 struct PoolInner {
     width: u32,
     height: u32,
     bytes: usize,
+    /// `capacity` slots; only the first `created` have (or are getting) a buffer.
     slots: Box<[Slot]>,
+    /// Slots claimed so far (each is given its buffer by the thread that claimed it).
+    created: AtomicUsize,
+    /// Free slots that have a buffer.
     free: ArrayQueue<usize>,
+    /// `fill` calls between claiming a slot and pushing it to the free list (a few instructions:
+    /// their buffer is made before the claim). `acquire` waits for them rather than report an
+    /// exhausted pool whose last frame is about to become free.
+    filling: AtomicUsize,
 }
 
 // SAFETY: a slot's buffer is written only through the one `FrameMut` that holds it (refs == 1,
 // no `Frame` exists), and read through `Frame`s only while no `FrameMut` exists; the reference
 // count and the free queue's release/acquire ordering make those phases happen-before each other.
+// The buffer itself is published once through its `OnceLock` (release on set, acquire on get).
 unsafe impl Sync for PoolInner {}
 
 impl PoolInner {
+    fn buffer(&self, idx: usize) -> &Buffer {
+        self.slots[idx]
+            .data
+            .get()
+            .expect("a slot that has a handle has its buffer")
+    }
+
     fn bytes_of(&self, idx: usize) -> &[u8] {
         // SAFETY: callers hold a live handle to slot `idx`, so the buffer is not being written
         // (only a unique FrameMut writes, and then the caller is that FrameMut borrowed shared).
-        let blocks: &[Block] = unsafe { &*self.slots[idx].data.get() };
+        let blocks: &[Block] = unsafe { &*self.buffer(idx).0.get() };
         &bytemuck::cast_slice(blocks)[..self.bytes]
     }
 
@@ -79,8 +113,36 @@ impl PoolInner {
     #[allow(clippy::mut_from_ref)] // the exclusivity is the caller's contract, stated above
     unsafe fn bytes_of_mut(&self, idx: usize) -> &mut [u8] {
         // SAFETY: guaranteed by the caller: nobody else can read or write this buffer now.
-        let blocks: &mut [Block] = unsafe { &mut *self.slots[idx].data.get() };
+        let blocks: &mut [Block] = unsafe { &mut *self.buffer(idx).0.get() };
         &mut bytemuck::cast_slice_mut(blocks)[..self.bytes]
+    }
+
+    /// A new buffer of this pool's size, every byte written.
+    fn fresh_buffer(&self) -> Buffer {
+        Buffer(UnsafeCell::new(
+            vec![OPAQUE_BLACK; self.bytes.div_ceil(16)].into_boxed_slice(),
+        ))
+    }
+
+    /// Claims a slot that has no buffer yet: `None` when all `capacity` slots are claimed. The
+    /// counter hands each index out once, so the claimer is the only one who may give that slot
+    /// its buffer, and no handle to it exists before it does.
+    fn claim(&self) -> Option<usize> {
+        let cap = self.slots.len();
+        self.created
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < cap).then_some(n + 1)
+            })
+            .ok()
+    }
+
+    /// Claims a slot and gives it a new buffer; the caller owns the slot (it is in no free
+    /// list and has no handle yet). `None` when all `capacity` slots exist.
+    fn grow(&self) -> Option<usize> {
+        let idx = self.claim()?;
+        // The cell is empty (only the claimer sets it), so this runs `fresh_buffer` exactly once.
+        let _ = self.slots[idx].data.get_or_init(|| self.fresh_buffer());
+        Some(idx)
     }
 
     fn release(&self, idx: usize) {
@@ -93,7 +155,8 @@ impl PoolInner {
     }
 }
 
-/// A pool of equally sized RGBA frames, allocated and touched once.
+/// A pool of equally sized RGBA frames, each allocated and touched once, up front or the first
+/// time it is needed, up to a fixed capacity.
 ///
 /// Cloning the pool is cheap (a reference count); frames keep their pool alive.
 #[derive(Clone)]
@@ -107,6 +170,7 @@ impl std::fmt::Debug for FramePool {
             .field("width", &self.inner.width)
             .field("height", &self.inner.height)
             .field("capacity", &self.capacity())
+            .field("allocated", &self.allocated())
             .field("available", &self.available())
             .finish()
     }
@@ -118,23 +182,27 @@ impl FramePool {
     ///
     /// # Panics
     /// If `width`, `height` or `capacity` is zero. Sizes are validated by the caller (sources check
-    /// them against their limits before a pool is made).
+    /// them against [`Limits`](crate::Limits) before a pool is made).
     pub fn new(width: u32, height: u32, capacity: usize) -> Self {
+        let pool = Self::lazy(width, height, capacity);
+        pool.fill(capacity);
+        pool
+    }
+
+    /// A pool of at most `capacity` frames of `width` x `height` with none allocated yet: a frame
+    /// buffer is allocated (and every page written) the first time [`acquire`](Self::acquire)
+    /// finds no free frame, until `capacity` exist. Only the slot table (a few words per slot)
+    /// is allocated now.
+    ///
+    /// # Panics
+    /// As [`new`](Self::new).
+    pub fn lazy(width: u32, height: u32, capacity: usize) -> Self {
         assert!(width > 0 && height > 0 && capacity > 0, "empty frame pool");
         let bytes = width as usize * height as usize * 4;
-        let blocks = bytes.div_ceil(16);
-        let free = ArrayQueue::new(capacity);
         let slots: Box<[Slot]> = (0..capacity)
-            .map(|i| {
-                // Opaque black: a non-zero pattern, so the writes cannot be elided and every
-                // page is faulted in now rather than on the frame path.
-                let data =
-                    vec![Block([0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255]); blocks];
-                let _ = free.push(i);
-                Slot {
-                    refs: AtomicUsize::new(0),
-                    data: UnsafeCell::new(data.into_boxed_slice()),
-                }
+            .map(|_| Slot {
+                refs: AtomicUsize::new(0),
+                data: OnceLock::new(),
             })
             .collect();
         FramePool {
@@ -143,15 +211,59 @@ impl FramePool {
                 height,
                 bytes,
                 slots,
-                free,
+                created: AtomicUsize::new(0),
+                free: ArrayQueue::new(capacity),
+                filling: AtomicUsize::new(0),
             }),
         }
     }
 
-    /// Takes a free frame, or `None` when all are in use. Lock-free, allocation-free.
+    /// Allocates (and touches) buffers until `target` exist (at most the capacity), putting them
+    /// in the free list; returns how many exist. Meant for a helper thread that fills a pool while
+    /// frames are already in use: each buffer is made *before* its slot is claimed, so an
+    /// [`acquire`](Self::acquire) that finds the pool full waits at most for a push, never for an
+    /// allocation.
+    pub fn fill(&self, target: usize) -> usize {
+        let inner = &*self.inner;
+        while self.allocated() < target.min(self.capacity()) {
+            let buffer = inner.fresh_buffer();
+            inner.filling.fetch_add(1, Ordering::SeqCst);
+            let claimed = inner.claim();
+            if let Some(idx) = claimed {
+                if inner.slots[idx].data.set(buffer).is_ok() {
+                    // Cannot fail: the queue has room for every slot and holds each at most once.
+                    let _ = inner.free.push(idx);
+                }
+            }
+            inner.filling.fetch_sub(1, Ordering::SeqCst);
+            if claimed.is_none() {
+                // Someone else grew the pool to its capacity meanwhile; `buffer` is dropped.
+                break;
+            }
+        }
+        self.allocated()
+    }
+
+    /// Takes a free frame, or `None` when all `capacity` frames are in use. Lock-free; allocates
+    /// (one frame buffer, once) only when no frame is free and the pool has not reached its
+    /// capacity yet.
     pub fn acquire(&self) -> Option<FrameMut> {
-        let idx = self.inner.free.pop()?;
-        self.inner.slots[idx].refs.store(1, Ordering::Relaxed);
+        let inner = &*self.inner;
+        let idx = loop {
+            if let Some(idx) = inner.free.pop() {
+                break idx;
+            }
+            if let Some(idx) = inner.grow() {
+                break idx;
+            }
+            if inner.filling.load(Ordering::SeqCst) == 0 {
+                // Every claimed slot has been pushed by now: one last look, then it is full.
+                break inner.free.pop()?;
+            }
+            // A `fill` has claimed a slot and is pushing it (its buffer already exists).
+            std::hint::spin_loop();
+        };
+        inner.slots[idx].refs.store(1, Ordering::Relaxed);
         Some(FrameMut {
             pool: Arc::clone(&self.inner),
             idx,
@@ -177,14 +289,35 @@ impl FramePool {
         self.inner.height
     }
 
-    /// Number of frames the pool owns.
+    /// Bytes of one frame.
+    pub fn frame_bytes(&self) -> usize {
+        self.inner.bytes
+    }
+
+    /// The most frames the pool may hold.
     pub fn capacity(&self) -> usize {
         self.inner.slots.len()
     }
 
-    /// Number of frames free right now.
+    /// Frames whose buffer has been allocated so far (at most [`capacity`](Self::capacity)).
+    pub fn allocated(&self) -> usize {
+        self.inner.created.load(Ordering::Relaxed)
+    }
+
+    /// Frames allocated and free right now.
     pub fn available(&self) -> usize {
         self.inner.free.len()
+    }
+
+    /// Whether `other` is a handle to the same pool.
+    pub fn same_pool(&self, other: &FramePool) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Handles to this pool (the pool, its clones and every frame from it), for a helper that
+    /// should stop working on a pool nobody else holds any more.
+    pub fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
     }
 }
 
@@ -401,6 +534,77 @@ mod tests {
         assert!(matches!(err, Error::PoolExhausted { .. }));
         assert_eq!(back.ref_count(), 2);
         drop(b);
+    }
+
+    #[test]
+    fn a_lazy_pool_allocates_a_frame_only_when_none_is_free() {
+        let pool = FramePool::lazy(64, 8, 3);
+        assert_eq!(
+            (pool.capacity(), pool.allocated(), pool.available()),
+            (3, 0, 0)
+        );
+        let a = pool.acquire().expect("grows to a first frame");
+        assert_eq!(pool.allocated(), 1);
+        assert_eq!(
+            &a.data()[..8],
+            &[0, 0, 0, 255, 0, 0, 0, 255],
+            "touched: opaque black"
+        );
+        assert_eq!(a.data().as_ptr() as usize % 16, 0);
+        let first = a.data().as_ptr();
+        drop(a);
+        // A free frame exists: it is reused, nothing new is allocated.
+        for _ in 0..10 {
+            let again = pool.acquire().unwrap();
+            assert_eq!(again.data().as_ptr(), first);
+        }
+        assert_eq!(pool.allocated(), 1);
+        let held: Vec<FrameMut> = (0..3).map(|_| pool.acquire().unwrap()).collect();
+        assert_eq!(pool.allocated(), 3);
+        assert!(pool.acquire().is_none(), "never beyond the capacity");
+        assert!(matches!(
+            pool.try_acquire(),
+            Err(Error::PoolExhausted { capacity: 3, .. })
+        ));
+        drop(held);
+        assert_eq!((pool.allocated(), pool.available()), (3, 3));
+    }
+
+    #[test]
+    fn filling_up_front_stops_at_the_capacity() {
+        let pool = FramePool::lazy(8, 8, 4);
+        assert_eq!(pool.fill(2), 2);
+        assert_eq!(pool.available(), 2);
+        assert_eq!(pool.fill(100), 4);
+        assert_eq!(pool.available(), 4);
+        assert_eq!(FramePool::new(8, 8, 5).allocated(), 5);
+    }
+
+    #[test]
+    fn growing_from_several_threads_gives_every_slot_one_buffer() {
+        // Workers acquire (growing on demand) while a helper fills: each slot's buffer must be
+        // made once and handed to one holder only.
+        for _ in 0..50 {
+            let pool = FramePool::lazy(16, 16, 8);
+            let filler = pool.clone();
+            let held: Vec<FrameMut> = std::thread::scope(|s| {
+                s.spawn(move || filler.fill(8));
+                let hs: Vec<_> = (0..2)
+                    .map(|_| {
+                        let p = pool.clone();
+                        s.spawn(move || (0..4).filter_map(|_| p.acquire()).collect::<Vec<_>>())
+                    })
+                    .collect();
+                hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(held.len(), 8);
+            let mut ptrs: Vec<usize> = held.iter().map(|f| f.data().as_ptr() as usize).collect();
+            ptrs.sort_unstable();
+            ptrs.dedup();
+            assert_eq!(ptrs.len(), 8, "every holder has its own buffer");
+            assert_eq!(pool.allocated(), 8);
+            assert_eq!(pool.available(), 0);
+        }
     }
 
     #[test]

@@ -324,6 +324,8 @@ impl Frei0rSource {
         let width = props.i64("width") as u32;
         let height = props.i64("height") as u32;
         check_size(name, width, height)?;
+        // The plugin allocates its own frame-sized buffers in `Instance::new`, below.
+        framepipe_core::Limits::current().check_frame(name, width, height)?;
         let rate_text = props.str("rate");
         let rate = Rational::parse(rate_text).ok_or_else(|| Error::BadValue {
             element: name.to_string(),

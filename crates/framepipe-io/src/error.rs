@@ -75,6 +75,27 @@ pub enum IoError {
         /// `empty`, or `too large (at most ...)`.
         reason: String,
     },
+    /// A size from the input is over the memory budget ([`framepipe_core::Limits`]); the message
+    /// says what was asked, the limit and how to raise it.
+    #[error(transparent)]
+    Limit(framepipe_core::Error),
+    /// A regular file too short for even one frame of the size its header or the properties
+    /// claim: refused before anything frame-sized is allocated.
+    #[error(
+        "{path}: {claim} ({} a frame) but the file holds {}, not one whole frame",
+        framepipe_core::limits::human_bytes(*frame_bytes),
+        framepipe_core::limits::human_bytes(*file_bytes)
+    )]
+    ShortFile {
+        /// The location read.
+        path: String,
+        /// What claimed the size: "header says 16384x16384", "width=64 height=48 format=rgba".
+        claim: String,
+        /// Bytes one frame takes in the file.
+        frame_bytes: u64,
+        /// Bytes the file holds (after its header).
+        file_bytes: u64,
+    },
     /// A property this element cannot do without.
     #[error("property '{prop}' is required: {why}")]
     Missing {

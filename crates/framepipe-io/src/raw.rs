@@ -5,8 +5,8 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mode, PropKind, PropSpec,
-    PropValue, Props, Result, Sink, Source, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Limits, Mode, PropKind,
+    PropSpec, PropValue, Props, Result, Sink, Source, VideoInfo,
 };
 
 use crate::error::IoError;
@@ -120,18 +120,37 @@ pub fn build_src(props: &Props) -> Result<Element> {
         ));
     }
     let (width, height) = check_size(w, h).map_err(|e| Error::element(SRC, e))?;
+    let path = display_name(location, "stdin");
+    // Nothing frame-sized is allocated before the size is checked against the memory budget
+    // and, for a regular file, against what the file holds.
+    Limits::current().check_frame(&format!("{SRC}: {path}"), width, height)?;
     let rate = rate_prop(SRC, props)?;
     let input = open_input(location).map_err(|e| Error::element(SRC, e))?;
     let frame_bytes = format.frame_bytes(width, height);
-    let file_frames = input
+    let file_len = input
         .get_ref()
         .metadata()
         .ok()
         .filter(|m| m.is_file())
-        .map(|m| m.len() / frame_bytes as u64);
+        .map(|m| m.len());
+    if let Some(len) = file_len.filter(|&l| l > 0 && l < frame_bytes as u64) {
+        return Err(Error::element(
+            SRC,
+            IoError::ShortFile {
+                path,
+                claim: format!(
+                    "width={width} height={height} format={}",
+                    props.str("format")
+                ),
+                frame_bytes: frame_bytes as u64,
+                file_bytes: len,
+            },
+        ));
+    }
+    let file_frames = file_len.map(|l| l / frame_bytes as u64);
     let frames = props.i64("frames").max(0) as u64;
     Ok(Element::Source(Box::new(RawSrc {
-        path: display_name(location, "stdin"),
+        path,
         info: VideoInfo {
             width,
             height,

@@ -3,8 +3,8 @@
 //! then copied.
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, FrameCtx, FrameMut, PropKind, PropSpec, PropValue,
-    Props, Rational, Result, Source, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, FrameCtx, FrameMut, Limits, PropKind, PropSpec,
+    PropValue, Props, Rational, Result, Source, VideoInfo,
 };
 use framepipe_effects::font::{text_size, Canvas, StackText, GLYPH_H};
 
@@ -163,6 +163,8 @@ impl TestSrcSettings {
     pub fn from_props(props: &Props) -> Result<Self> {
         let (width, height) = check_size(props.i64("width") as u64, props.i64("height") as u64)
             .map_err(|e| Error::element(NAME, e))?;
+        // Before the scratch row and any pool: the frame must fit the memory budget.
+        Limits::current().check_frame(NAME, width, height)?;
         let pattern = Pattern::parse(props.str("pattern")).ok_or_else(|| Error::BadValue {
             element: NAME.into(),
             prop: "pattern".into(),

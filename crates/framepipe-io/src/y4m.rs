@@ -14,8 +14,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter};
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mode, PropKind, PropSpec,
-    PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Limits, Mode, PropKind,
+    PropSpec, PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
 };
 use yuv::{
     BufferStoreMut, YuvConversionMode, YuvPlanarImage, YuvPlanarImageMut, YuvRange,
@@ -36,6 +36,8 @@ pub const SINK: &str = "y4msink";
 pub const MAX_HEADER: usize = 4096;
 /// Longest frame header accepted.
 pub const MAX_FRAME_HEADER: usize = 256;
+/// The shortest frame header: what every frame's data is preceded by.
+const FRAME_MAGIC: &[u8] = b"FRAME\n";
 
 /// Chroma subsampling of a y4m stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,6 +297,28 @@ impl Y4mSrc {
             Some(true) => {}
         }
         let header = Y4mHeader::parse(&line, &path)?;
+        // Nothing frame-sized is allocated before the size is checked: against what a regular
+        // file can hold, then against the memory budget.
+        let frame_bytes = header.chroma.frame_bytes(header.width, header.height) as u64;
+        let after_header = input
+            .get_ref()
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len().saturating_sub(line.len() as u64 + 1));
+        if let Some(rest) =
+            after_header.filter(|&r| r > 0 && r < FRAME_MAGIC.len() as u64 + frame_bytes)
+        {
+            return Err(IoError::ShortFile {
+                path,
+                claim: format!("header says {}x{}", header.width, header.height),
+                frame_bytes: FRAME_MAGIC.len() as u64 + frame_bytes,
+                file_bytes: rest,
+            });
+        }
+        Limits::current()
+            .check_frame(&format!("{path}: header"), header.width, header.height)
+            .map_err(IoError::Limit)?;
         line = Vec::with_capacity(MAX_FRAME_HEADER);
         Ok(Y4mSrc {
             planes: vec![0; header.chroma.frame_bytes(header.width, header.height)],
@@ -513,7 +537,7 @@ impl Y4mSink {
             height: h,
             reason: e.to_string(),
         })?;
-        write_all(&mut self.output, b"FRAME\n", &self.path)?;
+        write_all(&mut self.output, FRAME_MAGIC, &self.path)?;
         write_all(&mut self.output, &self.planes, &self.path)
     }
 }

@@ -24,9 +24,11 @@
 
 mod live;
 mod output;
+mod pools;
 mod sched;
 mod stats;
 
 pub use output::PacingStats;
+pub use pools::IN_FLIGHT_BYTES;
 pub use sched::{EffectStage, Event, EventFn, Options, Overload, Pipeline, Prepared};
 pub use stats::{Counters, RunStats, StageCounters, StageStats};

@@ -86,7 +86,8 @@ impl Overload {
 pub struct Options {
     /// Worker threads. 0 = one per available core.
     pub threads: usize,
-    /// Frames in flight at most. 0 = automatic (`2 * threads + 2`).
+    /// Frames in flight at most. 0 = automatic: `2 * threads + 2`, fewer for large frames but
+    /// never below `threads + 1` (see `pools.rs`). Never more than the source's `len_hint`.
     pub in_flight: usize,
     /// Output frame rate; `None` = unpaced (as fast as the pipeline goes).
     pub pace: Option<Rational>,
@@ -100,18 +101,15 @@ pub struct Options {
 }
 
 impl Options {
+    /// Threads, and frames in flight as asked (0 = automatic: resolved once the frame sizes
+    /// are known, by `pools::in_flight`).
     fn resolved(self) -> (usize, usize) {
         let threads = if self.threads == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         } else {
             self.threads
         };
-        let in_flight = if self.in_flight == 0 {
-            2 * threads + 2
-        } else {
-            self.in_flight
-        };
-        (threads, in_flight)
+        (threads, self.in_flight)
     }
 }
 
@@ -187,7 +185,7 @@ impl Pipeline {
     /// instance of every effect, and readies the workers' state. Everything that allocates
     /// happens here.
     pub fn prepare(self, options: Options) -> Result<Prepared> {
-        let (threads, in_flight) = options.resolved();
+        let (threads, asked_in_flight) = options.resolved();
         let Pipeline {
             source: (source_name, source),
             effects,
@@ -237,33 +235,23 @@ impl Pipeline {
             modes.push(stage.mode);
             names.push(name);
         }
+        // Frame pools sized from what the run needs, checked against the memory budget before
+        // anything frame-sized is allocated (pools.rs).
+        let in_flight =
+            crate::pools::in_flight(threads, asked_in_flight, &infos, source.len_hint());
+        let stage_pools = crate::pools::frame_pools(&crate::pools::PoolNeeds {
+            infos: &infos,
+            names: &names,
+            modes: &modes,
+            threads,
+            in_flight,
+            paced: options.pace.is_some(),
+            keep_last: options.pace.is_some() && options.overload == Overload::Live,
+        })?;
         names.push(sink_name.clone());
         live_stages.push(LiveStage::new(sink_name.clone(), sink_name, false, true));
         let last = *infos.last().expect("at least the source");
         sink.start(last)?;
-
-        // One pool per distinct frame size. Every token holds at most two frames at once (its
-        // input and its output while a stage runs); the output thread keeps one more (the last
-        // frame, shown again under the live overload policy) and a sink may keep a couple.
-        let mut pools: Vec<(u32, u32, FramePool)> = Vec::new();
-        let mut stage_pools = Vec::with_capacity(infos.len());
-        for info in &infos {
-            let idx = match pools
-                .iter()
-                .position(|(w, h, _)| *w == info.width && *h == info.height)
-            {
-                Some(i) => i,
-                None => {
-                    pools.push((
-                        info.width,
-                        info.height,
-                        FramePool::new(info.width, info.height, 2 * in_flight + 4),
-                    ));
-                    pools.len() - 1
-                }
-            };
-            stage_pools.push(pools[idx].2.clone());
-        }
 
         let n = names.len();
         let live = Live::new(live_stages);

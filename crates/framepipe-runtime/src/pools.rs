@@ -1,0 +1,387 @@
+//! Frame pools sized from what a run needs, checked against the memory budget before anything is
+//! allocated.
+//!
+//! # How many frames a pool can need at once
+//!
+//! Frames are held only by:
+//! * **tokens** (frames in flight): at most `in_flight` exist, and between stages each holds one
+//!   frame, the output of the last stage it went through (a bypassed stage passes its input on);
+//! * **a running stage**, which holds its input (the token's frame, counted above) *and* the
+//!   output it is writing. Stages run on the workers, so at most `threads` run at once, and never
+//!   more than there are tokens; a serial effect runs one frame at a time, a parallel one at most
+//!   one per worker (its instance count). The source's job holds only the frame it fills (the
+//!   token's). Slices of a frame hold no frames;
+//! * **the output thread**, which under the `live` overload policy of a paced run keeps the last
+//!   frame it released, to show it again (after that frame's token is gone);
+//! * **the sink**, which may keep a clone of the frame it was given ([`framepipe_core::Sink`]);
+//!   `tcpsink`'s link threads drop theirs just after `consume` returns, for example.
+//!
+//! A pool serves the stages whose output has its size (one pool per distinct size), so for the
+//! pool `P`:
+//!
+//! ```text
+//! capacity(P) = in_flight                                   tokens
+//!             + min(threads, in_flight, instances of the    running stages writing into P
+//!                   effects whose output is P)
+//!             + 1 if P feeds the sink                       a frame the sink keeps
+//!             + 1 if P feeds the sink, paced, overload=live the output thread's last frame
+//! ```
+//!
+//! `in_flight` itself is capped by the source's `len_hint()` (a run of N frames never has more
+//! than N in flight), so a one-frame `testsrc ! glow ! nullsink` has a pool of 3 (the source's
+//! frame, glow's output, what a sink may keep) of which it allocates 2. When `--in-flight` is not
+//! given, its default (`2 * threads + 2`) is lowered for large frames so that the frames in flight
+//! take at most [`IN_FLIGHT_BYTES`], but never below `threads + 1`: one frame per busy worker and
+//! one waiting for the sink, so that every worker can still be busy.
+//!
+//! # What is checked, when
+//!
+//! Before any pool is made, each stage's output frame is checked with
+//! [`Limits::check_frame`](framepipe_core::Limits::check_frame) and everything the run may hold
+//! with [`Limits::check_total`](framepipe_core::Limits::check_total): every pool at its **full
+//! capacity**, plus one output frame per effect instance. That last term is an *estimate* of the
+//! instances' own buffers (a frei0r glow keeps a few frames' worth of sums, a BGRA plugin a swap
+//! buffer, `invert` nothing); the engine cannot see inside a plugin, and one frame each is the
+//! common case of an effect with a scratch buffer. A refusal names the pools, the limit and how
+//! to raise it (`--max-memory`, or lower `--in-flight` / `--threads`).
+//!
+//! # When the frames are allocated
+//!
+//! Pools are lazy ([`FramePool::lazy`]): a frame buffer is allocated and every page of it written
+//! the first time a stage finds no free frame, never again after. An **unpaced** run (batch
+//! rendering) grows on demand only, so it holds what it really uses and its first frame waits
+//! only for the buffers that frame needs. A **paced** run (a show) cannot allocate late in the
+//! show: a helper thread (`fp-pool-fill`) fills every pool to its capacity while the first
+//! frames flow, so by the end of the warm-up no frame ever allocates or faults in a page again.
+//! Measured with `scripts/bench-memory` (docs/reliability/memory.md).
+
+use std::fmt::Write as _;
+
+use framepipe_core::limits::{frame_bytes, human_bytes};
+use framepipe_core::{FramePool, Limits, Mode, Result, VideoInfo};
+
+/// Frames in flight, by default, take at most this much (the default `2 * threads + 2` is
+/// lowered for large frames, never below `threads + 1`): 12 frames of 1920x1080, 3 of 3840x2160
+/// on two workers.
+pub const IN_FLIGHT_BYTES: u64 = 96 << 20;
+
+/// Frames in flight for a run: `requested` (0 = the default, see [`IN_FLIGHT_BYTES`]), never
+/// more than the source will produce (`len_hint`), at least 1.
+pub(crate) fn in_flight(
+    threads: usize,
+    requested: usize,
+    infos: &[VideoInfo],
+    len_hint: Option<u64>,
+) -> usize {
+    let wanted = if requested > 0 {
+        requested
+    } else {
+        let largest = infos
+            .iter()
+            .map(|i| frame_bytes(i.width, i.height))
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let fits = usize::try_from(IN_FLIGHT_BYTES / largest).unwrap_or(usize::MAX);
+        fits.clamp(threads + 1, 2 * threads + 2)
+    };
+    match len_hint {
+        Some(n) => wanted.min(usize::try_from(n).unwrap_or(usize::MAX)).max(1),
+        None => wanted.max(1),
+    }
+}
+
+/// What the pools are sized from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PoolNeeds<'a> {
+    /// Each stage's output shape: the source's first, then every effect's (the last one is the
+    /// sink's input).
+    pub infos: &'a [VideoInfo],
+    /// Stage names, in the same order (for messages).
+    pub names: &'a [String],
+    /// Each effect's mode (`infos[1..]`): a serial effect has one instance, a parallel one one
+    /// per worker.
+    pub modes: &'a [Mode],
+    /// Worker threads.
+    pub threads: usize,
+    /// Frames in flight at most (already resolved, see [`in_flight`]).
+    pub in_flight: usize,
+    /// Paced output: pools are filled to capacity during the warm-up.
+    pub paced: bool,
+    /// The output thread keeps its last frame (paced, `--overload live`).
+    pub keep_last: bool,
+}
+
+/// One pool to make: its frame size and how many frames it may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PoolPlan {
+    pub width: u32,
+    pub height: u32,
+    pub capacity: usize,
+}
+
+impl PoolNeeds<'_> {
+    fn instances(&self, effect: usize) -> usize {
+        match self.modes[effect] {
+            Mode::Serial => 1,
+            Mode::Parallel => self.threads,
+        }
+    }
+
+    /// The distinct pools and, for each stage, the index of the pool its output comes from.
+    pub fn plan(&self) -> (Vec<PoolPlan>, Vec<usize>) {
+        let mut plans: Vec<PoolPlan> = Vec::new();
+        let mut stage_pool = Vec::with_capacity(self.infos.len());
+        for info in self.infos {
+            let idx = match plans
+                .iter()
+                .position(|p| p.width == info.width && p.height == info.height)
+            {
+                Some(i) => i,
+                None => {
+                    plans.push(PoolPlan {
+                        width: info.width,
+                        height: info.height,
+                        capacity: 0,
+                    });
+                    plans.len() - 1
+                }
+            };
+            stage_pool.push(idx);
+        }
+        let sink_pool = *stage_pool.last().expect("at least the source");
+        for (p, plan) in plans.iter_mut().enumerate() {
+            // Effects (stages 1..) writing into this pool, and how many can run at once.
+            let writers: usize = (1..self.infos.len())
+                .filter(|&s| stage_pool[s] == p)
+                .map(|s| self.instances(s - 1))
+                .sum();
+            let running = writers.min(self.threads).min(self.in_flight);
+            let at_sink = if p == sink_pool {
+                1 + usize::from(self.keep_last)
+            } else {
+                0
+            };
+            plan.capacity = self.in_flight.saturating_add(running + at_sink);
+        }
+        (plans, stage_pool)
+    }
+
+    /// Everything the run may hold (pools at full capacity, the instances' estimate), and its
+    /// description for a refusal.
+    pub fn total(&self, plans: &[PoolPlan]) -> (u64, String) {
+        let pools: u64 = plans.iter().fold(0u64, |sum, p| {
+            sum.saturating_add((p.capacity as u64).saturating_mul(frame_bytes(p.width, p.height)))
+        });
+        let instances: u64 = (1..self.infos.len())
+            .map(|s| {
+                self.instances(s - 1) as u64
+                    * frame_bytes(self.infos[s].width, self.infos[s].height)
+            })
+            .sum();
+        let n_instances: usize = (0..self.modes.len()).map(|e| self.instances(e)).sum();
+        let mut what = String::from("frame pools (");
+        for (i, p) in plans.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(
+                what,
+                "{sep}{} frames of {}x{}",
+                p.capacity, p.width, p.height
+            );
+        }
+        let _ = write!(
+            what,
+            ": {}) and {n_instances} effect instance{} (estimated at one output frame each: {}) \
+             for {} frames in flight on {} threads",
+            human_bytes(pools),
+            if n_instances == 1 { "" } else { "s" },
+            human_bytes(instances),
+            self.in_flight,
+            self.threads
+        );
+        (pools.saturating_add(instances), what)
+    }
+}
+
+/// Checks the run's frames against the memory budget, then makes one lazy pool per distinct
+/// frame size and returns, for each stage (source first, then effects), the pool its output
+/// comes from. Nothing frame-sized is allocated before the checks pass; a paced run's pools are
+/// then filled to capacity by a helper thread.
+pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<Vec<FramePool>> {
+    let limits = Limits::current();
+    for (info, name) in needs.infos.iter().zip(needs.names) {
+        limits.check_frame(name, info.width, info.height)?;
+    }
+    let (plans, stage_pool) = needs.plan();
+    let (total, what) = needs.total(&plans);
+    limits.check_total(&what, total)?;
+    let pools: Vec<FramePool> = plans
+        .iter()
+        .map(|p| FramePool::lazy(p.width, p.height, p.capacity))
+        .collect();
+    if needs.paced {
+        fill_in_background(pools.clone());
+    }
+    Ok(stage_pool.into_iter().map(|i| pools[i].clone()).collect())
+}
+
+/// Fills every pool to its capacity on a short-lived helper thread, one frame at a time, the
+/// source's pool first; stops early when nobody else holds a pool any more (the run ended or was
+/// never started). If the thread cannot be started, the pools still grow on demand.
+fn fill_in_background(pools: Vec<FramePool>) {
+    let _ = std::thread::Builder::new()
+        .name("fp-pool-fill".into())
+        .spawn(move || {
+            for pool in &pools {
+                while pool.allocated() < pool.capacity() {
+                    // Only this thread's handles left: the pipeline is gone.
+                    if pools.iter().all(|p| p.handles() == 1) {
+                        return;
+                    }
+                    pool.fill(pool.allocated() + 1);
+                }
+            }
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use framepipe_core::Rational;
+
+    fn info(width: u32, height: u32) -> VideoInfo {
+        VideoInfo {
+            width,
+            height,
+            rate: Rational::new(30, 1),
+        }
+    }
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("stage{i}")).collect()
+    }
+
+    #[test]
+    fn a_one_frame_run_gets_pools_for_one_frame() {
+        let infos = [info(64, 64), info(64, 64)];
+        let f = in_flight(2, 0, &infos, Some(1));
+        assert_eq!(f, 1);
+        let needs = PoolNeeds {
+            infos: &infos,
+            names: &names(2),
+            modes: &[Mode::Parallel],
+            threads: 2,
+            in_flight: f,
+            paced: false,
+            keep_last: false,
+        };
+        let (plans, stage_pool) = needs.plan();
+        // The source's frame, glow's output while it runs, a frame the sink may keep.
+        assert_eq!(plans[0].capacity, 3);
+        assert_eq!(stage_pool, vec![0, 0]);
+    }
+
+    #[test]
+    fn the_default_in_flight_shrinks_for_large_frames_but_keeps_every_worker_busy() {
+        let hd = [info(1280, 720)];
+        let uhd = [info(3840, 2160)];
+        let huge = [info(16384, 16384)];
+        assert_eq!(
+            in_flight(2, 0, &hd, None),
+            6,
+            "small frames: 2 * threads + 2"
+        );
+        assert_eq!(
+            in_flight(2, 0, &uhd, None),
+            3,
+            "4K: 96 MiB of frames, threads + 1"
+        );
+        assert_eq!(in_flight(8, 0, &huge, None), 9, "never below threads + 1");
+        assert_eq!(in_flight(2, 40, &uhd, None), 40, "asked for: as asked");
+        assert_eq!(
+            in_flight(2, 40, &uhd, Some(5)),
+            5,
+            "no more than the frames"
+        );
+        assert_eq!(in_flight(2, 0, &hd, Some(0)), 1);
+    }
+
+    #[test]
+    fn each_pool_counts_only_the_stages_writing_into_it() {
+        // 4K source -> scale to 720p (parallel) -> serial effect at 720p -> sink, paced, live.
+        let infos = [info(3840, 2160), info(1280, 720), info(1280, 720)];
+        let needs = PoolNeeds {
+            infos: &infos,
+            names: &names(3),
+            modes: &[Mode::Parallel, Mode::Serial],
+            threads: 4,
+            in_flight: 10,
+            paced: true,
+            keep_last: true,
+        };
+        let (plans, stage_pool) = needs.plan();
+        assert_eq!(stage_pool, vec![0, 1, 1]);
+        // 4K: only tokens (the source writes into it, no effect does).
+        assert_eq!(plans[0].capacity, 10);
+        // 720p: tokens + 4 parallel scale instances and 1 serial instance, at most 4 running,
+        // + the sink's frame + the output thread's last frame.
+        assert_eq!(plans[1].capacity, 10 + 4 + 2);
+        let (total, what) = needs.total(&plans);
+        let uhd = 3840 * 2160 * 4;
+        let hd = 1280 * 720 * 4;
+        assert_eq!(total, 10 * uhd + 16 * hd + (4 + 1) * hd);
+        assert!(
+            what.contains("10 frames of 3840x2160, 16 frames of 1280x720"),
+            "{what}"
+        );
+        assert!(what.contains("5 effect instances"), "{what}");
+    }
+
+    #[test]
+    fn pools_over_the_budget_are_refused_before_anything_is_allocated() {
+        // A huge in-flight is refused by arithmetic alone: were the pools made first, this test
+        // would try to allocate a billion slots.
+        let infos = [info(3840, 2160), info(3840, 2160)];
+        let needs = PoolNeeds {
+            infos: &infos,
+            names: &names(2),
+            modes: &[Mode::Parallel],
+            threads: 2,
+            in_flight: 1_000_000_000,
+            paced: false,
+            keep_last: false,
+        };
+        let e = frame_pools(&needs).unwrap_err().to_string();
+        assert!(e.contains("1000000000 frames in flight"), "{e}");
+        assert!(e.contains("over the limit of"), "{e}");
+        assert!(e.contains("--max-memory"), "{e}");
+    }
+
+    #[test]
+    fn lazy_pools_allocate_nothing_until_used_and_paced_ones_fill_up() {
+        let infos = [info(32, 32), info(32, 32)];
+        let mut needs = PoolNeeds {
+            infos: &infos,
+            names: &names(2),
+            modes: &[Mode::Parallel],
+            threads: 2,
+            in_flight: 4,
+            paced: false,
+            keep_last: false,
+        };
+        let pools = frame_pools(&needs).unwrap();
+        assert!(pools[0].same_pool(&pools[1]));
+        assert_eq!((pools[0].capacity(), pools[0].allocated()), (4 + 2 + 1, 0));
+        needs.paced = true;
+        let pools = frame_pools(&needs).unwrap();
+        let t0 = std::time::Instant::now();
+        while pools[0].allocated() < pools[0].capacity() {
+            assert!(
+                t0.elapsed().as_secs() < 10,
+                "the helper never filled the pool"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(pools[0].available(), 7);
+    }
+}
