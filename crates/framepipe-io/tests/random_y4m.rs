@@ -155,7 +155,7 @@ fn check(path: &std::path::Path, data: &[u8]) -> Reached {
         (1..=16384).contains(&h.width) && (1..=16384).contains(&h.height),
         "{shown:?}"
     );
-    assert!(h.rate.num > 0 && h.rate.den > 0, "{shown:?}");
+    assert!(h.rate.is_usable(), "{shown:?}: rate {}", h.rate);
     let printed = header_text(&h);
     assert_eq!(
         Y4mHeader::parse(printed.as_bytes(), "in").ok(),
@@ -240,4 +240,20 @@ fn a_header_tag_that_is_not_ascii_is_refused_not_a_panic() {
             "{e}"
         );
     }
+}
+
+/// `F1:4294967295` (one frame in 136 years) was accepted, and the runtime's stall timeout (five
+/// periods) overflowed on it; rates slower than one frame a day are refused.
+#[test]
+fn a_y4m_rate_slower_than_one_frame_a_day_is_refused() {
+    for line in ["YUV4MPEG2 W2 H2 F1:4294967295", "YUV4MPEG2 W2 H2 F1:86401"] {
+        let e = Y4mHeader::parse(line.as_bytes(), "in.y4m")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is out of range (positive, at least one frame a day)"),
+            "{e}"
+        );
+    }
+    assert!(Y4mHeader::parse(b"YUV4MPEG2 W2 H2 F1:86400", "in.y4m").is_ok());
 }
