@@ -8,6 +8,20 @@
 //! ```
 #![forbid(unsafe_code)]
 
+/// Writes one line to stderr, ignoring failure: a closed stderr (`2>&-`, a reader that went
+/// away) must not panic the process (eprintln! does, exit 101).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+mod commands;
+mod flags;
+mod signals;
+
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,8 +30,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use framepipe_control::{command_queue, Command as ControlCommand, CommandSender, Oscillator};
-use framepipe_core::{Element, ElementKind, Mode, Props, Rational, Registry};
+use framepipe_control::{command_queue, Command as ControlCommand, Oscillator};
+use framepipe_core::{Element, ElementKind, Mode, Props, Registry};
 use framepipe_runtime::{Counters, EffectStage, Event, Options, Overload, Pipeline, RunStats};
 
 use framepipe_project::{parse_pipeline, parse_project, PipelineDesc};
@@ -54,12 +68,16 @@ enum Command {
 struct RunArgs {
     /// "element prop=value ! element ..." or a path to a .toml project file.
     pipeline: String,
-    /// Worker threads (default: one per core).
+    /// Worker threads (default: one per core; at most 4 per core).
     #[arg(long)]
     threads: Option<usize>,
-    /// Frames in flight at most (default: 2 * threads + 2).
+    /// Frames in flight at most (default: 2 * threads + 2; at most 256).
     #[arg(long)]
     in_flight: Option<usize>,
+    /// Memory budget for frames and everything sized by input, e.g. 512M, 4G (default: a
+    /// quarter of physical memory, between 1 GiB and 8 GiB).
+    #[arg(long, value_name = "SIZE")]
+    max_memory: Option<String>,
     /// Write statistics as JSON to this file at the end.
     #[arg(long)]
     stats: Option<String>,
@@ -83,8 +101,8 @@ struct RunArgs {
     /// Start paused: nothing is output until a `step` or `resume` command.
     #[arg(long)]
     start_paused: bool,
-    /// Where commands come from: `stdin` (one per line; the default unless an element reads
-    /// stdin) or `none`.
+    /// Where commands come from: `stdin` (one per line; the default unless a source reads
+    /// stdin) or `none`. SIGINT/SIGTERM stop the run either way.
     #[arg(long)]
     control: Option<String>,
     /// No status line.
@@ -92,40 +110,59 @@ struct RunArgs {
     quiet: bool,
 }
 
+/// Exit status when standard output was closed by its reader (as a shell reports a process
+/// killed by SIGPIPE: 128 + 13).
+const EXIT_BROKEN_STDOUT: i32 = 141;
+
 fn main() {
     let cli = Cli::parse();
     // A broken pipe while *running* is a real error (e.g. a rawsink reader went away).
     let cli_was_run = matches!(cli.command, Command::Run(_));
     let result = match cli.command {
         Command::Run(args) => run(args),
-        Command::Plugins { verbose } => plugins(verbose),
-        Command::Inspect { name } => inspect(&name),
+        Command::Plugins { verbose } => plugins(verbose).map(|()| Exit::Done),
+        Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
     };
-    if let Err(e) = result {
-        // `framepipe plugins | head`: stdout closed early is not an error worth a message.
-        let broken_pipe = e.chain().any(|c| {
-            c.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-        });
-        if broken_pipe && !cli_was_run {
-            std::process::exit(0);
-        }
-        // One line: the cause chain joined by ": ", skipping a cause whose text the message
-        // already carries (framepipe errors display their cause and also chain it; see
-        // framepipe_core::error).
-        let mut line = String::new();
-        for cause in e.chain() {
-            let text = cause.to_string();
-            if !line.contains(&text) {
-                if !line.is_empty() {
-                    line.push_str(": ");
-                }
-                line.push_str(&text);
-            }
-        }
-        eprintln!("framepipe: error: {line}");
-        std::process::exit(1);
+    let e = match result {
+        Ok(Exit::Done) => return,
+        Ok(Exit::Status(code)) => std::process::exit(code),
+        Err(e) => e,
+    };
+    // `framepipe plugins | head`: stdout closed early is not an error worth a message.
+    let broken_pipe = e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe && !cli_was_run {
+        std::process::exit(0);
     }
+    say!("framepipe: error: {}", one_line(&e));
+    std::process::exit(1);
+}
+
+/// How `run` wants the process to end when it did not fail.
+enum Exit {
+    /// Normally, status 0.
+    Done,
+    /// With this status (a signal stopped the run, stdout was closed).
+    Status(i32),
+}
+
+/// The error's cause chain joined by ": " on one line, skipping a cause whose text the message
+/// already carries (framepipe errors display their cause and also chain it; see
+/// framepipe_core::error).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 /// Every element framepipe knows, plus warnings about plugins that could not be loaded.
@@ -270,73 +307,106 @@ fn registry_for(desc: &PipelineDesc) -> Registry {
     }
 }
 
-fn run(args: RunArgs) -> Result<()> {
+fn run(args: RunArgs) -> Result<Exit> {
+    // The budget first: every element checks its sizes against it while being built.
+    if let Some(text) = &args.max_memory {
+        let max_memory = framepipe_core::limits::parse_bytes(text)
+            .map_err(|e| anyhow::anyhow!("bad --max-memory: {e}"))?;
+        framepipe_core::Limits { max_memory }.set();
+    }
     let desc = load_desc(&args.pipeline)?;
-    let registry = registry_for(&desc);
-    let pipeline = build(&desc, &registry)?;
     let overload = Overload::parse(&args.overload)
         .with_context(|| format!("bad --overload '{}': expected slow or live", args.overload))?;
-    let fps = args.fps.clone().or(desc.settings.fps.clone());
+    let threads = match (args.threads, desc.settings.threads) {
+        (Some(n), _) => flags::threads(n, "--threads")?,
+        (None, Some(n)) => flags::threads(n, "'threads' in the project file")?,
+        (None, None) => 0,
+    };
+    let in_flight = match (args.in_flight, desc.settings.in_flight) {
+        (Some(n), _) => flags::in_flight(n, "--in-flight")?,
+        (None, Some(n)) => flags::in_flight(n, "'in-flight' in the project file")?,
+        (None, None) => 0,
+    };
+    let fps = match (&args.fps, &desc.settings.fps) {
+        (Some(f), _) => Some(flags::fps(f, "--fps")?),
+        (None, Some(f)) => Some(flags::fps(f, "'fps' in the project file")?),
+        (None, None) => None,
+    };
+    let stall_timeout_ns = flags::stall_timeout_ns(args.stall_timeout.unwrap_or(0))?;
+    let registry = registry_for(&desc);
+    // Standard input has one reader: a source, or the command reader.
+    let stdin_source = commands::stdin_source(&desc, &registry);
+    let commands_from_stdin = match (args.control.as_deref(), &stdin_source) {
+        (None, None) | (Some("stdin"), None) => true,
+        (None, Some(source)) => {
+            if !args.quiet {
+                say!(
+                    "framepipe: {source} reads stdin, so commands are not read from it \
+                     (SIGINT/SIGTERM still stop the run)"
+                );
+            }
+            false
+        }
+        (Some("stdin"), Some(source)) => bail!(
+            "--control stdin: {source} reads stdin too, and they cannot share it; use \
+             --control none, or give the source a file"
+        ),
+        (Some("none"), _) => false,
+        (Some(other), _) => bail!("bad --control '{other}': expected stdin or none"),
+    };
+    if args.start_paused && !commands_from_stdin {
+        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin");
+    }
+    let pipeline = build(&desc, &registry)?;
     let pace = if args.unpaced || desc.settings.unpaced {
         None
-    } else if let Some(f) = fps {
-        Some(Rational::parse(&f).with_context(|| {
-            format!("bad --fps '{f}': expected a rate like 30, 29.97 or 30000/1001")
-        })?)
+    } else if let Some(rate) = fps {
+        Some(rate)
     } else {
-        Some(pipeline.source_rate())
+        Some(flags::rate_in_range(
+            pipeline.source_rate(),
+            "the source's rate",
+            "; pace it with --fps or run --unpaced",
+        )?)
     };
     let options = Options {
-        threads: args.threads.or(desc.settings.threads).unwrap_or(0),
-        in_flight: args.in_flight.or(desc.settings.in_flight).unwrap_or(0),
+        threads,
+        in_flight,
         pace,
         overload,
-        stall_timeout_ns: args.stall_timeout.unwrap_or(0) * 1_000_000,
+        stall_timeout_ns,
         realtime: !args.no_realtime,
-    };
-    if options.threads > 1024 {
-        bail!("--threads {} is absurd; use at most 1024", options.threads);
-    }
-    let control = match args.control.as_deref() {
-        None => {
-            if reads_stdin(&desc) {
-                "none"
-            } else {
-                "stdin"
-            }
-        }
-        Some(c @ ("stdin" | "none")) => c,
-        Some(other) => bail!("bad --control '{other}': expected stdin or none"),
     };
     let mut prepared = pipeline.prepare(options)?;
     prepared.set_events(Arc::new(|e: &Event| match e {
         Event::Stalled { stage, elapsed_ms } => {
-            eprintln!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
+            say!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
         }
         Event::CommandRejected { command, reason } => {
-            eprintln!("\rframepipe: command '{command}' rejected: {reason}")
+            say!("\rframepipe: command '{command}' rejected: {reason}")
         }
         Event::PropertyRejected {
             stage,
             prop,
             reason,
         } => {
-            eprintln!("\rframepipe: {stage} cannot change '{prop}' while running: {reason}")
+            say!("\rframepipe: {stage} cannot change '{prop}' while running: {reason}")
         }
-        other => eprintln!("\rframepipe: {other:?}"),
+        other => say!("\rframepipe: {other:?}"),
     }));
-    if args.start_paused && control == "none" {
-        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin");
+    // Commands: from stdin, or none; the queue exists either way so that signals can stop.
+    let (tx, rx) = command_queue(1024);
+    if args.start_paused {
+        // Read at the first frame boundary, before any frame is released.
+        tx.post(ControlCommand::Pause)
+            .map_err(|f| anyhow::anyhow!("command queue: {f}"))?;
     }
-    if control == "stdin" {
-        let (tx, rx) = command_queue(1024);
-        if args.start_paused {
-            // Read at the first frame boundary, before any frame is released.
-            tx.post(ControlCommand::Pause)
-                .map_err(|f| anyhow::anyhow!("command queue: {f}"))?;
-        }
-        prepared.set_commands(rx);
-        spawn_stdin_reader(tx);
+    let signal = signals::stop_on_signals(tx.stopper()).context("cannot catch SIGINT/SIGTERM")?;
+    prepared.set_commands(rx);
+    if commands_from_stdin {
+        commands::spawn_stdin_reader(tx, args.start_paused);
+    } else {
+        drop(tx);
     }
     let threads = prepared.threads();
     let max_in_flight = prepared.max_in_flight();
@@ -360,13 +430,36 @@ fn run(args: RunArgs) -> Result<()> {
         Ok(s) => s.clone(),
         Err(_) => counters.snapshot(),
     };
-    if let Some(path) = args.stats.or(desc.settings.stats) {
+    if let Some(path) = args.stats.or(desc.settings.stats.clone()) {
         write_stats(Path::new(&path), &final_stats, threads, max_in_flight)
             .with_context(|| format!("writing stats to '{path}'"))?;
     }
-    let stats = result?;
+    if let Some(code) = signal.exit_status() {
+        // Stopped by a signal: the frames that made it out were finished and flushed (or the
+        // run failed meanwhile: say so, the status still tells the signal).
+        match result {
+            Ok(s) => say!(
+                "framepipe: stopped by a signal after {} frames in {:.2} s",
+                s.frames,
+                s.wall_s
+            ),
+            Err(e) => say!("framepipe: error: {}", one_line(&anyhow::Error::from(e))),
+        }
+        return Ok(Exit::Status(code));
+    }
+    let stats = match result {
+        Ok(s) => s,
+        Err(e) if writes_stdout(&desc) && is_broken_pipe(&e) => {
+            say!(
+                "framepipe: stdout was closed by its reader (broken pipe) after {} frames; stopped",
+                final_stats.frames
+            );
+            return Ok(Exit::Status(EXIT_BROKEN_STDOUT));
+        }
+        Err(e) => return Err(e.into()),
+    };
     if !args.quiet {
-        eprintln!(
+        say!(
             "framepipe: {} frames in {:.2} s ({:.1} fps) on {} threads{}",
             stats.frames,
             stats.wall_s,
@@ -388,48 +481,30 @@ fn run(args: RunArgs) -> Result<()> {
             }
         );
     }
-    Ok(())
+    Ok(Exit::Done)
 }
 
-/// Whether the pipeline's source reads standard input (then commands cannot). A sink's
-/// `location=-` is standard output.
-fn reads_stdin(desc: &PipelineDesc) -> bool {
-    desc.elements.first().is_some_and(|e| {
-        e.props
-            .iter()
-            .any(|(k, v)| k == "location" && (v == "-" || v == "/dev/stdin"))
+/// Whether the pipeline's sink writes standard output.
+fn writes_stdout(desc: &PipelineDesc) -> bool {
+    desc.elements.last().is_some_and(|e| {
+        e.props.iter().any(|(k, v)| {
+            k == "location" && matches!(v.as_str(), "-" | "/dev/stdout" | "/dev/fd/1")
+        })
     })
 }
 
-/// Reads commands from stdin, one per line, and posts them. A full queue or a bad line is
-/// reported on stderr and the line is not applied; nothing blocks the frame path.
-fn spawn_stdin_reader(tx: CommandSender) {
-    let spawned = std::thread::Builder::new()
-        .name("fp-stdin".into())
-        .spawn(move || {
-            let stdin = std::io::stdin();
-            let mut line = String::new();
-            loop {
-                line.clear();
-                match std::io::BufRead::read_line(&mut stdin.lock(), &mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
-                match ControlCommand::parse_line(&line) {
-                    Ok(Some(cmd)) => {
-                        if let Err(full) = tx.post(cmd) {
-                            eprintln!("\rframepipe: command queue full; not applied: {}", full.0);
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => eprintln!("\rframepipe: bad command '{}': {e}", line.trim()),
-                }
-                tx.collect_retired();
-            }
-        });
-    if let Err(e) = spawned {
-        eprintln!("framepipe: warning: no command input: {e}");
+/// Whether an error was caused by a broken pipe.
+fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        cause = c.source();
     }
+    false
 }
 
 /// Redraws one status line on stderr four times a second until `stop`. Reads only atomics.

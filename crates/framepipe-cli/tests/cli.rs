@@ -244,11 +244,20 @@ fn stats_file_has_the_promised_fields() {
         names,
         ["testsrc", "frei0r-glow", "frei0r-baltan", "nullsink"]
     );
-    for st in stages {
-        assert!(st["mean_ms"].as_f64().unwrap() >= 0.0);
+    let mean_ms = |i: usize| stages[i]["mean_ms"].as_f64().unwrap();
+    for (i, st) in stages.iter().enumerate() {
+        // Every stage did work on 40 frames, so its mean time per frame is above zero.
+        assert!(mean_ms(i) > 0.0, "{}: mean_ms {}", names[i], mean_ms(i));
         assert!(st["instances"].as_u64().unwrap() >= 1);
         assert_eq!(st["frames"], 40);
     }
+    // A blur over every pixel costs more than dropping the frame.
+    assert!(
+        mean_ms(1) > mean_ms(3),
+        "glow {} ms vs nullsink {} ms",
+        mean_ms(1),
+        mean_ms(3)
+    );
     assert_eq!(stages[1]["mode"], "parallel");
     assert_eq!(stages[2]["mode"], "serial", "mode= override applies");
     assert_eq!(stages[2]["instances"], 1);

@@ -70,6 +70,11 @@ impl Transport {
         self.steps
     }
 
+    /// Whether `stop` was applied (or the end of input ended a pause).
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
     /// Whether every command source has closed ([`Command::EndOfInput`] applied).
     pub fn input_closed(&self) -> bool {
         self.input_closed

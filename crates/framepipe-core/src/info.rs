@@ -56,7 +56,7 @@ impl Rational {
         let r = if let Some((n, d)) = s.split_once('/') {
             Rational::new(n.trim().parse().ok()?, d.trim().parse().ok()?)
         } else if let Some((i, f)) = s.split_once('.') {
-            // Digits only, so that the cut below is on a character boundary (`1.00000é` panicked).
+            // Digits only: slicing below is by bytes (`1.abcdeé` once panicked mid-character).
             if !f.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
@@ -127,6 +127,10 @@ mod tests {
         assert_eq!(Rational::parse("0"), None);
         assert_eq!(Rational::parse("1/0"), None);
         assert_eq!(Rational::parse("x"), None);
+        // Issue #7: a multi-byte character where the fraction is cut panicked.
+        for bad in ["1.abcdeé", "1.éééééé", "1.abc", "1.", "1.2.3"] {
+            assert_eq!(Rational::parse(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -126,6 +126,17 @@ pub enum Error {
         /// The TOML type given.
         kind: &'static str,
     },
+    /// An oscillator table (`{ osc = "sine", ... }`) that is not a valid oscillator.
+    #[error("property '{key}': bad oscillator table: {reason}")]
+    BadOscillator {
+        /// The property.
+        key: String,
+        /// Why, naming the field.
+        reason: String,
+    },
+    /// Both `pipeline = "..."` and `[[element]]` tables.
+    #[error("project file has both 'pipeline = \"...\"' and [[element]] tables; keep one of them")]
+    TwoPipelines,
     /// The project file describes no pipeline.
     #[error("project file has neither 'pipeline = \"...\"' nor [[element]] tables")]
     NoPipeline,

@@ -17,9 +17,17 @@
 //! type = "frei0r-glow"
 //! blur = 0.5
 //! ```
-//! and optional run settings at the top: `threads`, `in-flight`, `stats`.
+//! and optional run settings at the top: `threads`, `in-flight`, `stats`, `fps`, `unpaced`.
+//! A file with both `pipeline` and `[[element]]` is an error (one of them would be ignored).
+//!
+//! A property in an `[[element]]` table is a number, a bool, a string (a compact `~oscillator`
+//! too), an array (joined with commas: `color = [1, 0.5, 0]`), or an oscillator table
+//! `{ osc = "sine", freq = 0.5, min = 0, max = 1, phase = 0.25 }`, which becomes the compact
+//! text form after the oscillator's own checks (docs/CONTROL.md).
 
 use std::fmt;
+
+use framepipe_control::{OscSpec, Oscillator};
 
 use crate::{Error, Result};
 
@@ -232,6 +240,7 @@ fn toml_scalar(key: &str, v: &toml::Value) -> Result<String> {
             .map(|i| toml_scalar(key, i))
             .collect::<Result<Vec<_>>>()?
             .join(","),
+        toml::Value::Table(t) if t.contains_key("osc") => osc_table(key, v)?,
         other => {
             return Err(Error::UnsupportedValue {
                 key: shown(key),
@@ -239,6 +248,31 @@ fn toml_scalar(key: &str, v: &toml::Value) -> Result<String> {
             })
         }
     })
+}
+
+/// An oscillator table, `{ osc = "sine", freq = 0.5, min = 0, max = 1 }`, as the compact text
+/// form (`~sine:0.5hz:0..1:phase=0`) that pipeline strings use, after the same checks.
+fn osc_table(key: &str, v: &toml::Value) -> Result<String> {
+    let bad = |reason: String| Error::BadOscillator {
+        key: shown(key),
+        reason,
+    };
+    let spec: OscSpec = v
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| bad(one_line(e.message())))?;
+    let osc = Oscillator::try_from(spec).map_err(|e| bad(e.to_string()))?;
+    Ok(osc.to_string())
+}
+
+/// A message of several lines as one.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// A TOML parse error as one line: where, and the parser's message.
@@ -252,13 +286,7 @@ fn toml_error(text: &str, e: &toml::de::Error) -> Error {
         }
         None => (0, 0),
     };
-    let message = e
-        .message()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ");
+    let message = one_line(e.message());
     Error::Toml {
         line,
         column,
@@ -287,6 +315,9 @@ fn positive(key: &'static str, value: &toml::Value) -> Result<usize> {
 /// Parses a TOML project file's text.
 pub fn parse_project(text: &str) -> Result<PipelineDesc> {
     let doc: toml::Table = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+    if doc.contains_key("pipeline") && doc.contains_key("element") {
+        return Err(Error::TwoPipelines);
+    }
     let mut settings = Settings::default();
     let mut desc: Option<PipelineDesc> = None;
     for (key, value) in &doc {
@@ -441,5 +472,55 @@ mod tests {
             "{e}"
         );
         assert!(e.len() < 120 && !e.contains('\n'), "{e:?}");
+    }
+
+    /// Issue #7: the oscillator table documented in docs/CONTROL.md and the README was
+    /// rejected ("a value of type table that is not supported").
+    #[test]
+    fn oscillator_tables_work_as_documented() {
+        let d = parse_project(
+            "[[element]]\ntype = \"testsrc\"\n[[element]]\ntype = \"stamp\"\n\
+             value = { osc = \"sine\", freq = 0.5, min = 0, max = 1, phase = 0.25 }\n\
+             [[element]]\ntype = \"frei0r-glow\"\nblur = \"~triangle:0.1hz:0.2..0.8\"\n\
+             [[element]]\ntype = \"nullsink\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            d.elements[1].props,
+            [(
+                "value".to_string(),
+                "~sine:0.5hz:0..1:phase=0.25".to_string()
+            )]
+        );
+        assert_eq!(d.elements[2].props[0].1, "~triangle:0.1hz:0.2..0.8");
+        for (table, needle) in [
+            ("{ osc = \"sine\", frq = 2 }", "frq"),
+            ("{ osc = \"wobble\" }", "wobble"),
+            ("{ osc = \"sine\", freq = 1e308 }", "0..=1000 Hz"),
+            ("{ osc = \"sine\", freq = nan }", "freq=NaN"),
+            ("{ osc = \"sine\", min = -inf }", "min=-inf"),
+        ] {
+            let e = parse_project(&format!(
+                "[[element]]\ntype = \"testsrc\"\n[[element]]\ntype = \"stamp\"\nvalue = {table}\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("'value'") && e.contains(needle), "{table}: {e}");
+        }
+        // A table that is not an oscillator is still refused by type.
+        let e = parse_project("[[element]]\ntype = \"testsrc\"\nsize = { w = 1 }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("type table"), "{e}");
+    }
+
+    /// Issue #7: a project file with both `pipeline =` and `[[element]]` silently ignored one.
+    #[test]
+    fn pipeline_and_element_tables_together_are_an_error() {
+        let e =
+            parse_project("pipeline = \"testsrc ! nullsink\"\n[[element]]\ntype = \"testsrc\"\n")
+                .unwrap_err();
+        assert_eq!(e, Error::TwoPipelines);
+        assert!(e.to_string().contains("both"), "{e}");
     }
 }

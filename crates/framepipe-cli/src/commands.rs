@@ -1,0 +1,211 @@
+//! Where live commands come from: standard input, one command per line, read by the `fp-stdin`
+//! thread and posted to the engine's command queue.
+//!
+//! Standard input is untrusted and may be anything (a terminal, a script, a file of bytes):
+//! * a line is at most [`MAX_LINE`] bytes; a longer one is reported and skipped while it is
+//!   read, without growing memory (a stream without newlines costs one 4 KiB buffer);
+//! * a line that is not UTF-8 is reported and skipped; later lines still work;
+//! * `stop`, `pause` and `resume` are never refused for a full queue (framepipe-control's side
+//!   channel); other commands are refused and reported when the queue is full;
+//! * at the end of input the sender is dropped: a paused run stops (nothing could resume it),
+//!   after the steps already asked for, and says so; a running run goes on.
+//!
+//! A source that reads standard input ([`stdin_source`]) and the command reader never share it.
+
+use std::io::BufRead;
+use std::os::unix::fs::MetadataExt;
+
+use framepipe_control::{Command, CommandSender, Transport};
+use framepipe_core::{ElementKind, Registry};
+use framepipe_project::PipelineDesc;
+
+/// The longest command line accepted, in bytes (newline excluded).
+pub const MAX_LINE: usize = 4096;
+
+/// The first source that reads standard input, as `name location=...`, if any: `location=-`,
+/// or a path that is standard input's own file (`/dev/stdin`, `/dev/fd/0`, `/proc/self/fd/0`,
+/// or the file or pipe that stdin is).
+pub fn stdin_source(desc: &PipelineDesc, registry: &Registry) -> Option<String> {
+    desc.elements
+        .iter()
+        .filter(|e| {
+            registry
+                .find(&e.name)
+                .is_some_and(|entry| entry.desc.kind == ElementKind::Source)
+        })
+        .find_map(|e| {
+            e.props
+                .iter()
+                .find(|(k, v)| k == "location" && is_stdin(v))
+                .map(|(_, v)| format!("{} location={v}", e.name))
+        })
+}
+
+/// Whether reading `location` reads this process's standard input.
+fn is_stdin(location: &str) -> bool {
+    if matches!(
+        location,
+        "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0"
+    ) {
+        return true;
+    }
+    // The same file as stdin (a pipe's /proc/PID/fd/0, the terminal's /dev/pts/N, the file
+    // given with `<`): the command reader would read it too.
+    match (
+        std::fs::metadata(location),
+        std::fs::metadata("/proc/self/fd/0"),
+    ) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Starts the `fp-stdin` thread: reads commands from standard input and posts them to `tx`.
+/// `start_paused`: the run begins paused (for the end-of-input message).
+pub fn spawn_stdin_reader(tx: CommandSender, start_paused: bool) {
+    let spawned = std::thread::Builder::new()
+        .name("fp-stdin".into())
+        .spawn(move || {
+            let stdin = std::io::stdin();
+            read_commands(&mut stdin.lock(), tx, start_paused);
+        });
+    if let Err(e) = spawned {
+        crate::say!("framepipe: warning: no command input: {e}");
+    }
+}
+
+/// Reads command lines from `input` until its end, posts them to `tx`, then drops `tx` (the
+/// engine sees the end of input) and says what the end means for a paused run.
+pub fn read_commands(input: &mut impl BufRead, tx: CommandSender, start_paused: bool) {
+    // What the engine's transport will be once it has read everything posted (the real
+    // decision is the engine's; this is for the message).
+    let mut mirror = Transport::new();
+    if start_paused {
+        mirror.apply(&Command::Pause);
+    }
+    let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
+    let mut too_long = false;
+    let mut number = 0u64;
+    // Commands refused in a row for a full queue.
+    let mut refused = 0u64;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                crate::say!(
+                    "\rframepipe: reading commands from stdin failed: {e}; no more commands"
+                );
+                break;
+            }
+        };
+        if buf.is_empty() {
+            // The end; a last line without a newline still counts.
+            if !line.is_empty() || too_long {
+                number += 1;
+                handle_line(&line, too_long, number, &tx, &mut mirror, &mut refused);
+            }
+            break;
+        }
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let chunk = &buf[..newline.unwrap_or(buf.len())];
+        if !too_long {
+            if line.len() + chunk.len() > MAX_LINE {
+                // Skip the rest of this line as it arrives; memory stays at MAX_LINE.
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let used = chunk.len() + newline.is_some() as usize;
+        input.consume(used);
+        if newline.is_some() {
+            number += 1;
+            handle_line(&line, too_long, number, &tx, &mut mirror, &mut refused);
+            line.clear();
+            too_long = false;
+        }
+    }
+    if refused > 1 {
+        crate::say!(
+            "\rframepipe: {} more commands were not applied while the queue was full",
+            refused - 1
+        );
+    }
+    if mirror.is_paused() && !mirror.is_stopped() {
+        if mirror.steps_pending() > 0 {
+            crate::say!(
+                "\rframepipe: stdin closed while paused: stopping after the frames asked for by 'step' (nothing could resume the run)"
+            );
+        } else {
+            crate::say!(
+                "\rframepipe: stdin closed while paused: stopping (nothing could resume the run)"
+            );
+        }
+    }
+    drop(tx);
+}
+
+/// Parses and posts one line (its bytes, newline excluded), reporting what cannot be applied.
+fn handle_line(
+    bytes: &[u8],
+    too_long: bool,
+    number: u64,
+    tx: &CommandSender,
+    mirror: &mut Transport,
+    refused: &mut u64,
+) {
+    if too_long {
+        crate::say!("\rframepipe: command line {number} is longer than {MAX_LINE} bytes; skipped");
+        return;
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            crate::say!(
+                "\rframepipe: command line {number} is not UTF-8 (bad byte at {}); skipped",
+                e.valid_up_to()
+            );
+            return;
+        }
+    };
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    match Command::parse_line(text) {
+        Ok(Some(cmd)) => {
+            let transport = matches!(
+                cmd,
+                Command::Pause | Command::Step(_) | Command::Resume | Command::Stop
+            )
+            .then(|| cmd.clone());
+            match tx.post(cmd) {
+                Ok(()) => {
+                    if let Some(t) = transport {
+                        mirror.apply(&t);
+                    }
+                    if *refused > 1 {
+                        crate::say!(
+                            "\rframepipe: {} more commands were not applied while the queue was full",
+                            *refused - 1
+                        );
+                    }
+                    *refused = 0;
+                }
+                Err(full) => {
+                    // The first refusal of a burst is named, the rest counted (a flood must not
+                    // turn into a flood of messages).
+                    if *refused == 0 {
+                        crate::say!(
+                            "\rframepipe: command queue full; not applied: {} (stop, pause and resume still are)",
+                            full.0
+                        );
+                    }
+                    *refused += 1;
+                }
+            }
+        }
+        Ok(None) => {}
+        Err(e) => crate::say!("\rframepipe: bad command '{}': {e}", text.trim()),
+    }
+    tx.collect_retired();
+}

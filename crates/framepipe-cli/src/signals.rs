@@ -1,0 +1,67 @@
+//! SIGINT and SIGTERM: stop the run at a frame boundary, as a `stop` command would.
+//!
+//! The first signal posts an urgent `stop` (framepipe-control's side channel, never refused)
+//! and is remembered: the run ends at the next frame boundary, the sink finishes on a whole
+//! frame and finalises its file, `--stats` is written, and the process exits with 128 + the
+//! signal number (130 for SIGINT, 143 for SIGTERM), as a shell expects of a program stopped by
+//! a signal. A second signal exits at once with its own status: the way out when the pipeline
+//! is stuck (a source blocked reading, a sink blocked writing).
+//!
+//! Signals are received on a thread of their own (signal-hook's self-pipe), so nothing but a
+//! flag is touched inside the signal handler.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use framepipe_control::Stopper;
+use signal_hook::consts::signal::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// The first stopping signal received, shared with the signal thread. 0 = none.
+#[derive(Debug, Clone, Default)]
+pub struct Received(Arc<AtomicI32>);
+
+impl Received {
+    /// The exit status for the signal that stopped the run (128 + its number), if one did.
+    pub fn exit_status(&self) -> Option<i32> {
+        match self.0.load(Ordering::Acquire) {
+            0 => None,
+            sig => Some(128 + sig),
+        }
+    }
+}
+
+fn name(sig: i32) -> &'static str {
+    match sig {
+        SIGINT => "SIGINT",
+        SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// Catches SIGINT and SIGTERM from now on; the first one stops the run through `stopper`.
+pub fn stop_on_signals(stopper: Stopper) -> std::io::Result<Received> {
+    let received = Received::default();
+    let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    let first = Arc::clone(&received.0);
+    std::thread::Builder::new()
+        .name("fp-signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                if first
+                    .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    stopper.stop();
+                    crate::say!(
+                        "\rframepipe: {}: stopping at the next frame boundary (again to quit at once)",
+                        name(sig)
+                    );
+                } else {
+                    crate::say!("\rframepipe: {} again: quitting at once", name(sig));
+                    std::process::exit(128 + sig);
+                }
+            }
+        })?;
+    Ok(received)
+}

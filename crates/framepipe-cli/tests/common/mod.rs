@@ -1,0 +1,116 @@
+//! Helpers shared by the hardening tests (issue #7): the real binary, temporary directories,
+//! waiting with a deadline, real signals, peak memory of a live child.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const FP: &str = env!("CARGO_BIN_EXE_framepipe");
+
+/// A fresh temporary directory for one test.
+pub fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fp-hard-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `framepipe ARGS` with stdin, stdout and stderr piped.
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(FP)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn framepipe")
+}
+
+/// Waits for `child` at most `limit`; a child still running then is killed and the test fails
+/// (a hang is a failure, not a stuck suite). Reads its stdout and stderr meanwhile, so that a
+/// chatty child never blocks on a full pipe.
+pub fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
+    fn drain(r: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    }
+    let out = drain(child.stdout.take());
+    let err = drain(child.stderr.take());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = err.join().unwrap();
+            panic!(
+                "{what}: still running after {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&err)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// Writes `bytes` to the child's stdin from a thread (the child may read slowly) and keeps
+/// stdin open afterwards when `keep_open`, until the returned handle is joined... and dropped.
+pub fn feed(
+    child: &mut Child,
+    bytes: Vec<u8>,
+    keep_open: bool,
+) -> std::thread::JoinHandle<Option<ChildStdin>> {
+    let mut stdin = child.stdin.take().expect("stdin piped");
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes);
+        keep_open.then_some(stdin)
+    })
+}
+
+/// Sends signal `sig` (`INT`, `TERM`, ...) to `pid` with kill(1).
+pub fn kill(pid: u32, sig: &str) {
+    let st = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill -{sig} {pid}");
+}
+
+/// Peak resident memory of a live process so far (`VmHWM`), bytes.
+pub fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM in /proc/PID/status");
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+/// Waits until `cond` holds, at most `limit`.
+pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The size of a file, 0 when it does not exist yet.
+pub fn file_len(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
