@@ -49,8 +49,7 @@ pub fn rate_prop(element: &str, props: &Props) -> framepipe_core::Result<Rationa
         element: element.into(),
         prop: "rate".into(),
         value: text.into(),
-        reason: "expected a positive rate like 30, 25/1 or 30000/1001, at least one frame a day"
-            .into(),
+        reason: "expected a positive rate like 30, 25/1 or 30000/1001".into(),
     })
 }
 
