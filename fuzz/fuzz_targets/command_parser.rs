@@ -46,7 +46,11 @@ fuzz_target!(|data: &[u8]| {
     let again = Command::parse(&printed)
         .unwrap_or_else(|e| panic!("{line:?} -> {printed:?} does not parse: {e}"));
     assert_eq!(again, cmd, "{line:?} -> {printed:?}");
-    assert_eq!(again.to_string(), printed, "{line:?}: printing is not canonical");
+    assert_eq!(
+        again.to_string(),
+        printed,
+        "{line:?}: printing is not canonical"
+    );
     if let Command::Osc { osc, .. } = &cmd {
         check_osc(line, osc);
     }

@@ -26,12 +26,19 @@ fuzz_target!(|data: &[u8]| {
     assert!(!desc.elements.is_empty(), "{text:?}");
     for e in &desc.elements {
         for (k, _) in &e.props {
-            assert!(!k.is_empty() && !k.contains('='), "{text:?}: property {k:?}");
+            assert!(
+                !k.is_empty() && !k.contains('='),
+                "{text:?}: property {k:?}"
+            );
         }
     }
     let printed = print(&desc);
     let again = parse_pipeline(&printed)
         .unwrap_or_else(|e| panic!("{text:?} -> {printed:?} does not parse: {e}"));
     assert_eq!(again, desc, "{text:?} -> {printed:?}");
-    assert_eq!(print(&again), printed, "{text:?}: printing is not canonical");
+    assert_eq!(
+        print(&again),
+        printed,
+        "{text:?}: printing is not canonical"
+    );
 });

@@ -1,5 +1,6 @@
 //! Feeds arbitrary bytes to the wire decoder that `tcpsrc` uses: stream header, then frames.
-//! It must never panic, and never size a buffer from an unvalidated length.
+//! It must never panic, never size a buffer from an unvalidated length, and never accept a rate
+//! the runtime cannot pace (slower than one frame a day).
 #![no_main]
 
 use framepipe_net::wire::WireReader;
@@ -14,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let h = *reader.header();
     assert!(h.frame_bytes() <= LIMIT);
+    assert!(h.rate.is_usable(), "rate {}", h.rate);
     let mut payload = vec![0u8; h.stripe_bytes()];
     while let Ok(Some(fh)) = reader.read_frame(&mut payload) {
         assert_eq!(fh.payload_len as usize, payload.len());

@@ -3,8 +3,8 @@
 //! through `Source::fill` until it ends or fails).
 //!
 //! Checked beyond "no panic":
-//! * an accepted header has sides in 1..=16384 and a rate with no zero, and the header as
-//!   `y4msink` writes it parses back to the same header;
+//! * an accepted header has sides in 1..=16384 and a usable rate (positive, at least one frame
+//!   a day), and the header as `y4msink` writes it parses back to the same header;
 //! * a header is accepted by `y4msrc` only if one frame of its size fits the memory budget (set
 //!   small here, as `--max-memory 128M` would): no allocation proportional to a number in the
 //!   header (scripts/fuzz also runs this with `-malloc_limit_mb`, so any larger single allocation
@@ -29,7 +29,8 @@ const MAX_MEMORY: u64 = 128 << 20;
 /// and writing a large pool for every input would slow the run down for nothing.
 const MAX_STREAM_FRAME: u64 = 64 << 10;
 
-/// Where each input is written for `y4msrc` to open (tmpfs when there is one).
+/// Where each input is written for `y4msrc` to open (tmpfs when there is one). The first call
+/// also sets the memory budget, before any `y4msrc` exists.
 fn input_path() -> &'static PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
     PATH.get_or_init(|| {
@@ -66,9 +67,13 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert!((1..=16384).contains(&h.width) && (1..=16384).contains(&h.height));
-    assert!(h.rate.num > 0 && h.rate.den > 0);
+    assert!(h.rate.is_usable(), "rate {}", h.rate);
     let printed = header_text(&h);
-    assert_eq!(Y4mHeader::parse(printed.as_bytes(), "fuzz").ok(), Some(h), "{printed}");
+    assert_eq!(
+        Y4mHeader::parse(printed.as_bytes(), "fuzz").ok(),
+        Some(h),
+        "{printed}"
+    );
     if line_end.is_none() {
         return;
     }
@@ -102,7 +107,10 @@ fuzz_target!(|data: &[u8]| {
         };
         match src.fill(&ctx, &mut frame) {
             Ok(true) => {
-                assert!((seq + 1) * per_frame <= data.len() as u64, "frame {seq} not in the input");
+                assert!(
+                    (seq + 1) * per_frame <= data.len() as u64,
+                    "frame {seq} not in the input"
+                );
                 assert!(frame.data().chunks_exact(4).all(|px| px[3] == 255));
             }
             Ok(false) | Err(_) => break,

@@ -54,7 +54,10 @@ pub fn in_flight(n: usize, from: &str) -> Result<usize> {
 /// Parses a pace (`30`, `29.97`, `30000/1001`) and checks its range.
 pub fn fps(text: &str, from: &str) -> Result<Rational> {
     let Some(rate) = Rational::parse(text) else {
-        bail!("bad {from} '{text}': expected a rate like 30, 29.97 or 30000/1001");
+        bail!(
+            "bad {from} '{text}': expected a rate like 30, 29.97 or 30000/1001, within \
+             1/{MIN_FPS_PERIOD_S}..={MAX_FPS} fps"
+        );
     };
     rate_in_range(rate, &format!("{from} '{text}'"), "")
 }

@@ -183,9 +183,14 @@ fn flag_values_that_once_panicked_or_aborted_are_errors_naming_the_value() {
         &["--max-memory", "'lots'"],
     );
     refused(&["run", "--max-memory", "1e400G", p], &["--max-memory"]);
-    // A source whose own rate cannot be paced.
+    // A source rate slower than one frame a day is refused by the source itself (paced or not:
+    // its timestamps and the stall timeout would overflow); one that cannot be paced, here.
     refused(
         &["run", "testsrc rate=1/4294967295 frames=2 ! nullsink"],
+        &["'1/4294967295'", "property 'rate' of testsrc"],
+    );
+    refused(
+        &["run", "testsrc rate=1/7200 frames=2 ! nullsink"],
         &["source's rate", "--fps"],
     );
     // The same limits in a project file, named as such.

@@ -2,6 +2,11 @@
 
 use std::fmt;
 
+/// The longest frame period a rate may have: one frame a day. Where a rate enters from outside
+/// (a flag, a property, a stream header) a slower one is refused: a paced run would wait that long
+/// for its next frame, and the runtime's timeouts (a few periods) would overflow `u64`.
+pub const MAX_PERIOD_NS: u64 = 86_400 * 1_000_000_000;
+
 /// A positive rational number, used for frame rates (`30000/1001`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Rational {
@@ -33,12 +38,19 @@ impl Rational {
         (n as u128 * 1_000_000_000u128 * self.den as u128 / self.num as u128) as i64
     }
 
+    /// Whether this is a usable frame rate: positive, and at least one frame per
+    /// [`MAX_PERIOD_NS`] (one a day).
+    pub fn is_usable(self) -> bool {
+        self.num > 0 && self.den > 0 && self.period_ns() <= MAX_PERIOD_NS
+    }
+
     /// As a float, for display only.
     pub fn as_f64(self) -> f64 {
         self.num as f64 / self.den.max(1) as f64
     }
 
-    /// Parses `30`, `30/1`, `29.97` (as 2997/100) or `30000/1001`.
+    /// Parses `30`, `30/1`, `29.97` (as 2997/100) or `30000/1001`; `None` for anything else and
+    /// for rates that are not [usable](Self::is_usable).
     pub fn parse(s: &str) -> Option<Self> {
         let s = s.trim();
         let r = if let Some((n, d)) = s.split_once('/') {
@@ -56,7 +68,7 @@ impl Rational {
         } else {
             Rational::new(s.parse().ok()?, 1)
         };
-        (r.den != 0 && r.num != 0).then_some(r)
+        r.is_usable().then_some(r)
     }
 }
 

@@ -116,8 +116,13 @@ impl Y4mHeader {
                         .split_once(':')
                         .ok_or_else(|| bad(format!("frame rate '{t}' is not F<num>:<den>")))?;
                     let (n, d) = (num(n)?, num(d)?);
-                    if n == 0 || d == 0 || n > u32::MAX as u64 || d > u32::MAX as u64 {
-                        return Err(bad(format!("frame rate '{t}' is out of range")));
+                    if n > u32::MAX as u64
+                        || d > u32::MAX as u64
+                        || !Rational::new(n as u32, d as u32).is_usable()
+                    {
+                        return Err(bad(format!(
+                            "frame rate '{t}' is out of range (positive, at least one frame a day)"
+                        )));
                     }
                     rate = Some(Rational::new(n as u32, d as u32));
                 }

@@ -1,12 +1,13 @@
 //! The quick, seeded version of the `y4m_parser` fuzz target (`fuzz/fuzz_targets/y4m_parser.rs`,
 //! run for millions of inputs by `scripts/fuzz`): YUV4MPEG2 headers built from tags, numbers at
 //! and past their limits and junk, followed by frames that are whole, cut short or malformed,
-//! some mutated byte by byte; each read from a real file by a real `y4msrc`.
+//! some mutated byte by byte; each read from a real file by a real `y4msrc` under a small memory
+//! budget.
 
 mod common;
 
 use common::{dir, read_all, s, try_create};
-use framepipe_core::Element;
+use framepipe_core::{Element, Limits};
 use framepipe_io::y4m::{Chroma, Y4mHeader};
 use framepipe_testkit::fuzz::Inputs;
 
@@ -70,8 +71,8 @@ fn stream(inputs: &mut Inputs) -> Vec<u8> {
     } else {
         let r = inputs.rng();
         let mut tags = vec![
-            r.pick(&["W1", "W2", "W3", "W8", "W5", "W16385"]),
-            r.pick(&["H1", "H2", "H3", "H6", "H0"]),
+            r.pick(&["W1", "W2", "W3", "W8", "W5", "W16385", "W4096"]),
+            r.pick(&["H1", "H2", "H3", "H6", "H0", "H4096"]),
             r.pick(&["F25:1", "F30000:1001", "F1:4294967295", "F0:1"]),
         ];
         for _ in 0..r.below(3) {
@@ -128,31 +129,57 @@ fn header_text(h: &Y4mHeader) -> String {
     )
 }
 
-/// The fuzz target's properties for one input; returns (header accepted, frames delivered).
-fn check(path: &std::path::Path, data: &[u8]) -> (bool, usize) {
+/// What one input reached.
+#[derive(Default)]
+struct Reached {
+    /// The header parsed.
+    header: bool,
+    /// y4msrc was opened on a header over the budget (and refused it).
+    over_budget: bool,
+    /// Frames delivered.
+    frames: usize,
+}
+
+/// The fuzz target's properties for one input.
+fn check(path: &std::path::Path, data: &[u8]) -> Reached {
     let line_end = data.iter().position(|&b| b == b'\n');
     let shown = String::from_utf8_lossy(&data[..data.len().min(80)]).into_owned();
     let Ok(h) = Y4mHeader::parse(&data[..line_end.unwrap_or(data.len())], "in") else {
-        return (false, 0);
+        return Reached::default();
+    };
+    let mut reached = Reached {
+        header: true,
+        ..Reached::default()
     };
     assert!(
         (1..=16384).contains(&h.width) && (1..=16384).contains(&h.height),
         "{shown:?}"
     );
-    assert!(h.rate.num > 0 && h.rate.den > 0, "{shown:?}");
+    assert!(h.rate.is_usable(), "{shown:?}: rate {}", h.rate);
     let printed = header_text(&h);
     assert_eq!(
         Y4mHeader::parse(printed.as_bytes(), "in").ok(),
         Some(h),
         "{printed}"
     );
-    if line_end.is_none() || u64::from(h.width) * u64::from(h.height) * 4 > 64 << 10 {
-        return (true, 0);
+    if line_end.is_none() {
+        return reached;
     }
     std::fs::write(path, data).unwrap();
+    let rgba = u64::from(h.width) * u64::from(h.height) * 4;
+    let max = Limits::current().max_frame_bytes();
+    reached.over_budget = rgba > max;
     let Ok(Element::Source(mut src)) = try_create("y4msrc", &[("location", s(path))]) else {
-        return (true, 0);
+        return reached;
     };
+    // Accepted only within the budget: nothing was allocated for a frame it does not allow.
+    assert!(
+        rgba <= max,
+        "{shown:?}: a {rgba}-byte frame accepted, over {max}"
+    );
+    if rgba > 64 << 10 {
+        return reached; // a frame this large needs more input than the generator writes
+    }
     let (frames, _err) = read_all(src.as_mut(), 8);
     let per_frame = h.chroma.frame_bytes(h.width, h.height);
     assert!(
@@ -165,24 +192,34 @@ fn check(path: &std::path::Path, data: &[u8]) -> (bool, usize) {
         assert_eq!(f.len(), h.width as usize * h.height as usize * 4);
         assert!(f.chunks_exact(4).all(|px| px[3] == 255), "{shown:?}");
     }
-    (true, frames.len())
+    reached.frames = frames.len();
+    reached
 }
 
 #[test]
 fn random_y4m_streams_never_panic_and_deliver_only_whole_frames() {
+    // As `--max-memory 128M`: a frame may take 16 MiB (the budget is process-wide; this test
+    // binary holds no other test that could mind).
+    Limits {
+        max_memory: 128 << 20,
+    }
+    .set();
     let d = dir("random-y4m");
     let path = d.join("in.y4m");
     let mut inputs = Inputs::new(0x0079_4d4d, TAGS, SEPARATORS, 7);
-    let (mut headers, mut frames) = (0, 0);
+    let (mut headers, mut over_budget, mut frames) = (0, 0, 0);
     for _ in 0..4_000 {
         let data = stream(&mut inputs);
-        let (ok, n) = check(&path, &data);
-        headers += ok as u32;
-        frames += n;
+        let r = check(&path, &data);
+        headers += r.header as u32;
+        over_budget += r.over_budget as u32;
+        frames += r.frames;
     }
-    eprintln!("{headers} headers accepted, {frames} frames delivered");
-    // The generator reaches accepted headers and whole frames, not only junk.
+    eprintln!("{headers} headers accepted, {over_budget} over the budget, {frames} frames");
+    // The generator reaches accepted headers, headers over the budget and whole frames, not
+    // only junk.
     assert!(headers > 400, "{headers} headers accepted");
+    assert!(over_budget > 20, "{over_budget} headers over the budget");
     assert!(frames > 200, "{frames} frames delivered");
 }
 
@@ -203,4 +240,20 @@ fn a_header_tag_that_is_not_ascii_is_refused_not_a_panic() {
             "{e}"
         );
     }
+}
+
+/// `F1:4294967295` (one frame in 136 years) was accepted, and the runtime's stall timeout (five
+/// periods) overflowed on it; rates slower than one frame a day are refused.
+#[test]
+fn a_y4m_rate_slower_than_one_frame_a_day_is_refused() {
+    for line in ["YUV4MPEG2 W2 H2 F1:4294967295", "YUV4MPEG2 W2 H2 F1:86401"] {
+        let e = Y4mHeader::parse(line.as_bytes(), "in.y4m")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is out of range (positive, at least one frame a day)"),
+            "{e}"
+        );
+    }
+    assert!(Y4mHeader::parse(b"YUV4MPEG2 W2 H2 F1:86400", "in.y4m").is_ok());
 }

@@ -229,11 +229,11 @@ impl StreamHeader {
             return Err(bad("reserved", u16_at(b, 22) as u64, "must be zero"));
         }
         let rate = Rational::new(u32_at(b, 24), u32_at(b, 28));
-        if rate.num == 0 || rate.den == 0 {
+        if !rate.is_usable() {
             return Err(bad(
                 "frame rate",
                 rate.num as u64,
-                "numerator and denominator must not be 0",
+                &format!("{rate}: must be positive and at least one frame a day"),
             ));
         }
         let link_index = u16_at(b, 32);

@@ -146,7 +146,7 @@ fn random_project_files_never_panic_and_their_elements_print_as_the_same_pipelin
 /// a stack overflow that kills the process.
 #[test]
 fn deeply_nested_project_files_do_not_overflow_the_stack() {
-    for depth in [100, 10_000, 1_000_000] {
+    for depth in [100, 10_000, 100_000] {
         let text = format!("x = {}{}", "[".repeat(depth), "]".repeat(depth));
         assert!(parse_project(&text).is_err());
         let text = format!(
