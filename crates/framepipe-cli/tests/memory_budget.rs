@@ -107,23 +107,25 @@ fn a_raw_file_shorter_than_one_frame_of_the_given_size_is_refused_at_once() {
 
 #[test]
 fn a_huge_in_flight_on_an_endless_source_is_refused_with_the_figures() {
-    // 1000 frames of 4K in flight is 31 GiB: over the largest default budget (8 GiB) on any
-    // machine. The old code began allocating 2004 frames per pool.
+    // 200 frames of 4K in flight is 6.2 GiB, over a 4 GiB budget (--in-flight itself is capped
+    // at 256). The old code began allocating 404 frames per pool.
     let f = framepipe(&[
         "run",
         "-q",
         "--unpaced",
+        "--max-memory",
+        "4G",
         "--threads",
         "2",
         "--in-flight",
-        "1000",
+        "200",
         "testsrc width=3840 height=2160 ! invert ! nullsink",
     ]);
     refused(
         &f,
         &[
-            "frame pools (1003 frames of 3840x2160",
-            "1000 frames in flight",
+            "frame pools (203 frames of 3840x2160",
+            "200 frames in flight",
             "over the limit of",
             "--max-memory",
         ],
@@ -190,7 +192,6 @@ fn a_one_frame_run_allocates_no_more_than_it_needs() {
 // budget on a large machine.
 
 #[test]
-#[ignore = "needs --max-memory from the control branch; remove this line when merged"]
 fn a_y4m_header_over_the_budget_from_a_pipe_is_refused_before_reading_a_frame() {
     // A pipe has no size to compare with: the header alone is checked against the budget.
     // 8192x8192 RGBA is 256 MiB, over 1/8 of 1 GiB. The old code wrote 16 such frames.
@@ -220,7 +221,6 @@ fn a_y4m_header_over_the_budget_from_a_pipe_is_refused_before_reading_a_frame() 
 }
 
 #[test]
-#[ignore = "needs --max-memory from the control branch; remove this line when merged"]
 fn a_4k_pipeline_over_max_memory_is_refused_with_the_figures() {
     // 256 MiB holds one 4K frame per 1/8 share, but not 40 in flight.
     let f = framepipe(&[

@@ -68,6 +68,9 @@ fn stop_is_never_lost_to_a_full_queue() {
     ]);
     let mut burst = "bypass 1 off\n".repeat(2_000);
     burst.push_str("stop\n");
+    // Let the sink block first (a few 12 KiB frames fill the pipe): otherwise the engine may
+    // read half the burst at its first frame boundaries and the queue never fills.
+    std::thread::sleep(Duration::from_millis(500));
     // stdin stays open: only `stop` can end this run.
     let writer = feed(&mut child, burst.into_bytes(), true);
     std::thread::sleep(Duration::from_millis(1000));
