@@ -71,7 +71,8 @@ struct RunArgs {
     /// Worker threads (default: one per core; at most 4 per core).
     #[arg(long)]
     threads: Option<usize>,
-    /// Frames in flight at most (default: 2 * threads + 2; at most 256).
+    /// Frames in flight at most (default: 2 * threads + 2, fewer for large frames: at most 96 MiB
+    /// of them, never below threads + 1; at most 256).
     #[arg(long)]
     in_flight: Option<usize>,
     /// Memory budget for frames and everything sized by input, e.g. 512M, 4G (default: a

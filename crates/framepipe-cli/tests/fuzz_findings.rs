@@ -1,4 +1,4 @@
-//! What fuzzing the parsers found (docs/reliability/fuzz.md), through the real `framepipe`
+//! What fuzzing the parsers found (docs/RELIABILITY.md), through the real `framepipe`
 //! binary and real files: each bad input ends the run with exit status 1 and one line naming the
 //! problem, never a panic (exit status 101).
 

@@ -1,4 +1,4 @@
-//! Found while fuzzing the parsers (docs/reliability/fuzz.md): a stream header's frame rate of one
+//! Found while fuzzing the parsers (docs/RELIABILITY.md): a stream header's frame rate of one
 //! frame in 136 years (`1/4294967295`) was accepted, and the runtime's stall timeout (five
 //! periods) overflowed on it. Rates slower than one frame a day are refused, as everywhere else a
 //! rate enters.

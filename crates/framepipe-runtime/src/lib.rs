@@ -15,14 +15,16 @@
 //! Output order is the source order, and because parallel stages are stateless and every instance
 //! is configured identically, output bytes do not depend on the number of threads.
 //!
-//! Real-time contract: after [`Pipeline::prepare`] (which allocates the frame pools, the scheduler's
-//! queues and every effect instance: one per serial effect, one per worker per parallel effect),
-//! running a frame allocates nothing in the runtime. Workers take one short mutex to complete a
+//! Real-time contract: [`Pipeline::prepare`] checks everything the run may hold against the
+//! memory budget, makes the frame pools (sized from the run; their buffers are allocated once,
+//! the first time each is needed, during warm-up), the scheduler's queues and every effect
+//! instance (one per serial effect, one per worker per parallel effect); after warm-up, running
+//! a frame allocates nothing in the runtime. Workers take one short mutex to complete a
 //! job and pick the next (queue bookkeeping only, once per stage per frame); they never hold it
 //! while an element runs, and nothing under it allocates, prints or calls user code. The output
 //! thread takes it once per frame; it is priority-inheriting, and every hold is measured
 //! (`RunStats::lock_hold_us`). A panic anywhere ends the run with an error naming where. See
-//! docs/REALTIME.md and docs/reliability/engine.md.
+//! docs/REALTIME.md and docs/RELIABILITY.md.
 #![deny(unsafe_code)]
 
 mod events;

@@ -60,7 +60,7 @@
 //! sink may keep: no framepipe sink does, and one that does keeps it from its first frame, so it
 //! is made during the warm-up anyway) while the first frames flow, so that after the warm-up no
 //! frame allocates or faults in a page again.
-//! Measured with `scripts/bench-memory` (docs/reliability/memory.md).
+//! Measured with `scripts/bench-memory` (docs/RELIABILITY.md).
 
 use std::fmt::Write as _;
 
@@ -72,7 +72,7 @@ use framepipe_core::{FramePool, Limits, Mode, Result, VideoInfo};
 /// usual 6, 3840x2160 gets 3. `threads + 1` keeps every worker busy: when one finishes a frame
 /// and hands it to the sink, it can start the next without waiting for the output thread. (4K
 /// glow, 2 workers, interleaved rounds: in-flight 3 against 6 ran at 0.93x and 1.03x, per-round
-/// medians of two series, within the noise; docs/reliability/memory.md.)
+/// medians of two series, within the noise; docs/RELIABILITY.md.)
 pub const IN_FLIGHT_BYTES: u64 = 96 << 20;
 
 /// Frames in flight for a run: `requested` (0 = the default, see [`IN_FLIGHT_BYTES`]), never
