@@ -29,6 +29,8 @@ struct Marks {
     allocs_at_end: u64,
     faults_at_end: u64,
     frames: u64,
+    /// The frame at which warm-up was taken to end.
+    marked_at: Option<u64>,
 }
 
 /// Reads the counters at frame WARMUP and at every frame after (the last read wins). Reading an
@@ -41,11 +43,17 @@ impl Sink for MarkSink {
     }
     fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
         std::hint::black_box(frame.data()[0]);
-        if ctx.seq == WARMUP {
+        // Warm-up ends at frame WARMUP, or later if the paced run's `fp-pool-fill` thread has not
+        // yet made every buffer of the pool (it may lag on a loaded machine; its allocations are
+        // warm-up, not per frame). A pool that is never filled fails the test below.
+        let pool = frame.pool();
+        let filled = pool.allocated() + 1 >= pool.capacity();
+        if self.1.marked_at.is_none() && ctx.seq >= WARMUP && filled {
+            self.1.marked_at = Some(ctx.seq);
             self.1.allocs_at_warmup = framepipe_testkit::total();
             self.1.faults_at_warmup = minor_faults();
             framepipe_testkit::trace(self.2);
-        } else if ctx.seq > WARMUP {
+        } else if self.1.marked_at.is_some() {
             self.1.allocs_at_end = framepipe_testkit::total();
             self.1.faults_at_end = minor_faults();
         }
@@ -132,6 +140,13 @@ fn run(frames: u64, chain: Chain) -> Marks {
     assert_eq!(stats.frames, frames);
     let m = *marks.lock().unwrap();
     assert_eq!(m.frames, frames);
+    let at = m
+        .marked_at
+        .expect("the frame pools were never filled to capacity in a paced run");
+    assert!(
+        frames - at >= 20,
+        "warm-up (pool fill) lasted until frame {at} of {frames}: too few frames measured"
+    );
     m
 }
 
