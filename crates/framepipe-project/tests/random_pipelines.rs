@@ -3,8 +3,11 @@
 //! pipeline strings built from element names, properties, quotes, escapes and `!`, some of them
 //! mutated byte by byte, each checked for the same properties as the target.
 
-use framepipe_project::{parse_pipeline, ElementDescr, PipelineDesc};
+mod properties;
+
+use framepipe_project::{parse_pipeline, ElementDescr};
 use framepipe_testkit::fuzz::Inputs;
+use properties::check;
 
 const FRAGMENTS: &[&str] = &[
     "testsrc",
@@ -40,36 +43,6 @@ const FRAGMENTS: &[&str] = &[
 ];
 
 const SEPARATORS: &[&str] = &[" ", " ", " ! ", "!", "", "\t", "\n", "  "];
-
-fn print(desc: &PipelineDesc) -> String {
-    let parts: Vec<String> = desc.elements.iter().map(|e| e.to_string()).collect();
-    parts.join(" ! ")
-}
-
-/// The fuzz target's properties: an accepted pipeline has elements and property names that are
-/// not empty and hold no `=`; printed, it parses back to itself and prints the same.
-fn check(text: &str) -> Option<PipelineDesc> {
-    let desc = parse_pipeline(text).ok()?;
-    assert!(!desc.elements.is_empty(), "{text:?}");
-    for e in &desc.elements {
-        for (k, _) in &e.props {
-            assert!(
-                !k.is_empty() && !k.contains('='),
-                "{text:?}: property {k:?}"
-            );
-        }
-    }
-    let printed = print(&desc);
-    let again = parse_pipeline(&printed)
-        .unwrap_or_else(|e| panic!("{text:?} -> {printed:?} does not parse: {e}"));
-    assert_eq!(again, desc, "{text:?} -> {printed:?}");
-    assert_eq!(
-        print(&again),
-        printed,
-        "{text:?}: printing is not canonical"
-    );
-    Some(desc)
-}
 
 #[test]
 fn random_pipeline_strings_never_panic_and_accepted_ones_print_back_the_same() {
