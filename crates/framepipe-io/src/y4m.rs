@@ -350,7 +350,8 @@ impl Y4mSrc {
             })?;
         match read {
             None => return Ok(false),
-            Some(true) if self.line.starts_with(b"FRAME") => {}
+            // `FRAME`, or `FRAME` and frame parameters after a space; not `FRAMEXYZ`.
+            Some(true) if self.line == b"FRAME" || self.line.starts_with(b"FRAME ") => {}
             Some(false)
                 if self.line.len() < MAX_FRAME_HEADER && b"FRAME".starts_with(&self.line) =>
             {

@@ -208,3 +208,38 @@ fn bad_y4m_input_gives_one_line_errors() {
         "y4msrc: property 'location' is required: the file to read, or - for stdin"
     );
 }
+
+/// Found while fuzzing (docs/RELIABILITY.md): a frame line that only begins with `FRAME`
+/// (`FRAMEXYZ`) was taken for a frame header. `FRAME` alone and `FRAME` with parameters after a
+/// space are frame headers; anything else is a one-line error naming what was found.
+#[test]
+fn a_frame_line_that_only_begins_with_frame_is_refused() {
+    let d = dir("y4m-framexyz");
+    let (y4m, _) = clip(&d, "two", "yuv420p", "2");
+    let bytes = std::fs::read(&y4m).unwrap();
+    let frame_len = 64 * 48 * 3 / 2;
+    // The second frame's header starts `frame_len + 6` bytes from the end ("FRAME\n" + pixels).
+    let second = bytes.len() - frame_len - 6;
+    assert_eq!(&bytes[second..second + 6], b"FRAME\n");
+    for (name, header, ok) in [
+        ("params", &b"FRAME Ixyz\n"[..], true),
+        ("glued", &b"FRAMEXYZ\n"[..], false),
+    ] {
+        let mut v = bytes[..second].to_vec();
+        v.extend_from_slice(header);
+        v.extend_from_slice(&bytes[second + 6..]);
+        let path = d.join(format!("{name}.y4m"));
+        std::fs::write(&path, &v).unwrap();
+        let (frames, err) = read_all(source("y4msrc", &[("location", s(&path))]).as_mut(), 10);
+        if ok {
+            assert_eq!((frames.len(), err), (2, None), "{name}");
+        } else {
+            assert_eq!(frames.len(), 1, "{name}");
+            let e = err.expect("an error for FRAMEXYZ");
+            assert!(
+                e.ends_with("frame 1 starts with 'FRAMEXYZ', expected 'FRAME'"),
+                "{e}"
+            );
+        }
+    }
+}

@@ -287,9 +287,9 @@ impl Pipeline {
 
         let rate = infos[0].rate;
         let stall_timeout_ns = match (options.stall_timeout_ns, options.pace) {
-            (0, Some(pace)) => (5 * pace.period_ns()).max(100_000_000),
+            (0, Some(pace)) => pace.period_ns().saturating_mul(5).max(100_000_000),
             // Unpaced (batch) runs have no deadline to miss: only report what looks stuck.
-            (0, None) => (5 * rate.period_ns()).max(1_000_000_000),
+            (0, None) => rate.period_ns().saturating_mul(5).max(1_000_000_000),
             (t, _) => t,
         };
         let shared = Shared {
