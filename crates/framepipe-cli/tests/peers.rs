@@ -2,43 +2,21 @@
 //! options; a damaged clip is reported; a frei0r plugin other than the build the probe measured
 //! runs serial and says so. Real ffmpeg, real frei0r plugins, real files.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-const FP: &str = env!("CARGO_BIN_EXE_framepipe");
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::{ffprobe_frames, tmpdir, FP};
+
 const FREI0R: &str = "/usr/lib/frei0r-1";
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fp-peers-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+/// Commands here finish in seconds; a hang fails the test.
+const LIMIT: Duration = Duration::from_secs(60);
 
-/// Runs `cmd` with a deadline: a hang is a failure, not a stuck suite.
 fn run(cmd: &mut Command) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "hung: {cmd:?}\nstderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::run(cmd, LIMIT)
 }
 
 /// `framepipe run -q ARGS...` in directory `cwd`.
@@ -63,27 +41,6 @@ fn ffmpeg(cwd: &Path, args: &[&str]) {
         "ffmpeg {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// Frames ffprobe counts by decoding `file` (in `cwd`).
-fn count_frames(cwd: &Path, file: &str) -> u64 {
-    let out = run(Command::new("ffprobe").current_dir(cwd).args([
-        "-v",
-        "error",
-        "-count_frames",
-        "-select_streams",
-        "v:0",
-        "-show_entries",
-        "stream=nb_read_frames",
-        "-of",
-        "csv=p=0",
-        "-i",
-        file,
-    ]));
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("ffprobe on {file}: {text:?}"))
 }
 
 #[test]
@@ -112,7 +69,11 @@ fn ffmpeg_and_ffprobe_get_a_location_starting_with_a_dash_as_a_file() {
         &["ffmpegsrc location=-i.mkv ! ffmpegsink location=-y.mkv codec=ffv1"],
     );
     assert!(ok, "{err}");
-    assert_eq!(count_frames(&d, "./-y.mkv"), 10, "every frame in '-y.mkv'");
+    assert_eq!(
+        ffprobe_frames(&d, "./-y.mkv"),
+        10,
+        "every frame in '-y.mkv'"
+    );
     assert_eq!(std::fs::read(d.join("-i.mkv")).unwrap(), input);
     assert_eq!(std::fs::read(d.join("victim.mkv")).unwrap(), b"keep me");
 
@@ -122,7 +83,7 @@ fn ffmpeg_and_ffprobe_get_a_location_starting_with_a_dash_as_a_file() {
         &["testsrc width=64 height=48 frames=5 ! ffmpegsink location=-y codec=ffv1 args=\"-f matroska\""],
     );
     assert!(ok, "{err}");
-    assert_eq!(count_frames(&d, "./-y"), 5);
+    assert_eq!(ffprobe_frames(&d, "./-y"), 5);
     assert_eq!(std::fs::read(d.join("victim.mkv")).unwrap(), b"keep me");
 }
 
@@ -294,7 +255,7 @@ fn ffmpegsink_encodes_every_repeated_frame_under_live_overload() {
         s["repeated"].as_u64().unwrap(),
     );
     assert_eq!(frames, 30);
-    let encoded = count_frames(&d, "live.nut");
+    let encoded = ffprobe_frames(&d, "live.nut");
     eprintln!("ffmpegsink encoded {encoded}: {frames} frames, {repeated} repeated deadlines");
     assert!(
         encoded > frames && encoded <= frames + repeated,

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{file_len, kill, spawn, tmpdir, wait, wait_until, FP};
+use common::{ffprobe_frames, file_len, kill, spawn, tmpdir, wait, wait_until, FP};
 
 const W: u64 = 320;
 const H: u64 = 240;
@@ -122,31 +122,7 @@ fn sigint_leaves_an_mp4_from_ffmpegsink_playable() {
     );
     assert_eq!(code, 130, "{err}");
     // ffprobe decodes the whole file: a missing moov atom (ffmpeg killed) fails here.
-    let probe = Command::new("ffprobe")
-        .args([
-            "-v",
-            "error",
-            "-count_frames",
-            "-select_streams",
-            "v:0",
-            "-show_entries",
-            "stream=nb_read_frames",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(&out)
-        .output()
-        .expect("ffprobe is installed (scripts/install-deps)");
-    let text = String::from_utf8_lossy(&probe.stdout);
-    assert!(
-        probe.status.success(),
-        "ffprobe: {}",
-        String::from_utf8_lossy(&probe.stderr)
-    );
-    let decoded: u64 = text
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("ffprobe said {text:?}"));
+    let decoded = ffprobe_frames(&dir, &out.display().to_string());
     assert_eq!(
         decoded, frames,
         "every frame that left the pipeline is in the file"

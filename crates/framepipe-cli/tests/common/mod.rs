@@ -66,6 +66,48 @@ pub fn wait(mut child: Child, limit: Duration, what: &str) -> Output {
     }
 }
 
+/// Runs `cmd` (stdin closed, output captured) with a deadline, as [`wait`] does.
+pub fn run(cmd: &mut Command, limit: Duration) -> Output {
+    let what = format!("{cmd:?}");
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    wait(child, limit, &what)
+}
+
+/// Frames ffprobe counts by decoding `file` whole (relative paths from `cwd`): a file ffmpeg
+/// did not finish (an mp4 without its index) fails here.
+pub fn ffprobe_frames(cwd: &std::path::Path, file: &str) -> u64 {
+    let out = run(
+        Command::new("ffprobe").current_dir(cwd).args([
+            "-v",
+            "error",
+            "-count_frames",
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "stream=nb_read_frames",
+            "-of",
+            "csv=p=0",
+            "-i",
+            file,
+        ]),
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ffprobe on {file}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("ffprobe on {file}: {text:?}"))
+}
+
 /// Writes `bytes` to the child's stdin from a thread (the child may read slowly) and keeps
 /// stdin open afterwards when `keep_open`, until the returned handle is joined... and dropped.
 pub fn feed(
