@@ -130,11 +130,7 @@ fn main() {
         Err(e) => e,
     };
     // `framepipe plugins | head`: stdout closed early is not an error worth a message.
-    let broken_pipe = e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    });
-    if broken_pipe && !cli_was_run {
+    if is_broken_pipe(e.as_ref()) && !cli_was_run {
         std::process::exit(0);
     }
     say!("framepipe: error: {}", one_line(&e));

@@ -78,11 +78,6 @@ impl<T> PiMutex<T> {
             _same_thread: PhantomData,
         }
     }
-
-    /// The data, when nobody else can hold the lock.
-    pub fn get_mut(&mut self) -> &mut T {
-        self.data.get_mut()
-    }
 }
 
 impl<T> Drop for PiMutex<T> {

@@ -75,11 +75,6 @@ impl Transport {
         self.stopped
     }
 
-    /// Whether every command source has closed ([`Command::EndOfInput`] applied).
-    pub fn input_closed(&self) -> bool {
-        self.input_closed
-    }
-
     /// Decides this frame boundary: releases one frame when running or when a step is pending
     /// (consuming it), holds when paused, stops when stopped — and when it would hold but no
     /// command can come any more to end the pause ([`Command::EndOfInput`]).

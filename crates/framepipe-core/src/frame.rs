@@ -294,11 +294,6 @@ impl FramePool {
         self.inner.height
     }
 
-    /// Bytes of one frame.
-    pub fn frame_bytes(&self) -> usize {
-        self.inner.bytes
-    }
-
     /// The most frames the pool may hold.
     pub fn capacity(&self) -> usize {
         self.inner.slots.len()

@@ -485,11 +485,6 @@ impl FfmpegSrc {
         self.strict = strict;
     }
 
-    /// Frames a whole clip should deliver, and where the figure comes from, when known.
-    pub fn expected_frames(&self) -> Option<(u64, &'static str)> {
-        self.expected
-    }
-
     fn next(&mut self, seq: u64, out: &mut [u8]) -> std::result::Result<bool, IoError> {
         if self.done || (self.frames > 0 && seq >= self.frames) {
             return Ok(false);

@@ -133,16 +133,6 @@ impl Acceptor {
         })
     }
 
-    /// The addresses listened on (with the ports the system chose for `:0`).
-    pub fn local_addrs(&self) -> &str {
-        &self.addrs
-    }
-
-    /// Connections refused as strays so far.
-    pub fn strays(&self) -> u64 {
-        self.strays
-    }
-
     /// Waits until a connection proves to be the awaited peer, or `deadline`
     /// ([`NetError::Timeout`], naming the strays seen). Strays are logged and closed.
     pub fn next(

@@ -256,11 +256,10 @@ pub struct TcpSink {
     cfg: SinkConfig,
     link0: Option<TxLink>,
     helpers: Vec<Helper>,
-    frames: u64,
-    /// Sequence number of the next frame on the wire: one more per frame sent, whatever the
+    /// Frames sent; also the sequence number of the next frame on the wire, whatever the
     /// pipeline's `ctx.seq` says, so that a frame the output thread gives again (a repeat under
     /// `--overload live`) goes out as the next frame of a continuous stream.
-    wire_seq: u64,
+    frames: u64,
 }
 
 impl std::fmt::Debug for TcpSink {
@@ -272,7 +271,6 @@ impl std::fmt::Debug for TcpSink {
                 &(self.helpers.len() + usize::from(self.link0.is_some())),
             )
             .field("frames", &self.frames)
-            .field("wire_seq", &self.wire_seq)
             .finish()
     }
 }
@@ -311,7 +309,6 @@ impl TcpSink {
             link0: None,
             helpers: Vec::new(),
             frames: 0,
-            wire_seq: 0,
         })
     }
 
@@ -387,7 +384,7 @@ impl TcpSink {
                 nodelay: cfg.nodelay,
                 timeout_s: cfg.timeout_s,
             };
-            link.open(self.wire_seq)?;
+            link.open(self.frames)?;
             links.push(link);
         }
         let mut links = links.into_iter();
@@ -447,7 +444,7 @@ impl TcpSink {
     }
 
     fn send_frame(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
-        let (seq, pts_ns) = (self.wire_seq, ctx.pts_ns);
+        let (seq, pts_ns) = (self.frames, ctx.pts_ns);
         self.all_links(
             || Job::Send {
                 frame: frame.clone(),
@@ -487,7 +484,6 @@ impl Sink for TcpSink {
             match self.send_frame(ctx, frame) {
                 Ok(()) => {
                     self.frames += 1;
-                    self.wire_seq += 1;
                     return Ok(());
                 }
                 Err(e) if self.stray_receiver(&e) => {
@@ -496,10 +492,7 @@ impl Sink for TcpSink {
                     eprintln!("{NAME}: {e}, before its first frame; waiting for another receiver");
                 }
                 Err(e) if self.cfg.reconnect && e.is_connection_lost() => {
-                    eprintln!(
-                        "{NAME}: {e}; reconnecting, resending frame {}",
-                        self.wire_seq
-                    );
+                    eprintln!("{NAME}: {e}; reconnecting, resending frame {}", self.frames);
                     // Every link starts a new connection (and stream header) together.
                     self.all_links(
                         || Job::Reset,

@@ -79,7 +79,7 @@ pub fn deadline(timeout_s: u64) -> Option<Instant> {
 }
 
 /// How often a refused connection is retried.
-pub const RETRY_MS: u64 = 100;
+const RETRY_MS: u64 = 100;
 /// The longest a single connection attempt may take (an unanswered SYN).
 const ATTEMPT: Duration = Duration::from_secs(5);
 

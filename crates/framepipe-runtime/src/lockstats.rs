@@ -23,11 +23,14 @@ impl Log2Histogram {
         }
     }
 
-    /// Records one duration: two relaxed atomic operations.
+    /// Records one duration: one relaxed increment, and a write of the maximum only when it
+    /// grows (a load otherwise).
     pub(crate) fn record(&self, ns: u64) {
         let b = ((u64::BITS - ns.leading_zeros()) as usize).min(BUCKETS - 1);
         self.buckets[b].fetch_add(1, Ordering::Relaxed);
-        self.max_ns.fetch_max(ns, Ordering::Relaxed);
+        if ns > self.max_ns.load(Ordering::Relaxed) {
+            self.max_ns.fetch_max(ns, Ordering::Relaxed);
+        }
     }
 
     /// Count, p50, p99 and max. A percentile is the upper bound of the bucket it falls in (so

@@ -175,6 +175,13 @@ pub(crate) struct Wake {
     ports: bool,
 }
 
+impl Wake {
+    /// Whether any wake-up is pending.
+    fn any(self) -> bool {
+        self.work_one || self.work_all || self.slices || self.ports
+    }
+}
+
 pub(crate) struct Shared {
     /// The scheduler lock. Priority-inheriting: while the SCHED_FIFO output thread waits for
     /// it, the worker holding it runs at the output thread's priority.
@@ -535,18 +542,24 @@ pub(crate) struct Locked<'a> {
 impl Locked<'_> {
     /// Waits on `cv` (a condition variable of this mutex), releasing the lock meanwhile; the
     /// wait is not counted as holding it. Pending wake-ups are done first.
+    ///
+    /// When wake-ups are pending, they are done with the mutex released (as on every release:
+    /// a woken output thread must not run into a held lock) and this returns at once without
+    /// waiting, like a spurious wake-up: callers wait in a loop that checks their condition.
     pub(crate) fn wait(mut self, cv: &PiCondvar) -> Self {
         let mut guard = self.guard.take().expect("held");
         let wake = std::mem::take(&mut guard.wake);
         // (A discarded error stays in the state: it is dropped at the next release.)
-        self.shared
-            .counters
-            .lock_hold
-            .record((now_ns() - self.since).max(0) as u64);
-        // Waking before waiting is sound: whoever is woken needs the mutex, which the wait
-        // releases.
-        self.shared.wake(wake);
-        let guard = cv.wait(guard);
+        let held = (now_ns() - self.since).max(0) as u64;
+        let guard = if wake.any() {
+            drop(guard);
+            self.shared.counters.lock_hold.record(held);
+            self.shared.wake(wake);
+            self.shared.state.lock()
+        } else {
+            self.shared.counters.lock_hold.record(held);
+            cv.wait(guard)
+        };
         self.guard = Some(guard);
         self.since = now_ns();
         self
@@ -571,11 +584,10 @@ impl Drop for Locked<'_> {
         if let Some(mut guard) = self.guard.take() {
             let wake = std::mem::take(&mut guard.wake);
             let garbage = guard.garbage.take();
-            self.shared
-                .counters
-                .lock_hold
-                .record((now_ns() - self.since).max(0) as u64);
+            let held = (now_ns() - self.since).max(0) as u64;
             drop(guard);
+            // Recorded with the mutex released: the histogram's atomics are not held time.
+            self.shared.counters.lock_hold.record(held);
             drop(garbage);
             self.shared.wake(wake);
         }
