@@ -187,7 +187,7 @@ fn a_one_frame_run_allocates_no_more_than_it_needs() {
     }
 }
 
-// The two tests below need `--max-memory` (added by the "control" helper's branch); with the
+// The two tests below need `--max-memory`: with the
 // machine's default budget (at most 8 GiB, so at most 1 GiB a frame) no y4m header can be over
 // budget on a large machine.
 
