@@ -275,6 +275,10 @@ fn build(desc: &PipelineDesc, registry: &Registry) -> Result<Pipeline> {
             }
             Element::Source(_) => bail!("{} is a source; it can only come first, not {position}", e.name),
             Element::Sink(_) => bail!("{} is a sink; it can only come last, not {position}", e.name),
+            Element::Mixer(_) => bail!(
+                "{} is a mixer; it needs a graph with several inputs (see README: graphs)",
+                e.name
+            ),
             Element::Effect(_) => bail!(
                 "{} is an effect; a pipeline must start with a source and end with a sink (it is {position})",
                 e.name

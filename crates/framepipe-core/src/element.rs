@@ -52,8 +52,29 @@ pub enum ElementKind {
     Source,
     /// Turns one frame into another.
     Effect,
+    /// Combines several frames (one per input, all of one frame time) into one.
+    Mixer {
+        /// Fewest inputs it accepts (at least 2).
+        min_inputs: usize,
+        /// Most inputs it accepts.
+        max_inputs: usize,
+    },
     /// Consumes frames.
     Sink,
+}
+
+impl ElementKind {
+    /// The inputs an element of this kind takes: `(fewest, most)`.
+    pub fn inputs(self) -> (usize, usize) {
+        match self {
+            ElementKind::Source => (0, 0),
+            ElementKind::Effect | ElementKind::Sink => (1, 1),
+            ElementKind::Mixer {
+                min_inputs,
+                max_inputs,
+            } => (min_inputs, max_inputs),
+        }
+    }
 }
 
 impl fmt::Display for ElementKind {
@@ -61,6 +82,7 @@ impl fmt::Display for ElementKind {
         f.write_str(match self {
             ElementKind::Source => "source",
             ElementKind::Effect => "effect",
+            ElementKind::Mixer { .. } => "mixer",
             ElementKind::Sink => "sink",
         })
     }
@@ -149,6 +171,12 @@ pub trait Source: Send {
     /// Writes the next frame into `frame`. `Ok(false)` at the end of the stream (and `frame` is
     /// then discarded). An error ends the stream too; frames already produced still reach the sink.
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool>;
+    /// Goes back to the first frame, for `on-end=loop`: `Ok(true)` when done (the next
+    /// [`fill`](Self::fill) gives the first frame again), `Ok(false)` when this source cannot
+    /// (a live stream, a pipe). Called on the frame path at the loop point only.
+    fn rewind(&mut self) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// One instance of an effect. Parallel effects have several, each used by one worker at a time.
@@ -182,6 +210,54 @@ pub trait EffectFactory: Send + Sync {
     fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo>;
     /// A new instance, configured with the element's properties.
     fn instantiate(&self) -> Result<Box<dyn Effect>>;
+    /// Whether a node of this effect is leaky unless the user says otherwise: a tap (`monitor`)
+    /// that must never hold back the master output, skipping frames when it is behind.
+    fn leaky_by_default(&self) -> bool {
+        false
+    }
+}
+
+/// One instance of a mixer: several inputs of one frame time, one output. Parallel mixers have
+/// several instances, each used by one worker at a time.
+pub trait Mixer: Send {
+    /// Computes `output` from `inputs` (in the order of the node's inputs; as many as it was
+    /// negotiated with, each of the size negotiated for it). Must not keep the inputs beyond
+    /// the call for parallel mixers.
+    fn process(
+        &mut self,
+        ctx: &FrameCtx,
+        inputs: &[&Frame],
+        output: &mut FrameMut,
+        slices: &dyn SliceRunner,
+    ) -> Result<()>;
+
+    /// Changes a property while running (applied by the runtime between frames).
+    fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
+        let _ = value;
+        Err(Error::Pipeline(format!(
+            "property '{name}' cannot be changed while running"
+        )))
+    }
+}
+
+/// A configured mixer, from which the runtime makes instances.
+pub trait MixerFactory: Send + Sync {
+    /// Element name, for messages and stats.
+    fn name(&self) -> &str;
+    /// How to schedule it unless overridden.
+    fn default_mode(&self) -> Mode;
+    /// Given the shape of each input (as many as the node has, within the element's range),
+    /// the output shape; an error naming the input if the mixer cannot take them (a mixer
+    /// that needs equal sizes says so, and the graph puts a `scale` in front of it).
+    /// Called once, before any [`instantiate`](Self::instantiate).
+    fn negotiate(&mut self, inputs: &[VideoInfo]) -> Result<VideoInfo>;
+    /// Whether every input must have the first input's size (the graph then scales the
+    /// others to it). True unless the mixer handles sizes itself.
+    fn needs_equal_sizes(&self) -> bool {
+        true
+    }
+    /// A new instance, configured with the element's properties.
+    fn instantiate(&self) -> Result<Box<dyn Mixer>>;
 }
 
 /// Consumes frames. Runs as the pipeline's last, serial stage, frames in order.
@@ -200,6 +276,8 @@ pub enum Element {
     Source(Box<dyn Source>),
     /// An effect (a factory of instances).
     Effect(Box<dyn EffectFactory>),
+    /// A mixer (a factory of instances).
+    Mixer(Box<dyn MixerFactory>),
     /// A sink.
     Sink(Box<dyn Sink>),
 }
@@ -209,6 +287,7 @@ impl fmt::Debug for Element {
         f.write_str(match self {
             Element::Source(_) => "Element::Source",
             Element::Effect(_) => "Element::Effect",
+            Element::Mixer(_) => "Element::Mixer",
             Element::Sink(_) => "Element::Sink",
         })
     }

@@ -25,8 +25,8 @@ pub mod limits;
 pub mod props;
 
 pub use element::{
-    BuildFn, Effect, EffectFactory, Element, ElementDesc, ElementKind, InlineSlices, Mode,
-    Registry, RegistryEntry, Sink, SliceRunner, Source,
+    BuildFn, Effect, EffectFactory, Element, ElementDesc, ElementKind, InlineSlices, Mixer,
+    MixerFactory, Mode, Registry, RegistryEntry, Sink, SliceRunner, Source,
 };
 pub use error::{Error, Result};
 pub use frame::{Frame, FrameMut, FramePool};
