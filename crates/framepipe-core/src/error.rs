@@ -42,6 +42,10 @@ pub enum Error {
     /// The pipeline itself is malformed (no source, effect after sink, ...).
     #[error("bad pipeline: {0}")]
     Pipeline(String),
+    /// A graph that cannot run: a cycle without `feedback`, a link to an unknown node, a mixer
+    /// with too few inputs, an output going nowhere... The message names the nodes.
+    #[error("bad graph: {0}")]
+    Graph(String),
     /// A frame size or format an element cannot take.
     #[error("{element}: cannot take {what}")]
     Unsupported {
