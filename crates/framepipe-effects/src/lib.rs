@@ -17,6 +17,8 @@
 pub mod error;
 pub mod font;
 pub mod invert;
+pub mod mix;
+pub mod monitor;
 pub mod scale;
 pub mod slices;
 pub mod stamp;
@@ -25,9 +27,11 @@ pub use error::{EffectsError, Result};
 
 use framepipe_core::Registry;
 
-/// Registers `scale`, `invert` and `stamp` in `registry`.
+/// Registers `scale`, `invert`, `stamp`, `mix` and `monitor` in `registry`.
 pub fn register(registry: &mut Registry) {
     registry.register(scale::desc(), Box::new(scale::build));
     registry.register(invert::desc(), Box::new(invert::build));
     registry.register(stamp::desc(), Box::new(stamp::build));
+    registry.register(mix::desc(), Box::new(mix::build));
+    registry.register(monitor::desc(), Box::new(monitor::build));
 }
