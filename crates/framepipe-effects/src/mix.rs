@@ -626,3 +626,31 @@ impl Mixer for Mix {
             .map_err(|e| Error::element(NAME, e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn div255_rounds_to_nearest_over_its_whole_range() {
+        for x in 0..=65025u32 {
+            assert_eq!(div255(x as u16) as u32, (x + 127) / 255, "x={x}");
+        }
+    }
+
+    #[test]
+    fn weights_cover_0_to_255() {
+        assert_eq!(weight(0.0), 0);
+        assert_eq!(weight(1.0), 255);
+        assert_eq!(weight(0.5), 128);
+    }
+
+    #[test]
+    fn blend_names_round_trip() {
+        for (b, n) in Blend::ALL.iter().zip(Blend::NAMES) {
+            assert_eq!(Blend::parse(n), Some(*b));
+            assert_eq!(b.name(), n);
+        }
+        assert_eq!(Blend::parse("burn"), None);
+    }
+}
