@@ -9,11 +9,12 @@
 //! axis). A bilinear filter with a fixed 2-tap kernel would skip most input pixels and alias
 //! badly at such factors; a box filter whose width follows the factor averages every input
 //! pixel once, which is both the best looking and the cheapest correct choice (one add per
-//! input byte). Output pixel `(ox, oy)` is the rounded mean of the input pixels whose centres
-//! fall inside its footprint: columns `x0(ox) .. x0(ox + 1)` with
-//! `x0(o) = (2 * o * in_w + out_w - 1) / (2 * out_w)` (integer division), rows likewise. This
-//! is the same pixel set as fast_image_resize's `FilterType::Box` with an adaptive kernel, and
-//! the tests check the two agree to within their rounding. Growing an axis (allowed, but
+//! input byte). Output pixel `(ox, oy)` is the mean, rounded half up, of the input pixels whose
+//! centres fall inside its footprint (a centre exactly on a boundary belongs to the footprint on
+//! its left): columns `x0(ox) .. x0(ox + 1)` with `x0(o) = (2 * o * in_w + out_w) / (2 * out_w)`
+//! (integer division), rows likewise. This is the pixel set of fast_image_resize's
+//! `FilterType::Box` with an adaptive kernel, and a test checks the two agree to within its
+//! fixed-point rounding. Growing an axis (allowed, but
 //! pointless for a preview) takes the nearest pixel: `x = min((2 * o + 1) * in_w / (2 * out_w), in_w - 1)`.
 //!
 //! Why not fast_image_resize itself (which `scale` uses): version 6 computes its filter
@@ -159,7 +160,7 @@ fn spans(input: u32, output: u32) -> Vec<(usize, usize)> {
     (0..o)
         .map(|p| {
             if i >= o {
-                let x0 = |p: u64| ((2 * p * i + o - 1) / (2 * o)) as usize;
+                let x0 = |p: u64| ((2 * p * i + o) / (2 * o)) as usize;
                 (x0(p), x0(p + 1))
             } else {
                 let x = (((2 * p + 1) * i) / (2 * o)).min(i - 1) as usize;
