@@ -388,7 +388,7 @@ pub fn desc() -> ElementDesc {
         props,
         default_mode: Mode::Parallel,
         details: vec![
-            ("slices".into(), "row slices of at least 256 KiB".into()),
+            ("slices".into(), "row slices of at least 1 MiB of traffic".into()),
             ("all properties".into(), "live".into()),
         ],
     }

@@ -203,10 +203,17 @@ impl Monitor {
         debug_assert_eq!(src.len(), row * self.in_h);
         debug_assert_eq!(dst.len(), out_row * self.out_h);
         for (&(y0, y1), out) in self.rows.iter().zip(dst.chunks_exact_mut(out_row)) {
-            // Vertical pass: column sums of the band's rows (bh * 255 <= 16384 * 255 fits u32).
             self.acc.fill(0);
-            for line in src[y0 * row..y1 * row].chunks_exact(row) {
-                for (a, &b) in self.acc.iter_mut().zip(line) {
+            // Vertical pass: column sums of the band's rows, eight rows at a time summed in
+            // u16 (8 * 255 fits), then added to the u32 sums (bh * 255 <= 16384 * 255 fits).
+            let acc = &mut self.acc[..row];
+            let band = &src[y0 * row..y1 * row];
+            let mut groups = band.chunks_exact(row * 8);
+            for g in &mut groups {
+                add_8_rows(acc, g, row);
+            }
+            for line in groups.remainder().chunks_exact(row) {
+                for (a, &b) in acc.iter_mut().zip(line) {
                     *a += b as u32;
                 }
             }
@@ -225,6 +232,30 @@ impl Monitor {
                 }
             }
         }
+    }
+}
+
+/// `acc[i] += g[i] + g[row + i] + ... + g[7 * row + i]` for `i < row` (`g`: 8 rows of `row`).
+fn add_8_rows(acc: &mut [u32], g: &[u8], row: usize) {
+    let (r0, g) = g.split_at(row);
+    let (r1, g) = g.split_at(row);
+    let (r2, g) = g.split_at(row);
+    let (r3, g) = g.split_at(row);
+    let (r4, g) = g.split_at(row);
+    let (r5, g) = g.split_at(row);
+    let (r6, r7) = g.split_at(row);
+    let acc = &mut acc[..row];
+    let r7 = &r7[..row];
+    for i in 0..row {
+        let s = r0[i] as u16
+            + r1[i] as u16
+            + r2[i] as u16
+            + r3[i] as u16
+            + r4[i] as u16
+            + r5[i] as u16
+            + r6[i] as u16
+            + r7[i] as u16;
+        acc[i] += s as u32;
     }
 }
 

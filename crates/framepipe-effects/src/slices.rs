@@ -25,14 +25,16 @@ pub fn slice_count(runner: &dyn SliceRunner, rows: usize) -> usize {
     (runner.workers().max(1) * 4).min(rows).clamp(1, MAX_SLICES)
 }
 
-/// Smallest slice worth handing to another worker, in bytes the slice reads and writes.
+/// Smallest slice worth handing to another worker, in bytes of memory traffic (bytes the
+/// slice reads plus bytes it writes).
 ///
 /// Where the figure comes from: fork-join on this engine's pool (issue #8, 2 cores) runs 3 µs
-/// slices at 0.59 efficiency and slices of 100 µs and more at 0.91–0.94. Simple per-byte
-/// kernels (the `mix` blends, `invert`) touch memory at roughly 1–3 GB/s per core in this repo's
-/// measurements (`cargo run --release -p framepipe-effects --example mix_bench`), so 256 KiB is
-/// about 100–250 µs of work: at the flat part of that curve, never at its steep start.
-pub const MIN_SLICE_BYTES: usize = 256 * 1024;
+/// slices at 0.59 efficiency and slices of 100 µs and more at 0.91–0.94. The cheapest kernel
+/// in this crate, `mix mode=crossfade`, moves about 10 GB/s on one core and the `mix` blends
+/// 2.2–3.6 GB/s (`cargo run --release -p framepipe-effects --example effects_bench`, 1920x1080,
+/// on a loaded 2-core machine), so 1 MiB is at least ~100 µs of work for them: at the flat part
+/// of that curve, never at its steep start. (For a 2-input mix that is 341 KiB of output.)
+pub const MIN_SLICE_BYTES: usize = 1024 * 1024;
 
 /// Most slices per worker [`adaptive_slice_count`] asks for: a few, so that a worker that is
 /// late to join still finds work, never so many that hand-offs dominate.
@@ -195,7 +197,7 @@ mod tests {
                 self.0.run(n, job);
             }
         }
-        // 64 KiB in all: inline, the runner is never called.
+        // 64 KiB in all (less than two minimum slices): inline, the runner is never called.
         let runner = Counting(Threads(2), AtomicUsize::new(0));
         let mut out = vec![0u8; 256 * 256];
         for_each_row_slice_sized(&runner, &mut out, 256, 256, &|r, chunk| {
@@ -204,9 +206,9 @@ mod tests {
         });
         assert!(out.iter().all(|&v| v == 1));
         assert_eq!(runner.1.load(Ordering::Relaxed), 0);
-        // 4 MiB of traffic: 8 slices (2 workers x 4), every row once.
+        // 16 MiB of traffic: 8 slices (2 workers x 4), every row once.
         let mut out = vec![0u32; 1000 * 7];
-        for_each_row_slice_sized(&runner, &mut out, 7, 4 << 10, &|r, chunk| {
+        for_each_row_slice_sized(&runner, &mut out, 7, 16 << 10, &|r, chunk| {
             for (k, row) in r.zip(chunk.chunks_mut(7)) {
                 row.iter_mut().for_each(|v| *v += k as u32 + 1);
             }
@@ -223,8 +225,8 @@ mod tests {
         // Below two minimum slices: inline.
         assert_eq!(adaptive_slice_count(&two, 100, 1000), 1);
         assert_eq!(adaptive_slice_count(&two, 1, usize::MAX), 1);
-        // 1 MiB: 4 slices of 256 KiB.
-        assert_eq!(adaptive_slice_count(&two, 1024, 1024), 4);
+        // 4 MiB: 4 slices of 1 MiB.
+        assert_eq!(adaptive_slice_count(&two, 1024, 4096), 4);
         // Much more: capped at 4 per worker.
         assert_eq!(adaptive_slice_count(&two, 2160, 3840 * 4 * 3), 8);
         // One worker: always inline.
