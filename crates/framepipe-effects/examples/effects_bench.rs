@@ -97,7 +97,10 @@ fn main() {
     let b = random_bytes(bytes, 2);
     let mut out = vec![0u8; bytes];
     println!("mix, 1920x1080, 2 inputs, one core (median of {rounds}, min-max)");
-    println!("{:<12} {:>34} {:>10} {:>34} {:>8}", "mode", "mix", "GB/s", "scalar", "speedup");
+    println!(
+        "{:<12} {:>34} {:>10} {:>34} {:>8}",
+        "mode", "mix", "GB/s", "scalar", "speedup"
+    );
     let mut rows: Vec<(String, MixSettings)> = Blend::ALL
         .iter()
         .map(|&bl| {
@@ -107,9 +110,11 @@ fn main() {
             (bl.name().to_string(), s)
         })
         .collect();
-    let mut cf = MixSettings::default();
-    cf.mode = MixMode::Crossfade;
-    cf.fader = 0.3;
+    let cf = MixSettings {
+        mode: MixMode::Crossfade,
+        fader: 0.3,
+        ..Default::default()
+    };
     rows.push(("crossfade".into(), cf));
     for (name, s) in rows {
         let fast = time(rounds, || {
@@ -124,7 +129,12 @@ fn main() {
                 }
             } else {
                 out.copy_from_slice(&a);
-                scalar_layer(&mut out, &b, s.blend[1], (s.opacity[1] * 255.0).round() as u32);
+                scalar_layer(
+                    &mut out,
+                    &b,
+                    s.blend[1],
+                    (s.opacity[1] * 255.0).round() as u32,
+                );
             }
             black_box(&out);
         });

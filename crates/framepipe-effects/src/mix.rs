@@ -53,8 +53,8 @@
 use std::ops::Range;
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mixer, MixerFactory,
-    Mode, PropKind, PropSpec, PropValue, Props, Result, SliceRunner, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mixer, MixerFactory, Mode,
+    PropKind, PropSpec, PropValue, Props, Result, SliceRunner, VideoInfo,
 };
 
 use crate::error::EffectsError;
@@ -220,19 +220,14 @@ const ALPHA_LANES: [u16; BLOCK * 4] = {
 #[inline(always)]
 fn layer_block<B: BlendFn>(dst: &mut [u8], src: &[u8], op: u16) {
     let n = dst.len();
-    debug_assert!(n <= BLOCK * 4 && src.len() == n && n % 4 == 0);
+    debug_assert!(n <= BLOCK * 4 && src.len() == n && n.is_multiple_of(4));
     // Per byte weight: the pixel's `div255(alpha * op)` repeated on its 4 lanes.
     let mut w = [0u16; BLOCK * 4];
     for (wp, sp) in w[..n].chunks_exact_mut(4).zip(src.chunks_exact(4)) {
         let a = div255(sp[3] as u16 * op);
         wp.copy_from_slice(&[a; 4]);
     }
-    for (((d, &s), &w), &m) in dst
-        .iter_mut()
-        .zip(src)
-        .zip(&w[..n])
-        .zip(&ALPHA_LANES[..n])
-    {
+    for (((d, &s), &w), &m) in dst.iter_mut().zip(src).zip(&w[..n]).zip(&ALPHA_LANES[..n]) {
         let b = *d as u16;
         let f = B::f(b, s as u16) | m;
         *d = div255(b * (255 - w) + f * w) as u8;
@@ -388,7 +383,10 @@ pub fn desc() -> ElementDesc {
         props,
         default_mode: Mode::Parallel,
         details: vec![
-            ("slices".into(), "row slices of at least 1 MiB of traffic".into()),
+            (
+                "slices".into(),
+                "row slices of at least 1 MiB of traffic".into(),
+            ),
             ("all properties".into(), "live".into()),
         ],
     }
@@ -595,7 +593,11 @@ impl Mixer for Mix {
             .enumerate()
             .find(|(_, s)| *s != (w, h))
         {
-            let which = if k == inputs.len() { "the output".to_string() } else { format!("input {k}") };
+            let which = if k == inputs.len() {
+                "the output".to_string()
+            } else {
+                format!("input {k}")
+            };
             return Err(Error::element(
                 NAME,
                 EffectsError::BadSize {

@@ -231,6 +231,9 @@ mod tests {
         assert_eq!(adaptive_slice_count(&two, 2160, 3840 * 4 * 3), 8);
         // One worker: always inline.
         assert_eq!(adaptive_slice_count(&InlineSlices, 2160, 3840 * 16), 1);
-        assert_eq!(adaptive_slice_count(&Threads(64), 2160, 3840 * 16), MAX_SLICES);
+        assert_eq!(
+            adaptive_slice_count(&Threads(64), 2160, 3840 * 16),
+            MAX_SLICES
+        );
     }
 }

@@ -216,8 +216,24 @@ fn eight_inputs_in_every_mode_equal_the_scalar_reference() {
         let o = [0.9, 0.25, 1.0, 0.5, 0.66, 0.1, 0.75][k - 1];
         blends.push(b);
         opacities.push(o);
-        props.push((["blend-1", "blend-2", "blend-3", "blend-4", "blend-5", "blend-6", "blend-7"][k - 1], b.to_string()));
-        props.push((["opacity-1", "opacity-2", "opacity-3", "opacity-4", "opacity-5", "opacity-6", "opacity-7"][k - 1], o.to_string()));
+        props.push((
+            [
+                "blend-1", "blend-2", "blend-3", "blend-4", "blend-5", "blend-6", "blend-7",
+            ][k - 1],
+            b.to_string(),
+        ));
+        props.push((
+            [
+                "opacity-1",
+                "opacity-2",
+                "opacity-3",
+                "opacity-4",
+                "opacity-5",
+                "opacity-6",
+                "opacity-7",
+            ][k - 1],
+            o.to_string(),
+        ));
     }
     let mut m = mixer(&props, 8, w, h);
     let got = run(m.as_mut(), &inputs, &pool, &InlineSlices);
@@ -231,7 +247,10 @@ fn crossfade_equals_the_reference_and_its_ends_are_the_inputs_exactly() {
     let inputs: Vec<Frame> = (0..3).map(|i| random_frame(&pool, 7 + i)).collect();
     let (a, b) = (inputs[0].data(), inputs[1].data());
     for fader in [0.0, 1.0, 0.5, 0.3, 0.999] {
-        let props = [("mode", "crossfade".to_string()), ("fader", fader.to_string())];
+        let props = [
+            ("mode", "crossfade".to_string()),
+            ("fader", fader.to_string()),
+        ];
         // Three inputs: the third is ignored.
         let mut m = mixer(&props, 3, w, h);
         let got = run(m.as_mut(), &inputs, &pool, &InlineSlices);
@@ -271,7 +290,8 @@ fn an_opaque_normal_layer_at_full_opacity_replaces_the_base() {
     let pool = FramePool::new(w, h, 4);
     let base = random_frame(&pool, 1);
     let mut top = pool.acquire().unwrap();
-    top.data_mut().copy_from_slice(random_frame(&pool, 2).data());
+    top.data_mut()
+        .copy_from_slice(random_frame(&pool, 2).data());
     for px in top.data_mut().chunks_exact_mut(4) {
         px[3] = 255;
     }
@@ -363,11 +383,17 @@ fn property_errors_name_the_value() {
     let e = live(&mut m, "opacity-7", PropValue::Float(f64::NAN));
     assert!(e.contains("'NaN'") && e.contains("opacity-7"), "{e}");
     let e = live(&mut m, "blend-4", PropValue::Str("burn".into()));
-    assert!(e.contains("'burn'") && e.contains("blend-4") && e.contains("darken"), "{e}");
+    assert!(
+        e.contains("'burn'") && e.contains("blend-4") && e.contains("darken"),
+        "{e}"
+    );
     let e = live(&mut m, "mode", PropValue::Str("wipe".into()));
     assert!(e.contains("'wipe'") && e.contains("crossfade"), "{e}");
     let e = live(&mut m, "blend-8", PropValue::Str("add".into()));
-    assert!(e.contains("'blend-8'") && e.contains("blend-1..blend-7"), "{e}");
+    assert!(
+        e.contains("'blend-8'") && e.contains("blend-1..blend-7"),
+        "{e}"
+    );
     assert!(!e.contains('\n'));
 }
 
@@ -384,7 +410,7 @@ fn negotiate_names_the_input_of_another_size_and_the_input_count() {
     );
     let e = f.negotiate(&[info(64, 48)]).unwrap_err().to_string();
     assert_eq!(e, "mix: 1 inputs; expected 2 to 8");
-    let e = f.negotiate(&vec![info(8, 8); 9]).unwrap_err().to_string();
+    let e = f.negotiate(&[info(8, 8); 9]).unwrap_err().to_string();
     assert_eq!(e, "mix: 9 inputs; expected 2 to 8");
     // A frame of another size at process time is refused too, naming it.
     let mut m = mixer(&[], 2, 16, 16);
@@ -394,8 +420,16 @@ fn negotiate_names_the_input_of_another_size_and_the_input_count() {
     let refs: Vec<&Frame> = frames.iter().collect();
     let mut out = pool.acquire().unwrap();
     let e = m
-        .process(&FrameCtx { seq: 0, pts_ns: 0 }, &refs, &mut out, &InlineSlices)
+        .process(
+            &FrameCtx { seq: 0, pts_ns: 0 },
+            &refs,
+            &mut out,
+            &InlineSlices,
+        )
         .unwrap_err()
         .to_string();
-    assert_eq!(e, "mix: bad frame size 16x8: input 1 is not the negotiated 16x16");
+    assert_eq!(
+        e,
+        "mix: bad frame size 16x8: input 1 is not the negotiated 16x16"
+    );
 }

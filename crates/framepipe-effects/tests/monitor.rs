@@ -48,8 +48,13 @@ fn frame(pool: &FramePool, px: impl Fn(usize, usize) -> [u8; 4]) -> Frame {
 fn shrink(e: &mut dyn Effect, src: &Frame, out: VideoInfo) -> Vec<u8> {
     let pool = FramePool::new(out.width, out.height, 1);
     let mut dst = pool.acquire().unwrap();
-    e.process(&FrameCtx { seq: 0, pts_ns: 0 }, src, &mut dst, &InlineSlices)
-        .unwrap();
+    e.process(
+        &FrameCtx { seq: 0, pts_ns: 0 },
+        src,
+        &mut dst,
+        &InlineSlices,
+    )
+    .unwrap();
     dst.data().to_vec()
 }
 
@@ -57,12 +62,18 @@ fn shrink(e: &mut dyn Effect, src: &Frame, out: VideoInfo) -> Vec<u8> {
 fn monitor_is_a_leaky_parallel_tap_of_320x180_by_default() {
     let mut r = Registry::new();
     framepipe_effects::register(&mut r);
-    assert_eq!(r.lookup("monitor").unwrap().desc.default_mode, Mode::Parallel);
+    assert_eq!(
+        r.lookup("monitor").unwrap().desc.default_mode,
+        Mode::Parallel
+    );
     let mut f = factory(&[]).unwrap();
     assert!(f.leaky_by_default());
     assert_eq!(f.default_mode(), Mode::Parallel);
     let out = f.negotiate(info(1920, 1080)).unwrap();
-    assert_eq!((out.width, out.height, out.rate), (320, 180, Rational::new(30, 1)));
+    assert_eq!(
+        (out.width, out.height, out.rate),
+        (320, 180, Rational::new(30, 1))
+    );
     // Exactly the size asked, whatever the input's shape.
     let (out, _) = monitor(&[("width", "200"), ("height", "150")], info(1920, 1080));
     assert_eq!((out.width, out.height), (200, 150));
@@ -71,10 +82,17 @@ fn monitor_is_a_leaky_parallel_tap_of_320x180_by_default() {
 #[test]
 fn a_zero_size_is_refused_naming_the_value() {
     let e = factory(&[("width", "0")]).err().unwrap().to_string();
-    assert!(e.contains("'0'") && e.contains("width") && e.contains("monitor"), "{e}");
+    assert!(
+        e.contains("'0'") && e.contains("width") && e.contains("monitor"),
+        "{e}"
+    );
     let e = factory(&[("height", "-3")]).err().unwrap().to_string();
     assert!(e.contains("'-3'") && e.contains("height"), "{e}");
-    let e = factory(&[]).unwrap().negotiate(info(0, 10)).unwrap_err().to_string();
+    let e = factory(&[])
+        .unwrap()
+        .negotiate(info(0, 10))
+        .unwrap_err()
+        .to_string();
     assert_eq!(e, "monitor: bad frame size 0x10: empty input");
 }
 
@@ -94,7 +112,9 @@ fn a_gradient_is_averaged_over_each_footprint() {
     // and 3.5, 4.5 (a centre on the boundary goes left): columns 0..3 and 3..5.
     // 4 rows to 2: rows 0..2 and 2..4.
     let pool = FramePool::new(5, 4, 1);
-    let src = frame(&pool, |x, y| [(x * 50) as u8, (y * 60) as u8, (x * 10 + y) as u8, 255]);
+    let src = frame(&pool, |x, y| {
+        [(x * 50) as u8, (y * 60) as u8, (x * 10 + y) as u8, 255]
+    });
     let (out, mut e) = monitor(&[("width", "2"), ("height", "2")], info(5, 4));
     let got = shrink(e.as_mut(), &src, out);
     // R: (0 + 50 + 100) / 3 = 50, (150 + 200) / 2 = 175. G: (0 + 60) / 2 = 30, (120 + 180) / 2 = 150.
@@ -128,11 +148,20 @@ fn the_box_matches_fast_image_resize_box_filter() {
     // a footprint boundary at a ratio not exact in binary (97 -> 10: 9.7) are left out: it
     // decides those in f64 arithmetic, we in exact integers, and the pixel may land on the
     // other side.
-    for (iw, ih, ow, oh) in [(640u32, 360u32, 200u32, 150u32), (1000, 750, 64, 48), (97, 61, 9, 7)] {
+    for (iw, ih, ow, oh) in [
+        (640u32, 360u32, 200u32, 150u32),
+        (1000, 750, 64, 48),
+        (97, 61, 9, 7),
+    ] {
         let pool = FramePool::new(iw, ih, 1);
         let src = frame(&pool, |x, y| {
             let h = (x * 7 + y * 13) ^ (x * y);
-            [(x * 255 / iw as usize) as u8, (y * 255 / ih as usize) as u8, h as u8, 255]
+            [
+                (x * 255 / iw as usize) as u8,
+                (y * 255 / ih as usize) as u8,
+                h as u8,
+                255,
+            ]
         });
         let (out, mut e) = monitor(
             &[("width", &ow.to_string()), ("height", &oh.to_string())],
@@ -151,10 +180,17 @@ fn the_box_matches_fast_image_resize_box_filter() {
                     .use_alpha(false),
             )
             .unwrap();
-        let diffs: Vec<u8> = ours.iter().zip(&theirs).map(|(a, b)| a.abs_diff(*b)).collect();
+        let diffs: Vec<u8> = ours
+            .iter()
+            .zip(&theirs)
+            .map(|(a, b)| a.abs_diff(*b))
+            .collect();
         let max = *diffs.iter().max().unwrap();
         let off = diffs.iter().filter(|&&d| d > 0).count();
-        eprintln!("{iw}x{ih} -> {ow}x{oh}: max difference {max}, {off} of {} bytes differ", diffs.len());
+        eprintln!(
+            "{iw}x{ih} -> {ow}x{oh}: max difference {max}, {off} of {} bytes differ",
+            diffs.len()
+        );
         assert!(max <= 1, "{iw}x{ih} -> {ow}x{oh}: differs by {max}");
     }
 }
