@@ -20,7 +20,7 @@
 //! Why not fast_image_resize itself (which `scale` uses): version 6 computes its filter
 //! coefficients on every call, about one small allocation per output row and column
 //! (`tests/no_alloc.rs`), and a tap that runs on every frame of a show must not allocate. Here
-//! every table and the one accumulator row are made by [`Monitor::new`]; `process` allocates
+//! every table and the accumulator rows are made by [`Monitor::new`]; `process` allocates
 //! nothing. The per-frame cost on one core is printed by
 //! `cargo run --release -p framepipe-effects --example effects_bench` (docs/ELEMENTS.md
 //! has the figures). The work is not sliced: a tap is meant to stay on one worker, off the
@@ -179,7 +179,8 @@ pub struct Monitor {
     out_h: usize,
     cols: Vec<(usize, usize)>,
     rows: Vec<(usize, usize)>,
-    acc: Vec<u32>,
+    acc16: Vec<u16>,
+    acc32: Vec<u32>,
 }
 
 impl Monitor {
@@ -192,7 +193,16 @@ impl Monitor {
             out_h: out_h as usize,
             cols: spans(in_w, out_w),
             rows: spans(in_h, out_h),
-            acc: vec![0; in_w as usize * 4],
+            acc16: vec![0; in_w as usize * 4],
+            // Only needed for bands taller than U16_ROWS.
+            acc32: vec![
+                0;
+                if in_h as usize > U16_ROWS * out_h as usize {
+                    in_w as usize * 4
+                } else {
+                    0
+                }
+            ],
         }
     }
 
@@ -203,40 +213,64 @@ impl Monitor {
         debug_assert_eq!(src.len(), row * self.in_h);
         debug_assert_eq!(dst.len(), out_row * self.out_h);
         for (&(y0, y1), out) in self.rows.iter().zip(dst.chunks_exact_mut(out_row)) {
-            self.acc.fill(0);
-            // Vertical pass: column sums of the band's rows, eight rows at a time summed in
-            // u16 (8 * 255 fits), then added to the u32 sums (bh * 255 <= 16384 * 255 fits).
-            let acc = &mut self.acc[..row];
+            // Vertical pass: column sums of the band's rows. Runs of up to 256 rows are summed
+            // in u16 lanes (256 * 255 fits); only a band taller than that (a preview more than
+            // 256 times smaller than its input) adds its runs up in u32 (16384 * 255 fits).
             let band = &src[y0 * row..y1 * row];
-            let mut groups = band.chunks_exact(row * 8);
-            for g in &mut groups {
-                add_8_rows(acc, g, row);
-            }
-            for line in groups.remainder().chunks_exact(row) {
-                for (a, &b) in acc.iter_mut().zip(line) {
-                    *a += b as u32;
-                }
-            }
-            // Horizontal pass: each output pixel sums its span of column sums.
             let bh = (y1 - y0) as u64;
-            for (&(x0, x1), px) in self.cols.iter().zip(out.chunks_exact_mut(4)) {
-                let mut sum = [0u64; 4];
-                for c in self.acc[x0 * 4..x1 * 4].chunks_exact(4) {
-                    for (s, &v) in sum.iter_mut().zip(c) {
-                        *s += v as u64;
+            if y1 - y0 <= U16_ROWS {
+                sum_rows(&mut self.acc16[..row], band, row);
+                box_row(&self.acc16, &self.cols, bh, out);
+            } else {
+                self.acc32.fill(0);
+                for run in band.chunks(row * U16_ROWS) {
+                    sum_rows(&mut self.acc16[..row], run, row);
+                    for (a, &b) in self.acc32.iter_mut().zip(&self.acc16) {
+                        *a += b as u32;
                     }
                 }
-                let n = bh * (x1 - x0) as u64;
-                for (p, s) in px.iter_mut().zip(sum) {
-                    *p = ((s + n / 2) / n) as u8;
-                }
+                box_row(&self.acc32, &self.cols, bh, out);
             }
         }
     }
 }
 
+/// Most rows summed in one u16 lane: 256 * 255 = 65280.
+const U16_ROWS: usize = 256;
+
+/// `acc[i] = sum of rows[k * row + i]` over the (at most [`U16_ROWS`]) rows of `rows`.
+fn sum_rows(acc: &mut [u16], rows: &[u8], row: usize) {
+    acc.fill(0);
+    let mut groups = rows.chunks_exact(row * 8);
+    for g in &mut groups {
+        add_8_rows(acc, g, row);
+    }
+    for line in groups.remainder().chunks_exact(row) {
+        for (a, &b) in acc.iter_mut().zip(line) {
+            *a += b as u16;
+        }
+    }
+}
+
+/// Horizontal pass: each output pixel of `out` is the rounded mean of its span of column sums
+/// (sums over `bh` rows).
+fn box_row<T: Copy + Into<u64>>(acc: &[T], cols: &[(usize, usize)], bh: u64, out: &mut [u8]) {
+    for (&(x0, x1), px) in cols.iter().zip(out.chunks_exact_mut(4)) {
+        let mut sum = [0u64; 4];
+        for c in acc[x0 * 4..x1 * 4].chunks_exact(4) {
+            for (s, &v) in sum.iter_mut().zip(c) {
+                *s += v.into();
+            }
+        }
+        let n = bh * (x1 - x0) as u64;
+        for (p, s) in px.iter_mut().zip(sum) {
+            *p = ((s + n / 2) / n) as u8;
+        }
+    }
+}
+
 /// `acc[i] += g[i] + g[row + i] + ... + g[7 * row + i]` for `i < row` (`g`: 8 rows of `row`).
-fn add_8_rows(acc: &mut [u32], g: &[u8], row: usize) {
+fn add_8_rows(acc: &mut [u16], g: &[u8], row: usize) {
     let (r0, g) = g.split_at(row);
     let (r1, g) = g.split_at(row);
     let (r2, g) = g.split_at(row);
@@ -247,7 +281,7 @@ fn add_8_rows(acc: &mut [u32], g: &[u8], row: usize) {
     let acc = &mut acc[..row];
     let r7 = &r7[..row];
     for i in 0..row {
-        let s = r0[i] as u16
+        acc[i] += r0[i] as u16
             + r1[i] as u16
             + r2[i] as u16
             + r3[i] as u16
@@ -255,7 +289,6 @@ fn add_8_rows(acc: &mut [u32], g: &[u8], row: usize) {
             + r5[i] as u16
             + r6[i] as u16
             + r7[i] as u16;
-        acc[i] += s as u32;
     }
 }
 

@@ -194,3 +194,54 @@ fn the_box_matches_fast_image_resize_box_filter() {
         assert!(max <= 1, "{iw}x{ih} -> {ow}x{oh}: differs by {max}");
     }
 }
+
+/// The plain definition: input pixel x belongs to output o when its centre x + 0.5 lies in
+/// (o * in / out, (o + 1) * in / out], in exact integers (times 2 * out).
+fn in_footprint(x: usize, o: usize, i: usize, n: usize) -> bool {
+    let c = (2 * x + 1) * n;
+    2 * o * i < c && c <= 2 * (o + 1) * i
+}
+
+#[test]
+fn every_shrink_is_the_rounded_mean_of_its_footprint() {
+    // Bands of 1-2 rows, of 8-row groups plus a remainder, and taller than 256 rows (the u32
+    // path): 3x700 -> 2x2 has bands of 350 rows.
+    for (iw, ih, ow, oh) in [
+        (37u32, 29u32, 5u32, 4u32),
+        (300, 90, 7, 5),
+        (3, 700, 2, 2),
+        (13, 1030, 3, 3),
+    ] {
+        let pool = FramePool::new(iw, ih, 1);
+        let src = frame(&pool, |x, y| {
+            let h = (x * 31 + y * 17) ^ (x * y * 7);
+            [h as u8, (h >> 3) as u8, (x + y) as u8, (y * 3) as u8]
+        });
+        let (out, mut e) = monitor(
+            &[("width", &ow.to_string()), ("height", &oh.to_string())],
+            info(iw, ih),
+        );
+        let got = shrink(e.as_mut(), &src, out);
+        let (iw, ih, ow, oh) = (iw as usize, ih as usize, ow as usize, oh as usize);
+        let d = src.data();
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for c in 0..4 {
+                    let (mut sum, mut n) = (0usize, 0usize);
+                    for y in (0..ih).filter(|&y| in_footprint(y, oy, ih, oh)) {
+                        for x in (0..iw).filter(|&x| in_footprint(x, ox, iw, ow)) {
+                            sum += d[(y * iw + x) * 4 + c] as usize;
+                            n += 1;
+                        }
+                    }
+                    let want = ((sum + n / 2) / n) as u8;
+                    assert_eq!(
+                        got[(oy * ow + ox) * 4 + c],
+                        want,
+                        "{iw}x{ih} -> {ow}x{oh} at ({ox}, {oy}) channel {c}"
+                    );
+                }
+            }
+        }
+    }
+}
