@@ -385,7 +385,7 @@ pub fn desc() -> ElementDesc {
         details: vec![
             (
                 "slices".into(),
-                "row slices of at least 1 MiB of traffic".into(),
+                "row slices of at least 2 MiB of traffic".into(),
             ),
             ("all properties".into(), "live".into()),
         ],

@@ -30,11 +30,11 @@ pub fn slice_count(runner: &dyn SliceRunner, rows: usize) -> usize {
 ///
 /// Where the figure comes from: fork-join on this engine's pool (issue #8, 2 cores) runs 3 µs
 /// slices at 0.59 efficiency and slices of 100 µs and more at 0.91–0.94. The cheapest kernel
-/// in this crate, `mix mode=crossfade`, moves about 10 GB/s on one core and the `mix` blends
-/// 2.2–3.6 GB/s (`cargo run --release -p framepipe-effects --example effects_bench`, 1920x1080,
-/// on a loaded 2-core machine), so 1 MiB is at least ~100 µs of work for them: at the flat part
-/// of that curve, never at its steep start. (For a 2-input mix that is 341 KiB of output.)
-pub const MIN_SLICE_BYTES: usize = 1024 * 1024;
+/// in this crate, `mix mode=crossfade`, moves 14–22 GB/s on one core and the `mix` blends
+/// 3.9–6.2 GB/s (`cargo run --release -p framepipe-effects --example effects_bench`, 1920x1080,
+/// 2-core machine, median of 9), so 2 MiB is at least ~100 µs of work for them: at the flat part
+/// of that curve, never at its steep start. (For a 2-input mix that is 683 KiB of output.)
+pub const MIN_SLICE_BYTES: usize = 2 * 1024 * 1024;
 
 /// Most slices per worker [`adaptive_slice_count`] asks for: a few, so that a worker that is
 /// late to join still finds work, never so many that hand-offs dominate.
@@ -206,9 +206,9 @@ mod tests {
         });
         assert!(out.iter().all(|&v| v == 1));
         assert_eq!(runner.1.load(Ordering::Relaxed), 0);
-        // 16 MiB of traffic: 8 slices (2 workers x 4), every row once.
+        // 32 MiB of traffic: 8 slices (2 workers x 4), every row once.
         let mut out = vec![0u32; 1000 * 7];
-        for_each_row_slice_sized(&runner, &mut out, 7, 16 << 10, &|r, chunk| {
+        for_each_row_slice_sized(&runner, &mut out, 7, 32 << 10, &|r, chunk| {
             for (k, row) in r.zip(chunk.chunks_mut(7)) {
                 row.iter_mut().for_each(|v| *v += k as u32 + 1);
             }
@@ -225,14 +225,14 @@ mod tests {
         // Below two minimum slices: inline.
         assert_eq!(adaptive_slice_count(&two, 100, 1000), 1);
         assert_eq!(adaptive_slice_count(&two, 1, usize::MAX), 1);
-        // 4 MiB: 4 slices of 1 MiB.
-        assert_eq!(adaptive_slice_count(&two, 1024, 4096), 4);
+        // 8 MiB: 4 slices of 2 MiB.
+        assert_eq!(adaptive_slice_count(&two, 1024, 8192), 4);
         // Much more: capped at 4 per worker.
         assert_eq!(adaptive_slice_count(&two, 2160, 3840 * 4 * 3), 8);
         // One worker: always inline.
         assert_eq!(adaptive_slice_count(&InlineSlices, 2160, 3840 * 16), 1);
         assert_eq!(
-            adaptive_slice_count(&Threads(64), 2160, 3840 * 16),
+            adaptive_slice_count(&Threads(64), 2160, 3840 * 32),
             MAX_SLICES
         );
     }

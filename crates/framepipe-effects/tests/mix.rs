@@ -305,8 +305,8 @@ fn an_opaque_normal_layer_at_full_opacity_replaces_the_base() {
 
 #[test]
 fn sliced_output_equals_inline_output() {
-    // 1024x600: 2.4 MB of output; with 3 inputs 9.8 MB of traffic: 9 slices by the work,
-    // 16 at most for 4 workers.
+    // 1024x600: 2.4 MB of output; with 3 inputs 9.8 MB of traffic: 4 slices by the work
+    // (16 at most for 4 workers).
     let (w, h) = (1024, 600);
     let pool = FramePool::new(w, h, 6);
     let inputs: Vec<Frame> = (0..3).map(|i| random_frame(&pool, 70 + i)).collect();
