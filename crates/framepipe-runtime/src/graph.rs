@@ -548,12 +548,16 @@ fn cycle_message(nodes: &[Node], done: &[bool]) -> String {
             .find(|&&j| !done[j])
             .expect("an unordered node waits for an unordered input");
         if let Some(p) = path.iter().position(|&x| x == next) {
-            let mut cycle: Vec<&str> = path[p..].iter().rev().map(|&i| &*nodes[i].name).collect();
+            // `path` runs against the links: forward, the cycle is path[p], then path[p+1..]
+            // backwards, then path[p] again.
+            let mut cycle: Vec<&str> = vec![&nodes[next].name];
+            cycle.extend(path[p + 1..].iter().rev().map(|&i| &*nodes[i].name));
             cycle.push(&nodes[next].name);
+            let closer = path.get(p + 1).copied().unwrap_or(next);
             return format!(
                 "a cycle without feedback: {} (use 'feedback from={}' to feed a frame back)",
                 cycle.join(" -> "),
-                nodes[at].name
+                nodes[closer].name
             );
         }
         path.push(next);
