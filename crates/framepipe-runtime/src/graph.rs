@@ -411,9 +411,18 @@ fn check(nodes: &[Node]) -> Result<Shape> {
             })
         })
         .collect();
+    // A node a feedback reads stays in the show whatever its consumers: the feedback needs
+    // every frame of it.
+    let mut fed_back = vec![false; n];
+    for node in nodes {
+        if let NodeKind::Feedback { from, .. } = node.kind {
+            fed_back[resolve(from)] = true;
+        }
+    }
     for &i in order.iter().rev() {
         let can = matches!(nodes[i].kind, NodeKind::Effect(_) | NodeKind::Mixer(_));
         if can
+            && !fed_back[i]
             && nodes[i].leaky.is_none()
             && !leaky[i]
             && !exec_consumers[i].is_empty()

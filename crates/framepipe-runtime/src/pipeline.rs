@@ -172,7 +172,8 @@ impl Graph {
         let pool_nodes: Vec<PoolNode<'_>> = plan
             .nodes
             .iter()
-            .map(|e| {
+            .enumerate()
+            .map(|(i, e)| {
                 let sinks: Vec<&crate::plan::ExecNode> = e
                     .consumers
                     .iter()
@@ -187,7 +188,14 @@ impl Graph {
                     // Frame 0's frame.
                     Part::Feedback { .. } => 1,
                     _ => 0,
-                } + if e.feeds.is_empty() { 0 } else { in_flight };
+                } + if e.feeds.is_empty() { 0 } else { in_flight }
+                    // A leaky branch reading it keeps the frame it took (its first node's
+                    // input) after that frame left flight, one at a time per branch.
+                    + plan
+                        .heads
+                        .iter()
+                        .filter(|&&h| plan.nodes[h].inputs.contains(&i))
+                        .count();
                 PoolNode {
                     info: e.info,
                     name: &e.name,

@@ -118,7 +118,9 @@ pub(crate) struct PoolNode<'a> {
     /// Feeds the master sink.
     pub feeds_master: bool,
     /// Frames it holds beyond those: a source's last frame (hold, resampling), a feedback's
-    /// frame 0 and the frames waiting for the next frame (at most the frames in flight).
+    /// frame 0 and the frames waiting for the next frame (at most the frames in flight), one
+    /// per leaky branch whose first node reads it (the branch keeps that frame after the frame
+    /// left flight).
     pub extra: usize,
 }
 

@@ -642,6 +642,21 @@ impl State {
             let f = self.consume(slot, i);
             inputs.push(f);
         }
+        if let Kind::Sink(port) = t.kind {
+            // A leaky sink fed by the show (`t. ! sink leaky=true`) heads a branch of its own:
+            // its frame goes to its port, not to a worker; it has no parameters to copy.
+            let frame = inputs.frames[0].take().expect("checked above");
+            let p = &mut self.ports[port];
+            debug_assert!(p.ready.is_none(), "one frame at a time for a branch");
+            p.ready = Some(PortItem {
+                slot: bs,
+                ctx,
+                frame,
+                ready_ns: now_ns(),
+            });
+            self.wake.ports = true;
+            return;
+        }
         self.branch_inputs[b] = inputs;
         // The branch runs this frame with the frame's parameters, which are resampled when
         // the frame's slot is reused: a copy (assignments, no allocation; two uncontended
