@@ -21,8 +21,11 @@
 //! it is given); one that did would find the pool exhausted and fail with `PoolExhausted`, which
 //! names the pool, rather than allocate.
 //!
-//! A pool serves the stages whose output has its size (one pool per distinct size), so for the
-//! pool `P`:
+//! A pool serves the nodes whose output has its size (one pool per distinct size). In a graph
+//! it counts, per frame in flight, every show node's output (a frame may hold all of them at
+//! once), one frame per writer in a leaky branch, the running instances, and what is kept
+//! beyond the frames in flight (`PoolNode::extra`); `PoolNeeds::plan` computes it and
+//! docs/REALTIME.md writes the formula out. For a chain it comes down to:
 //!
 //! ```text
 //! capacity(P) = in_flight                                   tokens
