@@ -54,9 +54,12 @@ impl Source for Noise {
     }
 }
 
+/// (frame number, bytes) of each frame a sink got.
+type Kept = Vec<(u64, Vec<u8>)>;
+
 /// Keeps (frame number, bytes) of every frame it gets.
 #[derive(Clone, Default)]
-struct Keep(Arc<Mutex<Vec<(u64, Vec<u8>)>>>);
+struct Keep(Arc<Mutex<Kept>>);
 impl Sink for Keep {
     fn start(&mut self, _info: VideoInfo) -> Result<()> {
         Ok(())
