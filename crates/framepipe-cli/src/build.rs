@@ -19,8 +19,7 @@
 use anyhow::{bail, Context, Result};
 use framepipe_control::Oscillator;
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Frame, FrameCtx, Mode, Props, Registry, Sink,
-    VideoInfo,
+    Element, ElementDesc, ElementKind, Frame, FrameCtx, Mode, Props, Registry, Sink, VideoInfo,
 };
 use framepipe_project::{GraphDesc, NodeDescr};
 use framepipe_runtime::{EffectStage, Graph, MixerStage, Node, NodeKind, OnEnd};
@@ -49,7 +48,7 @@ pub const FEEDBACK_PROPS: [(&str, &str, &str, &str); 2] = [
     ),
     (
         "color",
-        "R,G,B[,A] 0..255 or #rrggbb[aa]",
+        "R,G,B[,A] or #rrggbb[aa]",
         "0,0,0,255",
         "frame 0's colour, before there is a previous frame",
     ),
@@ -123,10 +122,7 @@ struct NodeProps {
 
 /// Splits `props` into the node-level ones (checked for `kind`) and the element's; a property
 /// the element declares itself is the element's.
-fn node_props(
-    d: &NodeDescr,
-    element: &ElementDesc,
-) -> Result<(NodeProps, Vec<(String, String)>)> {
+fn node_props(d: &NodeDescr, element: &ElementDesc) -> Result<(NodeProps, Vec<(String, String)>)> {
     let mut node = NodeProps::default();
     let mut rest = Vec::with_capacity(d.props.len());
     let mut seen: Vec<&str> = Vec::new();
@@ -206,7 +202,10 @@ fn no_input(desc: &GraphDesc, i: usize, kind: &str) -> Result<()> {
     } else {
         "a"
     };
-    bail!("{} is {article} {kind}: it needs an input, it has none{hint}", d.element)
+    bail!(
+        "{} is {article} {kind}: it needs an input, it has none{hint}",
+        d.element
+    )
 }
 
 /// Builds node `i` of `desc`.
@@ -411,9 +410,21 @@ mod tests {
         assert_eq!(parse_color("1, 2, 3, 4").unwrap(), [1, 2, 3, 4]);
         assert_eq!(parse_color("#ff8000").unwrap(), [255, 128, 0, 255]);
         assert_eq!(parse_color("#ff800080").unwrap(), [255, 128, 0, 128]);
-        for bad in ["256,0,0", "1,2", "#ff80", "#gg8000", "red", "", "1,2,3,4,5", "-1,0,0"] {
+        for bad in [
+            "256,0,0",
+            "1,2",
+            "#ff80",
+            "#gg8000",
+            "red",
+            "",
+            "1,2,3,4,5",
+            "-1,0,0",
+        ] {
             let e = parse_color(bad).unwrap_err().to_string();
-            assert!(e.contains(&format!("'{bad}'")) && e.contains("#rrggbb"), "{bad}: {e}");
+            assert!(
+                e.contains(&format!("'{bad}'")) && e.contains("#rrggbb"),
+                "{bad}: {e}"
+            );
         }
     }
 }

@@ -440,7 +440,11 @@ fn graph(args: GraphArgs) -> Result<()> {
     let desc = load_desc(&args.pipeline)?;
     let registry = registry_for(&desc);
     let layout = build(&desc, &registry, Purpose::Layout)?.layout()?;
-    let text = if args.dot { layout.dot() } else { layout.text() };
+    let text = if args.dot {
+        layout.dot()
+    } else {
+        layout.text()
+    };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     if !text.ends_with('\n') {

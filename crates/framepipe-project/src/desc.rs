@@ -130,7 +130,6 @@ impl GraphDesc {
             .enumerate()
             .all(|(i, n)| n.inputs == (if i == 0 { vec![] } else { vec![i - 1] }))
     }
-
 }
 
 /// "; did you mean 'x'?" for the known name closest to `name`, or the list of names when there
@@ -147,7 +146,10 @@ pub(crate) fn hint<'a>(name: &str, known: impl Iterator<Item = &'a str> + Clone)
         Some(_) => {
             let names: Vec<String> = known.take(9).map(shown).collect();
             let more = if names.len() == 9 { ", ..." } else { "" };
-            format!("; the nodes are: {}{more}", names[..names.len().min(8)].join(", "))
+            format!(
+                "; the nodes are: {}{more}",
+                names[..names.len().min(8)].join(", ")
+            )
         }
         None => String::new(),
     }

@@ -90,13 +90,16 @@ impl Raw {
         let index = |end: &End| -> Result<usize> {
             match end {
                 End::Node(i) => Ok(*i),
-                End::Named { name, place } => by_name.get(name).copied().ok_or_else(|| {
-                    Error::UnknownNode {
-                        name: shown(name),
-                        place: place.clone(),
-                        hint: hint(name, names()),
-                    }
-                }),
+                End::Named { name, place } => {
+                    by_name
+                        .get(name)
+                        .copied()
+                        .ok_or_else(|| Error::UnknownNode {
+                            name: shown(name),
+                            place: place.clone(),
+                            hint: hint(name, names()),
+                        })
+                }
             }
         };
         // Each node's inputs: given ones first, then the next free one for each other link,

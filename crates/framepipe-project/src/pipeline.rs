@@ -128,9 +128,9 @@ fn link_word(text: &str, dot: usize) -> Result<Item> {
     let input = if pad.is_empty() {
         None
     } else {
-        let digits = pad
-            .strip_prefix("sink_")
-            .ok_or(bad("expected NAME. or NAME.sink_N (an element name with '.' is written in quotes)"))?;
+        let digits = pad.strip_prefix("sink_").ok_or(bad(
+            "expected NAME. or NAME.sink_N (an element name with '.' is written in quotes)",
+        ))?;
         if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad("the input number N of NAME.sink_N is 0, 1, 2..."));
         }

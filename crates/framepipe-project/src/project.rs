@@ -146,10 +146,7 @@ fn form_label(key: &str) -> &'static str {
 /// Parses a TOML project file's text.
 pub fn parse_project(text: &str) -> Result<GraphDesc> {
     let doc: toml::Table = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
-    let forms: Vec<&str> = FORMS
-        .into_iter()
-        .filter(|k| doc.contains_key(*k))
-        .collect();
+    let forms: Vec<&str> = FORMS.into_iter().filter(|k| doc.contains_key(*k)).collect();
     if let [first, second, ..] = forms[..] {
         return Err(Error::TwoPipelines {
             first: form_label(first),

@@ -39,8 +39,8 @@ fn project_err(text: &str) -> String {
 /// Printed, a graph parses back to itself and prints the same.
 fn round_trips(d: &GraphDesc) -> String {
     let printed = d.to_string();
-    let again = parse_pipeline(&printed)
-        .unwrap_or_else(|e| panic!("{printed:?} does not parse back: {e}"));
+    let again =
+        parse_pipeline(&printed).unwrap_or_else(|e| panic!("{printed:?} does not parse back: {e}"));
     assert_eq!(again.nodes, d.nodes, "{printed:?}");
     assert_eq!(again.to_string(), printed);
     printed
@@ -56,7 +56,10 @@ const ISSUE_EXAMPLE: &str = "ffmpegsrc location=a.mp4 ! scale width=1280 height=
 fn strings_parse_with_quotes_and_tight_bangs() {
     let d = parse_pipeline(r#"testsrc width=64 pattern="moving bars"!frei0r-glow blur=0.5 ! y4msink location='a b.y4m'"#).unwrap();
     assert_eq!(d.nodes.len(), 3);
-    assert_eq!(d.nodes[0].props[1], ("pattern".into(), "moving bars".into()));
+    assert_eq!(
+        d.nodes[0].props[1],
+        ("pattern".into(), "moving bars".into())
+    );
     assert_eq!(d.nodes[1].element, "frei0r-glow");
     assert_eq!(d.nodes[2].props[0].1, "a b.y4m");
 }
@@ -205,7 +208,8 @@ fn links_may_come_before_the_node_they_name_and_name_inputs() {
          a. ! mix.sink_2"
     );
     // A chain into a mixer is its first free input; a link may go on from a node (`mix. ! x`).
-    let d = parse_pipeline("testsrc ! mix.sink_1  mix. ! nullsink  testsrc ! mix name=mix").unwrap();
+    let d =
+        parse_pipeline("testsrc ! mix.sink_1  mix. ! nullsink  testsrc ! mix name=mix").unwrap();
     assert_eq!(
         shape_text(&d),
         [
@@ -240,9 +244,18 @@ fn malformed_strings_are_explained() {
         ("", "empty pipeline"),
         ("  \n", "empty pipeline"),
         ("testsrc !", "pipeline ends with '!' (after 'testsrc')"),
-        ("! nullsink", "'!' with no element before it (after 'the start')"),
-        ("testsrc ! ! nullsink", "'!' with no element before it (after 'testsrc')"),
-        ("width=3 ! nullsink", "expected an element name, found property 'width=3'"),
+        (
+            "! nullsink",
+            "'!' with no element before it (after 'the start')",
+        ),
+        (
+            "testsrc ! ! nullsink",
+            "'!' with no element before it (after 'testsrc')",
+        ),
+        (
+            "width=3 ! nullsink",
+            "expected an element name, found property 'width=3'",
+        ),
         ("testsrc =3", "empty property name in '=3' on testsrc"),
         ("testsrc a=\"x", "unterminated \" quote in pipeline at: \"x"),
     ] {
@@ -368,7 +381,9 @@ fn structural_errors_name_the_nodes() {
     .unwrap();
     assert_eq!(d.resolve("g", "from=g of feedback"), Ok(3));
     assert_eq!(
-        d.resolve("gg", "from=gg of feedback").unwrap_err().to_string(),
+        d.resolve("gg", "from=gg of feedback")
+            .unwrap_err()
+            .to_string(),
         "unknown node 'gg' in from=gg of feedback; did you mean 'g'?"
     );
 }
@@ -456,7 +471,10 @@ fn node_tables_errors_name_the_table() {
     }
     // `input`/`inputs` are the node's in [[node]] tables only; in an [[element]] chain they are
     // the element's properties, as before.
-    let d = parse_project("[[element]]\ntype = \"testsrc\"\ninput = \"x\"\n[[element]]\ntype = \"nullsink\"").unwrap();
+    let d = parse_project(
+        "[[element]]\ntype = \"testsrc\"\ninput = \"x\"\n[[element]]\ntype = \"nullsink\"",
+    )
+    .unwrap();
     assert_eq!(d.nodes[0].props, [("input".into(), "x".into())]);
     // A graph of [[node]] tables with a forward input and a name, printed, is the same graph.
     let d = parse_project(

@@ -94,7 +94,14 @@ fn random_pipeline_strings_never_panic_and_accepted_ones_print_back_the_same() {
 }
 
 /// Elements for [`graph_text`].
-const ELEMENTS: &[&str] = &["testsrc", "frei0r-glow", "mix", "tee", "nullsink", "\"a.b\""];
+const ELEMENTS: &[&str] = &[
+    "testsrc",
+    "frei0r-glow",
+    "mix",
+    "tee",
+    "nullsink",
+    "\"a.b\"",
+];
 
 /// A random graph as a pipeline string: up to six nodes `n0`..`n5`, each in a branch of its
 /// own or chained to the one before, with links to any node (before or after it, itself too:
@@ -144,9 +151,7 @@ fn random_graph_strings_are_checked_structures_that_print_back_the_same() {
     for _ in 0..20_000 {
         if let Some(desc) = check(&graph_text(&mut inputs)) {
             accepted += 1;
-            linked += (!desc.is_chain()
-                && desc.nodes.iter().any(|n| !n.inputs.is_empty()))
-                as u32;
+            linked += (!desc.is_chain() && desc.nodes.iter().any(|n| !n.inputs.is_empty())) as u32;
         }
     }
     eprintln!("{accepted} of 20000 accepted, {linked} graphs with links that are not chains");
@@ -174,7 +179,10 @@ fn an_element_prints_as_text_that_parses_back_to_it() {
         printed,
         r#""" "a b"="x\"y\\z" k="" l="it's ! fine" m=C:\dir\"#
     );
-    assert_eq!(parse_pipeline(&printed).unwrap().nodes, [node.clone()]);
+    assert_eq!(
+        parse_pipeline(&printed).unwrap().nodes,
+        std::slice::from_ref(&node)
+    );
     let graph = GraphDesc {
         nodes: vec![node],
         ..GraphDesc::default()

@@ -163,7 +163,10 @@ fn random_project_files_never_panic_and_their_graphs_print_as_the_same_pipeline(
     for _ in 0..10_000 {
         if let Some(desc) = check_project(&project(&mut inputs)) {
             accepted += 1;
-            graphs += desc.nodes.iter().any(|n| !n.inputs.is_empty() && !desc.is_chain()) as u32;
+            graphs += desc
+                .nodes
+                .iter()
+                .any(|n| !n.inputs.is_empty() && !desc.is_chain()) as u32;
         }
     }
     eprintln!("{accepted} of 10000 accepted, {graphs} of them graphs that are not chains");

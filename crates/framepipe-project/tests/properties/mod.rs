@@ -14,7 +14,11 @@ pub fn check_graph(text: &str, desc: &GraphDesc) {
     assert!(n > 0, "{text:?}");
     let mut names = std::collections::HashSet::new();
     for node in &desc.nodes {
-        assert!(names.insert(&node.name), "{text:?}: two nodes named {:?}", node.name);
+        assert!(
+            names.insert(&node.name),
+            "{text:?}: two nodes named {:?}",
+            node.name
+        );
         for (k, _) in &node.props {
             assert!(
                 !k.is_empty() && !k.contains('=') && k != "name",
@@ -22,7 +26,11 @@ pub fn check_graph(text: &str, desc: &GraphDesc) {
             );
         }
         assert!(node.inputs.len() <= MAX_INPUTS, "{text:?}: {:?}", node.name);
-        assert!(node.inputs.iter().all(|&i| i < n), "{text:?}: {:?}", node.inputs);
+        assert!(
+            node.inputs.iter().all(|&i| i < n),
+            "{text:?}: {:?}",
+            node.inputs
+        );
     }
     // No cycle: every node can be taken once all its inputs are (Kahn's order).
     let mut waiting: Vec<usize> = desc.nodes.iter().map(|n| n.inputs.len()).collect();
