@@ -419,6 +419,12 @@ fn check(nodes: &[Node]) -> Result<Shape> {
             fed_back[resolve(from)] = true;
         }
     }
+    // What follows a leaky node is leaky unless it says otherwise (the sink after a monitor).
+    for &i in &order {
+        if nodes[i].leaky.is_none() && !leaky[i] && inputs[i].iter().any(|&j| leaky[j]) {
+            leaky[i] = true;
+        }
+    }
     for &i in order.iter().rev() {
         let can = matches!(nodes[i].kind, NodeKind::Effect(_) | NodeKind::Mixer(_));
         if can
