@@ -99,7 +99,16 @@ fn bad_graphs_are_one_line_errors_naming_the_nodes() {
             "testsrc ! frei0r-glow blurr=1 ! nullsink",
             "frei0r-glow (node 2): unknown property 'blurr' on frei0r-glow; expected one of: blur",
         ),
+        (
+            "testsrc ! mix name=m ! nullsink  testsrc ! m.  testsrc ! m.  testsrc ! m.  \
+             testsrc ! m.  testsrc ! m.  testsrc ! m.  testsrc ! m.  testsrc ! m.",
+            "m has 9 inputs or more; a node has at most 8 (sink_0 to sink_7)",
+        ),
         // The runtime's, for the whole graph.
+        (
+            "testsrc ! mix ! nullsink",
+            "mix (mixer) takes 2 to 8 inputs, it has 1: testsrc",
+        ),
         (
             "testsrc ! frei0r-glow  testsrc ! nullsink",
             "the output of frei0r-glow goes nowhere",
@@ -214,6 +223,132 @@ fn graph_dot_output_is_rendered_by_graphviz() {
     // One edge per link, the tee looked through or drawn, but every link there.
     let edges = dot.matches("->").count();
     assert!(edges >= 4, "{dot}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The issue's example with test sources instead of clips (the second at another size, so
+/// that `framepipe graph` shows the scaler it gets), as a string and as `[[node]]` tables.
+const ISSUE_EXAMPLE: &str = "testsrc pattern=noise width=128 height=72 frames=4 ! \
+    scale width=128 height=72 ! frei0r-glow ! mix.  \
+    testsrc pattern=bars width=64 height=40 frames=4 ! frei0r-sobel ! mix.  \
+    mix name=mix mode=crossfade fader=~sine:0.1hz:0..1 ! tee name=t  \
+    t. ! y4msink location=show.y4m  \
+    t. ! monitor width=80 height=45 ! y4msink location=preview.y4m leaky=true";
+
+const ISSUE_EXAMPLE_TOML: &str = r#"
+[[node]]
+type = "testsrc"
+pattern = "noise"
+width = 128
+height = 72
+frames = 4
+[[node]]
+type = "scale"
+input = "testsrc"
+width = 128
+height = 72
+[[node]]
+type = "frei0r-glow"
+input = "scale"
+[[node]]
+type = "testsrc"
+pattern = "bars"
+width = 64
+height = 40
+frames = 4
+[[node]]
+type = "frei0r-sobel"
+input = "testsrc#2"
+[[node]]
+name = "mix"
+type = "mix"
+inputs = ["frei0r-glow", "frei0r-sobel"]
+mode = "crossfade"
+fader = "~sine:0.1hz:0..1"
+[[node]]
+name = "t"
+type = "tee"
+input = "mix"
+[[node]]
+type = "y4msink"
+input = "t"
+location = "show.y4m"
+[[node]]
+type = "monitor"
+input = "t"
+width = 80
+height = 45
+[[node]]
+type = "y4msink"
+input = "monitor"
+location = "preview.y4m"
+leaky = true
+"#;
+
+#[test]
+fn the_issue_example_shows_and_runs_as_a_graph() {
+    let dir = tmpdir("graph-issue");
+    let text = ok(&fp_in(&dir, &["graph", ISSUE_EXAMPLE]), "graph");
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("master output: y4msink"),
+        "{text}"
+    );
+    for (name, parts) in [
+        ("testsrc", &["source", "128x72"][..]),
+        ("scale", &["effect", "128x72", "<- testsrc"]),
+        ("frei0r-glow", &["effect", "128x72", "<- scale"]),
+        ("testsrc#2", &["source", "64x40"]),
+        ("frei0r-sobel", &["effect", "64x40", "<- testsrc#2"]),
+        // `mode=crossfade` is mix's own property, not scheduling.
+        // The 64x40 input gets a scaler to the first input's size.
+        (
+            "mix.sink_1:scale",
+            &["scale (auto)", "128x72", "<- frei0r-sobel"],
+        ),
+        (
+            "mix",
+            &[
+                "mixer",
+                "128x72",
+                "parallel",
+                "<- frei0r-glow, mix.sink_1:scale",
+            ],
+        ),
+        ("t", &["tee", "mix"]),
+        ("y4msink", &["sink", "128x72", "master", "<- mix"]),
+        ("monitor", &["effect", "80x45", "leaky", "<- mix"]),
+        ("y4msink#2", &["sink", "80x45", "leaky", "<- monitor"]),
+    ] {
+        let line = node_line(&text, name);
+        for p in parts {
+            assert!(line.contains(p), "{name}: {p:?} not in {line:?}");
+        }
+    }
+    assert!(!dir.join("show.y4m").exists() && !dir.join("preview.y4m").exists());
+    // The project file form is the same graph.
+    std::fs::write(dir.join("show.toml"), ISSUE_EXAMPLE_TOML).unwrap();
+    assert_eq!(
+        ok(&fp_in(&dir, &["graph", "show.toml"]), "graph toml"),
+        text
+    );
+    // And it runs: every frame recorded, the preview at its size.
+    ok(
+        &fp_in(&dir, &["run", "-q", "--unpaced", "show.toml"]),
+        "run the issue example",
+    );
+    let show = std::fs::read(dir.join("show.y4m")).unwrap();
+    let header_end = show.iter().position(|&b| b == b'\n').unwrap();
+    let header = String::from_utf8_lossy(&show[..header_end]).into_owned();
+    assert!(header.contains(" W128 H72 "), "{header}");
+    let frame_bytes = 128 * 72 * 3 / 2;
+    let frames = show.windows(6).filter(|w| w == b"FRAME\n").count();
+    assert_eq!(frames, 4, "{header}");
+    assert!(show.len() >= header_end + 4 * (6 + frame_bytes));
+    let preview = std::fs::read(dir.join("preview.y4m")).unwrap();
+    assert!(preview.starts_with(b"YUV4MPEG2 W80 H45 "), "preview header");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
