@@ -447,7 +447,6 @@ fn feedback_yields_the_previous_frame_of_its_node_and_its_colour_first() {
 /// The show has 6 frames (its source's); a feedback branch with no source of its own got a
 /// 7th (g's frame 5) when this was written: the runtime runs it one frame past the end.
 #[test]
-#[ignore = "runtime: a feedback branch without a source gets one frame past the end (7 of 6)"]
 fn a_feedback_branch_gets_as_many_frames_as_the_show() {
     let (_, g, _, fb) = feedback_run("graph-feedback-count");
     assert_eq!(fb.len(), g.len());
