@@ -80,10 +80,6 @@ fn registry() -> Registry {
 type Step<'a> = (&'a str, &'a [(&'a str, &'a str)]);
 type Chain<'a> = &'a [Step<'a>];
 
-fn run(frames: u64, chain: Chain) -> Marks {
-    run_graph(frames, Some(chain))
-}
-
 /// The chain `chain`, or (None) the graph of issue #8: two sources, frei0r-glow on one and
 /// invert on the other, the native `mix` (crossfade), a tee to the marking sink and a
 /// nullsink, and a leaky `monitor` tap to another nullsink.
