@@ -485,10 +485,15 @@ fn status_line(counters: &Counters, stop: &AtomicBool) {
             .stages
             .iter()
             .map(|st| {
-                if st.instances > 1 {
-                    format!("{} {:.1}ms x{}", st.name, st.mean_ms, st.instances)
+                let skipped = if st.skipped > 0 {
+                    format!(" skipped {}", st.skipped)
                 } else {
-                    format!("{} {:.1}ms", st.name, st.mean_ms)
+                    String::new()
+                };
+                if st.instances > 1 {
+                    format!("{} {:.1}ms x{}{skipped}", st.name, st.mean_ms, st.instances)
+                } else {
+                    format!("{} {:.1}ms{skipped}", st.name, st.mean_ms)
                 }
             })
             .collect();
@@ -529,6 +534,7 @@ fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> R
                 "mode": st.mode.as_str(),
                 "instances": st.instances,
                 "frames": st.frames,
+                "skipped": st.skipped,
                 "mean_ms": st.mean_ms,
             })
         })
