@@ -433,3 +433,86 @@ fn issue_8_probe_measures_mixers() {
     assert_eq!(committed.verdict, "stateless");
     assert_eq!(committed.mode, Mode::Parallel);
 }
+
+/// A minimal mixer2 plugin in C, built for the test with the system C compiler: R and B from
+/// the first input, G and A from the second. With `-DSTATEFUL` it also adds a frame counter
+/// it keeps in the instance to the first pixel, so every frame depends on how many came before.
+const TEST_MIXER_C: &str = r#"
+#include <stdint.h>
+#include <stdlib.h>
+typedef struct { const char *name, *author; int plugin_type, color_model, frei0r_version,
+    major_version, minor_version, num_params; const char *explanation; } info_t;
+typedef struct { unsigned w, h; uint32_t count; } inst_t;
+int f0r_init(void) { return 1; }
+void f0r_deinit(void) {}
+void f0r_get_plugin_info(info_t *i) {
+    i->name = "testmix"; i->author = "framepipe tests"; i->plugin_type = 2; i->color_model = 1;
+    i->frei0r_version = 1; i->major_version = 0; i->minor_version = 1; i->num_params = 0;
+    i->explanation = "test mixer";
+}
+void f0r_get_param_info(void *p, int i) { (void)p; (void)i; }
+void *f0r_construct(unsigned w, unsigned h) {
+    inst_t *s = calloc(1, sizeof *s); s->w = w; s->h = h; return s;
+}
+void f0r_destruct(void *s) { free(s); }
+void f0r_set_param_value(void *s, void *v, int i) { (void)s; (void)v; (void)i; }
+void f0r_get_param_value(void *s, void *v, int i) { (void)s; (void)v; (void)i; }
+void f0r_update2(void *p, double t, const uint32_t *a, const uint32_t *b, const uint32_t *c,
+                 uint32_t *out) {
+    inst_t *s = p; size_t n = (size_t)s->w * s->h; (void)t; (void)c;
+    for (size_t i = 0; i < n; i++) out[i] = (a[i] & 0x00ff00ffu) | (b[i] & 0xff00ff00u);
+#ifdef STATEFUL
+    out[0] += s->count++;
+#endif
+}
+"#;
+
+#[test]
+fn issue_8_probe_tells_a_stateful_mixer_from_a_stateless_one() {
+    let scratch = Scratch::new("cc");
+    let src = scratch.file("testmix.c", TEST_MIXER_C.as_bytes());
+    let build = |stem: &str, defines: &[&str]| -> PathBuf {
+        let out = scratch.0.join(format!("{stem}.so"));
+        let st = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O1", "-o"])
+            .arg(&out)
+            .args(defines)
+            .arg(&src)
+            .status()
+            .expect("run cc");
+        assert!(st.success(), "cc failed");
+        out
+    };
+    let stateless = build("testmix", &[]);
+    let stateful = build("testmix_stateful", &["-DSTATEFUL"]);
+
+    let report = framepipe_frei0r::probe::probe_plugin(&stateful).unwrap();
+    assert_eq!(report.verdict(), "stateful", "{}", report.note);
+    assert_eq!(report.mode(), Mode::Serial);
+    let report = framepipe_frei0r::probe::probe_plugin(&stateless).unwrap();
+    assert_eq!(report.verdict(), "stateless", "{}", report.note);
+    assert_eq!(report.mode(), Mode::Parallel);
+
+    // Through the element: the first input is the plugin's first input.
+    let mut r = Registry::new();
+    let warnings = register_from(&mut r, std::slice::from_ref(&scratch.0));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let (w, h) = (32u32, 16u32);
+    let data: Vec<Vec<u8>> = (1..=2).map(|s| pattern(s, w, h, 1)).collect();
+    let ours = our_mix(&r, "frei0r-testmix", &[], &data, w, h);
+    let want: Vec<u8> = data[0]
+        .chunks_exact(4)
+        .zip(data[1].chunks_exact(4))
+        .flat_map(|(a, b)| [a[0], b[1], a[2], b[3]])
+        .collect();
+    assert!(
+        ours == want,
+        "{}",
+        first_difference(&ours, &want, (w * h * 4) as usize)
+    );
+    // Not in the probe's table: scheduled serially, the safe choice.
+    assert_eq!(
+        r.find("frei0r-testmix").unwrap().desc.default_mode,
+        Mode::Serial
+    );
+}
