@@ -77,7 +77,7 @@ fn pattern(seed: u32, w: u32, h: u32, frames: u32) -> Vec<u8> {
                 let g =
                     ((y * 255 / h) as u8).wrapping_add((seed * 50) as u8) ^ ((s >> 8) & 0x1f) as u8;
                 let b = (((x + y) * 4 + k * 13) as u8).wrapping_mul(seed as u8 | 1);
-                let a = if (x / 8 + y / 8 + seed) % 3 == 0 {
+                let a = if (x / 8 + y / 8 + seed).is_multiple_of(3) {
                     255
                 } else {
                     (s >> 24) as u8
@@ -294,8 +294,8 @@ fn issue_8_mixers_match_gstreamer_xfade0r() {
 
 #[test]
 fn issue_8_mixers_match_gstreamer_rgb_mixer3() {
-    // RGB (file RGB.so, gst frei0r-mixer-rgb): the one mixer3 on Debian, R from the first input,
-    // G from the second, B from the third.
+    // RGB (file RGB.so, gst frei0r-mixer-rgb): the one mixer3 on Debian; each input averaged to
+    // one channel (R from the first, G from the second, B from the third).
     check_against_gst("RGB", "rgb", &[], 3);
 }
 
