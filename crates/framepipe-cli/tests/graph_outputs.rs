@@ -159,7 +159,7 @@ fn issue_8_a_monitor_tap_previews_beside_the_show() {
     let preview = std::fs::read(dir.join("preview.rgba")).unwrap();
     let small = 80 * 60 * 4;
     assert!(
-        !preview.is_empty() && preview.len() % small == 0,
+        !preview.is_empty() && preview.len().is_multiple_of(small),
         "{} bytes",
         preview.len()
     );
