@@ -28,10 +28,12 @@
 #![deny(unsafe_code)]
 
 mod events;
+mod graph;
 mod live;
 mod lockstats;
 mod output;
 mod pipeline;
+mod plan;
 mod pools;
 mod slices;
 mod state;
@@ -39,8 +41,10 @@ mod stats;
 mod worker;
 
 pub use events::{Event, EventFn};
+pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
 pub use lockstats::LockSummary;
 pub use output::PacingStats;
-pub use pipeline::{EffectStage, Options, Overload, Pipeline, Prepared, JOIN_GRACE};
+pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
+pub use plan::Layout;
 pub use pools::IN_FLIGHT_BYTES;
 pub use stats::{Counters, RunStats, StageCounters, StageStats};

@@ -98,7 +98,21 @@ pub(crate) struct FrameParams {
     pub values: Vec<Vec<PropValue>>,
 }
 
-/// All live state; lives under the scheduler lock.
+impl FrameParams {
+    /// Copies `from`'s values of `nodes` into this snapshot, without allocating (a leaky
+    /// branch taking a frame's parameters).
+    pub fn copy_nodes(&mut self, from: &FrameParams, nodes: &[usize]) {
+        self.osc_time_ns = from.osc_time_ns;
+        for &n in nodes {
+            self.bypass[n] = from.bypass[n];
+            for (d, s) in self.values[n].iter_mut().zip(&from.values[n]) {
+                assign(d, s);
+            }
+        }
+    }
+}
+
+/// All live state, under its own lock (never the scheduler's).
 pub(crate) struct Live {
     pub stages: Vec<LiveStage>,
     clock: OscClock,

@@ -29,7 +29,7 @@ use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 use crate::events::Event;
 use crate::live::Edit;
 use crate::pipeline::{Options, Overload};
-use crate::state::{Shared, Token};
+use crate::state::{PortItem, Shared};
 use crate::worker::guard;
 
 /// How often the output thread looks at commands and stalls while it has nothing else to do.
@@ -71,7 +71,7 @@ pub(crate) fn run_output(
     let signal = &shared.port_signals[port];
     signal.register_current();
     let out_slot = shared.threads + port;
-    let sink_stage = shared.lock().ports[port].stage;
+    let sink_stage = shared.lock().ports[port].node;
     let sink_name = shared.counters.stages[sink_stage].name.clone();
     let live_policy = options.overload == Overload::Live;
     let mut pacer = match options.pace.map(Pacer::new).transpose() {
@@ -97,11 +97,11 @@ pub(crate) fn run_output(
     let mut last: Option<(FrameCtx, Frame)> = None;
     let mut stalled = vec![false; shared.counters.stages.len()];
     let mut edits: Vec<Edit> = Vec::with_capacity(EDIT_BATCH);
-    // The outcome of the frame last given to the sink, returned to the scheduler in the next
-    // critical section (with the taking of the next frame).
-    let mut done: Option<Result<()>> = None;
+    // The outcome of the frame last given to the sink (its slot), returned to the scheduler in
+    // the next critical section (with the taking of the next frame).
+    let mut done: Option<(usize, Result<()>)> = None;
     // A frame held back while paused (still in flight; the sink's turn is taken).
-    let mut held: Option<Token> = None;
+    let mut held: Option<PortItem> = None;
 
     'frames: loop {
         // 1. Commands, once per frame boundary (and while waiting for a frame).
@@ -117,14 +117,10 @@ pub(crate) fn run_output(
             // At once, even while waiting for a frame that does not come (a blocked source, a
             // pause): every frame the sink got was whole; no new frame is started; the frames
             // in flight go back to their pools.
-            let had_held = held.take().is_some();
+            drop(held.take());
             let mut st = shared.lock_output();
-            if let Some(r) = done.take() {
-                st.sink_done(port, r, shared);
-            }
-            if had_held {
-                // The held frame was in flight, its turn at the sink taken.
-                st.in_flight -= 1;
+            if let Some((slot, r)) = done.take() {
+                st.sink_done(shared, port, slot, r);
             }
             st.stop();
             st.after_change(shared);
@@ -139,8 +135,8 @@ pub(crate) fn run_output(
                 // A signal raised before this lock is seen in it; later ones raise it again.
                 signal.take();
                 let mut st = shared.lock_output();
-                if let Some(r) = done.take() {
-                    st.sink_done(port, r, shared);
+                if let Some((slot, r)) = done.take() {
+                    st.sink_done(shared, port, slot, r);
                 }
                 let mut got = st.take_ready(port);
                 let mut end = got.is_none() && st.finished();
@@ -190,7 +186,7 @@ pub(crate) fn run_output(
                 got
             }
         };
-        let Some(mut token) = token else {
+        let Some(token) = token else {
             break;
         };
 
@@ -211,8 +207,6 @@ pub(crate) fn run_output(
             Release::Stop => {
                 drop(token);
                 let mut st = shared.lock_output();
-                // The held token counts as in flight until dropped here.
-                st.in_flight -= 1;
                 st.stop();
                 st.after_change(shared);
                 break;
@@ -259,28 +253,30 @@ pub(crate) fn run_output(
         }
 
         // 5. The sink.
-        let frame = token.frame.take().expect("frames reach the sink");
+        let PortItem {
+            slot, ctx, frame, ..
+        } = token;
         let started = std::time::Instant::now();
         shared.mark_running(out_slot, Some(sink_stage));
-        let result = guard(&sink_name, || sink.consume(&token.ctx, &frame));
+        let result = guard(&sink_name, || sink.consume(&ctx, &frame));
         shared.mark_running(out_slot, None);
         shared.counters.stages[sink_stage].record(started.elapsed());
-        if result.is_ok() {
+        if result.is_ok() && port == 0 {
             shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
         }
         if live_policy && pacer.is_some() {
-            last = Some((token.ctx, frame));
+            last = Some((ctx, frame));
         } else {
             drop(frame);
         }
         let failed = result.is_err();
-        done = Some(result);
+        done = Some((slot, result));
         if failed {
             break;
         }
     }
-    if let Some(r) = done.take() {
-        shared.lock_output().sink_done(port, r, shared);
+    if let Some((slot, r)) = done.take() {
+        shared.lock_output().sink_done(shared, port, slot, r);
     }
     drop(last);
     drop(setup);

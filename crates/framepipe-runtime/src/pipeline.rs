@@ -8,7 +8,6 @@
 //! no notion of serial-in-order stages or of a bound on frames in flight. The scheduler is small:
 //! one mutex-protected state machine (`state.rs`) that workers consult only between jobs.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
@@ -16,13 +15,18 @@ use framepipe_clock::{PiCondvar, PiMutex};
 
 use framepipe_control::{CommandReader, Oscillator};
 use framepipe_core::{
-    EffectFactory, Error, Mode, PropSpec, PropValue, Rational, Result, Sink, Source, VideoInfo,
+    EffectFactory, Error, Frame, Mode, PropSpec, PropValue, Rational, Result, Sink, VideoInfo,
 };
 
 use crate::events::EventFn;
+use crate::graph::{Graph, OnEnd};
 use crate::live::{FrameParams, Live, LiveStage};
-use crate::slices::SliceSlot;
-use crate::state::{Instance, Kind, Port, PortSignal, Shared, StageState, State, Wake};
+use crate::plan::{Part, Plan};
+use crate::pools::PoolNeeds;
+use crate::pools::PoolNode;
+use crate::state::{
+    new_state, Instance, Kind, NodeState, PortSignal, Proc, Shared, SourceInst, Topo, TopoNode,
+};
 use crate::stats::{Counters, RunStats, StageCounters};
 use crate::worker::{guard, panic_message};
 
@@ -121,115 +125,114 @@ impl Options {
     }
 }
 
-/// A pipeline as built by the user: one source, effects in order, one sink.
-pub struct Pipeline {
-    source: (String, Box<dyn Source>),
-    effects: Vec<(String, EffectStage)>,
-    sink: (String, Box<dyn Sink>),
-}
-
-impl std::fmt::Debug for Pipeline {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = std::iter::once(self.source.0.as_str())
-            .chain(self.effects.iter().map(|e| e.0.as_str()))
-            .chain(std::iter::once(self.sink.0.as_str()))
-            .collect();
-        write!(f, "Pipeline({})", names.join(" ! "))
-    }
-}
-
-impl Pipeline {
-    /// A pipeline from a source, effects and a sink, each with the name shown in stats.
-    pub fn new(
-        source: (String, Box<dyn Source>),
-        effects: Vec<(String, EffectStage)>,
-        sink: (String, Box<dyn Sink>),
-    ) -> Self {
-        Pipeline {
-            source,
-            effects,
-            sink,
-        }
-    }
-
-    /// The source's frame rate: the default output rate of a paced run.
-    pub fn source_rate(&self) -> Rational {
-        self.source.1.info().rate
-    }
-
-    /// Negotiates frame sizes from the source to the sink, makes the frame pools and the first
-    /// instance of every effect, and readies the workers' state. Everything that allocates
+impl Graph {
+    /// Negotiates every node's shape, makes the frame pools and every effect and mixer
+    /// instance, starts the sinks, and readies the workers' state. Everything that allocates
     /// happens here.
     pub fn prepare(self, options: Options) -> Result<Prepared> {
         let (threads, asked_in_flight) = options.resolved();
-        let Pipeline {
-            source: (source_name, source),
-            effects,
-            sink: (sink_name, mut sink),
-        } = self;
-
-        // Negotiation: each stage's output shape.
-        let mut infos = vec![source.info()];
-        let mut factories = Vec::with_capacity(effects.len());
-        let mut modes = Vec::with_capacity(effects.len());
-        let mut names = vec![source_name.clone()];
-        let mut live_stages = vec![LiveStage::new(
-            source_name.clone(),
-            source_name,
-            false,
-            true,
-        )];
-        for (name, mut stage) in effects {
-            let input = *infos.last().expect("infos starts with the source");
-            let out = stage.factory.negotiate(input)?;
-            if out.width == 0 || out.height == 0 {
-                return Err(Error::Unsupported {
-                    element: name,
-                    what: format!("an output of {}x{}", out.width, out.height),
-                });
+        let plan = Plan::new(self)?;
+        let rate = plan.rate;
+        let n = plan.nodes.len();
+        let infos: Vec<VideoInfo> = plan.nodes.iter().map(|e| e.info).collect();
+        // Frames in flight: never more than the shortest source that stops the run gives.
+        let len_hint = plan
+            .nodes
+            .iter()
+            .filter_map(|e| match &e.part {
+                Part::Source {
+                    source,
+                    on_end: OnEnd::Stop,
+                } => Some(source.len_hint()),
+                _ => None,
+            })
+            .fold(None, |acc: Option<Option<u64>>, h| match (acc, h) {
+                (None, h) => Some(h),
+                (Some(Some(a)), Some(b)) => Some(Some(a.min(b))),
+                (Some(a), None) => Some(a),
+                (Some(None), b) => Some(b),
+            })
+            .flatten();
+        let in_flight = crate::pools::in_flight(threads, asked_in_flight, &infos, len_hint);
+        let chain = plan
+            .nodes
+            .iter()
+            .all(|e| e.inputs.len() <= 1 && e.consumers.len() <= 1 && e.feeds.is_empty());
+        let instances_of = |e: &crate::plan::ExecNode| match &e.part {
+            Part::Effect(_) | Part::Mixer(_) => {
+                if e.serial {
+                    1
+                } else {
+                    threads
+                }
             }
-            let mut live = LiveStage::new(
-                name.clone(),
-                stage.factory.name().to_string(),
-                true,
-                out.width == input.width && out.height == input.height,
-            );
-            for (spec, value) in stage.params {
+            _ => 0,
+        };
+        let keep_last = options.pace.is_some() && options.overload == Overload::Live;
+        let pool_nodes: Vec<PoolNode<'_>> = plan
+            .nodes
+            .iter()
+            .map(|e| {
+                let sinks: Vec<&crate::plan::ExecNode> = e
+                    .consumers
+                    .iter()
+                    .map(|&c| &plan.nodes[c])
+                    .filter(|c| matches!(c.part, Part::Sink(_)))
+                    .collect();
+                let extra = match &e.part {
+                    // Its last frame, when it may be given again.
+                    Part::Source { on_end, source } => {
+                        usize::from(*on_end == OnEnd::Hold || source.info().rate != rate)
+                    }
+                    // Frame 0's frame.
+                    Part::Feedback { .. } => 1,
+                    _ => 0,
+                } + if e.feeds.is_empty() { 0 } else { in_flight };
+                PoolNode {
+                    info: e.info,
+                    name: &e.name,
+                    writes: !matches!(e.part, Part::Sink(_) | Part::Feedback { .. }),
+                    instances: instances_of(e),
+                    in_branch: e.branch.is_some(),
+                    sinks_fed: sinks.len(),
+                    feeds_master: sinks.iter().any(|s| s.master),
+                    extra,
+                }
+            })
+            .collect();
+        let pools = crate::pools::frame_pools(&PoolNeeds {
+            nodes: &pool_nodes,
+            chain,
+            threads,
+            in_flight,
+            paced: options.pace.is_some(),
+            keep_last,
+        })?;
+        drop(pool_nodes);
+
+        // Live parameters, one stage per node.
+        let mut live_stages = Vec::with_capacity(n);
+        for e in &plan.nodes {
+            let is_proc = matches!(e.part, Part::Effect(_) | Part::Mixer(_));
+            let mut live = LiveStage::new(e.name.clone(), e.element.clone(), is_proc, e.same_shape);
+            let (params, oscillators) = match &e.part {
+                Part::Effect(s) => (s.params.clone(), s.oscillators.clone()),
+                Part::Mixer(s) => (s.params.clone(), s.oscillators.clone()),
+                _ => (Vec::new(), Vec::new()),
+            };
+            for (spec, value) in params {
                 live.add_param(spec, value);
             }
-            for (prop, osc) in stage.oscillators {
+            for (prop, osc) in oscillators {
                 live.attach(&prop, osc).map_err(|reason| Error::BadValue {
-                    element: name.clone(),
+                    element: e.name.clone(),
                     prop: prop.clone(),
                     value: "~oscillator".into(),
                     reason,
                 })?;
             }
             live_stages.push(live);
-            infos.push(out);
-            factories.push(stage.factory);
-            modes.push(stage.mode);
-            names.push(name);
         }
-        // Frame pools sized from what the run needs, checked against the memory budget before
-        // anything frame-sized is allocated (pools.rs).
-        let in_flight =
-            crate::pools::in_flight(threads, asked_in_flight, &infos, source.len_hint());
-        let stage_pools = crate::pools::frame_pools(&crate::pools::PoolNeeds {
-            infos: &infos,
-            names: &names,
-            modes: &modes,
-            threads,
-            in_flight,
-            paced: options.pace.is_some(),
-            keep_last: options.pace.is_some() && options.overload == Overload::Live,
-        })?;
-        names.push(sink_name.clone());
-        live_stages.push(LiveStage::new(sink_name.clone(), sink_name, false, true));
-        let last = *infos.last().expect("at least the source");
-        sink.start(last)?;
-
-        let n = names.len();
         let live = Live::new(live_stages);
         let param_names: Vec<Vec<Arc<str>>> = live
             .stages
@@ -242,88 +245,145 @@ impl Pipeline {
             })
             .collect();
         let live_spec = live.spec();
-        let snapshots: Vec<Mutex<FrameParams>> = (0..in_flight)
+        let nb = plan.heads.len();
+        let snapshots: Vec<Mutex<FrameParams>> = (0..in_flight + nb)
             .map(|_| Mutex::new(live.empty_frame()))
             .collect();
         let initial = live.empty_frame();
-        let mut stage_states = Vec::with_capacity(n);
+
+        // Sinks start with their input's shape; then every instance is made, so that a
+        // plugin that cannot be made fails before any frame, and none is constructed on the
+        // frame path (which would allocate and could make a frame late mid-show).
+        let master = plan
+            .nodes
+            .iter()
+            .position(|e| e.master)
+            .expect("a checked graph has a master sink");
+        let mut port_nodes = vec![master];
+        port_nodes
+            .extend((0..n).filter(|&i| i != master && matches!(plan.nodes[i].part, Part::Sink(_))));
+        let heads = plan.heads.clone();
+        let mut topo_nodes = Vec::with_capacity(n);
+        let mut node_states = Vec::with_capacity(n);
         let mut counters = Vec::with_capacity(n);
-        for (i, name) in names.iter().enumerate() {
-            let (mode, kind) = if i == 0 {
-                (Mode::Serial, Kind::Source)
-            } else if i == n - 1 {
-                (Mode::Serial, Kind::Sink(0))
-            } else {
-                (modes[i - 1], Kind::Effect)
-            };
-            let counter = StageCounters::new(name, mode);
-            let mut st = StageState {
-                kind,
-                serial: mode == Mode::Serial,
+        let mut sinks: Vec<Option<Box<dyn Sink>>> = (0..port_nodes.len()).map(|_| None).collect();
+        let mut first_frames: Vec<Option<Frame>> = (0..n).map(|_| None).collect();
+        let mut roots = Vec::new();
+        let mut branches: Vec<Vec<usize>> = vec![Vec::new(); nb];
+        let mut show_nodes = 0;
+        for (i, e) in plan.nodes.into_iter().enumerate() {
+            let counter = StageCounters::new(&e.name, e.mode());
+            let mut st = NodeState {
                 busy: false,
                 next_seq: 0,
-                parked: (0..in_flight).map(|_| None).collect(),
-                free: Vec::with_capacity(threads),
-                max_instances: if mode == Mode::Serial { 1 } else { threads },
+                parked: Vec::new(),
+                free: Vec::new(),
                 source: None,
+                ring: Vec::new(),
             };
-            if kind == Kind::Effect {
-                // Every instance now (one per worker for a parallel stage): a plugin that cannot
-                // be made fails before any frame, and no plugin is constructed on the frame path
-                // (which would allocate and could make a frame late mid-show).
-                for _ in 0..st.max_instances {
-                    st.free.push(Instance::new(
-                        factories[i - 1].instantiate()?,
-                        &initial.values[i],
-                    ));
+            let kind = match e.part {
+                Part::Source { source, on_end } => {
+                    roots.push(i);
+                    let own = source.info().rate;
+                    let resample = (own != rate).then_some((own, rate));
+                    st.source = Some(SourceInst {
+                        source,
+                        on_end,
+                        resample,
+                        produced: 0,
+                        last: None,
+                        keep_last: on_end == OnEnd::Hold || resample.is_some(),
+                        held: false,
+                    });
+                    counter.add_instance();
+                    Kind::Source
                 }
-            } else {
-                counter.add_instance();
+                Part::Effect(stage) => {
+                    let count = if e.serial { 1 } else { threads };
+                    for _ in 0..count {
+                        st.free.push(Instance::new(
+                            Proc::Effect(stage.factory.instantiate()?),
+                            &initial.values[i],
+                        ));
+                    }
+                    Kind::Process
+                }
+                Part::Mixer(stage) => {
+                    let count = if e.serial { 1 } else { threads };
+                    for _ in 0..count {
+                        st.free.push(Instance::new(
+                            Proc::Mixer(stage.factory.instantiate()?),
+                            &initial.values[i],
+                        ));
+                    }
+                    Kind::Process
+                }
+                Part::Feedback { from, color } => {
+                    roots.push(i);
+                    st.ring = (0..in_flight).map(|_| None).collect();
+                    let mut frame = pools[i].try_acquire()?;
+                    let px = u32::from_le_bytes(color);
+                    frame.words_mut().iter_mut().for_each(|w| *w = px);
+                    first_frames[i] = Some(frame.freeze());
+                    counter.add_instance();
+                    Kind::Feedback { from }
+                }
+                Part::Sink(mut sink) => {
+                    sink.start(e.info)?;
+                    let port = port_nodes.iter().position(|&p| p == i).expect("a port");
+                    sinks[port] = Some(sink);
+                    counter.add_instance();
+                    Kind::Sink(port)
+                }
+            };
+            match e.branch {
+                Some(b) => branches[b].push(i),
+                None => show_nodes += 1,
             }
-            stage_states.push(st);
+            topo_nodes.push(TopoNode {
+                kind,
+                inputs: e.inputs,
+                consumers: e.consumers,
+                feeds: e.feeds,
+                serial: e.serial,
+                branch: e.branch,
+                head: e.head,
+            });
+            node_states.push(st);
             counters.push(counter);
         }
-        stage_states[0].source = Some(source);
-
-        let rate = infos[0].rate;
+        debug_assert_eq!(heads.len(), nb);
+        let topo = Topo {
+            nodes: topo_nodes,
+            cap: in_flight,
+            branches,
+            roots,
+            show_nodes,
+        };
+        let source_rate = rate;
         let stall_timeout_ns = match (options.stall_timeout_ns, options.pace) {
             (0, Some(pace)) => pace.period_ns().saturating_mul(5).max(100_000_000),
             // Unpaced (batch) runs have no deadline to miss: only report what looks stuck.
-            (0, None) => rate.period_ns().saturating_mul(5).max(1_000_000_000),
+            (0, None) => source_rate.period_ns().saturating_mul(5).max(1_000_000_000),
             (t, _) => t,
         };
+        let ports = port_nodes.len();
+        let state = new_state(&topo, threads, port_nodes, node_states);
         let shared = Shared {
-            state: PiMutex::new(State {
-                stages: stage_states,
-                ready: VecDeque::with_capacity(n + 1),
-                ports: vec![Port {
-                    stage: n - 1,
-                    ready: None,
-                }],
-                in_flight: 0,
-                max_in_flight: in_flight,
-                next_seq: 0,
-                source_done: false,
-                abort: false,
-                error: None,
-                source_error: None,
-                waiting: 0,
-                slices: (0..threads).map(|_| SliceSlot::default()).collect(),
-                broken: false,
-                wake: Wake::default(),
-                garbage: None,
-            }),
+            state: PiMutex::new(state),
             work: PiCondvar::new(),
             slice_done: PiCondvar::new(),
-            pools: stage_pools,
+            topo,
+            pools,
+            first_frames,
             rate,
             threads,
             snapshots,
             param_names,
             live: PiMutex::new(live),
             live_spec,
-            port_signals: vec![PortSignal::default()],
-            running: (0..threads + 1)
+            port_signals: (0..ports).map(|_| PortSignal::default()).collect(),
+            running: (0..threads + ports)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
@@ -331,7 +391,7 @@ impl Pipeline {
         };
         Ok(Prepared {
             shared: Arc::new(shared),
-            sink: Some(sink),
+            sinks,
             infos,
             threads,
             in_flight,
@@ -345,7 +405,8 @@ impl Pipeline {
 /// A negotiated pipeline, ready to run.
 pub struct Prepared {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) sink: Option<Box<dyn Sink>>,
+    /// Per output port (the master's first).
+    pub(crate) sinks: Vec<Option<Box<dyn Sink>>>,
     infos: Vec<VideoInfo>,
     threads: usize,
     in_flight: usize,
@@ -370,7 +431,8 @@ impl Prepared {
         Arc::clone(&self.shared.counters)
     }
 
-    /// The negotiated shape at each stage's output (source first; the sink's input is the last).
+    /// The negotiated shape at each node's output, in execution order (a sink: its input's;
+    /// for a chain: the source first, then each effect, then the sink).
     pub fn infos(&self) -> &[VideoInfo] {
         &self.infos
     }
@@ -413,14 +475,11 @@ impl Prepared {
     /// [`Event::LeftRunning`](crate::Event::LeftRunning); it exits as soon as the element
     /// returns, and with the process.
     pub fn run(mut self) -> Result<RunStats> {
-        let mut sink = self.sink.take().expect("run once");
+        let mut sinks = std::mem::take(&mut self.sinks);
         let shared = Arc::clone(&self.shared);
         let commands = self.commands.take();
         let options = self.options;
         let stall = self.stall_timeout_ns;
-        let port = 0;
-        let sink_stage = shared.lock().ports[port].stage;
-        let sink_name = shared.counters.stages[sink_stage].name.clone();
         let mut workers = Vec::with_capacity(self.threads);
         for w in 0..self.threads {
             let sh = Arc::clone(&shared);
@@ -437,8 +496,60 @@ impl Prepared {
                 }
             }
         }
+        // The other sinks follow the master on threads of their own: unpaced (the master's
+        // pace holds the frames back), no commands (the master reads them).
+        let follower_options = Options {
+            pace: None,
+            ..options
+        };
+        let mut followers = Vec::new();
+        for (port, slot) in sinks.iter_mut().enumerate().skip(1) {
+            let mut sink = slot.take().expect("each sink once");
+            let sh = Arc::clone(&shared);
+            let name = sh.counters.stages[sh.lock().ports[port].node].name.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("fp-out-{port}"))
+                .spawn(move || {
+                    let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        crate::output::run_output(
+                            &sh,
+                            port,
+                            &mut *sink,
+                            None,
+                            follower_options,
+                            u64::MAX,
+                        )
+                    }));
+                    let out = match output {
+                        Ok((_, r)) => r,
+                        Err(p) => {
+                            let e = Error::element(
+                                format!("output thread of {name}"),
+                                format!("panicked: {}", panic_message(&*p)),
+                            );
+                            sh.break_run(e, None);
+                            Ok(())
+                        }
+                    };
+                    let finish = guard(&name, || sink.finish());
+                    out.and(finish)
+                });
+            match spawned {
+                Ok(h) => followers.push(h),
+                Err(e) => {
+                    let e = Error::io("starting an output thread", e);
+                    let mut st = shared.lock();
+                    st.fail(e);
+                    st.after_change(&shared);
+                }
+            }
+        }
+        let mut sink = sinks[0].take().expect("the master sink");
+        let sink_name = shared.counters.stages[shared.lock().ports[0].node]
+            .name
+            .clone();
         let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            crate::output::run_output(&shared, port, &mut *sink, commands, options, stall)
+            crate::output::run_output(&shared, 0, &mut *sink, commands, options, stall)
         }));
         let (pacing, out_result) = output.unwrap_or_else(|p| {
             let e = Error::element("output thread", format!("panicked: {}", panic_message(&*p)));
@@ -448,6 +559,14 @@ impl Prepared {
         // Every frame the sink got was whole: finish it now, before waiting for the workers
         // (one may be blocked in a source that nothing will unblock).
         let finish = guard(&sink_name, || sink.finish());
+        // The followers end with the run (the master's end, an error or a stop wakes them).
+        let mut follower_result = Ok(());
+        for h in followers {
+            let r = h.join().unwrap_or_else(|_| Ok(()));
+            if follower_result.is_ok() {
+                follower_result = r;
+            }
+        }
         shared.join_workers(workers, JOIN_GRACE);
         let (error, source_error) = {
             let mut st = shared.lock();
@@ -458,6 +577,7 @@ impl Prepared {
         }
         out_result?;
         finish?;
+        follower_result?;
         let mut stats = shared.counters.snapshot();
         stats.pacing = pacing;
         Ok(stats)

@@ -65,7 +65,7 @@
 use std::fmt::Write as _;
 
 use framepipe_core::limits::{frame_bytes, human_bytes};
-use framepipe_core::{FramePool, Limits, Mode, Result, VideoInfo};
+use framepipe_core::{FramePool, Limits, Result, VideoInfo};
 
 /// Frames in flight, by default, take at most this much (the default `2 * threads + 2` is
 /// lowered for large frames, never below `threads + 1`). On two workers: 1920x1080 keeps the
@@ -101,17 +101,35 @@ pub(crate) fn in_flight(
     }
 }
 
+/// One node's part in the pools' sizes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PoolNode<'a> {
+    /// Its output shape (a sink: its input's; it writes none).
+    pub info: VideoInfo,
+    pub name: &'a str,
+    /// Writes frames of its own (sources, effects, mixers; not sinks or feedbacks).
+    pub writes: bool,
+    /// Effect or mixer instances (0 for a source: its job holds only the frame it fills).
+    pub instances: usize,
+    /// In a leaky branch: at most one frame of its own at a time, whatever the frames in flight.
+    pub in_branch: bool,
+    /// Sinks fed by this node (each may keep a clone of the frame it was given).
+    pub sinks_fed: usize,
+    /// Feeds the master sink.
+    pub feeds_master: bool,
+    /// Frames it holds beyond those: a source's last frame (hold, resampling), a feedback's
+    /// frame 0 and the frames waiting for the next frame (at most the frames in flight).
+    pub extra: usize,
+}
+
 /// What the pools are sized from.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PoolNeeds<'a> {
-    /// Each stage's output shape: the source's first, then every effect's (the last one is the
-    /// sink's input).
-    pub infos: &'a [VideoInfo],
-    /// Stage names, in the same order (for messages).
-    pub names: &'a [String],
-    /// Each effect's mode (`infos[1..]`): a serial effect has one instance, a parallel one one
-    /// per worker.
-    pub modes: &'a [Mode],
+    /// Every node, in execution order.
+    pub nodes: &'a [PoolNode<'a>],
+    /// A chain (one input and one consumer each): a frame in flight holds one frame between
+    /// nodes; in a graph, every node's output for one frame may be alive at once.
+    pub chain: bool,
     /// Worker threads.
     pub threads: usize,
     /// Frames in flight at most (already resolved, see [`in_flight`]).
@@ -128,25 +146,19 @@ pub(crate) struct PoolPlan {
     pub width: u32,
     pub height: u32,
     pub capacity: usize,
-    /// What a paced run fills in the background: the capacity but for the frame a sink may
+    /// What a paced run fills in the background: the capacity but for the frames sinks may
     /// keep. No framepipe sink keeps one; a sink that does keeps it from its first frame on, so
     /// it grows the pool during the warm-up anyway, and the others do not pay for it.
     pub fill: usize,
 }
 
 impl PoolNeeds<'_> {
-    fn instances(&self, effect: usize) -> usize {
-        match self.modes[effect] {
-            Mode::Serial => 1,
-            Mode::Parallel => self.threads,
-        }
-    }
-
-    /// The distinct pools and, for each stage, the index of the pool its output comes from.
+    /// The distinct pools and, for each node, the index of the pool its output comes from.
     pub fn plan(&self) -> (Vec<PoolPlan>, Vec<usize>) {
         let mut plans: Vec<PoolPlan> = Vec::new();
-        let mut stage_pool = Vec::with_capacity(self.infos.len());
-        for info in self.infos {
+        let mut node_pool = Vec::with_capacity(self.nodes.len());
+        for node in self.nodes {
+            let info = node.info;
             let idx = match plans
                 .iter()
                 .position(|p| p.width == info.width && p.height == info.height)
@@ -162,25 +174,41 @@ impl PoolNeeds<'_> {
                     plans.len() - 1
                 }
             };
-            stage_pool.push(idx);
+            node_pool.push(idx);
         }
-        let sink_pool = *stage_pool.last().expect("at least the source");
         for (p, plan) in plans.iter_mut().enumerate() {
-            // Effects (stages 1..) writing into this pool, and how many can run at once.
-            let writers: usize = (1..self.infos.len())
-                .filter(|&s| stage_pool[s] == p)
-                .map(|s| self.instances(s - 1))
-                .sum();
-            let running = writers.min(self.threads).min(self.in_flight);
-            let (sink_keeps, last) = if p == sink_pool {
-                (1, usize::from(self.keep_last))
+            let node_pool = &node_pool;
+            let of_pool = || (0..self.nodes.len()).filter(move |&i| node_pool[i] == p);
+            let show_writers = of_pool()
+                .filter(|&i| self.nodes[i].writes && !self.nodes[i].in_branch)
+                .count();
+            // Frames in flight: one frame each in a chain; in a graph, up to one per node.
+            let per_frame = if self.chain {
+                show_writers.min(1)
             } else {
-                (0, 0)
+                show_writers
             };
-            plan.fill = self.in_flight.saturating_add(running + last);
+            let tokens = self.in_flight.saturating_mul(per_frame);
+            let branch = of_pool()
+                .filter(|&i| self.nodes[i].writes && self.nodes[i].in_branch)
+                .count();
+            // Running nodes writing into this pool: at most one per worker, per instance.
+            let instances: usize = of_pool()
+                .filter(|&i| self.nodes[i].writes)
+                .map(|i| self.nodes[i].instances)
+                .sum();
+            let running = instances.min(self.threads).min(self.in_flight);
+            let extra: usize = of_pool().map(|i| self.nodes[i].extra).sum();
+            let sink_keeps: usize = of_pool().map(|i| self.nodes[i].sinks_fed).sum();
+            let last = usize::from(self.keep_last && of_pool().any(|i| self.nodes[i].feeds_master));
+            plan.fill = tokens
+                .saturating_add(branch)
+                .saturating_add(running)
+                .saturating_add(extra)
+                .saturating_add(last);
             plan.capacity = plan.fill.saturating_add(sink_keeps);
         }
-        (plans, stage_pool)
+        (plans, node_pool)
     }
 
     /// Everything the run may hold (pools at full capacity, the instances' estimate), and its
@@ -189,13 +217,12 @@ impl PoolNeeds<'_> {
         let pools: u64 = plans.iter().fold(0u64, |sum, p| {
             sum.saturating_add((p.capacity as u64).saturating_mul(frame_bytes(p.width, p.height)))
         });
-        let instances: u64 = (1..self.infos.len())
-            .map(|s| {
-                self.instances(s - 1) as u64
-                    * frame_bytes(self.infos[s].width, self.infos[s].height)
-            })
-            .sum();
-        let n_instances: usize = (0..self.modes.len()).map(|e| self.instances(e)).sum();
+        let instances: u64 = self
+            .nodes
+            .iter()
+            .map(|n| (n.instances as u64).saturating_mul(frame_bytes(n.info.width, n.info.height)))
+            .fold(0u64, u64::saturating_add);
+        let n_instances: usize = self.nodes.iter().map(|n| n.instances).sum();
         let mut what = String::from("frame pools (");
         for (i, p) in plans.iter().enumerate() {
             let sep = if i == 0 { "" } else { ", " };
@@ -220,15 +247,15 @@ impl PoolNeeds<'_> {
 }
 
 /// Checks the run's frames against the memory budget, then makes one lazy pool per distinct
-/// frame size and returns, for each stage (source first, then effects), the pool its output
-/// comes from. Nothing frame-sized is allocated before the checks pass; a paced run's pools are
-/// then filled to capacity by a helper thread.
+/// frame size and returns, for each node, the pool its output comes from. Nothing frame-sized
+/// is allocated before the checks pass; a paced run's pools are then filled to capacity by a
+/// helper thread.
 pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<Vec<FramePool>> {
     let limits = Limits::current();
-    for (info, name) in needs.infos.iter().zip(needs.names) {
-        limits.check_frame(name, info.width, info.height)?;
+    for node in needs.nodes {
+        limits.check_frame(node.name, node.info.width, node.info.height)?;
     }
-    let (plans, stage_pool) = needs.plan();
+    let (plans, node_pool) = needs.plan();
     let (total, what) = needs.total(&plans);
     limits.check_total(&what, total)?;
     let pools: Vec<FramePool> = plans
@@ -239,7 +266,7 @@ pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<Vec<FramePool>> {
         let targets = pools.iter().cloned().zip(plans.iter().map(|p| p.fill));
         fill_in_background(targets.collect());
     }
-    Ok(stage_pool.into_iter().map(|i| pools[i].clone()).collect())
+    Ok(node_pool.into_iter().map(|i| pools[i].clone()).collect())
 }
 
 /// Fills every pool to its target on a short-lived helper thread, one frame at a time, the
@@ -274,8 +301,32 @@ mod tests {
         }
     }
 
-    fn names(n: usize) -> Vec<String> {
-        (0..n).map(|i| format!("stage{i}")).collect()
+    /// A chain: a source, then effects with these instance counts, then a sink.
+    fn chain<'a>(infos: &[VideoInfo], instances: &[usize]) -> Vec<PoolNode<'a>> {
+        let n = infos.len();
+        let mut nodes: Vec<PoolNode<'a>> = (0..n)
+            .map(|i| PoolNode {
+                info: infos[i],
+                name: "stage",
+                writes: true,
+                instances: if i == 0 { 0 } else { instances[i - 1] },
+                in_branch: false,
+                sinks_fed: usize::from(i == n - 1),
+                feeds_master: i == n - 1,
+                extra: 0,
+            })
+            .collect();
+        nodes.push(PoolNode {
+            info: infos[n - 1],
+            name: "sink",
+            writes: false,
+            instances: 0,
+            in_branch: false,
+            sinks_fed: 0,
+            feeds_master: false,
+            extra: 0,
+        });
+        nodes
     }
 
     #[test]
@@ -283,20 +334,20 @@ mod tests {
         let infos = [info(64, 64), info(64, 64)];
         let f = in_flight(2, 0, &infos, Some(1));
         assert_eq!(f, 1);
+        let nodes = chain(&infos, &[2]);
         let needs = PoolNeeds {
-            infos: &infos,
-            names: &names(2),
-            modes: &[Mode::Parallel],
+            nodes: &nodes,
+            chain: true,
             threads: 2,
             in_flight: f,
             paced: false,
             keep_last: false,
         };
-        let (plans, stage_pool) = needs.plan();
+        let (plans, node_pool) = needs.plan();
         // The source's frame, glow's output while it runs, a frame the sink may keep.
         assert_eq!(plans[0].capacity, 3);
         assert_eq!(plans[0].fill, 2, "a paced run fills what the frame uses");
-        assert_eq!(stage_pool, vec![0, 0]);
+        assert_eq!(node_pool, vec![0, 0, 0]);
     }
 
     #[test]
@@ -328,17 +379,17 @@ mod tests {
     fn each_pool_counts_only_the_stages_writing_into_it() {
         // 4K source -> scale to 720p (parallel) -> serial effect at 720p -> sink, paced, live.
         let infos = [info(3840, 2160), info(1280, 720), info(1280, 720)];
+        let nodes = chain(&infos, &[4, 1]);
         let needs = PoolNeeds {
-            infos: &infos,
-            names: &names(3),
-            modes: &[Mode::Parallel, Mode::Serial],
+            nodes: &nodes,
+            chain: true,
             threads: 4,
             in_flight: 10,
             paced: true,
             keep_last: true,
         };
-        let (plans, stage_pool) = needs.plan();
-        assert_eq!(stage_pool, vec![0, 1, 1]);
+        let (plans, node_pool) = needs.plan();
+        assert_eq!(node_pool, vec![0, 1, 1, 1]);
         // 4K: only tokens (the source writes into it, no effect does).
         assert_eq!(plans[0].capacity, 10);
         // 720p: tokens + 4 parallel scale instances and 1 serial instance, at most 4 running,
@@ -357,14 +408,52 @@ mod tests {
     }
 
     #[test]
+    fn a_graph_counts_every_node_of_a_frame_and_a_branch_once() {
+        // Issue #8: two sources -> a mixer -> a sink, and a leaky monitor branch at 320x180.
+        let hd = info(1280, 720);
+        let small = info(320, 180);
+        let node = |info, writes, instances, in_branch, sinks_fed| PoolNode {
+            info,
+            name: "n",
+            writes,
+            instances,
+            in_branch,
+            sinks_fed,
+            feeds_master: sinks_fed > 0 && !in_branch,
+            extra: 0,
+        };
+        let nodes = [
+            node(hd, true, 0, false, 0),    // source a
+            node(hd, true, 0, false, 0),    // source b
+            node(hd, true, 2, false, 1),    // mix (parallel), feeds the master
+            node(small, true, 2, true, 1),  // monitor, leaky, feeds a preview sink
+            node(hd, false, 0, false, 0),   // master sink
+            node(small, false, 0, true, 0), // preview sink
+        ];
+        let needs = PoolNeeds {
+            nodes: &nodes,
+            chain: false,
+            threads: 2,
+            in_flight: 6,
+            paced: false,
+            keep_last: false,
+        };
+        let (plans, _) = needs.plan();
+        // 720p: three nodes' outputs per frame in flight, two mixers running, the sink's frame.
+        assert_eq!(plans[0].capacity, 6 * 3 + 2 + 1);
+        // The branch holds one frame at a time: its output, one running, the preview's frame.
+        assert_eq!(plans[1].capacity, 1 + 2 + 1);
+    }
+
+    #[test]
     fn pools_over_the_budget_are_refused_before_anything_is_allocated() {
         // A huge in-flight is refused by arithmetic alone: were the pools made first, this test
         // would try to allocate a billion slots.
         let infos = [info(3840, 2160), info(3840, 2160)];
+        let nodes = chain(&infos, &[2]);
         let needs = PoolNeeds {
-            infos: &infos,
-            names: &names(2),
-            modes: &[Mode::Parallel],
+            nodes: &nodes,
+            chain: true,
             threads: 2,
             in_flight: 1_000_000_000,
             paced: false,
@@ -379,10 +468,10 @@ mod tests {
     #[test]
     fn lazy_pools_allocate_nothing_until_used_and_paced_ones_fill_up() {
         let infos = [info(32, 32), info(32, 32)];
+        let nodes = chain(&infos, &[2]);
         let mut needs = PoolNeeds {
-            infos: &infos,
-            names: &names(2),
-            modes: &[Mode::Parallel],
+            nodes: &nodes,
+            chain: true,
             threads: 2,
             in_flight: 4,
             paced: false,

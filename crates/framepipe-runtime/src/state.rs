@@ -1,13 +1,37 @@
-//! The scheduler's state and job selection: tokens (frames in flight), serial and parallel
-//! stages, parking of tokens whose turn has not come, the bound on frames in flight, the sinks'
-//! output ports, and what happens when a job completes.
+//! The scheduler's state and job selection for a graph: frames in flight (one *slot* each),
+//! the nodes' readiness per frame, serial nodes taking frames in order, leaky branches, the
+//! sinks' output ports, and what happens when a job completes.
 //!
+//! # The model
+//! A frame in flight has a slot (`seq % in_flight`) holding, per node, its output for that
+//! frame (shared read-only: a frame fanned out to several nodes is never copied), how many of
+//! its inputs are still missing, and how many consumers have yet to take it. A node becomes
+//! *runnable* for a frame when its last input is ready; a serial node then waits for its turn
+//! (frames strictly in order, one at a time), parking the frame meanwhile; a parallel node runs
+//! at once on any worker, one instance per worker. Independent branches of one frame are
+//! runnable together and run on different workers. A frame *begins* (a job that samples its
+//! live parameters) when fewer than `in_flight` frames are in flight; then every source of the
+//! graph is runnable for it (sources advance in lockstep), and every feedback node as soon as
+//! the node it feeds back has finished the previous frame. A frame leaves flight when every
+//! node of the show has finished it.
+//!
+//! A frame that cannot be made (a source ended or failed) flows through the graph *empty*: each
+//! node finishes it at once without running, in order, so the bookkeeping is the same for every
+//! frame and the frames before it are delivered whole.
+//!
+//! A *leaky branch* (a monitor tap, a preview sink) has its own slot beside the frames': when
+//! its first node becomes runnable for a frame and the branch still holds an earlier one, the
+//! branch skips this frame (counted) instead of holding it back; otherwise it takes the frame
+//! (its inputs and its parameters) into its slot and runs on its own time. So a slow tap never
+//! holds back the master output.
+//!
+//! # The lock
 //! Everything here runs under the one scheduler mutex, taken by a worker between jobs and by
-//! the output thread once per frame (returning the previous frame and taking the next in the same
-//! critical section). Under it: queue bookkeeping only. Nothing allocates, frees, prints, formats
-//! or calls element or user code there: wake-ups are collected in [`Wake`] and errors that are
-//! not kept in `garbage`, and both are dealt with by [`Locked`] after the mutex is released.
-//! Every hold is timed into a lock-free histogram (`lockstats.rs`).
+//! an output thread once per frame. Under it: bookkeeping only, a few dozen steps per node and
+//! frame. Nothing allocates, prints, formats or calls element or user code there (frames going
+//! back to their pool is a lock-free push): wake-ups are collected in [`Wake`] and a discarded
+//! error in `garbage`, and both are dealt with by [`Locked`] after the mutex is released. Every
+//! hold is timed into a lock-free histogram (`lockstats.rs`).
 
 use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
@@ -17,33 +41,65 @@ use std::thread::Thread;
 
 use framepipe_clock::{now_ns, PiCondvar, PiGuard, PiMutex};
 use framepipe_core::{
-    Effect, Error, Frame, FrameCtx, FramePool, PropValue, Rational, Result, Source,
+    Effect, Error, Frame, FrameCtx, FramePool, Mixer, PropValue, Rational, Result, Source,
 };
 
 use crate::events::EventFn;
+use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::{FrameParams, Live, LiveSpec};
 use crate::slices::{PanicPayload, SliceJob, SliceSlot};
 use crate::stats::Counters;
 
+/// What a node is, for the scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
     Source,
-    Effect,
+    /// An effect or a mixer: runs on a worker with an instance.
+    Process,
+    /// Yields node `from`'s output of the previous frame: no job.
+    Feedback {
+        from: usize,
+    },
     /// A sink, fed through output port `.0` (one per sink; its own thread runs it).
     Sink(usize),
 }
 
-pub(crate) struct Token {
-    pub(crate) ctx: FrameCtx,
-    pub(crate) frame: Option<Frame>,
-    /// When the frame reached the sink stage, fully processed (monotonic ns): the slow overload
-    /// policy slips the clock only for frames that were not ready by their deadline.
-    pub(crate) ready_ns: i64,
+/// The graph's shape as the scheduler sees it (never changes during a run; no lock).
+#[derive(Debug)]
+pub(crate) struct Topo {
+    pub nodes: Vec<TopoNode>,
+    /// Frame slots (frames in flight at most).
+    pub cap: usize,
+    /// Per leaky branch: its nodes.
+    pub branches: Vec<Vec<usize>>,
+    /// Sources and feedbacks: runnable when a frame begins.
+    pub roots: Vec<usize>,
+    /// Nodes outside the leaky branches: a frame leaves flight when all have finished it.
+    pub show_nodes: usize,
 }
 
-/// An effect instance with the property values it currently has.
+#[derive(Debug)]
+pub(crate) struct TopoNode {
+    pub kind: Kind,
+    pub inputs: Vec<usize>,
+    pub consumers: Vec<usize>,
+    /// Feedback nodes yielding this node's output one frame later.
+    pub feeds: Vec<usize>,
+    pub serial: bool,
+    pub branch: Option<usize>,
+    /// First node of its leaky branch.
+    pub head: bool,
+}
+
+/// An effect or mixer instance.
+pub(crate) enum Proc {
+    Effect(Box<dyn Effect>),
+    Mixer(Box<dyn Mixer>),
+}
+
+/// An effect or mixer instance with the property values it currently has.
 pub(crate) struct Instance {
-    pub(crate) effect: Box<dyn Effect>,
+    pub(crate) proc: Proc,
     /// Has processed a frame (counted in the stats' `instances` the first time).
     pub(crate) used: bool,
     pub(crate) applied: Vec<PropValue>,
@@ -52,9 +108,9 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
-    pub(crate) fn new(effect: Box<dyn Effect>, initial: &[PropValue]) -> Self {
+    pub(crate) fn new(proc: Proc, initial: &[PropValue]) -> Self {
         Instance {
-            effect,
+            proc,
             used: false,
             applied: initial.to_vec(),
             refused: vec![false; initial.len()],
@@ -62,15 +118,68 @@ impl Instance {
     }
 }
 
-pub(crate) enum Inst {
-    Source(Box<dyn Source>),
-    Effect(Instance),
+/// A source with what the graph keeps of it: its end policy, its resampling to the graph's
+/// rate, the last frame it gave (for `hold` and for repeating frames of a slower source).
+pub(crate) struct SourceInst {
+    pub source: Box<dyn Source>,
+    pub on_end: OnEnd,
+    /// `(source rate, graph rate)` when they differ: output frame N takes the source's frame
+    /// `floor(N / graph rate * source rate)`.
+    pub resample: Option<(Rational, Rational)>,
+    /// Frames read from the source so far (its own frame numbers; they go on across loops).
+    pub produced: u64,
+    /// The last frame read, kept when it may be given again (hold, resampling).
+    pub last: Option<Frame>,
+    pub keep_last: bool,
+    /// Ended under `hold`: the last frame is given from now on.
+    pub held: bool,
 }
 
+pub(crate) enum Inst {
+    Source(SourceInst),
+    Proc(Instance),
+}
+
+/// A node's input frames for one job, without allocating.
+pub(crate) struct Inputs {
+    pub frames: [Option<Frame>; MAX_INPUTS],
+    pub n: usize,
+}
+
+impl Inputs {
+    pub(crate) const fn new() -> Self {
+        Inputs {
+            frames: [None, None, None, None, None, None, None, None],
+            n: 0,
+        }
+    }
+
+    fn push(&mut self, f: Option<Frame>) {
+        self.frames[self.n] = f;
+        self.n += 1;
+    }
+
+    fn clear(&mut self) {
+        for f in &mut self.frames[..self.n] {
+            *f = None;
+        }
+        self.n = 0;
+    }
+}
+
+// A job moves on the stack between the lock and the worker (about 250 bytes, the inputs
+// inline): boxing them would allocate on every job.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Job {
-    Stage {
-        stage: usize,
-        token: Token,
+    /// Frame `slot`'s boundary: sample its live parameters (for its timestamp).
+    Begin { slot: usize, pts_ns: i64 },
+    Node {
+        node: usize,
+        /// The slot the output goes to (a frame's, or a leaky branch's), also the index of
+        /// the parameter snapshot the node uses.
+        slot: usize,
+        ctx: FrameCtx,
+        inputs: Inputs,
         inst: Inst,
     },
     Slice {
@@ -80,35 +189,88 @@ pub(crate) enum Job {
     },
 }
 
-pub(crate) struct StageState {
-    pub(crate) kind: Kind,
-    pub(crate) serial: bool,
-    /// Serial stages: a worker is running it, or a token has been reserved for it.
-    pub(crate) busy: bool,
-    /// Serial stages: the sequence number allowed in next.
-    pub(crate) next_seq: u64,
-    /// Serial stages: tokens waiting for their turn, at `seq % max_in_flight`.
-    pub(crate) parked: Vec<Option<Token>>,
-    /// Effect instances not in use.
-    pub(crate) free: Vec<Instance>,
-    pub(crate) max_instances: usize,
-    pub(crate) source: Option<Box<dyn Source>>,
+/// Outcome of running a job, reported back under the lock.
+#[allow(clippy::large_enum_variant)] // as `Job`: never boxed, that would allocate per job
+pub(crate) enum Done {
+    Begin {
+        slot: usize,
+    },
+    /// `Ok(None)` from a source: its stream ended (and it does not loop or hold).
+    Node {
+        node: usize,
+        slot: usize,
+        inst: Inst,
+        result: Result<Option<Frame>>,
+    },
+    Slice(usize, Option<PanicPayload>),
+}
+
+/// Per frame in flight (or per leaky branch): every node's output and readiness.
+pub(crate) struct Slot {
+    pub ctx: FrameCtx,
+    pub active: bool,
+    /// Its parameters are sampled: nodes may run.
+    pub begun: bool,
+    pub outputs: Vec<Option<Frame>>,
+    /// Inputs not yet finished, per node.
+    pub missing: Vec<u8>,
+    /// Consumers that have not yet taken the output, per node.
+    pub uses: Vec<u8>,
+    /// Nodes that have not finished this frame (the show's, or the branch's).
+    pub left: usize,
+}
+
+pub(crate) struct NodeState {
+    /// Serial nodes: running, or a frame reserved for it.
+    pub busy: bool,
+    /// Serial nodes: the sequence number allowed in next.
+    pub next_seq: u64,
+    /// Serial nodes: runnable for the frame of this slot, waiting for its turn.
+    pub parked: Vec<bool>,
+    /// Instances not in use.
+    pub free: Vec<Instance>,
+    pub source: Option<SourceInst>,
+    /// Feedback nodes: the node fed back's output per frame, `(seq, frame)` at `seq % cap`,
+    /// until the next frame takes it.
+    pub ring: Vec<Option<(u64, Option<Frame>)>>,
+}
+
+/// A step of the bookkeeping, queued so that one completion can trigger many without recursion.
+#[derive(Debug)]
+enum Step {
+    /// The node's inputs for this slot are ready (or, for a root, the frame has begun).
+    Runnable(usize, usize),
+    /// The node has finished this slot, with this output.
+    Finished(usize, usize, Option<Frame>),
 }
 
 pub(crate) struct State {
-    pub(crate) stages: Vec<StageState>,
-    /// Tokens reserved for a serial effect stage (it was their turn when they were unparked).
-    pub(crate) ready: VecDeque<(usize, Token)>,
-    /// Per sink: the token whose turn it is there, for that sink's output thread.
+    pub(crate) nodes: Vec<NodeState>,
+    /// Frame slots `0..cap`, then one per leaky branch.
+    pub(crate) slots: Vec<Slot>,
+    /// Jobs whose inputs are ready (and whose turn it is, for serial nodes): (node, slot).
+    pub(crate) ready: VecDeque<(usize, usize)>,
+    /// Per leaky branch: holds a frame; the inputs its first node took.
+    pub(crate) branch_busy: Vec<bool>,
+    pub(crate) branch_inputs: Vec<Inputs>,
+    steps: VecDeque<Step>,
+    /// Per sink: the frame whose turn it is there, for that sink's output thread.
     pub(crate) ports: Vec<Port>,
     pub(crate) in_flight: usize,
     pub(crate) max_in_flight: usize,
+    /// The next frame to begin.
     pub(crate) next_seq: u64,
+    pub(crate) begin_busy: bool,
+    /// Frames from this one on are empty (a source ended or failed there).
+    pub(crate) end_seq: u64,
+    /// No frame begins any more.
     pub(crate) source_done: bool,
     pub(crate) abort: bool,
     pub(crate) error: Option<Error>,
     pub(crate) source_error: Option<Error>,
     pub(crate) waiting: usize,
+    /// Node jobs running on workers.
+    pub(crate) running: usize,
     /// One slot per worker for its fork-join slice jobs.
     pub(crate) slices: Vec<SliceSlot>,
     /// A panic outside any element left the state inconsistent: the run is over whatever the
@@ -120,12 +282,21 @@ pub(crate) struct State {
     pub(crate) garbage: Option<Error>,
 }
 
-/// One sink's hand-off: the token whose turn it is at that sink. Several sinks (a graph) have
-/// one each; the chain has one.
+/// One sink's hand-off: the frame whose turn it is at that sink.
 pub(crate) struct Port {
-    /// The sink's stage index.
-    pub(crate) stage: usize,
-    pub(crate) ready: Option<Token>,
+    /// The sink's node.
+    pub(crate) node: usize,
+    pub(crate) ready: Option<PortItem>,
+}
+
+/// A frame for a sink.
+pub(crate) struct PortItem {
+    pub(crate) slot: usize,
+    pub(crate) ctx: FrameCtx,
+    pub(crate) frame: Frame,
+    /// When the frame reached the sink, fully processed (monotonic ns): the slow overload
+    /// policy slips the clock only for frames that were not ready by their deadline.
+    pub(crate) ready_ns: i64,
 }
 
 /// What the output thread of a port waits on instead of the scheduler mutex: a flag set (after
@@ -190,52 +361,55 @@ pub(crate) struct Shared {
     pub(crate) work: PiCondvar,
     /// A slice owner waits here for the slices other workers took.
     pub(crate) slice_done: PiCondvar,
-    /// The pool each stage's output frames come from (index = stage).
+    pub(crate) topo: Topo,
+    /// The pool each node's output frames come from (index = node).
     pub(crate) pools: Vec<FramePool>,
+    /// Feedback nodes: frame 0's frame (the colour asked for).
+    pub(crate) first_frames: Vec<Option<Frame>>,
     pub(crate) rate: Rational,
     pub(crate) threads: usize,
-    /// Per-frame parameter snapshots, at `seq % max_in_flight`. Each is touched by one stage at
-    /// a time (the stage holding that frame), so its mutex is never contended.
+    /// Per-slot parameter snapshots (frames, then leaky branches). A frame's is written at its
+    /// boundary and read by the nodes running it, a branch's copied from its frame's when the
+    /// branch takes it; its mutex is never contended in practice.
     pub(crate) snapshots: Vec<Mutex<FrameParams>>,
     pub(crate) param_names: Vec<Vec<Arc<str>>>,
     /// The live parameter values, under their own (priority-inheriting) mutex: commands assign
-    /// to them (output thread) and the source's worker samples them at each frame boundary;
-    /// never under the scheduler lock.
+    /// to them (output thread) and the worker beginning a frame samples them; never under the
+    /// scheduler lock.
     pub(crate) live: PiMutex<Live>,
     /// What the live parameters are (names, specs): commands are resolved against it without
     /// any lock.
     pub(crate) live_spec: LiveSpec,
     /// One per output port (sink).
     pub(crate) port_signals: Vec<PortSignal>,
-    /// Per worker (and each output thread, after them): stage + 1 it is running (0 = none) and
-    /// since when (monotonic ns), for stall detection by the output thread.
+    /// Per worker (and each output thread, after them): node + 1 it is running (0 = none) and
+    /// since when (monotonic ns), for stall detection by the master output thread.
     pub(crate) running: Vec<(AtomicUsize, AtomicI64)>,
     pub(crate) events: Option<EventFn>,
     pub(crate) counters: Arc<Counters>,
 }
 
-/// Outcome of running a job, reported back under the lock.
-pub(crate) enum Done {
-    Source(Box<dyn Source>, Result<Option<Token>>),
-    Effect(usize, Option<Instance>, Result<Token>),
-    Slice(usize, Option<PanicPayload>),
-}
-
 impl State {
     pub(crate) fn finished(&self) -> bool {
         self.broken
-            || (self.in_flight == 0 && (self.source_done || self.abort) && !self.stages[0].busy)
+            || self.abort
+            || (self.source_done
+                && self.in_flight == 0
+                && !self.begin_busy
+                && self.running == 0
+                && !self.branch_busy.iter().any(|&b| b))
     }
 
     pub(crate) fn has_work(&self) -> bool {
-        !self.ready.is_empty() || self.source_runnable() || self.slice_pending().is_some()
+        !self.ready.is_empty() || self.begin_runnable() || self.slice_pending().is_some()
     }
 
-    pub(crate) fn source_runnable(&self) -> bool {
+    fn begin_runnable(&self) -> bool {
         !self.source_done
             && !self.abort
-            && !self.stages[0].busy
+            && !self.begin_busy
             && self.in_flight < self.max_in_flight
+            && !self.slots[(self.next_seq % self.max_in_flight as u64) as usize].active
     }
 
     pub(crate) fn slice_pending(&self) -> Option<usize> {
@@ -269,11 +443,9 @@ impl State {
     }
 
     /// The next job for an idle worker: slices of a frame being worked on first (they hold a
-    /// worker waiting), then frames furthest down the pipeline (to bound latency), then a new
-    /// frame from the source.
+    /// worker waiting), then the runnable node furthest down the graph (to bound latency and
+    /// frames in flight), then the next frame's beginning.
     pub(crate) fn next_job(&mut self, shared: &Shared) -> Option<Job> {
-        // (The frame's parameters are sampled by the worker that runs the source job, outside
-        // this lock: see `Shared::run_job`.)
         if let Some(slot) = self.slice_pending() {
             let s = &mut self.slices[slot];
             let index = s.next;
@@ -282,51 +454,273 @@ impl State {
             return Some(Job::Slice { slot, index, job });
         }
         if let Some(pos) = (0..self.ready.len()).max_by_key(|&i| self.ready[i].0) {
-            let (stage, token) = self.ready.remove(pos).expect("index in range");
-            let inst = self.take_instance(stage);
-            return Some(Job::Stage { stage, token, inst });
+            let (node, slot) = self.ready.remove(pos).expect("index in range");
+            return Some(self.node_job(shared, node, slot));
         }
-        if self.source_runnable() {
+        if self.begin_runnable() {
             let seq = self.next_seq;
             self.next_seq += 1;
             self.in_flight += 1;
-            self.stages[0].busy = true;
-            let pts_ns = shared.rate.frame_time_ns(seq);
-            let inst = Inst::Source(self.stages[0].source.take().expect("idle source is home"));
-            let token = Token {
-                ctx: FrameCtx { seq, pts_ns },
-                frame: None,
-                ready_ns: 0,
+            self.begin_busy = true;
+            let slot = (seq % self.max_in_flight as u64) as usize;
+            let s = &mut self.slots[slot];
+            s.ctx = FrameCtx {
+                seq,
+                pts_ns: shared.rate.frame_time_ns(seq),
             };
-            return Some(Job::Stage {
-                stage: 0,
-                token,
-                inst,
-            });
+            s.active = true;
+            s.begun = false;
+            s.left = shared.topo.show_nodes;
+            for (i, t) in shared.topo.nodes.iter().enumerate() {
+                s.missing[i] = t.inputs.len() as u8;
+                s.uses[i] = t.consumers.len() as u8;
+                debug_assert!(s.outputs[i].is_none(), "a freed slot holds no frame");
+            }
+            let pts_ns = s.ctx.pts_ns;
+            return Some(Job::Begin { slot, pts_ns });
         }
         None
     }
 
-    pub(crate) fn take_instance(&mut self, stage: usize) -> Inst {
-        let st = &mut self.stages[stage];
-        match st.kind {
-            Kind::Source => Inst::Source(st.source.take().expect("serial source reserved")),
-            Kind::Sink(_) => unreachable!("a sink runs on its output thread"),
-            // A serial stage has one instance and runs one frame at a time; a parallel stage has
+    /// The job of runnable `node` at `slot`: its inputs and an instance.
+    fn node_job(&mut self, shared: &Shared, node: usize, slot: usize) -> Job {
+        let t = &shared.topo.nodes[node];
+        let mut inputs = Inputs::new();
+        if t.head {
+            let b = t.branch.expect("a head is in a branch");
+            std::mem::swap(&mut inputs, &mut self.branch_inputs[b]);
+        } else {
+            for &i in &t.inputs {
+                let f = self.consume(slot, i);
+                inputs.push(f);
+            }
+        }
+        let st = &mut self.nodes[node];
+        let inst = match t.kind {
+            Kind::Source => Inst::Source(st.source.take().expect("a serial source is home")),
+            // A serial node has one instance and runs one frame at a time; a parallel node has
             // one per worker and each worker holds at most one: there is always one free.
-            Kind::Effect => Inst::Effect(st.free.pop().expect("an instance per worker")),
+            Kind::Process => Inst::Proc(st.free.pop().expect("an instance per worker")),
+            Kind::Feedback { .. } | Kind::Sink(_) => unreachable!("not run on a worker"),
+        };
+        self.running += 1;
+        Job::Node {
+            node,
+            slot,
+            ctx: self.slots[slot].ctx,
+            inputs,
+            inst,
         }
     }
 
-    /// Hands a token whose turn has come at serial `stage` to whoever runs that stage.
-    pub(crate) fn make_ready(&mut self, stage: usize, token: Token) {
-        if let Kind::Sink(port) = self.stages[stage].kind {
-            let p = &mut self.ports[port];
-            debug_assert!(p.ready.is_none(), "one frame at a time for a sink");
-            p.ready = Some(token);
-            self.wake.ports = true;
+    /// A consumer takes node `i`'s output at `slot` (the last one takes it, the others share it).
+    fn consume(&mut self, slot: usize, i: usize) -> Option<Frame> {
+        let s = &mut self.slots[slot];
+        s.uses[i] -= 1;
+        if s.uses[i] == 0 {
+            s.outputs[i].take()
         } else {
-            self.ready.push_back((stage, token));
+            s.outputs[i].clone()
+        }
+    }
+
+    /// Runs the queued bookkeeping steps until none is left.
+    fn drain(&mut self, shared: &Shared) {
+        while let Some(step) = self.steps.pop_front() {
+            match step {
+                Step::Runnable(node, slot) => self.runnable(shared, node, slot),
+                Step::Finished(node, slot, output) => {
+                    self.finished_node(shared, node, slot, output)
+                }
+            }
+        }
+    }
+
+    /// `node` may run for `slot` now (its inputs are ready, or it is a root of a begun frame).
+    fn runnable(&mut self, shared: &Shared, node: usize, slot: usize) {
+        if self.abort {
+            return;
+        }
+        let t = &shared.topo.nodes[node];
+        let seq = self.slots[slot].ctx.seq;
+        if t.serial && t.branch.is_none() {
+            let st = &mut self.nodes[node];
+            if st.busy || seq != st.next_seq {
+                st.parked[slot] = true;
+                return;
+            }
+            st.busy = true;
+        }
+        if t.head {
+            self.enter_branch(shared, node, slot);
+            return;
+        }
+        match t.kind {
+            Kind::Source => {
+                if seq >= self.end_seq {
+                    self.steps.push_back(Step::Finished(node, slot, None));
+                } else {
+                    self.ready.push_back((node, slot));
+                }
+            }
+            Kind::Feedback { .. } => {
+                let out = if seq == 0 {
+                    shared.first_frames[node].clone()
+                } else {
+                    let k = ((seq - 1) % shared.topo.cap as u64) as usize;
+                    match self.nodes[node].ring[k].take() {
+                        Some((s, f)) if s == seq - 1 => f,
+                        _ => unreachable!("a feedback is runnable once its frame is stored"),
+                    }
+                };
+                self.steps.push_back(Step::Finished(node, slot, out));
+            }
+            Kind::Process | Kind::Sink(_) => {
+                let empty = t
+                    .inputs
+                    .iter()
+                    .any(|&i| self.slots[slot].outputs[i].is_none());
+                if empty {
+                    for &i in &t.inputs {
+                        drop(self.consume(slot, i));
+                    }
+                    self.steps.push_back(Step::Finished(node, slot, None));
+                } else if let Kind::Sink(port) = t.kind {
+                    let frame = self.consume(slot, t.inputs[0]).expect("checked above");
+                    let p = &mut self.ports[port];
+                    debug_assert!(p.ready.is_none(), "one frame at a time for a sink");
+                    p.ready = Some(PortItem {
+                        slot,
+                        ctx: self.slots[slot].ctx,
+                        frame,
+                        ready_ns: now_ns(),
+                    });
+                    self.wake.ports = true;
+                } else {
+                    self.ready.push_back((node, slot));
+                }
+            }
+        }
+    }
+
+    /// The first node of a leaky branch is runnable for frame `slot`: the branch takes the
+    /// frame (its inputs, its parameters) into its own slot, or skips it when it still holds
+    /// an earlier one.
+    fn enter_branch(&mut self, shared: &Shared, head: usize, slot: usize) {
+        let t = &shared.topo.nodes[head];
+        let b = t.branch.expect("a head is in a branch");
+        let empty = t
+            .inputs
+            .iter()
+            .any(|&i| self.slots[slot].outputs[i].is_none());
+        if self.branch_busy[b] || empty {
+            for &i in &t.inputs {
+                drop(self.consume(slot, i));
+            }
+            if !empty {
+                shared.counters.stages[head].skip();
+            }
+            return;
+        }
+        self.branch_busy[b] = true;
+        let bs = shared.topo.cap + b;
+        let ctx = self.slots[slot].ctx;
+        {
+            let s = &mut self.slots[bs];
+            s.ctx = ctx;
+            s.active = true;
+            s.begun = true;
+            s.left = shared.topo.branches[b].len();
+            for &i in &shared.topo.branches[b] {
+                let n = &shared.topo.nodes[i];
+                s.missing[i] = n.inputs.len() as u8;
+                s.uses[i] = n.consumers.len() as u8;
+            }
+        }
+        let mut inputs = Inputs::new();
+        for &i in &t.inputs {
+            let f = self.consume(slot, i);
+            inputs.push(f);
+        }
+        self.branch_inputs[b] = inputs;
+        // The branch runs this frame with the frame's parameters, which are resampled when
+        // the frame's slot is reused: a copy (assignments, no allocation; two uncontended
+        // mutexes, the only ones taken under this lock).
+        {
+            let from = shared.snapshots[slot]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let mut to = shared.snapshots[bs]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            to.copy_nodes(&from, &shared.topo.branches[b]);
+        }
+        self.ready.push_back((head, bs));
+    }
+
+    /// `node` has finished `slot` with `output` (none: an empty frame).
+    fn finished_node(&mut self, shared: &Shared, node: usize, slot: usize, output: Option<Frame>) {
+        let t = &shared.topo.nodes[node];
+        if t.serial && t.branch.is_none() {
+            self.release_serial(shared, node);
+        }
+        let seq = self.slots[slot].ctx.seq;
+        for &f in &t.feeds {
+            let k = (seq % shared.topo.cap as u64) as usize;
+            self.nodes[f].ring[k] = Some((seq, output.clone()));
+            self.try_feedback(shared, f, seq + 1);
+        }
+        let s = &mut self.slots[slot];
+        if s.uses[node] > 0 {
+            s.outputs[node] = output;
+        } else {
+            drop(output);
+        }
+        for &c in &t.consumers {
+            s.missing[c] -= 1;
+            if s.missing[c] == 0 {
+                self.steps.push_back(Step::Runnable(c, slot));
+            }
+        }
+        s.left -= 1;
+        if s.left == 0 {
+            s.active = false;
+            if slot < shared.topo.cap {
+                self.in_flight -= 1;
+            } else {
+                self.branch_busy[slot - shared.topo.cap] = false;
+            }
+        }
+    }
+
+    /// Feedback `f` may yield for frame `seq` once that frame has begun and its node has
+    /// finished the frame before.
+    fn try_feedback(&mut self, shared: &Shared, f: usize, seq: u64) {
+        let slot = (seq % shared.topo.cap as u64) as usize;
+        let s = &self.slots[slot];
+        if !(s.active && s.begun && s.ctx.seq == seq) {
+            return;
+        }
+        let stored = seq == 0 || {
+            let k = ((seq - 1) % shared.topo.cap as u64) as usize;
+            matches!(self.nodes[f].ring[k], Some((s, _)) if s == seq - 1)
+        };
+        if stored {
+            self.steps.push_back(Step::Runnable(f, slot));
+        }
+    }
+
+    /// A serial node finished a frame: let the next one in, if it is already waiting.
+    fn release_serial(&mut self, shared: &Shared, node: usize) {
+        let cap = shared.topo.cap as u64;
+        let st = &mut self.nodes[node];
+        st.busy = false;
+        st.next_seq += 1;
+        let next = st.next_seq;
+        let slot = (next % cap) as usize;
+        if st.parked[slot] && self.slots[slot].active && self.slots[slot].ctx.seq == next {
+            st.parked[slot] = false;
+            self.steps.push_back(Step::Runnable(node, slot));
         }
     }
 
@@ -349,74 +743,48 @@ impl State {
         self.wake.work_all = true;
     }
 
-    /// The token whose turn it is at sink `port`, if it has arrived.
-    pub(crate) fn take_ready(&mut self, port: usize) -> Option<Token> {
+    /// The frame whose turn it is at sink `port`, if it has arrived.
+    pub(crate) fn take_ready(&mut self, port: usize) -> Option<PortItem> {
         self.ports[port].ready.take()
     }
 
-    /// Moves `token` to `stage`: returns the job if this worker can run it now, else parks it
-    /// (or hands it to the output thread).
-    pub(crate) fn advance(&mut self, stage: usize, mut token: Token) -> Option<Job> {
-        if self.abort {
-            self.in_flight -= 1;
-            return None;
-        }
-        if let Kind::Sink(_) = self.stages[stage].kind {
-            // Processed: from now on the frame only waits for its turn at the output.
-            token.ready_ns = now_ns();
-        }
-        let cap = self.max_in_flight;
-        let st = &mut self.stages[stage];
-        if st.serial {
-            if st.busy || token.ctx.seq != st.next_seq {
-                let slot = (token.ctx.seq % cap as u64) as usize;
-                debug_assert!(st.parked[slot].is_none(), "parking slot collision");
-                st.parked[slot] = Some(token);
-                return None;
-            }
-            st.busy = true;
-            if let Kind::Sink(_) = st.kind {
-                self.make_ready(stage, token);
-                return None;
-            }
-        }
-        let inst = self.take_instance(stage);
-        Some(Job::Stage { stage, token, inst })
-    }
-
-    /// A serial stage finished a frame: let the next one in, if it is already waiting.
-    pub(crate) fn release_serial(&mut self, stage: usize) {
-        let cap = self.max_in_flight as u64;
-        let st = &mut self.stages[stage];
-        st.busy = false;
-        st.next_seq += 1;
-        let next = st.next_seq;
-        let slot = (next % cap) as usize;
-        if st.parked[slot].as_ref().is_some_and(|t| t.ctx.seq == next) {
-            let token = st.parked[slot].take().expect("checked above");
-            st.busy = true;
-            self.make_ready(stage, token);
-        }
-    }
-
-    /// Drops every parked or ready token: their frames go back to the pools.
+    /// Drops every frame in flight (they go back to their pools) and what waits for them.
     pub(crate) fn drop_pending(&mut self) {
-        let dropped = self.ready.len()
-            + self.ports.iter_mut().filter_map(|p| p.ready.take()).count()
-            + self
-                .stages
-                .iter_mut()
-                .flat_map(|s| s.parked.iter_mut())
-                .filter_map(Option::take)
-                .count();
         self.ready.clear();
-        self.in_flight -= dropped;
+        self.steps.clear();
+        for p in &mut self.ports {
+            p.ready = None;
+        }
+        for s in &mut self.slots {
+            s.active = false;
+            for o in &mut s.outputs {
+                *o = None;
+            }
+        }
+        for n in &mut self.nodes {
+            n.parked.iter_mut().for_each(|p| *p = false);
+            n.ring.iter_mut().for_each(|r| *r = None);
+        }
+        for b in &mut self.branch_inputs {
+            b.clear();
+        }
+        self.branch_busy.iter_mut().for_each(|b| *b = false);
+        self.in_flight = 0;
     }
 
-    /// The output thread of `port` has consumed (or failed to consume) its sink's frame.
-    pub(crate) fn sink_done(&mut self, port: usize, result: Result<()>, shared: &Shared) {
-        self.release_serial(self.ports[port].stage);
-        self.in_flight -= 1;
+    /// The output thread of `port` has consumed (or failed to consume) the frame of `slot`.
+    pub(crate) fn sink_done(
+        &mut self,
+        shared: &Shared,
+        port: usize,
+        slot: usize,
+        result: Result<()>,
+    ) {
+        if !self.abort {
+            let node = self.ports[port].node;
+            self.steps.push_back(Step::Finished(node, slot, None));
+            self.drain(shared);
+        }
         if let Err(e) = result {
             self.fail(e);
         }
@@ -437,54 +805,91 @@ impl State {
             self.wake.work_all = true;
             self.wake.ports = true;
         } else if self.waiting > 0 && self.has_work() {
-            self.wake.work_one = true;
+            // Several independent jobs (branches of one frame): wake every idle worker.
+            if self.ready.len() + usize::from(self.begin_runnable()) > 1 {
+                self.wake.work_all = true;
+            } else {
+                self.wake.work_one = true;
+            }
         }
     }
 
-    /// Records a job's outcome and returns the job the same worker should run next, if any.
+    /// Records a job's outcome and returns the job the same worker should run next, if any
+    /// (usually the node just made runnable: its input is warm in this worker's cache).
     pub(crate) fn complete(&mut self, done: Done, shared: &Shared) -> Option<Job> {
-        let next = match done {
+        match done {
             Done::Slice(slot, panicked) => {
                 self.count_slice(slot, panicked);
-                None
+                self.after_change(shared);
+                return None;
             }
-            Done::Source(source, result) => {
-                self.stages[0].source = Some(source);
-                self.stages[0].busy = false;
-                match result {
-                    Ok(Some(token)) => self.advance(1, token),
-                    Ok(None) => {
-                        self.source_done = true;
-                        self.in_flight -= 1;
-                        None
-                    }
-                    Err(e) => {
-                        self.source_error = Some(e);
-                        self.source_done = true;
-                        self.in_flight -= 1;
-                        None
+            Done::Begin { slot } => {
+                self.begin_busy = false;
+                if !self.abort {
+                    self.slots[slot].begun = true;
+                    let seq = self.slots[slot].ctx.seq;
+                    for &r in &shared.topo.roots {
+                        match shared.topo.nodes[r].kind {
+                            Kind::Feedback { .. } => self.try_feedback(shared, r, seq),
+                            _ => self.steps.push_back(Step::Runnable(r, slot)),
+                        }
                     }
                 }
             }
-            Done::Effect(stage, inst, result) => {
-                if let Some(inst) = inst {
-                    self.stages[stage].free.push(inst);
+            Done::Node {
+                node,
+                slot,
+                inst,
+                result,
+            } => {
+                self.running -= 1;
+                match inst {
+                    Inst::Source(s) => self.nodes[node].source = Some(s),
+                    Inst::Proc(i) => self.nodes[node].free.push(i),
                 }
-                if self.stages[stage].serial {
-                    self.release_serial(stage);
-                }
-                match result {
-                    Ok(token) => self.advance(stage + 1, token),
-                    Err(e) => {
-                        self.fail(e);
-                        self.in_flight -= 1;
-                        None
+                if !self.abort {
+                    let is_source = shared.topo.nodes[node].kind == Kind::Source;
+                    let output = match result {
+                        Ok(Some(frame)) => Some(frame),
+                        Ok(None) => {
+                            self.end_at(self.slots[slot].ctx.seq);
+                            None
+                        }
+                        Err(e) if is_source => {
+                            // Frames before this one still reach the sinks; the error is
+                            // returned at the end.
+                            if self.source_error.is_none() {
+                                self.source_error = Some(e);
+                            } else {
+                                self.garbage = Some(e);
+                            }
+                            self.end_at(self.slots[slot].ctx.seq);
+                            None
+                        }
+                        Err(e) => {
+                            self.fail(e);
+                            None
+                        }
+                    };
+                    if !self.abort {
+                        self.steps.push_back(Step::Finished(node, slot, output));
                     }
                 }
             }
-        };
+        }
+        self.drain(shared);
         self.after_change(shared);
-        next
+        if self.abort {
+            return None;
+        }
+        self.next_job(shared)
+    }
+
+    /// A source ended at frame `seq`: no frame begins from then on, and frames from it on that
+    /// have begun flow through empty.
+    fn end_at(&mut self, seq: u64) {
+        self.end_seq = self.end_seq.min(seq);
+        self.source_done = true;
     }
 }
 
@@ -527,6 +932,56 @@ impl Shared {
                 p.raise();
             }
         }
+    }
+}
+
+/// A fresh state for `topo`: every queue at its final capacity.
+pub(crate) fn new_state(
+    topo: &Topo,
+    threads: usize,
+    ports: Vec<usize>,
+    mut nodes: Vec<NodeState>,
+) -> State {
+    let n = topo.nodes.len();
+    let nb = topo.branches.len();
+    let slot = || Slot {
+        ctx: FrameCtx { seq: 0, pts_ns: 0 },
+        active: false,
+        begun: false,
+        outputs: (0..n).map(|_| None).collect(),
+        missing: vec![0; n],
+        uses: vec![0; n],
+        left: 0,
+    };
+    for st in &mut nodes {
+        st.parked = vec![false; topo.cap];
+    }
+    State {
+        nodes,
+        slots: (0..topo.cap + nb).map(|_| slot()).collect(),
+        ready: VecDeque::with_capacity(n * (topo.cap + nb) + 1),
+        branch_busy: vec![false; nb],
+        branch_inputs: (0..nb).map(|_| Inputs::new()).collect(),
+        steps: VecDeque::with_capacity(4 * n * (topo.cap + nb) + 8),
+        ports: ports
+            .into_iter()
+            .map(|node| Port { node, ready: None })
+            .collect(),
+        in_flight: 0,
+        max_in_flight: topo.cap,
+        next_seq: 0,
+        begin_busy: false,
+        end_seq: u64::MAX,
+        source_done: false,
+        abort: false,
+        error: None,
+        source_error: None,
+        waiting: 0,
+        running: 0,
+        slices: (0..threads).map(|_| SliceSlot::default()).collect(),
+        broken: false,
+        wake: Wake::default(),
+        garbage: None,
     }
 }
 

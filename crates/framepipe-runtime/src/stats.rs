@@ -19,6 +19,7 @@ pub struct StageCounters {
     frames: AtomicU64,
     busy_ns: AtomicU64,
     instances: AtomicUsize,
+    skipped: AtomicU64,
 }
 
 impl StageCounters {
@@ -29,7 +30,13 @@ impl StageCounters {
             frames: AtomicU64::new(0),
             busy_ns: AtomicU64::new(0),
             instances: AtomicUsize::new(0),
+            skipped: AtomicU64::new(0),
         }
+    }
+
+    /// A leaky branch starting at this node skipped a frame (it still held an earlier one).
+    pub(crate) fn skip(&self) {
+        self.skipped.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn record(&self, busy: Duration) {
@@ -51,6 +58,7 @@ impl StageCounters {
             mode: self.mode,
             instances: self.instances.load(Ordering::Relaxed),
             frames,
+            skipped: self.skipped.load(Ordering::Relaxed),
             mean_ms: if frames == 0 {
                 0.0
             } else {
@@ -72,6 +80,9 @@ pub struct StageStats {
     pub instances: usize,
     /// Frames processed.
     pub frames: u64,
+    /// Frames a leaky branch starting here skipped because it was still busy with an earlier
+    /// one (0 elsewhere).
+    pub skipped: u64,
     /// Mean processing time per frame, milliseconds.
     pub mean_ms: f64,
 }

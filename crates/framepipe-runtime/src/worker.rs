@@ -9,12 +9,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use framepipe_core::{Error, FrameCtx, Result};
+use framepipe_core::{Error, Frame, Result};
 
 use crate::events::Event;
+use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::assign;
 use crate::slices::{PanicPayload, PoolSlices};
-use crate::state::{Done, Inst, Instance, Job, Shared, Token};
+use crate::state::{Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst};
 
 impl Shared {
     /// A worker thread's body. A panic that escapes the element guards (a bug in the scheduler
@@ -125,112 +126,206 @@ impl Shared {
                 // A panicking slice is contained so that the owner's count still completes.
                 Done::Slice(slot, job.call_caught(index))
             }
-            Job::Stage {
-                stage,
-                mut token,
+            Job::Begin { slot, pts_ns } => {
+                self.sample_live(slot, pts_ns);
+                Done::Begin { slot }
+            }
+            Job::Node {
+                node,
+                slot,
+                ctx,
+                inputs,
                 inst,
             } => {
                 let started = Instant::now();
-                self.mark_running(worker, Some(stage));
-                let counters = &self.counters.stages[stage];
-                let done = match inst {
+                self.mark_running(worker, Some(node));
+                let counters = &self.counters.stages[node];
+                let (inst, result) = match inst {
                     Inst::Source(mut source) => {
-                        self.sample_live(&token.ctx);
-                        let result = guard(&counters.name, || {
-                            let mut frame = self.pools[0].try_acquire()?;
-                            if source.fill(&token.ctx, &mut frame)? {
-                                token.frame = Some(frame.freeze());
-                                Ok(Some(token))
-                            } else {
-                                Ok(None)
-                            }
-                        });
-                        Done::Source(source, result)
+                        let r = guard(&counters.name, || self.run_source(node, &mut source, &ctx));
+                        (Inst::Source(source), r)
                     }
-                    Inst::Effect(effect) => self.run_effect(stage, effect, token, worker),
+                    Inst::Proc(instance) => {
+                        let (i, r) = self.run_proc(node, slot, instance, &ctx, inputs, worker);
+                        (Inst::Proc(i), r.map(Some))
+                    }
                 };
                 self.mark_running(worker, None);
                 // The source's last call, which finds the end of the stream, is not a frame.
-                if !matches!(done, Done::Source(_, Ok(None))) {
+                if !matches!(result, Ok(None)) {
                     counters.record(started.elapsed());
                 }
-                done
+                Done::Node {
+                    node,
+                    slot,
+                    inst,
+                    result,
+                }
             }
         }
     }
 
-    pub(crate) fn run_effect(
+    /// The frame for output frame `ctx` from a source: read it (several when the source is
+    /// faster than the graph, none when slower: the last one again), and at its end stop,
+    /// rewind or hold as asked. `Ok(None)`: the end, the run stops.
+    fn run_source(
         &self,
-        stage: usize,
+        node: usize,
+        s: &mut SourceInst,
+        ctx: &framepipe_core::FrameCtx,
+    ) -> Result<Option<Frame>> {
+        if s.held {
+            return Ok(s.last.clone());
+        }
+        // The source's own frame number for this output frame.
+        let want = match s.resample {
+            None => ctx.seq,
+            Some((src, graph)) => {
+                let num = ctx.seq as u128 * graph.den as u128 * src.num as u128;
+                let den = graph.num as u128 * src.den as u128;
+                u64::try_from(num / den.max(1)).unwrap_or(u64::MAX)
+            }
+        };
+        let mut rewound = false;
+        while s.produced <= want || (s.last.is_none() && s.keep_last) {
+            let mut frame = self.pools[node].try_acquire()?;
+            let own = framepipe_core::FrameCtx {
+                seq: s.produced,
+                pts_ns: s
+                    .resample
+                    .map_or(ctx.pts_ns, |(src, _)| src.frame_time_ns(s.produced)),
+            };
+            if s.source.fill(&own, &mut frame)? {
+                s.produced += 1;
+                rewound = false;
+                let frame = frame.freeze();
+                if !s.keep_last {
+                    return Ok(Some(frame));
+                }
+                s.last = Some(frame);
+                continue;
+            }
+            drop(frame);
+            match s.on_end {
+                OnEnd::Stop => return Ok(None),
+                OnEnd::Hold => {
+                    if s.last.is_none() {
+                        return Ok(None);
+                    }
+                    s.held = true;
+                    break;
+                }
+                OnEnd::Loop => {
+                    let name = &*self.counters.stages[node].name;
+                    if rewound {
+                        return Err(Error::element(
+                            name,
+                            "on-end=loop: no frame after going back to the start",
+                        ));
+                    }
+                    if !s.source.rewind()? {
+                        return Err(Error::element(
+                            name,
+                            "on-end=loop: this source cannot go back to its start (a live \
+                             stream or a pipe); use on-end=hold or on-end=stop",
+                        ));
+                    }
+                    rewound = true;
+                }
+            }
+        }
+        Ok(s.last.clone())
+    }
+
+    /// Runs an effect or a mixer on one frame, with that frame's parameters.
+    pub(crate) fn run_proc(
+        &self,
+        node: usize,
+        slot: usize,
         mut inst: Instance,
-        mut token: Token,
+        ctx: &framepipe_core::FrameCtx,
+        mut inputs: Inputs,
         worker: usize,
-    ) -> Done {
+    ) -> (Instance, Result<Frame>) {
         let slices = PoolSlices::new(self, worker);
-        let name = &self.counters.stages[stage].name;
+        let name = &self.counters.stages[node].name;
         if !inst.used {
             inst.used = true;
-            self.counters.stages[stage].add_instance();
+            self.counters.stages[node].add_instance();
         }
         // Bring the instance to this frame's parameter values (sampled at its boundary).
-        let synced = guard(name, || {
-            Ok(self.sync_params(stage, &mut inst, token.ctx.seq))
-        });
+        let synced = guard(name, || Ok(self.sync_params(node, &mut inst, slot)));
         let result = synced.and_then(|(bypass, rejected)| {
             // Reported with no lock held (the snapshot's included): the callback is user code.
             for (j, e) in rejected {
                 self.emit(Event::PropertyRejected {
                     stage: name.clone(),
-                    prop: self.param_names[stage][j].clone(),
+                    prop: self.param_names[node][j].clone(),
                     reason: e.to_string(),
                 });
             }
             if bypass {
-                return Ok(token);
+                // The first input passes through (bypass is refused when the shape differs).
+                return Ok(inputs.frames[0].take().expect("a node's inputs are frames"));
             }
             guard(name, || {
-                let input = token.frame.take().expect("effects get a frame");
-                let mut output = self.pools[stage].try_acquire()?;
-                inst.effect
-                    .process(&token.ctx, &input, &mut output, &slices)?;
-                token.frame = Some(output.freeze());
-                Ok(token)
+                let mut output = self.pools[node].try_acquire()?;
+                match &mut inst.proc {
+                    Proc::Effect(e) => {
+                        let input = inputs.frames[0].as_ref().expect("an effect's input");
+                        e.process(ctx, input, &mut output, &slices)?;
+                    }
+                    Proc::Mixer(m) => {
+                        let n = inputs.n;
+                        let refs: [&Frame; MAX_INPUTS] = std::array::from_fn(|k| {
+                            inputs.frames[k.min(n - 1)]
+                                .as_ref()
+                                .expect("a mixer's inputs")
+                        });
+                        m.process(ctx, &refs[..n], &mut output, &slices)?;
+                    }
+                }
+                Ok(output.freeze())
             })
         });
-        Done::Effect(stage, Some(inst), result)
+        // The inputs go back to their pools now, before the bookkeeping.
+        drop(inputs);
+        (inst, result)
     }
 
-    /// The frame boundary: the source's worker, about to start frame `ctx.seq`, writes the values
-    /// in force now into the frame's snapshot slot, for every stage. Under the live lock (shared
-    /// only with command assignment), never under the scheduler lock. Source jobs are serial, so
-    /// frames are sampled in order.
-    fn sample_live(&self, ctx: &FrameCtx) {
-        let slot = (ctx.seq % self.snapshots.len() as u64) as usize;
+    /// The frame boundary: the worker beginning frame `slot` writes the values in force now into
+    /// its snapshot, for every node. Under the live lock (shared only with command
+    /// assignment), never under the scheduler lock. Frames begin one at a time, in order.
+    fn sample_live(&self, slot: usize, pts_ns: i64) {
         let mut live = self.live.lock();
         let mut snap = self.snapshots[slot]
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        live.sample(ctx.pts_ns, &mut snap);
+        live.sample(pts_ns, &mut snap);
     }
 
-    /// Sets on `inst` the properties whose value for frame `seq` differs from what it has.
-    /// Returns whether the stage is bypassed on this frame, and the properties the element
+    /// Sets on `inst` the properties whose value in snapshot `slot` differs from what it has.
+    /// Returns whether the node is bypassed on this frame, and the properties the element
     /// refused (each reported once; the list allocates only then).
     fn sync_params(
         &self,
-        stage: usize,
+        node: usize,
         inst: &mut Instance,
-        seq: u64,
+        slot: usize,
     ) -> (bool, Vec<(usize, Error)>) {
-        let slot = (seq % self.snapshots.len() as u64) as usize;
         let snap = self.snapshots[slot]
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let mut rejected = Vec::new();
-        for (j, value) in snap.values[stage].iter().enumerate() {
+        for (j, value) in snap.values[node].iter().enumerate() {
             if inst.applied[j] != *value {
                 if !inst.refused[j] {
-                    if let Err(e) = inst.effect.set_property(&self.param_names[stage][j], value) {
+                    let name = &self.param_names[node][j];
+                    let r = match &mut inst.proc {
+                        Proc::Effect(e) => e.set_property(name, value),
+                        Proc::Mixer(m) => m.set_property(name, value),
+                    };
+                    if let Err(e) = r {
                         inst.refused[j] = true;
                         rejected.push((j, e));
                     }
@@ -238,7 +333,7 @@ impl Shared {
                 assign(&mut inst.applied[j], value);
             }
         }
-        (snap.bypass[stage], rejected)
+        (snap.bypass[node], rejected)
     }
 }
 

@@ -1,0 +1,468 @@
+//! From a checked [`Graph`] to what the scheduler runs: the nodes in execution order (tees
+//! looked through, automatic scalers put in front of mixer inputs of another size), each
+//! node's negotiated output shape, its consumers, and [`Layout`], the text and Graphviz views
+//! `framepipe graph` prints.
+
+use std::fmt::Write as _;
+
+use framepipe_core::{Error, Mode, Rational, Result, Sink, Source, VideoInfo};
+
+use crate::graph::{Graph, MixerStage, NodeKind, OnEnd};
+use crate::pipeline::EffectStage;
+
+/// The movable part of an execution node: what the scheduler takes over.
+pub(crate) enum Part {
+    Source {
+        source: Box<dyn Source>,
+        on_end: OnEnd,
+    },
+    Effect(EffectStage),
+    Mixer(MixerStage),
+    Feedback {
+        /// Execution index of the node fed back.
+        from: usize,
+        color: [u8; 4],
+    },
+    Sink(Box<dyn Sink>),
+}
+
+/// One node as the scheduler runs it.
+pub(crate) struct ExecNode {
+    pub name: String,
+    pub element: String,
+    pub part: Part,
+    /// Execution indices of its inputs, in order (all smaller than its own).
+    pub inputs: Vec<usize>,
+    /// Execution indices of the nodes taking its output (not counting feedbacks).
+    pub consumers: Vec<usize>,
+    /// Execution indices of the feedback nodes yielding its output one frame later.
+    pub feeds: Vec<usize>,
+    /// One frame at a time, in order (sources, feedbacks, sinks, stateful effects).
+    pub serial: bool,
+    /// Its leaky branch (an index into the branches), if it is in one.
+    pub branch: Option<usize>,
+    /// First node of its leaky branch (its inputs are in the show).
+    pub head: bool,
+    /// The master sink.
+    pub master: bool,
+    /// Put in by the graph (a scaler in front of a mixer input), not written by the user.
+    pub auto: bool,
+    /// Its output shape (a sink: its input's).
+    pub info: VideoInfo,
+    /// Output shape = its first input's (only then may it be bypassed).
+    pub same_shape: bool,
+}
+
+impl ExecNode {
+    pub fn kind_word(&self) -> &'static str {
+        match self.part {
+            Part::Source { .. } => "source",
+            Part::Effect(_) => "effect",
+            Part::Mixer(_) => "mixer",
+            Part::Feedback { .. } => "feedback",
+            Part::Sink(_) => "sink",
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        if self.serial {
+            Mode::Serial
+        } else {
+            Mode::Parallel
+        }
+    }
+}
+
+/// The graph, negotiated, in execution order.
+pub(crate) struct Plan {
+    pub nodes: Vec<ExecNode>,
+    /// The graph's frame rate (the first source's).
+    pub rate: Rational,
+    /// Leaky branches, by their head's execution index.
+    pub heads: Vec<usize>,
+    /// Tees as written, for the layout: (name, execution index of what they pass on).
+    tees: Vec<(String, usize)>,
+}
+
+impl Plan {
+    /// Negotiates every node's shape in execution order.
+    pub fn new(graph: Graph) -> Result<Plan> {
+        let Graph {
+            nodes,
+            shape,
+            auto_scale,
+        } = graph;
+        let n = nodes.len();
+        let rate = nodes
+            .iter()
+            .find_map(|n| match &n.kind {
+                NodeKind::Source { source, .. } => Some(source.info().rate),
+                _ => None,
+            })
+            .expect("a checked graph has a source");
+        let first_info = nodes
+            .iter()
+            .find_map(|n| match &n.kind {
+                NodeKind::Source { source, .. } => Some(source.info()),
+                _ => None,
+            })
+            .expect("a checked graph has a source");
+        // Execution index of each graph node (tees: of what they pass on).
+        let mut exec_of: Vec<Option<usize>> = vec![None; n];
+        let mut slots: Vec<Option<crate::graph::Node>> = nodes.into_iter().map(Some).collect();
+        let mut out: Vec<ExecNode> = Vec::with_capacity(n + 4);
+        let mut branch_index: Vec<Option<usize>> = vec![None; n];
+        for (b, &h) in shape.heads.iter().enumerate() {
+            branch_index[h] = Some(b);
+        }
+        let is_tee: Vec<bool> = slots
+            .iter()
+            .map(|s| s.as_ref().is_some_and(|n| matches!(n.kind, NodeKind::Tee)))
+            .collect();
+        let mut tees = Vec::new();
+        let mut pending_feedback: Vec<(usize, usize, VideoInfo)> = Vec::new();
+        for (gi, slot) in slots.iter().enumerate() {
+            if let Some(node) = slot {
+                if matches!(node.kind, NodeKind::Tee) {
+                    tees.push((node.name.clone(), gi));
+                }
+            }
+        }
+        for &gi in &shape.order {
+            let node = slots[gi].take().expect("each node once");
+            let inputs: Vec<usize> = shape.inputs[gi]
+                .iter()
+                .map(|&j| exec_of[j].expect("inputs come first"))
+                .collect();
+            let branch = shape.branch[gi].map(|h| branch_index[h].expect("a head"));
+            let head = shape.heads.contains(&gi);
+            let input_infos: Vec<VideoInfo> = inputs.iter().map(|&i| out[i].info).collect();
+            let name = node.name;
+            let element = node.element;
+            let (part, info, serial) = match node.kind {
+                NodeKind::Tee => unreachable!("tees are not in the order"),
+                NodeKind::Source { source, on_end } => {
+                    let info = VideoInfo {
+                        rate,
+                        ..source.info()
+                    };
+                    (Part::Source { source, on_end }, info, true)
+                }
+                NodeKind::Feedback { from, color } => {
+                    // The node fed back comes later when the loop passes through it: assume the
+                    // first source's shape and check once it is negotiated.
+                    let resolved = if is_tee[from] {
+                        shape.inputs[from][0]
+                    } else {
+                        from
+                    };
+                    let info = match exec_of[resolved] {
+                        Some(e) => out[e].info,
+                        None => {
+                            pending_feedback.push((out.len(), from, first_info));
+                            VideoInfo { rate, ..first_info }
+                        }
+                    };
+                    (Part::Feedback { from, color }, info, true)
+                }
+                NodeKind::Effect(mut stage) => {
+                    let info = stage.factory.negotiate(input_infos[0])?;
+                    check_size(&name, info)?;
+                    let serial = stage.mode == Mode::Serial;
+                    (Part::Effect(stage), info, serial)
+                }
+                NodeKind::Mixer(mut stage) => {
+                    let mut inputs = inputs.clone();
+                    let mut infos = input_infos.clone();
+                    if stage.factory.needs_equal_sizes() {
+                        let (w, h) = (infos[0].width, infos[0].height);
+                        for k in 1..inputs.len() {
+                            if (infos[k].width, infos[k].height) == (w, h) {
+                                continue;
+                            }
+                            let Some(make) = auto_scale.as_ref() else {
+                                return Err(Error::Graph(format!(
+                                    "{name} needs inputs of one size: input 0 ({}) is {w}x{h}, \
+                                     input {k} ({}) is {}x{}; put a scale in front of it",
+                                    out[inputs[0]].name,
+                                    out[inputs[k]].name,
+                                    infos[k].width,
+                                    infos[k].height
+                                )));
+                            };
+                            let mut factory = make(w, h)?;
+                            let sinfo = factory.negotiate(infos[k])?;
+                            let sname = format!("{name}.sink_{k}:scale");
+                            let mode = factory.default_mode();
+                            let src = inputs[k];
+                            out.push(ExecNode {
+                                element: factory.name().to_string(),
+                                name: sname,
+                                part: Part::Effect(EffectStage::new(factory, mode)),
+                                inputs: vec![src],
+                                consumers: Vec::new(),
+                                feeds: Vec::new(),
+                                serial: mode == Mode::Serial,
+                                // In front of a leaky branch's first mixer, the scaler runs
+                                // with the show (so that the branch still starts at one node).
+                                branch: if head { None } else { branch },
+                                head: false,
+                                master: false,
+                                auto: true,
+                                info: sinfo,
+                                same_shape: false,
+                            });
+                            inputs[k] = out.len() - 1;
+                            infos[k] = sinfo;
+                        }
+                    }
+                    let info = stage.factory.negotiate(&infos)?;
+                    check_size(&name, info)?;
+                    let serial = stage.mode == Mode::Serial;
+                    let e = out.len();
+                    exec_of[gi] = Some(e);
+                    let same_shape = (info.width, info.height) == (infos[0].width, infos[0].height);
+                    out.push(ExecNode {
+                        name,
+                        element,
+                        part: Part::Mixer(stage),
+                        inputs,
+                        consumers: Vec::new(),
+                        feeds: Vec::new(),
+                        serial,
+                        branch,
+                        head,
+                        master: false,
+                        auto: false,
+                        info,
+                        same_shape,
+                    });
+                    continue;
+                }
+                NodeKind::Sink { sink, .. } => (Part::Sink(sink), input_infos[0], true),
+            };
+            let same_shape = input_infos
+                .first()
+                .is_some_and(|i| (i.width, i.height) == (info.width, info.height));
+            exec_of[gi] = Some(out.len());
+            out.push(ExecNode {
+                name,
+                element,
+                part,
+                inputs,
+                consumers: Vec::new(),
+                feeds: Vec::new(),
+                serial,
+                branch,
+                head,
+                master: gi == shape.master,
+                auto: false,
+                info,
+                same_shape,
+            });
+        }
+        // A tee's execution index is that of what it passes on.
+        let placed = |gi: usize| match exec_of[gi] {
+            Some(e) => e,
+            None => exec_of[shape.inputs[gi][0]].expect("a tee passes on a placed node"),
+        };
+        // Feedback sources now that every node is placed.
+        for node in out.iter_mut() {
+            if let Part::Feedback { from, .. } = &mut node.part {
+                *from = placed(*from);
+            }
+        }
+        for (fb, from_g, assumed) in pending_feedback {
+            let from = placed(from_g);
+            let got = out[from].info;
+            if (got.width, got.height) != (assumed.width, assumed.height) {
+                return Err(Error::Graph(format!(
+                    "{}: feedback from {}, which gives {}x{} frames, but a feedback ahead of \
+                     its node is taken to have the first source's size ({}x{}); scale {} to \
+                     that size",
+                    out[fb].name,
+                    out[from].name,
+                    got.width,
+                    got.height,
+                    assumed.width,
+                    assumed.height,
+                    out[from].name
+                )));
+            }
+        }
+        // Tees resolved to the execution index of what they pass on.
+        let tees = tees
+            .into_iter()
+            .map(|(name, gi)| (name, placed(gi)))
+            .collect();
+        for e in 0..out.len() {
+            for k in 0..out[e].inputs.len() {
+                let i = out[e].inputs[k];
+                if !out[i].consumers.contains(&e) {
+                    out[i].consumers.push(e);
+                }
+            }
+            if let Part::Feedback { from, .. } = out[e].part {
+                out[from].feeds.push(e);
+            }
+        }
+        let heads = (0..out.len()).filter(|&e| out[e].head).collect();
+        Ok(Plan {
+            nodes: out,
+            rate,
+            heads,
+            tees,
+        })
+    }
+
+    /// `framepipe graph`'s views.
+    pub fn layout(&self) -> Layout {
+        let mut text = String::new();
+        let master = self
+            .nodes
+            .iter()
+            .find(|n| n.master)
+            .map_or("?", |n| n.name.as_str());
+        let _ = writeln!(
+            text,
+            "graph: {} nodes at {} fps; master output: {master}",
+            self.nodes.len(),
+            self.rate
+        );
+        let width = self
+            .nodes
+            .iter()
+            .map(|n| n.name.len())
+            .chain(self.tees.iter().map(|t| t.0.len()))
+            .max()
+            .unwrap_or(4);
+        let ewidth = self
+            .nodes
+            .iter()
+            .map(|n| n.element.len() + if n.auto { 7 } else { 0 })
+            .max()
+            .unwrap_or(4);
+        for n in &self.nodes {
+            let element = if n.auto {
+                format!("{} (auto)", n.element)
+            } else {
+                n.element.clone()
+            };
+            let mut extra = Vec::new();
+            match &n.part {
+                Part::Source { on_end, .. } => extra.push(format!("on-end={}", on_end.as_str())),
+                Part::Feedback { from, .. } => {
+                    extra.push(format!("previous frame of {}", self.nodes[*from].name))
+                }
+                Part::Sink(_) if n.master => extra.push("master".into()),
+                Part::Effect(_) | Part::Mixer(_) => extra.push(n.mode().to_string()),
+                Part::Sink(_) => {}
+            }
+            if let Some(b) = n.branch {
+                extra.push(format!(
+                    "leaky (branch of {})",
+                    self.nodes[self.heads[b]].name
+                ));
+            }
+            let inputs: Vec<&str> = n.inputs.iter().map(|&i| &*self.nodes[i].name).collect();
+            let from = if inputs.is_empty() {
+                String::new()
+            } else {
+                format!("  <- {}", inputs.join(", "))
+            };
+            let _ = writeln!(
+                text,
+                "  {:width$}  {:ewidth$}  {:8}  {:>9}  {}{}",
+                n.name,
+                element,
+                n.kind_word(),
+                format!("{}x{}", n.info.width, n.info.height),
+                extra.join(", "),
+                from
+            );
+        }
+        for (name, input) in &self.tees {
+            let _ = writeln!(
+                text,
+                "  {:width$}  {:ewidth$}  {:8}  {:>9}  shares {}'s frames (no copy)",
+                name, "tee", "tee", "", self.nodes[*input].name
+            );
+        }
+        let mut dot = String::from("digraph framepipe {\n  rankdir=LR;\n  node [shape=box];\n");
+        for (i, n) in self.nodes.iter().enumerate() {
+            let style = match (&n.part, n.branch.is_some(), n.auto) {
+                (_, _, true) => ", style=dotted",
+                (_, true, _) => ", style=dashed",
+                (Part::Sink(_), _, _) if n.master => ", style=bold",
+                _ => "",
+            };
+            let _ = writeln!(
+                dot,
+                "  n{i} [label=\"{}\\n{}\\n{}x{}\"{style}];",
+                escape(&n.name),
+                escape(&n.element),
+                n.info.width,
+                n.info.height
+            );
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            for (k, &j) in n.inputs.iter().enumerate() {
+                let label = if n.inputs.len() > 1 {
+                    format!(" [label=\"sink_{k}\"]")
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(dot, "  n{j} -> n{i}{label};");
+            }
+            if let Part::Feedback { from, .. } = n.part {
+                let _ = writeln!(
+                    dot,
+                    "  n{from} -> n{i} [style=dashed, label=\"previous frame\", constraint=false];"
+                );
+            }
+        }
+        dot.push_str("}\n");
+        Layout { text, dot }
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+fn check_size(name: &str, info: VideoInfo) -> Result<()> {
+    if info.width == 0 || info.height == 0 {
+        return Err(Error::Unsupported {
+            element: name.to_string(),
+            what: format!("an output of {}x{}", info.width, info.height),
+        });
+    }
+    Ok(())
+}
+
+/// What `framepipe graph` prints: every node with its element, kind, negotiated size, mode,
+/// inputs, leaky branch, automatic scalers; and the same as Graphviz `dot`.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    text: String,
+    dot: String,
+}
+
+impl Layout {
+    /// One line per node.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Graphviz `dot` source.
+    pub fn dot(&self) -> &str {
+        &self.dot
+    }
+}
+
+impl Graph {
+    /// Negotiates every node's shape without starting anything, for `framepipe graph`.
+    pub fn layout(self) -> Result<Layout> {
+        Ok(Plan::new(self)?.layout())
+    }
+}
