@@ -15,6 +15,16 @@ pub enum EffectsError {
         /// Why it was rejected.
         reason: String,
     },
+    /// A mixer given a number of inputs it does not take.
+    #[error("{count} inputs; expected {min} to {max}")]
+    Inputs {
+        /// Inputs given.
+        count: usize,
+        /// Fewest accepted.
+        min: usize,
+        /// Most accepted.
+        max: usize,
+    },
     /// The scaling library refused the job.
     #[error("resizing {from_w}x{from_h} to {to_w}x{to_h} failed: {reason}")]
     Resize {

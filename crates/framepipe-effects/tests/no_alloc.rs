@@ -1,6 +1,11 @@
 //! Allocations per frame of the native effects, counted per thread around the steady state.
 
-use framepipe_core::{Element, FrameCtx, FramePool, InlineSlices, Rational, Registry, VideoInfo};
+use std::cell::Cell;
+
+use framepipe_core::{
+    Element, Frame, FrameCtx, FramePool, InlineSlices, PropValue, Rational, Registry, SliceRunner,
+    VideoInfo,
+};
 
 #[global_allocator]
 static GLOBAL: framepipe_testkit::CountingAlloc = framepipe_testkit::CountingAlloc;
@@ -93,4 +98,67 @@ fn scale_allocates_only_small_per_line_buffers() {
             );
         }
     }
+}
+
+#[test]
+fn monitor_does_not_allocate_per_frame() {
+    // Not after the first frame, and not on it either: everything is made at instantiation.
+    assert_eq!(
+        allocations_at("monitor", &[("width", "20"), ("height", "15")], 640, 360),
+        0
+    );
+    assert_eq!(allocations_at("monitor", &[], 64, 48), 0);
+}
+
+/// Runs the slices one after another on this thread, in reverse order (so the allocation
+/// counter, which is per thread, sees the slicing machinery too).
+struct Reverse(Cell<usize>);
+impl SliceRunner for Reverse {
+    fn workers(&self) -> usize {
+        4
+    }
+    fn run(&self, n: usize, job: &(dyn Fn(usize) + Sync)) {
+        self.0.set(self.0.get() + n);
+        (0..n).rev().for_each(job);
+    }
+}
+
+#[test]
+fn mix_does_not_allocate_per_frame_sliced_or_not() {
+    let mut r = Registry::new();
+    framepipe_effects::register(&mut r);
+    let (w, h) = (1024, 512);
+    let pool = FramePool::new(w, h, 8);
+    let inputs: Vec<Frame> = (0..4).map(|_| pool.acquire().unwrap().freeze()).collect();
+    let refs: Vec<&Frame> = inputs.iter().collect();
+    let slices = Reverse(Cell::new(0));
+    let runners: [&dyn SliceRunner; 2] = [&InlineSlices, &slices];
+    for mode in ["layers", "crossfade"] {
+        for runner in runners {
+            let given = vec![("mode".to_string(), mode.to_string())];
+            let Element::Mixer(mut f) = r.create("mix", &given).unwrap() else {
+                panic!("mix is not a mixer")
+            };
+            let info = VideoInfo {
+                width: w,
+                height: h,
+                rate: Rational::new(25, 1),
+            };
+            f.negotiate(&[info; 4]).unwrap();
+            let mut m = f.instantiate().unwrap();
+            let before = allocs();
+            for seq in 0..5u64 {
+                let mut out = pool.acquire().unwrap();
+                // A live change between frames, as a fader or an oscillator makes them.
+                m.set_property("fader", &PropValue::Float(seq as f64 / 5.0))
+                    .unwrap();
+                m.set_property("opacity-2", &PropValue::Float(seq as f64 / 5.0))
+                    .unwrap();
+                let ctx = FrameCtx { seq, pts_ns: 0 };
+                m.process(&ctx, &refs, &mut out, runner).unwrap();
+            }
+            assert_eq!(allocs() - before, 0, "mix mode={mode}");
+        }
+    }
+    assert!(slices.0.get() > 5, "the sliced runs were not sliced");
 }

@@ -42,7 +42,8 @@ pub enum Event {
     LeftRunning {
         /// Stage name.
         stage: Arc<str>,
-        /// The worker (`fp-worker-N`).
+        /// The worker (`fp-worker-N`), or for a follower sink's output thread `fp-out-P`,
+        /// `threads + P`.
         worker: usize,
     },
 }

@@ -411,9 +411,24 @@ fn check(nodes: &[Node]) -> Result<Shape> {
             })
         })
         .collect();
+    // A node a feedback reads stays in the show whatever its consumers: the feedback needs
+    // every frame of it.
+    let mut fed_back = vec![false; n];
+    for node in nodes {
+        if let NodeKind::Feedback { from, .. } = node.kind {
+            fed_back[resolve(from)] = true;
+        }
+    }
+    // What follows a leaky node is leaky unless it says otherwise (the sink after a monitor).
+    for &i in &order {
+        if nodes[i].leaky.is_none() && !leaky[i] && inputs[i].iter().any(|&j| leaky[j]) {
+            leaky[i] = true;
+        }
+    }
     for &i in order.iter().rev() {
         let can = matches!(nodes[i].kind, NodeKind::Effect(_) | NodeKind::Mixer(_));
         if can
+            && !fed_back[i]
             && nodes[i].leaky.is_none()
             && !leaky[i]
             && !exec_consumers[i].is_empty()

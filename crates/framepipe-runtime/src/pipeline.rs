@@ -172,7 +172,8 @@ impl Graph {
         let pool_nodes: Vec<PoolNode<'_>> = plan
             .nodes
             .iter()
-            .map(|e| {
+            .enumerate()
+            .map(|(i, e)| {
                 let sinks: Vec<&crate::plan::ExecNode> = e
                     .consumers
                     .iter()
@@ -187,7 +188,14 @@ impl Graph {
                     // Frame 0's frame.
                     Part::Feedback { .. } => 1,
                     _ => 0,
-                } + if e.feeds.is_empty() { 0 } else { in_flight };
+                } + if e.feeds.is_empty() { 0 } else { in_flight }
+                    // A leaky branch reading it keeps the frame it took (its first node's
+                    // input) after that frame left flight, one at a time per branch.
+                    + plan
+                        .heads
+                        .iter()
+                        .filter(|&&h| plan.nodes[h].inputs.contains(&i))
+                        .count();
                 PoolNode {
                     info: e.info,
                     name: &e.name,
@@ -535,7 +543,7 @@ impl Prepared {
                     out.and(finish)
                 });
             match spawned {
-                Ok(h) => followers.push(h),
+                Ok(h) => followers.push((port, h)),
                 Err(e) => {
                     let e = Error::io("starting an output thread", e);
                     let mut st = shared.lock();
@@ -560,8 +568,24 @@ impl Prepared {
         // (one may be blocked in a source that nothing will unblock).
         let finish = guard(&sink_name, || sink.finish());
         // The followers end with the run (the master's end, an error or a stop wakes them).
+        // After a normal end each finishes its sink (flushes its file) and is waited for; after
+        // an early end (stop, error) one blocked in its sink gets the workers' grace, then is
+        // left running, detached, like a blocked worker.
+        let early = shared.lock().abort;
+        let deadline = std::time::Instant::now() + JOIN_GRACE;
         let mut follower_result = Ok(());
-        for h in followers {
+        for (port, h) in followers {
+            while early && !h.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            if early && !h.is_finished() {
+                let node = shared.lock().ports[port].node;
+                shared.emit(crate::Event::LeftRunning {
+                    stage: shared.counters.stages[node].name.clone(),
+                    worker: self.threads + port,
+                });
+                continue;
+            }
             let r = h.join().unwrap_or_else(|_| Ok(()));
             if follower_result.is_ok() {
                 follower_result = r;

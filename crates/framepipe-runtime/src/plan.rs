@@ -33,7 +33,8 @@ pub(crate) struct ExecNode {
     pub part: Part,
     /// Execution indices of its inputs, in order (all smaller than its own).
     pub inputs: Vec<usize>,
-    /// Execution indices of the nodes taking its output (not counting feedbacks).
+    /// Execution indices of the nodes taking its output, once per input they take it on (not
+    /// counting feedbacks).
     pub consumers: Vec<usize>,
     /// Execution indices of the feedback nodes yielding its output one frame later.
     pub feeds: Vec<usize>,
@@ -297,10 +298,10 @@ impl Plan {
             .collect();
         for e in 0..out.len() {
             for k in 0..out[e].inputs.len() {
+                // Once per input it is on (a mixer may take one frame on two inputs): the
+                // scheduler counts inputs missing and consumers yet to take a frame by it.
                 let i = out[e].inputs[k];
-                if !out[i].consumers.contains(&e) {
-                    out[i].consumers.push(e);
-                }
+                out[i].consumers.push(e);
             }
             if let Part::Feedback { from, .. } = out[e].part {
                 out[from].feeds.push(e);

@@ -21,8 +21,11 @@
 //! it is given); one that did would find the pool exhausted and fail with `PoolExhausted`, which
 //! names the pool, rather than allocate.
 //!
-//! A pool serves the stages whose output has its size (one pool per distinct size), so for the
-//! pool `P`:
+//! A pool serves the nodes whose output has its size (one pool per distinct size). In a graph
+//! it counts, per frame in flight, every show node's output (a frame may hold all of them at
+//! once), one frame per writer in a leaky branch, the running instances, and what is kept
+//! beyond the frames in flight (`PoolNode::extra`); `PoolNeeds::plan` computes it and
+//! docs/REALTIME.md writes the formula out. For a chain it comes down to:
 //!
 //! ```text
 //! capacity(P) = in_flight                                   tokens
@@ -118,7 +121,9 @@ pub(crate) struct PoolNode<'a> {
     /// Feeds the master sink.
     pub feeds_master: bool,
     /// Frames it holds beyond those: a source's last frame (hold, resampling), a feedback's
-    /// frame 0 and the frames waiting for the next frame (at most the frames in flight).
+    /// frame 0 and the frames waiting for the next frame (at most the frames in flight), one
+    /// per leaky branch whose first node reads it (the branch keeps that frame after the frame
+    /// left flight).
     pub extra: usize,
 }
 

@@ -105,6 +105,8 @@ pub(crate) struct Instance {
     pub(crate) applied: Vec<PropValue>,
     /// Properties the element refused to change live (reported once, then not retried).
     pub(crate) refused: Vec<bool>,
+    /// Scratch for `sync_params`: which values differ on this frame.
+    pub(crate) changed: Vec<bool>,
 }
 
 impl Instance {
@@ -114,6 +116,7 @@ impl Instance {
             used: false,
             applied: initial.to_vec(),
             refused: vec![false; initial.len()],
+            changed: vec![false; initial.len()],
         }
     }
 }
@@ -213,9 +216,9 @@ pub(crate) struct Slot {
     pub begun: bool,
     pub outputs: Vec<Option<Frame>>,
     /// Inputs not yet finished, per node.
-    pub missing: Vec<u8>,
+    pub missing: Vec<u32>,
     /// Consumers that have not yet taken the output, per node.
-    pub uses: Vec<u8>,
+    pub uses: Vec<u32>,
     /// Nodes that have not finished this frame (the show's, or the branch's).
     pub left: usize,
 }
@@ -443,8 +446,8 @@ impl State {
     }
 
     /// The next job for an idle worker: slices of a frame being worked on first (they hold a
-    /// worker waiting), then the runnable node furthest down the graph (to bound latency and
-    /// frames in flight), then the next frame's beginning.
+    /// worker waiting), then the show's runnable node furthest down the graph (to bound latency
+    /// and frames in flight), then the next frame's beginning, then a leaky branch's node.
     pub(crate) fn next_job(&mut self, shared: &Shared) -> Option<Job> {
         if let Some(slot) = self.slice_pending() {
             let s = &mut self.slices[slot];
@@ -453,7 +456,11 @@ impl State {
             let job = s.job.expect("pending slot has a job");
             return Some(Job::Slice { slot, index, job });
         }
-        if let Some(pos) = (0..self.ready.len()).max_by_key(|&i| self.ready[i].0) {
+        let cap = shared.topo.cap;
+        let show = (0..self.ready.len())
+            .filter(|&i| self.ready[i].1 < cap)
+            .max_by_key(|&i| self.ready[i].0);
+        if let Some(pos) = show {
             let (node, slot) = self.ready.remove(pos).expect("index in range");
             return Some(self.node_job(shared, node, slot));
         }
@@ -472,12 +479,19 @@ impl State {
             s.begun = false;
             s.left = shared.topo.show_nodes;
             for (i, t) in shared.topo.nodes.iter().enumerate() {
-                s.missing[i] = t.inputs.len() as u8;
-                s.uses[i] = t.consumers.len() as u8;
+                s.missing[i] = t.inputs.len() as u32;
+                s.uses[i] = t.consumers.len() as u32;
                 debug_assert!(s.outputs[i].is_none(), "a freed slot holds no frame");
             }
             let pts_ns = s.ctx.pts_ns;
             return Some(Job::Begin { slot, pts_ns });
+        }
+        // Leaky branches last: they run on workers the show leaves idle, so a slow tap takes
+        // no worker the show could use (in a paced show, workers wait for the clock most of
+        // the time; an unpaced run may leave a preview behind until its end).
+        if let Some(pos) = (0..self.ready.len()).max_by_key(|&i| self.ready[i].0) {
+            let (node, slot) = self.ready.remove(pos).expect("index in range");
+            return Some(self.node_job(shared, node, slot));
         }
         None
     }
@@ -633,14 +647,29 @@ impl State {
             s.left = shared.topo.branches[b].len();
             for &i in &shared.topo.branches[b] {
                 let n = &shared.topo.nodes[i];
-                s.missing[i] = n.inputs.len() as u8;
-                s.uses[i] = n.consumers.len() as u8;
+                s.missing[i] = n.inputs.len() as u32;
+                s.uses[i] = n.consumers.len() as u32;
             }
         }
         let mut inputs = Inputs::new();
         for &i in &t.inputs {
             let f = self.consume(slot, i);
             inputs.push(f);
+        }
+        if let Kind::Sink(port) = t.kind {
+            // A leaky sink fed by the show (`t. ! sink leaky=true`) heads a branch of its own:
+            // its frame goes to its port, not to a worker; it has no parameters to copy.
+            let frame = inputs.frames[0].take().expect("checked above");
+            let p = &mut self.ports[port];
+            debug_assert!(p.ready.is_none(), "one frame at a time for a branch");
+            p.ready = Some(PortItem {
+                slot: bs,
+                ctx,
+                frame,
+                ready_ns: now_ns(),
+            });
+            self.wake.ports = true;
+            return;
         }
         self.branch_inputs[b] = inputs;
         // The branch runs this frame with the frame's parameters, which are resampled when

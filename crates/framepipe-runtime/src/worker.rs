@@ -313,27 +313,38 @@ impl Shared {
         inst: &mut Instance,
         slot: usize,
     ) -> (bool, Vec<(usize, Error)>) {
-        let snap = self.snapshots[slot]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let mut rejected = Vec::new();
-        for (j, value) in snap.values[node].iter().enumerate() {
-            if inst.applied[j] != *value {
-                if !inst.refused[j] {
-                    let name = &self.param_names[node][j];
-                    let r = match &mut inst.proc {
-                        Proc::Effect(e) => e.set_property(name, value),
-                        Proc::Mixer(m) => m.set_property(name, value),
-                    };
-                    if let Err(e) = r {
-                        inst.refused[j] = true;
-                        rejected.push((j, e));
-                    }
+        // Copy what changed under the snapshot's lock (assignments only), then call the
+        // element with no lock held: a branch copying this snapshot under the scheduler lock
+        // never waits for element code.
+        let bypass = {
+            let snap = self.snapshots[slot]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            for (j, value) in snap.values[node].iter().enumerate() {
+                inst.changed[j] = inst.applied[j] != *value;
+                if inst.changed[j] {
+                    assign(&mut inst.applied[j], value);
                 }
-                assign(&mut inst.applied[j], value);
+            }
+            snap.bypass[node]
+        };
+        let mut rejected = Vec::new();
+        for j in 0..inst.applied.len() {
+            if !inst.changed[j] || inst.refused[j] {
+                continue;
+            }
+            let name = &self.param_names[node][j];
+            let value = &inst.applied[j];
+            let r = match &mut inst.proc {
+                Proc::Effect(e) => e.set_property(name, value),
+                Proc::Mixer(m) => m.set_property(name, value),
+            };
+            if let Err(e) = r {
+                inst.refused[j] = true;
+                rejected.push((j, e));
             }
         }
-        (snap.bypass[node], rejected)
+        (bypass, rejected)
     }
 }
 

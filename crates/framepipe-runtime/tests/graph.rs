@@ -629,3 +629,41 @@ fn a_mixer_input_of_another_size_is_scaled_or_named() {
     );
     assert!(layout.dot().contains("style=dotted"), "{}", layout.dot());
 }
+
+/// What follows a leaky node is leaky unless it says otherwise: the sink after a monitor tap
+/// need not be marked, and the layout says which branch it is in.
+#[test]
+fn the_sink_after_a_leaky_tap_is_leaky_without_saying_so() {
+    let c = Collect::default();
+    let mut tap = effect("tap", hash(0), 1);
+    tap.leaky = Some(true);
+    let layout = Graph::new(vec![
+        source("src", counter(0, 1), OnEnd::Stop),
+        Node::new("t", NodeKind::Tee, vec![0]),
+        tap,
+        sink("preview", &c, 2),
+        sink("master", &c, 1),
+    ])
+    .unwrap()
+    .layout()
+    .unwrap();
+    let line = |name: &str| {
+        layout
+            .text()
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in:\n{}", layout.text()))
+            .to_string()
+    };
+    assert!(
+        line("preview").contains("leaky (branch of tap)"),
+        "{}",
+        layout.text()
+    );
+    assert!(line("master").contains("master") && !line("master").contains("leaky"));
+    assert!(
+        layout.text().contains("master output: master"),
+        "{}",
+        layout.text()
+    );
+}
