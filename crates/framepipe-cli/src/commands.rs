@@ -10,35 +10,43 @@
 //! * at the end of input the sender is dropped: a paused run stops (nothing could resume it),
 //!   after the steps already asked for, and says so; a running run goes on.
 //!
-//! A source that reads standard input ([`stdin_source`]) and the command reader never share it.
+//! A source that reads standard input ([`stdin_sources`]) and the command reader never share it.
 
 use std::io::BufRead;
 use std::os::unix::fs::MetadataExt;
 
 use framepipe_control::{Command, CommandSender, Transport};
 use framepipe_core::{ElementKind, Registry};
-use framepipe_project::PipelineDesc;
+use framepipe_project::GraphDesc;
 
 /// The longest command line accepted, in bytes (newline excluded).
 pub const MAX_LINE: usize = 4096;
 
-/// The first source that reads standard input, as `name location=...`, if any: `location=-`,
-/// or a path that is standard input's own file (`/dev/stdin`, `/dev/fd/0`, `/proc/self/fd/0`,
-/// or the file or pipe that stdin is).
-pub fn stdin_source(desc: &PipelineDesc, registry: &Registry) -> Option<String> {
-    desc.elements
+/// Every source that reads standard input, as `NAME: ELEMENT location=...` in the order
+/// written: `location=-`, or a path that is standard input's own file (`/dev/stdin`,
+/// `/dev/fd/0`, `/proc/self/fd/0`, or the file or pipe that stdin is). More than one cannot run
+/// (they would share one stream); one means no commands from stdin.
+pub fn stdin_sources(desc: &GraphDesc, registry: &Registry) -> Vec<String> {
+    desc.nodes
         .iter()
-        .filter(|e| {
+        .filter(|n| {
             registry
-                .find(&e.name)
+                .find(&n.element)
                 .is_some_and(|entry| entry.desc.kind == ElementKind::Source)
         })
-        .find_map(|e| {
-            e.props
+        .filter_map(|n| {
+            n.props
                 .iter()
                 .find(|(k, v)| k == "location" && is_stdin(v))
-                .map(|(_, v)| format!("{} location={v}", e.name))
+                .map(|(_, v)| {
+                    if n.name == n.element {
+                        format!("{} location={v}", n.element)
+                    } else {
+                        format!("{} ({} location={v})", n.name, n.element)
+                    }
+                })
         })
+        .collect()
 }
 
 /// Whether reading `location` reads this process's standard input.

@@ -3,6 +3,7 @@
 //! ```text
 //! framepipe run "testsrc width=1280 height=720 frames=300 ! frei0r-glow blur=0.5 ! y4msink location=out.y4m"
 //! framepipe run show.toml
+//! framepipe graph show.toml --dot | dot -Tsvg > show.svg
 //! framepipe plugins
 //! framepipe inspect frei0r-glow
 //! ```
@@ -18,6 +19,7 @@ macro_rules! say {
     }};
 }
 
+mod build;
 mod commands;
 mod flags;
 mod signals;
@@ -30,11 +32,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use framepipe_control::{command_queue, Command as ControlCommand, Oscillator};
-use framepipe_core::{Element, ElementKind, Mode, Props, Registry};
-use framepipe_runtime::{Counters, EffectStage, Event, Options, Overload, Pipeline, RunStats};
+use framepipe_control::{command_queue, Command as ControlCommand};
+use framepipe_core::{ElementKind, Registry};
+use framepipe_runtime::{Counters, Event, Options, Overload, RunStats};
 
-use framepipe_project::{parse_pipeline, parse_project, PipelineDesc};
+use framepipe_project::{parse_pipeline, parse_project, GraphDesc};
+
+use crate::build::{build, Purpose};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -51,6 +55,9 @@ struct Cli {
 enum Command {
     /// Run a pipeline: a gst-launch-like string or a TOML project file.
     Run(RunArgs),
+    /// Show what would run: every node with its element, kind, negotiated size and inputs
+    /// (nothing is started, no sink is created).
+    Graph(GraphArgs),
     /// List every element: native ones and each frei0r plugin found (type, colour model, parameters).
     Plugins {
         /// Also show plugins that failed to load, with why.
@@ -62,6 +69,18 @@ enum Command {
         /// Element name, e.g. frei0r-glow.
         name: String,
     },
+}
+
+#[derive(clap::Args, Debug)]
+struct GraphArgs {
+    /// "element prop=value ! element ..." or a path to a .toml project file.
+    pipeline: String,
+    /// Print Graphviz `dot` source instead of text (`| dot -Tsvg > graph.svg`).
+    #[arg(long)]
+    dot: bool,
+    /// Memory budget for frames and everything sized by input, as for `run`.
+    #[arg(long, value_name = "SIZE")]
+    max_memory: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -121,6 +140,7 @@ fn main() {
     let cli_was_run = matches!(cli.command, Command::Run(_));
     let result = match cli.command {
         Command::Run(args) => run(args),
+        Command::Graph(args) => graph(args).map(|()| Exit::Done),
         Command::Plugins { verbose } => plugins(verbose).map(|()| Exit::Done),
         Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
     };
@@ -178,7 +198,7 @@ fn native_registry() -> Registry {
     r
 }
 
-fn load_desc(arg: &str) -> Result<PipelineDesc> {
+fn load_desc(arg: &str) -> Result<GraphDesc> {
     let looks_like_file = arg.ends_with(".toml") && !arg.contains('!');
     if looks_like_file {
         let text = std::fs::read_to_string(arg)
@@ -189,119 +209,22 @@ fn load_desc(arg: &str) -> Result<PipelineDesc> {
     }
 }
 
-/// Builds the runtime pipeline from its description: looks every element up, checks the shape
-/// (one source first, one sink last, effects between), applies `mode=` overrides.
-fn build(desc: &PipelineDesc, registry: &Registry) -> Result<Pipeline> {
-    let n = desc.elements.len();
-    if n < 2 {
-        bail!("a pipeline needs at least a source and a sink, e.g. \"testsrc ! nullsink\"");
-    }
-    let mut source = None;
-    let mut effects = Vec::new();
-    let mut sink = None;
-    let mut seen: Vec<String> = Vec::new();
-    for (i, e) in desc.elements.iter().enumerate() {
-        let entry = registry.lookup(&e.name)?;
-        let mut mode = None;
-        let mut props = Vec::with_capacity(e.props.len());
-        let mut oscillators = Vec::new();
-        for (k, v) in &e.props {
-            if k == "mode" && entry.desc.kind == ElementKind::Effect {
-                mode = Some(Mode::parse(v).with_context(|| {
-                    format!(
-                        "bad value '{v}' for mode of {}: expected serial or parallel",
-                        e.name
-                    )
-                })?);
-            } else if v.trim_start().starts_with('~') {
-                if entry.desc.kind != ElementKind::Effect {
-                    bail!(
-                        "{}: only effect properties can have an oscillator ({k}={v})",
-                        e.name
-                    );
-                }
-                let osc = Oscillator::parse_compact(v)
-                    .with_context(|| format!("bad oscillator for {k} of {}", e.name))?;
-                oscillators.push((k.clone(), osc));
-            } else {
-                props.push((k.clone(), v.clone()));
-            }
-        }
-        // Names shown in stats: the element name, numbered when it occurs more than once.
-        let count = seen.iter().filter(|s| **s == e.name).count();
-        seen.push(e.name.clone());
-        let label = if count == 0 {
-            e.name.clone()
-        } else {
-            format!("{}#{}", e.name, count + 1)
-        };
-        let position = if i == 0 {
-            "first"
-        } else if i == n - 1 {
-            "last"
-        } else {
-            "in the middle"
-        };
-        let resolved = Props::resolve(&e.name, &entry.desc.props, &props)?;
-        if let Some((k, _)) = oscillators
-            .iter()
-            .find(|(k, _)| !entry.desc.props.iter().any(|p| p.name == *k))
-        {
-            let names: Vec<&str> = entry.desc.props.iter().map(|p| p.name.as_str()).collect();
-            return Err(framepipe_core::Error::UnknownProperty {
-                element: e.name.clone(),
-                prop: k.clone(),
-                expected: names.join(", "),
-            }
-            .into());
-        }
-        match (entry.build)(&resolved)? {
-            Element::Source(s) if i == 0 => source = Some((label, s)),
-            Element::Sink(s) if i == n - 1 => sink = Some((label, s)),
-            Element::Effect(f) if i > 0 && i < n - 1 => {
-                let mode = mode.unwrap_or_else(|| f.default_mode());
-                let mut stage = EffectStage::new(f, mode);
-                stage.params = entry
-                    .desc
-                    .props
-                    .iter()
-                    .map(|spec| {
-                        let value = resolved.get(&spec.name).cloned().unwrap_or(spec.default.clone());
-                        (spec.clone(), value)
-                    })
-                    .collect();
-                stage.oscillators = oscillators;
-                effects.push((label, stage));
-            }
-            Element::Source(_) => bail!("{} is a source; it can only come first, not {position}", e.name),
-            Element::Sink(_) => bail!("{} is a sink; it can only come last, not {position}", e.name),
-            Element::Mixer(_) => bail!(
-                "{} is a mixer; it needs a graph with several inputs (see README: graphs)",
-                e.name
-            ),
-            Element::Effect(_) => bail!(
-                "{} is an effect; a pipeline must start with a source and end with a sink (it is {position})",
-                e.name
-            ),
-        }
-    }
-    let source = source.context("no source")?;
-    let sink = sink.context("no sink")?;
-    Ok(Pipeline::new(source, effects, sink))
-}
-
 /// The registry for running `desc`: every native element, and only the frei0r plugins the
 /// pipeline names (loading all of them costs ~50 ms). When a name is not found that way, the
 /// full registry, so that the error can suggest a close name.
-fn registry_for(desc: &PipelineDesc) -> Registry {
+fn registry_for(desc: &GraphDesc) -> Registry {
     let stems: Vec<&str> = desc
-        .elements
+        .nodes
         .iter()
-        .filter_map(|e| e.name.strip_prefix("frei0r-"))
+        .filter_map(|n| n.element.strip_prefix("frei0r-"))
         .collect();
     let mut r = native_registry();
     framepipe_frei0r::register_named(&mut r, &stems);
-    if desc.elements.iter().all(|e| r.find(&e.name).is_some()) {
+    if desc
+        .nodes
+        .iter()
+        .all(|n| build::is_structural(&n.element) || r.find(&n.element).is_some())
+    {
         r
     } else {
         registry().0
@@ -340,7 +263,11 @@ fn run(args: RunArgs) -> Result<Exit> {
     let stall_timeout_ns = flags::stall_timeout_ns(args.stall_timeout.unwrap_or(0))?;
     let registry = registry_for(&desc);
     // Standard input has one reader: a source, or the command reader.
-    let stdin_source = commands::stdin_source(&desc, &registry);
+    let stdin_sources = commands::stdin_sources(&desc, &registry);
+    if let [a, b, ..] = &stdin_sources[..] {
+        bail!("{a} and {b} both read stdin; only one source can, give the other a file");
+    }
+    let stdin_source = stdin_sources.into_iter().next();
     let commands_from_stdin = match (args.control.as_deref(), &stdin_source) {
         (None, None) | (Some("stdin"), None) => true,
         (None, Some(source)) => {
@@ -362,14 +289,14 @@ fn run(args: RunArgs) -> Result<Exit> {
     if args.start_paused && !commands_from_stdin {
         bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin");
     }
-    let pipeline = build(&desc, &registry)?;
+    let graph = build(&desc, &registry, Purpose::Run)?;
     let pace = if args.unpaced || desc.settings.unpaced {
         None
     } else if let Some(rate) = fps {
         Some(rate)
     } else {
         Some(flags::rate_in_range(
-            pipeline.source_rate(),
+            graph.source_rate(),
             "the source's rate",
             "; pace it with --fps or run --unpaced",
         )?)
@@ -382,7 +309,7 @@ fn run(args: RunArgs) -> Result<Exit> {
         stall_timeout_ns,
         realtime: !args.no_realtime,
     };
-    let mut prepared = pipeline.prepare(options)?;
+    let mut prepared = graph.prepare(options)?;
     prepared.set_events(Arc::new(|e: &Event| match e {
         Event::Stalled { stage, elapsed_ms } => {
             say!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
@@ -455,7 +382,7 @@ fn run(args: RunArgs) -> Result<Exit> {
     }
     let stats = match result {
         Ok(s) => s,
-        Err(e) if writes_stdout(&desc) && is_broken_pipe(&e) => {
+        Err(e) if writes_stdout(&desc, &registry) && is_broken_pipe(&e) => {
             say!(
                 "framepipe: stdout was closed by its reader (broken pipe) after {} frames; stopped",
                 final_stats.frames
@@ -490,13 +417,40 @@ fn run(args: RunArgs) -> Result<Exit> {
     Ok(Exit::Done)
 }
 
-/// Whether the pipeline's sink writes standard output.
-fn writes_stdout(desc: &PipelineDesc) -> bool {
-    desc.elements.last().is_some_and(|e| {
-        e.props.iter().any(|(k, v)| {
-            k == "location" && matches!(v.as_str(), "-" | "/dev/stdout" | "/dev/fd/1")
-        })
+/// Whether a sink of the graph writes standard output.
+fn writes_stdout(desc: &GraphDesc, registry: &Registry) -> bool {
+    desc.nodes.iter().any(|n| {
+        registry
+            .find(&n.element)
+            .is_some_and(|e| e.desc.kind == ElementKind::Sink)
+            && n.props.iter().any(|(k, v)| {
+                k == "location" && matches!(v.as_str(), "-" | "/dev/stdout" | "/dev/fd/1")
+            })
     })
+}
+
+/// `framepipe graph`: builds the graph as `run` would (sinks checked, not built), negotiates
+/// every node's shape, prints the layout.
+fn graph(args: GraphArgs) -> Result<()> {
+    if let Some(text) = &args.max_memory {
+        let max_memory = framepipe_core::limits::parse_bytes(text)
+            .map_err(|e| anyhow::anyhow!("bad --max-memory: {e}"))?;
+        framepipe_core::Limits { max_memory }.set();
+    }
+    let desc = load_desc(&args.pipeline)?;
+    let registry = registry_for(&desc);
+    let layout = build(&desc, &registry, Purpose::Layout)?.layout()?;
+    let text = if args.dot {
+        layout.dot()
+    } else {
+        layout.text()
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    if !text.ends_with('\n') {
+        out.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 /// Whether an error was caused by a broken pipe.
@@ -531,10 +485,15 @@ fn status_line(counters: &Counters, stop: &AtomicBool) {
             .stages
             .iter()
             .map(|st| {
-                if st.instances > 1 {
-                    format!("{} {:.1}ms x{}", st.name, st.mean_ms, st.instances)
+                let skipped = if st.skipped > 0 {
+                    format!(" skipped {}", st.skipped)
                 } else {
-                    format!("{} {:.1}ms", st.name, st.mean_ms)
+                    String::new()
+                };
+                if st.instances > 1 {
+                    format!("{} {:.1}ms x{}{skipped}", st.name, st.mean_ms, st.instances)
+                } else {
+                    format!("{} {:.1}ms{skipped}", st.name, st.mean_ms)
                 }
             })
             .collect();
@@ -575,6 +534,7 @@ fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> R
                 "mode": st.mode.as_str(),
                 "instances": st.instances,
                 "frames": st.frames,
+                "skipped": st.skipped,
                 "mean_ms": st.mean_ms,
             })
         })
@@ -637,6 +597,9 @@ fn plugins(verbose: bool) -> Result<()> {
             d.description,
             props.join(", ")
         )?;
+    }
+    for (name, description) in build::STRUCTURAL {
+        writeln!(out, "  {name:<16} {:<7} {description}", "graph")?;
     }
     writeln!(out, "\nfrei0r plugins ({}):", frei0r.len())?;
     writeln!(
@@ -702,6 +665,21 @@ fn short_kind(k: &framepipe_core::PropKind) -> &'static str {
 }
 
 fn inspect(name: &str) -> Result<()> {
+    if let Some((_, description)) = build::STRUCTURAL.iter().find(|(n, _)| *n == name) {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{name}  (graph node, made by framepipe itself)")?;
+        writeln!(out, "  {description}")?;
+        writeln!(out, "properties:")?;
+        if name == "feedback" {
+            for (p, kind, default, what) in build::FEEDBACK_PROPS {
+                writeln!(out, "  {p:<20} {kind:<28} default {default}")?;
+                writeln!(out, "  {:<20} {what}", "")?;
+            }
+        } else {
+            writeln!(out, "  (none)")?;
+        }
+        return Ok(());
+    }
     let (registry, _) = registry();
     let entry = registry.lookup(name)?;
     let d = &entry.desc;

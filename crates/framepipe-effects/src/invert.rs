@@ -6,7 +6,7 @@ use framepipe_core::{
     Props, Result, SliceRunner, VideoInfo,
 };
 
-use crate::slices::for_each_row_slice;
+use crate::slices::for_each_row_slice_sized;
 
 /// Element name.
 pub const NAME: &str = "invert";
@@ -58,7 +58,9 @@ impl Invert {
     /// Inverts `input` into `output` (same length, whole RGBA pixels as words), rows of
     /// `row_len` words, sliced through `slices`.
     pub fn run(input: &[u32], output: &mut [u32], row_len: usize, slices: &dyn SliceRunner) {
-        for_each_row_slice(slices, output, row_len, &|rows, out| {
+        // A row costs its bytes read and written: slices of at least MIN_SLICE_BYTES each.
+        let row_bytes = row_len * 4 * 2;
+        for_each_row_slice_sized(slices, output, row_len, row_bytes, &|rows, out| {
             let src = &input[rows.start * row_len..rows.end * row_len];
             for (o, i) in out.iter_mut().zip(src) {
                 *o = *i ^ MASK;

@@ -7,7 +7,7 @@
 //!
 //! Real-time contract, per frame:
 //! * `invert`, `stamp`, `monitor` and `mix` neither allocate, lock (beyond one uncontended
-//!   mutex per slice, taken once, in [`slices::for_each_row_slice`]) nor block.
+//!   mutex per slice, taken once, in [`slices::for_each_row_slice_sized`]) nor block.
 //! * `scale` owns one `fast_image_resize::Resizer` per instance, made at instantiation, whose
 //!   working buffers are kept between frames. fast_image_resize still computes its filter
 //!   coefficients on every call: about one small allocation per output row and column

@@ -1,15 +1,14 @@
 //! Splitting a frame into row slices that the engine's workers fill at once, in safe Rust.
 //!
-//! [`for_each_row_slice`] cuts the output buffer into at most [`MAX_SLICES`] disjoint runs of
-//! whole rows and hands each to one call of the job through the [`SliceRunner`]. The pieces are
+//! [`for_each_row_slice_sized`] cuts the output buffer into at most [`MAX_SLICES`] disjoint runs
+//! of whole rows and hands each to one call of the job through the [`SliceRunner`]. The pieces are
 //! parked in a fixed array on the stack, one `Mutex<Option<&mut [T]>>` per slice: each is taken
 //! exactly once by the worker that runs that slice, so the lock is never contended and nothing is
 //! allocated.
 //!
-//! How many slices: [`slice_count`] cuts a few per worker whatever the frame, which suits cheap
-//! frames only when they are big; [`adaptive_slice_count`] cuts by the work, never a slice
-//! smaller than [`MIN_SLICE_BYTES`], and is the rule new effects should use (through
-//! [`for_each_row_slice_sized`]).
+//! How many slices: [`adaptive_slice_count`] cuts by the work, never a slice smaller than
+//! [`MIN_SLICE_BYTES`] (a slice smaller than its hand-off costs loses throughput), and every
+//! sliced effect uses it (through [`for_each_row_slice_sized`]).
 
 use std::ops::Range;
 use std::sync::Mutex;
@@ -19,9 +18,10 @@ use framepipe_core::SliceRunner;
 /// Most slices one frame is cut into.
 pub const MAX_SLICES: usize = 64;
 
-/// How many slices to cut `rows` rows into for `runner`: a few per worker, at most one per row
-/// and at most [`MAX_SLICES`].
-pub fn slice_count(runner: &dyn SliceRunner, rows: usize) -> usize {
+/// A few slices per worker whatever the work: only for the tests, which cut small frames into
+/// many slices to check the cutting itself.
+#[cfg(test)]
+fn slice_count(runner: &dyn SliceRunner, rows: usize) -> usize {
     (runner.workers().max(1) * 4).min(rows).clamp(1, MAX_SLICES)
 }
 
@@ -61,8 +61,10 @@ pub fn adaptive_slice_count(runner: &dyn SliceRunner, rows: usize, row_bytes: us
 /// elements), possibly on several workers at once. `rows` is the range of row indices that
 /// `out_rows` covers, so the job can find the matching input rows. Returns when all are done.
 ///
-/// A `row_len` of zero or an `out` shorter than one row does nothing.
-pub fn for_each_row_slice<T: Send>(
+/// A `row_len` of zero or an `out` shorter than one row does nothing. Test-only: effects use
+/// [`for_each_row_slice_sized`].
+#[cfg(test)]
+fn for_each_row_slice<T: Send>(
     runner: &dyn SliceRunner,
     out: &mut [T],
     row_len: usize,

@@ -1,20 +1,31 @@
 //! framepipe's project descriptions: what the user wrote, parsed into one description of what to
 //! run, before any element is looked up or built.
 //!
-//! * [`parse_pipeline`]: the gst-launch-like string form, `testsrc frames=100 ! frei0r-glow
-//!   blur=0.5 ! y4msink location=out.y4m`.
-//! * [`parse_project`]: a TOML project file, either `pipeline = "..."` or `[[element]]` tables,
-//!   with run settings at the top.
+//! * [`parse_pipeline`]: the gst-launch-like string form, a chain
+//!   (`testsrc frames=100 ! frei0r-glow blur=0.5 ! y4msink location=out.y4m`) or a graph with
+//!   named nodes and branches (`a ! mix.  b ! mix.  mix name=mix ! sink`).
+//! * [`parse_project`]: a TOML project file, `[[node]]` tables, `pipeline = "..."` or a chain
+//!   of `[[element]]` tables, with run settings at the top.
 //!
-//! Both give the same [`PipelineDesc`]: elements by name with their properties as text, and
-//! [`Settings`]. Turning names into elements (the registry) and text into typed values (each
-//! property's spec) is the caller's job. Input is untrusted: every malformed input is an
-//! [`Error`] naming the offending text, never a panic (a fuzz target runs both parsers).
+//! Both give the same [`GraphDesc`]: nodes with unique names, elements by name with their
+//! properties as text, inputs as node indices, and [`Settings`]. Turning names into elements
+//! (the registry), text into typed values (each property's spec) and checking what depends on
+//! the elements (a mixer's input count, outputs going nowhere) is the caller's job. Input is
+//! untrusted: every malformed input is an [`Error`] naming the offending text, never a panic (a
+//! fuzz target runs both parsers).
 #![forbid(unsafe_code)]
 
-mod parse;
+mod desc;
+mod links;
+mod pipeline;
+mod project;
 
-pub use parse::{parse_pipeline, parse_project, ElementDescr, PipelineDesc, Settings};
+pub use desc::{GraphDesc, NodeDescr, Settings};
+pub use pipeline::parse_pipeline;
+pub use project::parse_project;
+
+/// The most inputs a node may have (`X.sink_0` to `X.sink_7`).
+pub const MAX_INPUTS: usize = 8;
 
 /// Errors of pipeline strings and project files. Each message is one line naming the offending
 /// text.
@@ -38,16 +49,6 @@ pub enum Error {
     /// A `prop=value` where an element name was expected.
     #[error("expected an element name, found property '{word}'")]
     PropertyWithoutElement {
-        /// The offending word.
-        word: String,
-    },
-    /// A bare word after an element's name, where `prop=value` or `!` was expected.
-    #[error(
-        "expected prop=value after '{element}', found '{word}' (missing '!' between elements?)"
-    )]
-    ExpectedProperty {
-        /// The element being described.
-        element: String,
         /// The offending word.
         word: String,
     },
@@ -89,7 +90,7 @@ pub enum Error {
     },
     /// A top-level key of the project file that does not exist.
     #[error(
-        "unknown key '{key}' in project file; expected one of: pipeline, element, threads, \
+        "unknown key '{key}' in project file; expected one of: node, pipeline, element, threads, \
          in-flight, stats, fps, unpaced"
     )]
     UnknownKey {
@@ -106,17 +107,46 @@ pub enum Error {
         /// The value given (shortened).
         got: String,
     },
-    /// An `[[element]]` entry that is not a table.
-    #[error("element {index} is not a table")]
-    ElementNotTable {
+    /// An `[[element]]` or `[[node]]` entry that is not a table.
+    #[error("{table} {index} is not a table")]
+    NotATable {
+        /// `element` or `node`.
+        table: &'static str,
         /// 1-based position.
         index: usize,
     },
-    /// An `[[element]]` table without `type = "..."`.
-    #[error("element {index} has no type = \"...\"")]
-    ElementWithoutType {
+    /// An `[[element]]` or `[[node]]` table without `type = "..."`.
+    #[error("{table} {index} has no type = \"...\"")]
+    WithoutType {
+        /// `element` or `node`.
+        table: &'static str,
         /// 1-based position.
         index: usize,
+    },
+    /// A `[[node]]`'s own key (`name`, `input`, `inputs`) with a value of the wrong kind.
+    #[error("[[node]] {index} ({element}): '{key}' must be {expected}, got {got}")]
+    BadNodeKey {
+        /// 1-based position.
+        index: usize,
+        /// Its element.
+        element: String,
+        /// The key.
+        key: &'static str,
+        /// What it must be.
+        expected: &'static str,
+        /// The value given (shortened).
+        got: String,
+    },
+    /// A `[[node]]` with both `input` and `inputs`.
+    #[error(
+        "[[node]] {index} ({element}) has both 'input' and 'inputs'; keep one \
+         (inputs = [\"a\", \"b\"] for several)"
+    )]
+    InputAndInputs {
+        /// 1-based position.
+        index: usize,
+        /// Its element.
+        element: String,
     },
     /// A property value of a TOML type that has no text form.
     #[error("property '{key}' has a value of type {kind} that is not supported")]
@@ -134,16 +164,131 @@ pub enum Error {
         /// Why, naming the field.
         reason: String,
     },
-    /// Both `pipeline = "..."` and `[[element]]` tables.
-    #[error("project file has both 'pipeline = \"...\"' and [[element]] tables; keep one of them")]
-    TwoPipelines,
+    /// Two of `pipeline = "..."`, `[[element]]` and `[[node]]` tables.
+    #[error("project file has both {first} and {second}; keep one of them")]
+    TwoPipelines {
+        /// The first form, as written (`'pipeline = "..."'`, `[[element]] tables`...).
+        first: &'static str,
+        /// The second form.
+        second: &'static str,
+    },
     /// The project file describes no pipeline.
-    #[error("project file has neither 'pipeline = \"...\"' nor [[element]] tables")]
+    #[error("project file has no [[node]] tables, 'pipeline = \"...\"' or [[element]] tables")]
     NoPipeline,
     /// An error in the string of a project file's `pipeline = "..."`.
     #[error("in 'pipeline': {0}")]
     InPipelineKey(Box<Error>),
+    /// A word with an unquoted `.` that is not a link (`NAME.` or `NAME.sink_N`), or a link
+    /// where it cannot be.
+    #[error("bad link '{word}': {reason}")]
+    BadLink {
+        /// The word.
+        word: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// `prop=value` after a link, where only `!` or a new branch can follow.
+    #[error(
+        "property '{word}' after the link '{link}': properties go on the element, where it is \
+         written (with name=...)"
+    )]
+    PropertyOnLink {
+        /// The link.
+        link: String,
+        /// The property.
+        word: String,
+    },
+    /// A `name=` that no link could name.
+    #[error("bad node name '{name}' on {element}: {reason}")]
+    BadNodeName {
+        /// The name.
+        name: String,
+        /// The element it names.
+        element: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// `name=` twice on one element.
+    #[error("{element} is named twice: '{first}' and '{second}'")]
+    NamedTwice {
+        /// The element.
+        element: String,
+        /// The first name.
+        first: String,
+        /// The second name.
+        second: String,
+    },
+    /// Two nodes with one name (given, or generated from the element: `frei0r-glow#2`).
+    #[error(
+        "two nodes named '{name}' (nodes {first} and {second}); names must be unique \
+         (unnamed nodes are called ELEMENT, ELEMENT#2, ...)"
+    )]
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// 1-based position of the first node.
+        first: usize,
+        /// 1-based position of the second node.
+        second: usize,
+    },
+    /// A link (or `from=`) to a name no node has.
+    #[error("unknown node '{name}' in {place}{hint}")]
+    UnknownNode {
+        /// The name.
+        name: String,
+        /// Where it was written ("the link 'mxi.'", "the inputs of [[node]] 3 (mix)").
+        place: String,
+        /// "; did you mean 'mix'?", or the names, or nothing.
+        hint: String,
+    },
+    /// One input linked twice (`X.sink_1` given twice).
+    #[error("{node}.sink_{input} is linked twice, from {first} and from {second}")]
+    InputTwice {
+        /// The node.
+        node: String,
+        /// The input, from 0.
+        input: usize,
+        /// The node linked first.
+        first: String,
+        /// The node linked again.
+        second: String,
+    },
+    /// An input left unlinked below a linked one (`X.sink_1` without `X.sink_0`).
+    #[error(
+        "{node}.sink_{missing} is not linked but {node}.sink_{linked} is; inputs are numbered \
+         from 0 without gaps"
+    )]
+    InputGap {
+        /// The node.
+        node: String,
+        /// The input not linked.
+        missing: usize,
+        /// The highest input linked.
+        linked: usize,
+    },
+    /// More than [`MAX_INPUTS`] inputs on a node.
+    #[error("{node} has {count} inputs or more; a node has at most 8 (sink_0 to sink_7)")]
+    TooManyInputs {
+        /// The node.
+        node: String,
+        /// How many it would have (at least).
+        count: usize,
+    },
+    /// A cycle of input links: a frame would need itself.
+    #[error(
+        "cycle of links: {path}; a node cannot take its own output of the same frame: to feed \
+         the previous frame back, use feedback from={back}"
+    )]
+    Cycle {
+        /// The nodes along the cycle, `a -> b -> a`.
+        path: String,
+        /// The node whose output closes the cycle.
+        back: String,
+    },
 }
 
 /// Result with this crate's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests;

@@ -1,16 +1,22 @@
 //! The quick, seeded version of the `project_loader` fuzz target
 //! (`fuzz/fuzz_targets/project_loader.rs`, run for millions of inputs by `scripts/fuzz`): TOML
-//! project files built from lines of real and broken projects, some of them mutated byte by
-//! byte, each checked for the same properties as the target.
+//! project files built from lines of real and broken projects (`[[element]]` chains, `[[node]]`
+//! graphs, `pipeline =` strings), some of them mutated byte by byte, each checked for the same
+//! properties as the target.
 
-use framepipe_project::{parse_pipeline, parse_project};
+mod properties;
+
+use framepipe_project::parse_project;
 use framepipe_testkit::fuzz::Inputs;
+use properties::check_project;
 
 /// `pipeline =` lines.
 const PIPELINES: &[&str] = &[
     "pipeline = \"testsrc frames=3 ! nullsink\"",
     "pipeline = \"testsrc !\"",
     "pipeline = 3",
+    "pipeline = \"testsrc ! m.  testsrc ! m.  mix name=m ! nullsink\"",
+    "pipeline = \"testsrc ! m.sink_1  mix name=m\"",
 ];
 
 /// Run settings, good and bad.
@@ -62,10 +68,35 @@ const PROPS: &[&str] = &[
     "\"!\" = \"!\"",
 ];
 
+/// Lines of a `[[node]]` beyond its type and properties: names and inputs, good and bad.
+const NODE_LINES: &[&str] = &[
+    "name = \"a\"",
+    "name = \"b\"",
+    "name = \"mix\"",
+    "name = \"testsrc\"",
+    "name = \"\"",
+    "name = \"x=y\"",
+    "name = 3",
+    "input = \"a\"",
+    "input = \"b\"",
+    "input = \"testsrc\"",
+    "input = \"mix\"",
+    "input = \"nowhere\"",
+    "input = 1",
+    "inputs = [\"a\", \"b\"]",
+    "inputs = [\"testsrc\", \"a\"]",
+    "inputs = [\"a\", \"a\", \"a\", \"a\", \"a\", \"a\", \"a\", \"a\", \"a\"]",
+    "inputs = []",
+    "inputs = [1]",
+    "inputs = \"a\"",
+];
+
 /// Anything else: wrong tables, keys, syntax.
 const OTHER: &[&str] = &[
     "[element]",
     "element = []",
+    "[[node]]",
+    "node = [1]",
     "element = [1]",
     "[x]",
     "pipelin = \"x\"",
@@ -75,43 +106,38 @@ const OTHER: &[&str] = &[
 ];
 
 /// Every line, for the lines appended at random.
-const LINES: &[&[&str]] = &[PIPELINES, SETTINGS, TYPES, PROPS, OTHER];
+const LINES: &[&[&str]] = &[PIPELINES, SETTINGS, TYPES, PROPS, NODE_LINES, OTHER];
 
-/// The fuzz target's properties: positive settings; the elements, printed as a pipeline string,
-/// parse back to the same elements.
-fn check(text: &str) -> bool {
-    let Ok(desc) = parse_project(text) else {
-        return false;
-    };
-    assert!(desc.settings.threads.is_none_or(|n| n > 0), "{text:?}");
-    assert!(desc.settings.in_flight.is_none_or(|n| n > 0), "{text:?}");
-    if desc.elements.is_empty() {
-        return true;
-    }
-    let parts: Vec<String> = desc.elements.iter().map(|e| e.to_string()).collect();
-    let printed = parts.join(" ! ");
-    let again = parse_pipeline(&printed)
-        .unwrap_or_else(|e| panic!("{text:?} -> {printed:?} does not parse: {e}"));
-    assert_eq!(again.elements, desc.elements, "{text:?} -> {printed:?}");
-    true
-}
-
-/// A project file: settings, then a `pipeline =` line or `[[element]]` tables (each with a type
-/// and properties), sometimes followed by any line; one time in three mutated byte by byte.
+/// A project file: settings, then a `pipeline =` line, `[[element]]` tables (each with a type
+/// and properties) or `[[node]]` tables (with names and inputs too), sometimes followed by any
+/// line; one time in three mutated byte by byte.
 fn project(inputs: &mut Inputs) -> String {
     let r = inputs.rng();
     let mut lines: Vec<&str> = Vec::new();
     for _ in 0..r.below(3) {
         lines.push(r.pick(SETTINGS));
     }
-    if r.one_in(3) {
-        lines.push(r.pick(PIPELINES));
-    } else {
-        for _ in 0..1 + r.below(3) {
-            lines.push("[[element]]");
-            lines.push(r.pick(TYPES));
-            for _ in 0..r.below(4) {
-                lines.push(r.pick(PROPS));
+    match r.below(3) {
+        0 => lines.push(r.pick(PIPELINES)),
+        1 => {
+            for _ in 0..1 + r.below(3) {
+                lines.push("[[element]]");
+                lines.push(r.pick(TYPES));
+                for _ in 0..r.below(4) {
+                    lines.push(r.pick(PROPS));
+                }
+            }
+        }
+        _ => {
+            for _ in 0..1 + r.below(4) {
+                lines.push("[[node]]");
+                lines.push(r.pick(TYPES));
+                for _ in 0..r.below(3) {
+                    lines.push(r.pick(NODE_LINES));
+                }
+                for _ in 0..r.below(3) {
+                    lines.push(r.pick(PROPS));
+                }
             }
         }
     }
@@ -131,15 +157,22 @@ fn project(inputs: &mut Inputs) -> String {
 }
 
 #[test]
-fn random_project_files_never_panic_and_their_elements_print_as_the_same_pipeline() {
+fn random_project_files_never_panic_and_their_graphs_print_as_the_same_pipeline() {
     let mut inputs = Inputs::new(0x7011_f11e, OTHER, &["\n"], 1);
-    let mut accepted = 0;
+    let (mut accepted, mut graphs) = (0, 0);
     for _ in 0..10_000 {
-        accepted += check(&project(&mut inputs)) as u32;
+        if let Some(desc) = check_project(&project(&mut inputs)) {
+            accepted += 1;
+            graphs += desc
+                .nodes
+                .iter()
+                .any(|n| !n.inputs.is_empty() && !desc.is_chain()) as u32;
+        }
     }
-    eprintln!("{accepted} of 10000 accepted");
-    // The generator reaches valid project files, not only junk.
+    eprintln!("{accepted} of 10000 accepted, {graphs} of them graphs that are not chains");
+    // The generator reaches valid project files, not only junk, and graphs among them.
     assert!(accepted > 500, "{accepted}");
+    assert!(graphs > 100, "{graphs}");
 }
 
 /// A project file nested deeper than any real one (`x = [[[[...]]]]`) is refused or read, never
@@ -186,6 +219,6 @@ fn project_names_a_pipeline_string_cannot_hold_are_refused() {
     }
     // What a pipeline string can hold still loads: blanks, quotes and `!` in names and values.
     let d = parse_project("[[element]]\ntype = \"!\"\n\"k k\" = \"a \\\"b\\\" !\"").unwrap();
-    assert_eq!(d.elements[0].name, "!");
-    assert_eq!(d.elements[0].props, [("k k".into(), "a \"b\" !".into())]);
+    assert_eq!(d.nodes[0].element, "!");
+    assert_eq!(d.nodes[0].props, [("k k".into(), "a \"b\" !".into())]);
 }

@@ -341,13 +341,17 @@ fn assign_edits(shared: &Shared, edits: &mut Vec<Edit>) {
 
 /// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.
 fn check_stalls(shared: &Shared, reported: &mut [bool], stall_ns: u64, now: i64) {
+    // A follower output thread (stall `u64::MAX`) leaves stall reports to the master's.
+    let Ok(stall_ns) = i64::try_from(stall_ns) else {
+        return;
+    };
     for (stage, since) in &shared.running {
         let s = stage.load(Ordering::Acquire);
         if s == 0 {
             continue;
         }
         let elapsed = now - since.load(Ordering::Relaxed);
-        if elapsed > stall_ns as i64 && !reported[s - 1] {
+        if elapsed > stall_ns && !reported[s - 1] {
             reported[s - 1] = true;
             shared.emit(Event::Stalled {
                 stage: shared.counters.stages[s - 1].name.clone(),

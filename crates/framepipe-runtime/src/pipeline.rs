@@ -361,8 +361,19 @@ impl Graph {
             counters.push(counter);
         }
         debug_assert_eq!(heads.len(), nb);
+        let sources: Vec<usize> = (0..n)
+            .filter(|&i| topo_nodes[i].kind == Kind::Source)
+            .collect();
+        let gated: Vec<usize> = (0..n)
+            .filter(|&i| {
+                let t: &TopoNode = &topo_nodes[i];
+                t.head || (t.branch.is_none() && matches!(t.kind, Kind::Sink(_)))
+            })
+            .collect();
         let topo = Topo {
             nodes: topo_nodes,
+            sources,
+            gated,
             cap: in_flight,
             branches,
             roots,

@@ -167,7 +167,10 @@ impl Plan {
                     (Part::Feedback { from, color }, info, true)
                 }
                 NodeKind::Effect(mut stage) => {
-                    let info = stage.factory.negotiate(input_infos[0])?;
+                    let info = stage
+                        .factory
+                        .negotiate(input_infos[0])
+                        .map_err(|e| in_node(&name, e))?;
                     check_size(&name, info)?;
                     let serial = stage.mode == Mode::Serial;
                     (Part::Effect(stage), info, serial)
@@ -192,7 +195,8 @@ impl Plan {
                                 )));
                             };
                             let mut factory = make(w, h)?;
-                            let sinfo = factory.negotiate(infos[k])?;
+                            let sinfo =
+                                factory.negotiate(infos[k]).map_err(|e| in_node(&name, e))?;
                             let sname = format!("{name}.sink_{k}:scale");
                             let mode = factory.default_mode();
                             let src = inputs[k];
@@ -217,7 +221,10 @@ impl Plan {
                             infos[k] = sinfo;
                         }
                     }
-                    let info = stage.factory.negotiate(&infos)?;
+                    let info = stage
+                        .factory
+                        .negotiate(&infos)
+                        .map_err(|e| in_node(&name, e))?;
                     check_size(&name, info)?;
                     let serial = stage.mode == Mode::Serial;
                     let e = out.len();
@@ -327,7 +334,7 @@ impl Plan {
         let _ = writeln!(
             text,
             "graph: {} nodes at {} fps; master output: {master}",
-            self.nodes.len(),
+            self.nodes.len() + self.tees.len(),
             self.rate
         );
         let width = self
@@ -424,6 +431,17 @@ impl Plan {
         }
         dot.push_str("}\n");
         Layout { text, dot }
+    }
+}
+
+/// A negotiation error of node `name`: the element's message names the element, not the node
+/// (two nodes may be the same element), so the node's name goes first when it is not there.
+fn in_node(name: &str, e: Error) -> Error {
+    let text = e.to_string();
+    if text.starts_with(name) && text[name.len()..].starts_with(':') {
+        e
+    } else {
+        Error::Graph(format!("{name}: {text}"))
     }
 }
 

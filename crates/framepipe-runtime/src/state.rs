@@ -76,6 +76,13 @@ pub(crate) struct Topo {
     pub roots: Vec<usize>,
     /// Nodes outside the leaky branches: a frame leaves flight when all have finished it.
     pub show_nodes: usize,
+    /// The sources.
+    pub sources: Vec<usize>,
+    /// Nodes through which a frame leaves the show (its sinks, the first nodes of leaky
+    /// branches): they also wait for every source to have finished the frame, so that a frame
+    /// at or after a source's end never reaches a sink, even through a feedback that had
+    /// a frame to give.
+    pub gated: Vec<usize>,
 }
 
 #[derive(Debug)]
@@ -483,6 +490,9 @@ impl State {
                 s.uses[i] = t.consumers.len() as u32;
                 debug_assert!(s.outputs[i].is_none(), "a freed slot holds no frame");
             }
+            for &g in &shared.topo.gated {
+                s.missing[g] += shared.topo.sources.len() as u32;
+            }
             let pts_ns = s.ctx.pts_ns;
             return Some(Job::Begin { slot, pts_ns });
         }
@@ -590,10 +600,11 @@ impl State {
                 self.steps.push_back(Step::Finished(node, slot, out));
             }
             Kind::Process | Kind::Sink(_) => {
-                let empty = t
-                    .inputs
-                    .iter()
-                    .any(|&i| self.slots[slot].outputs[i].is_none());
+                // A frame at or after a source's end is empty everywhere.
+                let empty = seq >= self.end_seq
+                    || t.inputs
+                        .iter()
+                        .any(|&i| self.slots[slot].outputs[i].is_none());
                 if empty {
                     for &i in &t.inputs {
                         drop(self.consume(slot, i));
@@ -623,10 +634,10 @@ impl State {
     fn enter_branch(&mut self, shared: &Shared, head: usize, slot: usize) {
         let t = &shared.topo.nodes[head];
         let b = t.branch.expect("a head is in a branch");
-        let empty = t
-            .inputs
-            .iter()
-            .any(|&i| self.slots[slot].outputs[i].is_none());
+        let empty = self.slots[slot].ctx.seq >= self.end_seq
+            || t.inputs
+                .iter()
+                .any(|&i| self.slots[slot].outputs[i].is_none());
         if self.branch_busy[b] || empty {
             for &i in &t.inputs {
                 drop(self.consume(slot, i));
@@ -709,6 +720,14 @@ impl State {
             s.missing[c] -= 1;
             if s.missing[c] == 0 {
                 self.steps.push_back(Step::Runnable(c, slot));
+            }
+        }
+        if t.kind == Kind::Source {
+            for &g in &shared.topo.gated {
+                s.missing[g] -= 1;
+                if s.missing[g] == 0 {
+                    self.steps.push_back(Step::Runnable(g, slot));
+                }
             }
         }
         s.left -= 1;

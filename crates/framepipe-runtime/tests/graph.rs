@@ -667,3 +667,35 @@ fn the_sink_after_a_leaky_tap_is_leaky_without_saying_so() {
         layout.text()
     );
 }
+
+/// A feedback branch with no source of its own ends with the show: frame N of a 6-frame show is
+/// the node's frame N-1, and there is no 7th (the node's last frame) after the source's end.
+#[test]
+fn a_feedback_branch_ends_with_the_show() {
+    for threads in [1, 2] {
+        let (show, fb) = (Collect::default(), Collect::default());
+        run(
+            vec![
+                source("src", counter(3, 6), OnEnd::Stop),
+                effect("g", hash(100), 0),
+                sink("show", &show, 1),
+                Node::new(
+                    "fb",
+                    NodeKind::Feedback {
+                        from: 1,
+                        color: [9, 0, 0, 0],
+                    },
+                    vec![],
+                ),
+                sink("back", &fb, 3),
+            ],
+            threads,
+            0,
+        );
+        let s = show.values();
+        assert_eq!(s.len(), 6);
+        let mut want = vec![9u32];
+        want.extend(&s[..5]);
+        assert_eq!(fb.values(), want, "threads={threads}");
+    }
+}
