@@ -591,9 +591,9 @@ fn plugins(verbose: bool) -> Result<()> {
         let props: Vec<&str> = d.props.iter().map(|p| p.name.as_str()).collect();
         writeln!(
             out,
-            "  {:<16} {:<7} {}  [{}]",
+            "  {:<16} {:<10} {}  [{}]",
             d.name,
-            d.kind.to_string(),
+            kind_label(d.kind),
             d.description,
             props.join(", ")
         )?;
@@ -604,7 +604,7 @@ fn plugins(verbose: bool) -> Result<()> {
     writeln!(out, "\nfrei0r plugins ({}):", frei0r.len())?;
     writeln!(
         out,
-        "  {:<28} {:<7} {:<9} {:<9} parameters",
+        "  {:<28} {:<10} {:<9} {:<9} parameters",
         "name", "type", "colour", "mode"
     )?;
     for e in &frei0r {
@@ -622,11 +622,11 @@ fn plugins(verbose: bool) -> Result<()> {
         };
         writeln!(
             out,
-            "  {:<28} {:<7} {:<9} {:<9} {}",
+            "  {:<28} {:<10} {:<9} {:<9} {}",
             d.name,
-            d.kind.to_string(),
+            kind_label(d.kind),
             colour,
-            if d.kind == ElementKind::Effect {
+            if scheduled(d.kind) {
                 d.default_mode.as_str()
             } else {
                 "-"
@@ -649,6 +649,26 @@ fn plugins(verbose: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `source`, `effect`, `sink`, or `mixer N` / `mixer N..M` with the inputs a mixer takes.
+fn kind_label(kind: ElementKind) -> String {
+    match kind {
+        ElementKind::Mixer {
+            min_inputs,
+            max_inputs,
+        } if min_inputs == max_inputs => format!("{kind} {min_inputs}"),
+        ElementKind::Mixer {
+            min_inputs,
+            max_inputs,
+        } => format!("{kind} {min_inputs}..{max_inputs}"),
+        _ => kind.to_string(),
+    }
+}
+
+/// Whether the scheduler runs elements of this kind serial or parallel (effects and mixers).
+fn scheduled(kind: ElementKind) -> bool {
+    matches!(kind, ElementKind::Effect | ElementKind::Mixer { .. })
 }
 
 fn short_kind(k: &framepipe_core::PropKind) -> &'static str {
@@ -684,11 +704,27 @@ fn inspect(name: &str) -> Result<()> {
     let entry = registry.lookup(name)?;
     let d = &entry.desc;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}  ({})", d.name, d.kind)?;
+    match d.kind {
+        ElementKind::Mixer {
+            min_inputs,
+            max_inputs,
+        } if min_inputs == max_inputs => {
+            writeln!(out, "{}  ({}, {min_inputs} inputs)", d.name, d.kind)?
+        }
+        ElementKind::Mixer {
+            min_inputs,
+            max_inputs,
+        } => writeln!(
+            out,
+            "{}  ({}, {min_inputs} to {max_inputs} inputs)",
+            d.name, d.kind
+        )?,
+        _ => writeln!(out, "{}  ({})", d.name, d.kind)?,
+    }
     if !d.description.is_empty() {
         writeln!(out, "  {}", d.description)?;
     }
-    if d.kind == ElementKind::Effect {
+    if scheduled(d.kind) {
         writeln!(
             out,
             "  scheduling: {} (override with mode=serial|parallel)",

@@ -330,6 +330,44 @@ fn plugins_and_inspect_describe_the_frei0r_plugins() {
 }
 
 #[test]
+fn issue_8_plugins_and_inspect_show_frei0r_mixers() {
+    let out = ok(&["plugins"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |name: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{text}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    // name, kind, inputs, colour model, mode, parameters
+    assert_eq!(
+        line("frei0r-multiply")[1..5],
+        ["mixer", "2", "RGBA8888", "parallel"]
+    );
+    assert_eq!(
+        line("frei0r-xfade0r")[1..6],
+        ["mixer", "2", "BGRA8888", "parallel", "fader:float"]
+    );
+    assert_eq!(line("frei0r-RGB")[1..3], ["mixer", "3"]);
+    let out = ok(&["inspect", "frei0r-xfade0r"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("frei0r-xfade0r  (mixer, 2 inputs)\n"),
+        "{text}"
+    );
+    assert!(text.contains("scheduling: parallel"), "{text}");
+    assert!(text.contains("fader"), "{text}");
+    let out = ok(&["inspect", "frei0r-RGB"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("frei0r-RGB  (mixer, 3 inputs)\n"),
+        "{text}"
+    );
+}
+
+#[test]
 fn bad_input_gives_one_clear_line_and_no_hang() {
     let dir = tmpdir("bad");
     fails(

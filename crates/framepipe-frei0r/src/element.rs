@@ -1,11 +1,12 @@
-//! frei0r plugins as framepipe elements: filters as effects, sources as sources.
+//! frei0r plugins as framepipe elements: filters as effects, mixers (mixer2, mixer3) as mixers,
+//! sources as sources.
 
 use std::ffi::CString;
 use std::sync::Arc;
 
 use framepipe_core::{
-    Effect, EffectFactory, Error, Frame, FrameCtx, FrameMut, Mode, PropKind, PropSpec, PropValue,
-    Props, Rational, SliceRunner, Source, VideoInfo,
+    Effect, EffectFactory, Error, Frame, FrameCtx, FrameMut, Mixer, MixerFactory, Mode, PropKind,
+    PropSpec, PropValue, Props, Rational, SliceRunner, Source, VideoInfo,
 };
 
 use crate::error::Frei0rError;
@@ -240,26 +241,203 @@ impl Effect for Frei0rEffect {
     }
 
     fn set_property(&mut self, name: &str, value: &PropValue) -> framepipe_core::Result<()> {
-        let plugin = Arc::clone(self.inst.plugin());
-        let param = plugin.param(name).ok_or_else(|| {
-            let expected = plugin
-                .params()
-                .iter()
-                .map(|p| p.prop_name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ");
-            Error::element(
-                &self.name,
-                Frei0rError::UnknownParam {
-                    param: name.to_string(),
-                    expected,
-                },
-            )
+        set_instance_property(&self.name, &mut self.inst, name, value)
+    }
+}
+
+/// Sets a running instance's parameter by property name (filters and mixers alike).
+fn set_instance_property(
+    element: &str,
+    inst: &mut Instance,
+    name: &str,
+    value: &PropValue,
+) -> framepipe_core::Result<()> {
+    let plugin = Arc::clone(inst.plugin());
+    let param = plugin.param(name).ok_or_else(|| {
+        let expected = plugin
+            .params()
+            .iter()
+            .map(|p| p.prop_name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        Error::element(
+            element,
+            Frei0rError::UnknownParam {
+                param: name.to_string(),
+                expected,
+            },
+        )
+    })?;
+    let v = to_param(param, value).map_err(|e| Error::element(element, e))?;
+    inst.set_param(param.index, &v)
+        .map_err(|e| Error::element(element, e))
+}
+
+/// A configured frei0r mixer (mixer2 or mixer3 plugin): makes [`Frei0rMixer`] instances.
+///
+/// It takes exactly as many inputs as the plugin (2 or 3), all of one size, a multiple of 8 in
+/// both directions; the output has the first input's shape.
+pub struct Frei0rMixerFactory {
+    name: String,
+    plugin: Arc<Plugin>,
+    inputs: usize,
+    mode: Mode,
+    clear_output: bool,
+    params: Vec<(usize, ParamValue)>,
+    size: Option<(u32, u32)>,
+}
+
+impl Frei0rMixerFactory {
+    pub(crate) fn new(
+        name: String,
+        plugin: Arc<Plugin>,
+        inputs: usize,
+        mode: Mode,
+        clear_output: bool,
+        params: Vec<(usize, ParamValue)>,
+    ) -> Self {
+        Frei0rMixerFactory {
+            name,
+            plugin,
+            inputs,
+            mode,
+            clear_output,
+            params,
+            size: None,
+        }
+    }
+
+    /// How many inputs it takes: 2 for a mixer2 plugin, 3 for a mixer3.
+    pub fn inputs(&self) -> usize {
+        self.inputs
+    }
+}
+
+impl MixerFactory for Frei0rMixerFactory {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn default_mode(&self) -> Mode {
+        self.mode
+    }
+
+    fn negotiate(&mut self, inputs: &[VideoInfo]) -> framepipe_core::Result<VideoInfo> {
+        if inputs.len() != self.inputs {
+            return Err(Error::Unsupported {
+                element: self.name.clone(),
+                what: format!(
+                    "{} inputs; this frei0r mixer takes exactly {}",
+                    inputs.len(),
+                    self.inputs
+                ),
+            });
+        }
+        let first = inputs[0];
+        check_size(&self.name, first.width, first.height)?;
+        if let Some((i, other)) = inputs
+            .iter()
+            .enumerate()
+            .find(|(_, v)| (v.width, v.height) != (first.width, first.height))
+        {
+            return Err(Error::Unsupported {
+                element: self.name.clone(),
+                what: format!(
+                    "input {i} of {}x{} with input 0 of {}x{}: frei0r mixers need inputs of one size",
+                    other.width, other.height, first.width, first.height
+                ),
+            });
+        }
+        self.size = Some((first.width, first.height));
+        Ok(first)
+    }
+
+    fn instantiate(&self) -> framepipe_core::Result<Box<dyn Mixer>> {
+        let (w, h) = self.size.ok_or_else(|| {
+            Error::Pipeline(format!("{}: instantiated before negotiation", self.name))
         })?;
-        let v = to_param(param, value).map_err(|e| Error::element(&self.name, e))?;
-        self.inst
-            .set_param(param.index, &v)
-            .map_err(|e| Error::element(&self.name, e))
+        let mut inst =
+            Instance::new(&self.plugin, w, h).map_err(|e| Error::element(&self.name, e))?;
+        for (idx, v) in &self.params {
+            inst.set_param(*idx, v)
+                .map_err(|e| Error::element(&self.name, e))?;
+        }
+        let scratch = if self.plugin.info().color_model == ColorModel::Bgra8888 {
+            vec![vec![0u32; w as usize * h as usize]; self.inputs]
+        } else {
+            Vec::new()
+        };
+        Ok(Box::new(Frei0rMixer {
+            name: self.name.clone(),
+            inst,
+            inputs: self.inputs,
+            scratch,
+            clear_output: self.clear_output,
+        }))
+    }
+}
+
+/// One instance of a frei0r mixer, run with `f0r_update2(instance, time, in1, in2, in3, out)`
+/// (`in3` NULL for a mixer2), the time as for filters ([`frei0r_time`]).
+///
+/// Frames pass straight to the plugin for RGBA8888 and PACKED32 plugins. For BGRA8888 plugins
+/// each input is swapped into its own scratch buffer (allocated once, at instantiation), the
+/// plugin writes the output frame, and the output is swapped back in place. Nothing is allocated
+/// per frame.
+pub struct Frei0rMixer {
+    name: String,
+    inst: Instance,
+    inputs: usize,
+    scratch: Vec<Vec<u32>>,
+    clear_output: bool,
+}
+
+impl Mixer for Frei0rMixer {
+    fn process(
+        &mut self,
+        ctx: &FrameCtx,
+        inputs: &[&Frame],
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> framepipe_core::Result<()> {
+        let n = self.inst.width() as usize * self.inst.height() as usize;
+        if inputs.len() != self.inputs || inputs.iter().any(|f| f.words().len() != n) {
+            return Err(Error::Pipeline(format!(
+                "{}: given {} inputs, not {} of {}x{} as negotiated",
+                self.name,
+                inputs.len(),
+                self.inputs,
+                self.inst.width(),
+                self.inst.height()
+            )));
+        }
+        let time = frei0r_time(ctx);
+        let out = output.words_mut();
+        if self.clear_output {
+            out.fill(0);
+        }
+        // At most three inputs: a fixed array of slices, no allocation.
+        let mut bufs: [&[u32]; 3] = [&[]; 3];
+        if self.scratch.is_empty() {
+            for (b, f) in bufs.iter_mut().zip(inputs) {
+                *b = f.words();
+            }
+            self.inst.update2(time, &bufs[..self.inputs], out);
+        } else {
+            for (s, f) in self.scratch.iter_mut().zip(inputs) {
+                swap_rb_into(f.words(), s);
+            }
+            for (b, s) in bufs.iter_mut().zip(&self.scratch) {
+                *b = s;
+            }
+            self.inst.update2(time, &bufs[..self.inputs], out);
+            swap_rb_in_place(out);
+        }
+        Ok(())
+    }
+
+    fn set_property(&mut self, name: &str, value: &PropValue) -> framepipe_core::Result<()> {
+        set_instance_property(&self.name, &mut self.inst, name, value)
     }
 }
 

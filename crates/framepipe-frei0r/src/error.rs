@@ -59,16 +59,6 @@ pub enum Frei0rError {
         /// What the probe saw.
         note: String,
     },
-    /// The plugin is of a type that cannot be used here (mixers, for now).
-    #[error("{} is a {kind} plugin, which cannot be used as {wanted}", path.display())]
-    WrongType {
-        /// The plugin file.
-        path: PathBuf,
-        /// Its type.
-        kind: &'static str,
-        /// What was wanted.
-        wanted: &'static str,
-    },
 }
 
 /// Result with [`Frei0rError`].

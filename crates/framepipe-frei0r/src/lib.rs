@@ -1,18 +1,20 @@
-//! framepipe's frei0r host: finds frei0r plugins, registers each filter and source plugin as an
-//! element named `frei0r-<file stem>`, and runs them on RGBA frames.
+//! framepipe's frei0r host: finds frei0r plugins, registers each filter, mixer (mixer2, mixer3)
+//! and source plugin as an element named `frei0r-<file stem>`, and runs them on RGBA frames.
 //!
 //! * [`search_path`] and [`register`] are what the CLI calls.
 //! * [`plugin`]: loading a plugin ([`Plugin`]) and its instances ([`Instance`]), over the C API
 //!   declared in [`ffi`].
-//! * [`element`]: the [`framepipe_core::EffectFactory`] / [`framepipe_core::Effect`] and
+//! * [`element`]: the [`framepipe_core::EffectFactory`] / [`framepipe_core::Effect`],
+//!   [`framepipe_core::MixerFactory`] / [`framepipe_core::Mixer`] and
 //!   [`framepipe_core::Source`] for frei0r plugins.
-//! * [`probe`]: decides by measurement whether a filter keeps state between frames; the
+//! * [`probe`]: decides by measurement whether a filter or mixer keeps state between frames; the
 //!   `frei0r-probe` binary runs it on every installed plugin and writes `data/modes.tsv`, which
 //!   [`modes`] compiles in and [`register`] uses for each element's default scheduling mode.
 //!
 //! Real-time contract: every allocation happens when a plugin is loaded, an element built or an
-//! instance made (including the one scratch frame for BGRA8888 plugins). Per frame, the host calls
-//! `f0r_update` and, for BGRA8888 plugins, swaps R and B in two linear passes; it neither
+//! instance made (including the scratch frames for BGRA8888 plugins: one per input). Per frame,
+//! the host calls `f0r_update` (`f0r_update2` for mixers) and, for BGRA8888 plugins, swaps R and B
+//! in linear passes (each input, then the output); it neither
 //! allocates, locks nor blocks, and calls `f0r_set_param_value` only when a property is changed.
 //! What the plugin itself does inside `f0r_update` is up to the plugin.
 
@@ -29,7 +31,7 @@ use std::sync::Arc;
 
 use framepipe_core::{Element, ElementDesc, ElementKind, Error, Mode, Registry};
 
-pub use element::{Frei0rEffect, Frei0rFilter, Frei0rSource};
+pub use element::{Frei0rEffect, Frei0rFilter, Frei0rMixer, Frei0rMixerFactory, Frei0rSource};
 pub use error::{Frei0rError, Result};
 pub use plugin::{ColorModel, Instance, Param, ParamKind, ParamValue, Plugin, PluginKind};
 
@@ -92,13 +94,14 @@ pub fn plugin_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// Loads every plugin on [`search_path`] once and registers each filter (as an effect) and each
-/// source (as a source with extra properties `width`, `height`, `frames`, `rate`) under
-/// `frei0r-<file stem>`. Libraries stay loaded for the program's life.
+/// Loads every plugin on [`search_path`] once and registers each filter (as an effect), each
+/// mixer2 / mixer3 (as a mixer of exactly 2 / 3 inputs) and each source (as a source with extra
+/// properties `width`, `height`, `frames`, `rate`) under `frei0r-<file stem>`. Libraries stay
+/// loaded for the program's life.
 ///
 /// Returns warnings, one line each: files that are not frei0r plugins (still registered under
-/// their name, with a build function that fails with the same message) and the mixer plugins,
-/// which are not registered yet.
+/// their name, with a build function that fails with the same message) and plugins that loaded
+/// but could not be registered.
 pub fn register(registry: &mut Registry) -> Vec<String> {
     register_from(registry, &search_path())
 }
@@ -124,7 +127,6 @@ pub fn register_named(registry: &mut Registry, stems: &[&str]) -> Vec<String> {
 
 fn register_files(registry: &mut Registry, files: Vec<PathBuf>) -> Vec<String> {
     let mut warnings = Vec::new();
-    let mut mixers = Vec::new();
     for path in files {
         let stem = path
             .file_stem()
@@ -132,14 +134,11 @@ fn register_files(registry: &mut Registry, files: Vec<PathBuf>) -> Vec<String> {
             .unwrap_or_default();
         let name = format!("frei0r-{stem}");
         match Plugin::load(&path) {
-            Ok(plugin) => match plugin.info().kind {
-                PluginKind::Filter | PluginKind::Source => {
-                    if let Err(e) = register_plugin(registry, &name, plugin) {
-                        warnings.push(e.to_string());
-                    }
+            Ok(plugin) => {
+                if let Err(e) = register_plugin(registry, &name, plugin) {
+                    warnings.push(e.to_string());
                 }
-                PluginKind::Mixer2 | PluginKind::Mixer3 => mixers.push(stem),
-            },
+            }
             Err(e) => {
                 warnings.push(format!("{name}: {e}"));
                 let reason = match e {
@@ -149,13 +148,6 @@ fn register_files(registry: &mut Registry, files: Vec<PathBuf>) -> Vec<String> {
                 register_broken(registry, &name, &path, reason);
             }
         }
-    }
-    if !mixers.is_empty() {
-        warnings.push(format!(
-            "frei0r: {} mixer plugins not registered (mixers come later): {}",
-            mixers.len(),
-            mixers.join(", ")
-        ));
     }
     warnings
 }
@@ -189,7 +181,8 @@ fn register_broken(registry: &mut Registry, name: &str, path: &Path, reason: Str
     );
 }
 
-/// Registers one loaded filter or source plugin under `name`.
+/// Registers one loaded plugin under `name`: a filter as an effect, a mixer2 / mixer3 as a mixer
+/// of 2 / 3 inputs, a source as a source.
 pub fn register_plugin(
     registry: &mut Registry,
     name: &str,
@@ -278,12 +271,35 @@ pub fn register_plugin(
     };
     let element = name.to_string();
     let said = std::sync::Once::new();
+    let inputs = match info.kind {
+        PluginKind::Mixer2 => 2,
+        PluginKind::Mixer3 => 3,
+        _ => 1,
+    };
+    if inputs > 1 && !plugin.has_update2() {
+        return Err(Error::element(
+            name,
+            Frei0rError::NotAPlugin {
+                path: plugin.path().to_path_buf(),
+                reason: format!("a {} plugin without f0r_update2", info.kind),
+            },
+        ));
+    }
     match info.kind {
-        PluginKind::Filter => {
+        PluginKind::Filter | PluginKind::Mixer2 | PluginKind::Mixer3 => {
             details.push(("scheduling".to_string(), schedule));
+            let kind = if inputs > 1 {
+                details.push(("inputs".to_string(), inputs.to_string()));
+                ElementKind::Mixer {
+                    min_inputs: inputs,
+                    max_inputs: inputs,
+                }
+            } else {
+                ElementKind::Effect
+            };
             let desc = ElementDesc {
                 name: name.to_string(),
-                kind: ElementKind::Effect,
+                kind,
                 description,
                 props: param_specs,
                 default_mode: mode,
@@ -308,6 +324,16 @@ pub fn register_plugin(
                     let params =
                         element::params_to_set(&plugin, &defaults, props, |p| p.prop_name.clone())
                             .map_err(|e| Error::element(&element, e))?;
+                    if inputs > 1 {
+                        return Ok(Element::Mixer(Box::new(Frei0rMixerFactory::new(
+                            element.clone(),
+                            Arc::clone(&plugin),
+                            inputs,
+                            mode,
+                            clear_output,
+                            params,
+                        ))));
+                    }
                     Ok(Element::Effect(Box::new(Frei0rFilter::new(
                         element.clone(),
                         Arc::clone(&plugin),
@@ -341,16 +367,6 @@ pub fn register_plugin(
                     )?)))
                 }),
             );
-        }
-        PluginKind::Mixer2 | PluginKind::Mixer3 => {
-            return Err(Error::element(
-                name,
-                Frei0rError::WrongType {
-                    path: plugin.path().to_path_buf(),
-                    kind: info.kind.as_str(),
-                    wanted: "a filter or source",
-                },
-            ))
         }
     }
     Ok(())

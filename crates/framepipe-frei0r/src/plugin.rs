@@ -350,6 +350,11 @@ impl Plugin {
         &self.params
     }
 
+    /// Whether the plugin exports `f0r_update2`, which mixers need.
+    pub fn has_update2(&self) -> bool {
+        self.api.update2.is_some()
+    }
+
     /// The parameter whose property name is `prop`.
     pub fn param(&self, prop: &str) -> Option<&Param> {
         self.params.iter().find(|p| p.prop_name == prop)
@@ -535,6 +540,42 @@ impl Instance {
             let null = std::ptr::null();
             // SAFETY: as above; the unused inputs of a filter or source are NULL.
             unsafe { update2(self.handle, time, inp, null, null, output.as_mut_ptr()) };
+        }
+    }
+
+    /// Runs one frame of a mixer with `f0r_update2`: `inputs` holds two (mixer2) or three
+    /// (mixer3) buffers; the third input pointer is NULL for a mixer2. Every buffer holds
+    /// `width * height` pixels. Calls nothing when the plugin has no `f0r_update2` (the
+    /// registry refuses such mixers, see [`Plugin::has_update2`]).
+    ///
+    /// # Panics
+    /// If a buffer has the wrong length, or `inputs` holds fewer than 2 or more than 3 buffers.
+    pub fn update2(&mut self, time: f64, inputs: &[&[u32]], output: &mut [u32]) {
+        let n = self.width as usize * self.height as usize;
+        assert_eq!(output.len(), n, "frei0r output buffer size");
+        assert!(
+            (2..=3).contains(&inputs.len()),
+            "frei0r mixer inputs: {}",
+            inputs.len()
+        );
+        for i in inputs {
+            assert_eq!(i.len(), n, "frei0r input buffer size");
+        }
+        let in3: *const u32 = inputs.get(2).map_or(std::ptr::null(), |i| i.as_ptr());
+        if let Some(update2) = self.plugin.api.update2 {
+            // SAFETY: every buffer holds width*height pixels as constructed (checked above); the
+            // third input is NULL only for two inputs (a mixer2), as frei0r specifies; `&mut
+            // self` makes the call exclusive for this instance.
+            unsafe {
+                update2(
+                    self.handle,
+                    time,
+                    inputs[0].as_ptr(),
+                    inputs[1].as_ptr(),
+                    in3,
+                    output.as_mut_ptr(),
+                )
+            };
         }
     }
 

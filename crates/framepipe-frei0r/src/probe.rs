@@ -1,9 +1,11 @@
-//! The statefulness probe: decides by measurement whether a frei0r filter keeps state between
-//! frames, and so whether the scheduler may run several instances of it at once.
+//! The statefulness probe: decides by measurement whether a frei0r filter or mixer keeps state
+//! between frames, and so whether the scheduler may run several instances of it at once.
 //!
 //! For one plugin, at [`PROBE_WIDTH`] x [`PROBE_HEIGHT`], with [`PROBE_FRAMES`] distinct input
 //! frames (moving bars over per-frame noise) and the time argument the host would pass for each
-//! ([`crate::element::frei0r_time`] at 25 fps):
+//! ([`crate::element::frei0r_time`] at 25 fps). A mixer gets, for every frame, a distinct pair
+//! (mixer2) or triple (mixer3) of such frames ([`probe_inputs`]), run with `f0r_update2`; a
+//! filter gets one frame, run with `f0r_update`:
 //!
 //! 1. **Sequence**: instance A gets frames 0..N in order; its outputs are kept.
 //! 2. **Fresh instances**: for every k > 0, a fresh instance gets frame k alone, at frame k's time.
@@ -21,7 +23,8 @@
 //! All of this runs twice: with the plugin's default parameters, and with every number parameter
 //! at 0.5 (a delay plugin keeps no state while its delay is 0).
 //!
-//! Verdict: stateful or nondeterministic -> `serial`; otherwise `stateless` -> `parallel`.
+//! Verdict: stateful or nondeterministic -> `serial`; otherwise `stateless` -> `parallel`; the
+//! same for filters and mixers (a mixer's note says `mixer2` or `mixer3`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -63,15 +66,14 @@ pub struct ProbeReport {
 }
 
 impl ProbeReport {
-    /// `stateful`, `nondeterministic`, `stateless`, or the plugin type for non-filters.
+    /// `stateful`, `nondeterministic` or `stateless` for filters and mixers; `source` for
+    /// sources (not probed: a source runs as the serial first stage).
     pub fn verdict(&self) -> &'static str {
         match self.kind {
-            PluginKind::Filter if self.stateful => "stateful",
-            PluginKind::Filter if self.nondeterministic => "nondeterministic",
-            PluginKind::Filter => "stateless",
             PluginKind::Source => "source",
-            PluginKind::Mixer2 => "mixer2",
-            PluginKind::Mixer3 => "mixer3",
+            _ if self.stateful => "stateful",
+            _ if self.nondeterministic => "nondeterministic",
+            _ => "stateless",
         }
     }
 
@@ -121,6 +123,35 @@ pub fn probe_frame(k: usize, width: u32, height: u32) -> Vec<u32> {
     out
 }
 
+/// The inputs of probe frame `k` for a plugin of `inputs` inputs (1 for a filter, 2 or 3 for a
+/// mixer): input `j` is [`probe_frame`]`(k + 1000 * j)`, so that the inputs of one frame differ
+/// from each other and from those of every other frame.
+pub fn probe_inputs(k: usize, inputs: usize, width: u32, height: u32) -> Vec<Vec<u32>> {
+    (0..inputs)
+        .map(|j| probe_frame(k + 1000 * j, width, height))
+        .collect()
+}
+
+/// How many inputs a plugin of `kind` takes (0 for a source).
+fn input_count(kind: PluginKind) -> usize {
+    match kind {
+        PluginKind::Source => 0,
+        PluginKind::Filter => 1,
+        PluginKind::Mixer2 => 2,
+        PluginKind::Mixer3 => 3,
+    }
+}
+
+/// One frame through `inst`: `f0r_update` for a filter (one input), `f0r_update2` for a mixer.
+fn run(inst: &mut Instance, time: f64, inputs: &[Vec<u32>], out: &mut [u32]) {
+    match inputs {
+        [one] => inst.update(time, Some(one), out),
+        [a, b] => inst.update2(time, &[a, b], out),
+        [a, b, c] => inst.update2(time, &[a, b, c], out),
+        _ => unreachable!("probe inputs are 1 to 3 frames"),
+    }
+}
+
 fn ctx(k: usize) -> FrameCtx {
     FrameCtx {
         seq: k as u64,
@@ -153,14 +184,14 @@ fn instance(plugin: &Arc<Plugin>, params: Params) -> Result<Instance> {
 fn fresh(
     plugin: &Arc<Plugin>,
     params: Params,
-    frames: &[Vec<u32>],
+    frames: &[Vec<Vec<u32>>],
     k: usize,
     j: usize,
     fill: u32,
 ) -> Result<Vec<u32>> {
     let mut inst = instance(plugin, params)?;
-    let mut out = vec![fill; frames[k].len()];
-    inst.update(frei0r_time(&ctx(j)), Some(&frames[k]), &mut out);
+    let mut out = vec![fill; frames[k][0].len()];
+    run(&mut inst, frei0r_time(&ctx(j)), &frames[k], &mut out);
     Ok(out)
 }
 
@@ -178,12 +209,19 @@ pub fn probe_plugin(path: &Path) -> Result<ProbeReport> {
         time_dependent: false,
         note: String::new(),
     };
-    if report.kind != PluginKind::Filter {
+    let inputs = input_count(report.kind);
+    if inputs == 0 {
         report.note = format!("{} plugins run as serial stages", report.kind);
         return Ok(report);
     }
-    let frames: Vec<Vec<u32>> = (0..PROBE_FRAMES)
-        .map(|k| probe_frame(k, PROBE_WIDTH, PROBE_HEIGHT))
+    if inputs > 1 && !plugin.has_update2() {
+        return Err(crate::Frei0rError::NotAPlugin {
+            path: path.to_path_buf(),
+            reason: format!("a {} plugin without f0r_update2", report.kind),
+        });
+    }
+    let frames: Vec<Vec<Vec<u32>>> = (0..PROBE_FRAMES)
+        .map(|k| probe_inputs(k, inputs, PROBE_WIDTH, PROBE_HEIGHT))
         .collect();
     let mut notes = Vec::new();
     let has_numbers = plugin.params().iter().any(|p| p.kind == ParamKind::Double);
@@ -200,6 +238,10 @@ pub fn probe_plugin(path: &Path) -> Result<ProbeReport> {
     if notes.is_empty() {
         notes.push("every frame of the sequence equals a fresh instance's output".to_string());
     }
+    if inputs > 1 {
+        // The table's rows say which plugins are mixers.
+        notes.insert(0, format!("{} ({inputs} inputs)", report.kind));
+    }
     report.note = notes.join("; ");
     Ok(report)
 }
@@ -207,7 +249,7 @@ pub fn probe_plugin(path: &Path) -> Result<ProbeReport> {
 fn pass(
     plugin: &Arc<Plugin>,
     params: Params,
-    frames: &[Vec<u32>],
+    frames: &[Vec<Vec<u32>>],
     report: &mut ProbeReport,
     notes: &mut Vec<String>,
     label: &str,
@@ -217,8 +259,8 @@ fn pass(
         let mut a = instance(plugin, params)?;
         let mut seq_out = Vec::with_capacity(PROBE_FRAMES);
         for (k, f) in frames.iter().enumerate() {
-            let mut out = vec![0u32; f.len()];
-            a.update(frei0r_time(&ctx(k)), Some(f), &mut out);
+            let mut out = vec![0u32; f[0].len()];
+            run(&mut a, frei0r_time(&ctx(k)), f, &mut out);
             seq_out.push(out);
         }
         Ok(seq_out)
@@ -281,7 +323,7 @@ pub fn tsv_header(dirs: &str) -> String {
          # Generated; do not edit. Regenerate with:\n\
          #   {}\n\
          # Probed plugins from: {dirs}; frames {PROBE_WIDTH}x{PROBE_HEIGHT}, sequence of {PROBE_FRAMES}, each frame checked against a fresh instance.\n\
-         # stateless -> parallel; stateful, nondeterministic, crashed, timeout, source, mixer -> serial.\n\
+         # Filters and mixers (mixer2, mixer3: distinct input pairs / triples) alike: stateless -> parallel; stateful, nondeterministic, crashed, timeout, source -> serial.\n\
          # A row holds for the file whose CRC-32 it names; a plugin file with other bytes runs serial until re-probed.\n\
          # stem\tcrc32\tverdict\tmode\ttime_dependent\treads_output\tnote\n",
         crate::modes::REPROBE

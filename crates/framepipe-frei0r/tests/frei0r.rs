@@ -163,62 +163,62 @@ fn every_installed_plugin_is_loaded_and_listed() {
         !warnings.iter().any(|w| w.contains("not a frei0r plugin")),
         "{warnings:?}"
     );
-    let mixer_line = warnings
-        .iter()
-        .find(|w| w.contains("mixer plugins not registered"))
-        .expect("mixers are listed in the warnings");
+    // Issue #8: mixers are registered too; nothing loaded is left out.
+    assert!(warnings.is_empty(), "{warnings:?}");
     let mut mixers = 0;
     for f in &files {
         let plugin = Plugin::load(f).unwrap();
         let name = format!("frei0r-{}", plugin.stem());
-        match plugin.info().kind {
-            PluginKind::Mixer2 | PluginKind::Mixer3 => {
-                mixers += 1;
-                assert!(r.find(&name).is_none(), "{name} registered");
-                assert!(mixer_line.contains(plugin.stem()), "{name} not listed");
-            }
-            kind => {
-                let e = r.find(&name).unwrap_or_else(|| panic!("{name} missing"));
-                let want = if kind == PluginKind::Source {
-                    ElementKind::Source
-                } else {
-                    ElementKind::Effect
-                };
-                assert_eq!(e.desc.kind, want, "{name}");
-                let detail = |k: &str| {
-                    e.desc
-                        .details
-                        .iter()
-                        .find(|(key, _)| key == k)
-                        .map(|(_, v)| v.clone())
-                        .unwrap_or_else(|| panic!("{name} has no '{k}' detail"))
-                };
-                assert_eq!(detail("file"), f.display().to_string());
-                assert_eq!(detail("colour model"), plugin.info().color_model.as_str());
-                assert_eq!(detail("plugin type"), kind.as_str());
-                assert_eq!(detail("author"), plugin.info().author);
-                assert!(!detail("scheduling").is_empty());
-                // Every parameter is a property (sources also have width, height, frames, rate).
-                for p in plugin.params() {
-                    assert!(
-                        e.desc
-                            .props
-                            .iter()
-                            .any(|s| s.name == p.prop_name
-                                || s.name == format!("param-{}", p.prop_name)),
-                        "{name}: no property for parameter '{}'",
-                        p.name
-                    );
-                }
-            }
+        let kind = plugin.info().kind;
+        let e = r.find(&name).unwrap_or_else(|| panic!("{name} missing"));
+        let want = match kind {
+            PluginKind::Source => ElementKind::Source,
+            PluginKind::Filter => ElementKind::Effect,
+            PluginKind::Mixer2 => ElementKind::Mixer {
+                min_inputs: 2,
+                max_inputs: 2,
+            },
+            PluginKind::Mixer3 => ElementKind::Mixer {
+                min_inputs: 3,
+                max_inputs: 3,
+            },
+        };
+        if matches!(kind, PluginKind::Mixer2 | PluginKind::Mixer3) {
+            mixers += 1;
+        }
+        assert_eq!(e.desc.kind, want, "{name}");
+        let detail = |k: &str| {
+            e.desc
+                .details
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| panic!("{name} has no '{k}' detail"))
+        };
+        assert_eq!(detail("file"), f.display().to_string());
+        assert_eq!(detail("colour model"), plugin.info().color_model.as_str());
+        assert_eq!(detail("plugin type"), kind.as_str());
+        assert_eq!(detail("author"), plugin.info().author);
+        assert!(!detail("scheduling").is_empty());
+        // Every parameter is a property (sources also have width, height, frames, rate).
+        for p in plugin.params() {
+            assert!(
+                e.desc
+                    .props
+                    .iter()
+                    .any(|s| s.name == p.prop_name || s.name == format!("param-{}", p.prop_name)),
+                "{name}: no property for parameter '{}'",
+                p.name
+            );
         }
     }
-    assert!(mixer_line.contains(&format!(" {mixers} mixer plugins")));
+    // Debian 12's frei0r-plugins has 33 mixers (the issue's count); at least those.
+    assert!(mixers >= 33, "only {mixers} mixer plugins");
     let registered = r
         .iter()
         .filter(|e| e.desc.name.starts_with("frei0r-"))
         .count();
-    assert_eq!(registered + mixers, files.len());
+    assert_eq!(registered, files.len());
 }
 
 #[test]
@@ -512,8 +512,18 @@ fn the_modes_table_covers_every_installed_plugin() {
             let plugin = Plugin::load(&p).unwrap();
             // The row is about this very file (else it runs serial with a message: re-probe).
             assert_eq!(row.crc32, plugin.crc32(), "{stem}: {}", modes::REPROBE);
-            if plugin.info().kind != PluginKind::Filter {
-                assert_eq!(row.mode, Mode::Serial, "{stem}");
+            match plugin.info().kind {
+                PluginKind::Source => assert_eq!(row.mode, Mode::Serial, "{stem}"),
+                // Issue #8: mixers are measured like filters, with distinct input pairs/triples.
+                PluginKind::Mixer2 | PluginKind::Mixer3 => {
+                    assert!(
+                        ["stateless", "stateful", "nondeterministic"].contains(&row.verdict),
+                        "{stem}: {}",
+                        row.verdict
+                    );
+                    assert!(row.note.starts_with(plugin.info().kind.as_str()), "{stem}");
+                }
+                PluginKind::Filter => {}
             }
         }
     }

@@ -1,5 +1,6 @@
 //! No heap allocation per frame in the frei0r host: a counting global allocator watches the
-//! frame loop of an RGBA8888 filter, a BGRA8888 filter (scratch-buffer path) and a source.
+//! frame loop of an RGBA8888 filter, a BGRA8888 filter (scratch-buffer path), a source, and
+//! (issue #8) an RGBA8888 mixer2, a BGRA8888 mixer2 (one scratch buffer per input) and a mixer3.
 
 use std::path::PathBuf;
 
@@ -42,6 +43,15 @@ fn the_frame_loop_does_not_allocate() {
         f.negotiate(info).unwrap();
         effects.push(f.instantiate().unwrap());
     }
+    let mut mixers = Vec::new();
+    for name in ["frei0r-multiply", "frei0r-xfade0r", "frei0r-RGB"] {
+        let Element::Mixer(mut m) = r.create(name, &[]).unwrap() else {
+            panic!("not a mixer")
+        };
+        let inputs = if name == "frei0r-RGB" { 3 } else { 2 };
+        m.negotiate(&vec![info; inputs]).unwrap();
+        mixers.push((inputs, m.instantiate().unwrap()));
+    }
     let mut step = |k: u64| {
         let ctx = FrameCtx {
             seq: k,
@@ -49,10 +59,18 @@ fn the_frame_loop_does_not_allocate() {
         };
         let mut f = pool.acquire().unwrap();
         assert!(src.fill(&ctx, &mut f).unwrap());
-        let mut frame = f.freeze();
+        let source = f.freeze();
+        let mut frame = source.clone();
         for e in effects.iter_mut() {
             let mut o = pool.acquire().unwrap();
             e.process(&ctx, &frame, &mut o, &InlineSlices).unwrap();
+            frame = o.freeze();
+        }
+        for (inputs, m) in mixers.iter_mut() {
+            let all = [&frame, &source, &source];
+            let mut o = pool.acquire().unwrap();
+            m.process(&ctx, &all[..*inputs], &mut o, &InlineSlices)
+                .unwrap();
             frame = o.freeze();
         }
         frame.data()[0]
