@@ -447,6 +447,32 @@ pub struct Frei0rSource {
     info: VideoInfo,
     frames: u64,
     bgra: bool,
+    origin: LoopOrigin,
+}
+
+/// The source's own frame number and time across `on-end=loop`: the runtime's `seq` and
+/// timestamp go on past a loop point (or start again; either works), while a rewound source
+/// counts its `frames` limit, and gives the plugin its `time`, from its first frame again.
+#[derive(Debug, Clone, Copy, Default)]
+struct LoopOrigin {
+    seq: u64,
+    pts_ns: i64,
+    pending: bool,
+}
+
+impl LoopOrigin {
+    /// `ctx` counted from the first frame since the start or the last rewind.
+    fn local(&mut self, ctx: &FrameCtx) -> FrameCtx {
+        if self.pending {
+            self.pending = false;
+            self.seq = ctx.seq;
+            self.pts_ns = ctx.pts_ns;
+        }
+        FrameCtx {
+            seq: ctx.seq.saturating_sub(self.seq),
+            pts_ns: ctx.pts_ns.saturating_sub(self.pts_ns),
+        }
+    }
 }
 
 /// Extra properties every frei0r source gets.
@@ -527,6 +553,7 @@ impl Frei0rSource {
             },
             frames: props.i64("frames").max(0) as u64,
             bgra: plugin.info().color_model == ColorModel::Bgra8888,
+            origin: LoopOrigin::default(),
         })
     }
 }
@@ -541,14 +568,25 @@ impl Source for Frei0rSource {
     }
 
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> framepipe_core::Result<bool> {
-        if self.frames > 0 && ctx.seq >= self.frames {
+        let local = self.origin.local(ctx);
+        if self.frames > 0 && local.seq >= self.frames {
             return Ok(false);
         }
         let out = frame.words_mut();
-        self.inst.update(frei0r_time(ctx), None, out);
+        self.inst.update(frei0r_time(&local), None, out);
         if self.bgra {
             swap_rb_in_place(out);
         }
+        Ok(true)
+    }
+
+    /// Starts again from the first frame: the `frames` limit and the `time` given to the plugin
+    /// count from the loop point, so a plugin that draws from its parameters and the time
+    /// (test_pat_*, lissajous0r, onecol0r, nois0r) gives its first frames again. The plugin
+    /// instance is kept: one that keeps its own state from frame to frame (plasma, ising0r,
+    /// partik0l, which also differ from one instance to the next) goes on from where it was.
+    fn rewind(&mut self) -> framepipe_core::Result<bool> {
+        self.origin.pending = true;
         Ok(true)
     }
 }

@@ -30,7 +30,7 @@ use framepipe_core::{
 };
 
 use crate::error::IoError;
-use crate::stream::{check_size, read_frame, FrameRead, BUF_BYTES, MAX_DIM};
+use crate::stream::{check_size, read_frame, FrameRead, LoopOrigin, BUF_BYTES, MAX_DIM};
 
 /// Name of the source.
 pub const SRC: &str = "ffmpegsrc";
@@ -374,10 +374,42 @@ pub struct FfmpegSrc {
     strict: bool,
     /// Every stderr line is an error (unless `args` changed the log level).
     lines_are_errors: bool,
+    /// ffmpeg's arguments, kept to start it again at a rewind.
+    argv: Vec<String>,
+    origin: LoopOrigin,
     child: Child,
     stdout: BufReader<ChildStdout>,
     stderr: StderrTail,
     done: bool,
+}
+
+/// Starts `ffmpeg ARGV`, its frames read from stdout and its stderr collected.
+fn spawn_decoder(
+    argv: &[String],
+) -> std::result::Result<(Child, BufReader<ChildStdout>, StderrTail), IoError> {
+    let mut child = Command::new(FFMPEG)
+        .args(argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| IoError::Spawn {
+            program: FFMPEG.into(),
+            source,
+        })?;
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(IoError::Spawn {
+            program: FFMPEG.into(),
+            source: std::io::Error::other("no pipes to the child"),
+        });
+    };
+    Ok((
+        child,
+        BufReader::with_capacity(BUF_BYTES, stdout),
+        StderrTail::start(stderr),
+    ))
 }
 
 /// ffmpeg options (in `args`) after which the clip's frame count no longer says how many frames
@@ -418,37 +450,20 @@ impl FfmpegSrc {
         let p = probe(location, format)?;
         let (w, h) = fill_size(p.width, p.height, width, height);
         let (w, h) = check_size(w as u64, h as u64)?;
-        let mut cmd = Command::new(FFMPEG);
-        cmd.args(["-nostdin", "-v", "error"]);
-        cmd.args(args.split_whitespace());
+        let mut argv: Vec<String> = ["-nostdin", "-v", "error"].map(String::from).into();
+        argv.extend(args.split_whitespace().map(String::from));
         if !format.is_empty() {
-            cmd.args(["-f", format]);
+            argv.extend(["-f".into(), format.into()]);
         }
-        cmd.args(["-i", &input_arg(location, format)]);
+        argv.extend(["-i".into(), input_arg(location, format)]);
         if (w, h) != (p.width, p.height) {
-            cmd.args(["-vf", &format!("scale={w}:{h}")]);
+            argv.extend(["-vf".into(), format!("scale={w}:{h}")]);
         }
         if frames > 0 {
-            cmd.args(["-frames:v", &frames.to_string()]);
+            argv.extend(["-frames:v".into(), frames.to_string()]);
         }
-        cmd.args(["-an", "-f", "rawvideo", "-pix_fmt", "rgba", "-"]);
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| IoError::Spawn {
-                program: FFMPEG.into(),
-                source,
-            })?;
-        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(IoError::Spawn {
-                program: FFMPEG.into(),
-                source: std::io::Error::other("no pipes to the child"),
-            });
-        };
+        argv.extend(["-an", "-f", "rawvideo", "-pix_fmt", "rgba", "-"].map(String::from));
+        let (child, stdout, stderr) = spawn_decoder(&argv)?;
         let cut = args
             .split_whitespace()
             .any(|a| CUTTING_ARGS.contains(&a) || a.starts_with("-frames"));
@@ -473,9 +488,11 @@ impl FfmpegSrc {
             lines_are_errors: !args
                 .split_whitespace()
                 .any(|a| a == "-v" || a == "-loglevel"),
+            argv,
+            origin: LoopOrigin::default(),
             child,
-            stdout: BufReader::with_capacity(BUF_BYTES, stdout),
-            stderr: StderrTail::start(stderr),
+            stdout,
+            stderr,
             done: false,
         })
     }
@@ -559,8 +576,30 @@ impl Source for FfmpegSrc {
     }
 
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
-        self.next(ctx.seq, frame.data_mut())
+        let seq = self.origin.local(ctx).seq;
+        self.next(seq, frame.data_mut())
             .map_err(|e| Error::element(SRC, e))
+    }
+
+    /// Starts ffmpeg again on the same input with the same arguments (the running one, if any,
+    /// is killed and reaped). This costs a process start — and, unlike a file seek, allocates
+    /// the pipes' buffers and the stderr collector — once per loop; it happens where the
+    /// runtime calls the source, on a worker, not on the output thread.
+    fn rewind(&mut self) -> Result<bool> {
+        if !self.done {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+        let (child, stdout, stderr) =
+            spawn_decoder(&self.argv).map_err(|e| Error::element(SRC, e))?;
+        self.child = child;
+        self.stdout = stdout;
+        // The old collector's thread ends with its pipe; dropping it detaches the thread.
+        self.stderr = stderr;
+        self.delivered = 0;
+        self.done = false;
+        self.origin.rewind();
+        Ok(true)
     }
 }
 

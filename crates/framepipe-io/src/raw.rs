@@ -13,7 +13,7 @@ use crate::error::IoError;
 use crate::pixfmt::RawFormat;
 use crate::stream::{
     check_size, create_output, display_name, flush, flush_each_frame, open_input, rate_prop,
-    read_frame, write_all, FrameRead, MAX_DIM,
+    read_frame, rewind_point, seek_back, write_all, FrameRead, LoopOrigin, MAX_DIM,
 };
 
 /// Name of the raw source.
@@ -125,7 +125,7 @@ pub fn build_src(props: &Props) -> Result<Element> {
     // and, for a regular file, against what the file holds.
     Limits::current().check_frame(&format!("{SRC}: {path}"), width, height)?;
     let rate = rate_prop(SRC, props)?;
-    let input = open_input(location).map_err(|e| Error::element(SRC, e))?;
+    let mut input = open_input(location).map_err(|e| Error::element(SRC, e))?;
     let frame_bytes = format.frame_bytes(width, height);
     let file_len = input
         .get_ref()
@@ -149,8 +149,11 @@ pub fn build_src(props: &Props) -> Result<Element> {
     }
     let file_frames = file_len.map(|l| l / frame_bytes as u64);
     let frames = props.i64("frames").max(0) as u64;
+    let start = rewind_point(&mut input);
     Ok(Element::Source(Box::new(RawSrc {
         path,
+        start,
+        origin: LoopOrigin::default(),
         info: VideoInfo {
             width,
             height,
@@ -176,6 +179,9 @@ pub fn build_src(props: &Props) -> Result<Element> {
 #[derive(Debug)]
 pub struct RawSrc {
     path: String,
+    /// Where a rewind seeks to: the file's position at open (`None`: a pipe, which cannot).
+    start: Option<u64>,
+    origin: LoopOrigin,
     info: VideoInfo,
     format: RawFormat,
     input: BufReader<File>,
@@ -194,7 +200,8 @@ impl Source for RawSrc {
     }
 
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
-        if self.frames > 0 && ctx.seq >= self.frames {
+        let seq = self.origin.local(ctx).seq;
+        if self.frames > 0 && seq >= self.frames {
             return Ok(false);
         }
         let buf: &mut [u8] = if self.format == RawFormat::Rgba {
@@ -202,7 +209,7 @@ impl Source for RawSrc {
         } else {
             &mut self.scratch
         };
-        match read_frame(&mut self.input, buf, &self.path, ctx.seq) {
+        match read_frame(&mut self.input, buf, &self.path, seq) {
             Ok(FrameRead::Full) => {}
             Ok(FrameRead::End) => return Ok(false),
             Err(e) => return Err(Error::element(SRC, e)),
@@ -210,6 +217,17 @@ impl Source for RawSrc {
         if self.format != RawFormat::Rgba {
             self.format.to_rgba(&self.scratch, frame.data_mut());
         }
+        Ok(true)
+    }
+
+    /// A regular file seeks back to where it was opened (one `lseek`, no allocation); a pipe
+    /// or stdin that is not a file cannot rewind.
+    fn rewind(&mut self) -> Result<bool> {
+        let Some(start) = self.start else {
+            return Ok(false);
+        };
+        seek_back(&mut self.input, start, &self.path).map_err(|e| Error::element(SRC, e))?;
+        self.origin.rewind();
         Ok(true)
     }
 }

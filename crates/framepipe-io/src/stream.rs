@@ -1,10 +1,10 @@
 //! Opening inputs and outputs (`-` is stdin/stdout), reading whole frames, checking sizes.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsFd;
 
-use framepipe_core::{Error, Props, Rational};
+use framepipe_core::{Error, FrameCtx, Props, Rational};
 
 use crate::error::{IoError, Result};
 
@@ -159,4 +159,60 @@ pub fn flush(w: &mut impl Write, path: &str) -> Result<()> {
         path: path.into(),
         source,
     })
+}
+
+/// Where the frame data of `input` starts, when it is a regular file that a rewind can seek back
+/// to (its current position, taken after any header); `None` for a pipe, socket or terminal.
+pub fn rewind_point(input: &mut BufReader<File>) -> Option<u64> {
+    let regular = input.get_ref().metadata().is_ok_and(|m| m.is_file());
+    if regular {
+        input.stream_position().ok()
+    } else {
+        None
+    }
+}
+
+/// Seeks `input` back to `pos` (from [`rewind_point`]), dropping what its buffer held.
+pub fn seek_back(input: &mut BufReader<File>, pos: u64, path: &str) -> Result<()> {
+    input
+        .seek(SeekFrom::Start(pos))
+        .map(|_| ())
+        .map_err(|source| IoError::Read {
+            path: path.into(),
+            source,
+        })
+}
+
+/// A source's own frame clock across `on-end=loop`: the runtime's `seq` and timestamp go on
+/// growing past a loop point (or start again; either works), while a rewound source must count
+/// its frames, and draw time-dependent pictures, from its first frame again.
+///
+/// [`rewind`](Self::rewind) marks the origin as pending; the next [`local`](Self::local) takes
+/// that frame's `seq` and timestamp as the new zero. Before any rewind the origin is zero, so
+/// a source that never loops sees the runtime's own numbers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopOrigin {
+    seq: u64,
+    pts_ns: i64,
+    pending: bool,
+}
+
+impl LoopOrigin {
+    /// `ctx` counted from the source's first frame since its start or last rewind.
+    pub fn local(&mut self, ctx: &FrameCtx) -> FrameCtx {
+        if self.pending {
+            self.pending = false;
+            self.seq = ctx.seq;
+            self.pts_ns = ctx.pts_ns;
+        }
+        FrameCtx {
+            seq: ctx.seq.saturating_sub(self.seq),
+            pts_ns: ctx.pts_ns.saturating_sub(self.pts_ns),
+        }
+    }
+
+    /// The next frame is the source's frame 0 again.
+    pub fn rewind(&mut self) {
+        self.pending = true;
+    }
 }

@@ -8,7 +8,7 @@ use framepipe_core::{
 };
 use framepipe_effects::font::{text_size, Canvas, StackText, GLYPH_H};
 
-use crate::stream::{check_size, rate_prop, MAX_DIM};
+use crate::stream::{check_size, rate_prop, LoopOrigin, MAX_DIM};
 
 /// Element name.
 pub const NAME: &str = "testsrc";
@@ -204,6 +204,7 @@ pub fn build(props: &Props) -> Result<Element> {
 pub struct TestSrc {
     settings: TestSrcSettings,
     row: Vec<u32>,
+    origin: LoopOrigin,
 }
 
 fn word(rgba: [u8; 4]) -> u32 {
@@ -224,6 +225,7 @@ impl TestSrc {
         TestSrc {
             row: vec![0; settings.width as usize],
             settings,
+            origin: LoopOrigin::default(),
         }
     }
 
@@ -324,10 +326,18 @@ impl Source for TestSrc {
     }
 
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
-        if self.settings.frames > 0 && ctx.seq >= self.settings.frames {
+        let seq = self.origin.local(ctx).seq;
+        if self.settings.frames > 0 && seq >= self.settings.frames {
             return Ok(false);
         }
-        self.draw(ctx.seq, frame);
+        self.draw(seq, frame);
+        Ok(true)
+    }
+
+    /// Counts from frame 0 again: the pictures are a function of the frame number, so the
+    /// next frames are the first ones again, byte for byte.
+    fn rewind(&mut self) -> Result<bool> {
+        self.origin.rewind();
         Ok(true)
     }
 }

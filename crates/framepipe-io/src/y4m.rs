@@ -25,7 +25,7 @@ use yuv::{
 use crate::error::IoError;
 use crate::stream::{
     check_size, create_output, display_name, flush, flush_each_frame, open_input, read_frame,
-    write_all, FrameRead,
+    rewind_point, seek_back, write_all, FrameRead, LoopOrigin,
 };
 
 /// Name of the source.
@@ -270,6 +270,9 @@ pub fn build_src(props: &Props) -> Result<Element> {
 #[derive(Debug)]
 pub struct Y4mSrc {
     path: String,
+    /// Where a rewind seeks to: the first frame header of a regular file (`None`: a pipe).
+    start: Option<u64>,
+    origin: LoopOrigin,
     header: Y4mHeader,
     input: BufReader<File>,
     line: Vec<u8>,
@@ -326,6 +329,8 @@ impl Y4mSrc {
             .map_err(IoError::Limit)?;
         line = Vec::with_capacity(MAX_FRAME_HEADER);
         Ok(Y4mSrc {
+            start: rewind_point(&mut input),
+            origin: LoopOrigin::default(),
             planes: vec![0; header.chroma.frame_bytes(header.width, header.height)],
             path,
             header,
@@ -443,11 +448,23 @@ impl Source for Y4mSrc {
     }
 
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
-        if self.frames > 0 && ctx.seq >= self.frames {
+        let seq = self.origin.local(ctx).seq;
+        if self.frames > 0 && seq >= self.frames {
             return Ok(false);
         }
-        self.next_frame(ctx.seq, frame.data_mut())
+        self.next_frame(seq, frame.data_mut())
             .map_err(|e| Error::element(SRC, e))
+    }
+
+    /// A regular file seeks back to its first frame header (one `lseek`, no allocation); a
+    /// pipe or stdin that is not a file cannot rewind.
+    fn rewind(&mut self) -> Result<bool> {
+        let Some(start) = self.start else {
+            return Ok(false);
+        };
+        seek_back(&mut self.input, start, &self.path).map_err(|e| Error::element(SRC, e))?;
+        self.origin.rewind();
+        Ok(true)
     }
 }
 

@@ -115,3 +115,59 @@ fn sources_and_sinks_do_not_allocate_per_frame() {
         "ffmpegsrc -> ffmpegsink"
     );
 }
+
+/// `on-end=loop`: a rewind of testsrc, or of rawsrc / y4msrc on a regular file (a seek), and the
+/// frames after it allocate nothing (ffmpegsrc's rewind starts a process, which does).
+#[test]
+fn file_sources_rewind_without_allocating() {
+    let d = dir("no-alloc-rewind");
+    let size = [("width", "64"), ("height", "48")];
+    let noise = || {
+        let mut p = size.to_vec();
+        p.extend_from_slice(&[("pattern", "noise"), ("frames", "3")]);
+        source("testsrc", &p)
+    };
+    let raw = d.join("f.rgba");
+    let y4m = d.join("f.y4m");
+    let (n, err) = pump(
+        noise().as_mut(),
+        sink("rawsink", &[("location", s(&raw))]).as_mut(),
+        100,
+    );
+    assert_eq!((n, err), (3, None));
+    let (n, err) = pump(
+        noise().as_mut(),
+        sink("y4msink", &[("location", s(&y4m))]).as_mut(),
+        100,
+    );
+    assert_eq!((n, err), (3, None));
+    let mut raw_props = size.to_vec();
+    raw_props.push(("location", s(&raw)));
+    for (what, mut src) in [
+        ("testsrc", noise()),
+        ("rawsrc", source("rawsrc", &raw_props)),
+        ("y4msrc", source("y4msrc", &[("location", s(&y4m))])),
+    ] {
+        let info = src.info();
+        let pool = framepipe_core::FramePool::new(info.width, info.height, 2);
+        let mut seq = 0;
+        let mut to_end = |src: &mut Box<dyn framepipe_core::Source>| {
+            let mut n = 0;
+            loop {
+                let mut f = pool.acquire().unwrap();
+                seq += 1;
+                if !src.fill(&ctx(src.as_ref(), seq - 1), &mut f).unwrap() {
+                    return n;
+                }
+                n += 1;
+            }
+        };
+        assert_eq!(to_end(&mut src), 3, "{what}");
+        let before = allocs();
+        for _ in 0..3 {
+            assert!(src.rewind().unwrap(), "{what}");
+            assert_eq!(to_end(&mut src), 3, "{what}");
+        }
+        assert_eq!(allocs() - before, 0, "{what}: allocations across 3 loops");
+    }
+}
