@@ -5,7 +5,9 @@
 //! A counting global allocator counts allocations made by this thread during the loop.
 
 use framepipe_clock::{LatenessStats, Pacer};
-use framepipe_control::{command_queue, Command, OscClock, Oscillator, Shape, Transport};
+use framepipe_control::{
+    command_queue, Command, OscClock, Oscillator, Outcome, Shape, Transport,
+};
 use framepipe_core::Rational;
 
 #[global_allocator]
@@ -44,13 +46,14 @@ fn the_per_frame_path_does_not_allocate() {
     let mut sum = 0.0;
     for n in 0..100u64 {
         // One frame boundary: commands, transport, oscillator time, parameters, deadline.
-        rx.drain(|c| {
+        rx.drain(|p| {
+            let c = p.command;
             transport.apply(&c);
             // The runtime would apply the parameter here, then hand the command back.
             sum += c.target().is_some() as u8 as f64;
         });
-        if let Some(c) = rx.pop() {
-            rx.retire(c);
+        if let Some(p) = rx.pop() {
+            rx.reply(p, Outcome::Applied { frame: n });
         }
         let _ = transport.at_boundary();
         let t = clock.advance(period.frame_time_ns(n));
@@ -64,7 +67,7 @@ fn the_per_frame_path_does_not_allocate() {
     std::hint::black_box(sum);
     assert_eq!(during, 0, "{during} allocations in 100 frames");
     assert_eq!(pacer.stats().count(), 100);
-    // The applied commands were dropped in `drain` here (the test's closure); retired ones
+    // The applied commands were dropped in `drain` here (the test's closure); replied ones
     // reach the sender.
-    assert_eq!(tx.collect_retired(), 0);
+    assert!(tx.replies().take().is_none());
 }

@@ -98,8 +98,10 @@ fn main() {
     for _ in 0..runs {
         let (a, b) = run(
             || command_queue(CAPACITY),
-            |tx, c| tx.post(c).expect("capacity exceeds N"),
-            |rx| rx.pop(),
+            |tx, c| {
+                tx.post(c).expect("capacity exceeds N");
+            },
+            |rx| rx.pop().map(|p| p.command),
         );
         post[0].push(a);
         pop[0].push(b);

@@ -6,7 +6,9 @@
 //!   protocol used on stdin (documented in `docs/CONTROL.md`), [`Command`]'s `Display` writes it.
 //! * [`command_queue`]: a bounded multi-producer queue ([`CommandSender`], cloneable: stdin now,
 //!   web/OSC/MIDI later) read by the frame path ([`CommandReader`]) once per frame. A full queue
-//!   hands the command back ([`Full`]); nothing is dropped, nobody blocks. `stop`, `pause` and
+//!   hands the command back ([`Full`]); nothing is dropped, nobody blocks. Every posted command
+//!   gets a [`Ticket`] and later exactly one [`Reply`] (applied at frame N, or refused with a
+//!   reason) on a bounded return path read with [`Replies`]. `stop`, `pause` and
 //!   `resume` are never refused (a side channel of atomics; [`Stopper`] for signal handlers),
 //!   and the end of every sender is told to the engine ([`Command::EndOfInput`]).
 //! * [`Oscillator`], [`OscClock`]: waveforms evaluated as a pure function of the frame's
@@ -21,8 +23,9 @@
 //! [`CommandReader::drain`] are lock-free and allocation-free (crossbeam's `ArrayQueue`, a
 //! fixed ring allocated in [`command_queue`]). Commands carry `String`s, allocated by the
 //! sender when it parses; to keep their deallocation off the frame path too, the reader hands
-//! applied commands to [`CommandReader::retire`] (lock-free, allocation-free) and the sender
-//! side frees them in [`CommandSender::collect_retired`]. [`Oscillator::value_at`],
+//! each command back inside its reply ([`CommandReader::reply`]: lock-free, allocation-free)
+//! and whoever reads [`Replies`] frees it. A full return path counts the reply as dropped
+//! ([`Replies::dropped`]) and frees it on the reader's thread. [`Oscillator::value_at`],
 //! [`OscClock::advance`] and [`Transport`] are plain arithmetic. Parsing allocates and belongs
 //! on the sender's thread.
 #![forbid(unsafe_code)]
@@ -34,7 +37,9 @@ pub mod transport;
 
 pub use command::{Command, Target};
 pub use osc::{OscClock, OscSpec, Oscillator, ParamSpec, ParamValue, Shape};
-pub use queue::{command_queue, CommandReader, CommandSender, Full, Stopper};
+pub use queue::{
+    command_queue, CommandReader, CommandSender, Full, Outcome, Posted, Replies, Reply, Stopper, Ticket,
+};
 pub use transport::{Release, Transport};
 
 /// Errors of the control crate: bad command lines and bad oscillators. Messages name the
