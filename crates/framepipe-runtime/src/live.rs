@@ -116,6 +116,10 @@ impl FrameParams {
 pub(crate) struct Live {
     pub stages: Vec<LiveStage>,
     clock: OscClock,
+    /// Frames sampled so far. Frames begin one at a time and in order of their sequence
+    /// number, from 0 (the scheduler's `begin_busy`), so this is also the sequence number of
+    /// the next frame to be sampled: the first that sees an edit assigned now.
+    sampled: u64,
 }
 
 /// Copies `src` into `dst`, reusing `dst`'s text buffer when both are text.
@@ -196,6 +200,7 @@ impl Live {
         Live {
             stages,
             clock: OscClock::new(),
+            sampled: 0,
         }
     }
 
@@ -212,8 +217,10 @@ impl Live {
         }
     }
 
-    /// Samples every parameter for the frame with timestamp `pts_ns` into `out`.
+    /// Samples every parameter for the frame with timestamp `pts_ns` into `out`. Called once
+    /// per frame, in frame order, when the frame begins.
     pub fn sample(&mut self, pts_ns: i64, out: &mut FrameParams) {
+        self.sampled += 1;
         let t = self.clock.advance(pts_ns);
         out.osc_time_ns = t;
         for (s, st) in self.stages.iter_mut().enumerate() {
@@ -244,6 +251,12 @@ impl Live {
                 })
                 .collect(),
         }
+    }
+
+    /// The sequence number of the next frame to be sampled: an edit applied now is seen from
+    /// that frame on, by every stage, and by no earlier frame.
+    pub fn next_frame(&self) -> u64 {
+        self.sampled
     }
 
     /// Applies a resolved edit: assignments only (no parsing, no formatting, no allocation: a

@@ -3,7 +3,8 @@
 //! It is the thread that called [`Prepared::run`](crate::Prepared::run), so it adds no thread
 //! to the process. Once per frame boundary it reads the command queue (lock-free), applies
 //! transport commands itself and parameter commands to the live state (they reach the next frame
-//! the source starts), waits for the next frame in order, waits for its deadline on the frame
+//! the source starts), and answers each command on the queue's return path (lock-free, no
+//! allocation) with the frame it applies from, or the reason it was refused, waits for the next frame in order, waits for its deadline on the frame
 //! clock when the run is paced, and hands it to the sink. It also notices stalled stages.
 //!
 //! It takes the scheduler lock once per frame (returning the previous frame and taking the next
@@ -23,7 +24,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use framepipe_clock::{now_ns, prepare_pacing_thread, CpuMeter, LatenessSummary, Pacer};
-use framepipe_control::{Command, CommandReader, Release, Transport};
+use framepipe_control::{Command, CommandReader, Outcome, Posted, Release, Transport};
 use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
 use crate::events::Event;
@@ -143,6 +144,8 @@ pub(crate) fn run_output(
     let mut last: Option<(FrameCtx, Frame)> = None;
     let mut stalled = vec![false; shared.counters.stages.len()];
     let mut edits: Vec<Edit> = Vec::with_capacity(EDIT_BATCH);
+    // The commands of `edits`, answered once assigned.
+    let mut edited: Vec<Posted> = Vec::with_capacity(EDIT_BATCH);
     // The outcome of the frame last given to the sink (its slot), returned to the scheduler in
     // the next critical section (with the taking of the next frame).
     let mut done: Option<(usize, Result<()>)> = None;
@@ -159,7 +162,13 @@ pub(crate) fn run_output(
         // 1. Commands, once per frame boundary (and while waiting for a frame).
         let mut stop = false;
         if let Some(reader) = commands.as_mut() {
-            stop = apply_commands(shared, reader, &mut transport, &mut edits);
+            // The boundary is named by the next frame to be released (see `Outcome::Applied`).
+            let boundary = released_seq.map_or(0, |s| s + 1);
+            let mut batch = Batch {
+                edits: &mut edits,
+                posted: &mut edited,
+            };
+            stop = apply_commands(shared, reader, &mut transport, &mut batch, boundary);
         }
         shared
             .counters
@@ -360,53 +369,83 @@ pub(crate) fn run_output(
     (pacing, Ok(()))
 }
 
-/// Applies the commands pending now: transport ones here; parameter ones are resolved (parsed,
-/// checked) here, without any lock, then assigned together under the live lock, so that every
-/// command read at one boundary applies from the same frame. Old values are dropped, and
-/// rejections reported, with no lock held. Returns whether `stop` was among them.
+/// Parameter edits waiting to be assigned, with their commands (answered once assigned).
+/// Both vectors have room for [`EDIT_BATCH`] from the start.
+struct Batch<'a> {
+    edits: &'a mut Vec<Edit>,
+    posted: &'a mut Vec<Posted>,
+}
+
+/// Applies the commands pending now: transport ones here, answered with `boundary` (the next
+/// frame to be released); parameter ones are resolved (parsed, checked) here, without any
+/// lock, then assigned together under the live lock, so that every command read at one
+/// boundary applies from the same frame, the one its reply names. Old values are dropped,
+/// rejections reported and replies sent with no lock held. A `stop` ends the reading: what is
+/// queued after it is refused when the reader is dropped at the end of the run. Returns
+/// whether `stop` was read.
 fn apply_commands(
     shared: &Shared,
     reader: &mut CommandReader,
     transport: &mut Transport,
-    edits: &mut Vec<Edit>,
+    batch: &mut Batch<'_>,
+    boundary: u64,
 ) -> bool {
     let pending = reader.pending();
     let mut stop = false;
     for _ in 0..pending {
-        let Some(cmd) = reader.pop() else { break };
-        stop |= matches!(cmd, Command::Stop);
-        if !transport.apply(&cmd) {
-            match shared.live_spec.resolve(&cmd) {
-                Ok(edit) => {
-                    if edits.len() == edits.capacity() {
-                        assign_edits(shared, edits);
-                    }
-                    edits.push(edit);
+        let Some(p) = reader.pop() else { break };
+        if transport.apply(&p.command) {
+            stop = matches!(p.command, Command::Stop);
+            reader.reply(p, Outcome::Applied { frame: boundary });
+            if stop {
+                break;
+            }
+            continue;
+        }
+        match shared.live_spec.resolve(&p.command) {
+            Ok(edit) => {
+                if batch.edits.len() == batch.edits.capacity() {
+                    assign_edits(shared, reader, batch);
                 }
-                Err(reason) => shared.emit(Event::CommandRejected {
-                    command: cmd.to_string(),
-                    reason,
-                }),
+                batch.edits.push(edit);
+                batch.posted.push(p);
+            }
+            Err(reason) => {
+                shared.emit(Event::CommandRejected {
+                    command: p.command.to_string(),
+                    reason: reason.clone(),
+                });
+                reader.reply(
+                    p,
+                    Outcome::Refused {
+                        reason: reason.into(),
+                    },
+                );
             }
         }
-        reader.retire(cmd);
     }
-    assign_edits(shared, edits);
+    assign_edits(shared, reader, batch);
     stop
 }
 
-/// Assigns `edits` under the live lock; the old values they then hold are dropped after it.
-fn assign_edits(shared: &Shared, edits: &mut Vec<Edit>) {
-    if edits.is_empty() {
+/// Assigns the batch's edits under the live lock, noting the first frame that will see them;
+/// after unlocking, the old values they then hold are dropped and their commands answered with
+/// that frame.
+fn assign_edits(shared: &Shared, reader: &mut CommandReader, batch: &mut Batch<'_>) {
+    if batch.edits.is_empty() {
         return;
     }
-    {
+    let frame = {
         let mut live = shared.live.lock();
-        for e in edits.iter_mut() {
+        for e in batch.edits.iter_mut() {
             live.apply(e);
         }
+        live.next_frame()
+    };
+    batch.edits.clear();
+    for p in batch.posted.drain(..) {
+        reader.reply(p, Outcome::Applied { frame });
     }
-    edits.clear();
 }
 
 /// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.

@@ -642,3 +642,82 @@ fn issue_9_a_set_reaches_the_output_within_a_frame_or_two_in_a_paced_run() {
         pacing.frames_ahead
     );
 }
+
+/// Issue #9, commands get replies: the frame an `Applied` reply names is exactly the first
+/// frame that saw the new value (the frame before it did not), at 1 and 2 threads, paced and
+/// unpaced; a refused command's reply names the reason.
+#[test]
+fn issue_9_an_applied_reply_names_the_first_frame_that_saw_the_value() {
+    for threads in [1, 2] {
+        for paced in [false, true] {
+            applied_reply_is_exact(threads, paced);
+        }
+    }
+}
+
+fn applied_reply_is_exact(threads: usize, paced: bool) {
+    use framepipe_control::Outcome;
+    const FRAMES: u64 = 80;
+    let seen = Seen::default();
+    let (tx, rx) = command_queue(16);
+    let replies = tx.replies();
+    // Unpaced, each frame takes 2 ms so that the commands land mid-run.
+    let slow = if paced {
+        vec![]
+    } else {
+        vec![(u64::MAX, Duration::from_millis(2))]
+    };
+    let setup = Setup {
+        frames: FRAMES,
+        rate: 100,
+        options: Options {
+            threads,
+            pace: paced.then(|| Rational::new(100, 1)),
+            ..Options::default()
+        },
+        stages: vec![("a".into(), probe_stage(&seen, None, slow, Mode::Parallel))],
+    };
+    let watch = seen.clone();
+    let poster = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let mut tickets = Vec::new();
+        for (i, at) in [10usize, 25, 40, 55].into_iter().enumerate() {
+            while watch.lock().unwrap().len() < at {
+                assert!(t0.elapsed() < Duration::from_secs(20), "the run stalled");
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            let value = (i + 1) as f64;
+            let cmd = Command::parse(&format!("set a.value {value}")).unwrap();
+            tickets.push((tx.post(cmd).unwrap(), Some(value)));
+            if i == 1 {
+                let bad = Command::parse("set a.nosuch 1").unwrap();
+                tickets.push((tx.post(bad).unwrap(), None));
+            }
+        }
+        tickets
+    });
+    let (r, released) = run(setup, Some(rx), None);
+    r.unwrap();
+    let tickets = poster.join().unwrap();
+    assert_eq!(released.lock().unwrap().len() as u64, FRAMES);
+    let values = by_seq(&seen);
+    let got: Vec<_> = std::iter::from_fn(|| replies.take()).collect();
+    assert_eq!(got.len(), tickets.len(), "one reply per command: {got:?}");
+    assert_eq!(replies.dropped(), 0);
+    let what = format!("threads {threads}, paced {paced}");
+    for (ticket, value) in tickets {
+        let reply = got.iter().find(|r| r.ticket == ticket).expect("its reply");
+        match (value, &reply.outcome) {
+            (Some(v), Outcome::Applied { frame }) => {
+                let f = *frame as usize;
+                assert!(f > 0 && f < values.len(), "{what}: frame {f}");
+                assert_eq!(values[f], v, "{what}: frame {f} did not see {v}");
+                assert_ne!(values[f - 1], v, "{what}: frame {} already saw {v}", f - 1);
+            }
+            (None, Outcome::Refused { reason }) => {
+                assert!(reason.contains("unknown property 'nosuch'"), "{reason}");
+            }
+            (_, other) => panic!("{what}: {} got {other:?}", reply.command),
+        }
+    }
+}
