@@ -10,12 +10,19 @@
 //! * at the end of input the sender is dropped: a paused run stops (nothing could resume it),
 //!   after the steps already asked for, and says so; a running run goes on.
 //!
+//! Every command posted gets one reply from the engine; the `fp-replies` thread prints each as
+//! one line on stderr ([`spawn_reply_printer`]): `framepipe: ok 'set 1.blur 0.3' from frame 123`
+//! or `framepipe: refused 'set 1.blurr 1': unknown property 'blurr' on ...`. With `-q` only
+//! refusals are printed.
+//!
 //! A source that reads standard input ([`stdin_sources`]) and the command reader never share it.
 
 use std::io::BufRead;
 use std::os::unix::fs::MetadataExt;
 
-use framepipe_control::{Command, CommandSender, Transport};
+use std::time::Duration;
+
+use framepipe_control::{Command, CommandSender, Outcome, Replies, Ticket, Transport};
 use framepipe_core::{ElementKind, Registry};
 use framepipe_project::GraphDesc;
 
@@ -79,6 +86,84 @@ pub fn spawn_stdin_reader(tx: CommandSender, start_paused: bool) {
         });
     if let Err(e) = spawned {
         crate::say!("framepipe: warning: no command input: {e}");
+    }
+}
+
+/// How often the `fp-replies` thread looks for replies.
+const REPLY_POLL: Duration = Duration::from_millis(5);
+
+/// Starts the `fp-replies` thread: prints every reply on `replies` as one line on stderr (with
+/// `quiet`, refusals only), except the reply to `skip` (a command the CLI posted itself, e.g.
+/// `--start-paused`'s pause). It ends once the engine's reader is gone and every reply is out;
+/// join it after the run so that the replies come before the summary. Returns `None` if the
+/// thread cannot be started (said on stderr; refusals then go unreported).
+pub fn spawn_reply_printer(
+    replies: Replies,
+    skip: Option<Ticket>,
+    quiet: bool,
+) -> Option<std::thread::JoinHandle<()>> {
+    let spawned = std::thread::Builder::new()
+        .name("fp-replies".into())
+        .spawn(move || print_replies(&replies, skip, quiet));
+    match spawned {
+        Ok(h) => Some(h),
+        Err(e) => {
+            crate::say!("framepipe: warning: command replies will not be shown: {e}");
+            None
+        }
+    }
+}
+
+fn print_replies(replies: &Replies, skip: Option<Ticket>, quiet: bool) {
+    // Refusals for the same reason in a row (a burst left unread by `stop`) are said once and
+    // then counted, so that a flood of commands does not become a flood of lines.
+    let mut last_reason: Option<String> = None;
+    let mut repeats = 0u64;
+    let flush = |repeats: &mut u64| {
+        if *repeats > 0 {
+            crate::say!("\rframepipe: {repeats} more commands refused for the same reason");
+            *repeats = 0;
+        }
+    };
+    loop {
+        // Read before taking: once gone, every reply of the run is on the path.
+        let gone = replies.engine_gone();
+        let mut any = false;
+        while let Some(r) = replies.take() {
+            any = true;
+            if Some(r.ticket) == skip {
+                continue;
+            }
+            match &r.outcome {
+                Outcome::Refused { reason } => {
+                    if last_reason.as_deref() == Some(reason) {
+                        repeats += 1;
+                        continue;
+                    }
+                    flush(&mut repeats);
+                    last_reason = Some(reason.to_string());
+                }
+                Outcome::Applied { .. } => {
+                    flush(&mut repeats);
+                    last_reason = None;
+                    if quiet {
+                        continue;
+                    }
+                }
+            }
+            crate::say!("\rframepipe: {r}");
+        }
+        if gone && !any {
+            break;
+        }
+        std::thread::sleep(REPLY_POLL);
+    }
+    flush(&mut repeats);
+    let dropped = replies.dropped();
+    if dropped > 0 {
+        crate::say!(
+            "\rframepipe: {dropped} command replies were lost: the reply path was full (commands faster than they were printed)"
+        );
     }
 }
 
@@ -187,7 +272,7 @@ fn handle_line(
             )
             .then(|| cmd.clone());
             match tx.post(cmd) {
-                Ok(()) => {
+                Ok(_) => {
                     if let Some(t) = transport {
                         mirror.apply(&t);
                     }
@@ -215,5 +300,4 @@ fn handle_line(
         Ok(None) => {}
         Err(e) => crate::say!("\rframepipe: bad command '{}': {e}", text.trim()),
     }
-    tx.collect_retired();
 }

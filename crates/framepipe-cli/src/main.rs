@@ -317,13 +317,15 @@ fn run(args: RunArgs) -> Result<Exit> {
         latency_ns,
     };
     let mut prepared = graph.prepare(options)?;
-    prepared.set_events(Arc::new(|e: &Event| match e {
+    prepared.set_events(Arc::new(move |e: &Event| match e {
         Event::Stalled { stage, elapsed_ms } => {
             say!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
         }
-        Event::CommandRejected { command, reason } => {
+        // Commands from stdin are answered by their replies (`fp-replies`), not twice.
+        Event::CommandRejected { command, reason } if !commands_from_stdin => {
             say!("\rframepipe: command '{command}' rejected: {reason}")
         }
+        Event::CommandRejected { .. } => {}
         Event::PropertyRejected {
             stage,
             prop,
@@ -337,17 +339,23 @@ fn run(args: RunArgs) -> Result<Exit> {
         other => say!("\rframepipe: {other:?}"),
     }));
     // Commands: from stdin, or none; the queue exists either way so that signals can stop.
+    let mut own = None;
     if args.start_paused {
         // Read at the first frame boundary, before any frame is released.
-        tx.post(ControlCommand::Pause)
-            .map_err(|f| anyhow::anyhow!("command queue: {f}"))?;
+        own = Some(
+            tx.post(ControlCommand::Pause)
+                .map_err(|f| anyhow::anyhow!("command queue: {f}"))?,
+        );
     }
     prepared.set_commands(rx);
-    if commands_from_stdin {
+    let replies = if commands_from_stdin {
+        let printer = commands::spawn_reply_printer(tx.replies(), own, args.quiet);
         commands::spawn_stdin_reader(tx, args.start_paused);
+        printer
     } else {
         drop(tx);
-    }
+        None
+    };
     let threads = prepared.threads();
     let max_in_flight = prepared.max_in_flight();
     let counters = prepared.counters();
@@ -364,6 +372,10 @@ fn run(args: RunArgs) -> Result<Exit> {
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
     if let Some(t) = status {
+        let _ = t.join();
+    }
+    // The engine's reader is gone with the run: the last replies are printed, then it ends.
+    if let Some(t) = replies {
         let _ = t.join();
     }
     let final_stats = match &result {

@@ -176,3 +176,84 @@ fn a_source_reading_stdin_never_shares_it_with_the_command_reader() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("rawsrc location=- reads stdin too"), "{err}");
 }
+
+/// The reply lines of one run given `lines` on stdin, one every 200 ms (`stop` ends it).
+fn replies_of(quiet: bool, lines: &[&str]) -> String {
+    let mut args = vec!["run"];
+    if quiet {
+        args.push("-q");
+    }
+    args.push(ENDLESS);
+    let mut child = spawn(&args);
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for l in lines {
+        stdin.write_all(format!("{l}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let done = wait(child, Duration::from_secs(20), "stop after commands");
+    drop(stdin);
+    let err = String::from_utf8_lossy(&done.stderr).into_owned();
+    assert!(done.status.success(), "{err}");
+    err
+}
+
+/// The frame number of `framepipe: ok 'CMD' from frame N` in `err`.
+fn ok_frame(err: &str, cmd: &str) -> u64 {
+    let prefix = format!("framepipe: ok '{cmd}' from frame ");
+    let line = err
+        .lines()
+        .map(|l| l.trim_start_matches('\r'))
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no reply to '{cmd}' in:\n{err}"));
+    line[prefix.len()..]
+        .parse()
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+/// Issue #9: every stdin command gets one reply line on stderr, `ok ... from frame N` or
+/// `refused ...: REASON`, and a refusal is reported once (no separate warning).
+#[test]
+fn issue_9_every_stdin_command_gets_one_reply_line() {
+    let err = replies_of(
+        false,
+        &["set 1.blur 0.3", "set 1.blurr 1", "bypass 1 on", "stop"],
+    );
+    let set = ok_frame(&err, "set 1.blur 0.3");
+    let bypass = ok_frame(&err, "bypass 1 on");
+    let stop = ok_frame(&err, "stop");
+    assert!(
+        set < bypass && bypass <= stop,
+        "{set} {bypass} {stop}\n{err}"
+    );
+    let refused: Vec<&str> = err
+        .lines()
+        .map(|l| l.trim_start_matches('\r'))
+        .filter(|l| l.contains("blurr"))
+        .collect();
+    assert_eq!(
+        refused,
+        ["framepipe: refused 'set 1.blurr 1': unknown property 'blurr' on frei0r-glow; expected one of: blur"],
+        "{err}"
+    );
+    assert_eq!(err.matches("framepipe: ok '").count(), 3, "{err}");
+    // The summary comes after every reply.
+    let summary = err.find(" frames in ").expect("summary");
+    assert!(
+        err.rfind("framepipe: ok 'stop'").unwrap() < summary,
+        "{err}"
+    );
+}
+
+/// With `-q`, applied commands are silent and refusals still said.
+#[test]
+fn issue_9_quiet_prints_only_refusals() {
+    let err = replies_of(true, &["set 1.blur 0.3", "set 1.nosuch 1", "stop"]);
+    assert!(!err.contains("framepipe: ok '"), "{err}");
+    assert!(
+        err.contains("framepipe: refused 'set 1.nosuch 1': unknown property 'nosuch'"),
+        "{err}"
+    );
+    assert_eq!(err.matches("refused").count(), 1, "{err}");
+}

@@ -5,9 +5,7 @@
 //! A counting global allocator counts allocations made by this thread during the loop.
 
 use framepipe_clock::{LatenessStats, Pacer};
-use framepipe_control::{
-    command_queue, Command, OscClock, Oscillator, Outcome, Shape, Transport,
-};
+use framepipe_control::{command_queue, Command, OscClock, Oscillator, Outcome, Shape, Transport};
 use framepipe_core::Rational;
 
 #[global_allocator]

@@ -38,7 +38,8 @@ pub mod transport;
 pub use command::{Command, Target};
 pub use osc::{OscClock, OscSpec, Oscillator, ParamSpec, ParamValue, Shape};
 pub use queue::{
-    command_queue, CommandReader, CommandSender, Full, Outcome, Posted, Replies, Reply, Stopper, Ticket,
+    command_queue, CommandReader, CommandSender, Full, Outcome, Posted, Replies, Reply, Stopper,
+    Ticket,
 };
 pub use transport::{Release, Transport};
 

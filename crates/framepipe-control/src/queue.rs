@@ -145,6 +145,7 @@ impl Urgent {
 }
 
 const ENDED: &str = "not applied: the run ended before it was read";
+const STOPPED: &str = "not applied: the run stopped first ('stop' is read before queued commands)";
 
 struct Shared {
     commands: ArrayQueue<(Ticket, Command)>,
@@ -193,6 +194,15 @@ impl Shared {
         }
     }
 
+    /// Why a command unread at the end was not applied.
+    fn unread_reason(&self) -> Cow<'static, str> {
+        Cow::Borrowed(if self.stopped_at.load(Ordering::Acquire) == NOT_STOPPED {
+            ENDED
+        } else {
+            STOPPED
+        })
+    }
+
     /// Answers everything still unread (the reader is gone): the run ended before it.
     fn flush_unread(&self) {
         while let Some(t) = self.stops.pop() {
@@ -203,7 +213,7 @@ impl Shared {
                 ticket: u.ticket,
                 command: u.command(),
                 outcome: Outcome::Refused {
-                    reason: Cow::Borrowed(ENDED),
+                    reason: self.unread_reason(),
                 },
             });
         }
@@ -212,7 +222,7 @@ impl Shared {
                 ticket,
                 command,
                 outcome: Outcome::Refused {
-                    reason: Cow::Borrowed(ENDED),
+                    reason: self.unread_reason(),
                 },
             });
         }
@@ -473,7 +483,7 @@ impl Drop for CommandReader {
                 ticket: u.ticket,
                 command: u.command(),
                 outcome: Outcome::Refused {
-                    reason: Cow::Borrowed(ENDED),
+                    reason: self.shared.unread_reason(),
                 },
             });
         }
@@ -854,7 +864,7 @@ mod tests {
             .map(|r| (r.ticket, r.outcome))
             .collect();
         let ended = Outcome::Refused {
-            reason: Cow::Borrowed(ENDED),
+            reason: Cow::Borrowed(STOPPED),
         };
         assert_eq!(
             got,
@@ -878,7 +888,10 @@ mod tests {
         let resume = tx.post(Command::Resume).unwrap(); // replaces the pause (sender side)
         let r = replies.take().unwrap();
         assert_eq!((r.ticket, &r.command), (pause, &Command::Pause));
-        assert!(r.to_string().contains("superseded by a later 'resume'"), "{r}");
+        assert!(
+            r.to_string().contains("superseded by a later 'resume'"),
+            "{r}"
+        );
         // The reader holds the resume (not its turn yet) when a pause replaces it.
         let step = rx.pop().unwrap();
         assert_eq!(step.command, Command::Step(1));
