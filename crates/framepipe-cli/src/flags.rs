@@ -87,6 +87,17 @@ pub fn stall_timeout_ns(ms: u64) -> Result<u64> {
     Ok(ms * 1_000_000)
 }
 
+/// `--latency` in ms as ns, checked (0 = automatic).
+pub fn latency_ns(ms: u64) -> Result<u64> {
+    if ms > MAX_STALL_TIMEOUT_MS {
+        bail!(
+            "--latency {ms} is too long: at most {MAX_STALL_TIMEOUT_MS} ms; use 0 (the default) \
+             for the graph's measured latency"
+        );
+    }
+    Ok(ms * 1_000_000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -115,6 +115,11 @@ struct RunArgs {
     /// (default: five frame periods, at least 100 ms).
     #[arg(long)]
     stall_timeout: Option<u64>,
+    /// Paced runs: begin each frame this many ms before its deadline (rounded up to whole
+    /// frame periods, at least one): the most a command waits to reach the output. Default:
+    /// the graph's measured latency with a margin. Unpaced runs are never held back.
+    #[arg(long, value_name = "MS")]
+    latency: Option<u64>,
     /// Do not try SCHED_FIFO for the output thread.
     #[arg(long)]
     no_realtime: bool,
@@ -261,6 +266,7 @@ fn run(args: RunArgs) -> Result<Exit> {
         (None, None) => None,
     };
     let stall_timeout_ns = flags::stall_timeout_ns(args.stall_timeout.unwrap_or(0))?;
+    let latency_ns = flags::latency_ns(args.latency.unwrap_or(0))?;
     let registry = registry_for(&desc);
     // Standard input has one reader: a source, or the command reader.
     let stdin_sources = commands::stdin_sources(&desc, &registry);
@@ -308,6 +314,7 @@ fn run(args: RunArgs) -> Result<Exit> {
         overload,
         stall_timeout_ns,
         realtime: !args.no_realtime,
+        latency_ns,
     };
     let mut prepared = graph.prepare(options)?;
     prepared.set_events(Arc::new(|e: &Event| match e {
@@ -504,6 +511,10 @@ fn status_line(counters: &Counters, stop: &AtomicBool) {
         if counters.paused() {
             flags.push_str(" PAUSED");
         }
+        let budget = counters.latency_budget_ms();
+        if budget > 0.0 {
+            flags.push_str(&format!(" latency {budget:.0}ms"));
+        }
         let (late, rep) = (counters.late(), counters.repeated());
         if late + rep > 0 {
             flags.push_str(&format!(" late {late} rep {rep}"));
@@ -562,6 +573,11 @@ fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> R
         doc["late"] = serde_json::json!(p.lateness.late);
         doc["repeated"] = serde_json::json!(p.lateness.repeated);
         doc["output_thread_cpu_share"] = serde_json::json!(p.cpu_share);
+        doc["latency"] = serde_json::json!({
+            "budget_ms": p.latency_budget_ms,
+            "frames_ahead": p.frames_ahead,
+            "graph_ms": p.frame_latency_ms,
+        });
     }
     std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")?;
     Ok(())

@@ -48,6 +48,52 @@ pub struct PacingStats {
     pub realtime: bool,
     /// The output thread's CPU time over the run's wall time (sleep + spin pacing costs this).
     pub cpu_share: f64,
+    /// How long before its deadline a frame began, at the end of the run (ms): the frames
+    /// ahead times the period. 0 when frames were not held back (no measurement yet).
+    pub latency_budget_ms: f64,
+    /// Frames begun ahead of the one being released, at the end of the run.
+    pub frames_ahead: usize,
+    /// The graph's latency (a frame's beginning to ready at the master sink), the slowest of
+    /// the last frames, at the end of the run (ms).
+    pub frame_latency_ms: f64,
+}
+
+/// The last frames' latencies (beginning to ready at the master sink), without allocating.
+struct LatencyWindow {
+    ns: [i64; 32],
+    n: usize,
+}
+
+impl LatencyWindow {
+    fn push(&mut self, ns: i64) {
+        self.ns[self.n % self.ns.len()] = ns.max(0);
+        self.n += 1;
+    }
+
+    /// The slowest of the last frames.
+    fn max(&self) -> Option<i64> {
+        let k = self.n.min(self.ns.len());
+        self.ns[..k].iter().copied().max()
+    }
+}
+
+/// Frames to begin ahead of the one just released, in a paced run: the asked latency, or the
+/// measured one with a quarter and 2 ms of margin, in whole periods, at least 1 and at most the
+/// frames in flight. `None` (no limit) until a latency is known.
+fn frames_ahead(
+    asked_ns: u64,
+    window: &LatencyWindow,
+    period_ns: u64,
+    cap: usize,
+) -> Option<usize> {
+    let budget = if asked_ns > 0 {
+        asked_ns
+    } else {
+        let max = window.max()? as u64;
+        max + max / 4 + 2_000_000
+    };
+    let periods = budget.div_ceil(period_ns.max(1));
+    Some(usize::try_from(periods).unwrap_or(usize::MAX).clamp(1, cap))
 }
 
 /// Most parameter edits applied in one critical section of the live lock (one frame
@@ -100,6 +146,12 @@ pub(crate) fn run_output(
     // The outcome of the frame last given to the sink (its slot), returned to the scheduler in
     // the next critical section (with the taking of the next frame).
     let mut done: Option<(usize, Result<()>)> = None;
+    // Paced master: frames begin just in time (see `Options::latency_ns`).
+    let gate = port == 0 && pacer.is_some();
+    let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns());
+    let mut window = LatencyWindow { ns: [0; 32], n: 0 };
+    let mut released_seq: Option<u64> = None;
+    let mut ahead: Option<usize> = None;
     // A frame held back while paused (still in flight; the sink's turn is taken).
     let mut held: Option<PortItem> = None;
 
@@ -135,6 +187,10 @@ pub(crate) fn run_output(
                 // A signal raised before this lock is seen in it; later ones raise it again.
                 signal.take();
                 let mut st = shared.lock_output();
+                if let (true, Some(seq), Some(k)) = (gate, released_seq, ahead) {
+                    // The frame `k` periods after the one just released may begin now.
+                    st.begin_limit = seq + k as u64;
+                }
                 if let Some((slot, r)) = done.take() {
                     st.sink_done(shared, port, slot, r);
                 }
@@ -189,6 +245,16 @@ pub(crate) fn run_output(
         let Some(token) = token else {
             break;
         };
+        if gate {
+            window.push(token.ready_ns - token.begun_ns);
+            ahead = frames_ahead(options.latency_ns, &window, period_ns, shared.topo.cap);
+            let k = ahead.unwrap_or(0);
+            shared.counters.frames_ahead.store(k, Ordering::Relaxed);
+            shared
+                .counters
+                .latency_budget_us
+                .store(k as u64 * period_ns / 1000, Ordering::Relaxed);
+        }
 
         // 3. Release it, or hold it while paused.
         match transport.at_boundary() {
@@ -270,6 +336,7 @@ pub(crate) fn run_output(
             drop(frame);
         }
         let failed = result.is_err();
+        released_seq = Some(ctx.seq);
         done = Some((slot, result));
         if failed {
             break;
@@ -286,6 +353,9 @@ pub(crate) fn run_output(
         lateness: p.stats().summary(),
         realtime,
         cpu_share: cpu.share(),
+        latency_budget_ms: ahead.map_or(0.0, |k| (k as u64 * p.period_ns()) as f64 / 1e6),
+        frames_ahead: ahead.unwrap_or(0),
+        frame_latency_ms: window.max().map_or(0.0, |ns| ns as f64 / 1e6),
     });
     (pacing, Ok(()))
 }

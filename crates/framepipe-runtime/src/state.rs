@@ -221,11 +221,16 @@ pub(crate) struct Slot {
     pub active: bool,
     /// Its parameters are sampled: nodes may run.
     pub begun: bool,
+    /// When it began (monotonic ns): the graph's latency is measured from there to the master.
+    pub begun_ns: i64,
     pub outputs: Vec<Option<Frame>>,
     /// Inputs not yet finished, per node.
     pub missing: Vec<u32>,
     /// Consumers that have not yet taken the output, per node.
     pub uses: Vec<u32>,
+    /// Sinks: when the frame was ready for them (every input finished; monotonic ns), whether
+    /// or not it was their turn yet.
+    pub ready_ns: Vec<i64>,
     /// Nodes that have not finished this frame (the show's, or the branch's).
     pub left: usize,
 }
@@ -270,6 +275,9 @@ pub(crate) struct State {
     pub(crate) max_in_flight: usize,
     /// The next frame to begin.
     pub(crate) next_seq: u64,
+    /// Paced runs: the last frame allowed to begin now (just in time for its deadline; set by
+    /// the master output thread as it releases frames). `u64::MAX`: no limit.
+    pub(crate) begin_limit: u64,
     pub(crate) begin_busy: bool,
     /// Frames from this one on are empty (a source ended or failed there).
     pub(crate) end_seq: u64,
@@ -307,6 +315,8 @@ pub(crate) struct PortItem {
     /// When the frame reached the sink, fully processed (monotonic ns): the slow overload
     /// policy slips the clock only for frames that were not ready by their deadline.
     pub(crate) ready_ns: i64,
+    /// When the frame began (monotonic ns).
+    pub(crate) begun_ns: i64,
 }
 
 /// What the output thread of a port waits on instead of the scheduler mutex: a flag set (after
@@ -418,6 +428,7 @@ impl State {
         !self.source_done
             && !self.abort
             && !self.begin_busy
+            && self.next_seq <= self.begin_limit
             && self.in_flight < self.max_in_flight
             && !self.slots[(self.next_seq % self.max_in_flight as u64) as usize].active
     }
@@ -484,6 +495,7 @@ impl State {
             };
             s.active = true;
             s.begun = false;
+            s.begun_ns = now_ns();
             s.left = shared.topo.show_nodes;
             for (i, t) in shared.topo.nodes.iter().enumerate() {
                 s.missing[i] = t.inputs.len() as u32;
@@ -618,7 +630,9 @@ impl State {
                         slot,
                         ctx: self.slots[slot].ctx,
                         frame,
-                        ready_ns: now_ns(),
+                        // When it was processed, not when its turn came.
+                        ready_ns: self.slots[slot].ready_ns[node],
+                        begun_ns: self.slots[slot].begun_ns,
                     });
                     self.wake.ports = true;
                 } else {
@@ -650,11 +664,13 @@ impl State {
         self.branch_busy[b] = true;
         let bs = shared.topo.cap + b;
         let ctx = self.slots[slot].ctx;
+        let begun_ns = self.slots[slot].begun_ns;
         {
             let s = &mut self.slots[bs];
             s.ctx = ctx;
             s.active = true;
             s.begun = true;
+            s.begun_ns = begun_ns;
             s.left = shared.topo.branches[b].len();
             for &i in &shared.topo.branches[b] {
                 let n = &shared.topo.nodes[i];
@@ -678,6 +694,7 @@ impl State {
                 ctx,
                 frame,
                 ready_ns: now_ns(),
+                begun_ns,
             });
             self.wake.ports = true;
             return;
@@ -719,6 +736,9 @@ impl State {
         for &c in &t.consumers {
             s.missing[c] -= 1;
             if s.missing[c] == 0 {
+                if matches!(shared.topo.nodes[c].kind, Kind::Sink(_)) {
+                    s.ready_ns[c] = now_ns();
+                }
                 self.steps.push_back(Step::Runnable(c, slot));
             }
         }
@@ -726,6 +746,9 @@ impl State {
             for &g in &shared.topo.gated {
                 s.missing[g] -= 1;
                 if s.missing[g] == 0 {
+                    if matches!(shared.topo.nodes[g].kind, Kind::Sink(_)) {
+                        s.ready_ns[g] = now_ns();
+                    }
                     self.steps.push_back(Step::Runnable(g, slot));
                 }
             }
@@ -996,9 +1019,11 @@ pub(crate) fn new_state(
         ctx: FrameCtx { seq: 0, pts_ns: 0 },
         active: false,
         begun: false,
+        begun_ns: 0,
         outputs: (0..n).map(|_| None).collect(),
         missing: vec![0; n],
         uses: vec![0; n],
+        ready_ns: vec![0; n],
         left: 0,
     };
     for st in &mut nodes {
@@ -1018,6 +1043,7 @@ pub(crate) fn new_state(
         in_flight: 0,
         max_in_flight: topo.cap,
         next_seq: 0,
+        begin_limit: u64::MAX,
         begin_busy: false,
         end_seq: u64::MAX,
         source_done: false,

@@ -98,6 +98,10 @@ pub struct Counters {
     pub(crate) late: AtomicU64,
     pub(crate) repeated: AtomicU64,
     pub(crate) realtime: AtomicBool,
+    /// Paced runs: frames begun ahead of the one being released (0: not held back yet).
+    pub(crate) frames_ahead: AtomicUsize,
+    /// Paced runs: how long before its deadline a frame begins, µs.
+    pub(crate) latency_budget_us: AtomicU64,
     pub(crate) paused: AtomicBool,
     /// How long each acquisition of the scheduler lock was held.
     pub(crate) lock_hold: Log2Histogram,
@@ -115,10 +119,18 @@ impl Counters {
             late: AtomicU64::new(0),
             repeated: AtomicU64::new(0),
             realtime: AtomicBool::new(false),
+            frames_ahead: AtomicUsize::new(0),
+            latency_budget_us: AtomicU64::new(0),
             paused: AtomicBool::new(false),
             lock_hold: Log2Histogram::new(),
             output_lock_wait: Log2Histogram::new(),
         }
+    }
+
+    /// Paced runs: how long before its deadline a frame begins now (ms; 0 before the graph's
+    /// latency is known): the bound on how late a command reaches the output.
+    pub fn latency_budget_ms(&self) -> f64 {
+        self.latency_budget_us.load(Ordering::Relaxed) as f64 / 1000.0
     }
 
     /// Frames released later than the late threshold so far (paced runs).

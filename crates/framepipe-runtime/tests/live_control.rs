@@ -579,3 +579,66 @@ fn an_absurd_oscillator_reaches_the_element_finite_and_in_range() {
     // From frame 1 on the phase is infinite: the base value (0) stands in.
     assert!(values[1..].iter().all(|v| *v == 0.0), "{values:?}");
 }
+
+/// Issue #9, low-latency control: in a paced run frames begin just in time for their deadline
+/// (the graph's measured latency ahead, in whole periods), not as far ahead as frames in flight
+/// allow, so a `set` reaches the output within a frame or two of being posted, not `in_flight`
+/// frames later. Before this, with 8 frames in flight, it landed 8 frames after.
+#[test]
+fn issue_9_a_set_reaches_the_output_within_a_frame_or_two_in_a_paced_run() {
+    let seen = Seen::default();
+    let released = Released::default();
+    let (tx, rx) = command_queue(16);
+    let p = Pipeline::new(
+        (
+            "counter".into(),
+            Box::new(Counter {
+                frames: 90,
+                rate: 100,
+            }),
+        ),
+        vec![("a".into(), probe_stage(&seen, None, vec![], Mode::Parallel))],
+        ("record".into(), Box::new(Record(released.clone()))),
+    );
+    let mut prepared = p
+        .prepare(Options {
+            threads: 2,
+            in_flight: 8,
+            pace: Some(Rational::new(100, 1)),
+            ..Options::default()
+        })
+        .unwrap();
+    prepared.set_commands(rx);
+    let watch = released.clone();
+    let poster = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        loop {
+            let n = watch.lock().unwrap().len();
+            if n >= 50 {
+                tx.post(Command::parse("set a.value 0.5").unwrap()).unwrap();
+                return n as u64;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "the run stalled");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    });
+    let stats = prepared.run().unwrap();
+    let posted_after = poster.join().unwrap();
+    let values = by_seq(&seen);
+    let k = values
+        .iter()
+        .position(|v| *v == 0.5)
+        .expect("the set reached the effect") as u64;
+    let pacing = stats.pacing.expect("a paced run");
+    assert!(
+        pacing.frames_ahead >= 1 && pacing.frames_ahead < 8,
+        "frames began {} ahead",
+        pacing.frames_ahead
+    );
+    assert!(
+        k <= posted_after + 1 + pacing.frames_ahead as u64,
+        "posted after frame {} was released, first shown on frame {k} ({} ahead)",
+        posted_after - 1,
+        pacing.frames_ahead
+    );
+}
