@@ -163,8 +163,9 @@ pub(crate) fn run_output(
     let mut window = LatencyWindow { ns: [0; 32], n: 0 };
     let mut released_seq: Option<u64> = None;
     let mut budget: Option<u64> = None;
-    // When the next frame may begin (a paced master wakes up then to let it).
-    let mut begin_at: Option<i64> = None;
+    // When the next frame may begin (a paced master wakes up then to let it); set where the
+    // output thread takes the lock for the next frame.
+    let mut begin_at: Option<i64>;
     // A frame held back while paused (still in flight; the sink's turn is taken).
     let mut held: Option<PortItem> = None;
 
