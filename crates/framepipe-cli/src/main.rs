@@ -115,9 +115,9 @@ struct RunArgs {
     /// (default: five frame periods, at least 100 ms).
     #[arg(long)]
     stall_timeout: Option<u64>,
-    /// Paced runs: begin each frame this many ms before its deadline (rounded up to whole
-    /// frame periods, at least one): the most a command waits to reach the output. Default:
-    /// the graph's measured latency with a margin. Unpaced runs are never held back.
+    /// Paced runs: begin each frame this many ms before its deadline: a command reaches the
+    /// output within about a period plus this. Default: the graph's measured latency with a
+    /// margin. Unpaced runs are never held back.
     #[arg(long, value_name = "MS")]
     latency: Option<u64>,
     /// Do not try SCHED_FIFO for the output thread.

@@ -179,6 +179,11 @@ pub trait Source: Send {
     }
 }
 
+/// The refusal of an element that cannot change `name` while running.
+fn not_live(name: &str) -> Error {
+    Error::Pipeline(format!("property '{name}' cannot be changed while running"))
+}
+
 /// One instance of an effect. Parallel effects have several, each used by one worker at a time.
 pub trait Effect: Send {
     /// Computes `output` from `input`. Must not keep `input` beyond the call for parallel effects.
@@ -193,9 +198,7 @@ pub trait Effect: Send {
     /// Changes a property while running (applied by the runtime between frames).
     fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
         let _ = value;
-        Err(Error::Pipeline(format!(
-            "property '{name}' cannot be changed while running"
-        )))
+        Err(not_live(name))
     }
 }
 
@@ -234,9 +237,7 @@ pub trait Mixer: Send {
     /// Changes a property while running (applied by the runtime between frames).
     fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
         let _ = value;
-        Err(Error::Pipeline(format!(
-            "property '{name}' cannot be changed while running"
-        )))
+        Err(not_live(name))
     }
 }
 

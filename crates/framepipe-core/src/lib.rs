@@ -30,6 +30,6 @@ pub use element::{
 };
 pub use error::{Error, Result};
 pub use frame::{Frame, FrameMut, FramePool};
-pub use info::{FrameCtx, Rational, VideoInfo};
+pub use info::{FrameCtx, LoopOrigin, Rational, VideoInfo};
 pub use limits::Limits;
 pub use props::{PropKind, PropSpec, PropValue, Props};

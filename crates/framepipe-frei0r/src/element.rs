@@ -5,8 +5,8 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use framepipe_core::{
-    Effect, EffectFactory, Error, Frame, FrameCtx, FrameMut, Mixer, MixerFactory, Mode, PropKind,
-    PropSpec, PropValue, Props, Rational, SliceRunner, Source, VideoInfo,
+    Effect, EffectFactory, Error, Frame, FrameCtx, FrameMut, LoopOrigin, Mixer, MixerFactory, Mode,
+    PropKind, PropSpec, PropValue, Props, Rational, SliceRunner, Source, VideoInfo,
 };
 
 use crate::error::Frei0rError;
@@ -450,31 +450,6 @@ pub struct Frei0rSource {
     origin: LoopOrigin,
 }
 
-/// The source's own frame number and time across `on-end=loop`: the runtime's `seq` and
-/// timestamp go on past a loop point (or start again; either works), while a rewound source
-/// counts its `frames` limit, and gives the plugin its `time`, from its first frame again.
-#[derive(Debug, Clone, Copy, Default)]
-struct LoopOrigin {
-    seq: u64,
-    pts_ns: i64,
-    pending: bool,
-}
-
-impl LoopOrigin {
-    /// `ctx` counted from the first frame since the start or the last rewind.
-    fn local(&mut self, ctx: &FrameCtx) -> FrameCtx {
-        if self.pending {
-            self.pending = false;
-            self.seq = ctx.seq;
-            self.pts_ns = ctx.pts_ns;
-        }
-        FrameCtx {
-            seq: ctx.seq.saturating_sub(self.seq),
-            pts_ns: ctx.pts_ns.saturating_sub(self.pts_ns),
-        }
-    }
-}
-
 /// Extra properties every frei0r source gets.
 pub(crate) fn source_specs() -> Vec<PropSpec> {
     vec![
@@ -586,7 +561,7 @@ impl Source for Frei0rSource {
     /// instance is kept: one that keeps its own state from frame to frame (plasma, ising0r,
     /// partik0l, which also differ from one instance to the next) goes on from where it was.
     fn rewind(&mut self) -> framepipe_core::Result<bool> {
-        self.origin.pending = true;
+        self.origin.rewind();
         Ok(true)
     }
 }

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsFd;
 
-use framepipe_core::{Error, FrameCtx, Props, Rational};
+use framepipe_core::{Error, Props, Rational};
 
 use crate::error::{IoError, Result};
 
@@ -183,36 +183,4 @@ pub fn seek_back(input: &mut BufReader<File>, pos: u64, path: &str) -> Result<()
         })
 }
 
-/// A source's own frame clock across `on-end=loop`: the runtime's `seq` and timestamp go on
-/// growing past a loop point (or start again; either works), while a rewound source must count
-/// its frames, and draw time-dependent pictures, from its first frame again.
-///
-/// [`rewind`](Self::rewind) marks the origin as pending; the next [`local`](Self::local) takes
-/// that frame's `seq` and timestamp as the new zero. Before any rewind the origin is zero, so
-/// a source that never loops sees the runtime's own numbers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LoopOrigin {
-    seq: u64,
-    pts_ns: i64,
-    pending: bool,
-}
-
-impl LoopOrigin {
-    /// `ctx` counted from the source's first frame since its start or last rewind.
-    pub fn local(&mut self, ctx: &FrameCtx) -> FrameCtx {
-        if self.pending {
-            self.pending = false;
-            self.seq = ctx.seq;
-            self.pts_ns = ctx.pts_ns;
-        }
-        FrameCtx {
-            seq: ctx.seq.saturating_sub(self.seq),
-            pts_ns: ctx.pts_ns.saturating_sub(self.pts_ns),
-        }
-    }
-
-    /// The next frame is the source's frame 0 again.
-    pub fn rewind(&mut self) {
-        self.pending = true;
-    }
-}
+pub use framepipe_core::LoopOrigin;

@@ -49,10 +49,11 @@ pub struct PacingStats {
     pub realtime: bool,
     /// The output thread's CPU time over the run's wall time (sleep + spin pacing costs this).
     pub cpu_share: f64,
-    /// How long before its deadline a frame began, at the end of the run (ms): the frames
-    /// ahead times the period. 0 when frames were not held back (no measurement yet).
+    /// How long before its deadline a frame began, at the end of the run (ms). 0 when frames
+    /// were not held back (no measurement yet).
     pub latency_budget_ms: f64,
-    /// Frames begun ahead of the one being released, at the end of the run.
+    /// Frames that may be begun ahead of the one being released (the budget in periods, rounded
+    /// up, at most the frames in flight), at the end of the run.
     pub frames_ahead: usize,
     /// The graph's latency (a frame's beginning to ready at the master sink), the slowest of
     /// the last frames, at the end of the run (ms).
@@ -78,23 +79,33 @@ impl LatencyWindow {
     }
 }
 
-/// Frames to begin ahead of the one just released, in a paced run: the asked latency, or the
-/// measured one with a quarter and 2 ms of margin, in whole periods, at least 1 and at most the
-/// frames in flight. `None` (no limit) until a latency is known.
-fn frames_ahead(
-    asked_ns: u64,
-    window: &LatencyWindow,
-    period_ns: u64,
-    cap: usize,
-) -> Option<usize> {
-    let budget = if asked_ns > 0 {
-        asked_ns
+/// How long before its deadline a frame begins, in a paced run: the asked latency, or the
+/// measured one plus a margin of a quarter of it and half a period (at least 2 ms): a frame
+/// that is late costs the show more than a command that waits a little. `None` (no limit)
+/// until a latency is known.
+fn latency_budget(asked_ns: u64, window: &LatencyWindow, period_ns: u64) -> Option<u64> {
+    if asked_ns > 0 {
+        return Some(asked_ns);
+    }
+    let max = window.max()? as u64;
+    Some(max + max / 4 + (period_ns / 2).max(2_000_000))
+}
+
+/// The last frame that may have begun at `now`: every frame whose deadline is at most `budget`
+/// away. `released` is the last frame released, `d_next` the next one's deadline.
+fn begin_limit(released: u64, d_next: i64, period: u64, budget: u64, now: i64) -> u64 {
+    let lead = now.saturating_add(budget as i64) - d_next;
+    if lead < 0 {
+        released
     } else {
-        let max = window.max()? as u64;
-        max + max / 4 + 2_000_000
-    };
-    let periods = budget.div_ceil(period_ns.max(1));
-    Some(usize::try_from(periods).unwrap_or(usize::MAX).clamp(1, cap))
+        released + 1 + lead as u64 / period.max(1)
+    }
+}
+
+/// When the frame after `limit` may begin (see [`begin_limit`]).
+fn next_begin_ns(released: u64, d_next: i64, period: u64, budget: u64, limit: u64) -> i64 {
+    let frames = limit.saturating_sub(released) as i64;
+    d_next + frames.saturating_mul(period as i64) - budget as i64
 }
 
 /// Most parameter edits applied in one critical section of the live lock (one frame
@@ -154,7 +165,10 @@ pub(crate) fn run_output(
     let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns());
     let mut window = LatencyWindow { ns: [0; 32], n: 0 };
     let mut released_seq: Option<u64> = None;
-    let mut ahead: Option<usize> = None;
+    let mut budget: Option<u64> = None;
+    // When the next frame may begin (a paced master wakes up then to let it); set where the
+    // output thread takes the lock for the next frame.
+    let mut begin_at: Option<i64>;
     // A frame held back while paused (still in flight; the sink's turn is taken).
     let mut held: Option<PortItem> = None;
 
@@ -196,9 +210,21 @@ pub(crate) fn run_output(
                 // A signal raised before this lock is seen in it; later ones raise it again.
                 signal.take();
                 let mut st = shared.lock_output();
-                if let (true, Some(seq), Some(k)) = (gate, released_seq, ahead) {
-                    // The frame `k` periods after the one just released may begin now.
-                    st.begin_limit = seq + k as u64;
+                begin_at = None;
+                if let (true, Some(seq), Some(b), Some(d)) = (
+                    gate,
+                    released_seq,
+                    budget,
+                    pacer.as_ref().and_then(|p| p.next_deadline()),
+                ) {
+                    // Frames whose deadline is within the budget may begin now; the next one
+                    // when its time comes (woken up below).
+                    let limit = begin_limit(seq, d, period_ns, b, now_ns());
+                    if limit > st.begin_limit || st.begin_limit == u64::MAX {
+                        st.begin_limit = limit;
+                        st.after_change(shared);
+                    }
+                    begin_at = Some(next_begin_ns(seq, d, period_ns, b, st.begin_limit));
                 }
                 if let Some((slot, r)) = done.take() {
                     st.sink_done(shared, port, slot, r);
@@ -213,6 +239,13 @@ pub(crate) fn run_output(
                         continue 'frames;
                     }
                     let mut timeout = POLL;
+                    if let Some(at) = begin_at {
+                        if now >= at {
+                            // The next frame's time to begin: read commands, then let it.
+                            continue 'frames;
+                        }
+                        timeout = timeout.min(Duration::from_nanos((at - now) as u64));
+                    }
                     if let (true, false, Some(p), Some((ctx, frame))) = (
                         live_policy,
                         transport.is_paused(),
@@ -256,13 +289,17 @@ pub(crate) fn run_output(
         };
         if gate {
             window.push(token.ready_ns - token.begun_ns);
-            ahead = frames_ahead(options.latency_ns, &window, period_ns, shared.topo.cap);
-            let k = ahead.unwrap_or(0);
-            shared.counters.frames_ahead.store(k, Ordering::Relaxed);
+            budget = latency_budget(options.latency_ns, &window, period_ns);
+            let b = budget.unwrap_or(0);
+            let ahead = usize::try_from(b.div_ceil(period_ns.max(1))).unwrap_or(usize::MAX);
+            shared
+                .counters
+                .frames_ahead
+                .store(ahead.min(shared.topo.cap), Ordering::Relaxed);
             shared
                 .counters
                 .latency_budget_us
-                .store(k as u64 * period_ns / 1000, Ordering::Relaxed);
+                .store(b / 1000, Ordering::Relaxed);
         }
 
         // 3. Release it, or hold it while paused.
@@ -362,8 +399,12 @@ pub(crate) fn run_output(
         lateness: p.stats().summary(),
         realtime,
         cpu_share: cpu.share(),
-        latency_budget_ms: ahead.map_or(0.0, |k| (k as u64 * p.period_ns()) as f64 / 1e6),
-        frames_ahead: ahead.unwrap_or(0),
+        latency_budget_ms: budget.map_or(0.0, |b| b as f64 / 1e6),
+        frames_ahead: budget.map_or(0, |b| {
+            usize::try_from(b.div_ceil(p.period_ns().max(1)))
+                .unwrap_or(usize::MAX)
+                .min(shared.topo.cap)
+        }),
         frame_latency_ms: window.max().map_or(0.0, |ns| ns as f64 / 1e6),
     });
     (pacing, Ok(()))

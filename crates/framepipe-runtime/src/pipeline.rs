@@ -112,9 +112,9 @@ pub struct Options {
     pub realtime: bool,
     /// Paced runs: how long before its deadline a frame may begin (its parameters sampled, its
     /// sources read): the bound on how late a command can reach the output. 0 = automatic: the
-    /// graph's measured latency (the slowest of the last frames from beginning to ready) with a
-    /// margin. Frames begin a whole number of frame periods ahead (at least one), and never more
-    /// than `in_flight`. Unpaced runs are not held back.
+    /// graph's measured latency (the slowest of the last frames from beginning to ready) plus a
+    /// quarter and half a period (at least 2 ms). Never more frames than `in_flight`. Unpaced
+    /// runs are not held back.
     pub latency_ns: u64,
 }
 
