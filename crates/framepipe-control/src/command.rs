@@ -5,7 +5,7 @@ use std::fmt;
 use crate::osc::Oscillator;
 use crate::{Error, Result};
 
-const COMMANDS: &str = "set, osc, unosc, bypass, speed, pause, step, resume, stop";
+const COMMANDS: &str = "set, osc, unosc, bypass, speed, tempo, tap, pause, step, resume, stop";
 
 /// An element of the running pipeline, by name or by position.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -90,6 +90,17 @@ pub enum Command {
     },
     /// Set the master speed of all oscillators (1 = normal, 0 = frozen).
     Speed(f64),
+    /// Set the tempo of the beat clock, bpm (20..=999); beat oscillators keep their phase.
+    Tempo(f64),
+    /// A tap of tap tempo: taps set the tempo and re-align the beat phase (see
+    /// [`beat`](crate::beat)).
+    Tap {
+        /// When it was posted ([`monotonic_ns`](crate::monotonic_ns)):
+        /// [`CommandSender::post`](crate::CommandSender::post) fills it in when `None` (as
+        /// parsed), so the tap keeps the moment the user made it, however late the engine
+        /// reads it. Not part of the text protocol.
+        at_ns: Option<i64>,
+    },
     /// Stop releasing frames at the next frame boundary.
     Pause,
     /// While paused: release this many next frames, one per frame period.
@@ -161,6 +172,8 @@ impl Command {
     /// unosc ELEMENT.PROP
     /// bypass ELEMENT on|off             bypass 2 on
     /// speed X                           speed 2
+    /// tempo BPM                         tempo 128
+    /// tap
     /// pause | step [N] | resume | stop
     /// ```
     ///
@@ -255,6 +268,24 @@ impl Command {
                 no_more("speed", words)?;
                 Ok(Command::Speed(speed))
             }
+            "tempo" => {
+                let t = words.next().ok_or(Error::MissingArgument {
+                    command: "tempo",
+                    what: "a tempo in bpm, e.g. tempo 128",
+                })?;
+                let bpm = t
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|b| crate::beat::check_tempo(*b).is_ok())
+                    .ok_or_else(|| Error::BadArgument {
+                        command: "tempo".into(),
+                        token: t.into(),
+                        reason: "expected a tempo in bpm within 20..=999".into(),
+                    })?;
+                no_more("tempo", words)?;
+                Ok(Command::Tempo(bpm))
+            }
+            "tap" => no_more("tap", words).map(|_| Command::Tap { at_ns: None }),
             "step" => {
                 let n = match words.next() {
                     None => 1,
@@ -315,6 +346,9 @@ impl fmt::Display for Command {
                 write!(f, "bypass {element} {}", if *on { "on" } else { "off" })
             }
             Command::Speed(s) => write!(f, "speed {s}"),
+            Command::Tempo(b) => write!(f, "tempo {b}"),
+            // The posting time is the sender's, not the protocol's.
+            Command::Tap { .. } => f.write_str("tap"),
             Command::Pause => f.write_str("pause"),
             Command::Step(n) => write!(f, "step {n}"),
             Command::Resume => f.write_str("resume"),
@@ -400,6 +434,10 @@ mod tests {
         );
         assert_eq!(Command::parse("speed 2").unwrap(), Command::Speed(2.0));
         assert_eq!(Command::parse("speed -0.5").unwrap(), Command::Speed(-0.5));
+        assert_eq!(Command::parse("tempo 128").unwrap(), Command::Tempo(128.0));
+        assert_eq!(Command::parse("TEMPO 20").unwrap(), Command::Tempo(20.0));
+        assert_eq!(Command::parse("tempo 999").unwrap(), Command::Tempo(999.0));
+        assert_eq!(Command::parse("tap").unwrap(), Command::Tap { at_ns: None });
         assert_eq!(Command::parse("pause").unwrap(), Command::Pause);
         assert_eq!(Command::parse("step").unwrap(), Command::Step(1));
         assert_eq!(Command::parse("step 3").unwrap(), Command::Step(3));
@@ -431,6 +469,13 @@ mod tests {
             ("speed", "needs a number"),
             ("speed fast", "'fast'"),
             ("speed inf", "'inf'"),
+            ("tempo", "needs a tempo"),
+            ("tempo fast", "'fast'"),
+            ("tempo 19.9", "'19.9'"),
+            ("tempo 1000", "'1000'"),
+            ("tempo nan", "'nan'"),
+            ("tempo 120 130", "'130'"),
+            ("tap now", "'now'"),
             ("step 0", "'0'"),
             ("step -1", "'-1'"),
             ("step 2 3", "'3'"),
@@ -459,6 +504,9 @@ mod tests {
             "unosc",
             "bypass",
             "speed",
+            "tempo",
+            "tap",
+            "120",
             "pause",
             "step",
             "resume",
@@ -539,6 +587,8 @@ mod tests {
             "bypass 2 on",
             "bypass glow off",
             "speed 0.25",
+            "tempo 127.5",
+            "tap",
             "pause",
             "step 4",
             "resume",

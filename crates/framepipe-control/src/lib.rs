@@ -15,6 +15,8 @@
 //!   oscillator time, which advances with the frames' timestamps times the master speed;
 //!   [`ParamValue`]/[`ParamSpec`]: the `~sine:0.5hz:0..1` form in pipeline strings and the
 //!   `{ osc = "sine", ... }` form in project files.
+//! * [`TapTempo`], [`OscClock::set_tempo`], [`OscTime`]: the beat clock (`tempo`, `tap`,
+//!   oscillators in beats such as `~square:4beats`); see [`beat`].
 //! * [`Transport`]: pause / step / resume / stop as a state machine consulted at each frame
 //!   boundary.
 //!
@@ -30,13 +32,15 @@
 //! on the sender's thread.
 #![forbid(unsafe_code)]
 
+pub mod beat;
 pub mod command;
 pub mod osc;
 pub mod queue;
 pub mod transport;
 
+pub use beat::{monotonic_ns, TapResult, TapTempo};
 pub use command::{Command, Target};
-pub use osc::{OscClock, OscSpec, Oscillator, ParamSpec, ParamValue, Shape};
+pub use osc::{OscClock, OscSpec, OscTime, Oscillator, ParamSpec, ParamValue, Shape};
 pub use queue::{
     command_queue, CommandReader, CommandSender, Full, Outcome, Posted, Replies, Reply, Stopper,
     Ticket,

@@ -111,8 +111,11 @@ impl fmt::Display for Shape {
 pub struct Oscillator {
     /// Waveform.
     pub shape: Shape,
-    /// Cycles per second of oscillator time (≥ 0).
+    /// Cycles per second of oscillator time (≥ 0); cycles per *beat* when `per_beat`.
     pub freq_hz: f64,
+    /// Whether the oscillator follows the beat clock: `freq_hz` then counts cycles per beat and
+    /// the phase follows the beat position ([`OscTime::nanobeats`]), not the oscillator time.
+    pub per_beat: bool,
     /// Value at the bottom of the cycle.
     pub min: f64,
     /// Value at the top of the cycle.
@@ -150,6 +153,7 @@ impl Oscillator {
         Oscillator {
             shape,
             freq_hz: DEFAULT_FREQ_HZ,
+            per_beat: false,
             min: DEFAULT_MIN,
             max: DEFAULT_MAX,
             phase: 0.0,
@@ -158,9 +162,18 @@ impl Oscillator {
         }
     }
 
-    /// Sets the frequency.
+    /// Sets the frequency, in Hz (the oscillator then follows the oscillator time).
     pub fn with_freq(mut self, hz: f64) -> Self {
         self.freq_hz = hz;
+        self.per_beat = false;
+        self
+    }
+
+    /// Sets the period in beats (`4.0`: one cycle every 4 beats); the oscillator then follows
+    /// the beat clock.
+    pub fn with_beats(mut self, period: f64) -> Self {
+        self.freq_hz = 1.0 / period;
+        self.per_beat = true;
         self
     }
 
@@ -210,7 +223,12 @@ impl Oscillator {
             return bad(
                 "freq",
                 self.freq_hz,
-                "frequency must be within 0..=1000 Hz (a period of at least 1 ms)",
+                if self.per_beat {
+                    "frequency must be within 0..=1000 cycles per beat (a period of at least \
+                     0.001 beat)"
+                } else {
+                    "frequency must be within 0..=1000 Hz (a period of at least 1 ms)"
+                },
             );
         }
         if !(-MAX_LEVEL..=MAX_LEVEL).contains(&self.min) {
@@ -268,8 +286,15 @@ impl Oscillator {
         }
     }
 
-    /// The value (`min + (max − min)·u`) at oscillator time `osc_time_ns`. Pure: the same
-    /// time always gives the same value.
+    /// The value at a frame's [`OscTime`]: at its beat position for a beat oscillator
+    /// (`per_beat`), at its oscillator time otherwise. This is what the engine evaluates.
+    pub fn value_in(&self, t: OscTime) -> f64 {
+        self.value_at(if self.per_beat { t.nanobeats } else { t.ns })
+    }
+
+    /// The value (`min + (max − min)·u`) at oscillator time `osc_time_ns` (for a beat
+    /// oscillator: at beat position `osc_time_ns` nanobeats; see [`value_in`](Self::value_in)).
+    /// Pure: the same time always gives the same value.
     ///
     /// For an oscillator that passed [`validate`](Self::validate) the value is finite and
     /// within `min..=max` (either order) at every time: the bounds on `freq`, `min` and `max`
@@ -311,9 +336,32 @@ fn parse_f64(token: &str, text: &str) -> Result<f64> {
         })
 }
 
-/// Parses `0.5hz`, `0.5Hz`, `0.5` (Hz) or `2s` (a period in seconds).
-fn parse_freq(token: &str, text: &str) -> Result<f64> {
+/// Parses `0.5hz`, `0.5Hz`, `0.5` (Hz), `2s` (a period in seconds), `4beats` / `1beat` (a
+/// period in beats) or `2/beat` (cycles per beat). Returns the frequency and whether it is per
+/// beat.
+fn parse_freq(token: &str, text: &str) -> Result<(f64, bool)> {
     let t = text.trim().to_ascii_lowercase();
+    let period = |n: &str, unit: &str| {
+        let period = parse_f64(token, n)?;
+        if period <= 0.0 {
+            return Err(Error::BadOscillator {
+                token: token.to_string(),
+                reason: format!("a period must be > 0 {unit}"),
+            });
+        }
+        Ok(1.0 / period)
+    };
+    if let Some(n) = t.strip_suffix("/beat") {
+        Ok((parse_f64(token, n)?, true))
+    } else if let Some(n) = t.strip_suffix("beats").or_else(|| t.strip_suffix("beat")) {
+        Ok((period(n, "beats")?, true))
+    } else {
+        parse_hz(token, &t).map(|hz| (hz, false))
+    }
+}
+
+/// The Hz forms of [`parse_freq`] (`t` lowercase).
+fn parse_hz(token: &str, t: &str) -> Result<f64> {
     if let Some(n) = t.strip_suffix("hz") {
         parse_f64(token, n)
     } else if let Some(n) = t.strip_suffix('s') {
@@ -326,15 +374,21 @@ fn parse_freq(token: &str, text: &str) -> Result<f64> {
         }
         Ok(1.0 / period)
     } else {
-        parse_f64(token, &t)
+        parse_f64(token, t)
     }
+}
+
+/// Whether a compact field is a frequency: `…hz`, `…s` (includes `…beats`), `…beat`.
+fn is_freq_field(f: &str) -> bool {
+    let l = f.to_ascii_lowercase();
+    l.ends_with("hz") || l.ends_with('s') || l.ends_with("beat")
 }
 
 impl Oscillator {
     /// Sets one field from `key=value` text (`freq`, `min`, `max`, `phase`, `width`, `seed`).
     fn set_key(&mut self, token: &str, key: &str, value: &str) -> Result<()> {
         match key.trim().to_ascii_lowercase().as_str() {
-            "freq" | "f" => self.freq_hz = parse_freq(token, value)?,
+            "freq" | "f" => (self.freq_hz, self.per_beat) = parse_freq(token, value)?,
             "min" => self.min = parse_f64(token, value)?,
             "max" => self.max = parse_f64(token, value)?,
             "phase" => self.phase = parse_f64(token, value)?,
@@ -358,8 +412,10 @@ impl Oscillator {
     }
 
     /// Parses the compact form used in pipeline strings: `~SHAPE` followed by `:`-separated
-    /// fields in any order: `0.5hz` (or `2s`, a period), `MIN..MAX`, and `key=value` for
-    /// `freq`, `min`, `max`, `phase`, `width`, `seed`. Example: `~sine:0.5hz:0..1:phase=0.25`.
+    /// fields in any order: `0.5hz` (or `2s`, a period), `4beats` / `1beat` / `0.5beat` (a
+    /// period in beats of the beat clock) or `2/beat` (cycles per beat), `MIN..MAX`, and
+    /// `key=value` for `freq`, `min`, `max`, `phase`, `width`, `seed`. Examples:
+    /// `~sine:0.5hz:0..1:phase=0.25`, `~square:4beats`.
     /// The leading `~` is required; errors name the offending field.
     pub fn parse_compact(text: &str) -> Result<Self> {
         let body = text
@@ -379,13 +435,13 @@ impl Oscillator {
             } else if let Some((lo, hi)) = f.split_once("..") {
                 osc.min = parse_f64(f, lo)?;
                 osc.max = parse_f64(f, hi)?;
-            } else if f.to_ascii_lowercase().ends_with("hz") || f.ends_with('s') {
-                osc.freq_hz = parse_freq(f, f)?;
+            } else if is_freq_field(f) {
+                (osc.freq_hz, osc.per_beat) = parse_freq(f, f)?;
             } else {
                 return Err(Error::BadOscillator {
                     token: f.to_string(),
-                    reason: "expected a frequency (0.5hz), a period (2s), a range (0..1) or \
-                             key=value"
+                    reason: "expected a frequency (0.5hz, 2/beat), a period (2s, 4beats), a \
+                             range (0..1) or key=value"
                         .into(),
                 });
             }
@@ -425,11 +481,16 @@ impl Oscillator {
 impl fmt::Display for Oscillator {
     /// The canonical compact form, which [`Oscillator::parse_compact`] reads back exactly.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "~{}:{}hz:{}..{}:phase={}",
-            self.shape, self.freq_hz, self.min, self.max, self.phase
-        )?;
+        write!(f, "~{}:", self.shape)?;
+        if !self.per_beat {
+            write!(f, "{}hz", self.freq_hz)?;
+        } else if self.freq_hz > 0.0 && 1.0 / (1.0 / self.freq_hz) == self.freq_hz {
+            // A period in beats where it reads back exactly (`4beats`), else cycles per beat.
+            write!(f, "{}beats", 1.0 / self.freq_hz)?;
+        } else {
+            write!(f, "{}/beat", self.freq_hz)?;
+        }
+        write!(f, ":{}..{}:phase={}", self.min, self.max, self.phase)?;
         // Width and seed where the shape uses them, and wherever they differ from the default
         // (an oscillator reads back equal, whatever its shape).
         if self.shape == Shape::Pulse || self.width != DEFAULT_WIDTH {
@@ -451,16 +512,20 @@ impl FromStr for Oscillator {
 }
 
 /// An oscillator as written in a TOML project file:
-/// `value = { osc = "sine", freq = 0.5, min = 0, max = 1, phase = 0.25 }`.
-/// Omitted fields take the defaults of [`Oscillator::new`].
+/// `value = { osc = "sine", freq = 0.5, min = 0, max = 1, phase = 0.25 }`, or on the beat clock
+/// `value = { osc = "square", beats = 4 }` (a period of 4 beats; `freq` and `beats` exclude
+/// each other). Omitted fields take the defaults of [`Oscillator::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OscSpec {
     /// Shape name.
     pub osc: Shape,
-    /// Frequency in Hz.
-    #[serde(default = "default_freq")]
-    pub freq: f64,
+    /// Frequency in Hz (1 when neither it nor `beats` is given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freq: Option<f64>,
+    /// Period in beats of the beat clock, instead of `freq`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beats: Option<f64>,
     /// Range bottom.
     #[serde(default)]
     pub min: f64,
@@ -478,9 +543,6 @@ pub struct OscSpec {
     pub seed: u64,
 }
 
-fn default_freq() -> f64 {
-    DEFAULT_FREQ_HZ
-}
 fn default_max() -> f64 {
     DEFAULT_MAX
 }
@@ -492,9 +554,27 @@ impl TryFrom<OscSpec> for Oscillator {
     type Error = Error;
 
     fn try_from(s: OscSpec) -> Result<Self> {
+        let (freq_hz, per_beat) = match (s.freq, s.beats) {
+            (Some(_), Some(b)) => {
+                return Err(Error::BadOscillator {
+                    token: format!("beats={b}"),
+                    reason: "give freq (Hz) or beats (a period in beats), not both".into(),
+                })
+            }
+            (Some(hz), None) => (hz, false),
+            (None, Some(b)) if b > 0.0 && b.is_finite() => (1.0 / b, true),
+            (None, Some(b)) => {
+                return Err(Error::BadOscillator {
+                    token: format!("beats={b}"),
+                    reason: "a period in beats must be a number > 0".into(),
+                })
+            }
+            (None, None) => (DEFAULT_FREQ_HZ, false),
+        };
         let osc = Oscillator {
             shape: s.osc,
-            freq_hz: s.freq,
+            freq_hz,
+            per_beat,
             min: s.min,
             max: s.max,
             phase: s.phase,
@@ -508,9 +588,15 @@ impl TryFrom<OscSpec> for Oscillator {
 
 impl From<Oscillator> for OscSpec {
     fn from(o: Oscillator) -> Self {
+        let (freq, beats) = if o.per_beat {
+            (None, Some(1.0 / o.freq_hz))
+        } else {
+            (Some(o.freq_hz), None)
+        };
         OscSpec {
             osc: o.shape,
-            freq: o.freq_hz,
+            freq,
+            beats,
             min: o.min,
             max: o.max,
             phase: o.phase,
@@ -593,13 +679,35 @@ const SPEED_ONE: i64 = 1 << 16;
 /// once per frame, at the source, and carry the result with the frame; all stages evaluate
 /// their oscillators at that one osc time. Speed 0 freezes the oscillators; negative speeds
 /// run them backwards.
+///
+/// It also keeps the **beat clock**: a beat position (in nanobeats, 1e9 = one beat) that
+/// advances with the oscillator time at the tempo in force (one beat = 60/tempo s of oscillator
+/// time, so the master speed scales it too). Like the speed, a tempo change only changes how
+/// fast the position moves from the next frame on: beat oscillators never jump. The tempo is
+/// quantised to 1/1000 bpm and the position accumulated exactly in integers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OscClock {
     speed_q: i64,
     last_pts_ns: Option<i64>,
     /// Oscillator time × 65536.
     acc: i128,
+    /// Tempo, 1/1000 bpm.
+    tempo_mbpm: i64,
+    /// Beat position in nanobeats × [`BEAT_SCALE`].
+    beat_acc: i128,
 }
+
+/// A frame's time as oscillators read it: its oscillator time and its beat position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OscTime {
+    /// Oscillator time, ns (frame timestamps × master speed).
+    pub ns: i64,
+    /// Beat position, nanobeats (1e9 = one beat of the beat clock).
+    pub nanobeats: i64,
+}
+
+/// `beat_acc` per nanobeat: the oscillator time's 65536 times 60,000 (millibpm per beat/s).
+const BEAT_SCALE: i128 = SPEED_ONE as i128 * 60_000;
 
 impl Default for OscClock {
     fn default() -> Self {
@@ -614,6 +722,49 @@ impl OscClock {
             speed_q: SPEED_ONE,
             last_pts_ns: None,
             acc: 0,
+            tempo_mbpm: (crate::beat::DEFAULT_BPM * 1000.0) as i64,
+            beat_acc: 0,
+        }
+    }
+
+    /// Sets the tempo of the beat clock, bpm, effective from the next
+    /// [`advance`](Self::advance): the beat position keeps its value and moves at the new rate
+    /// from there. Refuses tempos outside 20..=999 bpm (and NaN).
+    pub fn set_tempo(&mut self, bpm: f64) -> Result<()> {
+        crate::beat::check_tempo(bpm)?;
+        self.tempo_mbpm = (bpm * 1000.0).round() as i64;
+        Ok(())
+    }
+
+    /// The tempo, bpm (as quantised to 1/1000).
+    pub fn tempo(&self) -> f64 {
+        self.tempo_mbpm as f64 / 1000.0
+    }
+
+    /// Re-aligns the beat phase to a tap made `lag_osc_ns` of oscillator time before the last
+    /// frame advanced to: the beat position is moved by the least amount (at most half a beat,
+    /// either way) that puts the tap on a whole beat. Effective from the next frame: the phase
+    /// jumps once there, by design.
+    pub fn align_beat(&mut self, lag_osc_ns: i64) {
+        const BEAT: i128 = 1_000_000_000;
+        let lag_beats = lag_osc_ns as i128 * self.tempo_mbpm as i128 / 60_000;
+        let at_tap = self.beat_acc.div_euclid(BEAT_SCALE) - lag_beats;
+        let r = at_tap.rem_euclid(BEAT);
+        let shift = if r < BEAT / 2 { -r } else { BEAT - r };
+        self.beat_acc = self.beat_acc.wrapping_add(shift * BEAT_SCALE);
+    }
+
+    /// The beat position of the last frame advanced to, nanobeats (wraps like
+    /// [`osc_time_ns`](Self::osc_time_ns)).
+    pub fn nanobeats(&self) -> i64 {
+        self.beat_acc.div_euclid(BEAT_SCALE) as i64
+    }
+
+    /// The [`OscTime`] of the last frame advanced to.
+    pub fn time(&self) -> OscTime {
+        OscTime {
+            ns: self.osc_time_ns(),
+            nanobeats: self.nanobeats(),
         }
     }
 
@@ -640,7 +791,11 @@ impl OscClock {
     /// time 0; each later one adds its pts delta times the speed in force. Integer and exact.
     pub fn advance(&mut self, pts_ns: i64) -> i64 {
         if let Some(last) = self.last_pts_ns {
-            self.acc += (pts_ns as i128 - last as i128) * self.speed_q as i128;
+            let step = (pts_ns as i128 - last as i128) * self.speed_q as i128;
+            self.acc = self.acc.wrapping_add(step);
+            self.beat_acc = self
+                .beat_acc
+                .wrapping_add(step.wrapping_mul(self.tempo_mbpm as i128));
         }
         self.last_pts_ns = Some(pts_ns);
         self.osc_time_ns()
@@ -1014,6 +1169,7 @@ mod tests {
                         let osc = Oscillator {
                             shape,
                             freq_hz: freq,
+                            per_beat: false,
                             min,
                             max,
                             phase,
@@ -1038,5 +1194,155 @@ mod tests {
         clock.advance(i64::MIN);
         let t = clock.advance(i64::MAX);
         assert!(Oscillator::new(Shape::Sine).value_at(t).is_finite());
+    }
+
+    /// Issue #10: oscillator frequencies in beats, in the compact, word and TOML forms.
+    #[test]
+    fn beat_frequencies_parse_and_round_trip() {
+        let o = Oscillator::parse_compact("~sine:1beat:0..1").unwrap();
+        assert_eq!(o, Oscillator::new(Shape::Sine).with_beats(1.0));
+        assert!(o.per_beat && o.freq_hz == 1.0);
+        let o = Oscillator::parse_compact("~square:4beats").unwrap();
+        assert_eq!((o.freq_hz, o.per_beat), (0.25, true));
+        let o = Oscillator::parse_compact("~ramp-up:0.5beat:2..3").unwrap();
+        assert_eq!((o.freq_hz, o.per_beat, o.min, o.max), (2.0, true, 2.0, 3.0));
+        let o = Oscillator::parse_compact("~triangle:freq=3/beat").unwrap();
+        assert_eq!((o.freq_hz, o.per_beat), (3.0, true));
+        let o = Oscillator::parse_words(&["pulse", "freq=2beats", "width=0.1"]).unwrap();
+        assert_eq!((o.freq_hz, o.per_beat, o.width), (0.5, true, 0.1));
+        // Hz after beats switches back.
+        let o = Oscillator::parse_compact("~sine:4beats:2hz").unwrap();
+        assert_eq!((o.freq_hz, o.per_beat), (2.0, false));
+        // Display reads back exactly, as a period where it can.
+        for o in [
+            Oscillator::new(Shape::Square).with_beats(4.0),
+            Oscillator::new(Shape::Sine).with_beats(3.0),
+            Oscillator::new(Shape::Sine).with_beats(0.5),
+            Oscillator::new(Shape::Pulse)
+                .with_beats(1.0)
+                .with_width(0.25),
+            Oscillator {
+                freq_hz: 0.0,
+                ..Oscillator::new(Shape::Sine).with_beats(1.0)
+            },
+        ] {
+            let text = o.to_string();
+            assert_eq!(Oscillator::parse_compact(&text).unwrap(), o, "{text}");
+            assert_eq!(Oscillator::parse_compact(&text).unwrap().to_string(), text);
+        }
+        assert!(Oscillator::new(Shape::Square)
+            .with_beats(4.0)
+            .to_string()
+            .contains(":4beats:"));
+        // Errors name the field.
+        for (text, token) in [
+            ("~sine:0beats", "0beats"),
+            ("~sine:-2beats", "-2beats"),
+            ("~sine:xbeat", "xbeat"),
+            ("~sine:2000/beat", "freq=2000"),
+            ("~sine:fast/beat", "fast/beat"),
+        ] {
+            let e = Oscillator::parse_compact(text).unwrap_err().to_string();
+            assert!(e.contains(token), "{text}: {e}");
+        }
+        let e = Oscillator::parse_compact("~sine:2000/beat")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("per beat"), "{e}");
+        // TOML: `beats` is a period in beats; `freq` and `beats` exclude each other.
+        let spec: OscSpec = toml::from_str("osc = \"square\"\nbeats = 4\nmax = 2").unwrap();
+        assert_eq!(
+            Oscillator::try_from(spec).unwrap(),
+            Oscillator::new(Shape::Square)
+                .with_beats(4.0)
+                .with_range(0.0, 2.0)
+        );
+        let spec: OscSpec = toml::from_str("osc = \"sine\"").unwrap();
+        assert_eq!(
+            Oscillator::try_from(spec).unwrap(),
+            Oscillator::new(Shape::Sine)
+        );
+        for (text, token) in [
+            ("osc = \"sine\"\nbeats = 4\nfreq = 2", "beats=4"),
+            ("osc = \"sine\"\nbeats = 0", "beats=0"),
+            ("osc = \"sine\"\nbeats = -1", "beats=-1"),
+        ] {
+            let spec: OscSpec = toml::from_str(text).unwrap();
+            let e = Oscillator::try_from(spec).unwrap_err().to_string();
+            assert!(e.contains(token), "{text}: {e}");
+        }
+        // The spec written from a beat oscillator reads back.
+        let o = Oscillator::new(Shape::Triangle).with_beats(2.0);
+        assert_eq!(Oscillator::try_from(OscSpec::from(o)).unwrap(), o);
+    }
+
+    /// A beat oscillator follows the beat position; the beat clock follows oscillator time at
+    /// the tempo, so the master speed scales it, and a tempo change never moves the position.
+    #[test]
+    fn beat_clock_follows_tempo_and_speed_without_jumps() {
+        let mut clock = OscClock::new();
+        assert_eq!(clock.tempo(), 120.0);
+        let frame = S / 100; // 100 fps
+                             // 120 bpm: one beat per 0.5 s = 50 frames.
+        for n in 0..=100 {
+            clock.advance(n * frame);
+        }
+        assert_eq!(
+            clock.time(),
+            OscTime {
+                ns: S,
+                nanobeats: 2 * S
+            }
+        );
+        let sq = Oscillator::new(Shape::Square).with_beats(1.0);
+        assert_eq!(sq.value_in(clock.time()), 1.0);
+        assert_eq!(
+            sq.value_in(OscTime {
+                ns: S / 4,
+                nanobeats: S / 2
+            }),
+            0.0
+        );
+        // 90 bpm from here: the position continues from 2 beats at 1.5 beats/s.
+        clock.set_tempo(90.0).unwrap();
+        assert_eq!(
+            clock.nanobeats(),
+            2 * S,
+            "a tempo change does not move the phase"
+        );
+        clock.advance(101 * frame);
+        assert_eq!(clock.nanobeats(), 2 * S + S * 3 / 200);
+        // Speed 2 doubles the beat rate too.
+        clock.set_speed(2.0).unwrap();
+        clock.advance(102 * frame);
+        assert_eq!(clock.nanobeats(), 2 * S + 3 * S * 3 / 200);
+        // Refused tempos change nothing and name the value.
+        for bpm in [19.0, 1000.0, f64::NAN] {
+            let e = clock.set_tempo(bpm).unwrap_err().to_string();
+            assert!(e.contains(&bpm.to_string()), "{e}");
+        }
+        assert_eq!(clock.tempo(), 90.0);
+    }
+
+    /// A tap re-aligns the beat so that the tap instant falls on a whole beat, moving the
+    /// position by at most half a beat.
+    #[test]
+    fn align_beat_puts_the_tap_on_a_whole_beat() {
+        let mut clock = OscClock::new(); // 120 bpm
+        let frame = S / 100;
+        for n in 0..=30 {
+            clock.advance(n * frame); // 0.3 s: 0.6 beat
+        }
+        assert_eq!(clock.nanobeats(), 6 * S / 10);
+        // Tapped now: 0.6 is nearer 1 than 0: forward by 0.4 beat.
+        let mut c = clock;
+        c.align_beat(0);
+        assert_eq!(c.nanobeats(), S);
+        // Tapped 0.2 s ago (0.4 beat ago, at beat 0.2): back by 0.2 beat.
+        let mut c = clock;
+        c.align_beat(S / 5);
+        assert_eq!(c.nanobeats(), 4 * S / 10);
+        // The tempo and the osc time are untouched.
+        assert_eq!((c.tempo(), c.osc_time_ns()), (120.0, 3 * S / 10));
     }
 }

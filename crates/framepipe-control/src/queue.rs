@@ -58,9 +58,9 @@ impl fmt::Display for Ticket {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Applied. `frame` is a frame number (`FrameCtx::seq`, 0 = the run's first frame):
-    /// * a parameter command (`set`, `osc`, `unosc`, `bypass`, `speed`): the first frame
-    ///   processed with it — every stage of frame `frame` sees the new value, no stage of frame
-    ///   `frame - 1` does;
+    /// * a parameter command (`set`, `osc`, `unosc`, `bypass`, `speed`, `tempo`, `tap`): the
+    ///   first frame processed with it — every stage of frame `frame` sees the new value, no
+    ///   stage of frame `frame - 1` does;
     /// * a transport command (`pause`, `step`, `resume`, `stop`): the boundary it acted at, named
     ///   by the frame after it — the next frame the master output would release when the command
     ///   was read: the first frame held (`pause`), released by the step or after the resume
@@ -315,7 +315,13 @@ impl CommandSender {
     /// reply follows) — except `stop`, `pause` and `resume`, which are never refused: `stop`
     /// always goes to the side channel and is read first, `pause`/`resume` wait there when the
     /// ring is full (see the module documentation).
-    pub fn post(&self, cmd: Command) -> Result<Ticket, Full> {
+    ///
+    /// A [`Command::Tap`] without a time is stamped here with
+    /// [`monotonic_ns`](crate::monotonic_ns): tap tempo measures the intervals between posts.
+    pub fn post(&self, mut cmd: Command) -> Result<Ticket, Full> {
+        if let Command::Tap { at_ns: at @ None } = &mut cmd {
+            *at = Some(crate::beat::monotonic_ns());
+        }
         let shared = &*self.shared;
         let ticket = Ticket(shared.tickets.fetch_add(1, Ordering::Relaxed));
         let pause = match cmd {
