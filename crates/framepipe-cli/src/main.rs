@@ -523,6 +523,7 @@ fn status_line(counters: &Counters, stop: &AtomicBool) {
         if counters.paused() {
             flags.push_str(" PAUSED");
         }
+        flags.push_str(&format!(" {:.1}bpm", counters.tempo_bpm()));
         let budget = counters.latency_budget_ms();
         if budget > 0.0 {
             flags.push_str(&format!(" latency {budget:.0}ms"));
@@ -568,6 +569,7 @@ fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> R
         "fps": s.fps,
         "threads": threads,
         "max_in_flight": in_flight,
+        "tempo_bpm": s.tempo_bpm,
         "stages": stages,
         "lock_hold_us": lock_json(&s.lock_hold_us),
         "output_lock_wait_us": lock_json(&s.output_lock_wait_us),

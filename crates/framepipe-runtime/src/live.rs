@@ -8,7 +8,7 @@
 //! even though they process it at different moments (oscillators are evaluated at the frame's
 //! oscillator time, derived from its timestamp, never from the wall clock).
 
-use framepipe_control::{Command, OscClock, Oscillator, Target};
+use framepipe_control::{Command, OscClock, Oscillator, TapResult, TapTempo, Target};
 use framepipe_core::{PropKind, PropSpec, PropValue};
 
 /// One controllable property of one stage.
@@ -116,6 +116,8 @@ impl FrameParams {
 pub(crate) struct Live {
     pub stages: Vec<LiveStage>,
     clock: OscClock,
+    /// Tap tempo over the taps' posting times.
+    taps: TapTempo,
     /// Frames sampled so far. Frames begin one at a time and in order of their sequence
     /// number, from 0 (the scheduler's `begin_busy`), so this is also the sequence number of
     /// the next frame to be sampled: the first that sees an edit assigned now.
@@ -200,6 +202,7 @@ impl Live {
         Live {
             stages,
             clock: OscClock::new(),
+            taps: TapTempo::new(),
             sampled: 0,
         }
     }
@@ -221,13 +224,14 @@ impl Live {
     /// per frame, in frame order, when the frame begins.
     pub fn sample(&mut self, pts_ns: i64, out: &mut FrameParams) {
         self.sampled += 1;
-        let t = self.clock.advance(pts_ns);
-        out.osc_time_ns = t;
+        self.clock.advance(pts_ns);
+        let t = self.clock.time();
+        out.osc_time_ns = t.ns;
         for (s, st) in self.stages.iter_mut().enumerate() {
             out.bypass[s] = st.bypass;
             for (j, p) in st.params.iter_mut().enumerate() {
                 match &p.osc {
-                    Some(osc) => p.last = typed(&p.spec.kind, osc.value_at(t), &p.base),
+                    Some(osc) => p.last = typed(&p.spec.kind, osc.value_in(t), &p.base),
                     None => assign(&mut p.last, &p.base),
                 }
                 settle(&p.spec, &mut p.last);
@@ -251,6 +255,11 @@ impl Live {
                 })
                 .collect(),
         }
+    }
+
+    /// The beat clock's tempo, bpm.
+    pub fn tempo(&self) -> f64 {
+        self.clock.tempo()
     }
 
     /// The sequence number of the next frame to be sampled: an edit applied now is seen from
@@ -289,6 +298,24 @@ impl Live {
                 // Checked by `LiveSpec::resolve`; cannot fail here.
                 let _ = self.clock.set_speed(*x);
             }
+            Edit::Tempo(bpm) => {
+                // Checked by `LiveSpec::resolve`; cannot fail here.
+                let _ = self.clock.set_tempo(*bpm);
+            }
+            Edit::Tap { at_ns, lag_ns } => {
+                let tempo = match self.taps.tap(*at_ns) {
+                    TapResult::Ignored => return,
+                    TapResult::First => None,
+                    TapResult::Tempo(bpm) => Some(bpm),
+                };
+                if let Some(bpm) = tempo {
+                    let _ = self.clock.set_tempo(bpm);
+                }
+                // The tap was made `lag_ns` of wall time before now; now stands for the last
+                // frame sampled, and wall time becomes oscillator time at the master speed.
+                let lag_osc = (*lag_ns as f64 * self.clock.speed()) as i64;
+                self.clock.align_beat(lag_osc);
+            }
         }
     }
 }
@@ -315,6 +342,10 @@ pub(crate) enum Edit {
     Bypass { stage: usize, on: bool },
     /// Master oscillator speed.
     Speed(f64),
+    /// Beat clock tempo, bpm.
+    Tempo(f64),
+    /// A tap, posted at `at_ns` (monotonic), `lag_ns` before it was resolved.
+    Tap { at_ns: i64, lag_ns: i64 },
 }
 
 /// One stage's names and property specs (immutable once prepared).
@@ -392,7 +423,8 @@ impl LiveSpec {
         Ok(Edit::Attach { stage, param, osc })
     }
 
-    /// Resolves a parameter command (`set`, `osc`, `unosc`, `bypass`, `speed`): finds the stage
+    /// Resolves a parameter command (`set`, `osc`, `unosc`, `bypass`, `speed`, `tempo`, `tap`):
+    /// finds the stage
     /// and property, parses and checks the value. Errors name what was wrong. No lock is needed.
     pub fn resolve(&self, cmd: &Command) -> Result<Edit, String> {
         match cmd {
@@ -440,6 +472,18 @@ impl LiveSpec {
             Command::Speed(x) => {
                 OscClock::new().set_speed(*x).map_err(|e| e.to_string())?;
                 Ok(Edit::Speed(*x))
+            }
+            Command::Tempo(bpm) => {
+                framepipe_control::beat::check_tempo(*bpm).map_err(|e| e.to_string())?;
+                Ok(Edit::Tempo(*bpm))
+            }
+            Command::Tap { at_ns } => {
+                let now = framepipe_control::monotonic_ns();
+                let at_ns = at_ns.unwrap_or(now);
+                Ok(Edit::Tap {
+                    at_ns,
+                    lag_ns: now.saturating_sub(at_ns).max(0),
+                })
             }
             other => Err(format!("'{other}' is not a parameter command")),
         }

@@ -481,6 +481,8 @@ fn assign_edits(shared: &Shared, reader: &mut CommandReader, batch: &mut Batch<'
         for e in batch.edits.iter_mut() {
             live.apply(e);
         }
+        let mbpm = (live.tempo() * 1000.0).round() as u64;
+        shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
         live.next_frame()
     };
     batch.edits.clear();

@@ -103,6 +103,8 @@ pub struct Counters {
     /// Paced runs: how long before its deadline a frame begins, µs.
     pub(crate) latency_budget_us: AtomicU64,
     pub(crate) paused: AtomicBool,
+    /// The beat clock's tempo, 1/1000 bpm (written after each `tempo` / `tap` is assigned).
+    pub(crate) tempo_mbpm: AtomicU64,
     /// How long each acquisition of the scheduler lock was held.
     pub(crate) lock_hold: Log2Histogram,
     /// How long the output thread waited to acquire it.
@@ -122,6 +124,7 @@ impl Counters {
             frames_ahead: AtomicUsize::new(0),
             latency_budget_us: AtomicU64::new(0),
             paused: AtomicBool::new(false),
+            tempo_mbpm: AtomicU64::new((framepipe_control::beat::DEFAULT_BPM * 1000.0) as u64),
             lock_hold: Log2Histogram::new(),
             output_lock_wait: Log2Histogram::new(),
         }
@@ -153,6 +156,11 @@ impl Counters {
         self.paused.load(Ordering::Relaxed)
     }
 
+    /// The beat clock's tempo, bpm (as of the last command assigned).
+    pub fn tempo_bpm(&self) -> f64 {
+        self.tempo_mbpm.load(Ordering::Relaxed) as f64 / 1000.0
+    }
+
     /// Frames in flight right now (between leaving the source and leaving the sink).
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Relaxed)
@@ -178,6 +186,7 @@ impl Counters {
             stages: self.stages.iter().map(StageCounters::snapshot).collect(),
             in_flight: self.in_flight(),
             pacing: None,
+            tempo_bpm: self.tempo_bpm(),
             lock_hold_us: self.lock_hold.summary(),
             output_lock_wait_us: self.output_lock_wait.summary(),
         }
@@ -199,6 +208,8 @@ pub struct RunStats {
     pub in_flight: usize,
     /// The frame clock's figures, for a finished paced run.
     pub pacing: Option<crate::output::PacingStats>,
+    /// The beat clock's tempo, bpm.
+    pub tempo_bpm: f64,
     /// How long the scheduler lock was held, per acquisition (every thread), µs.
     pub lock_hold_us: LockSummary,
     /// How long the output thread waited to acquire the scheduler lock, per acquisition, µs.

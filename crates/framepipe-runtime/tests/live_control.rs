@@ -721,3 +721,118 @@ fn applied_reply_is_exact(threads: usize, paced: bool) {
         }
     }
 }
+
+/// Issue #10, the beat clock: at the default 120 bpm a beat lasts 0.5 s of frame time, 15
+/// frames at 30 fps. `~square:1beat` is one cycle per beat (high for the first half of each
+/// beat: frames 0–7 of every 15, low 8–14); `~square:2beats` flips every beat, every 15 frames.
+#[test]
+fn beat_oscillators_follow_the_default_tempo_in_frame_time() {
+    let one = Seen::default();
+    let two = Seen::default();
+    let setup = Setup {
+        frames: 90,
+        rate: 30,
+        options: Options {
+            threads: 2,
+            ..Options::default()
+        },
+        stages: vec![
+            (
+                "one".into(),
+                probe_stage(&one, Some("~square:1beat:0..1"), vec![], Mode::Parallel),
+            ),
+            (
+                "two".into(),
+                probe_stage(&two, Some("~square:2beats:0..1"), vec![], Mode::Parallel),
+            ),
+        ],
+    };
+    let (r, _) = run(setup, None, None);
+    assert_eq!(r.unwrap().tempo_bpm, 120.0);
+    let one = by_seq(&one);
+    let two = by_seq(&two);
+    assert_eq!(one.len(), 90);
+    for k in 0..90 {
+        let high = k % 15 <= 7;
+        assert_eq!(one[k], if high { 1.0 } else { 0.0 }, "1beat, frame {k}");
+        let high = (k / 15) % 2 == 0;
+        assert_eq!(two[k], if high { 1.0 } else { 0.0 }, "2beats, frame {k}");
+    }
+}
+
+/// Issue #10: `tempo 60` mid-run halves a beat oscillator's rate from exactly the frame its
+/// reply names, without a jump, and a later `speed 2` doubles it again from its own frame.
+/// A ramp over 32 beats with range 0..8 reads as the beat position / 4: at 120 bpm and 30 fps
+/// it rises 1/60 per frame, at 60 bpm 1/120.
+#[test]
+fn a_tempo_change_changes_the_beat_rate_from_its_frame_without_a_jump() {
+    use framepipe_control::Outcome;
+    const FRAMES: u64 = 240;
+    let seen = Seen::default();
+    let (tx, rx) = command_queue(16);
+    let replies = tx.replies();
+    let setup = Setup {
+        frames: FRAMES,
+        rate: 30,
+        // Paced at 300 fps (the frames keep their 30 fps timestamps): the run lasts ~0.8 s,
+        // long enough for commands posted after frames 30 and 100 were seen to land mid-run.
+        options: Options {
+            threads: 2,
+            pace: Some(Rational::new(300, 1)),
+            ..Options::default()
+        },
+        stages: vec![(
+            "p".into(),
+            probe_stage(&seen, Some("~ramp-up:32beats:0..8"), vec![], Mode::Parallel),
+        )],
+    };
+    let poster = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let wait_for = |n: usize| {
+                while seen.lock().unwrap().len() < n {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            };
+            wait_for(30);
+            let tempo = tx.post(Command::parse("tempo 60").unwrap()).unwrap();
+            wait_for(100);
+            let speed = tx.post(Command::parse("speed 2").unwrap()).unwrap();
+            (tempo, speed)
+        })
+    };
+    let (r, _) = run(setup, Some(rx), None);
+    let (tempo_ticket, speed_ticket) = poster.join().unwrap();
+    assert_eq!(r.unwrap().tempo_bpm, 60.0);
+    let v = by_seq(&seen);
+    assert_eq!(v.len(), FRAMES as usize);
+    let frame_of = |ticket| {
+        let r = std::iter::from_fn(|| replies.take())
+            .find(|r| r.ticket == ticket)
+            .expect("a reply");
+        match r.outcome {
+            Outcome::Applied { frame } => frame as usize,
+            other => panic!("{other:?}"),
+        }
+    };
+    let f = frame_of(tempo_ticket);
+    let g = frame_of(speed_ticket);
+    assert!(
+        f >= 30 && g >= 100 && g > f && (g as u64) < FRAMES,
+        "commands landed mid-run: tempo at {f}, speed at {g}"
+    );
+    for k in 1..v.len() {
+        let step = v[k] - v[k - 1];
+        let want = if k < f {
+            1.0 / 60.0
+        } else if k < g {
+            1.0 / 120.0
+        } else {
+            1.0 / 60.0
+        };
+        assert!(
+            (step - want).abs() < 1e-6,
+            "frame {k}: step {step}, want {want} (tempo from {f}, speed from {g})"
+        );
+    }
+}
