@@ -19,6 +19,8 @@ const FRAGMENTS: &[&str] = &[
     "step",
     "resume",
     "stop",
+    "tempo",
+    "tap",
     "SeT",
     "glow.blur",
     "frei0r-glow.blur",
@@ -36,6 +38,9 @@ const FRAGMENTS: &[&str] = &[
     "ramp_up",
     "~sine",
     "~square:2hz",
+    "~square:4beats",
+    "~sine:0.5beat:0..1",
+    "~triangle:3/beat",
     "~pulse:0.1hz:width=0.9",
     "~random:seed=3:-5..5",
     "~sine:-1e308..1e308",
@@ -95,7 +100,7 @@ fn random_command_lines_never_panic_and_accepted_ones_print_back_the_same() {
         let line = match inputs.rng().below(4) {
             0 => inputs.mutated_text(),
             _ => {
-                let word = inputs.rng().pick(&FRAGMENTS[..9]);
+                let word = inputs.rng().pick(&FRAGMENTS[..11]);
                 format!("{word} {}", inputs.mutated_text())
             }
         };
@@ -109,8 +114,8 @@ fn random_command_lines_never_panic_and_accepted_ones_print_back_the_same() {
     assert!(accepted > 300, "{accepted}");
     assert_eq!(
         kinds.len(),
-        9,
-        "set, osc, unosc, bypass, speed, pause, step, resume, stop"
+        11,
+        "set, osc, unosc, bypass, speed, pause, step, resume, stop, tempo, tap"
     );
 }
 
@@ -122,6 +127,9 @@ const OSC_FIELDS: &[&str] = &[
     "freq=1000.001",
     "freq=1e300",
     "f=2s",
+    "freq=4beats",
+    "freq=0beat",
+    "freq=2000/beat",
     "freq=1e-300s",
     "min=-3",
     "min=-1e9",
@@ -148,6 +156,10 @@ const COMPACT_FIELDS: &[&str] = &[
     "1e300hz",
     "2s",
     "1e-300s",
+    "1beat",
+    "16beats",
+    "0.001beats",
+    "0.5/beat",
     "0..1",
     "-1e9..1e9",
     "-1e308..1e308",
