@@ -15,6 +15,8 @@
 //!   oscillator time, which advances with the frames' timestamps times the master speed;
 //!   [`ParamValue`]/[`ParamSpec`]: the `~sine:0.5hz:0..1` form in pipeline strings and the
 //!   `{ osc = "sine", ... }` form in project files.
+//! * [`osc_in`]: Open Sound Control messages (`/framepipe/<node>/<property> 0.5`) as
+//!   commands, for the OSC surface.
 //! * [`Transport`]: pause / step / resume / stop as a state machine consulted at each frame
 //!   boundary.
 //!
@@ -32,6 +34,7 @@
 
 pub mod command;
 pub mod osc;
+pub mod osc_in;
 pub mod queue;
 pub mod transport;
 
@@ -93,6 +96,20 @@ pub enum Error {
     UnknownShape {
         /// The name given.
         name: String,
+    },
+    /// An OSC datagram that could not be decoded.
+    #[error("bad OSC packet: {reason}")]
+    OscPacket {
+        /// Why.
+        reason: String,
+    },
+    /// An OSC message whose address or arguments make no command.
+    #[error("OSC '{address}': {reason}")]
+    OscMessage {
+        /// The message's address.
+        address: String,
+        /// Why.
+        reason: String,
     },
     /// An oscillator field that could not be understood or is out of range.
     #[error("bad oscillator field '{token}': {reason}")]
