@@ -255,8 +255,14 @@ fn one<'a>(address: &str, args: &'a [OscType], what: &str) -> Result<&'a OscType
 pub fn command(msg: &OscMessage, ranges: &Ranges) -> Result<Option<Command>> {
     let address = msg.addr.as_str();
     let args = msg.args.as_slice();
-    let Some(rest) = address.strip_prefix(PREFIX).and_then(|r| r.strip_prefix('/')) else {
-        return Err(bad(address, format!("unknown address; expected {PREFIX}/...")));
+    let Some(rest) = address
+        .strip_prefix(PREFIX)
+        .and_then(|r| r.strip_prefix('/'))
+    else {
+        return Err(bad(
+            address,
+            format!("unknown address; expected {PREFIX}/..."),
+        ));
     };
     let parts: Vec<&str> = rest.split('/').collect();
     if parts.iter().any(|p| p.is_empty()) {
@@ -299,7 +305,8 @@ pub fn command(msg: &OscMessage, ranges: &Ranges) -> Result<Option<Command>> {
         )),
         [node, "bypass"] => {
             let a = one(address, args, "on or off")?;
-            let on = switch(a).ok_or_else(|| bad(address, "expected on or off, true/false, 1/0"))?;
+            let on =
+                switch(a).ok_or_else(|| bad(address, "expected on or off, true/false, 1/0"))?;
             Ok(Some(Command::Bypass {
                 element: Target::parse(node)?,
                 on,
@@ -445,7 +452,10 @@ mod tests {
                 on: false
             })
         );
-        assert_eq!(cmd("/framepipe/pause", vec![]).unwrap(), Some(Command::Pause));
+        assert_eq!(
+            cmd("/framepipe/pause", vec![]).unwrap(),
+            Some(Command::Pause)
+        );
         assert_eq!(
             cmd("/framepipe/resume", vec![Float(1.0)]).unwrap(),
             Some(Command::Resume)
@@ -453,7 +463,10 @@ mod tests {
         // A button's release does nothing.
         assert_eq!(cmd("/framepipe/stop", vec![Float(0.0)]).unwrap(), None);
         assert_eq!(cmd("/framepipe/stop", vec![]).unwrap(), Some(Command::Stop));
-        assert_eq!(cmd("/framepipe/step", vec![]).unwrap(), Some(Command::Step(1)));
+        assert_eq!(
+            cmd("/framepipe/step", vec![]).unwrap(),
+            Some(Command::Step(1))
+        );
         assert_eq!(
             cmd("/framepipe/step", vec![Int(4)]).unwrap(),
             Some(Command::Step(4))
@@ -529,7 +542,11 @@ mod tests {
             ("/framepipe/step", vec![Int(1), Int(1)], "2 arguments"),
             ("/framepipe/speed", vec![], "0 arguments"),
             ("/framepipe/speed", vec![Float(1e9)], "±100"),
-            ("/framepipe/x/bypass", vec![String("maybe".into())], "on or off"),
+            (
+                "/framepipe/x/bypass",
+                vec![String("maybe".into())],
+                "on or off",
+            ),
             ("/framepipe/x/bypass", vec![], "0 arguments"),
         ] {
             let e = cmd(addr, args).unwrap_err().to_string();
