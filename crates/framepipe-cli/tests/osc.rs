@@ -86,7 +86,8 @@ fn send_until(
         if last_frame(out) == Some(want) {
             return true;
         }
-        if sent == 0 || sent % 25 == 0 {
+        // Once every 25 polls.
+        if sent.is_multiple_of(25) {
             sock.send_to(packet, ("127.0.0.1", port)).unwrap();
         }
         sent += 1;
@@ -166,7 +167,7 @@ fn osc_sets_a_property_scales_norm_bypasses_and_stops() {
         port,
         &msg(
             "/framepipe/stamp/x/norm",
-            vec![OscType::Float(0.500_488_28)],
+            vec![OscType::Float(0.5 + 1.0 / 2048.0)],
         ),
         &out,
         (true, Some(16)),

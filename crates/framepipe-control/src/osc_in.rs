@@ -82,7 +82,7 @@ fn bad(address: &str, reason: impl Into<String>) -> Error {
 pub fn decode(datagram: &[u8]) -> Result<OscPacket> {
     nesting_ok(datagram, 0)?;
     match rosc::decoder::decode_udp(datagram) {
-        Ok((rest, packet)) if rest.is_empty() => Ok(packet),
+        Ok(([], packet)) => Ok(packet),
         Ok((rest, _)) => Err(Error::OscPacket {
             reason: format!("{} bytes after the packet", rest.len()),
         }),
