@@ -76,13 +76,14 @@ fn is_stdin(location: &str) -> bool {
 }
 
 /// Starts the `fp-stdin` thread: reads commands from standard input and posts them to `tx`.
-/// `start_paused`: the run begins paused (for the end-of-input message).
-pub fn spawn_stdin_reader(tx: CommandSender, start_paused: bool) {
+/// `start_paused`: the run begins paused (for the end-of-input message); `others`: another
+/// surface (OSC) also posts commands, so the end of stdin does not end a pause.
+pub fn spawn_stdin_reader(tx: CommandSender, start_paused: bool, others: bool) {
     let spawned = std::thread::Builder::new()
         .name("fp-stdin".into())
         .spawn(move || {
             let stdin = std::io::stdin();
-            read_commands(&mut stdin.lock(), tx, start_paused);
+            read_commands(&mut stdin.lock(), tx, start_paused, others);
         });
     if let Err(e) = spawned {
         crate::say!("framepipe: warning: no command input: {e}");
@@ -168,8 +169,14 @@ fn print_replies(replies: &Replies, skip: Option<Ticket>, quiet: bool) {
 }
 
 /// Reads command lines from `input` until its end, posts them to `tx`, then drops `tx` (the
-/// engine sees the end of input) and says what the end means for a paused run.
-pub fn read_commands(input: &mut impl BufRead, tx: CommandSender, start_paused: bool) {
+/// engine sees the end of input) and says what the end means for a paused run (nothing when
+/// `others`: another surface still holds a sender and may resume it).
+pub fn read_commands(
+    input: &mut impl BufRead,
+    tx: CommandSender,
+    start_paused: bool,
+    others: bool,
+) {
     // What the engine's transport will be once it has read everything posted (the real
     // decision is the engine's; this is for the message).
     let mut mirror = Transport::new();
@@ -226,7 +233,7 @@ pub fn read_commands(input: &mut impl BufRead, tx: CommandSender, start_paused: 
             refused - 1
         );
     }
-    if mirror.is_paused() && !mirror.is_stopped() {
+    if !others && mirror.is_paused() && !mirror.is_stopped() {
         if mirror.steps_pending() > 0 {
             crate::say!(
                 "\rframepipe: stdin closed while paused: stopping after the frames asked for by 'step' (nothing could resume the run)"

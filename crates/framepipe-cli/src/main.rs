@@ -22,6 +22,7 @@ macro_rules! say {
 mod build;
 mod commands;
 mod flags;
+mod osc;
 mod signals;
 
 use std::io::{IsTerminal, Write};
@@ -130,6 +131,10 @@ struct RunArgs {
     /// stdin) or `none`. SIGINT/SIGTERM stop the run either way.
     #[arg(long)]
     control: Option<String>,
+    /// Take commands as Open Sound Control messages on UDP: `PORT` listens on 127.0.0.1,
+    /// `ADDR:PORT` where asked (0.0.0.0:PORT: every network). Addresses in docs/CONTROL.md.
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    osc: Option<String>,
     /// No status line.
     #[arg(long, short)]
     quiet: bool,
@@ -292,9 +297,13 @@ fn run(args: RunArgs) -> Result<Exit> {
         (Some("none"), _) => false,
         (Some(other), _) => bail!("bad --control '{other}': expected stdin or none"),
     };
-    if args.start_paused && !commands_from_stdin {
-        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin");
+    let osc_addr = args.osc.as_deref().map(osc::parse_addr).transpose()?;
+    if args.start_paused && !commands_from_stdin && osc_addr.is_none() {
+        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc)");
     }
+    let osc_ranges = osc_addr.map(|_| osc::ranges(&desc, &registry));
+    // Whether any surface posts commands (their replies are then printed by `fp-replies`).
+    let surfaces = commands_from_stdin || osc_addr.is_some();
     let graph = build(&desc, &registry, Purpose::Run)?;
     let pace = if args.unpaced || desc.settings.unpaced {
         None
@@ -321,8 +330,8 @@ fn run(args: RunArgs) -> Result<Exit> {
         Event::Stalled { stage, elapsed_ms } => {
             say!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
         }
-        // Commands from stdin are answered by their replies (`fp-replies`), not twice.
-        Event::CommandRejected { command, reason } if !commands_from_stdin => {
+        // Commands from a surface are answered by their replies (`fp-replies`), not twice.
+        Event::CommandRejected { command, reason } if !surfaces => {
             say!("\rframepipe: command '{command}' rejected: {reason}")
         }
         Event::CommandRejected { .. } => {}
@@ -348,14 +357,30 @@ fn run(args: RunArgs) -> Result<Exit> {
         );
     }
     prepared.set_commands(rx);
-    let replies = if commands_from_stdin {
-        let printer = commands::spawn_reply_printer(tx.replies(), own, args.quiet);
-        commands::spawn_stdin_reader(tx, args.start_paused);
-        printer
+    let osc_input = match (osc_addr, osc_ranges) {
+        (Some(addr), Some(ranges)) => {
+            let input = osc::spawn(addr, tx.clone(), ranges)?;
+            if !input.local.ip().is_loopback() {
+                say!(
+                    "framepipe: warning: OSC on {}: anyone who can reach this address can control the run",
+                    input.local
+                );
+            } else if !args.quiet {
+                say!("framepipe: OSC on udp {}", input.local);
+            }
+            Some(input)
+        }
+        _ => None,
+    };
+    let replies = surfaces
+        .then(|| commands::spawn_reply_printer(tx.replies(), own, args.quiet))
+        .flatten();
+    if commands_from_stdin {
+        commands::spawn_stdin_reader(tx, args.start_paused, osc_input.is_some());
     } else {
         drop(tx);
-        None
-    };
+    }
+    let osc_counters = osc_input.as_ref().map(|o| Arc::clone(&o.counters));
     let threads = prepared.threads();
     let max_in_flight = prepared.max_in_flight();
     let counters = prepared.counters();
@@ -366,11 +391,20 @@ fn run(args: RunArgs) -> Result<Exit> {
         let stop = Arc::clone(&stop);
         std::thread::Builder::new()
             .name("fp-status".into())
-            .spawn(move || status_line(&counters, &stop))
+            .spawn({
+                let osc = osc_counters.clone();
+                move || status_line(&counters, osc.as_deref(), &stop)
+            })
             .expect("spawning the status thread")
     });
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
+    if let Some(input) = osc_input {
+        input.finish();
+        if !args.quiet {
+            say!("framepipe: {}", input_summary(&osc_counters));
+        }
+    }
     if let Some(t) = status {
         let _ = t.join();
     }
@@ -486,8 +520,13 @@ fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// The OSC counts for the end of the run.
+fn input_summary(osc: &Option<Arc<osc::OscCounters>>) -> String {
+    osc.as_ref().map_or(String::new(), |c| c.summary())
+}
+
 /// Redraws one status line on stderr four times a second until `stop`. Reads only atomics.
-fn status_line(counters: &Counters, stop: &AtomicBool) {
+fn status_line(counters: &Counters, osc: Option<&osc::OscCounters>, stop: &AtomicBool) {
     let mut err = std::io::stderr();
     let mut last = (0u64, std::time::Instant::now());
     let mut fps = 0.0;
@@ -531,6 +570,9 @@ fn status_line(counters: &Counters, stop: &AtomicBool) {
         let (late, rep) = (counters.late(), counters.repeated());
         if late + rep > 0 {
             flags.push_str(&format!(" late {late} rep {rep}"));
+        }
+        if let Some(o) = osc {
+            flags.push_str(&format!(" {}", o.summary()));
         }
         let line = format!(
             "{:>6} frames {:>6.1} fps  in flight {:>2}{} | {}",

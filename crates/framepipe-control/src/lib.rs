@@ -17,6 +17,8 @@
 //!   `{ osc = "sine", ... }` form in project files.
 //! * [`TapTempo`], [`OscClock::set_tempo`], [`OscTime`]: the beat clock (`tempo`, `tap`,
 //!   oscillators in beats such as `~square:4beats`); see [`beat`].
+//! * [`osc_in`]: Open Sound Control messages (`/framepipe/<node>/<property> 0.5`) as
+//!   commands, for the OSC surface.
 //! * [`Transport`]: pause / step / resume / stop as a state machine consulted at each frame
 //!   boundary.
 //!
@@ -35,6 +37,7 @@
 pub mod beat;
 pub mod command;
 pub mod osc;
+pub mod osc_in;
 pub mod queue;
 pub mod transport;
 
@@ -97,6 +100,20 @@ pub enum Error {
     UnknownShape {
         /// The name given.
         name: String,
+    },
+    /// An OSC datagram that could not be decoded.
+    #[error("bad OSC packet: {reason}")]
+    OscPacket {
+        /// Why.
+        reason: String,
+    },
+    /// An OSC message whose address or arguments make no command.
+    #[error("OSC '{address}': {reason}")]
+    OscMessage {
+        /// The message's address.
+        address: String,
+        /// Why.
+        reason: String,
     },
     /// An oscillator field that could not be understood or is out of range.
     #[error("bad oscillator field '{token}': {reason}")]
