@@ -4,59 +4,17 @@
 //! a reference computed frame by frame, in sequence, at several thread counts.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use framepipe_core::{
-    Effect, EffectFactory, Frame, FrameCtx, FrameMut, Mixer, MixerFactory, Mode, Rational, Result,
-    Sink, SliceRunner, Source, VideoInfo,
+    Effect, EffectFactory, Frame, FrameCtx, FrameMut, Mode, Rational, Result, SliceRunner, Source,
+    VideoInfo,
 };
+mod common;
+
+use common::{counter, weigh, Collect, Counter, Weigh, H, W};
 use framepipe_runtime::{EffectStage, Graph, MixerStage, Node, NodeKind, OnEnd, Options, RunStats};
-
-const W: u32 = 16;
-const H: u32 = 8;
-
-/// Writes `salt + its own frame number` into every pixel; `frames` frames at `fps`.
-struct Counter {
-    salt: u32,
-    frames: u64,
-    fps: u32,
-    next: u64,
-}
-
-fn counter(salt: u32, frames: u64) -> Box<dyn Source> {
-    Box::new(Counter {
-        salt,
-        frames,
-        fps: 30,
-        next: 0,
-    })
-}
-
-impl Source for Counter {
-    fn info(&self) -> VideoInfo {
-        VideoInfo {
-            width: W,
-            height: H,
-            rate: Rational::new(self.fps, 1),
-        }
-    }
-    fn len_hint(&self) -> Option<u64> {
-        Some(self.frames)
-    }
-    fn fill(&mut self, _ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
-        if self.next >= self.frames {
-            return Ok(false);
-        }
-        frame.words_mut().fill(self.salt + self.next as u32);
-        self.next += 1;
-        Ok(true)
-    }
-    fn rewind(&mut self) -> Result<bool> {
-        self.next = 0;
-        Ok(true)
-    }
-}
 
 /// A stateless effect with a varying duration (parallel instances finish out of order); it
 /// records the most jobs of any `Hash` running at once (shared counter).
@@ -161,85 +119,10 @@ fn acc_step(state: u32, x: u32) -> u32 {
     state.wrapping_mul(31).wrapping_add(x)
 }
 
-/// A mixer whose result depends on the order of its inputs: `sum of input k * (2k + 3)`.
-struct Weigh {
-    sleep_us: u64,
-}
-impl MixerFactory for Weigh {
-    fn name(&self) -> &str {
-        "weigh"
-    }
-    fn default_mode(&self) -> Mode {
-        Mode::Parallel
-    }
-    fn negotiate(&mut self, inputs: &[VideoInfo]) -> Result<VideoInfo> {
-        Ok(inputs[0])
-    }
-    fn instantiate(&self) -> Result<Box<dyn Mixer>> {
-        Ok(Box::new(Weigh {
-            sleep_us: self.sleep_us,
-        }))
-    }
-}
-impl Mixer for Weigh {
-    fn process(
-        &mut self,
-        ctx: &FrameCtx,
-        inputs: &[&Frame],
-        output: &mut FrameMut,
-        _slices: &dyn SliceRunner,
-    ) -> Result<()> {
-        std::thread::sleep(Duration::from_micros(
-            self.sleep_us + (ctx.seq * 31 % 3) * 100,
-        ));
-        for (p, o) in output.words_mut().iter_mut().enumerate() {
-            *o = weigh(inputs.iter().map(|f| f.words()[p]));
-        }
-        Ok(())
-    }
-}
-
-fn weigh(words: impl Iterator<Item = u32>) -> u32 {
-    words.enumerate().fold(0u32, |s, (k, w)| {
-        s.wrapping_add(w.wrapping_mul(2 * k as u32 + 3))
-    })
-}
-
 fn mixer(sleep_us: u64, inputs: usize) -> MixerStage {
     let mut m = MixerStage::new(Box::new(Weigh { sleep_us }), Mode::Parallel);
     m.inputs = (2, inputs.max(2));
     m
-}
-
-/// Records the first word of every frame it gets, with the frame's sequence number.
-#[derive(Clone, Default)]
-struct Collect {
-    got: Arc<Mutex<Vec<(u64, u32)>>>,
-    sleep_ms: u64,
-}
-impl Sink for Collect {
-    fn start(&mut self, info: VideoInfo) -> Result<()> {
-        assert_eq!((info.width, info.height), (W, H));
-        Ok(())
-    }
-    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
-        std::thread::sleep(Duration::from_millis(self.sleep_ms));
-        self.got.lock().unwrap().push((ctx.seq, frame.words()[0]));
-        Ok(())
-    }
-    fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
-}
-
-impl Collect {
-    fn values(&self) -> Vec<u32> {
-        let got = self.got.lock().unwrap();
-        for (i, (seq, _)) in got.iter().enumerate() {
-            assert_eq!(*seq, i as u64, "frames in order, none missing");
-        }
-        got.iter().map(|g| g.1).collect()
-    }
 }
 
 fn source(name: &str, source: Box<dyn Source>, on_end: OnEnd) -> Node {

@@ -3,55 +3,22 @@
 //! frames in flight, and a feedback from a node that only a monitor watches. Each run has a
 //! deadline, so that a deadlock fails the test instead of hanging the suite.
 
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use framepipe_core::{
-    Effect, EffectFactory, Frame, FrameCtx, FrameMut, Mixer, MixerFactory, Mode, Rational, Result,
-    Sink, SliceRunner, Source, VideoInfo,
+    Effect, EffectFactory, Frame, FrameCtx, FrameMut, Mode, Result, SliceRunner, VideoInfo,
 };
+mod common;
+
+use common::{weigh, Collect, Weigh, H, W};
 use framepipe_runtime::{EffectStage, Graph, MixerStage, Node, NodeKind, OnEnd, Options, RunStats};
-
-const W: u32 = 16;
-const H: u32 = 8;
-
-/// Writes `salt + n` into every pixel of frame `n`; `frames` frames.
-struct Counter {
-    salt: u32,
-    frames: u64,
-    next: u64,
-}
-
-impl Source for Counter {
-    fn info(&self) -> VideoInfo {
-        VideoInfo {
-            width: W,
-            height: H,
-            rate: Rational::new(30, 1),
-        }
-    }
-    fn len_hint(&self) -> Option<u64> {
-        Some(self.frames)
-    }
-    fn fill(&mut self, _ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
-        if self.next >= self.frames {
-            return Ok(false);
-        }
-        frame.words_mut().fill(self.salt + self.next as u32);
-        self.next += 1;
-        Ok(true)
-    }
-}
 
 fn counter(salt: u32, frames: u64) -> Node {
     Node::new(
         "src",
         NodeKind::Source {
-            source: Box::new(Counter {
-                salt,
-                frames,
-                next: 0,
-            }),
+            source: common::counter(salt, frames),
             on_end: OnEnd::Stop,
         },
         vec![],
@@ -121,85 +88,15 @@ fn resize(name: &str, w: u32, h: u32, sleep_ms: u64, leaky: bool, input: usize) 
     node
 }
 
-/// `sum of input k's first word * (k + 2)`, at the first input's size.
-struct Weigh;
-impl MixerFactory for Weigh {
-    fn name(&self) -> &str {
-        "weigh"
-    }
-    fn default_mode(&self) -> Mode {
-        Mode::Parallel
-    }
-    fn negotiate(&mut self, inputs: &[VideoInfo]) -> Result<VideoInfo> {
-        Ok(inputs[0])
-    }
-    fn instantiate(&self) -> Result<Box<dyn Mixer>> {
-        Ok(Box::new(Weigh))
-    }
-}
-impl Mixer for Weigh {
-    fn process(
-        &mut self,
-        _ctx: &FrameCtx,
-        inputs: &[&Frame],
-        output: &mut FrameMut,
-        _slices: &dyn SliceRunner,
-    ) -> Result<()> {
-        output
-            .words_mut()
-            .fill(weigh(inputs.iter().map(|f| f.words()[0])));
-        Ok(())
-    }
-}
-
-fn weigh(words: impl Iterator<Item = u32>) -> u32 {
-    words.enumerate().fold(0u32, |s, (k, w)| {
-        s.wrapping_add(w.wrapping_mul(k as u32 + 2))
-    })
-}
-
 fn mixer(name: &str, inputs: Vec<usize>) -> Node {
     Node::new(
         name,
-        NodeKind::Mixer(MixerStage::new(Box::new(Weigh), Mode::Parallel)),
+        NodeKind::Mixer(MixerStage::new(
+            Box::new(Weigh { sleep_us: 0 }),
+            Mode::Parallel,
+        )),
         inputs,
     )
-}
-
-/// Records `(seq, first word)` of every frame; sleeps `sleep_ms` per frame.
-#[derive(Clone, Default)]
-struct Collect {
-    got: Arc<Mutex<Vec<(u64, u32)>>>,
-    sleep_ms: u64,
-}
-
-impl Sink for Collect {
-    fn start(&mut self, _info: VideoInfo) -> Result<()> {
-        Ok(())
-    }
-    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
-        std::thread::sleep(Duration::from_millis(self.sleep_ms));
-        self.got.lock().unwrap().push((ctx.seq, frame.words()[0]));
-        Ok(())
-    }
-    fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
-}
-
-impl Collect {
-    fn got(&self) -> Vec<(u64, u32)> {
-        self.got.lock().unwrap().clone()
-    }
-
-    /// Every frame, in order: the values.
-    fn values(&self) -> Vec<u32> {
-        let got = self.got();
-        for (i, (seq, _)) in got.iter().enumerate() {
-            assert_eq!(*seq, i as u64, "frames in order, none missing");
-        }
-        got.into_iter().map(|g| g.1).collect()
-    }
 }
 
 fn sink(name: &str, c: &Collect, input: usize, leaky: Option<bool>) -> Node {
@@ -238,10 +135,10 @@ fn run_within(nodes: Vec<Node>, threads: usize, in_flight: usize) -> Result<RunS
 #[test]
 fn a_leaky_sink_fed_by_the_show_gets_frames_and_skips_the_rest() {
     const N: u64 = 40;
-    let master = Collect::default();
+    let master = Collect::any_size();
     let preview = Collect {
         sleep_ms: 10,
-        ..Collect::default()
+        ..Collect::any_size()
     };
     let stats = run_within(
         vec![
@@ -278,7 +175,7 @@ fn a_leaky_sink_fed_by_the_show_gets_frames_and_skips_the_rest() {
 fn a_mixer_taking_one_frame_on_two_inputs_runs_every_frame() {
     const N: u64 = 12;
     for (threads, in_flight) in [(1, 1), (2, 0)] {
-        let out = Collect::default();
+        let out = Collect::any_size();
         run_within(
             vec![
                 counter(5, N),
@@ -304,7 +201,7 @@ fn a_mixer_taking_one_frame_on_two_inputs_runs_every_frame() {
 #[test]
 fn a_slow_tap_on_a_source_never_exhausts_the_source_pool() {
     const N: u64 = 8;
-    let (master, preview) = (Collect::default(), Collect::default());
+    let (master, preview) = (Collect::any_size(), Collect::any_size());
     let stats = run_within(
         vec![
             counter(0, N),
@@ -330,7 +227,7 @@ fn a_slow_tap_on_a_source_never_exhausts_the_source_pool() {
 #[test]
 fn a_node_fed_back_and_watched_by_a_monitor_stays_in_the_show() {
     const N: u64 = 10;
-    let (master, preview) = (Collect::default(), Collect::default());
+    let (master, preview) = (Collect::any_size(), Collect::any_size());
     run_within(
         vec![
             counter(1, N),
