@@ -290,16 +290,10 @@ pub(crate) fn run_output(
         if gate {
             window.push(token.ready_ns - token.begun_ns);
             budget = latency_budget(options.latency_ns, &window, period_ns);
-            let b = budget.unwrap_or(0);
-            let ahead = usize::try_from(b.div_ceil(period_ns.max(1))).unwrap_or(usize::MAX);
-            shared
-                .counters
-                .frames_ahead
-                .store(ahead.min(shared.topo.cap), Ordering::Relaxed);
             shared
                 .counters
                 .latency_budget_us
-                .store(b / 1000, Ordering::Relaxed);
+                .store(budget.unwrap_or(0) / 1000, Ordering::Relaxed);
         }
 
         // 3. Release it, or hold it while paused.
@@ -401,7 +395,7 @@ pub(crate) fn run_output(
         cpu_share: cpu.share(),
         latency_budget_ms: budget.map_or(0.0, |b| b as f64 / 1e6),
         frames_ahead: budget.map_or(0, |b| {
-            usize::try_from(b.div_ceil(p.period_ns().max(1)))
+            usize::try_from(b.div_ceil(period_ns.max(1)))
                 .unwrap_or(usize::MAX)
                 .min(shared.topo.cap)
         }),

@@ -624,22 +624,36 @@ impl State {
                     self.steps.push_back(Step::Finished(node, slot, None));
                 } else if let Kind::Sink(port) = t.kind {
                     let frame = self.consume(slot, t.inputs[0]).expect("checked above");
-                    let p = &mut self.ports[port];
-                    debug_assert!(p.ready.is_none(), "one frame at a time for a sink");
-                    p.ready = Some(PortItem {
-                        slot,
-                        ctx: self.slots[slot].ctx,
-                        frame,
-                        // When it was processed, not when its turn came.
-                        ready_ns: self.slots[slot].ready_ns[node],
-                        begun_ns: self.slots[slot].begun_ns,
-                    });
-                    self.wake.ports = true;
+                    // When it was processed, not when its turn came.
+                    let ready_ns = self.slots[slot].ready_ns[node];
+                    self.hand_to_port(port, slot, slot, frame, ready_ns);
                 } else {
                     self.ready.push_back((node, slot));
                 }
             }
         }
+    }
+
+    /// Hands `frame` of frame `slot` to sink `port`; the sink will finish it at `out_slot`
+    /// (the frame's, or its leaky branch's).
+    fn hand_to_port(
+        &mut self,
+        port: usize,
+        slot: usize,
+        out_slot: usize,
+        frame: Frame,
+        ready_ns: i64,
+    ) {
+        let p = &mut self.ports[port];
+        debug_assert!(p.ready.is_none(), "one frame at a time for a sink");
+        p.ready = Some(PortItem {
+            slot: out_slot,
+            ctx: self.slots[slot].ctx,
+            frame,
+            ready_ns,
+            begun_ns: self.slots[slot].begun_ns,
+        });
+        self.wake.ports = true;
     }
 
     /// The first node of a leaky branch is runnable for frame `slot`: the branch takes the
@@ -687,16 +701,8 @@ impl State {
             // A leaky sink fed by the show (`t. ! sink leaky=true`) heads a branch of its own:
             // its frame goes to its port, not to a worker; it has no parameters to copy.
             let frame = inputs.frames[0].take().expect("checked above");
-            let p = &mut self.ports[port];
-            debug_assert!(p.ready.is_none(), "one frame at a time for a branch");
-            p.ready = Some(PortItem {
-                slot: bs,
-                ctx,
-                frame,
-                ready_ns: now_ns(),
-                begun_ns,
-            });
-            self.wake.ports = true;
+            let ready_ns = self.slots[slot].ready_ns[head];
+            self.hand_to_port(port, slot, bs, frame, ready_ns);
             return;
         }
         self.branch_inputs[b] = inputs;
@@ -733,24 +739,20 @@ impl State {
         } else {
             drop(output);
         }
-        for &c in &t.consumers {
+        let gated: &[usize] = if t.kind == Kind::Source {
+            &shared.topo.gated
+        } else {
+            &[]
+        };
+        // Its consumers have one input fewer to wait for; sinks and leaky branches, one
+        // source fewer.
+        for &c in t.consumers.iter().chain(gated) {
             s.missing[c] -= 1;
             if s.missing[c] == 0 {
                 if matches!(shared.topo.nodes[c].kind, Kind::Sink(_)) {
                     s.ready_ns[c] = now_ns();
                 }
                 self.steps.push_back(Step::Runnable(c, slot));
-            }
-        }
-        if t.kind == Kind::Source {
-            for &g in &shared.topo.gated {
-                s.missing[g] -= 1;
-                if s.missing[g] == 0 {
-                    if matches!(shared.topo.nodes[g].kind, Kind::Sink(_)) {
-                        s.ready_ns[g] = now_ns();
-                    }
-                    self.steps.push_back(Step::Runnable(g, slot));
-                }
             }
         }
         s.left -= 1;

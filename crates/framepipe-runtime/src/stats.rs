@@ -98,8 +98,6 @@ pub struct Counters {
     pub(crate) late: AtomicU64,
     pub(crate) repeated: AtomicU64,
     pub(crate) realtime: AtomicBool,
-    /// Paced runs: frames begun ahead of the one being released (0: not held back yet).
-    pub(crate) frames_ahead: AtomicUsize,
     /// Paced runs: how long before its deadline a frame begins, µs.
     pub(crate) latency_budget_us: AtomicU64,
     pub(crate) paused: AtomicBool,
@@ -121,7 +119,6 @@ impl Counters {
             late: AtomicU64::new(0),
             repeated: AtomicU64::new(0),
             realtime: AtomicBool::new(false),
-            frames_ahead: AtomicUsize::new(0),
             latency_budget_us: AtomicU64::new(0),
             paused: AtomicBool::new(false),
             tempo_mbpm: AtomicU64::new((framepipe_control::beat::DEFAULT_BPM * 1000.0) as u64),
