@@ -17,33 +17,6 @@ const W: u32 = 96;
 const H: u32 = 72;
 const FRAMES: u32 = 10;
 
-/// `frames` raw RGBA frames of a deterministic pattern (gradients moving with the frame,
-/// xorshift noise seeded by `seed` and the frame, varying alpha).
-fn pattern(seed: u32, frames: u32) -> Vec<u8> {
-    let mut out = Vec::with_capacity((W * H * 4 * frames) as usize);
-    for k in 0..frames {
-        let mut s: u32 = 0x2545_f491 ^ seed.wrapping_mul(0x9e37_79b9) ^ k.wrapping_mul(0x85eb_ca6b);
-        for y in 0..H {
-            for x in 0..W {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                let r = ((x * 255 / W) as u8).wrapping_add((k * 7) as u8) ^ (s & 0x1f) as u8;
-                let g =
-                    ((y * 255 / H) as u8).wrapping_add((seed * 50) as u8) ^ ((s >> 8) & 0x1f) as u8;
-                let b = (((x + y) * 4 + k * 13) as u8).wrapping_mul(seed as u8 | 1);
-                let a = if (x / 8 + y / 8 + seed).is_multiple_of(3) {
-                    255
-                } else {
-                    (s >> 24) as u8
-                };
-                out.extend_from_slice(&[r, g, b, a]);
-            }
-        }
-    }
-    out
-}
-
 /// gst-launch-1.0 with `frei0r-mixer-<gst_name>` on the files `inputs` (in `dir`), raw RGBA
 /// out. `bgra`: the plugin is BGRA8888, so gst's element takes BGRA caps; `videoconvert` between
 /// RGBA and BGRA is an exact byte reorder.
@@ -96,7 +69,11 @@ fn issue_8_frei0r_mixers_in_a_cli_graph_match_gstreamer_at_1_2_4_threads() {
     let dir = tmpdir("f0mix");
     let files = ["a.rgba", "b.rgba", "c.rgba"];
     for (i, f) in files.iter().enumerate() {
-        std::fs::write(dir.join(f), pattern(i as u32 + 1, FRAMES)).unwrap();
+        std::fs::write(
+            dir.join(f),
+            framepipe_testkit::frames::pattern(i as u32 + 1, W, H, FRAMES),
+        )
+        .unwrap();
     }
     // (our element and properties, gst element name and properties, BGRA8888, inputs)
     for (ours, gst_name, gst_props, bgra, inputs) in [

@@ -61,34 +61,6 @@ fn mixer(r: &Registry, name: &str, props: &[(&str, &str)]) -> Box<dyn MixerFacto
     }
 }
 
-/// `frames` raw RGBA frames of a deterministic pattern: gradients that move with the frame
-/// number, xorshift noise seeded by `seed` and the frame, and an alpha channel that varies (so
-/// alpha-aware mixers are exercised too). Different seeds give different streams.
-fn pattern(seed: u32, w: u32, h: u32, frames: u32) -> Vec<u8> {
-    let mut out = Vec::with_capacity((w * h * 4 * frames) as usize);
-    for k in 0..frames {
-        let mut s: u32 = 0x2545_f491 ^ seed.wrapping_mul(0x9e37_79b9) ^ k.wrapping_mul(0x85eb_ca6b);
-        for y in 0..h {
-            for x in 0..w {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                let r = ((x * 255 / w) as u8).wrapping_add((k * 7) as u8) ^ (s & 0x1f) as u8;
-                let g =
-                    ((y * 255 / h) as u8).wrapping_add((seed * 50) as u8) ^ ((s >> 8) & 0x1f) as u8;
-                let b = (((x + y) * 4 + k * 13) as u8).wrapping_mul(seed as u8 | 1);
-                let a = if (x / 8 + y / 8 + seed).is_multiple_of(3) {
-                    255
-                } else {
-                    (s >> 24) as u8
-                };
-                out.extend_from_slice(&[r, g, b, a]);
-            }
-        }
-    }
-    out
-}
-
 /// A scratch directory for one test's files, removed on drop.
 struct Scratch(PathBuf);
 
@@ -243,7 +215,7 @@ fn check_against_gst(stem: &str, gst_name: &str, props: &[(&str, &str)], inputs:
     };
     let scratch = Scratch::new(stem);
     let data: Vec<Vec<u8>> = (0..inputs)
-        .map(|i| pattern(i as u32 + 1, w, h, frames))
+        .map(|i| framepipe_testkit::frames::pattern(i as u32 + 1, w, h, frames))
         .collect();
     let files: Vec<PathBuf> = data
         .iter()
@@ -385,7 +357,9 @@ fn issue_8_frei0r_mixers_negotiate_only_what_frei0r_takes() {
 fn issue_8_a_live_mixer_property_change_equals_a_fresh_instance_with_that_value() {
     let (w, h) = (64u32, 48u32);
     let r = registry();
-    let data: Vec<Vec<u8>> = (1..=2).map(|s| pattern(s, w, h, 1)).collect();
+    let data: Vec<Vec<u8>> = (1..=2)
+        .map(|s| framepipe_testkit::frames::pattern(s, w, h, 1))
+        .collect();
     let fresh = our_mix(&r, "frei0r-xfade0r", &[("fader", "0.7")], &data, w, h);
     let mut factory = mixer(&r, "frei0r-xfade0r", &[]);
     factory.negotiate(&[info(w, h), info(w, h)]).unwrap();
@@ -498,7 +472,9 @@ fn issue_8_probe_tells_a_stateful_mixer_from_a_stateless_one() {
     let warnings = register_from(&mut r, std::slice::from_ref(&scratch.0));
     assert!(warnings.is_empty(), "{warnings:?}");
     let (w, h) = (32u32, 16u32);
-    let data: Vec<Vec<u8>> = (1..=2).map(|s| pattern(s, w, h, 1)).collect();
+    let data: Vec<Vec<u8>> = (1..=2)
+        .map(|s| framepipe_testkit::frames::pattern(s, w, h, 1))
+        .collect();
     let ours = our_mix(&r, "frei0r-testmix", &[], &data, w, h);
     let want: Vec<u8> = data[0]
         .chunks_exact(4)
@@ -545,7 +521,12 @@ fn issue_8_mixers_match_gstreamer_through_the_graph_engine_at_1_2_4_threads() {
         assert!(!modes::lookup(stem).unwrap().time_dependent, "{stem}");
         let scratch = Scratch::new(&format!("graph-{stem}"));
         let files: Vec<PathBuf> = (0..inputs)
-            .map(|i| scratch.file(&format!("in{i}.rgba"), &pattern(i as u32 + 1, w, h, frames)))
+            .map(|i| {
+                scratch.file(
+                    &format!("in{i}.rgba"),
+                    &framepipe_testkit::frames::pattern(i as u32 + 1, w, h, frames),
+                )
+            })
             .collect();
         let theirs = gst_mix(
             gst_name,

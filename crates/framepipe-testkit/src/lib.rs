@@ -16,6 +16,7 @@
 //! allocates.
 
 pub mod child;
+pub mod frames;
 pub mod fuzz;
 
 use std::alloc::{GlobalAlloc, Layout, System};
