@@ -6,7 +6,7 @@
 //! | `/framepipe/<node>/<prop>` | one or more int/float/bool/string | `set node.prop a,b,...` |
 //! | `/framepipe/<node>/<prop>/norm` | one number in 0..=1 | `set` to `min + v·(max − min)` |
 //! | `/framepipe/<node>/bypass` | bool, number (≠ 0 = on) or `on`/`off` | `bypass node on\|off` |
-//! | `/framepipe/pause`, `resume`, `stop` | none, or one value (false/0 = ignored) | the same |
+//! | `/framepipe/pause`, `resume`, `stop` | none, `N`, or one value (false/0 = ignored) | the same |
 //! | `/framepipe/step` | none or a whole number ≥ 1 | `step N` |
 //! | `/framepipe/speed` | one number | `speed X` |
 //! | `/framepipe/tap` | none or one (a 0 or false is ignored: a button's release) | `tap` |
@@ -159,6 +159,30 @@ pub fn messages(packet: &OscPacket) -> Vec<&OscMessage> {
     out
 }
 
+/// The commands of one packet, ready to post.
+#[derive(Debug, Default)]
+pub struct PacketCommands {
+    /// The commands, in the packet's order (a bundle's flattened).
+    pub commands: Vec<Command>,
+    /// Messages that asked for nothing (a button's release).
+    pub ignored: usize,
+    /// Messages refused, with why (the others still apply).
+    pub refused: Vec<Error>,
+}
+
+/// Every message of `packet` as a command ([`command`] each).
+pub fn packet_commands(packet: &OscPacket, ranges: &Ranges) -> PacketCommands {
+    let mut out = PacketCommands::default();
+    for msg in messages(packet) {
+        match command(msg, ranges) {
+            Ok(Some(c)) => out.commands.push(c),
+            Ok(None) => out.ignored += 1,
+            Err(e) => out.refused.push(e),
+        }
+    }
+    out
+}
+
 /// An argument as a number, if it is one (bools as 0/1).
 fn number(arg: &OscType) -> Option<f64> {
     match arg {
@@ -224,11 +248,12 @@ fn value_text(address: &str, arg: &OscType) -> Result<String> {
     }
 }
 
-/// For pause/resume/stop: `Ok(true)` = act (no argument, or a true one), `Ok(false)` = a
-/// button release (false/0), ignored.
+/// For pause/resume/stop/tap: `Ok(true)` = act (no argument, `N`/`I`, or a true one),
+/// `Ok(false)` = a button release (false/0), ignored.
 fn trigger(address: &str, args: &[OscType]) -> Result<bool> {
     match args {
-        [] => Ok(true),
+        // Nil and Infinitum: an impulse (what OSCQuery's TYPE "N" asks clients to send).
+        [] | [OscType::Nil | OscType::Inf] => Ok(true),
         [a] => switch(a).ok_or_else(|| {
             bad(
                 address,
@@ -500,6 +525,12 @@ mod tests {
             Some(Command::Tap { at_ns: None })
         );
         assert_eq!(cmd("/framepipe/tap", vec![Int(0)]).unwrap(), None);
+        // OSCQuery's impulse type (N), and Infinitum.
+        assert_eq!(cmd("/framepipe/pause", vec![Nil]).unwrap(), Some(Command::Pause));
+        assert_eq!(
+            cmd("/framepipe/tap", vec![Inf]).unwrap(),
+            Some(Command::Tap { at_ns: None })
+        );
         assert_eq!(
             cmd("/framepipe/tempo", vec![Float(128.0)]).unwrap(),
             Some(Command::Tempo(128.0))

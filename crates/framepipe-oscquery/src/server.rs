@@ -1,0 +1,723 @@
+//! The OSCQuery HTTP + WebSocket service: an [`axum::Router`] answering every path of the
+//! address space ([`OscQuery::router`]), fed by a [`Poller`] that reads the show ~30 times a
+//! second, and the standalone [`serve`] that runs both on their own thread (`fp-oscquery`).
+//!
+//! Bounds (bad input is dropped and counted in [`Counters`], never buffered without limit):
+//! at most [`MAX_CLIENTS`] WebSocket clients, [`MAX_WS_MESSAGE`] bytes per message (a larger
+//! one closes that connection), [`MAX_LISTENS`] listened paths per client; a client that does
+//! not take a message within [`SEND_TIMEOUT`] is dropped. Values are not queued per client:
+//! each client is sent the latest snapshot's changes when it can take them (a slow client
+//! skips snapshots, it never makes a backlog).
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::State;
+use axum::http::{header, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use framepipe_control::osc_in::{self, Ranges};
+use framepipe_control::CommandSender;
+use rosc::{OscMessage, OscPacket, OscType};
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use crate::model::{ShowModel, ShowSource, Values};
+use crate::tree::{self, Place};
+use crate::{Error, Result};
+
+/// WebSocket clients at once; more are answered 503.
+pub const MAX_CLIENTS: u64 = 64;
+/// The largest WebSocket message taken (JSON command or OSC packet).
+pub const MAX_WS_MESSAGE: usize = 64 * 1024;
+/// Paths one client may listen to.
+pub const MAX_LISTENS: usize = 4096;
+/// A client that does not take a message within this is dropped.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often the poller reads the show.
+pub const POLL_PERIOD: Duration = Duration::from_millis(33);
+
+/// What HOST_INFO says about the host.
+#[derive(Debug, Clone)]
+pub struct HostInfo {
+    /// NAME.
+    pub name: String,
+    /// Where OSC is received over UDP (OSC_IP when not unspecified, OSC_PORT).
+    pub osc: Option<SocketAddr>,
+}
+
+/// The service's counts (atomics, read by the status line and the run's summary).
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// HTTP requests answered.
+    pub http: AtomicU64,
+    /// ... of which for paths that do not exist (404) or bad attributes (400).
+    pub http_bad: AtomicU64,
+    /// WebSocket connections accepted.
+    pub ws_connections: AtomicU64,
+    /// WebSocket clients connected now.
+    pub ws_clients: AtomicU64,
+    /// Connections refused (too many clients).
+    pub ws_refused: AtomicU64,
+    /// Clients dropped because they did not take their messages.
+    pub ws_dropped: AtomicU64,
+    /// WebSocket messages refused: malformed JSON, unknown commands or paths, too large.
+    pub ws_bad: AtomicU64,
+    /// OSC messages received over WebSocket and posted.
+    pub ws_osc_ok: AtomicU64,
+    /// OSC messages received over WebSocket and refused (malformed, unknown address).
+    pub ws_osc_bad: AtomicU64,
+    /// OSC commands dropped because the command queue was full.
+    pub ws_osc_full: AtomicU64,
+    /// OSC value packets sent to listeners.
+    pub packets: AtomicU64,
+    /// PATH_CHANGED notices sent.
+    pub path_changed: AtomicU64,
+    /// Snapshots of the show published by the poller.
+    pub snapshots: AtomicU64,
+}
+
+fn add(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Counters {
+    /// `oscquery: N http (M bad), K ws clients (J now), P packets sent, B bad ws messages`
+    /// (and drops, if any).
+    pub fn summary(&self) -> String {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut s = format!(
+            "oscquery: {} http ({} bad), {} ws clients ({} now), {} packets sent, {} bad ws messages",
+            get(&self.http),
+            get(&self.http_bad),
+            get(&self.ws_connections),
+            get(&self.ws_clients),
+            get(&self.packets),
+            get(&self.ws_bad),
+        );
+        let osc = get(&self.ws_osc_ok) + get(&self.ws_osc_bad) + get(&self.ws_osc_full);
+        if osc > 0 {
+            s.push_str(&format!(
+                ", ws osc {} ok {} bad {} full",
+                get(&self.ws_osc_ok),
+                get(&self.ws_osc_bad),
+                get(&self.ws_osc_full)
+            ));
+        }
+        for (n, what) in [
+            (get(&self.ws_refused), "refused (too many clients)"),
+            (get(&self.ws_dropped), "dropped (too slow)"),
+        ] {
+            if n > 0 {
+                s.push_str(&format!(", {n} {what}"));
+            }
+        }
+        s
+    }
+}
+
+/// What the poller publishes: the graph, its values, and the `/norm` ranges of its numbers.
+#[derive(Debug, Default)]
+struct Snapshot {
+    model: Arc<ShowModel>,
+    values: Values,
+    ranges: Arc<Ranges>,
+}
+
+/// The `/norm` table of a model: every numeric property's range.
+fn ranges_of(model: &ShowModel) -> Ranges {
+    let mut r = Ranges::new();
+    for n in &model.nodes {
+        for p in &n.props {
+            let range = match p.kind {
+                framepipe_core::PropKind::Float { min, max } => osc_in::PropRange {
+                    min,
+                    max,
+                    int: false,
+                },
+                framepipe_core::PropKind::Int { min, max } => osc_in::PropRange {
+                    min: min as f64,
+                    max: max as f64,
+                    int: true,
+                },
+                _ => continue,
+            };
+            r.insert(&n.name, &p.name, range);
+        }
+    }
+    r
+}
+
+struct Inner {
+    info: HostInfo,
+    counters: Arc<Counters>,
+    snapshot: watch::Receiver<Arc<Snapshot>>,
+    commands: Option<CommandSender>,
+}
+
+/// The OSCQuery service: cheap to clone, shared by every request.
+#[derive(Clone)]
+pub struct OscQuery {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for OscQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OscQuery")
+            .field("info", &self.inner.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads the show and publishes what changed to the service; run it with [`Poller::run`]
+/// on the runtime that serves the router.
+#[derive(Debug)]
+pub struct Poller {
+    tx: watch::Sender<Arc<Snapshot>>,
+    counters: Arc<Counters>,
+}
+
+impl Poller {
+    /// Reads `source` every `period` and publishes a snapshot when the graph's version or a
+    /// value changed. Ends when the service is gone (every clone of [`OscQuery`] dropped).
+    pub async fn run(self, mut source: impl ShowSource, period: Duration) {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut model: Arc<ShowModel> = Arc::new(ShowModel {
+            version: u64::MAX,
+            nodes: Vec::new(),
+        });
+        let mut ranges = Arc::new(Ranges::new());
+        let mut values = Values::default();
+        loop {
+            tick.tick().await;
+            if self.tx.is_closed() {
+                return;
+            }
+            let now = source.model();
+            let new_graph = now.version != model.version || !Arc::ptr_eq(&now, &model);
+            if new_graph {
+                values = Values::default();
+                ranges = Arc::new(ranges_of(&now));
+                model = now;
+            }
+            let changed = source.read(&model, &mut values);
+            if changed || new_graph {
+                add(&self.counters.snapshots);
+                self.tx.send_replace(Arc::new(Snapshot {
+                    model: Arc::clone(&model),
+                    values: values.clone(),
+                    ranges: Arc::clone(&ranges),
+                }));
+            }
+        }
+    }
+}
+
+impl OscQuery {
+    /// A service describing `info`'s host; `commands` takes OSC packets sent over the
+    /// WebSocket (none: they are refused). Its state comes from the returned [`Poller`].
+    pub fn new(info: HostInfo, commands: Option<CommandSender>) -> (OscQuery, Poller) {
+        let counters = Arc::new(Counters::default());
+        let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
+        (
+            OscQuery {
+                inner: Arc::new(Inner {
+                    info,
+                    counters: Arc::clone(&counters),
+                    snapshot: rx,
+                    commands,
+                }),
+            },
+            Poller { tx, counters },
+        )
+    }
+
+    /// Its counts.
+    pub fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.inner.counters)
+    }
+
+    /// The router: every path answers (GET: JSON; a WebSocket upgrade on any path: the
+    /// LISTEN stream). Mount it where it should be served (`Router::merge`/`nest_service`).
+    pub fn router(&self) -> Router {
+        Router::new().fallback(http).with_state(self.clone())
+    }
+
+    fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.inner.snapshot.borrow())
+    }
+
+    fn host_info(&self) -> Value {
+        let mut v = json!({
+            "NAME": self.inner.info.name,
+            "OSC_TRANSPORT": "UDP",
+            "EXTENSIONS": {
+                "ACCESS": true,
+                "VALUE": true,
+                "RANGE": true,
+                "DESCRIPTION": true,
+                "TAGS": false,
+                "EXTENDED_TYPE": false,
+                "UNIT": false,
+                "CRITICAL": false,
+                "CLIPMODE": false,
+                "LISTEN": true,
+                "PATH_CHANGED": true,
+                "PATH_ADDED": false,
+                "PATH_REMOVED": false,
+                "PATH_RENAMED": false,
+            },
+        });
+        if let Some(osc) = self.inner.info.osc {
+            v["OSC_PORT"] = json!(osc.port());
+            if !osc.ip().is_unspecified() {
+                v["OSC_IP"] = json!(osc.ip().to_string());
+            }
+        }
+        v
+    }
+}
+
+/// `%XX` escapes decoded (a node named `stamp#2` is asked for as `/framepipe/stamp%232`);
+/// `None` for an escape that is not valid UTF-8.
+fn percent_decode(path: &str) -> Option<String> {
+    let b = path.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok();
+            if let Some(v) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+fn json_response(v: &Value) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::to_string(v).unwrap_or_else(|_| "{}".into()),
+    )
+        .into_response()
+}
+
+fn bad(q: &OscQuery, status: StatusCode, why: String) -> Response {
+    add(&q.inner.counters.http_bad);
+    (status, why).into_response()
+}
+
+async fn http(
+    State(q): State<OscQuery>,
+    method: Method,
+    uri: Uri,
+    ws: std::result::Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Response {
+    if let Ok(ws) = ws {
+        return upgrade(q, ws);
+    }
+    add(&q.inner.counters.http);
+    if method != Method::GET && method != Method::HEAD {
+        return bad(&q, StatusCode::METHOD_NOT_ALLOWED, "GET only\n".into());
+    }
+    // "?VALUE", "?HOST_INFO" (anything after a '&' or '=' is ignored).
+    let attr = uri
+        .query()
+        .map(|s| s.split(['&', '=']).next().unwrap_or(""))
+        .unwrap_or("");
+    if attr == "HOST_INFO" {
+        return json_response(&q.host_info());
+    }
+    let Some(path) = percent_decode(uri.path()) else {
+        return bad(&q, StatusCode::BAD_REQUEST, "bad path encoding\n".into());
+    };
+    let snap = q.snapshot();
+    let Some(place) = tree::resolve(&snap.model, &path) else {
+        return bad(&q, StatusCode::NOT_FOUND, format!("no OSC node at '{path}'\n"));
+    };
+    if attr.is_empty() {
+        return json_response(&Value::Object(tree::describe(
+            &snap.model,
+            &snap.values,
+            place,
+        )));
+    }
+    if attr == "VALUE" && !tree::readable(&snap.values, place) {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    match tree::attribute(&snap.model, &snap.values, place, attr) {
+        Ok(Some(v)) => json_response(&json!({ attr: v })),
+        Ok(None) => json_response(&json!({})),
+        Err(()) => bad(
+            &q,
+            StatusCode::BAD_REQUEST,
+            format!(
+                "unknown attribute '{attr}'; expected one of: FULL_PATH, CONTENTS, TYPE, \
+                 VALUE, RANGE, ACCESS, DESCRIPTION, HOST_INFO\n"
+            ),
+        ),
+    }
+}
+
+fn upgrade(q: OscQuery, ws: WebSocketUpgrade) -> Response {
+    let c = &q.inner.counters;
+    // Counted here, so that a burst of upgrades cannot pass the limit before any runs.
+    if c.ws_clients.fetch_add(1, Ordering::Relaxed) >= MAX_CLIENTS {
+        c.ws_clients.fetch_sub(1, Ordering::Relaxed);
+        add(&c.ws_refused);
+        return (StatusCode::SERVICE_UNAVAILABLE, "too many clients\n").into_response();
+    }
+    add(&c.ws_connections);
+    ws.max_message_size(MAX_WS_MESSAGE)
+        .max_frame_size(MAX_WS_MESSAGE)
+        .on_failed_upgrade({
+            let q = q.clone();
+            move |_| {
+                q.inner.counters.ws_clients.fetch_sub(1, Ordering::Relaxed);
+            }
+        })
+        .on_upgrade(move |socket| async move {
+            client(&q, socket).await;
+            q.inner.counters.ws_clients.fetch_sub(1, Ordering::Relaxed);
+        })
+}
+
+/// One listened path: what was sent last (not sent again while unchanged).
+struct Listen {
+    last: Option<Vec<OscType>>,
+}
+
+/// Sends `msg` within [`SEND_TIMEOUT`]; false when the client is gone or too slow.
+async fn send(socket: &mut WebSocket, msg: Message, counters: &Counters) -> bool {
+    match tokio::time::timeout(SEND_TIMEOUT, socket.send(msg)).await {
+        Ok(Ok(())) => true,
+        Ok(Err(_)) => false,
+        Err(_) => {
+            add(&counters.ws_dropped);
+            false
+        }
+    }
+}
+
+fn osc_packet(addr: &str, args: Vec<OscType>) -> Option<Message> {
+    let packet = OscPacket::Message(OscMessage {
+        addr: addr.to_string(),
+        args,
+    });
+    rosc::encoder::encode(&packet)
+        .ok()
+        .map(|b| Message::Binary(Bytes::from(b)))
+}
+
+/// Sends every listened path whose value differs from what it was last sent.
+async fn send_changes(
+    socket: &mut WebSocket,
+    snap: &Snapshot,
+    listens: &mut HashMap<String, Listen>,
+    counters: &Counters,
+) -> bool {
+    for (path, l) in listens.iter_mut() {
+        let Some(place) = tree::resolve(&snap.model, path) else {
+            continue;
+        };
+        let args = tree::current_args(&snap.model, &snap.values, place);
+        if args.is_none() || args == l.last {
+            continue;
+        }
+        l.last.clone_from(&args);
+        if let Some(m) = args.and_then(|a| osc_packet(path, a)) {
+            if !send(socket, m, counters).await {
+                return false;
+            }
+            add(&counters.packets);
+        }
+    }
+    true
+}
+
+async fn client(q: &OscQuery, mut socket: WebSocket) {
+    let counters = &*q.inner.counters;
+    let mut rx = q.inner.snapshot.clone();
+    let mut snap = Arc::clone(&rx.borrow_and_update());
+    let mut listens: HashMap<String, Listen> = HashMap::new();
+    loop {
+        tokio::select! {
+            msg = socket.recv() => {
+                let msg = match msg {
+                    None => return,
+                    Some(Ok(m)) => m,
+                    // Too large, or not WebSocket: counted; the connection cannot go on.
+                    Some(Err(_)) => {
+                        add(&counters.ws_bad);
+                        return;
+                    }
+                };
+                match msg {
+                    Message::Text(text) => {
+                        let Some((cmd, path)) = parse_command(text.as_str()) else {
+                            add(&counters.ws_bad);
+                            continue;
+                        };
+                        match cmd {
+                            WsCommand::Listen => {
+                                let place = tree::resolve(&snap.model, &path)
+                                    .filter(|p| !matches!(p, Place::Root | Place::Prefix | Place::Node(_)));
+                                if place.is_none() || listens.len() >= MAX_LISTENS {
+                                    add(&counters.ws_bad);
+                                    continue;
+                                }
+                                listens.entry(path).or_insert(Listen { last: None });
+                                // The current value at once.
+                                if !send_changes(&mut socket, &snap, &mut listens, counters).await {
+                                    return;
+                                }
+                            }
+                            WsCommand::Ignore => {
+                                listens.remove(&path);
+                            }
+                        }
+                    }
+                    Message::Binary(bytes) => post_osc(q, &snap, &bytes),
+                    Message::Close(_) => return,
+                    Message::Ping(_) | Message::Pong(_) => {}
+                }
+            }
+            changed = rx.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let next = Arc::clone(&rx.borrow_and_update());
+                if next.model.version != snap.model.version {
+                    let notice = json!({ "COMMAND": "PATH_CHANGED", "DATA": "/" }).to_string();
+                    if !send(&mut socket, Message::Text(notice.into()), counters).await {
+                        return;
+                    }
+                    add(&counters.path_changed);
+                }
+                snap = next;
+                if !send_changes(&mut socket, &snap, &mut listens, counters).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+enum WsCommand {
+    Listen,
+    Ignore,
+}
+
+/// `{"COMMAND": "LISTEN"|"IGNORE", "DATA": "/path"}`.
+fn parse_command(text: &str) -> Option<(WsCommand, String)> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    let cmd = match v.get("COMMAND")?.as_str()? {
+        "LISTEN" => WsCommand::Listen,
+        "IGNORE" => WsCommand::Ignore,
+        _ => return None,
+    };
+    Some((cmd, v.get("DATA")?.as_str()?.to_string()))
+}
+
+/// An OSC packet received over the WebSocket: posted like one received over UDP.
+fn post_osc(q: &OscQuery, snap: &Snapshot, bytes: &[u8]) {
+    let counters = &*q.inner.counters;
+    let Some(tx) = &q.inner.commands else {
+        add(&counters.ws_osc_bad);
+        return;
+    };
+    let packet = match osc_in::decode(bytes) {
+        Ok(p) => p,
+        Err(_) => {
+            add(&counters.ws_osc_bad);
+            return;
+        }
+    };
+    let cmds = osc_in::packet_commands(&packet, &snap.ranges);
+    for _ in &cmds.refused {
+        add(&counters.ws_osc_bad);
+    }
+    counters
+        .ws_osc_ok
+        .fetch_add(cmds.ignored as u64, Ordering::Relaxed);
+    for cmd in cmds.commands {
+        match tx.post(cmd) {
+            Ok(_) => add(&counters.ws_osc_ok),
+            Err(_) => add(&counters.ws_osc_full),
+        }
+    }
+}
+
+/// How [`serve`] runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Where to listen (port 0: one the OS chooses).
+    pub addr: SocketAddr,
+    /// HOST_INFO.
+    pub info: HostInfo,
+    /// Advertise `_oscjson._tcp` (and `_osc._udp` when `info.osc` is set) over mDNS.
+    pub mdns: bool,
+}
+
+/// A running standalone server (thread `fp-oscquery`).
+pub struct Server {
+    local: SocketAddr,
+    counters: Arc<Counters>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    mdns: Option<crate::mdns::Advert>,
+    /// What became of the mDNS advert: a line to print.
+    pub mdns_note: Option<String>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Where it listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Its counts.
+    pub fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.counters)
+    }
+
+    /// Withdraws the mDNS advert, closes every connection and waits for the thread.
+    pub fn finish(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(m) = self.mdns.take() {
+            m.withdraw();
+        }
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Binds `options.addr` and serves OSCQuery from `source` on a thread of its own until
+/// [`Server::finish`]. OSC packets over the WebSocket are posted to `commands`.
+pub fn serve(
+    options: ServeOptions,
+    source: impl ShowSource,
+    commands: Option<CommandSender>,
+) -> Result<Server> {
+    let listener = TcpListener::bind(options.addr).map_err(|e| Error::Bind {
+        addr: options.addr,
+        source: e,
+    })?;
+    let local = listener.local_addr().unwrap_or(options.addr);
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::Io("setting the listener non-blocking", e))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Io("starting the runtime", e))?;
+    let (service, poller) = OscQuery::new(options.info.clone(), commands);
+    let counters = service.counters();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("fp-oscquery".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                let router = service.router();
+                drop(service);
+                tokio::select! {
+                    _ = axum::serve(listener, router) => {}
+                    _ = poller.run(source, POLL_PERIOD) => {}
+                    _ = stop_rx => {}
+                }
+            });
+            // Dropping the runtime ends every connection's task.
+            drop(rt);
+        })
+        .map_err(|e| Error::Io("starting the fp-oscquery thread", e))?;
+    let (mdns, mdns_note) = if options.mdns {
+        match crate::mdns::Advert::start(&options.info, local) {
+            Ok((a, note)) => (Some(a), Some(note)),
+            Err(e) => (None, Some(format!("mDNS not advertised: {e}"))),
+        }
+    } else {
+        (None, None)
+    };
+    Ok(Server {
+        local,
+        counters,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+        mdns,
+        mdns_note,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_decode() {
+        assert_eq!(
+            percent_decode("/framepipe/stamp%232/x").as_deref(),
+            Some("/framepipe/stamp#2/x")
+        );
+        assert_eq!(percent_decode("/a%2").as_deref(), Some("/a%2"));
+        assert_eq!(percent_decode("/a%zz%").as_deref(), Some("/a%zz%"));
+        assert_eq!(percent_decode("/%ff"), None);
+    }
+
+    #[test]
+    fn ws_commands_parse() {
+        assert!(matches!(
+            parse_command(r#"{"COMMAND":"LISTEN","DATA":"/framepipe/a/b"}"#),
+            Some((WsCommand::Listen, p)) if p == "/framepipe/a/b"
+        ));
+        assert!(matches!(
+            parse_command(r#"{"COMMAND":"IGNORE","DATA":"/x"}"#),
+            Some((WsCommand::Ignore, _))
+        ));
+        for bad in [
+            "",
+            "{",
+            r#"{"COMMAND":"LISTEN"}"#,
+            r#"{"COMMAND":"SHOUT","DATA":"/x"}"#,
+            r#"{"COMMAND":"LISTEN","DATA":3}"#,
+            "[]",
+        ] {
+            assert!(parse_command(bad).is_none(), "{bad}");
+        }
+    }
+}
