@@ -42,7 +42,7 @@ pub mod queue;
 pub mod transport;
 
 pub use beat::{monotonic_ns, TapResult, TapTempo};
-pub use command::{Command, Target};
+pub use command::{Command, Target, MAX_BATCH};
 pub use osc::{OscClock, OscSpec, OscTime, Oscillator, ParamSpec, ParamValue, Shape};
 pub use queue::{
     command_queue, CommandReader, CommandSender, Full, Outcome, Posted, Replies, Reply, Stopper,

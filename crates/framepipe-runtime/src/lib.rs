@@ -38,6 +38,7 @@ mod pools;
 mod slices;
 mod state;
 mod stats;
+mod view;
 mod worker;
 
 pub use events::{Event, EventFn};
@@ -48,3 +49,4 @@ pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
 pub use plan::Layout;
 pub use pools::IN_FLIGHT_BYTES;
 pub use stats::{Counters, RunStats, StageCounters, StageStats};
+pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
