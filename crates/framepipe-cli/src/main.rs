@@ -135,6 +135,14 @@ struct RunArgs {
     /// `ADDR:PORT` where asked (0.0.0.0:PORT: every network). Addresses in docs/CONTROL.md.
     #[arg(long, value_name = "[ADDR:]PORT")]
     osc: Option<String>,
+    /// With --osc: serve OSCQuery (the OSC address space as JSON over HTTP, listened values
+    /// over a WebSocket) on this TCP address: `PORT` on 127.0.0.1, or `ADDR:PORT`. Default: the
+    /// --osc address with a port the OS chooses (printed at start). docs/OSC.md.
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    oscquery: Option<String>,
+    /// Do not advertise OSCQuery and OSC over mDNS (`_oscjson._tcp`, `_osc._udp`).
+    #[arg(long)]
+    no_mdns: bool,
     /// No status line.
     #[arg(long, short)]
     quiet: bool,
@@ -297,7 +305,17 @@ fn run(args: RunArgs) -> Result<Exit> {
         (Some("none"), _) => false,
         (Some(other), _) => bail!("bad --control '{other}': expected stdin or none"),
     };
-    let osc_addr = args.osc.as_deref().map(osc::parse_addr).transpose()?;
+    let osc_addr = args
+        .osc
+        .as_deref()
+        .map(|t| osc::parse_addr("--osc", t))
+        .transpose()?;
+    let oscquery_addr = match (&args.oscquery, osc_addr) {
+        (Some(_), None) => bail!("--oscquery describes the OSC input: it needs --osc"),
+        (Some(t), Some(_)) => Some(osc::parse_addr("--oscquery", t)?),
+        (None, Some(osc)) => Some(std::net::SocketAddr::new(osc.ip(), 0)),
+        (None, None) => None,
+    };
     if args.start_paused && !commands_from_stdin && osc_addr.is_none() {
         bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc)");
     }
@@ -372,6 +390,34 @@ fn run(args: RunArgs) -> Result<Exit> {
         }
         _ => None,
     };
+    let oscquery = match (oscquery_addr, &osc_input) {
+        (Some(addr), Some(input)) => {
+            let options = framepipe_oscquery::ServeOptions {
+                addr,
+                info: framepipe_oscquery::HostInfo {
+                    name: format!("framepipe-{}", std::process::id()),
+                    osc: Some(input.local),
+                },
+                mdns: !args.no_mdns,
+            };
+            let show = framepipe_oscquery::LiveShow::new(prepared.view(), prepared.counters());
+            let server = framepipe_oscquery::serve(options, show, Some(tx.clone()))
+                .context("--oscquery")?;
+            let local = server.local_addr();
+            if !local.ip().is_loopback() {
+                say!(
+                    "framepipe: warning: OSCQuery on http://{local}: anyone who can reach this address can control the run"
+                );
+            } else if !args.quiet {
+                say!("framepipe: OSCQuery on http://{local}");
+            }
+            if let (Some(note), false) = (&server.mdns_note, args.quiet) {
+                say!("framepipe: {note}");
+            }
+            Some(server)
+        }
+        _ => None,
+    };
     let replies = surfaces
         .then(|| commands::spawn_reply_printer(tx.replies(), own, args.quiet))
         .flatten();
@@ -399,6 +445,13 @@ fn run(args: RunArgs) -> Result<Exit> {
     });
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
+    if let Some(server) = oscquery {
+        let counters = server.counters();
+        server.finish();
+        if !args.quiet {
+            say!("framepipe: {}", counters.summary());
+        }
+    }
     if let Some(input) = osc_input {
         input.finish();
         if !args.quiet {

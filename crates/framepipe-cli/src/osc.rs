@@ -70,8 +70,9 @@ impl OscInput {
     }
 }
 
-/// `PORT` → 127.0.0.1:PORT; `ADDR:PORT` as given (`[::1]:7000` for IPv6).
-pub fn parse_addr(text: &str) -> Result<SocketAddr> {
+/// `PORT` → 127.0.0.1:PORT; `ADDR:PORT` as given (`[::1]:7000` for IPv6). `flag` names the
+/// option in the error.
+pub fn parse_addr(flag: &str, text: &str) -> Result<SocketAddr> {
     if let Ok(port) = text.parse::<u16>() {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
     }
@@ -83,7 +84,7 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr> {
     match text.parse::<SocketAddr>() {
         Ok(a) => Ok(a),
         Err(_) => bail!(
-            "bad --osc '{text}': expected PORT (on 127.0.0.1) or ADDR:PORT, e.g. 7000 or 0.0.0.0:7000"
+            "bad {flag} '{text}': expected PORT (on 127.0.0.1) or ADDR:PORT, e.g. 7000 or 0.0.0.0:7000"
         ),
     }
 }
@@ -213,29 +214,30 @@ fn listen(
                 continue;
             }
         };
-        // A bundle's messages are posted back to back, in order.
-        for msg in osc_in::messages(&packet) {
-            match osc_in::command(msg, ranges) {
-                Ok(None) => {
-                    counters.ok.fetch_add(1, Ordering::Relaxed);
+        // A bundle's commands are posted as one batch: applied at one frame, or all refused.
+        let cmds = osc_in::packet_commands(&packet, ranges);
+        for e in &cmds.refused {
+            warn.bad(counters, from, e);
+        }
+        counters
+            .ok
+            .fetch_add(cmds.ignored as u64, Ordering::Relaxed);
+        for (cmd, n) in cmds.commands {
+            match tx.post(cmd) {
+                Ok(_) => {
+                    counters.ok.fetch_add(n as u64, Ordering::Relaxed);
+                    full_said = false;
                 }
-                Ok(Some(cmd)) => match tx.post(cmd) {
-                    Ok(_) => {
-                        counters.ok.fetch_add(1, Ordering::Relaxed);
-                        full_said = false;
+                Err(full) => {
+                    counters.full.fetch_add(n as u64, Ordering::Relaxed);
+                    if !full_said {
+                        crate::say!(
+                            "\rframepipe: osc: command queue full; dropped: {} (and any more until it drains)",
+                            full.0
+                        );
+                        full_said = true;
                     }
-                    Err(full) => {
-                        counters.full.fetch_add(1, Ordering::Relaxed);
-                        if !full_said {
-                            crate::say!(
-                                "\rframepipe: osc: command queue full; dropped: {} (and any more until it drains)",
-                                full.0
-                            );
-                            full_said = true;
-                        }
-                    }
-                },
-                Err(e) => warn.bad(counters, from, &e),
+                }
             }
         }
     }
@@ -247,18 +249,18 @@ mod tests {
 
     #[test]
     fn addresses_default_to_loopback() {
-        assert_eq!(parse_addr("7000").unwrap().to_string(), "127.0.0.1:7000");
+        assert_eq!(parse_addr("--osc", "7000").unwrap().to_string(), "127.0.0.1:7000");
         assert_eq!(
-            parse_addr("localhost:7001").unwrap().to_string(),
+            parse_addr("--osc", "localhost:7001").unwrap().to_string(),
             "127.0.0.1:7001"
         );
         assert_eq!(
-            parse_addr("0.0.0.0:7002").unwrap().to_string(),
+            parse_addr("--osc", "0.0.0.0:7002").unwrap().to_string(),
             "0.0.0.0:7002"
         );
-        assert_eq!(parse_addr("[::1]:7003").unwrap().to_string(), "[::1]:7003");
+        assert_eq!(parse_addr("--osc", "[::1]:7003").unwrap().to_string(), "[::1]:7003");
         for bad in ["", "70000", "host:7000", "1.2.3.4", ":7000"] {
-            let e = parse_addr(bad).unwrap_err().to_string();
+            let e = parse_addr("--osc", bad).unwrap_err().to_string();
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
         }
     }

@@ -162,23 +162,49 @@ pub fn messages(packet: &OscPacket) -> Vec<&OscMessage> {
 /// The commands of one packet, ready to post.
 #[derive(Debug, Default)]
 pub struct PacketCommands {
-    /// The commands, in the packet's order (a bundle's flattened).
-    pub commands: Vec<Command>,
+    /// What to post, in order, each with the number of messages it carries: a lone message's
+    /// command; a bundle's commands as one [`Command::Batch`] (applied at one frame, or all
+    /// refused), followed by a `stop` if the bundle had one (a batch cannot hold it).
+    pub commands: Vec<(Command, usize)>,
     /// Messages that asked for nothing (a button's release).
     pub ignored: usize,
-    /// Messages refused, with why (the others still apply).
+    /// Messages refused, with why (a bundle's other messages still apply together).
     pub refused: Vec<Error>,
 }
 
-/// Every message of `packet` as a command ([`command`] each).
+/// Every message of `packet` as a command ([`command`] each); a bundle's as one
+/// [`Command::Batch`] (nested bundles flattened into it; time tags ignored: it applies at the
+/// first frame after it arrives). A bundle of more than [`MAX_BATCH`](crate::command::MAX_BATCH)
+/// commands is refused whole.
 pub fn packet_commands(packet: &OscPacket, ranges: &Ranges) -> PacketCommands {
     let mut out = PacketCommands::default();
+    let mut cmds = Vec::new();
+    let mut stop = false;
     for msg in messages(packet) {
         match command(msg, ranges) {
-            Ok(Some(c)) => out.commands.push(c),
+            Ok(Some(Command::Stop)) => stop = true,
+            Ok(Some(c)) => cmds.push(c),
             Ok(None) => out.ignored += 1,
             Err(e) => out.refused.push(e),
         }
+    }
+    let bundle = matches!(packet, OscPacket::Bundle(_));
+    match cmds.len() {
+        0 => {}
+        1 => out.commands.push((cmds.pop().expect("one"), 1)),
+        n if bundle => match Command::batch(cmds) {
+            Ok(b) => out.commands.push((b, n)),
+            Err(e) => {
+                let e = Error::OscPacket {
+                    reason: format!("a bundle of {n} commands, refused whole: {e}"),
+                };
+                out.refused.extend(std::iter::repeat_n(e, n));
+            }
+        },
+        _ => unreachable!("a message is one command"),
+    }
+    if stop {
+        out.commands.push((Command::Stop, 1));
     }
     out
 }
@@ -635,6 +661,55 @@ mod tests {
         let back = decode(&bytes).unwrap();
         let addrs: Vec<&str> = messages(&back).iter().map(|m| m.addr.as_str()).collect();
         assert_eq!(addrs, ["/a", "/b", "/c", "/d"]);
+    }
+
+    #[test]
+    fn a_bundle_is_one_batch_and_a_stop_follows_it() {
+        use OscType::*;
+        let bundle = |content: Vec<OscPacket>| {
+            OscPacket::Bundle(OscBundle {
+                timetag: OscTime::from((0, 1)),
+                content,
+            })
+        };
+        let m = |a: &str, args| OscPacket::Message(msg(a, args));
+        let p = bundle(vec![
+            m("/framepipe/glow/blur", vec![Float(0.25)]),
+            bundle(vec![m("/framepipe/stamp/scale", vec![Int(3)])]),
+            m("/framepipe/stop", vec![]),
+            m("/framepipe/tap", vec![Int(0)]),
+            m("/framepipe/nope", vec![]),
+        ]);
+        let out = packet_commands(&p, &ranges());
+        assert_eq!(out.ignored, 1);
+        assert_eq!(out.refused.len(), 1, "{:?}", out.refused);
+        assert_eq!(
+            out.commands,
+            vec![
+                (
+                    Command::Batch(vec![
+                        set("glow", "blur", "0.25").unwrap(),
+                        set("stamp", "scale", "3").unwrap()
+                    ]),
+                    2
+                ),
+                (Command::Stop, 1)
+            ]
+        );
+        // One message: itself, in a bundle or not.
+        let one = packet_commands(
+            &bundle(vec![m("/framepipe/pause", vec![])]),
+            &ranges(),
+        );
+        assert_eq!(one.commands, vec![(Command::Pause, 1)]);
+        // Too many for one batch: refused whole.
+        let many: Vec<OscPacket> = (0..crate::command::MAX_BATCH + 1)
+            .map(|i| m("/framepipe/glow/blur", vec![Float(i as f32 / 100.0)]))
+            .collect();
+        let out = packet_commands(&bundle(many), &ranges());
+        assert!(out.commands.is_empty());
+        assert_eq!(out.refused.len(), crate::command::MAX_BATCH + 1);
+        assert!(out.refused[0].to_string().contains("refused whole"));
     }
 
     /// Nesting beyond MAX_NESTING is refused before rosc's recursive decoder sees it (a

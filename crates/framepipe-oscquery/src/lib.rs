@@ -9,6 +9,7 @@
 //! * [`tree`]: paths, types, ranges, values and access as OSCQuery attributes.
 //! * [`server`]: the [`axum::Router`] ([`OscQuery::router`], to mount beside other pages), its
 //!   [`Poller`], and the standalone [`serve`] (thread `fp-oscquery`).
+//! * [`live`]: the running show ([`framepipe_runtime::ShowView`]) as a [`ShowSource`].
 //! * [`mdns`]: the advert.
 //!
 //! # Real-time contract
@@ -18,11 +19,13 @@
 //! WebSocket; a full queue drops and counts them). Every client is bounded: see [`server`].
 #![forbid(unsafe_code)]
 
+pub mod live;
 pub mod mdns;
 pub mod model;
 pub mod server;
 pub mod tree;
 
+pub use live::LiveShow;
 pub use model::{FixedShow, NodeModel, ShowModel, ShowSource, Values};
 pub use server::{serve, Counters, HostInfo, OscQuery, Poller, ServeOptions, Server};
 

@@ -552,11 +552,12 @@ fn post_osc(q: &OscQuery, snap: &Snapshot, bytes: &[u8]) {
     counters
         .ws_osc_ok
         .fetch_add(cmds.ignored as u64, Ordering::Relaxed);
-    for cmd in cmds.commands {
+    for (cmd, n) in cmds.commands {
+        let n = n as u64;
         match tx.post(cmd) {
-            Ok(_) => add(&counters.ws_osc_ok),
-            Err(_) => add(&counters.ws_osc_full),
-        }
+            Ok(_) => counters.ws_osc_ok.fetch_add(n, Ordering::Relaxed),
+            Err(_) => counters.ws_osc_full.fetch_add(n, Ordering::Relaxed),
+        };
     }
 }
 
