@@ -55,7 +55,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a pipeline: a gst-launch-like string or a TOML project file.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show what would run: every node with its element, kind, negotiated size and inputs
     /// (nothing is started, no sink is created).
     Graph(GraphArgs),
@@ -157,7 +157,7 @@ fn main() {
     // A broken pipe while *running* is a real error (e.g. a rawsink reader went away).
     let cli_was_run = matches!(cli.command, Command::Run(_));
     let result = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Graph(args) => graph(args).map(|()| Exit::Done),
         Command::Plugins { verbose } => plugins(verbose).map(|()| Exit::Done),
         Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
@@ -401,8 +401,8 @@ fn run(args: RunArgs) -> Result<Exit> {
                 mdns: !args.no_mdns,
             };
             let show = framepipe_oscquery::LiveShow::new(prepared.view(), prepared.counters());
-            let server = framepipe_oscquery::serve(options, show, Some(tx.clone()))
-                .context("--oscquery")?;
+            let server =
+                framepipe_oscquery::serve(options, show, Some(tx.clone())).context("--oscquery")?;
             let local = server.local_addr();
             if !local.ip().is_loopback() {
                 say!(

@@ -249,7 +249,10 @@ mod tests {
 
     #[test]
     fn addresses_default_to_loopback() {
-        assert_eq!(parse_addr("--osc", "7000").unwrap().to_string(), "127.0.0.1:7000");
+        assert_eq!(
+            parse_addr("--osc", "7000").unwrap().to_string(),
+            "127.0.0.1:7000"
+        );
         assert_eq!(
             parse_addr("--osc", "localhost:7001").unwrap().to_string(),
             "127.0.0.1:7001"
@@ -258,7 +261,10 @@ mod tests {
             parse_addr("--osc", "0.0.0.0:7002").unwrap().to_string(),
             "0.0.0.0:7002"
         );
-        assert_eq!(parse_addr("--osc", "[::1]:7003").unwrap().to_string(), "[::1]:7003");
+        assert_eq!(
+            parse_addr("--osc", "[::1]:7003").unwrap().to_string(),
+            "[::1]:7003"
+        );
         for bad in ["", "70000", "host:7000", "1.2.3.4", ":7000"] {
             let e = parse_addr("--osc", bad).unwrap_err().to_string();
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");

@@ -552,7 +552,10 @@ mod tests {
         );
         assert_eq!(cmd("/framepipe/tap", vec![Int(0)]).unwrap(), None);
         // OSCQuery's impulse type (N), and Infinitum.
-        assert_eq!(cmd("/framepipe/pause", vec![Nil]).unwrap(), Some(Command::Pause));
+        assert_eq!(
+            cmd("/framepipe/pause", vec![Nil]).unwrap(),
+            Some(Command::Pause)
+        );
         assert_eq!(
             cmd("/framepipe/tap", vec![Inf]).unwrap(),
             Some(Command::Tap { at_ns: None })
@@ -697,10 +700,7 @@ mod tests {
             ]
         );
         // One message: itself, in a bundle or not.
-        let one = packet_commands(
-            &bundle(vec![m("/framepipe/pause", vec![])]),
-            &ranges(),
-        );
+        let one = packet_commands(&bundle(vec![m("/framepipe/pause", vec![])]), &ranges());
         assert_eq!(one.commands, vec![(Command::Pause, 1)]);
         // Too many for one batch: refused whole.
         let many: Vec<OscPacket> = (0..crate::command::MAX_BATCH + 1)

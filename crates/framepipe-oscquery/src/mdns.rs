@@ -23,7 +23,9 @@ pub struct Advert {
 
 impl std::fmt::Debug for Advert {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Advert").field("names", &self.names).finish()
+        f.debug_struct("Advert")
+            .field("names", &self.names)
+            .finish()
     }
 }
 
@@ -45,10 +47,24 @@ fn host_name() -> String {
 fn info(ty: &str, name: &str, ip: IpAddr, port: u16) -> mdns_sd::Result<ServiceInfo> {
     let host = format!("{}.local.", host_name());
     if ip.is_unspecified() {
-        ServiceInfo::new(ty, name, &host, "", port, None::<std::collections::HashMap<String, String>>)
-            .map(ServiceInfo::enable_addr_auto)
+        ServiceInfo::new(
+            ty,
+            name,
+            &host,
+            "",
+            port,
+            None::<std::collections::HashMap<String, String>>,
+        )
+        .map(ServiceInfo::enable_addr_auto)
     } else {
-        ServiceInfo::new(ty, name, &host, ip, port, None::<std::collections::HashMap<String, String>>)
+        ServiceInfo::new(
+            ty,
+            name,
+            &host,
+            ip,
+            port,
+            None::<std::collections::HashMap<String, String>>,
+        )
     }
 }
 

@@ -323,7 +323,10 @@ async fn http(
     State(q): State<OscQuery>,
     method: Method,
     uri: Uri,
-    ws: std::result::Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+    ws: std::result::Result<
+        WebSocketUpgrade,
+        axum::extract::ws::rejection::WebSocketUpgradeRejection,
+    >,
 ) -> Response {
     if let Ok(ws) = ws {
         return upgrade(q, ws);
@@ -345,7 +348,11 @@ async fn http(
     };
     let snap = q.snapshot();
     let Some(place) = tree::resolve(&snap.model, &path) else {
-        return bad(&q, StatusCode::NOT_FOUND, format!("no OSC node at '{path}'\n"));
+        return bad(
+            &q,
+            StatusCode::NOT_FOUND,
+            format!("no OSC node at '{path}'\n"),
+        );
     };
     if attr.is_empty() {
         return json_response(&Value::Object(tree::describe(
@@ -360,7 +367,7 @@ async fn http(
     match tree::attribute(&snap.model, &snap.values, place, attr) {
         Ok(Some(v)) => json_response(&json!({ attr: v })),
         Ok(None) => json_response(&json!({})),
-        Err(()) => bad(
+        Err(tree::UnknownAttribute) => bad(
             &q,
             StatusCode::BAD_REQUEST,
             format!(
@@ -459,8 +466,11 @@ async fn client(q: &OscQuery, mut socket: WebSocket) {
                     None => return,
                     Some(Ok(m)) => m,
                     // Too large, or not WebSocket: counted; the connection cannot go on.
-                    Some(Err(_)) => {
-                        add(&counters.ws_bad);
+                    // A client gone without a close is not bad input.
+                    Some(Err(e)) => {
+                        if is_bad_input(e) {
+                            add(&counters.ws_bad);
+                        }
                         return;
                     }
                 };
@@ -512,6 +522,21 @@ async fn client(q: &OscQuery, mut socket: WebSocket) {
                 }
             }
         }
+    }
+}
+
+/// Whether a WebSocket receive error is the client's bad input (a message over the limit, a
+/// protocol violation) rather than a connection that went away.
+fn is_bad_input(e: axum::Error) -> bool {
+    use tungstenite::error::{Error as WsError, ProtocolError};
+    match e.into_inner().downcast::<WsError>() {
+        Ok(e) => match *e {
+            WsError::Capacity(_) | WsError::Utf8(_) => true,
+            WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => false,
+            WsError::Protocol(_) => true,
+            _ => false,
+        },
+        Err(_) => false,
     }
 }
 

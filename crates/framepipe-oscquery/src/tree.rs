@@ -69,7 +69,9 @@ impl Transport {
             Transport::Stop => "stop the run (sinks are finished cleanly)",
             Transport::Tap => "tap the tempo (beat clock)",
             Transport::Step => "while paused: output N more frames",
-            Transport::Speed => "master speed of the oscillators (1 = normal, negative = backwards)",
+            Transport::Speed => {
+                "master speed of the oscillators (1 = normal, negative = backwards)"
+            }
             Transport::Tempo => "beat clock tempo, BPM",
         }
     }
@@ -205,9 +207,7 @@ pub fn current_args(model: &ShowModel, values: &Values, place: Place) -> Option<
             .get(n)
             .map(|b| vec![OscType::Bool(*b)])
             .filter(|_| model.nodes[n].bypassable),
-        Place::Transport(Transport::Speed) => {
-            values.speed.map(|s| vec![OscType::Float(s as f32)])
-        }
+        Place::Transport(Transport::Speed) => values.speed.map(|s| vec![OscType::Float(s as f32)]),
         Place::Transport(Transport::Tempo) => {
             values.tempo_bpm.map(|s| vec![OscType::Float(s as f32)])
         }
@@ -324,14 +324,18 @@ fn children(model: &ShowModel, place: Place) -> Vec<(String, Place)> {
     }
 }
 
+/// An attribute this server does not know (`?BOGUS`: HTTP 400).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownAttribute;
+
 /// One attribute of `place`: `Ok(None)` when it does not apply (a container's TYPE),
-/// `Err(())` for an attribute this server does not know.
+/// [`UnknownAttribute`] for an attribute this server does not know.
 pub fn attribute(
     model: &ShowModel,
     values: &Values,
     place: Place,
     attr: &str,
-) -> Result<Option<Value>, ()> {
+) -> Result<Option<Value>, UnknownAttribute> {
     Ok(match attr {
         "FULL_PATH" => Some(json!(full_path(model, place))),
         "CONTENTS" => {
@@ -343,7 +347,7 @@ pub fn attribute(
         "RANGE" => range_of(model, place),
         "ACCESS" => Some(json!(access(values, place))),
         "DESCRIPTION" => Some(json!(description_of(model, place))),
-        _ => return Err(()),
+        _ => return Err(UnknownAttribute),
     })
 }
 
@@ -538,10 +542,7 @@ mod tests {
         assert_eq!(fp["speed"]["VALUE"], json!([1.0]));
         assert_eq!(fp["speed"]["CONTENTS"]["on"]["TYPE"], "T");
         // Single attributes.
-        assert_eq!(
-            attribute(&m, &values, Place::Prefix, "TYPE").unwrap(),
-            None
-        );
+        assert_eq!(attribute(&m, &values, Place::Prefix, "TYPE").unwrap(), None);
         assert!(attribute(&m, &values, Place::Prefix, "BOGUS").is_err());
         assert!(!readable(&values, Place::Transport(Transport::Stop)));
         assert!(readable(&values, Place::Prop(1, 0)));
@@ -560,7 +561,10 @@ mod tests {
             current_args(&m, &values, Place::Prop(1, 2)),
             Some(vec![OscType::Float(1.0); 3])
         );
-        assert_eq!(current_args(&m, &values, Place::Transport(Transport::Speed)), None);
+        assert_eq!(
+            current_args(&m, &values, Place::Transport(Transport::Speed)),
+            None
+        );
         let all = listenable(&m, &values);
         assert!(all.contains(&Place::Bypass(1)));
         assert!(!all.contains(&Place::Transport(Transport::Tempo)));
