@@ -369,6 +369,26 @@ fn oscquery_tree_values_listen_and_bad_input() {
     drop(gone);
     // The server still answers.
     assert_eq!(get(&base, "/framepipe/st?ACCESS").0, 200);
+    // 70 clients at once: 64 are taken (the vanished one may still count), the rest refused.
+    let host = base.strip_prefix("http://").unwrap();
+    let mut many = Vec::new();
+    let mut refused = 0;
+    for _ in 0..70 {
+        let stream = TcpStream::connect(host).unwrap();
+        match tungstenite::client(format!("ws://{host}/"), stream) {
+            Ok((c, _)) => many.push(c),
+            Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(r)))
+                if r.status() == 503 =>
+            {
+                refused += 1
+            }
+            Err(e) => panic!("client {}: {e}", many.len() + refused),
+        }
+    }
+    assert!((6..=7).contains(&refused), "{refused} refused");
+    let accepted = many.len() as u64;
+    drop(many);
+    assert_eq!(get(&base, "/framepipe/st?ACCESS").0, 200);
 
     sock.send_to(
         &encode(OscPacket::Message(osc("/framepipe/stop", vec![]))),
@@ -379,7 +399,11 @@ fn oscquery_tree_values_listen_and_bad_input() {
     let (http, http_bad, ws_clients, packets, ws_bad) = oscquery_counts(&err);
     assert!(http >= 30, "{err}");
     assert_eq!(http_bad, 3, "404, 404, 400: {err}");
-    assert_eq!(ws_clients, 2, "{err}");
+    assert_eq!(ws_clients, 2 + accepted, "{err}");
+    assert!(
+        err.contains(&format!(", {refused} refused (too many clients)")),
+        "{err}"
+    );
     assert!(packets >= 12, "{err}");
     assert_eq!(ws_bad, 2005 + 1, "the bad messages and the huge one: {err}");
 }

@@ -3,7 +3,7 @@
 //! second, and the standalone [`serve`] that runs both on their own thread (`fp-oscquery`).
 //!
 //! Bounds (bad input is dropped and counted in [`Counters`], never buffered without limit):
-//! at most [`MAX_CLIENTS`] WebSocket clients, [`MAX_WS_MESSAGE`] bytes per message (a larger
+//! at most [`MAX_CONNECTIONS`] TCP connections ([`serve`]), [`MAX_CLIENTS`] WebSocket clients, [`MAX_WS_MESSAGE`] bytes per message (a larger
 //! one closes that connection), [`MAX_LISTENS`] listened paths per client; a client that does
 //! not take a message within [`SEND_TIMEOUT`] is dropped. Values are not queued per client:
 //! each client is sent the latest snapshot's changes when it can take them (a slow client
@@ -40,6 +40,9 @@ pub const MAX_WS_MESSAGE: usize = 64 * 1024;
 pub const MAX_LISTENS: usize = 4096;
 /// A client that does not take a message within this is dropped.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+/// TCP connections at once (HTTP and WebSocket); further ones wait in the kernel's backlog
+/// until one closes.
+pub const MAX_CONNECTIONS: usize = 256;
 /// How often the poller reads the show.
 pub const POLL_PERIOD: Duration = Duration::from_millis(33);
 
@@ -586,6 +589,87 @@ fn post_osc(q: &OscQuery, snap: &Snapshot, bytes: &[u8]) {
     }
 }
 
+/// A TCP listener that holds at most [`MAX_CONNECTIONS`] connections open: `accept` waits for
+/// a free permit first, so a flood of connections costs the kernel's backlog, not memory here.
+struct Limited {
+    listener: tokio::net::TcpListener,
+    permits: Arc<tokio::sync::Semaphore>,
+}
+
+/// An accepted connection with its permit (returned when it closes).
+struct LimitedIo {
+    io: tokio::net::TcpStream,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl tokio::io::AsyncRead for LimitedIo {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for LimitedIo {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+impl axum::serve::Listener for Limited {
+    type Io = LimitedIo;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (LimitedIo, SocketAddr) {
+        loop {
+            let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else {
+                // Never closed; wait for the runtime to end.
+                std::future::pending::<()>().await;
+                continue;
+            };
+            match self.listener.accept().await {
+                Ok((io, addr)) => {
+                    // Values go out as small messages: do not hold them back.
+                    let _ = io.set_nodelay(true);
+                    return (
+                        LimitedIo {
+                            io,
+                            _permit: permit,
+                        },
+                        addr,
+                    );
+                }
+                // Out of descriptors and the like: wait a little, as axum's own listener does.
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
 /// How [`serve`] runs.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -679,6 +763,10 @@ pub fn serve(
             rt.block_on(async move {
                 let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                     return;
+                };
+                let listener = Limited {
+                    listener,
+                    permits: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
                 };
                 let router = service.router();
                 drop(service);
