@@ -319,7 +319,6 @@ fn run(args: RunArgs) -> Result<Exit> {
     if args.start_paused && !commands_from_stdin && osc_addr.is_none() {
         bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc)");
     }
-    let osc_ranges = osc_addr.map(|_| osc::ranges(&desc, &registry));
     // Whether any surface posts commands (their replies are then printed by `fp-replies`).
     let surfaces = commands_from_stdin || osc_addr.is_some();
     let graph = build(&desc, &registry, Purpose::Run)?;
@@ -375,9 +374,9 @@ fn run(args: RunArgs) -> Result<Exit> {
         );
     }
     prepared.set_commands(rx);
-    let osc_input = match (osc_addr, osc_ranges) {
-        (Some(addr), Some(ranges)) => {
-            let input = osc::spawn(addr, tx.clone(), ranges)?;
+    let osc_input = match osc_addr {
+        Some(addr) => {
+            let input = osc::spawn(addr, tx.clone(), prepared.view())?;
             if !input.local.ip().is_loopback() {
                 say!(
                     "framepipe: warning: OSC on {}: anyone who can reach this address can control the run",
@@ -388,7 +387,7 @@ fn run(args: RunArgs) -> Result<Exit> {
             }
             Some(input)
         }
-        _ => None,
+        None => None,
     };
     let oscquery = match (oscquery_addr, &osc_input) {
         (Some(addr), Some(input)) => {

@@ -15,10 +15,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use framepipe_control::osc_in::{self, PropRange, Ranges};
+use framepipe_control::osc_in::{self, Ranges};
 use framepipe_control::CommandSender;
-use framepipe_core::{PropKind, Registry};
-use framepipe_project::GraphDesc;
+use framepipe_oscquery::live::model_of;
+use framepipe_oscquery::norm_ranges;
+use framepipe_runtime::{GraphView, ShowView};
 
 /// The receive buffer: every UDP datagram fits.
 pub const MAX_DATAGRAM: usize = 64 * 1024;
@@ -89,42 +90,9 @@ pub fn parse_addr(flag: &str, text: &str) -> Result<SocketAddr> {
     }
 }
 
-/// The `/norm` table: every node's numeric properties, by the node's name and (for the first
-/// node of an element) the element's name, as commands name them.
-pub fn ranges(desc: &GraphDesc, registry: &Registry) -> Ranges {
-    let mut r = Ranges::new();
-    let mut seen = std::collections::HashSet::new();
-    for n in &desc.nodes {
-        let Some(entry) = registry.find(&n.element) else {
-            continue;
-        };
-        let first_of_element = seen.insert(n.element.clone());
-        for p in &entry.desc.props {
-            let range = match p.kind {
-                PropKind::Float { min, max } => PropRange {
-                    min,
-                    max,
-                    int: false,
-                },
-                PropKind::Int { min, max } => PropRange {
-                    min: min as f64,
-                    max: max as f64,
-                    int: true,
-                },
-                _ => continue,
-            };
-            r.insert(&n.name, &p.name, range);
-            // Only the first node of an element answers to the element's name.
-            if first_of_element && n.name != n.element {
-                r.insert(&n.element, &p.name, range);
-            }
-        }
-    }
-    r
-}
-
-/// Binds `addr` and starts the `fp-osc` thread posting to `tx`.
-pub fn spawn(addr: SocketAddr, tx: CommandSender, ranges: Ranges) -> Result<OscInput> {
+/// Binds `addr` and starts the `fp-osc` thread posting to `tx`; `/norm` scales with the ranges
+/// of the graph `view` shows (rebuilt when a live edit changes it).
+pub fn spawn(addr: SocketAddr, tx: CommandSender, view: ShowView) -> Result<OscInput> {
     let socket =
         UdpSocket::bind(addr).with_context(|| format!("--osc: cannot listen on UDP {addr}"))?;
     socket
@@ -137,7 +105,7 @@ pub fn spawn(addr: SocketAddr, tx: CommandSender, ranges: Ranges) -> Result<OscI
         let (counters, stop) = (Arc::clone(&counters), Arc::clone(&stop));
         std::thread::Builder::new()
             .name("fp-osc".into())
-            .spawn(move || listen(&socket, &tx, &ranges, &counters, &stop))
+            .spawn(move || listen(&socket, &tx, &view, &counters, &stop))
             .context("--osc: starting the fp-osc thread")?
     };
     Ok(OscInput {
@@ -175,14 +143,21 @@ impl Warn {
     }
 }
 
+/// The `/norm` table of the graph `view` shows now.
+fn ranges_of(graph: &GraphView) -> Ranges {
+    norm_ranges(&model_of(graph))
+}
+
 fn listen(
     socket: &UdpSocket,
     tx: &CommandSender,
-    ranges: &Ranges,
+    view: &ShowView,
     counters: &OscCounters,
     stop: &AtomicBool,
 ) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut graph = view.graph();
+    let mut ranges = ranges_of(&graph);
     let mut warn = Warn {
         last: None,
         quiet_since: 0,
@@ -215,7 +190,12 @@ fn listen(
             }
         };
         // A bundle's commands are posted as one batch: applied at one frame, or all refused.
-        let cmds = osc_in::packet_commands(&packet, ranges);
+        let now = view.graph();
+        if !Arc::ptr_eq(&now, &graph) {
+            ranges = ranges_of(&now);
+            graph = now;
+        }
+        let cmds = osc_in::packet_commands(&packet, &ranges);
         for e in &cmds.refused {
             warn.bad(counters, from, e);
         }

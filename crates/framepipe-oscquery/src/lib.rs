@@ -26,7 +26,7 @@ pub mod server;
 pub mod tree;
 
 pub use live::LiveShow;
-pub use model::{FixedShow, NodeModel, ShowModel, ShowSource, Values};
+pub use model::{norm_ranges, FixedShow, NodeModel, ShowModel, ShowSource, Values};
 pub use server::{serve, Counters, HostInfo, OscQuery, Poller, ServeOptions, Server};
 
 /// Errors of the OSCQuery service.

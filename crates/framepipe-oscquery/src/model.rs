@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use framepipe_core::{PropSpec, PropValue};
+use framepipe_control::osc_in::{PropRange, Ranges};
+use framepipe_core::{PropKind, PropSpec, PropValue};
 
 /// One node of the show, as surfaces see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,4 +119,34 @@ impl ShowSource for FixedShow {
         }
         first
     }
+}
+
+/// The `/norm` table of `model`: every int and float property's range, by the node's name and,
+/// for the first node of an element, by the element's name too (as commands name nodes).
+pub fn norm_ranges(model: &ShowModel) -> Ranges {
+    let mut r = Ranges::new();
+    let mut seen = std::collections::HashSet::new();
+    for n in &model.nodes {
+        let first_of_element = seen.insert(n.element.as_str());
+        for p in &n.props {
+            let range = match p.kind {
+                PropKind::Float { min, max } => PropRange {
+                    min,
+                    max,
+                    int: false,
+                },
+                PropKind::Int { min, max } => PropRange {
+                    min: min as f64,
+                    max: max as f64,
+                    int: true,
+                },
+                _ => continue,
+            };
+            r.insert(&n.name, &p.name, range);
+            if first_of_element && n.name != n.element {
+                r.insert(&n.element, &p.name, range);
+            }
+        }
+    }
+    r
 }

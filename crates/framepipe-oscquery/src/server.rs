@@ -133,30 +133,6 @@ struct Snapshot {
     ranges: Arc<Ranges>,
 }
 
-/// The `/norm` table of a model: every numeric property's range.
-fn ranges_of(model: &ShowModel) -> Ranges {
-    let mut r = Ranges::new();
-    for n in &model.nodes {
-        for p in &n.props {
-            let range = match p.kind {
-                framepipe_core::PropKind::Float { min, max } => osc_in::PropRange {
-                    min,
-                    max,
-                    int: false,
-                },
-                framepipe_core::PropKind::Int { min, max } => osc_in::PropRange {
-                    min: min as f64,
-                    max: max as f64,
-                    int: true,
-                },
-                _ => continue,
-            };
-            r.insert(&n.name, &p.name, range);
-        }
-    }
-    r
-}
-
 struct Inner {
     info: HostInfo,
     counters: Arc<Counters>,
@@ -207,7 +183,7 @@ impl Poller {
             let new_graph = now.version != model.version || !Arc::ptr_eq(&now, &model);
             if new_graph {
                 values = Values::default();
-                ranges = Arc::new(ranges_of(&now));
+                ranges = Arc::new(crate::model::norm_ranges(&now));
                 model = now;
             }
             let changed = source.read(&model, &mut values);
