@@ -438,7 +438,8 @@ fn run(args: RunArgs) -> Result<Exit> {
             .name("fp-status".into())
             .spawn({
                 let osc = osc_counters.clone();
-                move || status_line(&counters, osc.as_deref(), &stop)
+                let query = oscquery.as_ref().map(|q| q.counters());
+                move || status_line(&counters, osc.as_deref(), query.as_deref(), &stop)
             })
             .expect("spawning the status thread")
     });
@@ -578,7 +579,12 @@ fn input_summary(osc: &Option<Arc<osc::OscCounters>>) -> String {
 }
 
 /// Redraws one status line on stderr four times a second until `stop`. Reads only atomics.
-fn status_line(counters: &Counters, osc: Option<&osc::OscCounters>, stop: &AtomicBool) {
+fn status_line(
+    counters: &Counters,
+    osc: Option<&osc::OscCounters>,
+    query: Option<&framepipe_oscquery::Counters>,
+    stop: &AtomicBool,
+) {
     let mut err = std::io::stderr();
     let mut last = (0u64, std::time::Instant::now());
     let mut fps = 0.0;
@@ -625,6 +631,13 @@ fn status_line(counters: &Counters, osc: Option<&osc::OscCounters>, stop: &Atomi
         }
         if let Some(o) = osc {
             flags.push_str(&format!(" {}", o.summary()));
+        }
+        if let Some(q) = query {
+            flags.push_str(&format!(
+                " oscquery {} ws {} pkts",
+                q.ws_clients.load(Ordering::Relaxed),
+                q.packets.load(Ordering::Relaxed)
+            ));
         }
         let line = format!(
             "{:>6} frames {:>6.1} fps  in flight {:>2}{} | {}",

@@ -591,3 +591,27 @@ fn oscquery_is_advertised_over_mdns_where_multicast_works() {
         .unwrap();
     fp.finish();
 }
+
+/// `--oscquery` needs `--osc`, and its address is checked like `--osc`'s.
+#[test]
+fn oscquery_flags_are_checked() {
+    for (args, needle) in [
+        (
+            vec!["--oscquery", "0"],
+            "--oscquery describes the OSC input: it needs --osc",
+        ),
+        (
+            vec!["--osc", "0", "--oscquery", "host:1"],
+            "bad --oscquery 'host:1': expected PORT",
+        ),
+    ] {
+        let mut cmd = std::process::Command::new(common::FP);
+        cmd.arg("run")
+            .args(&args)
+            .arg("testsrc frames=1 ! nullsink");
+        let out = common::run(&mut cmd, Duration::from_secs(20));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
