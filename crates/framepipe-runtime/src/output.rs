@@ -21,6 +21,7 @@
 //!   are skipped (counted as repeated) so the pipeline catches up without a burst.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use framepipe_clock::{now_ns, prepare_pacing_thread, CpuMeter, LatenessSummary, Pacer};
@@ -30,7 +31,7 @@ use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 use crate::events::Event;
 use crate::live::Edit;
 use crate::pipeline::{Options, Overload};
-use crate::state::{PortItem, Shared};
+use crate::state::{PortItem, Shared, Version};
 use crate::worker::guard;
 
 /// How often the output thread looks at commands and stalls while it has nothing else to do.
@@ -130,8 +131,14 @@ pub(crate) fn run_output(
     let signal = &shared.port_signals[port];
     signal.register_current();
     let out_slot = shared.threads + port;
-    let sink_stage = shared.lock().ports[port].node;
-    let sink_name = shared.counters.stages[sink_stage].name.clone();
+    // The graph version this thread last looked at (re-read, under the lock it takes anyway,
+    // when `Shared::version` says a live edit switched), and its sink node's counters.
+    let (mut ver, mut sink_stage) = {
+        let st = shared.lock();
+        (Arc::clone(&st.ver), st.ports[port].node)
+    };
+    let mut sink_counter = Arc::clone(&ver.stages[sink_stage]);
+    let sink_name = sink_counter.name.clone();
     let live_policy = options.overload == Overload::Live;
     let mut pacer = match options.pace.map(Pacer::new).transpose() {
         Ok(p) => p,
@@ -154,7 +161,6 @@ pub(crate) fn run_output(
     let cpu = CpuMeter::start();
     let mut transport = Transport::new();
     let mut last: Option<(FrameCtx, Frame)> = None;
-    let mut stalled = vec![false; shared.counters.stages.len()];
     let mut edits: Vec<Edit> = Vec::with_capacity(EDIT_BATCH);
     // The commands of `edits`, answered once assigned.
     let mut edited: Vec<Posted> = Vec::with_capacity(EDIT_BATCH);
@@ -183,7 +189,14 @@ pub(crate) fn run_output(
                 edits: &mut edits,
                 posted: &mut edited,
             };
-            stop = apply_commands(shared, reader, &mut transport, &mut batch, boundary);
+            if shared.version.load(Ordering::Acquire) != ver.number {
+                let st = shared.lock_output();
+                ver = Arc::clone(&st.ver);
+                sink_stage = st.ports[port].node;
+                drop(st);
+                sink_counter = Arc::clone(&ver.stages[sink_stage]);
+            }
+            stop = apply_commands(shared, &ver, reader, &mut transport, &mut batch, boundary);
         }
         shared
             .counters
@@ -235,7 +248,7 @@ pub(crate) fn run_output(
                 drop(st);
                 while got.is_none() && !end {
                     let now = now_ns();
-                    check_stalls(shared, &mut stalled, stall_ns, now);
+                    check_stalls(shared, &ver, stall_ns, now);
                     if commands.as_ref().is_some_and(|r| r.pending() > 0) {
                         continue 'frames;
                     }
@@ -307,7 +320,7 @@ pub(crate) fn run_output(
             }
             Release::Hold => {
                 held = Some(token);
-                check_stalls(shared, &mut stalled, stall_ns, now_ns());
+                check_stalls(shared, &ver, stall_ns, now_ns());
                 std::thread::sleep(POLL);
                 continue;
             }
@@ -367,7 +380,7 @@ pub(crate) fn run_output(
         shared.mark_running(out_slot, Some(sink_stage));
         let result = guard(&sink_name, || sink.consume(&ctx, &frame));
         shared.mark_running(out_slot, None);
-        shared.counters.stages[sink_stage].record(started.elapsed());
+        sink_counter.record(started.elapsed());
         if result.is_ok() && port == 0 {
             shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
         }
@@ -398,7 +411,7 @@ pub(crate) fn run_output(
         frames_ahead: budget.map_or(0, |b| {
             usize::try_from(b.div_ceil(period_ns.max(1)))
                 .unwrap_or(usize::MAX)
-                .min(shared.topo.cap)
+                .min(ver.topo.cap)
         }),
         frame_latency_ms: window.max().map_or(0.0, |ns| ns as f64 / 1e6),
     });
@@ -421,6 +434,7 @@ struct Batch<'a> {
 /// whether `stop` was read.
 fn apply_commands(
     shared: &Shared,
+    ver: &Version,
     reader: &mut CommandReader,
     transport: &mut Transport,
     batch: &mut Batch<'_>,
@@ -432,7 +446,7 @@ fn apply_commands(
         let Some(p) = reader.pop() else { break };
         if let Command::Batch(cmds) = &p.command {
             let n = cmds.len();
-            apply_batch(shared, reader, transport, batch, p, n);
+            apply_batch(shared, ver, reader, transport, batch, p, n);
             continue;
         }
         if transport.apply(&p.command) {
@@ -443,7 +457,7 @@ fn apply_commands(
             }
             continue;
         }
-        match shared.live_spec.resolve(&p.command) {
+        match ver.live_spec.resolve(&p.command) {
             Ok(edit) => {
                 if batch.edits.len() == batch.edits.capacity() {
                     assign_edits(shared, reader, batch);
@@ -475,6 +489,7 @@ fn apply_commands(
 /// all of it is seen from the same frame (the one its reply names).
 fn apply_batch(
     shared: &Shared,
+    ver: &Version,
     reader: &mut CommandReader,
     transport: &mut Transport,
     batch: &mut Batch<'_>,
@@ -495,7 +510,7 @@ fn apply_batch(
         if matches!(c, Command::Pause | Command::Resume | Command::Step(_)) {
             continue;
         }
-        match shared.live_spec.resolve(c) {
+        match ver.live_spec.resolve(c) {
             Ok(edit) => batch.edits.push(edit),
             Err(reason) => {
                 refused = Some(format!("{c}: {reason}"));
@@ -546,7 +561,7 @@ fn assign_edits(shared: &Shared, reader: &mut CommandReader, batch: &mut Batch<'
 }
 
 /// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.
-fn check_stalls(shared: &Shared, reported: &mut [bool], stall_ns: u64, now: i64) {
+fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64) {
     // A follower output thread (stall `u64::MAX`) leaves stall reports to the master's.
     let Ok(stall_ns) = i64::try_from(stall_ns) else {
         return;
@@ -557,10 +572,13 @@ fn check_stalls(shared: &Shared, reported: &mut [bool], stall_ns: u64, now: i64)
             continue;
         }
         let elapsed = now - since.load(Ordering::Relaxed);
-        if elapsed > stall_ns && !reported[s - 1] {
-            reported[s - 1] = true;
+        // (A job of the version before a live edit may name a node this one lacks.)
+        let Some(counter) = ver.stages.get(s - 1) else {
+            continue;
+        };
+        if elapsed > stall_ns && !counter.stall_reported.swap(true, Ordering::Relaxed) {
             shared.emit(Event::Stalled {
-                stage: shared.counters.stages[s - 1].name.clone(),
+                stage: counter.name.clone(),
                 elapsed_ms: (elapsed / 1_000_000) as u64,
             });
         }

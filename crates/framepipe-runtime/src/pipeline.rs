@@ -25,6 +25,7 @@ use crate::plan::{Part, Plan};
 use crate::pools::PoolNeeds;
 use crate::pools::PoolNode;
 use crate::state::{
+    Version,
     new_state, Instance, Kind, NodeState, PortSignal, Proc, Shared, SourceInst, Topo, TopoNode,
 };
 use crate::stats::{Counters, RunStats, StageCounters};
@@ -369,6 +370,12 @@ impl Graph {
                     counter.add_instance();
                     Kind::Feedback { from }
                 }
+                Part::Running { .. } => {
+                    return Err(Error::Graph(format!(
+                        "{} stands for a running node: only a live edit's graph may have one",
+                        e.name
+                    )))
+                }
                 Part::Sink(mut sink) => {
                     sink.start(e.info)?;
                     let port = port_nodes.iter().position(|&p| p == i).expect("a port");
@@ -420,26 +427,32 @@ impl Graph {
             (t, _) => t,
         };
         let ports = port_nodes.len();
-        let state = new_state(&topo, threads, port_nodes, node_states);
+        let stages: Arc<[Arc<StageCounters>]> = counters.into_iter().map(Arc::new).collect();
+        let ver = Arc::new(Version {
+            number: 0,
+            topo,
+            pools,
+            first_frames,
+            snapshots,
+            param_names,
+            live_spec,
+            stages: Arc::clone(&stages),
+        });
+        let state = new_state(ver, threads, port_nodes, node_states);
         let shared = Shared {
             state: PiMutex::new(state),
             work: PiCondvar::new(),
             slice_done: PiCondvar::new(),
-            topo,
-            pools,
-            first_frames,
             rate,
             threads,
-            snapshots,
-            param_names,
             live: PiMutex::new(live),
-            live_spec,
+            version: std::sync::atomic::AtomicU64::new(0),
             port_signals: (0..ports).map(|_| PortSignal::default()).collect(),
             running: (0..threads + ports)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
-            counters: Arc::new(Counters::new(counters)),
+            counters: Arc::new(Counters::new(stages)),
             view,
         };
         Ok(Prepared {
@@ -565,7 +578,7 @@ impl Prepared {
         for (port, slot) in sinks.iter_mut().enumerate().skip(1) {
             let mut sink = slot.take().expect("each sink once");
             let sh = Arc::clone(&shared);
-            let name = sh.counters.stages[sh.lock().ports[port].node].name.clone();
+            let name = sh.counters.stages()[sh.lock().ports[port].node].name.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("fp-out-{port}"))
                 .spawn(move || {
@@ -604,7 +617,7 @@ impl Prepared {
             }
         }
         let mut sink = sinks[0].take().expect("the master sink");
-        let sink_name = shared.counters.stages[shared.lock().ports[0].node]
+        let sink_name = shared.counters.stages()[shared.lock().ports[0].node]
             .name
             .clone();
         let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -632,7 +645,7 @@ impl Prepared {
             if early && !h.is_finished() {
                 let node = shared.lock().ports[port].node;
                 shared.emit(crate::Event::LeftRunning {
-                    stage: shared.counters.stages[node].name.clone(),
+                    stage: shared.counters.stages()[node].name.clone(),
                     worker: self.threads + port,
                 });
                 continue;
