@@ -28,6 +28,7 @@ use framepipe_clock::{now_ns, prepare_pacing_thread, CpuMeter, LatenessSummary, 
 use framepipe_control::{Command, CommandReader, Outcome, Posted, Release, Transport};
 use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
+use crate::edit::{EditLink, FromEditor, ToEditor};
 use crate::events::Event;
 use crate::live::Edit;
 use crate::pipeline::{Options, Overload};
@@ -125,6 +126,7 @@ pub(crate) fn run_output(
     port: usize,
     sink: &mut dyn Sink,
     mut commands: Option<CommandReader>,
+    mut edits_link: Option<EditLink>,
     options: Options,
     stall_ns: u64,
 ) -> (Option<PacingStats>, Result<()>) {
@@ -182,6 +184,50 @@ pub(crate) fn run_output(
     'frames: loop {
         // 1. Commands, once per frame boundary (and while waiting for a frame).
         let mut stop = false;
+        // A live edit switched versions: look at the new one (and, the master, answer the
+        // edit and hand what the switch replaced to the edit thread).
+        if shared.version.load(Ordering::Acquire) != ver.number {
+            let mut st = shared.lock_output();
+            ver = Arc::clone(&st.ver);
+            sink_stage = st.ports[port].node;
+            let switched = if port == 0 { st.switched.take() } else { None };
+            drop(st);
+            sink_counter = Arc::clone(&ver.stages[sink_stage]);
+            if let Some(mut sw) = switched {
+                shared.counters.set_stages(Arc::clone(&ver.stages));
+                if let (Some(p), Some(reader)) = (sw.posted.take(), commands.as_mut()) {
+                    reader.reply(p, Outcome::Applied { frame: sw.frame });
+                }
+                if let Some(l) = edits_link.as_mut() {
+                    l.busy = false;
+                    // Full (cannot be: one edit at a time): dropped here instead.
+                    let _ = l.tx.try_send(ToEditor::Switched(sw));
+                }
+            }
+        }
+        if let (Some(l), Some(reader)) = (edits_link.as_mut(), commands.as_mut()) {
+            match l.take() {
+                Some(FromEditor::Ready(p)) => {
+                    let mut st = shared.lock_output();
+                    st.arm_switch(p);
+                    st.after_change(shared);
+                }
+                Some(FromEditor::Refused(p, reason)) => {
+                    l.busy = false;
+                    shared.emit(Event::CommandRejected {
+                        command: p.command.to_string(),
+                        reason: reason.clone(),
+                    });
+                    reader.reply(
+                        p,
+                        Outcome::Refused {
+                            reason: reason.into(),
+                        },
+                    );
+                }
+                None => {}
+            }
+        }
         if let Some(reader) = commands.as_mut() {
             // The boundary is named by the next frame to be released (see `Outcome::Applied`).
             let boundary = released_seq.map_or(0, |s| s + 1);
@@ -189,14 +235,15 @@ pub(crate) fn run_output(
                 edits: &mut edits,
                 posted: &mut edited,
             };
-            if shared.version.load(Ordering::Acquire) != ver.number {
-                let st = shared.lock_output();
-                ver = Arc::clone(&st.ver);
-                sink_stage = st.ports[port].node;
-                drop(st);
-                sink_counter = Arc::clone(&ver.stages[sink_stage]);
-            }
-            stop = apply_commands(shared, &ver, reader, &mut transport, &mut batch, boundary);
+            stop = apply_commands(
+                shared,
+                &ver,
+                reader,
+                edits_link.as_mut(),
+                &mut transport,
+                &mut batch,
+                boundary,
+            );
         }
         shared
             .counters
@@ -249,7 +296,12 @@ pub(crate) fn run_output(
                 while got.is_none() && !end {
                     let now = now_ns();
                     check_stalls(shared, &ver, stall_ns, now);
-                    if commands.as_ref().is_some_and(|r| r.pending() > 0) {
+                    if commands.as_ref().is_some_and(|r| r.pending() > 0)
+                        || edits_link
+                            .as_ref()
+                            .is_some_and(|l| l.ready.load(Ordering::Acquire))
+                        || shared.version.load(Ordering::Acquire) != ver.number
+                    {
                         continue 'frames;
                     }
                     let mut timeout = POLL;
@@ -399,6 +451,26 @@ pub(crate) fn run_output(
     if let Some((slot, r)) = done.take() {
         shared.lock_output().sink_done(shared, port, slot, r);
     }
+    // An edit built but not switched in before the end: say so.
+    if let Some(reader) = commands.as_mut() {
+        let (pending, switched) = {
+            let mut st = shared.lock_output();
+            (st.pending.take(), st.switched.take())
+        };
+        if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
+            reader.reply(
+                p,
+                Outcome::Refused {
+                    reason: "the run ended before the edit could take effect".into(),
+                },
+            );
+        }
+        if let Some(mut sw) = switched {
+            if let Some(p) = sw.posted.take() {
+                reader.reply(p, Outcome::Applied { frame: sw.frame });
+            }
+        }
+    }
     drop(last);
     drop(setup);
     let pacing = pacer.map(|p| PacingStats {
@@ -436,6 +508,7 @@ fn apply_commands(
     shared: &Shared,
     ver: &Version,
     reader: &mut CommandReader,
+    mut link: Option<&mut EditLink>,
     transport: &mut Transport,
     batch: &mut Batch<'_>,
     boundary: u64,
@@ -444,6 +517,44 @@ fn apply_commands(
     let mut stop = false;
     for _ in 0..pending {
         let Some(p) = reader.pop() else { break };
+        if let Command::Edit(_) = &p.command {
+            // Built on the edit thread, switched in at a frame boundary; answered then.
+            let refused = match link.as_deref_mut() {
+                None => Some("live edits are not available in this run"),
+                Some(l) if l.busy => {
+                    Some("another edit is being prepared; send this one once it is answered")
+                }
+                Some(l) => match l.tx.try_send(ToEditor::Build(p)) {
+                    Ok(()) => {
+                        l.busy = true;
+                        continue;
+                    }
+                    Err(
+                        std::sync::mpsc::TrySendError::Full(msg)
+                        | std::sync::mpsc::TrySendError::Disconnected(msg),
+                    ) => {
+                        if let ToEditor::Build(back) = msg {
+                            reader.reply(
+                                back,
+                                Outcome::Refused {
+                                    reason: "the edit thread is not taking edits".into(),
+                                },
+                            );
+                        }
+                        continue;
+                    }
+                },
+            };
+            if let Some(reason) = refused {
+                reader.reply(
+                    p,
+                    Outcome::Refused {
+                        reason: reason.into(),
+                    },
+                );
+            }
+            continue;
+        }
         if let Command::Batch(cmds) = &p.command {
             let n = cmds.len();
             apply_batch(shared, ver, reader, transport, batch, p, n);

@@ -138,6 +138,9 @@ pub(crate) struct SourceInst {
     pub resample: Option<(Rational, Rational)>,
     /// Frames read from the source so far (its own frame numbers; they go on across loops).
     pub produced: u64,
+    /// The graph frame it started at (0, or the frame a live edit added it at): graph frame
+    /// N takes its frame for N − origin.
+    pub origin: u64,
     /// The last frame read, kept when it may be given again (hold, resampling).
     pub last: Option<Frame>,
     pub keep_last: bool,
@@ -236,6 +239,9 @@ pub(crate) struct Slot {
 }
 
 pub(crate) struct NodeState {
+    /// The first frame this node runs (0, or the frame a live edit added it at): a feedback
+    /// node gives its first colour then.
+    pub first_seq: u64,
     /// Serial nodes: running, or a frame reserved for it.
     pub busy: bool,
     /// Serial nodes: the sequence number allowed in next.
@@ -262,6 +268,13 @@ enum Step {
 pub(crate) struct State {
     /// The graph version frames begin in now.
     pub(crate) ver: Arc<Version>,
+    /// A live edit's next version, waiting for the frames of this one to leave flight; no
+    /// frame at or after `switch_at` begins in this one.
+    pub(crate) pending: Option<Box<Pending>>,
+    pub(crate) switch_at: u64,
+    /// After a switch: what it replaced (and the edit's command), for the master output thread
+    /// to answer and hand to the edit thread, which drops it off the frame path.
+    pub(crate) switched: Option<Box<Pending>>,
     pub(crate) nodes: Vec<NodeState>,
     /// Frame slots `0..cap`, then one per leaky branch.
     pub(crate) slots: Vec<Slot>,
@@ -302,6 +315,26 @@ pub(crate) struct State {
     pub(crate) garbage: Option<Error>,
 }
 
+/// A live edit's next graph version, built off the frame path (`pipeline::prepare_edit`),
+/// waiting in the state for its switch; after the switch it holds what it replaced.
+pub(crate) struct Pending {
+    /// The new version's scheduler state, made like a run's first (`new_state`): its version,
+    /// nodes, slots and queues are swapped in at the switch.
+    pub(crate) state: State,
+    /// The new version's live stages (swapped into `Shared::live`).
+    pub(crate) live_stages: Vec<crate::live::LiveStage>,
+    /// (running node, new node) carried over: instances, source, feedback ring, live values.
+    pub(crate) moves: Vec<(usize, usize)>,
+    /// Per new node: carried over (else it starts at the switch frame).
+    pub(crate) moved: Vec<bool>,
+    /// The edit's command, answered once switched (or refused).
+    pub(crate) posted: Option<framepipe_control::Posted>,
+    /// The new graph, published once switched.
+    pub(crate) graph_view: Option<crate::view::GraphView>,
+    /// The frame the switch happened at.
+    pub(crate) frame: u64,
+}
+
 /// One sink's hand-off: the frame whose turn it is at that sink.
 pub(crate) struct Port {
     /// The sink's node.
@@ -336,7 +369,7 @@ impl PortSignal {
         let _ = self.thread.set(std::thread::current());
     }
 
-    fn raise(&self) {
+    pub(crate) fn raise(&self) {
         self.flag.store(true, Ordering::Release);
         if let Some(t) = self.thread.get() {
             t.unpark();
@@ -396,6 +429,13 @@ pub(crate) struct Version {
     pub(crate) live_spec: LiveSpec,
     /// Per node: its counters (shared with `Counters::stages`).
     pub(crate) stages: Arc<[Arc<StageCounters>]>,
+    /// Per node: its name, element, kind word and output shape (what a live edit compares).
+    pub(crate) names: Vec<Arc<str>>,
+    pub(crate) elements: Vec<String>,
+    pub(crate) kinds: Vec<&'static str>,
+    pub(crate) infos: Vec<framepipe_core::VideoInfo>,
+    /// Per output port: its sink's node.
+    pub(crate) ports: Vec<usize>,
 }
 
 pub(crate) struct Shared {
@@ -446,6 +486,7 @@ impl State {
             && !self.abort
             && !self.begin_busy
             && self.next_seq <= self.begin_limit
+            && self.next_seq < self.switch_at
             && self.in_flight < self.max_in_flight
             && !self.slots[(self.next_seq % self.max_in_flight as u64) as usize].active
     }
@@ -619,7 +660,7 @@ impl State {
                 }
             }
             Kind::Feedback { .. } => {
-                let out = if seq == 0 {
+                let out = if seq == self.nodes[node].first_seq {
                     v.first_frames[node].clone()
                 } else {
                     let k = ((seq - 1) % v.topo.cap as u64) as usize;
@@ -793,7 +834,7 @@ impl State {
         if !(s.active && s.begun && s.ctx.seq == seq) {
             return;
         }
-        let stored = seq == 0 || {
+        let stored = seq == self.nodes[f].first_seq || {
             let k = ((seq - 1) % v.topo.cap as u64) as usize;
             matches!(self.nodes[f].ring[k], Some((s, _)) if s == seq - 1)
         };
@@ -889,6 +930,7 @@ impl State {
         if self.abort {
             self.drop_pending();
         }
+        self.maybe_switch(shared);
         shared
             .counters
             .in_flight
@@ -904,6 +946,81 @@ impl State {
                 self.wake.work_one = true;
             }
         }
+    }
+
+    /// Arms a live edit's switch: no frame begins in the running version from now on; once
+    /// the frames in flight have left, the next version takes over (`maybe_switch`).
+    pub(crate) fn arm_switch(&mut self, p: Box<Pending>) {
+        debug_assert!(self.pending.is_none());
+        self.pending = Some(p);
+        self.switch_at = self.next_seq;
+    }
+
+    /// Switches to the pending version once nothing of the running one is in flight: every
+    /// frame before the switch frame has left every node, no job runs, no leaky branch holds a
+    /// frame. Moves only (the new version was built off the frame path): the kept nodes'
+    /// instances, sources and feedback rings, and their live values, go into the new version;
+    /// what is replaced waits in `switched` to be dropped off the frame path.
+    fn maybe_switch(&mut self, shared: &Shared) {
+        if self.pending.is_none()
+            || self.abort
+            || self.broken
+            || self.in_flight > 0
+            || self.begin_busy
+            || self.running > 0
+            || self.branch_busy.iter().any(|&b| b)
+            || self.slice_pending().is_some()
+            || self.switched.is_some()
+        {
+            return;
+        }
+        let mut p = self.pending.take().expect("checked");
+        let n = self.next_seq;
+        let next = &mut p.state;
+        for &(o, j) in &p.moves {
+            let (old, new) = (&mut self.nodes[o], &mut next.nodes[j]);
+            std::mem::swap(&mut new.free, &mut old.free);
+            std::mem::swap(&mut new.source, &mut old.source);
+            std::mem::swap(&mut new.ring, &mut old.ring);
+            new.first_seq = old.first_seq;
+        }
+        for (j, st) in next.nodes.iter_mut().enumerate() {
+            st.next_seq = n;
+            if !p.moved[j] {
+                st.first_seq = n;
+                if let Some(src) = st.source.as_mut() {
+                    src.origin = n;
+                }
+            }
+        }
+        {
+            let mut live = shared.live.lock();
+            for &(o, j) in &p.moves {
+                if let Some(old) = live.stages.get_mut(o) {
+                    std::mem::swap(&mut old.params, &mut p.live_stages[j].params);
+                    p.live_stages[j].bypass = old.bypass;
+                }
+            }
+            std::mem::swap(&mut live.stages, &mut p.live_stages);
+        }
+        let next = &mut p.state;
+        std::mem::swap(&mut self.ver, &mut next.ver);
+        std::mem::swap(&mut self.nodes, &mut next.nodes);
+        std::mem::swap(&mut self.slots, &mut next.slots);
+        std::mem::swap(&mut self.ready, &mut next.ready);
+        std::mem::swap(&mut self.steps, &mut next.steps);
+        std::mem::swap(&mut self.branch_busy, &mut next.branch_busy);
+        std::mem::swap(&mut self.branch_inputs, &mut next.branch_inputs);
+        for (port, np) in self.ports.iter_mut().zip(&next.ports) {
+            debug_assert!(port.ready.is_none(), "a drained version has no frame at a sink");
+            port.node = np.node;
+        }
+        self.switch_at = u64::MAX;
+        p.frame = n;
+        shared.version.store(self.ver.number, Ordering::Release);
+        self.switched = Some(p);
+        self.wake.ports = true;
+        self.wake.work_all = true;
     }
 
     /// Records a job's outcome and returns the job the same worker should run next, if any
@@ -1053,6 +1170,9 @@ pub(crate) fn new_state(
         st.parked = vec![false; topo.cap];
     }
     State {
+        pending: None,
+        switch_at: u64::MAX,
+        switched: None,
         ver: Arc::clone(&ver),
         nodes,
         slots: (0..topo.cap + nb).map(|_| slot()).collect(),

@@ -190,10 +190,11 @@ impl Shared {
             return Ok(s.last.clone());
         }
         // The source's own frame number for this output frame.
+        let seq = ctx.seq - s.origin;
         let want = match s.resample {
-            None => ctx.seq,
+            None => seq,
             Some((src, graph)) => {
-                let num = ctx.seq as u128 * graph.den as u128 * src.num as u128;
+                let num = seq as u128 * graph.den as u128 * src.num as u128;
                 let den = graph.num as u128 * src.den as u128;
                 u64::try_from(num / den.max(1)).unwrap_or(u64::MAX)
             }
