@@ -155,7 +155,10 @@ impl NodeKind {
 
     /// A sink, or a live edit's placeholder for a running one.
     pub(crate) fn is_sink(&self) -> bool {
-        matches!(self, NodeKind::Sink { .. } | NodeKind::Running { sink: true })
+        matches!(
+            self,
+            NodeKind::Sink { .. } | NodeKind::Running { sink: true }
+        )
     }
 
     fn inputs(&self) -> (usize, usize) {
@@ -368,10 +371,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
             }
         }
     }
-    if !nodes
-        .iter()
-        .any(|n| n.kind.is_source())
-    {
+    if !nodes.iter().any(|n| n.kind.is_source()) {
         return Err(bad("a graph needs at least one source".into()));
     }
     // Consumers (feedback counts: it uses its node's output).
@@ -546,9 +546,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
         }
     }
     // The master output.
-    let sinks: Vec<usize> = (0..n)
-        .filter(|&i| nodes[i].kind.is_sink())
-        .collect();
+    let sinks: Vec<usize> = (0..n).filter(|&i| nodes[i].kind.is_sink()).collect();
     let marked: Vec<usize> = sinks
         .iter()
         .copied()

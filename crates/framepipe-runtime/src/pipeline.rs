@@ -25,8 +25,8 @@ use crate::plan::{Part, Plan};
 use crate::pools::PoolNeeds;
 use crate::pools::PoolNode;
 use crate::state::{
-    Version,
     new_state, Instance, Kind, NodeState, PortSignal, Proc, Shared, SourceInst, Topo, TopoNode,
+    Version,
 };
 use crate::stats::{Counters, RunStats, StageCounters};
 use crate::view::{GraphView, NodeView, ShowView};
@@ -161,7 +161,16 @@ impl Graph {
             })
             .flatten();
         let in_flight = crate::pools::in_flight(threads, asked_in_flight, &infos, len_hint);
-        let built = build_version(plan, &VersionCtx { threads, in_flight, options, number: 0, running: None })?;
+        let built = build_version(
+            plan,
+            &VersionCtx {
+                threads,
+                in_flight,
+                options,
+                number: 0,
+                running: None,
+            },
+        )?;
         let source_rate = rate;
         let stall_timeout_ns = match (options.stall_timeout_ns, options.pace) {
             (0, Some(pace)) => pace.period_ns().saturating_mul(5).max(100_000_000),
@@ -278,7 +287,11 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
     let rate = plan.rate;
     let n = plan.nodes.len();
     let infos: Vec<VideoInfo> = plan.nodes.iter().map(|e| e.info).collect();
-    let names: Vec<Arc<str>> = plan.nodes.iter().map(|e| Arc::from(e.name.as_str())).collect();
+    let names: Vec<Arc<str>> = plan
+        .nodes
+        .iter()
+        .map(|e| Arc::from(e.name.as_str()))
+        .collect();
     let elements: Vec<String> = plan.nodes.iter().map(|e| e.element.clone()).collect();
     let kinds: Vec<&'static str> = plan.nodes.iter().map(|e| e.kind_word()).collect();
     let mut moves = Vec::new();
@@ -441,10 +454,12 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
     let mut branches: Vec<Vec<usize>> = vec![Vec::new(); nb];
     let mut show_nodes = 0;
     for (i, e) in plan.nodes.into_iter().enumerate() {
-        let old = ctx
-            .running
-            .and_then(|r| r.index_of(&e.name))
-            .filter(|&o| ctx.running.is_some_and(|r| r.same_node(o, &e)));
+        let named = ctx.running.and_then(|r| r.index_of(&e.name));
+        let old = match e.part {
+            // A running source or sink is the one of that name (its shape is checked below).
+            Part::Running { .. } => named,
+            _ => named.filter(|&o| ctx.running.is_some_and(|r| r.same_node(o, &e))),
+        };
         let counter = match (old, ctx.running) {
             (Some(o), Some(r)) => Arc::clone(&r.ver.stages[o]),
             _ => Arc::new(StageCounters::new(&e.name, e.mode())),
@@ -525,9 +540,9 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                 };
                 moves.push((o, i));
                 if sink {
-                    let port = r.port_of(o).ok_or_else(|| {
-                        Error::Graph(format!("{} is not a running sink", e.name))
-                    })?;
+                    let port = r
+                        .port_of(o)
+                        .ok_or_else(|| Error::Graph(format!("{} is not a running sink", e.name)))?;
                     if r.ver.infos[o] != e.info {
                         let was = r.ver.infos[o];
                         return Err(Error::Graph(format!(
@@ -805,7 +820,9 @@ impl Prepared {
         for (port, slot) in sinks.iter_mut().enumerate().skip(1) {
             let mut sink = slot.take().expect("each sink once");
             let sh = Arc::clone(&shared);
-            let name = sh.counters.stages()[sh.lock().ports[port].node].name.clone();
+            let name = sh.counters.stages()[sh.lock().ports[port].node]
+                .name
+                .clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("fp-out-{port}"))
                 .spawn(move || {

@@ -625,9 +625,7 @@ impl State {
         while let Some(step) = self.steps.pop_front() {
             match step {
                 Step::Runnable(node, slot) => self.runnable(&v, node, slot),
-                Step::Finished(node, slot, output) => {
-                    self.finished_node(&v, node, slot, output)
-                }
+                Step::Finished(node, slot, output) => self.finished_node(&v, node, slot, output),
             }
         }
     }
@@ -770,12 +768,8 @@ impl State {
         // the frame's slot is reused: a copy (assignments, no allocation; two uncontended
         // mutexes, the only ones taken under this lock).
         {
-            let from = v.snapshots[slot]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let mut to = v.snapshots[bs]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let from = v.snapshots[slot].lock().unwrap_or_else(|p| p.into_inner());
+            let mut to = v.snapshots[bs].lock().unwrap_or_else(|p| p.into_inner());
             to.copy_nodes(&from, &v.topo.branches[b]);
         }
         self.ready.push_back((head, bs));
@@ -1012,7 +1006,10 @@ impl State {
         std::mem::swap(&mut self.branch_busy, &mut next.branch_busy);
         std::mem::swap(&mut self.branch_inputs, &mut next.branch_inputs);
         for (port, np) in self.ports.iter_mut().zip(&next.ports) {
-            debug_assert!(port.ready.is_none(), "a drained version has no frame at a sink");
+            debug_assert!(
+                port.ready.is_none(),
+                "a drained version has no frame at a sink"
+            );
             port.node = np.node;
         }
         self.switch_at = u64::MAX;

@@ -16,7 +16,7 @@ use crate::events::Event;
 use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::assign;
 use crate::slices::{PanicPayload, PoolSlices};
-use crate::state::{Version, Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst};
+use crate::state::{Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst, Version};
 
 impl Shared {
     /// A worker thread's body. A panic that escapes the element guards (a bug in the scheduler
@@ -153,7 +153,9 @@ impl Shared {
                 let counters = &ver.stages[node];
                 let (inst, result) = match inst {
                     Inst::Source(mut source) => {
-                        let r = guard(&counters.name, || self.run_source(ver, node, &mut source, &ctx));
+                        let r = guard(&counters.name, || {
+                            self.run_source(ver, node, &mut source, &ctx)
+                        });
                         (Inst::Source(source), r)
                     }
                     Inst::Proc(instance) => {
