@@ -62,6 +62,8 @@ fn serve(args: &[String]) -> Result<(), String> {
         .open(format!("/proc/{ppid}/fd/{fd}"))
         .map_err(|e| format!("cannot open the parent's shared memory: {e}"))?;
     let shm = Shm::open(file, inputs, words).map_err(|e| e.to_string())?;
+    shm.guard_outputs()
+        .map_err(|e| format!("cannot guard the output slots: {e}"))?;
     let plugin = Plugin::load(Path::new(&path)).map_err(|e| e.to_string())?;
     let want = match plugin.info().kind {
         PluginKind::Source => 0,
@@ -158,6 +160,21 @@ fn serve(args: &[String]) -> Result<(), String> {
                 *p = super::swap_rb(*p);
             }
         }
+        heap_probe();
         publish(&header.done, req);
+    }
+}
+
+/// Takes a block from the top of the C heap and gives it back: glibc checks the heap's top chunk
+/// then, so a plugin that wrote past its allocations (partik0l at small sizes) makes this child
+/// abort at the frame that did it, instead of serving frames from a corrupted heap.
+fn heap_probe() {
+    // SAFETY: a plain malloc/free pair; the byte written is inside the block (when there is one).
+    unsafe {
+        let p = libc::malloc(64 * 1024);
+        if !p.is_null() {
+            std::ptr::write_volatile(p.cast::<u8>(), 0);
+            libc::free(p);
+        }
     }
 }

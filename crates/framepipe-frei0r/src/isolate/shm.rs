@@ -2,9 +2,12 @@
 //! by both, holding a small header (the handshake words) and the frame buffers; and the futex
 //! calls the handshake waits and wakes with.
 //!
-//! Layout: the [`Header`] in the first 4 KiB page, then `inputs` input buffers, then two output
-//! slots (the child writes the one the parent names; the other keeps the last good output for
-//! `on-crash=hold`). Every buffer starts on a 4 KiB boundary.
+//! Layout: the [`Header`] in the first 4 KiB page, then `inputs` input buffers (each starting on
+//! a page), then two output slots (the child writes the one the parent names; the other keeps the
+//! last good output for `on-crash=hold`). Each output slot *ends* where a guard page begins, which
+//! the child maps with no access ([`Shm::guard_outputs`]): a plugin writing past the end of its
+//! output frame (partik0l at small sizes) dies of SIGSEGV at that write, reported as a crash,
+//! instead of corrupting something quietly.
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -52,7 +55,8 @@ fn page_round(n: usize) -> usize {
 
 /// Total length of the region for `inputs` inputs of `words` u32 each.
 pub(crate) fn region_len(inputs: usize, words: usize) -> usize {
-    HEADER_BYTES + (inputs + 2) * page_round(words * 4)
+    let frame = page_round(words * 4);
+    HEADER_BYTES + inputs * frame + 2 * (frame + HEADER_BYTES)
 }
 
 impl Shm {
@@ -124,10 +128,38 @@ impl Shm {
         unsafe { &*self.ptr.cast::<Header>() }
     }
 
-    fn buffer_ptr(&self, index: usize) -> *mut u32 {
+    /// Byte offset of input `i` (page-aligned) or output slot `i - inputs` (ending at its guard
+    /// page; 16-byte aligned since a frame is a multiple of 8x8 pixels).
+    fn offset(&self, index: usize) -> usize {
         debug_assert!(index < self.inputs + 2);
-        // SAFETY: within the mapping (region_len counts inputs + 2 buffers), page-aligned.
-        unsafe { self.ptr.add(HEADER_BYTES + index * self.stride).cast() }
+        if index < self.inputs {
+            HEADER_BYTES + index * self.stride
+        } else {
+            let slot = index - self.inputs;
+            let span = self.stride + HEADER_BYTES;
+            HEADER_BYTES + self.inputs * self.stride + slot * span + self.stride - self.words * 4
+        }
+    }
+
+    fn buffer_ptr(&self, index: usize) -> *mut u32 {
+        // SAFETY: within the mapping (region_len counts every buffer and guard page).
+        unsafe { self.ptr.add(self.offset(index)).cast() }
+    }
+
+    /// Makes the page after each output slot inaccessible in this process's mapping (the child
+    /// calls it once): writing past the end of an output frame is then a SIGSEGV.
+    pub(crate) fn guard_outputs(&self) -> std::io::Result<()> {
+        for slot in 0..2 {
+            let end = self.offset(self.inputs + slot) + self.words * 4;
+            // SAFETY: `end` is page-aligned (each slot ends on a page boundary) and the guard
+            // page lies inside our mapping; nothing of ours lives in it.
+            let r =
+                unsafe { libc::mprotect(self.ptr.add(end).cast(), HEADER_BYTES, libc::PROT_NONE) };
+            if r != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
     }
 
     /// Input buffer `i`, to write.
