@@ -43,7 +43,7 @@ fn issue_11_every_stateless_plugin_gives_the_same_bytes_isolated() {
     for entry in r.iter() {
         let desc = &entry.desc;
         let stem = desc.name.strip_prefix("frei0r-").unwrap_or(&desc.name);
-        if !modes::lookup(stem).is_some_and(|v| v.verdict == "stateless") {
+        if modes::lookup(stem).is_none_or(|v| v.verdict != "stateless") {
             continue;
         }
         // uvmap reads outside its input frames where its map points off the frame (with a

@@ -249,7 +249,7 @@ pub(crate) fn decode_param(line: &str) -> Option<(usize, ParamValue)> {
         "p" => ParamValue::Position([num()?, num()?]),
         "s" => {
             let hex = f.next().unwrap_or("");
-            if hex.len() % 2 != 0 {
+            if !hex.len().is_multiple_of(2) {
                 return None;
             }
             let bytes: Option<Vec<u8>> = (0..hex.len() / 2)
