@@ -241,12 +241,15 @@ fn issue_11_a_parameter_set_while_running_reaches_the_isolated_plugin() {
     let input = input(&p);
     let src = p.path("in.rgba");
     let out_file = p.path("out.rgba");
-    // Paced (30 fps, 12 frames: 0.4 s), commands on stdin; the reply names the first frame the
-    // change applies to.
+    // Paced (30 fps), started paused so that the change lands before the run ends however
+    // loaded the machine is; the reply names the first frame it applies to. The build-time
+    // value is the default (level 0): frames from then on show the change only if it reached
+    // the child.
     let mut child = Command::new(FP)
         .env("FREI0R_PATH", p.0.display().to_string())
         .args([
             "run",
+            "--start-paused",
             &format!(
                 "rawsrc location={src} format=rgba width={W} height={H} rate=30 ! \
                  frei0r-fp_segv isolate=true name=fx ! rawsink location={out_file} format=rgba"
@@ -260,7 +263,7 @@ fn issue_11_a_parameter_set_while_running_reaches_the_isolated_plugin() {
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"set fx.level 1\n").unwrap();
+        stdin.write_all(b"set fx.level 1\nresume\n").unwrap();
         // Dropped: end of commands; the run goes on to its last frame.
     }
     let out = common::wait(child, LIMIT, "framepipe run with a set command");
