@@ -58,6 +58,11 @@ impl Shared {
                     claimed.set(None);
                     match st.complete(done, self) {
                         Some(next) => {
+                            // The completion may have switched versions (the job just done
+                            // was the old one's last): the next job is of the current one.
+                            if !Arc::ptr_eq(&ver, &st.ver) {
+                                ver = Arc::clone(&st.ver);
+                            }
                             drop(st);
                             job = next;
                         }

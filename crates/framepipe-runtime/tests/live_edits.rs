@@ -378,3 +378,284 @@ fn a_refused_edit_leaves_the_output_untouched() {
     assert_eq!(values, want);
     let _ = (W, H);
 }
+
+// ---- Review findings (#9): each test names the behaviour it checks. ----
+
+/// `Add(k)` that sleeps `ms` per frame (a slow node).
+struct SlowAdd(u32, u64);
+
+impl EffectFactory for SlowAdd {
+    fn name(&self) -> &str {
+        "slowadd"
+    }
+    fn default_mode(&self) -> Mode {
+        Mode::Parallel
+    }
+    fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo> {
+        Ok(input)
+    }
+    fn instantiate(&self) -> Result<Box<dyn Effect>> {
+        Ok(Box::new(SlowAdd(self.0, self.1)))
+    }
+}
+
+impl Effect for SlowAdd {
+    fn process(
+        &mut self,
+        _ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> Result<()> {
+        std::thread::sleep(Duration::from_millis(self.1));
+        for (o, i) in output.words_mut().iter_mut().zip(input.words()) {
+            *o = i.wrapping_add(self.0);
+        }
+        Ok(())
+    }
+}
+
+/// Gives `W`x`H` frames from any input (the first `W` words of each of its first `H` rows);
+/// its instances only take frames of the width they were negotiated for (like a scaler whose
+/// coefficients are made for one input size).
+struct Fit {
+    in_width: u32,
+}
+
+impl EffectFactory for Fit {
+    fn name(&self) -> &str {
+        "fit"
+    }
+    fn default_mode(&self) -> Mode {
+        Mode::Serial
+    }
+    fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo> {
+        self.in_width = input.width;
+        Ok(VideoInfo {
+            width: W,
+            height: H,
+            ..input
+        })
+    }
+    fn instantiate(&self) -> Result<Box<dyn Effect>> {
+        Ok(Box::new(Fit {
+            in_width: self.in_width,
+        }))
+    }
+}
+
+impl Effect for Fit {
+    fn process(
+        &mut self,
+        _ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> Result<()> {
+        let words = input.words();
+        if words.len() != (self.in_width * H) as usize {
+            return Err(framepipe_core::Error::element(
+                "fit",
+                format!(
+                    "made for {}-wide frames, got {} words",
+                    self.in_width,
+                    words.len()
+                ),
+            ));
+        }
+        let w = self.in_width as usize;
+        for (y, row) in output.words_mut().chunks_mut(W as usize).enumerate() {
+            row.copy_from_slice(&words[y * w..y * w + W as usize]);
+        }
+        Ok(())
+    }
+}
+
+/// A counting source of `2W`x`H` frames (`salt + n` in every pixel).
+struct Wide {
+    salt: u32,
+    frames: u64,
+    next: u64,
+}
+
+impl framepipe_core::Source for Wide {
+    fn info(&self) -> VideoInfo {
+        VideoInfo {
+            width: 2 * W,
+            height: H,
+            rate: Rational::new(30, 1),
+        }
+    }
+    fn len_hint(&self) -> Option<u64> {
+        Some(self.frames)
+    }
+    fn fill(&mut self, _ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        if self.next >= self.frames {
+            return Ok(false);
+        }
+        frame.words_mut().fill(self.salt + self.next as u32);
+        self.next += 1;
+        Ok(true)
+    }
+}
+
+/// What `run_nodes` saw: the master sink's values, the reply to each edit (`None`: the run
+/// ended and no reply ever came), the editor's settled calls.
+struct Seen {
+    values: Vec<u32>,
+    replies: Vec<Option<Outcome>>,
+    settled: Vec<bool>,
+}
+
+/// Runs the complete graph `nodes` (its master sink `master`), posting an edit after each
+/// frame count in `at`, the next once the previous is answered; unlike `run`, a reply that
+/// never comes (the run ends without answering) is recorded as `None`, and the run's error
+/// fails the test with its message.
+fn run_nodes(
+    nodes: Vec<Node>,
+    master: &Collect,
+    builds: Vec<Build>,
+    at: &[usize],
+    threads: usize,
+    paced: bool,
+) -> Seen {
+    let settled = Arc::new(Mutex::new(Vec::new()));
+    let mut prepared = Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads,
+            pace: paced.then(|| Rational::new(200, 1)),
+            ..Options::default()
+        })
+        .unwrap();
+    let (tx, rx) = command_queue(16);
+    let replies = tx.replies();
+    prepared.set_commands(rx);
+    prepared.set_editor(Box::new(Script {
+        builds: builds.into(),
+        settled: Arc::clone(&settled),
+    }));
+    let watch = master.clone();
+    let at = at.to_vec();
+    let poster = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let mut outcomes = Vec::new();
+        for n in at {
+            while watch.got.lock().unwrap().len() < n {
+                assert!(t0.elapsed() < Duration::from_secs(30), "the run stalled");
+                std::thread::sleep(Duration::from_micros(300));
+            }
+            let t = tx.post(Command::Edit(GraphEdit::Remove { node: "x".into() }));
+            let t = t.unwrap();
+            let reply = loop {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(30),
+                    "no answer to the edit"
+                );
+                if let Some(r) = replies.take() {
+                    break Some(r);
+                }
+                if replies.engine_gone() {
+                    // Every answer is in before `engine_gone` says so.
+                    break replies.take();
+                }
+                std::thread::sleep(Duration::from_micros(300));
+            };
+            if let Some(r) = &reply {
+                assert_eq!(r.ticket, t);
+            }
+            outcomes.push(reply.map(|r| r.outcome));
+        }
+        outcomes
+    });
+    let result = prepared.run();
+    let replies = poster.join().unwrap();
+    if let Err(e) = result {
+        panic!("the run failed: {e}");
+    }
+    let settled = settled.lock().unwrap().clone();
+    Seen {
+        values: master.values(),
+        replies,
+        settled,
+    }
+}
+
+fn src_node(name: &str, frames: u64) -> Node {
+    Node::new(
+        name,
+        NodeKind::Source {
+            source: counter(0, frames),
+            on_end: framepipe_runtime::OnEnd::Stop,
+        },
+        vec![],
+    )
+}
+
+fn sink_node(name: &str, sink: &Collect, master: bool, input: usize) -> Node {
+    Node::new(
+        name,
+        NodeKind::Sink {
+            sink: Box::new(sink.clone()),
+            master,
+        },
+        vec![input],
+    )
+}
+
+/// A feedback loop closed through a slow node that only the feedback reads: the last node of
+/// the old version to finish a frame is that node, on a worker, so the switch happens in that
+/// worker's completion, and the job it is handed next (frame N's beginning, then its nodes)
+/// belongs to the new version. Every frame of both versions must be exact.
+#[test]
+fn a_switch_made_by_a_worker_runs_the_new_versions_jobs_with_the_new_version() {
+    const N: u64 = 40;
+    let color = [3u8, 0, 0, 0];
+    for threads in [1, 2, 4] {
+        let master = Collect::default();
+        let first = vec![
+            src_node("src", N),
+            Node::new("fb", NodeKind::Feedback { from: 3, color }, vec![]),
+            Node::new(
+                "mix",
+                NodeKind::Mixer(framepipe_runtime::MixerStage::new(
+                    Box::new(common::Weigh { sleep_us: 0 }),
+                    Mode::Parallel,
+                )),
+                vec![0, 1],
+            ),
+            fx("slow", SlowAdd(0, 4), 2, false),
+            sink_node("out", &master, true, 2),
+        ];
+        // add `a` (+7) between mix and out: one node more than the running version.
+        let builds: Vec<Build> = vec![Box::new(move || {
+            let mut mix = Node::new(
+                "mix",
+                NodeKind::Mixer(framepipe_runtime::MixerStage::new(
+                    Box::new(common::Weigh { sleep_us: 0 }),
+                    Mode::Parallel,
+                )),
+                vec![0, 1],
+            );
+            mix.keep = true;
+            graph(vec![
+                running("src", false, vec![]),
+                Node::new("fb", NodeKind::Feedback { from: 4, color }, vec![]),
+                mix,
+                fx("a", Add(7), 2, false),
+                fx("slow", SlowAdd(0, 4), 2, true),
+                running("out", true, vec![3]),
+            ])
+        })];
+        let seen = run_nodes(first, &master, builds, &[10], threads, false);
+        let n = frame_of(seen.replies[0].as_ref().expect("an answer"));
+        let mut fb = u32::from_le_bytes(color);
+        let mut want = Vec::new();
+        for f in 0..N as u32 {
+            let mix = common::weigh([f, fb].into_iter());
+            want.push(if (f as usize) < n { mix } else { mix + 7 });
+            fb = mix;
+        }
+        assert_eq!(seen.values, want, "threads {threads}: edit at {n}");
+    }
+}
