@@ -110,6 +110,9 @@ fn next_begin_ns(released: u64, d_next: i64, period: u64, budget: u64, limit: u6
     d_next + frames.saturating_mul(period as i64) - budget as i64
 }
 
+/// The reply to an edit that the run's end overtook.
+const ENDED_BEFORE_EDIT: &str = "the run ended before the edit could take effect";
+
 /// Most parameter edits applied in one critical section of the live lock (one frame
 /// boundary's worth in practice; more are applied in further batches).
 const EDIT_BATCH: usize = 64;
@@ -457,13 +460,46 @@ pub(crate) fn run_output(
             let mut st = shared.lock_output();
             (st.pending.take(), st.switched.take())
         };
+        let in_state = pending.is_some() || switched.is_some();
         if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
             reader.reply(
                 p,
                 Outcome::Refused {
-                    reason: "the run ended before the edit could take effect".into(),
+                    reason: ENDED_BEFORE_EDIT.into(),
                 },
             );
+        }
+        // An edit still on the edit thread (being built, or built and not yet taken): its
+        // answer is waited for (off the frame path: the run is over), so that it too gets a
+        // reply. Dropping our sender lets the edit thread end after it.
+        if let Some(l) = edits_link.take() {
+            let EditLink { tx, rx, busy, .. } = l;
+            drop(tx);
+            if busy && !in_state {
+                match rx.recv_timeout(crate::pipeline::JOIN_GRACE) {
+                    Ok(FromEditor::Ready(mut p)) => {
+                        if let Some(posted) = p.posted.take() {
+                            reader.reply(
+                                posted,
+                                Outcome::Refused {
+                                    reason: ENDED_BEFORE_EDIT.into(),
+                                },
+                            );
+                        }
+                    }
+                    Ok(FromEditor::Refused(p, reason)) => {
+                        reader.reply(
+                            p,
+                            Outcome::Refused {
+                                reason: reason.into(),
+                            },
+                        );
+                    }
+                    // The edit thread is stuck in an element's constructor: it is left
+                    // running, detached (see `Prepared::run`).
+                    Err(_) => {}
+                }
+            }
         }
         if let Some(mut sw) = switched {
             if let Some(p) = sw.posted.take() {

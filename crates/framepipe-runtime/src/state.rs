@@ -956,7 +956,10 @@ impl State {
     /// instances, sources and feedback rings, and their live values, go into the new version;
     /// what is replaced waits in `switched` to be dropped off the frame path.
     fn maybe_switch(&mut self, shared: &Shared) {
+        // After the sources' end no frame begins any more: an edit switched in then would
+        // be answered with a frame that is never output; it is refused at the run's end.
         if self.pending.is_none()
+            || self.source_done
             || self.abort
             || self.broken
             || self.in_flight > 0

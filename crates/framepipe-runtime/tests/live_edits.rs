@@ -659,3 +659,149 @@ fn a_switch_made_by_a_worker_runs_the_new_versions_jobs_with_the_new_version() {
         assert_eq!(seen.values, want, "threads {threads}: edit at {n}");
     }
 }
+
+/// An edit still being built when the stream ends is answered (refused: it never took
+/// effect), like every other command (#9 req 5).
+#[test]
+fn an_edit_being_built_when_the_stream_ends_is_answered() {
+    let master = Collect {
+        sleep_ms: 2,
+        ..Collect::default()
+    };
+    let nodes = vec![
+        src_node("src", 30),
+        fx("a", Add(1), 0, false),
+        sink_node("out", &master, true, 1),
+    ];
+    // A slow build (a plugin that takes its time to load): the last frames leave meanwhile.
+    let builds: Vec<Build> = vec![Box::new(|| {
+        std::thread::sleep(Duration::from_millis(300));
+        graph(vec![
+            running("src", false, vec![]),
+            fx("a", Add(1), 0, true),
+            running("out", true, vec![1]),
+        ])
+    })];
+    let seen = run_nodes(nodes, &master, builds, &[25], 2, false);
+    assert_eq!(seen.values.len(), 30);
+    match &seen.replies[0] {
+        Some(Outcome::Refused { reason }) => assert!(reason.contains("ended"), "{reason}"),
+        other => panic!("the edit refused because the run ended, got {other:?}"),
+    }
+}
+
+/// An edit that arrives once the source has ended (its last frames still on their way out)
+/// cannot be seen in any frame: it is refused, not "applied at frame N" for a frame that is
+/// never output.
+#[test]
+fn an_edit_at_the_end_of_the_stream_names_no_frame_that_is_never_output() {
+    for threads in [1, 2] {
+        let master = Collect {
+            sleep_ms: 3,
+            ..Collect::default()
+        };
+        let nodes = vec![
+            src_node("src", 30),
+            fx("a", Add(1), 0, false),
+            sink_node("out", &master, true, 1),
+        ];
+        let builds: Vec<Build> = vec![Box::new(|| {
+            graph(vec![
+                running("src", false, vec![]),
+                fx("a", Add(1), 0, true),
+                fx("b", Add(100), 1, false),
+                running("out", true, vec![2]),
+            ])
+        })];
+        let seen = run_nodes(nodes, &master, builds, &[26], threads, false);
+        let want: Vec<u32> = (1..=30).collect();
+        assert_eq!(seen.values, want, "threads {threads}: the edit is not seen");
+        match &seen.replies[0] {
+            Some(Outcome::Refused { .. }) => {}
+            Some(Outcome::Applied { frame }) => panic!(
+                "threads {threads}: applied at frame {frame}, but {} frames were output and \
+                 none shows the edit",
+                seen.values.len()
+            ),
+            None => panic!("threads {threads}: the edit was never answered"),
+        }
+    }
+}
+
+/// A running-source placeholder must name a running source: naming an effect is refused with
+/// a reason, and the show goes on (it must not reach the scheduler as a source without one).
+#[test]
+fn a_running_placeholder_naming_an_effect_is_refused() {
+    let master = Collect {
+        sleep_ms: 1,
+        ..Collect::default()
+    };
+    let nodes = vec![
+        src_node("src", 40),
+        fx("a", Add(1), 0, false),
+        sink_node("out", &master, true, 1),
+    ];
+    let builds: Vec<Build> = vec![Box::new(|| {
+        graph(vec![
+            running("a", false, vec![]),
+            fx("b", Add(5), 0, false),
+            running("out", true, vec![1]),
+        ])
+    })];
+    let seen = run_nodes(nodes, &master, builds, &[10], 2, false);
+    match &seen.replies[0] {
+        Some(Outcome::Refused { reason }) => assert!(reason.contains('a'), "{reason}"),
+        other => panic!("refused, got {other:?}"),
+    }
+    assert_eq!(seen.settled, [false]);
+    let want: Vec<u32> = (1..=40).collect();
+    assert_eq!(seen.values, want);
+}
+
+/// A node marked `keep` whose input now has another shape (`link fit wide`) is made afresh
+/// from its factory: its running instance was made for the old input shape.
+#[test]
+fn a_kept_node_whose_input_changes_shape_is_made_afresh() {
+    const N: u64 = 40;
+    let master = Collect {
+        sleep_ms: 1,
+        ..Collect::default()
+    };
+    let other = Collect::any_size();
+    let nodes = vec![
+        src_node("src", N),
+        Node::new(
+            "wide",
+            NodeKind::Source {
+                source: Box::new(Wide {
+                    salt: 5000,
+                    frames: N,
+                    next: 0,
+                }),
+                on_end: framepipe_runtime::OnEnd::Stop,
+            },
+            vec![],
+        ),
+        fx("fit", Fit { in_width: 0 }, 0, false),
+        sink_node("out", &master, true, 2),
+        sink_node("out2", &other, false, 1),
+        sink_node("out3", &other, false, 0),
+    ];
+    // link fit wide: fit is unchanged as written (keep), its input is not.
+    let builds: Vec<Build> = vec![Box::new(|| {
+        graph(vec![
+            running("src", false, vec![]),
+            running("wide", false, vec![]),
+            fx("fit", Fit { in_width: 0 }, 1, true),
+            running("out", true, vec![2]),
+            running("out2", true, vec![1]),
+            running("out3", true, vec![0]),
+        ])
+    })];
+    let seen = run_nodes(nodes, &master, builds, &[10], 2, false);
+    let n = frame_of(seen.replies[0].as_ref().expect("an answer"));
+    for (f, &v) in seen.values.iter().enumerate() {
+        let want = if f < n { f as u32 } else { 5000 + f as u32 };
+        assert_eq!(v, want, "frame {f} (edit at {n})");
+    }
+}
