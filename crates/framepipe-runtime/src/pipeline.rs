@@ -700,6 +700,13 @@ pub(crate) fn prepare_edit(
         graph_view,
         moves,
     } = built;
+    // The new pools' buffers are made (allocated, every page touched) here: left lazy, they
+    // would be made by the workers running the first frames after the switch.
+    for (i, pool) in next.pools.iter().enumerate() {
+        if !next.pools[..i].iter().any(|q| q.same_pool(pool)) {
+            pool.fill(pool.capacity());
+        }
+    }
     let mut moved = vec![false; next.topo.nodes.len()];
     for &(_, j) in &moves {
         moved[j] = true;

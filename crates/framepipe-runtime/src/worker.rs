@@ -77,6 +77,11 @@ impl Shared {
             if st.finished() || st.abort {
                 return;
             }
+            // Not kept while idle: a version a live edit replaced is dropped on the edit thread
+            // once nobody else holds it (this is never the last reference then).
+            if !Arc::ptr_eq(&ver, &st.ver) {
+                ver = Arc::clone(&st.ver);
+            }
             st.waiting += 1;
             st = st.wait(&self.work);
             st.waiting -= 1;
