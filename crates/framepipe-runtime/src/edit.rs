@@ -137,11 +137,11 @@ pub(crate) fn spawn(
                         }
                     }
                     ToEditor::Switched(mut p) => {
-                        editor.settled(true);
                         if let Some(g) = p.graph_view.take() {
                             let live = shared.live.lock();
                             shared.view.set_graph(g, &live);
                         }
+                        editor.settled(true);
                         // What the switch replaced is dropped here: instances of removed
                         // nodes, the old pools and slots, once nothing else holds them.
                         graveyard.push(Buried::new(p));

@@ -123,6 +123,8 @@ type Build = Box<dyn FnOnce() -> std::result::Result<Graph, String> + Send>;
 struct Script {
     builds: VecDeque<Build>,
     settled: Arc<Mutex<Vec<bool>>>,
+    /// How long `settled` takes (an editor updating its description of the graph).
+    settle_delay: Duration,
 }
 
 impl Editor for Script {
@@ -130,6 +132,7 @@ impl Editor for Script {
         (self.builds.pop_front().expect("a build per edit"))()
     }
     fn settled(&mut self, accepted: bool) {
+        std::thread::sleep(self.settle_delay);
         self.settled.lock().unwrap().push(accepted);
     }
 }
@@ -192,6 +195,7 @@ fn run(
     prepared.set_editor(Box::new(Script {
         builds: builds.into(),
         settled: Arc::clone(&settled),
+        settle_delay: Duration::ZERO,
     }));
     let watch = sink.clone();
     let at = at.to_vec();
@@ -519,8 +523,7 @@ fn run_nodes(
     threads: usize,
     paced: bool,
 ) -> Seen {
-    let settled = Arc::new(Mutex::new(Vec::new()));
-    let mut prepared = Graph::new(nodes)
+    let prepared = Graph::new(nodes)
         .unwrap()
         .prepare(Options {
             threads,
@@ -528,12 +531,25 @@ fn run_nodes(
             ..Options::default()
         })
         .unwrap();
+    run_prepared(prepared, master, builds, at, Duration::ZERO)
+}
+
+/// `run_nodes` with the graph prepared by the caller.
+fn run_prepared(
+    mut prepared: framepipe_runtime::Prepared,
+    master: &Collect,
+    builds: Vec<Build>,
+    at: &[usize],
+    settle_delay: Duration,
+) -> Seen {
+    let settled = Arc::new(Mutex::new(Vec::new()));
     let (tx, rx) = command_queue(16);
     let replies = tx.replies();
     prepared.set_commands(rx);
     prepared.set_editor(Box::new(Script {
         builds: builds.into(),
         settled: Arc::clone(&settled),
+        settle_delay,
     }));
     let watch = master.clone();
     let at = at.to_vec();
@@ -804,4 +820,75 @@ fn a_kept_node_whose_input_changes_shape_is_made_afresh() {
         let want = if f < n { f as u32 } else { 5000 + f as u32 };
         assert_eq!(v, want, "frame {f} (edit at {n})");
     }
+}
+
+/// The published values always say which graph version they belong to: a surface indexing
+/// them with that version's graph finds one entry per node (#9 req 5). After a switch, the
+/// values of the new version must not be published under the old version's number.
+#[test]
+fn the_published_values_are_shaped_like_the_version_they_name() {
+    const N: u64 = 400;
+    let master = Collect::default();
+    let a = fx("a", Add(1), 0, false);
+    let nodes = vec![src_node("src", N), a, sink_node("out", &master, true, 1)];
+    // Alternately one node more (version 1, 3, ...) and back (2, 4, ...).
+    let builds: Vec<Build> = (0..12)
+        .map(|k| -> Build {
+            Box::new(move || {
+                if k % 2 == 0 {
+                    graph(vec![
+                        running("src", false, vec![]),
+                        fx("a", Add(1), 0, false),
+                        fx("b", Add(100), 1, false),
+                        running("out", true, vec![2]),
+                    ])
+                } else {
+                    graph(vec![
+                        running("src", false, vec![]),
+                        fx("a", Add(1), 0, false),
+                        running("out", true, vec![1]),
+                    ])
+                }
+            })
+        })
+        .collect();
+    let prepared = Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads: 2,
+            pace: Some(Rational::new(200, 1)),
+            ..Options::default()
+        })
+        .unwrap();
+    let view = prepared.view();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::clone(&done);
+    let reader = std::thread::spawn(move || {
+        let mut out = framepipe_runtime::ValuesView::default();
+        let mut bad = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            if view.read(&mut out) {
+                let want = if out.version % 2 == 1 { 4 } else { 3 };
+                if out.values.len() != want {
+                    bad.push((out.version, out.frame, out.values.len()));
+                }
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        bad
+    });
+    let at: Vec<usize> = (0..12).map(|k| 20 + 30 * k).collect();
+    // The editor takes 30 ms to settle (longer than the values' publishing interval): the
+    // new graph is published after that.
+    let seen = run_prepared(prepared, &master, builds, &at, Duration::from_millis(30));
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let bad = reader.join().unwrap();
+    assert!(seen
+        .replies
+        .iter()
+        .all(|r| matches!(r, Some(Outcome::Applied { .. }))));
+    assert!(
+        bad.is_empty(),
+        "values published under a version of another shape (version, frame, nodes): {bad:?}"
+    );
 }
