@@ -607,7 +607,7 @@ fn apply_commands(
         match ver.live_spec.resolve(&p.command) {
             Ok(edit) => {
                 if batch.edits.len() == batch.edits.capacity() {
-                    assign_edits(shared, reader, batch);
+                    assign_edits(shared, ver.number, reader, batch);
                 }
                 batch.edits.push(edit);
                 batch.posted.push(p);
@@ -626,7 +626,7 @@ fn apply_commands(
             }
         }
     }
-    assign_edits(shared, reader, batch);
+    assign_edits(shared, ver.number, reader, batch);
     stop
 }
 
@@ -649,7 +649,7 @@ fn apply_batch(
     // Room for all of it in this assignment (a batch has at most MAX_BATCH commands, and the
     // buffer holds EDIT_BATCH >= MAX_BATCH, so this never grows it).
     if batch.edits.len() + n > batch.edits.capacity() {
-        assign_edits(shared, reader, batch);
+        assign_edits(shared, ver.number, reader, batch);
     }
     let start = batch.edits.len();
     let mut refused = None;
@@ -688,22 +688,39 @@ fn apply_batch(
 /// Assigns the batch's edits under the live lock, noting the first frame that will see them;
 /// after unlocking, the old values they then hold are dropped and their commands answered with
 /// that frame.
-fn assign_edits(shared: &Shared, reader: &mut CommandReader, batch: &mut Batch<'_>) {
+///
+/// The edits were resolved (node and property indices) against graph version `version`; if a
+/// live edit switched versions since (another thread may make the switch between the output
+/// thread's look at the version and this), they would name other nodes, or none: they are
+/// refused instead.
+fn assign_edits(shared: &Shared, version: u64, reader: &mut CommandReader, batch: &mut Batch<'_>) {
     if batch.edits.is_empty() {
         return;
     }
     let frame = {
         let mut live = shared.live.lock();
-        for e in batch.edits.iter_mut() {
-            live.apply(e);
+        if live.version == version {
+            for e in batch.edits.iter_mut() {
+                live.apply(e);
+            }
+            let mbpm = (live.tempo() * 1000.0).round() as u64;
+            shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
+            Some(live.next_frame())
+        } else {
+            None
         }
-        let mbpm = (live.tempo() * 1000.0).round() as u64;
-        shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
-        live.next_frame()
     };
     batch.edits.clear();
     for p in batch.posted.drain(..) {
-        reader.reply(p, Outcome::Applied { frame });
+        let outcome = match frame {
+            Some(frame) => Outcome::Applied { frame },
+            None => Outcome::Refused {
+                reason: "the graph changed (a live edit) while this command was read; send it \
+                         again"
+                    .into(),
+            },
+        };
+        reader.reply(p, outcome);
     }
 }
 
