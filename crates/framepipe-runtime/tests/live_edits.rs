@@ -892,3 +892,83 @@ fn the_published_values_are_shaped_like_the_version_they_name() {
         "values published under a version of another shape (version, frame, nodes): {bad:?}"
     );
 }
+
+/// A slow leaky monitor and a second sink across edits (add a node in front of the master,
+/// then take the monitor's effect out, the preview sink then heading a branch of its own):
+/// the master gets every frame once with each edit from its reply's frame, the preview gets
+/// frames in order, each one right for the version it was made in.
+#[test]
+fn edits_with_a_slow_leaky_monitor_and_two_sinks() {
+    const N: u64 = 120;
+    for threads in [1, 2, 4] {
+        for paced in [false, true] {
+            let master = Collect {
+                sleep_ms: if paced { 0 } else { 2 },
+                ..Collect::default()
+            };
+            let preview = Collect {
+                sleep_ms: 12,
+                ..Collect::default()
+            };
+            let mut mon = fx("mon", SlowAdd(1_000_000, 3), 1, false);
+            mon.leaky = Some(true);
+            let nodes = vec![
+                src_node("src", N),
+                fx("a", Add(1), 0, false),
+                sink_node("out", &master, true, 1),
+                mon,
+                sink_node("prev", &preview, false, 3),
+            ];
+            let builds: Vec<Build> = vec![
+                Box::new(|| {
+                    let mut mon = fx("mon", SlowAdd(1_000_000, 3), 1, true);
+                    mon.leaky = Some(true);
+                    graph(vec![
+                        running("src", false, vec![]),
+                        fx("a", Add(1), 0, true),
+                        fx("b", Add(100), 1, false),
+                        running("out", true, vec![2]),
+                        mon,
+                        running("prev", true, vec![4]),
+                    ])
+                }),
+                Box::new(|| {
+                    let mut prev = running("prev", true, vec![1]);
+                    prev.leaky = Some(true);
+                    graph(vec![
+                        running("src", false, vec![]),
+                        fx("a", Add(1), 0, true),
+                        fx("b", Add(100), 1, true),
+                        running("out", true, vec![2]),
+                        prev,
+                    ])
+                }),
+            ];
+            let seen = run_nodes(nodes, &master, builds, &[30, 70], threads, paced);
+            let what = format!("threads {threads}, paced {paced}");
+            let n: Vec<usize> = seen
+                .replies
+                .iter()
+                .map(|r| frame_of(r.as_ref().expect("an answer")))
+                .collect();
+            let want: Vec<u32> = (0..N as u32)
+                .map(|f| if (f as usize) < n[0] { f + 1 } else { f + 101 })
+                .collect();
+            assert_eq!(seen.values, want, "{what}: edits at {n:?}");
+            let got = preview.got();
+            assert!(!got.is_empty(), "{what}");
+            for w in got.windows(2) {
+                assert!(w[0].0 < w[1].0, "{what}: preview in order: {got:?}");
+            }
+            for &(seq, v) in &got {
+                let s = seq as u32;
+                let want = if (seq as usize) < n[1] {
+                    s + 1 + 1_000_000
+                } else {
+                    s + 1
+                };
+                assert_eq!(v, want, "{what}: preview frame {seq} (edits at {n:?})");
+            }
+        }
+    }
+}
