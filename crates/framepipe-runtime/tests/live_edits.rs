@@ -972,3 +972,108 @@ fn edits_with_a_slow_leaky_monitor_and_two_sinks() {
         }
     }
 }
+
+/// An edit posted while paused: nothing is output while paused; after `step 1`s and `resume`
+/// every frame is output once, the edit seen from the frame its reply names.
+#[test]
+fn an_edit_while_paused_then_steps_and_resume() {
+    const N: u64 = 80;
+    for threads in [1, 2, 4] {
+        for paced in [false, true] {
+            let master = Collect {
+                sleep_ms: if paced { 0 } else { 2 },
+                ..Collect::default()
+            };
+            let nodes = vec![
+                src_node("src", N),
+                fx("a", Add(1), 0, false),
+                sink_node("out", &master, true, 1),
+            ];
+            let builds: Vec<Build> = vec![Box::new(|| {
+                graph(vec![
+                    running("src", false, vec![]),
+                    fx("a", Add(1), 0, true),
+                    fx("b", Add(100), 1, false),
+                    running("out", true, vec![2]),
+                ])
+            })];
+            let mut prepared = Graph::new(nodes)
+                .unwrap()
+                .prepare(Options {
+                    threads,
+                    pace: paced.then(|| Rational::new(200, 1)),
+                    ..Options::default()
+                })
+                .unwrap();
+            let (tx, rx) = command_queue(16);
+            let replies = tx.replies();
+            prepared.set_commands(rx);
+            prepared.set_editor(Box::new(Script {
+                builds: builds.into(),
+                settled: Arc::new(Mutex::new(Vec::new())),
+                settle_delay: Duration::ZERO,
+            }));
+            let watch = master.clone();
+            let poster = std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let wait = |n: usize| {
+                    while watch.got.lock().unwrap().len() < n {
+                        assert!(t0.elapsed() < Duration::from_secs(30), "stalled");
+                        std::thread::sleep(Duration::from_micros(300));
+                    }
+                };
+                // Every reply, by ticket (the edit's may come between others).
+                let all = std::cell::RefCell::new(Vec::new());
+                let answer = |t| loop {
+                    assert!(t0.elapsed() < Duration::from_secs(30), "no answer");
+                    if let Some(r) = replies.take() {
+                        all.borrow_mut().push((r.ticket, r.outcome));
+                    }
+                    if let Some((_, o)) = all.borrow().iter().find(|(k, _)| *k == t) {
+                        break o.clone();
+                    }
+                    std::thread::sleep(Duration::from_micros(300));
+                };
+                let mut outcomes = Vec::new();
+                let mut send = |c: Command| {
+                    let t = tx.post(c).unwrap();
+                    outcomes.push(answer(t));
+                };
+                wait(20);
+                send(Command::Pause);
+                std::thread::sleep(Duration::from_millis(30));
+                let paused_at = watch.got.lock().unwrap().len();
+                let t = tx
+                    .post(Command::Edit(GraphEdit::Remove { node: "x".into() }))
+                    .unwrap();
+                std::thread::sleep(Duration::from_millis(60));
+                assert_eq!(
+                    watch.got.lock().unwrap().len(),
+                    paused_at,
+                    "nothing is output while paused"
+                );
+                for _ in 0..3 {
+                    let before = watch.got.lock().unwrap().len();
+                    send(Command::Step(1));
+                    wait(before + 1);
+                }
+                send(Command::Resume);
+                let edit = answer(t);
+                (outcomes, edit)
+            });
+            prepared.run().unwrap();
+            let (outcomes, edit) = poster.join().unwrap();
+            let what = format!("threads {threads}, paced {paced}");
+            assert!(
+                outcomes.iter().all(|o| matches!(o, Outcome::Applied { .. })),
+                "{what}: {outcomes:?}"
+            );
+            let n = frame_of(&edit);
+            let values = master.values();
+            let want: Vec<u32> = (0..N as u32)
+                .map(|f| if (f as usize) < n { f + 1 } else { f + 101 })
+                .collect();
+            assert_eq!(values, want, "{what}: edit at {n}");
+        }
+    }
+}
