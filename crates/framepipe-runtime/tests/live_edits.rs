@@ -1065,7 +1065,9 @@ fn an_edit_while_paused_then_steps_and_resume() {
             let (outcomes, edit) = poster.join().unwrap();
             let what = format!("threads {threads}, paced {paced}");
             assert!(
-                outcomes.iter().all(|o| matches!(o, Outcome::Applied { .. })),
+                outcomes
+                    .iter()
+                    .all(|o| matches!(o, Outcome::Applied { .. })),
                 "{what}: {outcomes:?}"
             );
             let n = frame_of(&edit);
