@@ -1079,3 +1079,100 @@ fn an_edit_while_paused_then_steps_and_resume() {
         }
     }
 }
+
+/// `stop` while paused with an edit just switched in or waiting for its switch, or still being
+/// built: the run stops at once, the edit is answered (refused when it never took effect), the
+/// output has only frames of the running version.
+#[test]
+fn stop_during_a_pending_or_building_edit_answers_it() {
+    for build_ms in [0u64, 150] {
+        for threads in [1, 3] {
+            let master = Collect::default();
+            let nodes = vec![
+                src_node("src", 1000),
+                fx("a", Add(1), 0, false),
+                sink_node("out", &master, true, 1),
+            ];
+            let builds: Vec<Build> = vec![Box::new(move || {
+                std::thread::sleep(Duration::from_millis(build_ms));
+                graph(vec![
+                    running("src", false, vec![]),
+                    fx("a", Add(1), 0, true),
+                    fx("b", Add(100), 1, false),
+                    running("out", true, vec![2]),
+                ])
+            })];
+            let mut prepared = Graph::new(nodes)
+                .unwrap()
+                .prepare(Options {
+                    threads,
+                    pace: Some(Rational::new(200, 1)),
+                    ..Options::default()
+                })
+                .unwrap();
+            let (tx, rx) = command_queue(16);
+            let replies = tx.replies();
+            prepared.set_commands(rx);
+            prepared.set_editor(Box::new(Script {
+                builds: builds.into(),
+                settled: Arc::new(Mutex::new(Vec::new())),
+                settle_delay: Duration::ZERO,
+            }));
+            let watch = master.clone();
+            let poster = std::thread::spawn(move || {
+                let t0 = Instant::now();
+                while watch.got.lock().unwrap().len() < 20 {
+                    assert!(t0.elapsed() < Duration::from_secs(30), "stalled");
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+                let tickets = [
+                    tx.post(Command::Pause).unwrap(),
+                    tx.post(Command::Edit(GraphEdit::Remove { node: "x".into() }))
+                        .unwrap(),
+                ];
+                std::thread::sleep(Duration::from_millis(40));
+                let stop = tx.post(Command::Stop).unwrap();
+                let mut got = Vec::new();
+                while got.len() < 3 {
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(30),
+                        "no answers: {got:?}"
+                    );
+                    if let Some(r) = replies.take() {
+                        got.push((r.ticket, r.outcome));
+                    } else if replies.engine_gone() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+                (tickets, stop, got)
+            });
+            prepared.run().unwrap();
+            let (tickets, stop, got) = poster.join().unwrap();
+            let what = format!("build {build_ms} ms, threads {threads}");
+            let of = |t| got.iter().find(|(k, _)| *k == t).map(|(_, o)| o.clone());
+            assert!(
+                matches!(of(tickets[0]), Some(Outcome::Applied { .. })),
+                "{what}: {got:?}"
+            );
+            assert!(
+                matches!(of(stop), Some(Outcome::Applied { .. })),
+                "{what}: {got:?}"
+            );
+            let values = master.values();
+            match of(tickets[1]) {
+                Some(Outcome::Refused { reason }) => {
+                    assert!(reason.contains("ended"), "{what}: {reason}")
+                }
+                // Switched in while paused with no frame in flight (paced: the next frame had
+                // not begun): seen from a frame that the stop then kept from the output.
+                Some(Outcome::Applied { frame }) if build_ms == 0 => {
+                    assert!(frame as usize >= values.len(), "{what}: {frame}")
+                }
+                other => panic!("{what}: the edit answered, got {other:?}"),
+            }
+            let want: Vec<u32> = (1..=values.len() as u32).collect();
+            assert_eq!(values, want, "{what}");
+        }
+    }
+}
