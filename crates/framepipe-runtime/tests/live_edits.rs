@@ -1176,3 +1176,36 @@ fn stop_during_a_pending_or_building_edit_answers_it() {
         }
     }
 }
+
+/// A placeholder for a running node that does not exist is refused with a one-line reason
+/// naming it (in the team's style: single spaces, no line-break padding).
+#[test]
+fn a_placeholder_for_no_running_node_is_refused_naming_it() {
+    let master = Collect {
+        sleep_ms: 1,
+        ..Collect::default()
+    };
+    let nodes = vec![
+        src_node("src", 30),
+        fx("a", Add(1), 0, false),
+        sink_node("out", &master, true, 1),
+    ];
+    let builds: Vec<Build> = vec![Box::new(|| {
+        graph(vec![
+            running("nosuch", false, vec![]),
+            fx("a", Add(1), 0, false),
+            running("out", true, vec![1]),
+        ])
+    })];
+    let seen = run_nodes(nodes, &master, builds, &[5], 1, false);
+    match &seen.replies[0] {
+        Some(Outcome::Refused { reason }) => {
+            assert!(reason.contains("nosuch"), "{reason}");
+            assert!(
+                !reason.contains("  "),
+                "one line, single spaces: {reason:?}"
+            );
+        }
+        other => panic!("refused, got {other:?}"),
+    }
+}
