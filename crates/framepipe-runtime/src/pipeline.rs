@@ -254,7 +254,9 @@ impl RunningVersion<'_> {
     /// `infos`: the new version's output shape per node.
     fn same_node(&self, o: usize, e: &crate::plan::ExecNode, infos: &[VideoInfo]) -> bool {
         let v = self.ver;
-        let kept = matches!(e.part, Part::Running { .. } | Part::Feedback { .. }) || e.keep;
+        // A feedback's state is its ring (the loop's previous frame): kept only when the edit
+        // keeps the node, like an effect's instances (a replaced one starts afresh).
+        let kept = matches!(e.part, Part::Running { .. }) || e.keep;
         let old_inputs = &v.topo.nodes[o].inputs;
         kept && v.elements[o] == e.element
             && v.kinds[o] == e.kind_word()

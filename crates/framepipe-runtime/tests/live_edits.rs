@@ -656,7 +656,11 @@ fn a_switch_made_by_a_worker_runs_the_new_versions_jobs_with_the_new_version() {
             mix.keep = true;
             graph(vec![
                 running("src", false, vec![]),
-                Node::new("fb", NodeKind::Feedback { from: 4, color }, vec![]),
+                {
+                    let mut fb = Node::new("fb", NodeKind::Feedback { from: 4, color }, vec![]);
+                    fb.keep = true;
+                    fb
+                },
                 mix,
                 fx("a", Add(7), 2, false),
                 fx("slow", SlowAdd(0, 4), 2, true),
@@ -1208,4 +1212,73 @@ fn a_placeholder_for_no_running_node_is_refused_naming_it() {
         }
         other => panic!("refused, got {other:?}"),
     }
+}
+
+/// The feedback loop of `a_switch_made_by_a_worker...`, with the feedback node `fb` as given
+/// (its colour, `keep`), for `edit_fb_is`.
+fn feedback_edit(color: [u8; 4], fb_keep: bool) -> (Vec<u32>, usize) {
+    const N: u64 = 40;
+    let first_color = [3u8, 0, 0, 0];
+    let mix = |keep| {
+        let mut m = Node::new(
+            "mix",
+            NodeKind::Mixer(framepipe_runtime::MixerStage::new(
+                Box::new(common::Weigh { sleep_us: 0 }),
+                Mode::Parallel,
+            )),
+            vec![0, 1],
+        );
+        m.keep = keep;
+        m
+    };
+    let master = Collect {
+        sleep_ms: 1,
+        ..Collect::default()
+    };
+    let first = vec![
+        src_node("src", N),
+        Node::new(
+            "fb",
+            NodeKind::Feedback {
+                from: 2,
+                color: first_color,
+            },
+            vec![],
+        ),
+        mix(false),
+        sink_node("out", &master, true, 2),
+    ];
+    let builds: Vec<Build> = vec![Box::new(move || {
+        let mut fb = Node::new("fb", NodeKind::Feedback { from: 2, color }, vec![]);
+        fb.keep = fb_keep;
+        graph(vec![
+            running("src", false, vec![]),
+            fb,
+            mix(true),
+            running("out", true, vec![2]),
+        ])
+    })];
+    let seen = run_nodes(first, &master, builds, &[10], 2, false);
+    let n = frame_of(seen.replies[0].as_ref().expect("an answer"));
+    let mut fb = u32::from_le_bytes(first_color);
+    let mut want = Vec::new();
+    for f in 0..N as u32 {
+        if f as usize == n && !fb_keep {
+            fb = u32::from_le_bytes(color);
+        }
+        let mix = common::weigh([f, fb].into_iter());
+        want.push(mix);
+        fb = mix;
+    }
+    assert_eq!(seen.values, want, "fb keep {fb_keep}: edit at {n}");
+    (seen.values, n)
+}
+
+/// `replace fb feedback color=...` (the node not kept): its state, the loop's previous frame,
+/// starts afresh: the new colour at the reply's frame (GraphEdit::Replace: "its state starts
+/// afresh"). Kept (an unrelated edit), the loop goes on.
+#[test]
+fn a_replaced_feedback_starts_afresh_and_a_kept_one_goes_on() {
+    feedback_edit([9, 0, 0, 0], false);
+    feedback_edit([3, 0, 0, 0], true);
 }
