@@ -23,6 +23,7 @@ pub trait Editor: Send {
     fn settled(&mut self, accepted: bool);
 }
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::Arc;
@@ -122,16 +123,28 @@ pub(crate) fn spawn(
                             send(FromEditor::Refused(posted, "not an edit".into()));
                             continue;
                         };
-                        let built = editor
-                            .build(edit)
-                            .and_then(|g| prepare_edit(g, &shared, options).map_err(one_line));
+                        // The editor and the plugins' constructors are user code: a panic
+                        // there refuses this edit; the thread goes on taking edits.
+                        let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            editor
+                                .build(edit)
+                                .and_then(|g| prepare_edit(g, &shared, options).map_err(one_line))
+                        }))
+                        .unwrap_or_else(|p| {
+                            Err(format!(
+                                "building the edit panicked: {}",
+                                crate::worker::panic_message(&*p)
+                            ))
+                        });
                         match built {
                             Ok(mut p) => {
                                 p.posted = Some(posted);
                                 send(FromEditor::Ready(p));
                             }
                             Err(reason) => {
-                                editor.settled(false);
+                                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                                    editor.settled(false)
+                                }));
                                 send(FromEditor::Refused(posted, reason));
                             }
                         }

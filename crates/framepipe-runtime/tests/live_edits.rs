@@ -1282,3 +1282,41 @@ fn a_replaced_feedback_starts_afresh_and_a_kept_one_goes_on() {
     feedback_edit([9, 0, 0, 0], false);
     feedback_edit([3, 0, 0, 0], true);
 }
+
+/// An editor (or a plugin's constructor called while building) that panics: the edit is
+/// refused with a reason, the show goes on, and the next edit is built as usual.
+#[test]
+fn a_panic_while_building_an_edit_refuses_it_and_the_next_one_works() {
+    let master = Collect {
+        sleep_ms: 2,
+        ..Collect::default()
+    };
+    let nodes = vec![
+        src_node("src", 400),
+        fx("a", Add(1), 0, false),
+        sink_node("out", &master, true, 1),
+    ];
+    let builds: Vec<Build> = vec![
+        Box::new(|| panic!("the plugin's constructor crashed")),
+        Box::new(|| {
+            graph(vec![
+                running("src", false, vec![]),
+                fx("a", Add(1), 0, true),
+                fx("b", Add(100), 1, false),
+                running("out", true, vec![2]),
+            ])
+        }),
+    ];
+    let seen = run_nodes(nodes, &master, builds, &[10, 20], 2, false);
+    match &seen.replies[0] {
+        Some(Outcome::Refused { reason }) => {
+            assert!(reason.contains("crashed"), "{reason}")
+        }
+        other => panic!("refused, got {other:?}"),
+    }
+    let n = frame_of(seen.replies[1].as_ref().expect("an answer"));
+    let want: Vec<u32> = (0..400)
+        .map(|f| if (f as usize) < n { f + 1 } else { f + 101 })
+        .collect();
+    assert_eq!(seen.values, want, "edit at {n}");
+}
