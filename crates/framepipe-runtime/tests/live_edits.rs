@@ -703,10 +703,14 @@ fn an_edit_being_built_when_the_stream_ends_is_answered() {
         ])
     })];
     let seen = run_nodes(nodes, &master, builds, &[25], 2, false);
-    assert_eq!(seen.values.len(), 30);
+    let want: Vec<u32> = (1..=30).collect();
+    assert_eq!(seen.values, want);
     match &seen.replies[0] {
         Some(Outcome::Refused { reason }) => assert!(reason.contains("ended"), "{reason}"),
-        other => panic!("the edit refused because the run ended, got {other:?}"),
+        // (A loaded machine may take longer for the last frames than the build: then the
+        // edit, which changes no value, is switched in before the end.)
+        Some(Outcome::Applied { frame }) => assert!(*frame < 30, "applied at {frame}"),
+        None => panic!("the edit was never answered"),
     }
 }
 
@@ -734,17 +738,24 @@ fn an_edit_at_the_end_of_the_stream_names_no_frame_that_is_never_output() {
             ])
         })];
         let seen = run_nodes(nodes, &master, builds, &[26], threads, false);
-        let want: Vec<u32> = (1..=30).collect();
-        assert_eq!(seen.values, want, "threads {threads}: the edit is not seen");
-        match &seen.replies[0] {
-            Some(Outcome::Refused { .. }) => {}
-            Some(Outcome::Applied { frame }) => panic!(
-                "threads {threads}: applied at frame {frame}, but {} frames were output and \
-                 none shows the edit",
-                seen.values.len()
-            ),
+        // (On a loaded machine the edit may come in before the source's end: then it is
+        // seen from the frame its reply names.)
+        let n = match &seen.replies[0] {
+            Some(Outcome::Refused { .. }) => 30,
+            Some(Outcome::Applied { frame }) => {
+                assert!(
+                    (*frame as usize) < seen.values.len(),
+                    "threads {threads}: applied at frame {frame}, but {} frames were output",
+                    seen.values.len()
+                );
+                *frame as usize
+            }
             None => panic!("threads {threads}: the edit was never answered"),
-        }
+        };
+        let want: Vec<u32> = (0..30)
+            .map(|f| if (f as usize) < n { f + 1 } else { f + 101 })
+            .collect();
+        assert_eq!(seen.values, want, "threads {threads}: edit at {n}");
     }
 }
 
