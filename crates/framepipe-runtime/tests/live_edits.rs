@@ -1331,3 +1331,98 @@ fn a_panic_while_building_an_edit_refuses_it_and_the_next_one_works() {
         .collect();
     assert_eq!(seen.values, want, "edit at {n}");
 }
+
+fn with_fit_scaler(mut g: Graph) -> Graph {
+    g.set_auto_scale(Box::new(|_w, _h| {
+        Ok(Box::new(Fit { in_width: 0 }) as Box<dyn EffectFactory>)
+    }));
+    g
+}
+
+/// A mixer whose second input is scaled by an automatic scaler, across edits: one adding a
+/// node after the (kept) mixer, one replacing the mixer (not kept). The scaler is made anew
+/// with each version; every frame is right.
+#[test]
+fn edits_around_a_mixer_with_an_automatic_scaler() {
+    const N: u64 = 90;
+    let weigh = || {
+        framepipe_runtime::MixerStage::new(Box::new(common::Weigh { sleep_us: 0 }), Mode::Parallel)
+    };
+    let wide = || {
+        Node::new(
+            "wide",
+            NodeKind::Source {
+                source: Box::new(Wide {
+                    salt: 5000,
+                    frames: N,
+                    next: 0,
+                }),
+                on_end: framepipe_runtime::OnEnd::Stop,
+            },
+            vec![],
+        )
+    };
+    for threads in [1, 2, 4] {
+        let master = Collect {
+            sleep_ms: 2,
+            ..Collect::default()
+        };
+        let first = Graph::new(vec![
+            src_node("src", N),
+            wide(),
+            Node::new("mix", NodeKind::Mixer(weigh()), vec![0, 1]),
+            sink_node("out", &master, true, 2),
+        ])
+        .unwrap();
+        let builds: Vec<Build> = vec![
+            Box::new(move || {
+                let mut mix = Node::new("mix", NodeKind::Mixer(weigh()), vec![0, 1]);
+                mix.keep = true;
+                graph(vec![
+                    running("src", false, vec![]),
+                    running("wide", false, vec![]),
+                    mix,
+                    fx("b", Add(100), 2, false),
+                    running("out", true, vec![3]),
+                ])
+                .map(with_fit_scaler)
+            }),
+            Box::new(move || {
+                graph(vec![
+                    running("src", false, vec![]),
+                    running("wide", false, vec![]),
+                    Node::new("mix", NodeKind::Mixer(weigh()), vec![0, 1]),
+                    fx("b", Add(100), 2, true),
+                    running("out", true, vec![3]),
+                ])
+                .map(with_fit_scaler)
+            }),
+        ];
+        let prepared = with_fit_scaler(first)
+            .prepare(Options {
+                threads,
+                ..Options::default()
+            })
+            .unwrap();
+        let seen = run_prepared(prepared, &master, builds, &[20, 50], Duration::ZERO);
+        let n: Vec<usize> = seen
+            .replies
+            .iter()
+            .map(|r| frame_of(r.as_ref().expect("an answer")))
+            .collect();
+        let want: Vec<u32> = (0..N as u32)
+            .map(|f| {
+                let (s, w) = (f, 5000 + f);
+                let f = f as usize;
+                // (Fit keeps W columns of each row of wide: the first word is wide's.)
+                let mix = common::weigh([s, w].into_iter());
+                if f < n[0] {
+                    mix
+                } else {
+                    mix + 100
+                }
+            })
+            .collect();
+        assert_eq!(seen.values, want, "threads {threads}: edits at {n:?}");
+    }
+}
