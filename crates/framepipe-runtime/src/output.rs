@@ -171,7 +171,7 @@ pub(crate) fn run_output(
     let mut edited: Vec<Posted> = Vec::with_capacity(EDIT_BATCH);
     // The outcome of the frame last given to the sink (its slot), returned to the scheduler in
     // the next critical section (with the taking of the next frame).
-    let mut done: Option<(usize, Result<()>)> = None;
+    let mut done: Option<(usize, u64, Result<()>)> = None;
     // Paced master: frames begin just in time (see `Options::latency_ns`).
     let gate = port == 0 && pacer.is_some();
     let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns());
@@ -258,8 +258,8 @@ pub(crate) fn run_output(
             // in flight go back to their pools.
             drop(held.take());
             let mut st = shared.lock_output();
-            if let Some((slot, r)) = done.take() {
-                st.sink_done(shared, port, slot, r);
+            if let Some((slot, v, r)) = done.take() {
+                st.sink_done(shared, port, slot, v, r);
             }
             st.stop();
             st.after_change(shared);
@@ -290,8 +290,8 @@ pub(crate) fn run_output(
                     }
                     begin_at = Some(next_begin_ns(seq, d, period_ns, b, st.begin_limit));
                 }
-                if let Some((slot, r)) = done.take() {
-                    st.sink_done(shared, port, slot, r);
+                if let Some((slot, v, r)) = done.take() {
+                    st.sink_done(shared, port, slot, v, r);
                 }
                 let mut got = st.take_ready(port);
                 let mut end = got.is_none() && st.finished();
@@ -429,7 +429,11 @@ pub(crate) fn run_output(
 
         // 5. The sink.
         let PortItem {
-            slot, ctx, frame, ..
+            slot,
+            ctx,
+            frame,
+            version,
+            ..
         } = token;
         let started = std::time::Instant::now();
         shared.mark_running(out_slot, Some(sink_stage));
@@ -446,13 +450,13 @@ pub(crate) fn run_output(
         }
         let failed = result.is_err();
         released_seq = Some(ctx.seq);
-        done = Some((slot, result));
+        done = Some((slot, version, result));
         if failed {
             break;
         }
     }
-    if let Some((slot, r)) = done.take() {
-        shared.lock_output().sink_done(shared, port, slot, r);
+    if let Some((slot, v, r)) = done.take() {
+        shared.lock_output().sink_done(shared, port, slot, v, r);
     }
     // An edit built but not switched in before the end: say so.
     if let Some(reader) = commands.as_mut() {

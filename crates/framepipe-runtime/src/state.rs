@@ -352,6 +352,10 @@ pub(crate) struct PortItem {
     pub(crate) ready_ns: i64,
     /// When the frame began (monotonic ns).
     pub(crate) begun_ns: i64,
+    /// The graph version it was handed in: a leaky sink may still be consuming a frame of
+    /// the version a live edit replaced (the switch does not wait for it), whose completion
+    /// then has nothing to update.
+    pub(crate) version: u64,
 }
 
 /// What the output thread of a port waits on instead of the scheduler mutex: a flag set (after
@@ -710,6 +714,7 @@ impl State {
             frame,
             ready_ns,
             begun_ns: self.slots[slot].begun_ns,
+            version: self.ver.number,
         });
         self.wake.ports = true;
     }
@@ -905,9 +910,12 @@ impl State {
         shared: &Shared,
         port: usize,
         slot: usize,
+        version: u64,
         result: Result<()>,
     ) {
-        if !self.abort {
+        // A frame of a replaced version (a leaky sink's, see `maybe_switch`): its branch's
+        // bookkeeping went with that version.
+        if !self.abort && version == self.ver.number {
             let node = self.ports[port].node;
             self.steps.push_back(Step::Finished(node, slot, None));
             self.drain();
@@ -965,12 +973,17 @@ impl State {
             || self.in_flight > 0
             || self.begin_busy
             || self.running > 0
-            || self.branch_busy.iter().any(|&b| b)
+            || !self.ready.is_empty()
+            || self.ports.iter().any(|p| p.ready.is_some())
             || self.slice_pending().is_some()
             || self.switched.is_some()
         {
             return;
         }
+        // A leaky branch still holding a frame has, with no job running or queued and no
+        // frame waiting at a port, only its sinks left: their output threads are consuming
+        // that frame (a preview blocked in its I/O). The switch does not wait for them (a
+        // leaky branch never holds back the show); their completion is ignored (`sink_done`).
         let mut p = self.pending.take().expect("checked");
         let n = self.next_seq;
         let next = &mut p.state;
@@ -1010,10 +1023,6 @@ impl State {
         std::mem::swap(&mut self.branch_busy, &mut next.branch_busy);
         std::mem::swap(&mut self.branch_inputs, &mut next.branch_inputs);
         for (port, np) in self.ports.iter_mut().zip(&next.ports) {
-            debug_assert!(
-                port.ready.is_none(),
-                "a drained version has no frame at a sink"
-            );
             port.node = np.node;
         }
         self.switch_at = u64::MAX;

@@ -1428,12 +1428,10 @@ fn edits_around_a_mixer_with_an_automatic_scaler() {
 }
 
 /// A leaky preview sink that blocks (a network receiver that stopped reading): a leaky branch
-/// never holds back the master output, and an edit must not make it: while the switch waits
-/// for the branch's frame, no frame begins. KNOWN BUG, not fixed: the switch waits for
-/// every leaky branch to be idle (`State::maybe_switch`), so the show freezes for as long as
-/// the preview blocks.
+/// never holds back the master output, and an edit must not make it (the switch waited for
+/// every leaky branch to be idle, and no frame began meanwhile: the show froze for as long as
+/// the preview blocked).
 #[test]
-#[ignore = "known bug (review of #9): an edit waits for a blocked leaky sink; the show freezes"]
 fn an_edit_does_not_wait_for_a_blocked_leaky_sink() {
     let master = Collect::default();
     let preview = Collect {
