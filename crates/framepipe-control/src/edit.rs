@@ -256,7 +256,7 @@ fn node_word(command: &str, w: String) -> Result<String> {
 /// `key=value`, split at the first `=`.
 fn prop_word(command: &str, w: String) -> Result<(String, String)> {
     match w.split_once('=') {
-        Some((k, _)) if k.is_empty() => Err(bad(command, &w, "empty property name")),
+        Some(("", _)) => Err(bad(command, &w, "empty property name")),
         Some((k, v)) => Ok((k.to_string(), v.to_string())),
         None => Err(bad(
             command,
@@ -381,7 +381,7 @@ pub fn parse_duration_ns(text: &str) -> std::result::Result<u64, &'static str> {
 
 /// A duration as [`parse_duration_ns`] reads it back: `2s`, `500ms`, `1.25ms`.
 pub fn format_duration_ns(ns: u64) -> String {
-    if ns % 1_000_000_000 == 0 {
+    if ns.is_multiple_of(1_000_000_000) {
         return format!("{}s", ns / 1_000_000_000);
     }
     let (ms, rest) = (ns / 1_000_000, ns % 1_000_000);
@@ -419,12 +419,6 @@ fn write_props(f: &mut fmt::Formatter<'_>, props: &[(String, String)]) -> fmt::R
     Ok(())
 }
 
-/// A node name where a word that could be read as something else must be quoted: a word
-/// `after`/`before`, or one with `=`.
-fn write_node(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
-    write_word(f, name)
-}
-
 impl fmt::Display for GraphEdit {
     /// The edit as a protocol line, which [`GraphEdit::parse`] (and `Command::parse`) read back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -443,15 +437,15 @@ impl fmt::Display for GraphEdit {
                     Place::After => " after ",
                     Place::Before => " before ",
                 })?;
-                write_node(f, anchor)
+                write_word(f, anchor)
             }
-            GraphEdit::Remove { node } => write_node(f, node),
+            GraphEdit::Remove { node } => write_word(f, node),
             GraphEdit::Replace {
                 node,
                 element,
                 props,
             } => {
-                write_node(f, node)?;
+                write_word(f, node)?;
                 f.write_str(" ")?;
                 write_word(f, element)?;
                 write_props(f, props)
@@ -460,10 +454,10 @@ impl fmt::Display for GraphEdit {
                 if *input > 0 || looks_like_input(node) {
                     write_word(f, &format!("{node}.sink_{input}"))?;
                 } else {
-                    write_node(f, node)?;
+                    write_word(f, node)?;
                 }
                 f.write_str(" ")?;
-                write_node(f, from)
+                write_word(f, from)
             }
             GraphEdit::Load { path, fade_ns } => {
                 write_word(f, path)?;
