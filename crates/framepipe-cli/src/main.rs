@@ -330,11 +330,7 @@ fn run(args: RunArgs) -> Result<Exit> {
     // What the editor needs of the registry is taken first: it owns the registry from here.
     let stdout_sink = writes_stdout(&desc, &registry);
     // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread.
-    let editor: Box<dyn framepipe_runtime::Editor> =
-        Box::new(edit::DescEditor::new(desc.clone(), registry));
-    // LEAD: call prepared.set_editor(editor) here once Prepared::set_editor is in main; until
-    // then edits are refused by the engine ("not a parameter command").
-    drop(editor);
+    prepared.set_editor(Box::new(edit::DescEditor::new(desc.clone(), registry)));
     prepared.set_events(Arc::new(move |e: &Event| match e {
         Event::Stalled { stage, elapsed_ms } => {
             say!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
