@@ -51,6 +51,7 @@ impl DescEditor {
     }
 
     /// The description of the running graph.
+    #[cfg(test)]
     pub fn desc(&self) -> &GraphDesc {
         &self.desc
     }
