@@ -100,3 +100,58 @@ fn issue_9_edits_on_stdin_show_from_the_frame_their_reply_names() {
     assert_ne!(plain[..FRAME], plain[FRAME..2 * FRAME]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn issue_9_load_switches_scene_keeping_the_running_source_and_sink() {
+    let dir = tmpdir("live-load");
+    // The next scene, loaded by a path relative to the working directory: the same source
+    // (so it goes on) and sink, without the invert.
+    std::fs::write(
+        dir.join("scene2.toml"),
+        format!(
+            "pipeline = \"testsrc width={W} height={H} frames=0 ! invert name=a ! invert name=b \
+             ! rawsink name=out location=out.rgba\"\n"
+        ),
+    )
+    .unwrap();
+    let pipeline = format!(
+        "testsrc width={W} height={H} frames=0 ! invert name=fx ! rawsink name=out location=out.rgba"
+    );
+    let mut child = Command::new(FP)
+        .args(["run", &pipeline])
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let load = "load scene2.toml";
+    for line in [load, "stop"] {
+        std::thread::sleep(Duration::from_millis(500));
+        writeln!(stdin, "{line}").unwrap();
+    }
+    let done = wait(child, Duration::from_secs(60), "a run loading a scene");
+    drop(stdin);
+    let err = String::from_utf8_lossy(&done.stderr).into_owned();
+    assert!(done.status.success(), "{err}");
+    let loaded = applied_at(&err, load);
+    let out = std::fs::read(dir.join("out.rgba")).unwrap();
+    let frames = out.len() / FRAME;
+    assert!(
+        0 < loaded && loaded < frames,
+        "loaded at {loaded} of {frames}: {err}"
+    );
+    let plain = reference(&dir, "plain.rgba", "", frames);
+    let inverted = reference(&dir, "inverted.rgba", "! invert", frames);
+    for k in 0..frames {
+        // The source went on: frame k is its frame k, inverted once before the load and
+        // twice (as it is) after.
+        let want = if k < loaded { &inverted } else { &plain };
+        assert!(
+            out[k * FRAME..(k + 1) * FRAME] == want[k * FRAME..(k + 1) * FRAME],
+            "frame {k} (loaded at {loaded}) is not the expected one"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
