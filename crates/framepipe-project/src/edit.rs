@@ -119,9 +119,8 @@ impl GraphDesc {
                 });
                 if let Some(role) = role {
                     return Err(refuse(format!(
-                        "{}: {role}; only a node with one input that feeds others can be \
-                         removed (use replace)",
-                        shown(node)
+                        "{role}; only a node with one input that feeds others can be removed \
+                         (use replace)"
                     )));
                 }
                 let input = n.inputs[0];
