@@ -21,6 +21,7 @@ macro_rules! say {
 
 mod build;
 mod commands;
+mod edit;
 mod flags;
 mod osc;
 mod signals;
@@ -336,6 +337,10 @@ fn run(args: RunArgs) -> Result<Exit> {
         latency_ns,
     };
     let mut prepared = graph.prepare(options)?;
+    // What the editor needs of the registry is taken first: it owns the registry from here.
+    let stdout_sink = writes_stdout(&desc, &registry);
+    // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread.
+    prepared.set_editor(Box::new(edit::DescEditor::new(desc.clone(), registry)));
     prepared.set_events(Arc::new(move |e: &Event| match e {
         Event::Stalled { stage, elapsed_ms } => {
             say!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
@@ -462,7 +467,7 @@ fn run(args: RunArgs) -> Result<Exit> {
     }
     let stats = match result {
         Ok(s) => s,
-        Err(e) if writes_stdout(&desc, &registry) && is_broken_pipe(&e) => {
+        Err(e) if stdout_sink && is_broken_pipe(&e) => {
             say!(
                 "framepipe: stdout was closed by its reader (broken pipe) after {} frames; stopped",
                 final_stats.frames

@@ -2,11 +2,12 @@
 
 use std::fmt;
 
+use crate::edit::GraphEdit;
 use crate::osc::Oscillator;
 use crate::{Error, Result};
 
-const COMMANDS: &str =
-    "set, osc, unosc, bypass, speed, tempo, tap, pause, step, resume, stop, batch";
+const COMMANDS: &str = "set, osc, unosc, bypass, speed, tempo, tap, pause, step, resume, stop, \
+                        batch, add, remove, replace, link, load";
 
 /// An element of the running pipeline, by name or by position.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -114,8 +115,9 @@ pub enum Command {
     /// `batch CMD; CMD; ...` in the text protocol). Parameter and transport commands only (no
     /// `stop`, no nested batch), at most [`MAX_BATCH`].
     Batch(Vec<Command>),
-    /// A live edit of the graph (`add`, `remove`, `replace`, `link`, `load`).
-    Edit(crate::edit::GraphEdit),
+    /// A live edit of the graph: `add`, `remove`, `replace`, `link`, `load` (see
+    /// [`GraphEdit`]). Never part of a batch.
+    Edit(GraphEdit),
     /// Every command source has closed (stdin reached its end): nothing can resume a pause any
     /// more, so a paused run stops once the steps already asked for are out. Not a protocol
     /// line: the queue produces it, once, when the last [`CommandSender`](crate::CommandSender)
@@ -185,6 +187,11 @@ impl Command {
     /// tempo BPM                         tempo 128
     /// tap
     /// pause | step [N] | resume | stop
+    /// add ELEMENT [k=v ...] after|before NODE    add frei0r-glow blur=0.3 after fx1
+    /// remove NODE
+    /// replace NODE ELEMENT [k=v ...]             replace clip ffmpegsrc location=b.mp4
+    /// link NODE[.sink_K] FROM                    link mix.sink_1 clipB
+    /// load FILE [fade=DURATION]                  load scene2.toml fade=2s
     /// ```
     ///
     /// Words are separated by whitespace; command words are case-insensitive. Errors name the
@@ -326,15 +333,18 @@ impl Command {
             "pause" => no_more("pause", words).map(|_| Command::Pause),
             "resume" => no_more("resume", words).map(|_| Command::Resume),
             "stop" => no_more("stop", words).map(|_| Command::Stop),
-            _ => Err(Error::UnknownCommand {
-                word: first.into(),
-                expected: COMMANDS,
-            }),
+            _ => match GraphEdit::parse(first, rest_after_words(line, 1))? {
+                Some(edit) => Ok(Command::Edit(edit)),
+                None => Err(Error::UnknownCommand {
+                    word: first.into(),
+                    expected: COMMANDS,
+                }),
+            },
         }
     }
 
     /// A [`Command::Batch`] of `cmds`, checked: 1 to [`MAX_BATCH`] commands, none of them
-    /// `stop` or a batch.
+    /// `stop`, a batch or an edit.
     pub fn batch(cmds: Vec<Command>) -> Result<Command> {
         if cmds.is_empty() {
             return Err(Error::MissingArgument {
@@ -349,14 +359,18 @@ impl Command {
                 reason: format!("at most {MAX_BATCH} commands in one batch"),
             });
         }
-        if let Some(c) = cmds
-            .iter()
-            .find(|c| matches!(c, Command::Stop | Command::Batch(_) | Command::EndOfInput))
-        {
+        if let Some(c) = cmds.iter().find(|c| {
+            matches!(
+                c,
+                Command::Stop | Command::Batch(_) | Command::EndOfInput | Command::Edit(_)
+            )
+        }) {
             return Err(Error::BadArgument {
                 command: "batch".into(),
                 token: c.to_string(),
-                reason: "stop and batch cannot be part of a batch".into(),
+                reason: "stop, batch and edits (add, remove, replace, link, load) cannot be part \
+                         of a batch"
+                    .into(),
             });
         }
         Ok(Command::Batch(cmds))
@@ -405,7 +419,7 @@ impl fmt::Display for Command {
             Command::Step(n) => write!(f, "step {n}"),
             Command::Resume => f.write_str("resume"),
             Command::Stop => f.write_str("stop"),
-            Command::Edit(e) => write!(f, "{e:?}"),
+            Command::Edit(edit) => write!(f, "{edit}"),
             Command::Batch(cmds) => {
                 f.write_str("batch ")?;
                 for (i, c) in cmds.iter().enumerate() {
@@ -636,6 +650,21 @@ mod tests {
             "3",
             "4294967296",
             "-7",
+            "add",
+            "remove",
+            "replace",
+            "link",
+            "load",
+            "after",
+            "before",
+            "mix.sink_1",
+            "x.sink_0",
+            "fade=2s",
+            "fade=1.5ms",
+            "blur=0.3",
+            "\"a b\"",
+            "'",
+            "name=n",
         ];
         let seps = [" ", "  ", "\t", "", ":", ".", "="];
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;

@@ -11,6 +11,8 @@
 //!   reason) on a bounded return path read with [`Replies`]. `stop`, `pause` and
 //!   `resume` are never refused (a side channel of atomics; [`Stopper`] for signal handlers),
 //!   and the end of every sender is told to the engine ([`Command::EndOfInput`]).
+//! * [`GraphEdit`]: live edits of the graph (`add`, `remove`, `replace`, `link`, `load`), a
+//!   [`Command::Edit`]; parsed and printed like the other commands.
 //! * [`Oscillator`], [`OscClock`]: waveforms evaluated as a pure function of the frame's
 //!   oscillator time, which advances with the frames' timestamps times the master speed;
 //!   [`ParamValue`]/[`ParamSpec`]: the `~sine:0.5hz:0..1` form in pipeline strings and the

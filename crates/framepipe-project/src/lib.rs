@@ -7,6 +7,9 @@
 //! * [`parse_project`]: a TOML project file, `[[node]]` tables, `pipeline = "..."` or a chain
 //!   of `[[element]]` tables, with run settings at the top.
 //!
+//! * [`GraphDesc::apply`]: a live edit (`add`, `remove`, `replace`, `link`, `load`; #9) on a
+//!   description, giving the next one, checked like a parsed one.
+//!
 //! Both give the same [`GraphDesc`]: nodes with unique names, elements by name with their
 //! properties as text, inputs as node indices, and [`Settings`]. Turning names into elements
 //! (the registry), text into typed values (each property's spec) and checking what depends on
@@ -16,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 mod desc;
+mod edit;
 mod links;
 mod pipeline;
 mod project;
@@ -284,6 +288,40 @@ pub enum Error {
         path: String,
         /// The node whose output closes the cycle.
         back: String,
+    },
+    /// A live edit that cannot be made on this graph (why, naming the nodes).
+    #[error("cannot {edit}: {reason}")]
+    EditRefused {
+        /// The edit, as a command line.
+        edit: String,
+        /// Why, naming the nodes.
+        reason: String,
+    },
+    /// `load`: the project file cannot be read.
+    #[error("cannot read project file '{path}': {reason}")]
+    ReadProject {
+        /// The file.
+        path: String,
+        /// The system's reason.
+        reason: String,
+    },
+    /// `load`: the project file does not parse.
+    #[error("in project file '{path}': {error}")]
+    InProject {
+        /// The file.
+        path: String,
+        /// Its error.
+        error: Box<Error>,
+    },
+    /// `load`: the project's sinks are not the running ones.
+    #[error("cannot load '{path}': its sinks must be the running ones ({running}) by name: {why}")]
+    LoadSinks {
+        /// The file.
+        path: String,
+        /// The running sinks.
+        running: String,
+        /// Which are missing, which are new.
+        why: String,
     },
 }
 

@@ -175,7 +175,7 @@ impl Raw {
 
 /// A cycle of input links, as the nodes along it in the direction frames flow, the first one
 /// repeated at the end (`[a, b, a]`: a feeds b, b feeds a), starting at its lowest index.
-fn find_cycle(nodes: &[NodeDescr]) -> Option<Vec<usize>> {
+pub(crate) fn find_cycle(nodes: &[NodeDescr]) -> Option<Vec<usize>> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
