@@ -470,7 +470,8 @@ impl Command {
             "unlearn" => {
                 let token = words.next().ok_or(Error::MissingArgument {
                     command: "unlearn",
-                    what: "a mapping number (as 'midi' lists them), a target or all, e.g. unlearn 2",
+                    what:
+                        "a mapping number (as 'midi' lists them), a target or all, e.g. unlearn 2",
                 })?;
                 let what = if token.eq_ignore_ascii_case("all") {
                     Unlearn::All
@@ -707,7 +708,10 @@ mod tests {
         );
         assert_eq!(Command::parse("midi").unwrap(), Command::Mappings);
         assert_eq!(Command::parse("mappings").unwrap(), Command::Mappings);
-        assert_eq!(Command::parse("save").unwrap(), Command::Save { file: None });
+        assert_eq!(
+            Command::parse("save").unwrap(),
+            Command::Save { file: None }
+        );
         assert_eq!(
             Command::parse("save  my show.toml ").unwrap(),
             Command::Save {
