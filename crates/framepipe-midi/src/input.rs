@@ -39,6 +39,7 @@ pub const POLL: Duration = Duration::from_millis(50);
 /// Messages handled in one batch before the held values are looked at.
 const BATCH: usize = 1024;
 /// The ALSA sequencer's device.
+#[cfg(feature = "alsa")]
 const SEQ: &str = "/dev/snd/seq";
 
 /// Where MIDI comes from.
@@ -175,6 +176,7 @@ impl MidiInput {
 }
 
 /// The ALSA sequencer's input ports, by name.
+#[cfg(feature = "alsa")]
 pub fn list_ports() -> Result<Vec<String>> {
     if !Path::new(SEQ).exists() {
         return Err(Error::NoSequencer);
@@ -185,6 +187,14 @@ pub fn list_ports() -> Result<Vec<String>> {
         .iter()
         .filter_map(|p| input.port_name(p).ok())
         .collect())
+}
+
+/// The ALSA sequencer's input ports: none in a build without the `alsa` feature.
+#[cfg(not(feature = "alsa"))]
+pub fn list_ports() -> Result<Vec<String>> {
+    Err(Error::Alsa(
+        "this build has no ALSA support (feature 'alsa')".into(),
+    ))
 }
 
 /// Opens `port` and starts the MIDI threads: messages become commands posted to `tx`.
@@ -216,9 +226,16 @@ pub fn spawn(
                 })?;
             (path.display().to_string(), None)
         }
+        #[cfg(feature = "alsa")]
         Port::Alsa(wanted) => {
             let (name, thread) = alsa::start(wanted, &events, &counters, &notify, &stop)?;
             (name, Some(thread))
+        }
+        #[cfg(not(feature = "alsa"))]
+        Port::Alsa(_) => {
+            return Err(Error::Alsa(
+                "this build has no ALSA support (feature 'alsa')".into(),
+            ))
         }
     };
     let thread = {
@@ -421,6 +438,7 @@ fn run(
 }
 
 /// The ALSA sequencer input, through midir.
+#[cfg(feature = "alsa")]
 mod alsa {
     use super::*;
     use midir::{Ignore, MidiInput, MidiInputConnection};
