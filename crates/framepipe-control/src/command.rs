@@ -6,7 +6,7 @@ use crate::osc::Oscillator;
 use crate::{Error, Result};
 
 const COMMANDS: &str = "set, osc, unosc, bypass, speed, tempo, tap, pause, step, resume, stop, \
-                        learn, unlearn, midi, mappings, save";
+                        batch, learn, unlearn, midi, mappings, save";
 
 /// An element of the running pipeline, by name or by position.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -228,6 +228,10 @@ pub enum Command {
     Resume,
     /// End the run cleanly.
     Stop,
+    /// Several commands applied together, at the same frame, or all refused (an OSC bundle;
+    /// `batch CMD; CMD; ...` in the text protocol). Parameter and transport commands only (no
+    /// `stop`, no nested batch), at most [`MAX_BATCH`].
+    Batch(Vec<Command>),
     /// Surface command (not for the engine): bind the next MIDI control moved to `target`.
     Learn {
         /// What the control will drive.
@@ -251,6 +255,9 @@ pub enum Command {
     /// is gone and every command before it has been read.
     EndOfInput,
 }
+
+/// The most commands in one [`Command::Batch`].
+pub const MAX_BATCH: usize = 64;
 
 /// Splits `element.prop` at the last dot.
 fn parse_param(command: &'static str, token: Option<&str>) -> Result<(Target, String)> {
@@ -428,6 +435,19 @@ impl Command {
                 Ok(Command::Tempo(bpm))
             }
             "tap" => no_more("tap", words).map(|_| Command::Tap { at_ns: None }),
+            "batch" => {
+                let rest = rest_after_words(line, 1);
+                let parts: Vec<&str> = rest
+                    .split(';')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .collect();
+                let cmds = parts
+                    .iter()
+                    .map(|p| Command::parse(p))
+                    .collect::<Result<Vec<_>>>()?;
+                Command::batch(cmds)
+            }
             "step" => {
                 let n = match words.next() {
                     None => 1,
@@ -506,6 +526,43 @@ impl Command {
         }
     }
 
+    /// A [`Command::Batch`] of `cmds`, checked: 1 to [`MAX_BATCH`] commands, none of them
+    /// `stop` or a batch.
+    pub fn batch(cmds: Vec<Command>) -> Result<Command> {
+        if cmds.is_empty() {
+            return Err(Error::MissingArgument {
+                command: "batch",
+                what: "commands separated by ';', e.g. batch set a.x 1; set b.y 2",
+            });
+        }
+        if cmds.len() > MAX_BATCH {
+            return Err(Error::BadArgument {
+                command: "batch".into(),
+                token: format!("{} commands", cmds.len()),
+                reason: format!("at most {MAX_BATCH} commands in one batch"),
+            });
+        }
+        if let Some(c) = cmds
+            .iter()
+            .find(|c| matches!(c, Command::Stop | Command::Batch(_) | Command::EndOfInput))
+        {
+            return Err(Error::BadArgument {
+                command: "batch".into(),
+                token: c.to_string(),
+                reason: "stop and batch cannot be part of a batch".into(),
+            });
+        }
+        if let Some(c) = cmds.iter().find(|c| c.is_surface()) {
+            return Err(Error::BadArgument {
+                command: "batch".into(),
+                token: c.to_string(),
+                reason: "surface commands (learn, unlearn, midi, save) cannot be part of a batch"
+                    .into(),
+            });
+        }
+        Ok(Command::Batch(cmds))
+    }
+
     /// Like [`parse`](Self::parse), but a blank line or a `#` comment gives `Ok(None)`.
     pub fn parse_line(line: &str) -> Result<Option<Command>> {
         match Command::parse(line) {
@@ -558,6 +615,16 @@ impl fmt::Display for Command {
             Command::Step(n) => write!(f, "step {n}"),
             Command::Resume => f.write_str("resume"),
             Command::Stop => f.write_str("stop"),
+            Command::Batch(cmds) => {
+                f.write_str("batch ")?;
+                for (i, c) in cmds.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{c}")?;
+                }
+                Ok(())
+            }
             Command::Learn { target, mode } => match mode {
                 LearnMode::Detect => write!(f, "learn {target}"),
                 LearnMode::Relative => write!(f, "learn {target} relative"),
@@ -580,6 +647,31 @@ mod tests {
 
     fn name(s: &str) -> Target {
         Target::Name(s.into())
+    }
+
+    #[test]
+    fn batches_parse_print_back_and_refuse_what_cannot_be_batched() {
+        let b = Command::parse("batch set a.x 1; bypass b on ;pause").unwrap();
+        let Command::Batch(cmds) = &b else {
+            panic!("{b:?}")
+        };
+        assert_eq!(cmds.len(), 3);
+        assert_eq!(b.to_string(), "batch set a.x 1; bypass b on; pause");
+        assert_eq!(Command::parse(&b.to_string()).unwrap(), b);
+        for bad in [
+            "batch",
+            "batch ;",
+            "batch set a.x 1; stop",
+            "batch batch pause",
+        ] {
+            assert!(Command::parse(bad).is_err(), "{bad}");
+        }
+        let many = vec!["pause"; MAX_BATCH + 1].join("; ");
+        let e = Command::parse(&format!("batch {many}")).unwrap_err();
+        assert!(e.to_string().contains("at most 64"), "{e}");
+        // A bad command inside names itself.
+        let e = Command::parse("batch set a.x 1; bogus 2").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
     }
 
     #[test]
@@ -768,6 +860,7 @@ mod tests {
             ("unlearn x", "'x'"),
             ("unlearn 1 2", "'2'"),
             ("midi list", "'list'"),
+            ("batch set a.b 1; learn a.b", "surface commands"),
             (
                 "bypass 99999999999999999999999 on",
                 "99999999999999999999999",

@@ -322,6 +322,13 @@ impl CommandSender {
         if let Command::Tap { at_ns: at @ None } = &mut cmd {
             *at = Some(crate::beat::monotonic_ns());
         }
+        if let Command::Batch(cmds) = &mut cmd {
+            for c in cmds {
+                if let Command::Tap { at_ns: at @ None } = c {
+                    *at = Some(crate::beat::monotonic_ns());
+                }
+            }
+        }
         let shared = &*self.shared;
         let ticket = Ticket(shared.tickets.fetch_add(1, Ordering::Relaxed));
         let pause = match cmd {

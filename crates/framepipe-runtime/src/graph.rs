@@ -121,6 +121,13 @@ pub enum NodeKind {
         /// leaky is, unless one says so).
         master: bool,
     },
+    /// Only in a live edit's graph ([`Editor::build`]): the source or sink of this name in the
+    /// running graph, kept as it is (a source goes on from where it is; a sink keeps its file
+    /// or connection). Its inputs are given as for a sink (one) or none for a source.
+    Running {
+        /// A source (no input) or a sink (one input).
+        sink: bool,
+    },
 }
 
 impl NodeKind {
@@ -133,13 +140,20 @@ impl NodeKind {
             NodeKind::Tee => "tee",
             NodeKind::Feedback { .. } => "feedback",
             NodeKind::Sink { .. } => "sink",
+            NodeKind::Running { sink: false } => "source",
+            NodeKind::Running { sink: true } => "sink",
         }
     }
 
     fn inputs(&self) -> (usize, usize) {
         match self {
-            NodeKind::Source { .. } | NodeKind::Feedback { .. } => (0, 0),
-            NodeKind::Effect(_) | NodeKind::Tee | NodeKind::Sink { .. } => (1, 1),
+            NodeKind::Source { .. }
+            | NodeKind::Feedback { .. }
+            | NodeKind::Running { sink: false } => (0, 0),
+            NodeKind::Effect(_)
+            | NodeKind::Tee
+            | NodeKind::Sink { .. }
+            | NodeKind::Running { sink: true } => (1, 1),
             NodeKind::Mixer(m) => m.inputs,
         }
     }
@@ -158,6 +172,11 @@ pub struct Node {
     /// Whether it may skip frames rather than hold back the master output. `None`: the
     /// element's default (a `monitor` is leaky, nothing else is).
     pub leaky: Option<bool>,
+    /// Only in a live edit's graph: the node is unchanged by the edit (same name, element and
+    /// properties as written), so the running node's instances move into the new version with
+    /// their state, if its input and output shapes stay the same (otherwise it is made afresh
+    /// from this node's factory).
+    pub keep: bool,
 }
 
 impl Node {
@@ -170,6 +189,7 @@ impl Node {
             kind,
             inputs,
             leaky: None,
+            keep: false,
         }
     }
 }

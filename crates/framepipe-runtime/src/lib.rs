@@ -27,6 +27,7 @@
 //! docs/REALTIME.md and docs/RELIABILITY.md.
 #![deny(unsafe_code)]
 
+mod edit;
 mod events;
 mod graph;
 mod live;
@@ -38,8 +39,10 @@ mod pools;
 mod slices;
 mod state;
 mod stats;
+mod view;
 mod worker;
 
+pub use edit::Editor;
 pub use events::{Event, EventFn};
 pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
 pub use lockstats::LockSummary;
@@ -48,3 +51,4 @@ pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
 pub use plan::Layout;
 pub use pools::IN_FLIGHT_BYTES;
 pub use stats::{Counters, RunStats, StageCounters, StageStats};
+pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};

@@ -257,6 +257,40 @@ impl Live {
         }
     }
 
+    /// Writes the values in force (the last frame's), oscillators and bypasses into `out`.
+    /// Without allocating when `out` already has this graph's shape (it gets it the first
+    /// time, off the frame path). Returns true.
+    pub fn publish(&self, out: &mut crate::view::ValuesView) -> bool {
+        let shaped = out.values.len() == self.stages.len()
+            && out
+                .values
+                .iter()
+                .zip(&self.stages)
+                .all(|(v, s)| v.len() == s.params.len());
+        if !shaped {
+            out.values = self
+                .stages
+                .iter()
+                .map(|s| s.params.iter().map(|p| p.last.clone()).collect())
+                .collect();
+            out.oscillators = self
+                .stages
+                .iter()
+                .map(|s| s.params.iter().map(|p| p.osc).collect())
+                .collect();
+            out.bypass = self.stages.iter().map(|s| s.bypass).collect();
+            return true;
+        }
+        for (s, st) in self.stages.iter().enumerate() {
+            out.bypass[s] = st.bypass;
+            for (j, p) in st.params.iter().enumerate() {
+                assign(&mut out.values[s][j], &p.last);
+                out.oscillators[s][j] = p.osc;
+            }
+        }
+        true
+    }
+
     /// The beat clock's tempo, bpm.
     pub fn tempo(&self) -> f64 {
         self.clock.tempo()

@@ -111,6 +111,7 @@ fn next_begin_ns(released: u64, d_next: i64, period: u64, budget: u64, limit: u6
 /// Most parameter edits applied in one critical section of the live lock (one frame
 /// boundary's worth in practice; more are applied in further batches).
 const EDIT_BATCH: usize = 64;
+const _: () = assert!(EDIT_BATCH >= framepipe_control::MAX_BATCH);
 
 /// Runs the output loop of sink port `port` until the end of the stream, an error, or `stop`.
 ///
@@ -429,6 +430,11 @@ fn apply_commands(
     let mut stop = false;
     for _ in 0..pending {
         let Some(p) = reader.pop() else { break };
+        if let Command::Batch(cmds) = &p.command {
+            let n = cmds.len();
+            apply_batch(shared, reader, transport, batch, p, n);
+            continue;
+        }
         if transport.apply(&p.command) {
             stop = matches!(p.command, Command::Stop);
             reader.reply(p, Outcome::Applied { frame: boundary });
@@ -461,6 +467,60 @@ fn apply_commands(
     }
     assign_edits(shared, reader, batch);
     stop
+}
+
+/// A [`Command::Batch`]: every parameter command in it is resolved first; if one is refused,
+/// the whole batch is (with that command's reason) and nothing of it applies. Otherwise its
+/// transport commands apply now and its edits join the ones assigned at this boundary, so that
+/// all of it is seen from the same frame (the one its reply names).
+fn apply_batch(
+    shared: &Shared,
+    reader: &mut CommandReader,
+    transport: &mut Transport,
+    batch: &mut Batch<'_>,
+    p: Posted,
+    n: usize,
+) {
+    let Command::Batch(cmds) = &p.command else {
+        unreachable!("apply_batch takes a batch");
+    };
+    // Room for all of it in this assignment (a batch has at most MAX_BATCH commands, and the
+    // buffer holds EDIT_BATCH >= MAX_BATCH, so this never grows it).
+    if batch.edits.len() + n > batch.edits.capacity() {
+        assign_edits(shared, reader, batch);
+    }
+    let start = batch.edits.len();
+    let mut refused = None;
+    for c in cmds {
+        if matches!(c, Command::Pause | Command::Resume | Command::Step(_)) {
+            continue;
+        }
+        match shared.live_spec.resolve(c) {
+            Ok(edit) => batch.edits.push(edit),
+            Err(reason) => {
+                refused = Some(format!("{c}: {reason}"));
+                break;
+            }
+        }
+    }
+    if let Some(reason) = refused {
+        batch.edits.truncate(start);
+        shared.emit(Event::CommandRejected {
+            command: p.command.to_string(),
+            reason: reason.clone(),
+        });
+        reader.reply(
+            p,
+            Outcome::Refused {
+                reason: reason.into(),
+            },
+        );
+        return;
+    }
+    for c in cmds {
+        transport.apply(c);
+    }
+    batch.posted.push(p);
 }
 
 /// Assigns the batch's edits under the live lock, noting the first frame that will see them;

@@ -28,6 +28,7 @@ use crate::state::{
     new_state, Instance, Kind, NodeState, PortSignal, Proc, Shared, SourceInst, Topo, TopoNode,
 };
 use crate::stats::{Counters, RunStats, StageCounters};
+use crate::view::{GraphView, NodeView, ShowView};
 use crate::worker::{guard, panic_message};
 
 /// How long a run that ended early (stop, error) waits for each worker to finish the job in
@@ -248,6 +249,32 @@ impl Graph {
             live_stages.push(live);
         }
         let live = Live::new(live_stages);
+        let graph_view = GraphView {
+            version: 0,
+            nodes: plan
+                .nodes
+                .iter()
+                .zip(&live.stages)
+                .map(|(e, st)| NodeView {
+                    name: e.name.clone(),
+                    element: e.element.clone(),
+                    kind: e.kind_word(),
+                    inputs: e
+                        .inputs
+                        .iter()
+                        .map(|&i| plan.nodes[i].name.clone())
+                        .collect(),
+                    width: e.info.width,
+                    height: e.info.height,
+                    props: st.params.iter().map(|p| p.spec.clone()).collect(),
+                    bypassable: st.is_effect && st.same_shape,
+                    leaky: e.branch.is_some(),
+                    master: e.master,
+                    auto: e.auto,
+                })
+                .collect(),
+        };
+        let view = ShowView::new(graph_view, &live);
         let param_names: Vec<Vec<Arc<str>>> = live
             .stages
             .iter()
@@ -413,6 +440,7 @@ impl Graph {
                 .collect(),
             events: None,
             counters: Arc::new(Counters::new(counters)),
+            view,
         };
         Ok(Prepared {
             shared: Arc::new(shared),
@@ -454,6 +482,12 @@ impl Prepared {
     /// Live counters; reading them never blocks the workers.
     pub fn counters(&self) -> Arc<Counters> {
         Arc::clone(&self.shared.counters)
+    }
+
+    /// The show's published state (graph and live values) for control surfaces; reading it
+    /// never blocks the engine.
+    pub fn view(&self) -> ShowView {
+        self.shared.view.clone()
     }
 
     /// The negotiated shape at each node's output, in execution order (a sink: its input's;

@@ -248,6 +248,11 @@ impl Plan {
                     continue;
                 }
                 NodeKind::Sink { sink, .. } => (Part::Sink(sink), input_infos[0], true),
+                NodeKind::Running { .. } => {
+                    return Err(Error::Graph(format!(
+                        "{name} stands for a running node: only a live edit's graph may have one"
+                    )))
+                }
             };
             let same_shape = input_infos
                 .first()

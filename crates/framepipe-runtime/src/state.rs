@@ -407,6 +407,8 @@ pub(crate) struct Shared {
     pub(crate) running: Vec<(AtomicUsize, AtomicI64)>,
     pub(crate) events: Option<EventFn>,
     pub(crate) counters: Arc<Counters>,
+    /// The published state for control surfaces (`view.rs`).
+    pub(crate) view: crate::view::ShowView,
 }
 
 impl State {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use framepipe_clock::now_ns;
 use framepipe_core::{Error, Frame, Result};
 
 use crate::events::Event;
@@ -302,6 +303,9 @@ impl Shared {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         live.sample(pts_ns, &mut snap);
+        drop(snap);
+        self.view
+            .publish(&live, live.next_frame().saturating_sub(1), now_ns());
     }
 
     /// Sets on `inst` the properties whose value in snapshot `slot` differs from what it has.

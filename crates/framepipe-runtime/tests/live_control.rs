@@ -836,3 +836,136 @@ fn a_tempo_change_changes_the_beat_rate_from_its_frame_without_a_jump() {
         );
     }
 }
+
+/// Issue #10 (OSC bundles): a batch's commands take effect at the same frame in every stage,
+/// the one its reply names; a batch with one bad command is refused whole and changes nothing.
+#[test]
+fn issue_10_a_batch_applies_at_one_frame_or_not_at_all() {
+    use framepipe_control::Outcome;
+    for threads in [1, 2] {
+        const FRAMES: u64 = 60;
+        let a = Seen::default();
+        let b = Seen::default();
+        let (tx, rx) = command_queue(16);
+        let replies = tx.replies();
+        let slow = vec![(u64::MAX, Duration::from_millis(2))];
+        let setup = Setup {
+            frames: FRAMES,
+            rate: 100,
+            options: Options {
+                threads,
+                ..Options::default()
+            },
+            stages: vec![
+                (
+                    "a".into(),
+                    probe_stage(&a, None, slow.clone(), Mode::Parallel),
+                ),
+                ("b".into(), probe_stage(&b, None, slow, Mode::Serial)),
+            ],
+        };
+        let watch = a.clone();
+        let poster = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            while watch.lock().unwrap().len() < 15 {
+                assert!(t0.elapsed() < Duration::from_secs(20), "the run stalled");
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            let bad = Command::parse("batch set a.value 9; set b.nosuch 9").unwrap();
+            let bad = tx.post(bad).unwrap();
+            let good = Command::parse("batch set a.value 5; set b.value 7").unwrap();
+            (bad, tx.post(good).unwrap())
+        });
+        let (r, released) = run(setup, Some(rx), None);
+        r.unwrap();
+        let (bad, good) = poster.join().unwrap();
+        assert_eq!(released.lock().unwrap().len() as u64, FRAMES);
+        let (va, vb) = (by_seq(&a), by_seq(&b));
+        let got: Vec<_> = std::iter::from_fn(|| replies.take()).collect();
+        let reply = |t| &got.iter().find(|r| r.ticket == t).expect("a reply").outcome;
+        match reply(bad) {
+            Outcome::Refused { reason } => {
+                assert!(reason.contains("unknown property 'nosuch'"), "{reason}")
+            }
+            other => panic!("the bad batch got {other:?}"),
+        }
+        assert!(!va.contains(&9.0), "nothing of a refused batch applies");
+        let Outcome::Applied { frame } = reply(good) else {
+            panic!("the good batch got {:?}", reply(good));
+        };
+        let f = *frame as usize;
+        assert!(f > 0 && f < va.len(), "frame {f}");
+        let first = |v: &[f64], x: f64| v.iter().position(|&y| y == x);
+        assert_eq!(
+            first(&va, 5.0),
+            Some(f),
+            "threads {threads}: a from frame {f}"
+        );
+        assert_eq!(
+            first(&vb, 7.0),
+            Some(f),
+            "threads {threads}: b from frame {f}"
+        );
+    }
+}
+
+/// Issue #9 (state can be read without the scheduler's lock): the published view names the
+/// graph's nodes and properties, and its values follow an oscillated property while running.
+#[test]
+fn issue_9_the_published_view_follows_the_values_while_running() {
+    let seen = Seen::default();
+    let p = Pipeline::new(
+        (
+            "counter".into(),
+            Box::new(Counter {
+                frames: 40,
+                rate: 50,
+            }),
+        ),
+        vec![(
+            "a".into(),
+            probe_stage(&seen, Some("~triangle:1hz:0..1"), vec![], Mode::Parallel),
+        )],
+        ("record".into(), Box::new(Record(Released::default()))),
+    );
+    let prepared = p
+        .prepare(Options {
+            pace: Some(Rational::new(50, 1)),
+            ..Options::default()
+        })
+        .unwrap();
+    let view = prepared.view();
+    let graph = view.graph();
+    let names: Vec<&str> = graph.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["counter", "a", "record"]);
+    let (ai, a) = graph.node("a").unwrap();
+    assert_eq!(a.inputs, ["counter"]);
+    assert_eq!(a.props[0].name, "value");
+    assert!(a.bypassable && !graph.nodes[2].bypassable);
+    let reader = std::thread::spawn(move || {
+        let mut v = framepipe_runtime::ValuesView::default();
+        let mut samples = Vec::new();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(3) {
+            if view.read(&mut v) {
+                assert!(v.oscillators[ai][0].is_some(), "the oscillator is shown");
+                if let framepipe_core::PropValue::Float(x) = v.values[ai][0] {
+                    samples.push((v.frame, x));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        samples
+    });
+    prepared.run().unwrap();
+    let samples = reader.join().unwrap();
+    let values = by_seq(&seen);
+    // Several publications during the 0.8 s run, each the value its frame was processed with.
+    assert!(samples.len() >= 5, "{samples:?}");
+    let distinct: std::collections::BTreeSet<u64> = samples.iter().map(|s| s.1.to_bits()).collect();
+    assert!(distinct.len() >= 4, "the value moves: {samples:?}");
+    // (A frame begun after the source's end is sampled but never processed.)
+    for (frame, x) in samples.into_iter().filter(|s| s.0 < 40) {
+        assert_eq!(values[frame as usize], x, "frame {frame}");
+    }
+}
