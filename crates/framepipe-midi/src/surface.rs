@@ -27,6 +27,20 @@ use framepipe_project::{GraphDesc, MidiBinding, MidiControlKind, MidiMode};
 use crate::mapping::{relative_steps, unit14, unit7, Action, Control, Mapping, Range, Value};
 use crate::parser::Message;
 
+/// After the surface set a property (or toggled a bypass) itself, its own value is trusted
+/// over the engine's published one for this long: the published values lag by up to a few
+/// frames, and a relative encoder turned fast must not lose its steps to that lag.
+pub const OWN_VALUE_TRUST: Duration = Duration::from_millis(250);
+
+/// The values in force in the engine, as it publishes them (another surface's `set`, an
+/// oscillator's latest value): where relative encoders and toggles start from.
+pub trait LiveValues: Send {
+    /// The value of `node`'s property `prop` now, as a number (booleans 0 or 1), if known.
+    fn value(&mut self, node: &str, prop: &str) -> Option<f64>;
+    /// Whether `node` is bypassed now, if known.
+    fn bypassed(&mut self, node: &str) -> Option<bool>;
+}
+
 /// A CC being learned for a property is decided after this many of its messages...
 pub const LEARN_MESSAGES: usize = 3;
 /// ... or this long after its first one.
@@ -233,6 +247,9 @@ pub struct Surface {
     bypassed: BTreeMap<String, bool>,
     paused: bool,
     is_paused: Option<Box<dyn Fn() -> bool + Send>>,
+    live: Option<Box<dyn LiveValues>>,
+    /// When this surface last set a property (`node.prop`) or toggled a bypass (`node`).
+    own: BTreeMap<String, Instant>,
     period: Duration,
     save: SaveContext,
     out: Vec<Command>,
@@ -265,6 +282,8 @@ impl Surface {
             bypassed: BTreeMap::new(),
             paused: start_paused,
             is_paused: None,
+            live: None,
+            own: BTreeMap::new(),
             period,
             save,
             out: Vec::new(),
@@ -277,6 +296,50 @@ impl Surface {
     /// that a `pause` from another surface is seen).
     pub fn set_paused_probe(&mut self, probe: Box<dyn Fn() -> bool + Send>) {
         self.is_paused = Some(probe);
+    }
+
+    /// Where relative encoders and toggles read the value in force (the engine's published
+    /// values), unless this surface set it within [`OWN_VALUE_TRUST`].
+    pub fn set_live_values(&mut self, live: Box<dyn LiveValues>) {
+        self.live = Some(live);
+    }
+
+    /// The value `node.prop` starts from for a relative step or a toggle at `now`.
+    fn base_value(&mut self, node: &str, prop: &str, now: Instant) -> Option<Value> {
+        let info = *self.props.get(node, prop)?;
+        let key = format!("{node}.{prop}");
+        let recent = self
+            .own
+            .get(&key)
+            .is_some_and(|t| now.saturating_duration_since(*t) < OWN_VALUE_TRUST);
+        if !recent {
+            if let Some(x) = self.live.as_mut().and_then(|l| l.value(node, prop)) {
+                let v = match info.range {
+                    Range::Float { min, max } => Value::Float(x.clamp(min, max)),
+                    Range::Int { min, max } => Value::Int((x.round() as i64).clamp(min, max)),
+                    Range::Bool => Value::Bool(x >= 0.5),
+                };
+                self.props.set_value(node, prop, v);
+                return Some(v);
+            }
+        }
+        Some(info.value)
+    }
+
+    /// Whether `node` is bypassed as far as a toggle at `now` should know.
+    fn bypassed_now(&mut self, node: &str, now: Instant) -> bool {
+        let local = self.bypassed.get(node).copied().unwrap_or(false);
+        let recent = self
+            .own
+            .get(node)
+            .is_some_and(|t| now.saturating_duration_since(*t) < OWN_VALUE_TRUST);
+        if recent {
+            return local;
+        }
+        self.live
+            .as_mut()
+            .and_then(|l| l.bypassed(node))
+            .unwrap_or(local)
     }
 
     /// Adds the mappings of a project's `[[midi]]` tables; an error names the table (1-based)
@@ -503,7 +566,7 @@ impl Surface {
             return;
         }
         for i in 0..self.slots.len() {
-            self.apply(i, m, at_ns);
+            self.apply(i, m, now, at_ns);
         }
     }
 
@@ -617,7 +680,7 @@ impl Surface {
     }
 
     /// Applies `m` to mapping `i` if it is its control.
-    fn apply(&mut self, i: usize, m: Message, at_ns: i64) {
+    fn apply(&mut self, i: usize, m: Message, now: Instant, at_ns: i64) {
         let c = self.slots[i].mapping.control;
         let mode = self.slots[i].mapping.mode;
         let continuous = self.slots[i].mapping.action.is_continuous();
@@ -679,10 +742,13 @@ impl Surface {
         let action = self.slots[i].mapping.action.clone();
         match (action, input) {
             (Action::Param { node, prop, range }, input) => {
-                let Some(now) = self.current(&node, &prop) else {
-                    return;
+                let base = match self.slots[i].pending {
+                    Some(p) => p,
+                    None => match self.base_value(&node, &prop, now) {
+                        Some(v) => v,
+                        None => return,
+                    },
                 };
-                let base = self.slots[i].pending.unwrap_or(now.value);
                 let value = match input {
                     Input::Unit(u) => range.at(u),
                     Input::Steps(s) => range.step(base, s),
@@ -691,7 +757,7 @@ impl Surface {
                         // A toggle is posted at once: two presses are two changes.
                         let v = range.toggle(base);
                         self.slots[i].pending = None;
-                        self.post_value(i, &node, &prop, v, None);
+                        self.post_value(i, &node, &prop, v, now, false);
                         return;
                     }
                 };
@@ -700,7 +766,7 @@ impl Surface {
                 }
             }
             (Action::Bypass { node }, input) => {
-                let was = self.bypassed.get(&node).copied().unwrap_or(false);
+                let was = self.bypassed_now(&node, now);
                 let on = match input {
                     Input::Press => !was,
                     Input::Level(on) => on,
@@ -715,6 +781,7 @@ impl Surface {
                     return;
                 }
                 self.bypassed.insert(node.clone(), on);
+                self.own.insert(node.clone(), now);
                 self.out.push(Command::Bypass {
                     element: Target::Name(node),
                     on,
@@ -749,9 +816,18 @@ impl Surface {
         }
     }
 
-    fn post_value(&mut self, i: usize, node: &str, prop: &str, v: Value, now: Option<Instant>) {
+    fn post_value(
+        &mut self,
+        i: usize,
+        node: &str,
+        prop: &str,
+        v: Value,
+        now: Instant,
+        paced: bool,
+    ) {
         self.props.set_value(node, prop, v);
-        if let Some(now) = now {
+        self.own.insert(format!("{node}.{prop}"), now);
+        if paced {
             self.slots[i].last_post = Some(now);
         }
         self.out.push(Command::Set {
@@ -793,7 +869,7 @@ impl Surface {
                 Some(t) if t > now => due(t),
                 _ => {
                     self.slots[i].pending = None;
-                    self.post_value(i, &node, &prop, v, Some(now));
+                    self.post_value(i, &node, &prop, v, now, true);
                 }
             }
         }
@@ -1077,6 +1153,55 @@ mod tests {
     }
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+
+    /// The engine's published values, for the tests: set from the test.
+    struct Fake(Arc<std::sync::Mutex<(f64, bool)>>);
+
+    impl LiveValues for Fake {
+        fn value(&mut self, _node: &str, prop: &str) -> Option<f64> {
+            (prop == "blur").then(|| self.0.lock().unwrap().0)
+        }
+        fn bypassed(&mut self, _node: &str) -> Option<bool> {
+            Some(self.0.lock().unwrap().1)
+        }
+    }
+
+    #[test]
+    fn relative_steps_and_toggles_start_from_the_engines_values() {
+        let mut s = surface();
+        let live = Arc::new(std::sync::Mutex::new((0.25, true)));
+        s.set_live_values(Box::new(Fake(Arc::clone(&live))));
+        let t = Instant::now();
+        learn(&mut s, "learn glow.blur relative twos");
+        feed(&mut s, t, &[cc(0, 16, 1)]);
+        learn(&mut s, "learn invert.bypass");
+        feed(&mut s, t, &[note(0, 1)]);
+        notices(&mut s);
+        // Another surface set 0.25 and bypassed the invert: MIDI starts from there.
+        let t = t + OWN_VALUE_TRUST;
+        assert_eq!(
+            feed(&mut s, t, &[cc(0, 16, 1)]),
+            [format!("set glow.blur {}", 0.25 + 1.0 / 127.0)]
+        );
+        assert_eq!(feed(&mut s, t, &[note(0, 1)]), ["bypass invert off"]);
+        // Right after its own change the surface trusts its own value, not the lagging view.
+        let t = t + PERIOD;
+        assert_eq!(
+            feed(&mut s, t, &[cc(0, 16, 1)]),
+            [format!(
+                "set glow.blur {}",
+                0.25 + 1.0 / 127.0 + 1.0 / 127.0
+            )]
+        );
+        assert_eq!(feed(&mut s, t, &[note(0, 1)]), ["bypass invert on"]);
+        // Later, the view again.
+        live.lock().unwrap().0 = 0.75;
+        let t = t + OWN_VALUE_TRUST;
+        assert_eq!(
+            feed(&mut s, t, &[cc(0, 16, 127)]),
+            [format!("set glow.blur {}", 0.75 - 1.0 / 127.0)]
+        );
+    }
 
     #[test]
     fn a_flood_is_coalesced_to_one_set_per_period_and_the_last_value_lands() {
