@@ -405,6 +405,7 @@ fn run(args: RunArgs) -> Result<Exit> {
                 pace,
                 args.start_paused,
                 prepared.counters(),
+                prepared.view(),
                 tx.clone(),
             )?;
             if !args.quiet {

@@ -1,6 +1,7 @@
 //! `--midi PORT`: the MIDI surface (framepipe-midi) wired to the run: the graph's properties
-//! with their ranges and written values, the frame period for coalescing, the project file for
-//! `save`, and `framepipe midi-ports`.
+//! with their ranges and written values, the engine's published values (`ShowView`) where
+//! relative encoders and toggles start from, the frame period for coalescing, the project file
+//! for `save`, and `framepipe midi-ports`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,8 +10,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use framepipe_control::CommandSender;
 use framepipe_core::{PropKind, Rational, Registry};
-use framepipe_midi::{MidiInput, Port, Props, Range, SaveContext, Surface};
+use framepipe_midi::{LiveValues, MidiInput, Port, Props, Range, SaveContext, Surface};
 use framepipe_project::GraphDesc;
+use framepipe_runtime::{GraphView, ShowView, ValuesView};
 
 /// A continuous value is posted at most once per this period per mapping when the run is
 /// unpaced (a paced run uses its frame period).
@@ -61,6 +63,56 @@ pub fn props(desc: &GraphDesc, registry: &Registry) -> Props {
     p
 }
 
+/// The engine's published values ([`ShowView`]) for the MIDI surface: copied at most once per
+/// publication, looked up by node and property name (the element's name answers for its first
+/// node, as in commands).
+struct ViewValues {
+    view: ShowView,
+    graph: Arc<GraphView>,
+    values: ValuesView,
+}
+
+impl ViewValues {
+    fn new(view: ShowView) -> Self {
+        ViewValues {
+            graph: view.graph(),
+            view,
+            values: ValuesView::default(),
+        }
+    }
+
+    /// The index of the node `name` names in the latest values (read now) and their graph.
+    fn node(&mut self, name: &str) -> Option<usize> {
+        self.view.read(&mut self.values);
+        if self.graph.version != self.values.version {
+            self.graph = self.view.graph();
+        }
+        if self.graph.version != self.values.version {
+            return None;
+        }
+        self.graph
+            .node(name)
+            .map(|(i, _)| i)
+            .or_else(|| self.graph.nodes.iter().position(|n| n.element == name))
+    }
+}
+
+impl LiveValues for ViewValues {
+    fn value(&mut self, node: &str, prop: &str) -> Option<f64> {
+        let i = self.node(node)?;
+        let k = self.graph.nodes[i]
+            .props
+            .iter()
+            .position(|p| p.name == prop)?;
+        self.values.values.get(i)?.get(k)?.as_f64()
+    }
+
+    fn bypassed(&mut self, node: &str) -> Option<bool> {
+        let i = self.node(node)?;
+        self.values.bypass.get(i).copied()
+    }
+}
+
 /// Starts the MIDI surface on `port` for the graph `desc`, posting to `tx`.
 #[allow(clippy::too_many_arguments)] // the run's pieces the surface needs, each once
 pub fn start(
@@ -71,6 +123,7 @@ pub fn start(
     pace: Option<Rational>,
     start_paused: bool,
     counters: Arc<framepipe_runtime::Counters>,
+    view: ShowView,
     tx: CommandSender,
 ) -> Result<MidiInput> {
     let period = pace
@@ -87,6 +140,7 @@ pub fn start(
         },
     );
     surface.set_paused_probe(Box::new(move || counters.paused()));
+    surface.set_live_values(Box::new(ViewValues::new(view)));
     surface
         .load(&desc.midi)
         .map_err(|e| anyhow::anyhow!("in the project's MIDI mappings: {e}"))?;

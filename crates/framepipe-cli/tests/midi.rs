@@ -395,6 +395,19 @@ fn midi_14_bit_pairs_and_relative_encoders() {
         );
         assert!(start.elapsed() < LIMIT);
     }
+    // Another surface (stdin) sets the value: the encoder goes on from there (the engine's
+    // published values), not from where MIDI left it.
+    run.say(&format!("set {BRIGHTNESS} 0.25"));
+    run.expect(&format!("ok 'set {BRIGHTNESS} 0.25' from frame"));
+    // Published (every 20 ms as frames begin), and past MIDI's own 250 ms trust.
+    std::thread::sleep(Duration::from_millis(1000));
+    w.send(&cc(0, 16, 1));
+    let from_stdin = value_of(&run.expect(&format!("ok 'set {BRIGHTNESS} ")));
+    assert!(
+        (from_stdin - (0.25 + 1.0 / 127.0)).abs() < 1e-9,
+        "{from_stdin}"
+    );
+    let want = from_stdin;
     // Detected: the same value again and again, near 64 (binary offset: 65 = +1).
     run.say(&format!("learn {BRIGHTNESS}"));
     run.expect("learning");

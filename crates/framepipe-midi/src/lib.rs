@@ -27,7 +27,7 @@ pub mod surface;
 pub use input::{list_ports, spawn, Counters, MidiHandle, MidiInput, Port, Reply};
 pub use mapping::{Action, Control, Mapping, Range, Value};
 pub use parser::{Message, ParseCounts, Parser};
-pub use surface::{PropInfo, Props, SaveContext, Surface};
+pub use surface::{LiveValues, PropInfo, Props, SaveContext, Surface};
 
 /// Errors of the MIDI surface: a port or device that cannot be opened.
 #[derive(Debug, thiserror::Error)]
