@@ -138,6 +138,11 @@ impl DescEditor {
                     Some(ElementKind::Effect | ElementKind::Mixer { .. }) => Fate::Build {
                         keep: same.is_some(),
                     },
+                    // An unchanged feedback keeps its loop (the previous frame it holds);
+                    // a new or changed one starts afresh with its colour.
+                    _ if d.element == "feedback" => Fate::Build {
+                        keep: same.is_some(),
+                    },
                     _ => Fate::Build { keep: false },
                 })
             })

@@ -6,6 +6,8 @@
 //! framepipe graph show.toml --dot | dot -Tsvg > show.svg
 //! framepipe plugins
 //! framepipe inspect frei0r-glow
+//! framepipe run show.toml --midi nanoKONTROL2
+//! framepipe midi-ports
 //! ```
 #![forbid(unsafe_code)]
 
@@ -23,6 +25,7 @@ mod build;
 mod commands;
 mod edit;
 mod flags;
+mod midi;
 mod osc;
 mod signals;
 
@@ -54,6 +57,7 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)] // parsed once at start; boxing `run`'s flags saves nothing
 enum Command {
     /// Run a pipeline: a gst-launch-like string or a TOML project file.
     Run(RunArgs),
@@ -71,6 +75,8 @@ enum Command {
         /// Element name, e.g. frei0r-glow.
         name: String,
     },
+    /// List the ALSA sequencer's MIDI input ports (names for `run --midi NAME`).
+    MidiPorts,
 }
 
 #[derive(clap::Args, Debug)]
@@ -141,6 +147,11 @@ struct RunArgs {
     /// restarted (docs/ISOLATION.md).
     #[arg(long)]
     isolate_plugins: bool,
+    /// Take MIDI in: an ALSA sequencer port whose name contains PORT (`framepipe midi-ports`
+    /// lists them), or a raw MIDI device or FIFO when PORT is a path (`/dev/snd/midiC1D0`).
+    /// `learn NODE.PROPERTY` binds a control; docs/MIDI.md.
+    #[arg(long, value_name = "PORT")]
+    midi: Option<String>,
     /// No status line.
     #[arg(long, short)]
     quiet: bool,
@@ -163,6 +174,7 @@ fn main() {
         Command::Graph(args) => graph(args).map(|()| Exit::Done),
         Command::Plugins { verbose } => plugins(verbose).map(|()| Exit::Done),
         Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
+        Command::MidiPorts => midi::list_ports().map(|()| Exit::Done),
     };
     let e = match result {
         Ok(Exit::Done) => return,
@@ -218,9 +230,13 @@ fn native_registry() -> Registry {
     r
 }
 
+/// Whether the `run`/`graph` argument names a project file rather than a pipeline string.
+fn looks_like_project(arg: &str) -> bool {
+    arg.ends_with(".toml") && !arg.contains('!')
+}
+
 fn load_desc(arg: &str) -> Result<GraphDesc> {
-    let looks_like_file = arg.ends_with(".toml") && !arg.contains('!');
-    if looks_like_file {
+    if looks_like_project(arg) {
         let text = std::fs::read_to_string(arg)
             .with_context(|| format!("cannot read project file '{arg}'"))?;
         parse_project(&text).with_context(|| format!("in project file '{arg}'"))
@@ -309,12 +325,18 @@ fn run(args: RunArgs) -> Result<Exit> {
         (Some(other), _) => bail!("bad --control '{other}': expected stdin or none"),
     };
     let osc_addr = args.osc.as_deref().map(osc::parse_addr).transpose()?;
-    if args.start_paused && !commands_from_stdin && osc_addr.is_none() {
-        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc)");
+    if args.start_paused && !commands_from_stdin && osc_addr.is_none() && args.midi.is_none() {
+        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc or --midi)");
     }
     let osc_ranges = osc_addr.map(|_| osc::ranges(&desc, &registry));
     // Whether any surface posts commands (their replies are then printed by `fp-replies`).
-    let surfaces = commands_from_stdin || osc_addr.is_some();
+    let surfaces = commands_from_stdin || osc_addr.is_some() || args.midi.is_some();
+    if args.midi.is_none() && !desc.midi.is_empty() && !args.quiet {
+        say!(
+            "framepipe: the project's {} MIDI mappings are not used without --midi PORT",
+            desc.midi.len()
+        );
+    }
     let graph = build(&desc, &registry, Purpose::Run)?;
     let pace = if args.unpaced || desc.settings.unpaced {
         None
@@ -337,10 +359,7 @@ fn run(args: RunArgs) -> Result<Exit> {
         latency_ns,
     };
     let mut prepared = graph.prepare(options)?;
-    // What the editor needs of the registry is taken first: it owns the registry from here.
     let stdout_sink = writes_stdout(&desc, &registry);
-    // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread.
-    prepared.set_editor(Box::new(edit::DescEditor::new(desc.clone(), registry)));
     prepared.set_events(Arc::new(move |e: &Event| match e {
         Event::Stalled { stage, elapsed_ms } => {
             say!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
@@ -387,15 +406,42 @@ fn run(args: RunArgs) -> Result<Exit> {
         }
         _ => None,
     };
+    let midi_input = match &args.midi {
+        Some(port) => {
+            let project = looks_like_project(&args.pipeline).then(|| args.pipeline.clone().into());
+            let input = midi::start(
+                port,
+                &desc,
+                &registry,
+                project,
+                pace,
+                args.start_paused,
+                prepared.counters(),
+                prepared.view(),
+                tx.clone(),
+            )?;
+            if !args.quiet {
+                say!("framepipe: MIDI from {}", input.name);
+            }
+            Some(input)
+        }
+        None => None,
+    };
     let replies = surfaces
         .then(|| commands::spawn_reply_printer(tx.replies(), own, args.quiet))
         .flatten();
     if commands_from_stdin {
-        commands::spawn_stdin_reader(tx, args.start_paused, osc_input.is_some());
+        commands::spawn_stdin_reader(
+            tx,
+            args.start_paused,
+            osc_input.is_some() || midi_input.is_some(),
+            midi_input.as_ref().map(|m| m.handle()),
+        );
     } else {
         drop(tx);
     }
     let osc_counters = osc_input.as_ref().map(|o| Arc::clone(&o.counters));
+    let midi_counters = midi_input.as_ref().map(|m| Arc::clone(&m.counters));
     let threads = prepared.threads();
     let max_in_flight = prepared.max_in_flight();
     let counters = prepared.counters();
@@ -408,16 +454,27 @@ fn run(args: RunArgs) -> Result<Exit> {
             .name("fp-status".into())
             .spawn({
                 let osc = osc_counters.clone();
-                move || status_line(&counters, osc.as_deref(), &stop)
+                let midi = midi_counters.clone();
+                move || status_line(&counters, osc.as_deref(), midi.as_deref(), &stop)
             })
             .expect("spawning the status thread")
     });
+    // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread;
+    // it owns the registry from here.
+    prepared.set_editor(Box::new(edit::DescEditor::new(desc.clone(), registry)));
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
     if let Some(input) = osc_input {
         input.finish();
         if !args.quiet {
             say!("framepipe: {}", input_summary(&osc_counters));
+        }
+    }
+    if let Some(input) = midi_input {
+        let counters = Arc::clone(&input.counters);
+        input.finish();
+        if !args.quiet {
+            say!("framepipe: {}", counters.summary());
         }
     }
     if let Some(t) = status {
@@ -558,7 +615,12 @@ fn input_summary(osc: &Option<Arc<osc::OscCounters>>) -> String {
 }
 
 /// Redraws one status line on stderr four times a second until `stop`. Reads only atomics.
-fn status_line(counters: &Counters, osc: Option<&osc::OscCounters>, stop: &AtomicBool) {
+fn status_line(
+    counters: &Counters,
+    osc: Option<&osc::OscCounters>,
+    midi: Option<&framepipe_midi::Counters>,
+    stop: &AtomicBool,
+) {
     let mut err = std::io::stderr();
     let mut last = (0u64, std::time::Instant::now());
     let mut fps = 0.0;
@@ -605,6 +667,9 @@ fn status_line(counters: &Counters, osc: Option<&osc::OscCounters>, stop: &Atomi
         }
         if let Some(o) = osc {
             flags.push_str(&format!(" {}", o.summary()));
+        }
+        if let Some(m) = midi {
+            flags.push_str(&format!(" {}", m.summary()));
         }
         let line = format!(
             "{:>6} frames {:>6.1} fps  in flight {:>2}{} | {}",

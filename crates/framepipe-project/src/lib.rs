@@ -9,6 +9,8 @@
 //!
 //! * [`GraphDesc::apply`]: a live edit (`add`, `remove`, `replace`, `link`, `load`; #9) on a
 //!   description, giving the next one, checked like a parsed one.
+//! A project file may also carry MIDI mappings (`[[midi]]` tables, [`midi`]), which
+//! [`with_midi`] rewrites in place and [`project_text`] writes with a graph.
 //!
 //! Both give the same [`GraphDesc`]: nodes with unique names, elements by name with their
 //! properties as text, inputs as node indices, and [`Settings`]. Turning names into elements
@@ -21,10 +23,12 @@
 mod desc;
 mod edit;
 mod links;
+pub mod midi;
 mod pipeline;
 mod project;
 
 pub use desc::{GraphDesc, NodeDescr, Settings};
+pub use midi::{project_text, with_midi, MidiBinding, MidiControlKind, MidiMode};
 pub use pipeline::parse_pipeline;
 pub use project::parse_project;
 
@@ -94,8 +98,8 @@ pub enum Error {
     },
     /// A top-level key of the project file that does not exist.
     #[error(
-        "unknown key '{key}' in project file; expected one of: node, pipeline, element, threads, \
-         in-flight, stats, fps, unpaced"
+        "unknown key '{key}' in project file; expected one of: node, pipeline, element, midi, \
+         threads, in-flight, stats, fps, unpaced"
     )]
     UnknownKey {
         /// The key given.
@@ -111,10 +115,25 @@ pub enum Error {
         /// The value given (shortened).
         got: String,
     },
-    /// An `[[element]]` or `[[node]]` entry that is not a table.
+    /// A `[[midi]]` table that is not a valid mapping.
+    #[error("[[midi]] {index}: {reason}")]
+    BadMidi {
+        /// 1-based position.
+        index: usize,
+        /// What is wrong, naming the key and value.
+        reason: String,
+    },
+    /// Replacing the `[[midi]]` tables of a project file line by line would change more than
+    /// them (an inline `midi = [...]`, a table laid out over unusual lines).
+    #[error(
+        "cannot replace the [[midi]] tables of this project file line by line without changing \
+         something else; save to another file"
+    )]
+    MidiRewrite,
+    /// An `[[element]]`, `[[node]]` or `[[midi]]` entry that is not a table.
     #[error("{table} {index} is not a table")]
     NotATable {
-        /// `element` or `node`.
+        /// `element`, `node` or `midi`.
         table: &'static str,
         /// 1-based position.
         index: usize,

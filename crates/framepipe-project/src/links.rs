@@ -169,7 +169,11 @@ impl Raw {
                 path: path.join(" -> "),
             });
         }
-        Ok(GraphDesc { nodes, settings })
+        Ok(GraphDesc {
+            nodes,
+            settings,
+            midi: Vec::new(),
+        })
     }
 }
 
