@@ -21,6 +21,7 @@ macro_rules! say {
 
 mod build;
 mod commands;
+mod doctor;
 mod flags;
 mod osc;
 mod signals;
@@ -70,6 +71,9 @@ enum Command {
         /// Element name, e.g. frei0r-glow.
         name: String,
     },
+    /// Can this machine hold a show? Timer, wake-up, CPU noise, real-time permission,
+    /// bandwidth, plugins; with a project, each node's headroom at its frame rate.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -153,6 +157,7 @@ fn main() {
         Command::Graph(args) => graph(args).map(|()| Exit::Done),
         Command::Plugins { verbose } => plugins(verbose).map(|()| Exit::Done),
         Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
+        Command::Doctor(args) => doctor::run(args).map(|()| Exit::Done),
     };
     let e = match result {
         Ok(Exit::Done) => return,
