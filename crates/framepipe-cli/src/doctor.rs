@@ -318,9 +318,8 @@ fn machine() -> (Section, usize) {
         .map(|(c, g)| format!("{c}: {}", g.as_str().unwrap_or("")))
         .collect();
     let (status, summary, advice) = if governors.is_empty() {
-        lines.push(
-            "frequency governor: not exposed under /sys/devices/system/cpu/*/cpufreq".into(),
-        );
+        lines
+            .push("frequency governor: not exposed under /sys/devices/system/cpu/*/cpufreq".into());
         (
             Status::Info,
             format!(
@@ -411,9 +410,8 @@ fn count_cpu_list(list: &str) -> usize {
 fn in_container() -> bool {
     Path::new("/.dockerenv").exists()
         || Path::new("/run/.containerenv").exists()
-        || std::fs::read_to_string("/proc/1/cgroup").is_ok_and(|c| {
-            c.contains("docker") || c.contains("kubepods") || c.contains("lxc")
-        })
+        || std::fs::read_to_string("/proc/1/cgroup")
+            .is_ok_and(|c| c.contains("docker") || c.contains("kubepods") || c.contains("lxc"))
         || std::fs::read_to_string("/proc/1/environ").is_ok_and(|e| e.contains("container="))
 }
 
@@ -752,7 +750,9 @@ fn realtime() -> Section {
         .lines()
         .find(|l| l.starts_with("Max realtime priority"))
         .map(|l| {
-            let f: Vec<&str> = l["Max realtime priority".len()..].split_whitespace().collect();
+            let f: Vec<&str> = l["Max realtime priority".len()..]
+                .split_whitespace()
+                .collect();
             (
                 f.first().map_or("?".to_string(), |s| s.to_string()),
                 f.get(1).map_or("?".to_string(), |s| s.to_string()),
@@ -819,7 +819,11 @@ fn realtime() -> Section {
         format!("RLIMIT_RTPRIO: soft {soft}, hard {hard}"),
         format!(
             "CAP_SYS_NICE: {} (uid {uid})",
-            if cap_sys_nice { "effective" } else { "not effective" }
+            if cap_sys_nice {
+                "effective"
+            } else {
+                "not effective"
+            }
         ),
     ];
     if !grants.is_empty() {
@@ -1108,7 +1112,10 @@ fn tool(key: &'static str, program: &str, flag: &str, what: &str) -> Section {
         ),
         (Some(p), None) => (
             Status::Warn,
-            format!("{} is there but `{program} {flag}` printed no version", p.display()),
+            format!(
+                "{} is there but `{program} {flag}` printed no version",
+                p.display()
+            ),
             format!("check that {} runs", p.display()),
             vec![format!("{}: no version line", p.display())],
         ),
@@ -1161,7 +1168,8 @@ fn which(program: &str) -> Option<PathBuf> {
 /// A show ready to measure: its description with the sinks replaced, and what was replaced.
 struct ShowDesc {
     desc: framepipe_project::GraphDesc,
-    registry: framepipe_core::Registry,
+    /// The graph, built (so that a bad project fails before anything is measured).
+    graph: framepipe_runtime::Graph,
     /// `NAME (ELEMENT)` of every sink replaced by nullsink.
     replaced: Vec<String>,
     /// The node names that are sinks.
@@ -1198,9 +1206,10 @@ fn prepare_show(arg: &str) -> Result<ShowDesc> {
             }
         }
     }
+    let graph = build(&desc, &registry, Purpose::Run)?;
     Ok(ShowDesc {
         desc,
-        registry,
+        graph,
         replaced,
         sinks,
     })
@@ -1222,7 +1231,7 @@ struct NodeFigures {
 fn run_show(text: &str, show: ShowDesc, seconds: u64, cores: usize) -> Result<Section> {
     let ShowDesc {
         desc,
-        registry,
+        graph,
         replaced,
         sinks,
     } = show;
@@ -1236,7 +1245,6 @@ fn run_show(text: &str, show: ShowDesc, seconds: u64, cores: usize) -> Result<Se
         Some(n) => crate::flags::threads(n, "'threads' in the project file")?,
         None => 0,
     };
-    let graph = build(&desc, &registry, Purpose::Run)?;
     let rate = rate.unwrap_or_else(|| graph.source_rate());
     progress(&format!(
         "running the show unpaced for {seconds} s (sinks replaced by nullsink{})",
@@ -1331,7 +1339,7 @@ fn run_show(text: &str, show: ShowDesc, seconds: u64, cores: usize) -> Result<Se
     let mut lines = vec![
         format!(
             "ran unpaced {:.2} s ({}), {} frames at {:.1} fps on {workers} workers; the show's \
-             rate is {rate} fps (period {period_ms:.2} ms)",
+             rate is {:.3} fps (period {period_ms:.2} ms)",
             stats.wall_s,
             if counted_all {
                 "the whole run"
@@ -1339,7 +1347,8 @@ fn run_show(text: &str, show: ShowDesc, seconds: u64, cores: usize) -> Result<Se
                 "after a warm-up"
             },
             stats.frames,
-            stats.fps
+            stats.fps,
+            rate.as_f64()
         ),
         if replaced.is_empty() {
             "no sink replaced (they are nullsinks already)".to_string()
