@@ -1304,7 +1304,7 @@ fn run_show(text: &str, show: ShowDesc, seconds: u64, cores: usize) -> Result<Se
         .stages
         .iter()
         .map(|s| {
-            let sink = sinks.iter().any(|n| *n == s.name);
+            let sink = sinks.contains(&s.name);
             let width = if s.mode == Mode::Parallel {
                 parallel_width
             } else {
