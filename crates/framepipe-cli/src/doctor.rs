@@ -962,10 +962,11 @@ fn memory(sizes: &Sizes) -> Section {
          copies of a 1080p RGBA frame per second",
         rates.len()
     )];
-    // A show copies or streams each frame a handful of times per node; 60 fps 1080p with
-    // a dozen passes is ~6 GB/s.
+    // Each node reads its input and writes its output: about one frame copy per node per frame
+    // (more for effects that read neighbours). A dozen nodes at 1080p60 stream ~6 GB/s; the
+    // verdict asks for room for 20 such passes per 60 fps period (~10 GB/s) on one core.
     let per_frame_at_60 = frames / 60.0;
-    let (status, summary, advice) = if per_frame_at_60 >= 50.0 {
+    let (status, summary, advice) = if per_frame_at_60 >= 20.0 {
         (
             Status::Ok,
             format!(
@@ -975,7 +976,7 @@ fn memory(sizes: &Sizes) -> Section {
             ),
             String::new(),
         )
-    } else if per_frame_at_60 >= 15.0 {
+    } else if per_frame_at_60 >= 8.0 {
         (
             Status::Warn,
             format!(
