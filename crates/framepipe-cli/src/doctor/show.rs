@@ -264,7 +264,7 @@ pub(super) fn run_show(text: &str, show: ShowDesc, seconds: u64, cores: usize) -
                     Status::Ok,
                     format!(
                         "this show can hold {rate_text} fps on this machine with {headroom:.1}x \
-                         headroom; the slowest node is {how}"
+                         headroom (slowest: {how})"
                     ),
                     "the real sinks' own cost (encoding, display, network) is not measured: \
                      leave them a share of the headroom"
@@ -323,6 +323,23 @@ pub(super) fn run_show(text: &str, show: ShowDesc, seconds: u64, cores: usize) -
         "machine_headroom": if machine_headroom.is_finite() { json!(round3(machine_headroom)) } else { Value::Null },
         "bottleneck": bottleneck.map(|b| b.name.clone()),
     });
+    // Few frames (a short source): the first frames' costs (pools, caches) weigh in.
+    const FEW_FRAMES: u64 = 10;
+    let (status, summary) = if stats.frames < FEW_FRAMES && bottleneck.is_some() {
+        (
+            if status == Status::Ok {
+                Status::Warn
+            } else {
+                status
+            },
+            format!(
+                "{summary} — from only {} frames (the source ended): rough figures",
+                stats.frames
+            ),
+        )
+    } else {
+        (status, summary)
+    };
     Ok(Section {
         key: "show",
         title: "the show (run unpaced, sinks replaced by nullsink)",
