@@ -139,6 +139,11 @@ struct RunArgs {
     /// `ADDR:PORT` where asked (0.0.0.0:PORT: every network). Addresses in docs/CONTROL.md.
     #[arg(long, value_name = "[ADDR:]PORT")]
     osc: Option<String>,
+    /// Run every frei0r plugin in a child process, as if each node had `isolate=true`: a
+    /// plugin that crashes or hangs is reported, its node bypassed or held, the plugin
+    /// restarted (docs/ISOLATION.md).
+    #[arg(long)]
+    isolate_plugins: bool,
     /// No status line.
     #[arg(long, short)]
     quiet: bool,
@@ -149,6 +154,10 @@ struct RunArgs {
 const EXIT_BROKEN_STDOUT: i32 = 141;
 
 fn main() {
+    // `framepipe __frei0r-host ...`: this process is the child that runs an isolated plugin.
+    if let Some(code) = framepipe_frei0r::isolate::host_main_if_asked() {
+        std::process::exit(code);
+    }
     let cli = Cli::parse();
     // A broken pipe while *running* is a real error (e.g. a rawsink reader went away).
     let cli_was_run = matches!(cli.command, Command::Run(_));
@@ -277,6 +286,7 @@ fn run(args: RunArgs) -> Result<Exit> {
     };
     let stall_timeout_ns = flags::stall_timeout_ns(args.stall_timeout.unwrap_or(0))?;
     let latency_ns = flags::latency_ns(args.latency.unwrap_or(0))?;
+    framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
     let registry = registry_for(&desc);
     // Standard input has one reader: a source, or the command reader.
     let stdin_sources = commands::stdin_sources(&desc, &registry);
@@ -421,9 +431,26 @@ fn run(args: RunArgs) -> Result<Exit> {
         Ok(s) => s.clone(),
         Err(_) => counters.snapshot(),
     };
+    let isolation = framepipe_frei0r::isolate::summaries();
+    for s in isolation.iter().filter(|s| s.crashes + s.stalls > 0) {
+        say!(
+            "framepipe: {} (isolated): {} crashes, {} stalls, {} restarts, {} frames replaced",
+            s.name,
+            s.crashes,
+            s.stalls,
+            s.restarts,
+            s.substituted
+        );
+    }
     if let Some(path) = args.stats.or(desc.settings.stats.clone()) {
-        write_stats(Path::new(&path), &final_stats, threads, max_in_flight)
-            .with_context(|| format!("writing stats to '{path}'"))?;
+        write_stats(
+            Path::new(&path),
+            &final_stats,
+            threads,
+            max_in_flight,
+            &isolation,
+        )
+        .with_context(|| format!("writing stats to '{path}'"))?;
     }
     if let Some(code) = signal.exit_status() {
         // Stopped by a signal: the frames that made it out were finished and flushed (or the
@@ -595,7 +622,13 @@ fn status_line(counters: &Counters, osc: Option<&osc::OscCounters>, stop: &Atomi
     let _ = write!(err, "\r\x1b[K");
 }
 
-fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> Result<()> {
+fn write_stats(
+    path: &Path,
+    s: &RunStats,
+    threads: usize,
+    in_flight: usize,
+    isolation: &[framepipe_frei0r::isolate::Summary],
+) -> Result<()> {
     let stages: Vec<serde_json::Value> = s
         .stages
         .iter()
@@ -620,6 +653,16 @@ fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> R
         "stages": stages,
         "lock_hold_us": lock_json(&s.lock_hold_us),
         "output_lock_wait_us": lock_json(&s.output_lock_wait_us),
+        "isolated": isolation
+            .iter()
+            .map(|i| serde_json::json!({
+                "name": i.name,
+                "crashes": i.crashes,
+                "stalls": i.stalls,
+                "restarts": i.restarts,
+                "frames_replaced": i.substituted,
+            }))
+            .collect::<Vec<_>>(),
     });
     if let Some(p) = &s.pacing {
         doc["paced_fps"] = serde_json::json!(p.target_fps);
