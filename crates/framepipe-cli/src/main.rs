@@ -23,6 +23,7 @@ macro_rules! say {
 
 mod build;
 mod commands;
+mod doctor;
 mod edit;
 mod flags;
 mod midi;
@@ -77,6 +78,9 @@ enum Command {
     },
     /// List the ALSA sequencer's MIDI input ports (names for `run --midi NAME`).
     MidiPorts,
+    /// Can this machine hold a show? Timer, wake-up, CPU noise, real-time permission,
+    /// bandwidth, plugins; with a project, each node's headroom at its frame rate.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -175,6 +179,7 @@ fn main() {
         Command::Plugins { verbose } => plugins(verbose).map(|()| Exit::Done),
         Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
         Command::MidiPorts => midi::list_ports().map(|()| Exit::Done),
+        Command::Doctor(args) => doctor::run(args).map(|()| Exit::Done),
     };
     let e = match result {
         Ok(Exit::Done) => return,
