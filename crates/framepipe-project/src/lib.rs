@@ -6,9 +6,9 @@
 //!   named nodes and branches (`a ! mix.  b ! mix.  mix name=mix ! sink`).
 //! * [`parse_project`]: a TOML project file, `[[node]]` tables, `pipeline = "..."` or a chain
 //!   of `[[element]]` tables, with run settings at the top.
-//!
 //! * [`GraphDesc::apply`]: a live edit (`add`, `remove`, `replace`, `link`, `load`; #9) on a
 //!   description, giving the next one, checked like a parsed one.
+//!
 //! A project file may also carry MIDI mappings (`[[midi]]` tables, [`midi`]), which
 //! [`with_midi`] rewrites in place and [`project_text`] writes with a graph.
 //!
