@@ -153,6 +153,15 @@ impl DescEditor {
 impl Editor for DescEditor {
     fn build(&mut self, edit: &GraphEdit) -> std::result::Result<Graph, String> {
         self.next = None;
+        if let GraphEdit::Load {
+            fade_ns: Some(_), ..
+        } = edit
+        {
+            // Said plainly rather than cutting when a crossfade was asked for.
+            return Err("load with fade=: crossfading between projects is not available yet; \
+                        `load FILE` without fade= switches with a cut at a frame boundary"
+                .into());
+        }
         match self.next_graph(edit) {
             Ok((desc, graph)) => {
                 self.next = Some(desc);
@@ -326,7 +335,9 @@ mod tests {
              blur=0.2 ! frei0r-sobel ! y4msink name=out location=elsewhere.y4m\"\n",
         )
         .unwrap();
-        let g = ed.build(&edit(&format!("load {scene} fade=2s"))).unwrap();
+        let refused = ed.build(&edit(&format!("load {scene} fade=2s"))).unwrap_err();
+        assert!(refused.contains("crossfading"), "{refused}");
+        let g = ed.build(&edit(&format!("load {scene}"))).unwrap();
         assert_eq!(
             nodes(&g),
             [
