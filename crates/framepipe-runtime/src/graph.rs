@@ -145,6 +145,22 @@ impl NodeKind {
         }
     }
 
+    /// A source, or a live edit's placeholder for a running one.
+    pub(crate) fn is_source(&self) -> bool {
+        matches!(
+            self,
+            NodeKind::Source { .. } | NodeKind::Running { sink: false }
+        )
+    }
+
+    /// A sink, or a live edit's placeholder for a running one.
+    pub(crate) fn is_sink(&self) -> bool {
+        matches!(
+            self,
+            NodeKind::Sink { .. } | NodeKind::Running { sink: true }
+        )
+    }
+
     fn inputs(&self) -> (usize, usize) {
         match self {
             NodeKind::Source { .. }
@@ -330,7 +346,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
             )));
         }
         for &i in &node.inputs {
-            if matches!(nodes[i].kind, NodeKind::Sink { .. }) {
+            if nodes[i].kind.is_sink() {
                 return Err(bad(format!(
                     "{} takes its input from {}, a sink, which has no output",
                     node.name,
@@ -346,7 +362,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
                     from + 1
                 )));
             }
-            if matches!(nodes[from].kind, NodeKind::Sink { .. }) {
+            if nodes[from].kind.is_sink() {
                 return Err(bad(format!(
                     "{}: feedback from {}, a sink, which has no output",
                     node.name,
@@ -355,10 +371,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
             }
         }
     }
-    if !nodes
-        .iter()
-        .any(|n| matches!(n.kind, NodeKind::Source { .. }))
-    {
+    if !nodes.iter().any(|n| n.kind.is_source()) {
         return Err(bad("a graph needs at least one source".into()));
     }
     // Consumers (feedback counts: it uses its node's output).
@@ -376,7 +389,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
         }
     }
     for (i, node) in nodes.iter().enumerate() {
-        if !matches!(node.kind, NodeKind::Sink { .. }) && consumers[i].is_empty() {
+        if !node.kind.is_sink() && consumers[i].is_empty() {
             return Err(bad(format!(
                 "the output of {} goes nowhere (every branch must end in a sink)",
                 node.name
@@ -461,7 +474,9 @@ fn check(nodes: &[Node]) -> Result<Shape> {
         if leaky[i]
             && matches!(
                 node.kind,
-                NodeKind::Source { .. } | NodeKind::Feedback { .. }
+                NodeKind::Source { .. }
+                    | NodeKind::Feedback { .. }
+                    | NodeKind::Running { sink: false }
             )
         {
             return Err(bad(format!(
@@ -531,9 +546,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
         }
     }
     // The master output.
-    let sinks: Vec<usize> = (0..n)
-        .filter(|&i| matches!(nodes[i].kind, NodeKind::Sink { .. }))
-        .collect();
+    let sinks: Vec<usize> = (0..n).filter(|&i| nodes[i].kind.is_sink()).collect();
     let marked: Vec<usize> = sinks
         .iter()
         .copied()

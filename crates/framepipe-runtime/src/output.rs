@@ -21,16 +21,18 @@
 //!   are skipped (counted as repeated) so the pipeline catches up without a burst.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use framepipe_clock::{now_ns, prepare_pacing_thread, CpuMeter, LatenessSummary, Pacer};
 use framepipe_control::{Command, CommandReader, Outcome, Posted, Release, Transport};
 use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
+use crate::edit::{EditLink, FromEditor, ToEditor};
 use crate::events::Event;
 use crate::live::Edit;
 use crate::pipeline::{Options, Overload};
-use crate::state::{PortItem, Shared};
+use crate::state::{PortItem, Shared, Version};
 use crate::worker::guard;
 
 /// How often the output thread looks at commands and stalls while it has nothing else to do.
@@ -108,6 +110,9 @@ fn next_begin_ns(released: u64, d_next: i64, period: u64, budget: u64, limit: u6
     d_next + frames.saturating_mul(period as i64) - budget as i64
 }
 
+/// The reply to an edit that the run's end overtook.
+const ENDED_BEFORE_EDIT: &str = "the run ended before the edit could take effect";
+
 /// Most parameter edits applied in one critical section of the live lock (one frame
 /// boundary's worth in practice; more are applied in further batches).
 const EDIT_BATCH: usize = 64;
@@ -124,14 +129,21 @@ pub(crate) fn run_output(
     port: usize,
     sink: &mut dyn Sink,
     mut commands: Option<CommandReader>,
+    mut edits_link: Option<EditLink>,
     options: Options,
     stall_ns: u64,
 ) -> (Option<PacingStats>, Result<()>) {
     let signal = &shared.port_signals[port];
     signal.register_current();
     let out_slot = shared.threads + port;
-    let sink_stage = shared.lock().ports[port].node;
-    let sink_name = shared.counters.stages[sink_stage].name.clone();
+    // The graph version this thread last looked at (re-read, under the lock it takes anyway,
+    // when `Shared::version` says a live edit switched), and its sink node's counters.
+    let (mut ver, mut sink_stage) = {
+        let st = shared.lock();
+        (Arc::clone(&st.ver), st.ports[port].node)
+    };
+    let mut sink_counter = Arc::clone(&ver.stages[sink_stage]);
+    let sink_name = sink_counter.name.clone();
     let live_policy = options.overload == Overload::Live;
     let mut pacer = match options.pace.map(Pacer::new).transpose() {
         Ok(p) => p,
@@ -154,13 +166,12 @@ pub(crate) fn run_output(
     let cpu = CpuMeter::start();
     let mut transport = Transport::new();
     let mut last: Option<(FrameCtx, Frame)> = None;
-    let mut stalled = vec![false; shared.counters.stages.len()];
     let mut edits: Vec<Edit> = Vec::with_capacity(EDIT_BATCH);
     // The commands of `edits`, answered once assigned.
     let mut edited: Vec<Posted> = Vec::with_capacity(EDIT_BATCH);
     // The outcome of the frame last given to the sink (its slot), returned to the scheduler in
     // the next critical section (with the taking of the next frame).
-    let mut done: Option<(usize, Result<()>)> = None;
+    let mut done: Option<(usize, u64, Result<()>)> = None;
     // Paced master: frames begin just in time (see `Options::latency_ns`).
     let gate = port == 0 && pacer.is_some();
     let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns());
@@ -176,6 +187,50 @@ pub(crate) fn run_output(
     'frames: loop {
         // 1. Commands, once per frame boundary (and while waiting for a frame).
         let mut stop = false;
+        // A live edit switched versions: look at the new one (and, the master, answer the
+        // edit and hand what the switch replaced to the edit thread).
+        if shared.version.load(Ordering::Acquire) != ver.number {
+            let mut st = shared.lock_output();
+            ver = Arc::clone(&st.ver);
+            sink_stage = st.ports[port].node;
+            let switched = if port == 0 { st.switched.take() } else { None };
+            drop(st);
+            sink_counter = Arc::clone(&ver.stages[sink_stage]);
+            if let Some(mut sw) = switched {
+                shared.counters.set_stages(Arc::clone(&ver.stages));
+                if let (Some(p), Some(reader)) = (sw.posted.take(), commands.as_mut()) {
+                    reader.reply(p, Outcome::Applied { frame: sw.frame });
+                }
+                if let Some(l) = edits_link.as_mut() {
+                    l.busy = false;
+                    // Full (cannot be: one edit at a time): dropped here instead.
+                    let _ = l.tx.try_send(ToEditor::Switched(sw));
+                }
+            }
+        }
+        if let (Some(l), Some(reader)) = (edits_link.as_mut(), commands.as_mut()) {
+            match l.take() {
+                Some(FromEditor::Ready(p)) => {
+                    let mut st = shared.lock_output();
+                    st.arm_switch(p);
+                    st.after_change(shared);
+                }
+                Some(FromEditor::Refused(p, reason)) => {
+                    l.busy = false;
+                    shared.emit(Event::CommandRejected {
+                        command: p.command.to_string(),
+                        reason: reason.clone(),
+                    });
+                    reader.reply(
+                        p,
+                        Outcome::Refused {
+                            reason: reason.into(),
+                        },
+                    );
+                }
+                None => {}
+            }
+        }
         if let Some(reader) = commands.as_mut() {
             // The boundary is named by the next frame to be released (see `Outcome::Applied`).
             let boundary = released_seq.map_or(0, |s| s + 1);
@@ -183,7 +238,15 @@ pub(crate) fn run_output(
                 edits: &mut edits,
                 posted: &mut edited,
             };
-            stop = apply_commands(shared, reader, &mut transport, &mut batch, boundary);
+            stop = apply_commands(
+                shared,
+                &ver,
+                reader,
+                edits_link.as_mut(),
+                &mut transport,
+                &mut batch,
+                boundary,
+            );
         }
         shared
             .counters
@@ -195,8 +258,8 @@ pub(crate) fn run_output(
             // in flight go back to their pools.
             drop(held.take());
             let mut st = shared.lock_output();
-            if let Some((slot, r)) = done.take() {
-                st.sink_done(shared, port, slot, r);
+            if let Some((slot, v, r)) = done.take() {
+                st.sink_done(shared, port, slot, v, r);
             }
             st.stop();
             st.after_change(shared);
@@ -227,16 +290,21 @@ pub(crate) fn run_output(
                     }
                     begin_at = Some(next_begin_ns(seq, d, period_ns, b, st.begin_limit));
                 }
-                if let Some((slot, r)) = done.take() {
-                    st.sink_done(shared, port, slot, r);
+                if let Some((slot, v, r)) = done.take() {
+                    st.sink_done(shared, port, slot, v, r);
                 }
                 let mut got = st.take_ready(port);
                 let mut end = got.is_none() && st.finished();
                 drop(st);
                 while got.is_none() && !end {
                     let now = now_ns();
-                    check_stalls(shared, &mut stalled, stall_ns, now);
-                    if commands.as_ref().is_some_and(|r| r.pending() > 0) {
+                    check_stalls(shared, &ver, stall_ns, now);
+                    if commands.as_ref().is_some_and(|r| r.pending() > 0)
+                        || edits_link
+                            .as_ref()
+                            .is_some_and(|l| l.ready.load(Ordering::Acquire))
+                        || shared.version.load(Ordering::Acquire) != ver.number
+                    {
                         continue 'frames;
                     }
                     let mut timeout = POLL;
@@ -307,7 +375,7 @@ pub(crate) fn run_output(
             }
             Release::Hold => {
                 held = Some(token);
-                check_stalls(shared, &mut stalled, stall_ns, now_ns());
+                check_stalls(shared, &ver, stall_ns, now_ns());
                 std::thread::sleep(POLL);
                 continue;
             }
@@ -361,13 +429,17 @@ pub(crate) fn run_output(
 
         // 5. The sink.
         let PortItem {
-            slot, ctx, frame, ..
+            slot,
+            ctx,
+            frame,
+            version,
+            ..
         } = token;
         let started = std::time::Instant::now();
         shared.mark_running(out_slot, Some(sink_stage));
         let result = guard(&sink_name, || sink.consume(&ctx, &frame));
         shared.mark_running(out_slot, None);
-        shared.counters.stages[sink_stage].record(started.elapsed());
+        sink_counter.record(started.elapsed());
         if result.is_ok() && port == 0 {
             shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
         }
@@ -378,13 +450,66 @@ pub(crate) fn run_output(
         }
         let failed = result.is_err();
         released_seq = Some(ctx.seq);
-        done = Some((slot, result));
+        done = Some((slot, version, result));
         if failed {
             break;
         }
     }
-    if let Some((slot, r)) = done.take() {
-        shared.lock_output().sink_done(shared, port, slot, r);
+    if let Some((slot, v, r)) = done.take() {
+        shared.lock_output().sink_done(shared, port, slot, v, r);
+    }
+    // An edit built but not switched in before the end: say so.
+    if let Some(reader) = commands.as_mut() {
+        let (pending, switched) = {
+            let mut st = shared.lock_output();
+            (st.pending.take(), st.switched.take())
+        };
+        let in_state = pending.is_some() || switched.is_some();
+        if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
+            reader.reply(
+                p,
+                Outcome::Refused {
+                    reason: ENDED_BEFORE_EDIT.into(),
+                },
+            );
+        }
+        // An edit still on the edit thread (being built, or built and not yet taken): its
+        // answer is waited for (off the frame path: the run is over), so that it too gets a
+        // reply. Dropping our sender lets the edit thread end after it.
+        if let Some(l) = edits_link.take() {
+            let EditLink { tx, rx, busy, .. } = l;
+            drop(tx);
+            if busy && !in_state {
+                match rx.recv_timeout(crate::pipeline::JOIN_GRACE) {
+                    Ok(FromEditor::Ready(mut p)) => {
+                        if let Some(posted) = p.posted.take() {
+                            reader.reply(
+                                posted,
+                                Outcome::Refused {
+                                    reason: ENDED_BEFORE_EDIT.into(),
+                                },
+                            );
+                        }
+                    }
+                    Ok(FromEditor::Refused(p, reason)) => {
+                        reader.reply(
+                            p,
+                            Outcome::Refused {
+                                reason: reason.into(),
+                            },
+                        );
+                    }
+                    // The edit thread is stuck in an element's constructor: it is left
+                    // running, detached (see `Prepared::run`).
+                    Err(_) => {}
+                }
+            }
+        }
+        if let Some(mut sw) = switched {
+            if let Some(p) = sw.posted.take() {
+                reader.reply(p, Outcome::Applied { frame: sw.frame });
+            }
+        }
     }
     drop(last);
     drop(setup);
@@ -398,7 +523,7 @@ pub(crate) fn run_output(
         frames_ahead: budget.map_or(0, |b| {
             usize::try_from(b.div_ceil(period_ns.max(1)))
                 .unwrap_or(usize::MAX)
-                .min(shared.topo.cap)
+                .min(ver.topo.cap)
         }),
         frame_latency_ms: window.max().map_or(0.0, |ns| ns as f64 / 1e6),
     });
@@ -421,7 +546,9 @@ struct Batch<'a> {
 /// whether `stop` was read.
 fn apply_commands(
     shared: &Shared,
+    ver: &Version,
     reader: &mut CommandReader,
+    mut link: Option<&mut EditLink>,
     transport: &mut Transport,
     batch: &mut Batch<'_>,
     boundary: u64,
@@ -430,9 +557,47 @@ fn apply_commands(
     let mut stop = false;
     for _ in 0..pending {
         let Some(p) = reader.pop() else { break };
+        if let Command::Edit(_) = &p.command {
+            // Built on the edit thread, switched in at a frame boundary; answered then.
+            let refused = match link.as_deref_mut() {
+                None => Some("live edits are not available in this run"),
+                Some(l) if l.busy => {
+                    Some("another edit is being prepared; send this one once it is answered")
+                }
+                Some(l) => match l.tx.try_send(ToEditor::Build(p)) {
+                    Ok(()) => {
+                        l.busy = true;
+                        continue;
+                    }
+                    Err(
+                        std::sync::mpsc::TrySendError::Full(msg)
+                        | std::sync::mpsc::TrySendError::Disconnected(msg),
+                    ) => {
+                        if let ToEditor::Build(back) = msg {
+                            reader.reply(
+                                back,
+                                Outcome::Refused {
+                                    reason: "the edit thread is not taking edits".into(),
+                                },
+                            );
+                        }
+                        continue;
+                    }
+                },
+            };
+            if let Some(reason) = refused {
+                reader.reply(
+                    p,
+                    Outcome::Refused {
+                        reason: reason.into(),
+                    },
+                );
+            }
+            continue;
+        }
         if let Command::Batch(cmds) = &p.command {
             let n = cmds.len();
-            apply_batch(shared, reader, transport, batch, p, n);
+            apply_batch(shared, ver, reader, transport, batch, p, n);
             continue;
         }
         if transport.apply(&p.command) {
@@ -443,10 +608,10 @@ fn apply_commands(
             }
             continue;
         }
-        match shared.live_spec.resolve(&p.command) {
+        match ver.live_spec.resolve(&p.command) {
             Ok(edit) => {
                 if batch.edits.len() == batch.edits.capacity() {
-                    assign_edits(shared, reader, batch);
+                    assign_edits(shared, ver.number, reader, batch);
                 }
                 batch.edits.push(edit);
                 batch.posted.push(p);
@@ -465,7 +630,7 @@ fn apply_commands(
             }
         }
     }
-    assign_edits(shared, reader, batch);
+    assign_edits(shared, ver.number, reader, batch);
     stop
 }
 
@@ -475,6 +640,7 @@ fn apply_commands(
 /// all of it is seen from the same frame (the one its reply names).
 fn apply_batch(
     shared: &Shared,
+    ver: &Version,
     reader: &mut CommandReader,
     transport: &mut Transport,
     batch: &mut Batch<'_>,
@@ -487,7 +653,7 @@ fn apply_batch(
     // Room for all of it in this assignment (a batch has at most MAX_BATCH commands, and the
     // buffer holds EDIT_BATCH >= MAX_BATCH, so this never grows it).
     if batch.edits.len() + n > batch.edits.capacity() {
-        assign_edits(shared, reader, batch);
+        assign_edits(shared, ver.number, reader, batch);
     }
     let start = batch.edits.len();
     let mut refused = None;
@@ -495,7 +661,7 @@ fn apply_batch(
         if matches!(c, Command::Pause | Command::Resume | Command::Step(_)) {
             continue;
         }
-        match shared.live_spec.resolve(c) {
+        match ver.live_spec.resolve(c) {
             Ok(edit) => batch.edits.push(edit),
             Err(reason) => {
                 refused = Some(format!("{c}: {reason}"));
@@ -526,27 +692,44 @@ fn apply_batch(
 /// Assigns the batch's edits under the live lock, noting the first frame that will see them;
 /// after unlocking, the old values they then hold are dropped and their commands answered with
 /// that frame.
-fn assign_edits(shared: &Shared, reader: &mut CommandReader, batch: &mut Batch<'_>) {
+///
+/// The edits were resolved (node and property indices) against graph version `version`; if a
+/// live edit switched versions since (another thread may make the switch between the output
+/// thread's look at the version and this), they would name other nodes, or none: they are
+/// refused instead.
+fn assign_edits(shared: &Shared, version: u64, reader: &mut CommandReader, batch: &mut Batch<'_>) {
     if batch.edits.is_empty() {
         return;
     }
     let frame = {
         let mut live = shared.live.lock();
-        for e in batch.edits.iter_mut() {
-            live.apply(e);
+        if live.version == version {
+            for e in batch.edits.iter_mut() {
+                live.apply(e);
+            }
+            let mbpm = (live.tempo() * 1000.0).round() as u64;
+            shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
+            Some(live.next_frame())
+        } else {
+            None
         }
-        let mbpm = (live.tempo() * 1000.0).round() as u64;
-        shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
-        live.next_frame()
     };
     batch.edits.clear();
     for p in batch.posted.drain(..) {
-        reader.reply(p, Outcome::Applied { frame });
+        let outcome = match frame {
+            Some(frame) => Outcome::Applied { frame },
+            None => Outcome::Refused {
+                reason: "the graph changed (a live edit) while this command was read; send it \
+                         again"
+                    .into(),
+            },
+        };
+        reader.reply(p, outcome);
     }
 }
 
 /// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.
-fn check_stalls(shared: &Shared, reported: &mut [bool], stall_ns: u64, now: i64) {
+fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64) {
     // A follower output thread (stall `u64::MAX`) leaves stall reports to the master's.
     let Ok(stall_ns) = i64::try_from(stall_ns) else {
         return;
@@ -557,10 +740,13 @@ fn check_stalls(shared: &Shared, reported: &mut [bool], stall_ns: u64, now: i64)
             continue;
         }
         let elapsed = now - since.load(Ordering::Relaxed);
-        if elapsed > stall_ns && !reported[s - 1] {
-            reported[s - 1] = true;
+        // (A job of the version before a live edit may name a node this one lacks.)
+        let Some(counter) = ver.stages.get(s - 1) else {
+            continue;
+        };
+        if elapsed > stall_ns && !counter.stall_reported.swap(true, Ordering::Relaxed) {
             shared.emit(Event::Stalled {
-                stage: shared.counters.stages[s - 1].name.clone(),
+                stage: counter.name.clone(),
                 elapsed_ms: (elapsed / 1_000_000) as u64,
             });
         }
