@@ -47,6 +47,14 @@ impl Fp {
         }
     }
 
+    /// Writes a command line on its stdin.
+    fn command(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.child.as_mut().unwrap().stdin.as_mut().unwrap();
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
     fn stderr(&self) -> String {
         self.err.lock().unwrap().clone()
     }
@@ -614,4 +622,71 @@ fn oscquery_flags_are_checked() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+/// A live edit (issue #9) through the real binary: listeners get PATH_CHANGED, the tree shows
+/// the added node and loses the removed one, and UDP `/norm` knows the new node's ranges.
+#[test]
+fn a_live_edit_is_announced_and_the_tree_and_norm_follow() {
+    let port = free_udp_port();
+    let mut fp = Fp::start(&[
+        "run",
+        "--fps",
+        "60",
+        "--no-mdns",
+        "--osc",
+        &port.to_string(),
+        "testsrc width=64 height=32 ! stamp name=st ! nullsink",
+    ]);
+    let base = fp.oscquery();
+    let mut ws = ws_connect(&base);
+    listen(&mut ws, "LISTEN", "/framepipe/st/x");
+    let _ = next_osc(&mut ws);
+    assert_eq!(get(&base, "/framepipe/st2").0, 404);
+    let path_changed = |ws: &mut tungstenite::WebSocket<TcpStream>| loop {
+        match ws.read().expect("PATH_CHANGED within 5 s") {
+            Message::Text(t) => {
+                let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                assert_eq!(v["COMMAND"], "PATH_CHANGED", "{v}");
+                assert_eq!(v["DATA"], "/");
+                return;
+            }
+            _ => continue,
+        }
+    };
+    fp.command("add stamp name=st2 x=5 after st");
+    path_changed(&mut ws);
+    let st2 = get_json(&base, "/framepipe/st2");
+    assert_eq!(st2["CONTENTS"]["x"]["VALUE"], serde_json::json!([5]));
+    assert_eq!(st2["CONTENTS"]["scale"]["RANGE"][0]["MIN"], 1);
+    // /norm over UDP scales with the new node's range (scale: 1..256).
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.send_to(
+        &encode(OscPacket::Message(osc(
+            "/framepipe/st2/scale/norm",
+            vec![OscType::Float(1.0)],
+        ))),
+        ("127.0.0.1", port),
+    )
+    .unwrap();
+    wait_until(Duration::from_secs(10), "the /norm reply", || {
+        fp.stderr().contains("ok 'set st2.scale 256'")
+    });
+    fp.command("remove st2");
+    path_changed(&mut ws);
+    assert_eq!(get(&base, "/framepipe/st2").0, 404);
+    // The listened path that stayed still streams.
+    fp.command("set st.x 7");
+    loop {
+        let m = next_osc(&mut ws);
+        if m.addr == "/framepipe/st/x" && m.args == [OscType::Int(7)] {
+            break;
+        }
+    }
+    fp.command("stop");
+    let err = fp.finish();
+    assert!(
+        err.contains("ok 'add stamp name=st2 x=5 after st'"),
+        "{err}"
+    );
 }
