@@ -1,6 +1,11 @@
 //! The output thread's part of `windowsink` allocates nothing per frame: a counting allocator
 //! (this thread only) around `consume` of 1280x720 frames into a real window on Xvfb, while the
 //! window thread draws them. Skipped, with a message, when Xvfb cannot start.
+//!
+//! The measurement runs in a child process (this test binary again): the window thread lives as
+//! long as its process, and Xlib ends a process whose X server goes away, so the X server must
+//! outlive the process that opened a window. The parent holds the Xvfb and kills it after the
+//! child has exited.
 
 use std::time::Duration;
 
@@ -11,14 +16,34 @@ use framepipe_window::{WindowSettings, WindowSink};
 #[global_allocator]
 static GLOBAL: framepipe_testkit::CountingAlloc = framepipe_testkit::CountingAlloc;
 
+/// Set in the child that measures.
+const CHILD: &str = "FRAMEPIPE_NO_ALLOC_CHILD";
+
 #[test]
 fn consume_does_not_allocate_per_frame() {
+    if std::env::var_os(CHILD).is_some() {
+        measure();
+        return;
+    }
     let Some(x) = Xvfb::start(1280, 720) else {
         return;
     };
-    // The window thread is started by the first sink and reads $DISPLAY then; this test binary
-    // has only this test, so setting it here races with nothing.
-    std::env::set_var("DISPLAY", &x.display);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "consume_does_not_allocate_per_frame", "--nocapture"])
+        .env(CHILD, "1")
+        .env("DISPLAY", &x.display)
+        .output()
+        .expect("run the measuring child");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "measuring child failed: {text}");
+    let line = text.lines().find(|l| l.starts_with("measured: "));
+    assert!(line.is_some_and(|l| l.starts_with("measured: 0 allocations")), "{text}");
+    println!("{}", line.unwrap_or_default());
+    drop(x);
+}
+
+/// In the child: a window, 300 frames consumed, allocations counted on this thread.
+fn measure() {
     let (w, h) = (1280u32, 720u32);
     let pool = FramePool::new(w, h, 6);
     let frames: Vec<_> = (0..3u8)
@@ -74,4 +99,7 @@ fn consume_does_not_allocate_per_frame() {
     assert_eq!(used, 0, "allocations in 300 consume calls ({handoff:?})");
     assert!(drawn > 0, "the window drew frames ({handoff:?})");
     assert_eq!(handoff.contended, 0);
+    println!("measured: {used} allocations in 300 consume calls; {drawn} frames drawn; {handoff:?}");
+    // Leave before the harness's teardown; the parent then stops the X server.
+    std::process::exit(0);
 }
