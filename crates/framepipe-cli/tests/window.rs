@@ -37,7 +37,9 @@ impl X {
     /// `program ARGS` on this display, which must succeed; its stdout.
     fn tool(&self, program: &str, args: &[&str]) -> String {
         let out = run(
-            Command::new(program).args(args).env("DISPLAY", &self.display),
+            Command::new(program)
+                .args(args)
+                .env("DISPLAY", &self.display),
             Duration::from_secs(20),
         );
         assert!(
@@ -178,7 +180,10 @@ fn parse_xwd(b: &[u8]) -> (u32, u32, Vec<u32>) {
     let bytes_per_line = u(12) as usize;
     let (rmask, gmask, bmask) = (u(14), u(15), u(16));
     let ncolors = u(19) as usize;
-    assert_eq!(bits_per_pixel, 32, "a 24-bit screen is stored 32 bits per pixel");
+    assert_eq!(
+        bits_per_pixel, 32,
+        "a 24-bit screen is stored 32 bits per pixel"
+    );
     let data = &b[header + ncolors * 12..];
     let shift = |m: u32| m.trailing_zeros();
     let mut px = Vec::with_capacity((width * height) as usize);
@@ -208,11 +213,18 @@ fn frame0(pipeline_src: &str, w: u32, h: u32) -> Vec<u8> {
             "--unpaced",
             "--control",
             "none",
-            &format!("{pipeline_src} frames=1 ! rawsink location={}", path.display()),
+            &format!(
+                "{pipeline_src} frames=1 ! rawsink location={}",
+                path.display()
+            ),
         ]),
         Duration::from_secs(20),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bytes = std::fs::read(&path).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(bytes.len(), (w * h * 4) as usize);
@@ -314,8 +326,14 @@ fn displays_lists_xrandr_monitors_and_fullscreen_lands_on_the_second() {
     let Some(x) = X::start(1280, 480) else {
         return;
     };
-    x.tool("xrandr", &["--setmonitor", "left", "640/160x480/120+0+0", "none"]);
-    x.tool("xrandr", &["--setmonitor", "right", "640/160x480/120+640+0", "none"]);
+    x.tool(
+        "xrandr",
+        &["--setmonitor", "left", "640/160x480/120+0+0", "none"],
+    );
+    x.tool(
+        "xrandr",
+        &["--setmonitor", "right", "640/160x480/120+640+0", "none"],
+    );
     let listed = x.tool(FP, &["displays"]);
     let right = listed
         .lines()
@@ -336,12 +354,23 @@ fn displays_lists_xrandr_monitors_and_fullscreen_lands_on_the_second() {
         ),
     ]);
     let id = x.window("full");
-    assert_eq!(x.geometry(&id), (640, 0, 640, 480), "covers the 'right' monitor");
+    assert_eq!(
+        x.geometry(&id),
+        (640, 0, 640, 480),
+        "covers the 'right' monitor"
+    );
     // 160x90 in 640x480: 640x360 with 60 rows of black above and below, 4x each pixel.
-    await_picture(&x, (640, 0, 640, 480), &letterboxed(&reference, 160, 90, 640, 480));
+    await_picture(
+        &x,
+        (640, 0, 640, 480),
+        &letterboxed(&reference, 160, 90, 640, 480),
+    );
     // The left monitor does not show the picture.
     let shot = x.screenshot();
-    assert_ne!(region(&shot, 0, 0, 640, 480), region(&shot, 640, 0, 640, 480));
+    assert_ne!(
+        region(&shot, 0, 0, 640, 480),
+        region(&shot, 640, 0, 640, 480)
+    );
     // By name too; an unknown display is an error naming the ones there are.
     drop(fp);
     let out = run(
@@ -401,10 +430,25 @@ fn keys_pause_step_resume_and_quit_through_the_command_queue() {
     key("Right");
     // Both steps answered.
     let start = Instant::now();
-    while fp.lines.lock().unwrap().iter().filter(|l| l.contains("ok 'step 1'")).count() < 2 {
-        assert!(start.elapsed() < Duration::from_secs(20), "second step not answered");
+    while fp
+        .lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("ok 'step 1'"))
+        .count()
+        < 2
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "second step not answered"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // A step is answered when it is read; its frame goes out at its deadline (a period, 33 ms,
+    // later at most, once computed: 64x48 takes microseconds). A `stop` read before that would
+    // end the run without it, so give it ample time before quitting.
+    std::thread::sleep(Duration::from_millis(500));
     key("q");
     let stopped_at = reply_frame(&fp.expect_line("ok 'stop' from frame"));
     let (status, err) = fp.finish();
@@ -442,7 +486,8 @@ fn close_like_a_window_manager(display: &str, id: u32) {
     let atom = |name: &[u8]| conn.intern_atom(false, name).unwrap().reply().unwrap().atom;
     let (protocols, delete) = (atom(b"WM_PROTOCOLS"), atom(b"WM_DELETE_WINDOW"));
     let event = ClientMessageEvent::new(32, id, protocols, [delete, 0, 0, 0, 0]);
-    conn.send_event(false, id, EventMask::NO_EVENT, event).unwrap();
+    conn.send_event(false, id, EventMask::NO_EVENT, event)
+        .unwrap();
     conn.flush().unwrap();
 }
 
@@ -508,10 +553,16 @@ fn a_leaky_preview_window_runs_beside_the_master_output() {
     let start = Instant::now();
     loop {
         let shot = x.screenshot();
-        if region(&shot, geo.0, geo.1, geo.2, geo.3).iter().any(|&p| p != 0) {
+        if region(&shot, geo.0, geo.1, geo.2, geo.3)
+            .iter()
+            .any(|&p| p != 0)
+        {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(10), "the preview stayed black");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the preview stayed black"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let (status, err) = fp.finish();

@@ -18,7 +18,15 @@ impl Xvfb {
     /// `xrandr --setmonitor`) stays when they disconnect; `-nolisten tcp`: local only.
     pub fn start(width: u32, height: u32) -> Option<Xvfb> {
         let spawned = Command::new("Xvfb")
-            .args(["-displayfd", "1", "-nolisten", "tcp", "-noreset", "-screen", "0"])
+            .args([
+                "-displayfd",
+                "1",
+                "-nolisten",
+                "tcp",
+                "-noreset",
+                "-screen",
+                "0",
+            ])
             .arg(format!("{width}x{height}x24"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

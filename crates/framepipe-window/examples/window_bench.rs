@@ -60,7 +60,7 @@ fn main() {
             let mut f = pool.try_acquire().expect("frame");
             for (i, px) in f.data_mut().chunks_exact_mut(4).enumerate() {
                 let (x, y) = (i as u32 % w, i as u32 / w);
-                px.copy_from_slice(&[(x / 4) as u8 ^ k * 80, (y / 4) as u8, k * 100, 255]);
+                px.copy_from_slice(&[(x / 4) as u8 ^ (k * 80), (y / 4) as u8, k * 100, 255]);
             }
             f.freeze()
         })

@@ -210,7 +210,11 @@ impl Reader {
             return false;
         }
         loop {
-            let holds = if s & MIDDLE_FRAME != 0 { READER_FRAME } else { 0 };
+            let holds = if s & MIDDLE_FRAME != 0 {
+                READER_FRAME
+            } else {
+                0
+            };
             let new = self.front as u8 | holds;
             match sh
                 .state
@@ -306,7 +310,12 @@ mod tests {
         let s = r.shared.state.load(Ordering::Acquire);
         r.shared
             .state
-            .compare_exchange(s, r.front as u8 | READER_FRAME, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                s,
+                r.front as u8 | READER_FRAME,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .unwrap();
         r.front = usize::from(s & INDEX);
         r.holds_frame = true;
@@ -356,7 +365,10 @@ mod tests {
             w.publish(&ctx(seq), &f);
             drop(f);
             // Besides the hand-off's one, every frame went back (the reader's is a copy).
-            assert!(pool.available() + 1 >= pool.allocated(), "kept two at {seq}");
+            assert!(
+                pool.available() + 1 >= pool.allocated(),
+                "kept two at {seq}"
+            );
         }
         done.store(true, Ordering::Release);
         let (last, reads) = reader.join().unwrap();

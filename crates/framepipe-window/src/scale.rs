@@ -129,13 +129,45 @@ mod tests {
     #[test]
     fn fits_keep_the_aspect_and_centre() {
         // Same size: identity.
-        assert_eq!(fit(640, 360, 640, 360), Fit { x0: 0, y0: 0, w: 640, h: 360 });
+        assert_eq!(
+            fit(640, 360, 640, 360),
+            Fit {
+                x0: 0,
+                y0: 0,
+                w: 640,
+                h: 360
+            }
+        );
         // 16:9 in 4:3: bars top and bottom.
-        assert_eq!(fit(1920, 1080, 800, 600), Fit { x0: 0, y0: 75, w: 800, h: 450 });
+        assert_eq!(
+            fit(1920, 1080, 800, 600),
+            Fit {
+                x0: 0,
+                y0: 75,
+                w: 800,
+                h: 450
+            }
+        );
         // 4:3 in 16:9: bars left and right.
-        assert_eq!(fit(640, 480, 1920, 1080), Fit { x0: 240, y0: 0, w: 1440, h: 1080 });
+        assert_eq!(
+            fit(640, 480, 1920, 1080),
+            Fit {
+                x0: 240,
+                y0: 0,
+                w: 1440,
+                h: 1080
+            }
+        );
         // Rounding halves up: 3x2 into 4 wide -> 2.666.. -> 3.
-        assert_eq!(fit(3, 2, 4, 100), Fit { x0: 0, y0: 48, w: 4, h: 3 });
+        assert_eq!(
+            fit(3, 2, 4, 100),
+            Fit {
+                x0: 0,
+                y0: 48,
+                w: 4,
+                h: 3
+            }
+        );
         // Never below one pixel.
         assert_eq!(fit(10000, 1, 10, 10).h, 1);
     }
@@ -147,7 +179,10 @@ mod tests {
         Scaler::new(3, 2, 3, 2).draw(&src, &mut out);
         for (i, px) in out.iter().enumerate() {
             let p = &src[i * 4..];
-            assert_eq!(*px, u32::from(p[0]) << 16 | u32::from(p[1]) << 8 | u32::from(p[2]));
+            assert_eq!(
+                *px,
+                u32::from(p[0]) << 16 | u32::from(p[1]) << 8 | u32::from(p[2])
+            );
         }
         // 2x enlargement into a wider window: each pixel twice, black bars at the sides.
         let mut big = vec![7u32; 8 * 4];

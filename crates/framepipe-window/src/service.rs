@@ -276,8 +276,14 @@ fn windowed_place(s: &WindowSettings, frame: (u32, u32), d: &Display) -> (i32, i
                 (f.w, f.h)
             }
         }
-        (w, 0) => (w, ((u64::from(fh) * u64::from(w)) / u64::from(fw)).max(1) as u32),
-        (0, h) => (((u64::from(fw) * u64::from(h)) / u64::from(fh)).max(1) as u32, h),
+        (w, 0) => (
+            w,
+            ((u64::from(fh) * u64::from(w)) / u64::from(fw)).max(1) as u32,
+        ),
+        (0, h) => (
+            ((u64::from(fw) * u64::from(h)) / u64::from(fh)).max(1) as u32,
+            h,
+        ),
         (w, h) => (w, h),
     };
     let x = d.x + (i64::from(d.width) - i64::from(w)).max(0) as i32 / 2;
@@ -382,8 +388,7 @@ impl Win {
     /// anything was presented.
     fn draw(&mut self, fresh: bool) -> bool {
         let size = self.window.inner_size();
-        let (Some(w), Some(h)) = (NonZeroU32::new(size.width), NonZeroU32::new(size.height))
-        else {
+        let (Some(w), Some(h)) = (NonZeroU32::new(size.width), NonZeroU32::new(size.height)) else {
             return false;
         };
         if self.surface.resize(w, h).is_err() {
@@ -564,11 +569,23 @@ mod tests {
     #[test]
     fn windows_are_centred_on_their_display_and_fit_it() {
         // Fits: the frame's size.
-        assert_eq!(windowed_place(&settings(0, 0), (320, 240), &display()), (1240, 180, 320, 240));
+        assert_eq!(
+            windowed_place(&settings(0, 0), (320, 240), &display()),
+            (1240, 180, 320, 240)
+        );
         // Too big: shrunk to 90% of the display, aspect kept.
-        assert_eq!(windowed_place(&settings(0, 0), (1920, 1080), &display()), (1040, 097, 720, 405));
+        assert_eq!(
+            windowed_place(&settings(0, 0), (1920, 1080), &display()),
+            (1040, 97, 720, 405)
+        );
         // One side given: the other from the frame's aspect.
-        assert_eq!(windowed_place(&settings(400, 0), (1920, 1080), &display()), (1200, 187, 400, 225));
-        assert_eq!(windowed_place(&settings(300, 100), (1920, 1080), &display()), (1250, 250, 300, 100));
+        assert_eq!(
+            windowed_place(&settings(400, 0), (1920, 1080), &display()),
+            (1200, 187, 400, 225)
+        );
+        assert_eq!(
+            windowed_place(&settings(300, 100), (1920, 1080), &display()),
+            (1250, 250, 300, 100)
+        );
     }
 }

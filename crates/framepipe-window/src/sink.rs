@@ -21,8 +21,8 @@
 use std::thread::Thread;
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, Mode, PropKind, PropSpec,
-    PropValue, Props, Result, Sink, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, Mode, PropKind, PropSpec, PropValue,
+    Props, Result, Sink, VideoInfo,
 };
 
 use crate::handoff::{handoff, HandoffStats, Writer};
@@ -120,7 +120,10 @@ pub fn build(props: &Props, link: Option<WindowLink>) -> Result<Element> {
     };
     let list = crate::displays().map_err(|e| Error::element(NAME, e))?;
     crate::choose(&list, &settings.display).map_err(|e| Error::element(NAME, e))?;
-    Ok(Element::Sink(Box::new(WindowSink::new(settings, Some(link)))))
+    Ok(Element::Sink(Box::new(WindowSink::new(
+        settings,
+        Some(link),
+    ))))
 }
 
 /// The `windowsink` sink.

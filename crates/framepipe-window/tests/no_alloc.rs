@@ -29,15 +29,23 @@ fn consume_does_not_allocate_per_frame() {
         return;
     };
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "consume_does_not_allocate_per_frame", "--nocapture"])
+        .args([
+            "--exact",
+            "consume_does_not_allocate_per_frame",
+            "--nocapture",
+        ])
         .env(CHILD, "1")
         .env("DISPLAY", &x.display)
         .output()
         .expect("run the measuring child");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "measuring child failed: {text}");
     let line = text.lines().find(|l| l.starts_with("measured: "));
-    assert!(line.is_some_and(|l| l.starts_with("measured: 0 allocations")), "{text}");
+    assert!(
+        line.is_some_and(|l| l.starts_with("measured: 0 allocations")),
+        "{text}"
+    );
     println!("{}", line.unwrap_or_default());
     drop(x);
 }
@@ -99,7 +107,9 @@ fn measure() {
     assert_eq!(used, 0, "allocations in 300 consume calls ({handoff:?})");
     assert!(drawn > 0, "the window drew frames ({handoff:?})");
     assert_eq!(handoff.contended, 0);
-    println!("measured: {used} allocations in 300 consume calls; {drawn} frames drawn; {handoff:?}");
+    println!(
+        "measured: {used} allocations in 300 consume calls; {drawn} frames drawn; {handoff:?}"
+    );
     // Leave before the harness's teardown; the parent then stops the X server.
     std::process::exit(0);
 }
