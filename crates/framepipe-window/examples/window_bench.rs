@@ -1,7 +1,8 @@
 //! The cost of showing frames in a `windowsink` (run by `scripts/bench-window`, under Xvfb):
 //!
 //! * on the output thread: `Sink::consume` of a frame (the hand-off and the waker's `unpark`),
-//!   timed around each call, paced at `--fps`; beside it, in the same run and on the same
+//!   timed around each call, paced at `--fps`, on a thread set up as framepipe's output thread
+//!   is (`SCHED_FIFO` when permitted, said in the output as `realtime=1`); beside it, in the same run and on the same
 //!   frames, a plain `memcpy` of the frame into a preallocated buffer: what a hand-off by copy
 //!   would cost the output thread;
 //! * on the window thread: taking the frame and scaling it into the window's buffer
@@ -88,6 +89,7 @@ fn main() {
     let mut consume_ns = Vec::with_capacity(frames);
     let mut memcpy_ns = Vec::with_capacity(frames);
     let period = Duration::from_secs(1) / fps;
+    let setup = framepipe_clock::sys::prepare_pacing_thread(true);
     let start = Instant::now();
     for i in 0..frames {
         let frame = &pictures[i % 3];
@@ -107,6 +109,8 @@ fn main() {
             std::thread::sleep(wait);
         }
     }
+    let realtime = u8::from(setup.realtime);
+    drop(setup);
     // Let the window thread draw the last frame.
     std::thread::sleep(Duration::from_millis(300));
     let handoff = sink.handoff_stats();
@@ -119,7 +123,7 @@ fn main() {
     let (d50, d99, _) = summary(draw);
     let (p50, p99, _) = summary(present);
     println!(
-        "frames={frames} drawn={drawn} shared={} copied={} replaced={} \
+        "realtime={realtime} frames={frames} drawn={drawn} shared={} copied={} replaced={} \
          consume_p50={c50:.2} consume_p99={c99:.2} consume_max={cmax:.2} \
          memcpy_p50={m50:.2} memcpy_p99={m99:.2} memcpy_max={mmax:.2} \
          draw_p50={d50:.2} draw_p99={d99:.2} present_p50={p50:.2} present_p99={p99:.2}",
