@@ -117,24 +117,13 @@ impl Writer {
     /// another size than the hand-off was made for is not shown (counted as contended).
     pub fn publish(&mut self, ctx: &FrameCtx, frame: &Frame) {
         let sh = &*self.shared;
-        let Ok(mut slot) = sh.slots[self.back].try_lock() else {
-            sh.contended.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
-        if frame.data().len() != slot.bytes.len() {
-            sh.contended.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
         let mut s = sh.state.load(Ordering::Acquire);
         let mut as_frame = s & READER_FRAME == 0;
-        if as_frame {
-            slot.frame = Some(frame.clone());
-        } else {
-            slot.frame = None;
-            slot.bytes.copy_from_slice(frame.data());
+        // Fill the back slot, and let go of its lock before publishing it: once published the
+        // reader may take it at once.
+        if !self.fill(frame, ctx, as_frame) {
+            return;
         }
-        slot.ctx = *ctx;
-        slot.full = true;
         loop {
             let kind = if as_frame { MIDDLE_FRAME } else { 0 };
             let new = self.back as u8 | FRESH | kind | (s & READER_FRAME);
@@ -144,17 +133,19 @@ impl Writer {
             {
                 Ok(_) => break,
                 Err(now) => {
-                    // The reader took the middle or let go of a frame in between.
+                    // The reader took the middle or let go of a frame in between. The back slot
+                    // is still ours: if the reader now holds a frame, copy instead of keeping a
+                    // second one.
                     if as_frame && now & READER_FRAME != 0 {
-                        slot.frame = None;
-                        slot.bytes.copy_from_slice(frame.data());
                         as_frame = false;
+                        if !self.fill(frame, ctx, false) {
+                            return;
+                        }
                     }
                     s = now;
                 }
             }
         }
-        drop(slot);
         if as_frame {
             sh.shared.fetch_add(1, Ordering::Relaxed);
         } else {
@@ -171,6 +162,29 @@ impl Writer {
         } else {
             sh.contended.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Puts `frame` in the back slot: a clone (`as_frame`) or a copy of its pixels. `false`
+    /// (counted) if the slot is locked, which the protocol rules out, or the size is wrong.
+    fn fill(&self, frame: &Frame, ctx: &FrameCtx, as_frame: bool) -> bool {
+        let sh = &*self.shared;
+        let Ok(mut slot) = sh.slots[self.back].try_lock() else {
+            sh.contended.fetch_add(1, Ordering::Relaxed);
+            return false;
+        };
+        if frame.data().len() != slot.bytes.len() {
+            sh.contended.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        if as_frame {
+            slot.frame = Some(frame.clone());
+        } else {
+            slot.frame = None;
+            slot.bytes.copy_from_slice(frame.data());
+        }
+        slot.ctx = *ctx;
+        slot.full = true;
+        true
     }
 
     /// What the hand-off did so far.
@@ -359,7 +373,7 @@ mod tests {
                 (last, reads)
             })
         };
-        let n = 20_000u64;
+        let n = 200_000u64;
         for seq in 1..=n {
             let f = frame(&pool, seq as u8);
             w.publish(&ctx(seq), &f);
