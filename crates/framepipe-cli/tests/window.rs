@@ -595,3 +595,44 @@ fn a_leaky_preview_window_runs_beside_the_master_output() {
     assert_eq!(shown + skipped, 120, "{monitor}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Waits (at most 20 s) until window `id`'s geometry is `want`.
+fn await_geometry(x: &X, id: &str, want: (i32, i32, u32, u32)) {
+    let start = Instant::now();
+    loop {
+        let got = x.geometry(id);
+        if got == want {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "window {id} at {got:?}, expected {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn f_goes_full_screen_and_escape_comes_back() {
+    let Some(x) = X::start(640, 480) else {
+        return;
+    };
+    let fp = x.framepipe(&[
+        "run",
+        "-q",
+        "--fps",
+        "30",
+        "--control",
+        "none",
+        "testsrc width=160 height=90 frames=0 ! windowsink title=toggle",
+    ]);
+    let id = x.window("toggle");
+    let windowed = ((640 - 160) / 2, (480 - 90) / 2, 160, 90);
+    assert_eq!(x.geometry(&id), windowed);
+    x.tool("xdotool", &["windowfocus", "--sync", &id]);
+    x.tool("xdotool", &["key", "f"]);
+    await_geometry(&x, &id, (0, 0, 640, 480));
+    x.tool("xdotool", &["key", "Escape"]);
+    await_geometry(&x, &id, windowed);
+    drop(fp);
+}
