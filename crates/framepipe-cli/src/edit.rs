@@ -158,9 +158,11 @@ impl Editor for DescEditor {
         } = edit
         {
             // Said plainly rather than cutting when a crossfade was asked for.
-            return Err("load with fade=: crossfading between projects is not available yet; \
+            return Err(
+                "load with fade=: crossfading between projects is not available yet; \
                         `load FILE` without fade= switches with a cut at a frame boundary"
-                .into());
+                    .into(),
+            );
         }
         match self.next_graph(edit) {
             Ok((desc, graph)) => {
@@ -229,7 +231,7 @@ mod tests {
              invert name=fx2 ! y4msink name=out location={out}"
         ))
         .unwrap();
-        let registry = crate::registry_for(&desc);
+        let registry = crate::registry_for(&desc, None);
         (DescEditor::new(desc, registry), out)
     }
 
@@ -335,7 +337,9 @@ mod tests {
              blur=0.2 ! frei0r-sobel ! y4msink name=out location=elsewhere.y4m\"\n",
         )
         .unwrap();
-        let refused = ed.build(&edit(&format!("load {scene} fade=2s"))).unwrap_err();
+        let refused = ed
+            .build(&edit(&format!("load {scene} fade=2s")))
+            .unwrap_err();
         assert!(refused.contains("crossfading"), "{refused}");
         let g = ed.build(&edit(&format!("load {scene}"))).unwrap();
         assert_eq!(

@@ -8,6 +8,7 @@
 //! framepipe inspect frei0r-glow
 //! framepipe run show.toml --midi nanoKONTROL2
 //! framepipe midi-ports
+//! framepipe displays
 //! ```
 #![forbid(unsafe_code)]
 
@@ -43,6 +44,7 @@ use framepipe_core::{ElementKind, Registry};
 use framepipe_runtime::{Counters, Event, Options, Overload, RunStats};
 
 use framepipe_project::{parse_pipeline, parse_project, GraphDesc};
+use framepipe_window::{PauseProbe, WindowLink};
 
 use crate::build::{build, Purpose};
 
@@ -81,6 +83,8 @@ enum Command {
     /// Can this machine hold a show? Timer, wake-up, CPU noise, real-time permission,
     /// bandwidth, plugins; with a project, each node's headroom at its frame rate.
     Doctor(doctor::DoctorArgs),
+    /// List the displays a `windowsink` can go to (index, name, size, position, primary).
+    Displays,
 }
 
 #[derive(clap::Args, Debug)]
@@ -180,6 +184,7 @@ fn main() {
         Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
         Command::MidiPorts => midi::list_ports().map(|()| Exit::Done),
         Command::Doctor(args) => doctor::run(args).map(|()| Exit::Done),
+        Command::Displays => displays().map(|()| Exit::Done),
     };
     let e = match result {
         Ok(Exit::Done) => return,
@@ -220,18 +225,20 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// Every element framepipe knows, plus warnings about plugins that could not be loaded.
-fn registry() -> (Registry, Vec<String>) {
-    let mut r = native_registry();
+/// `window`: what a `windowsink` posts its keys to (none: one cannot be built).
+fn registry(window: Option<&WindowLink>) -> (Registry, Vec<String>) {
+    let mut r = native_registry(window);
     let warnings = framepipe_frei0r::register(&mut r);
     (r, warnings)
 }
 
 /// Every element that is not a frei0r plugin.
-fn native_registry() -> Registry {
+fn native_registry(window: Option<&WindowLink>) -> Registry {
     let mut r = Registry::new();
     framepipe_io::register(&mut r);
     framepipe_net::register(&mut r);
     framepipe_effects::register(&mut r);
+    framepipe_window::register(&mut r, window.cloned());
     r
 }
 
@@ -253,13 +260,13 @@ fn load_desc(arg: &str) -> Result<GraphDesc> {
 /// The registry for running `desc`: every native element, and only the frei0r plugins the
 /// pipeline names (loading all of them costs ~50 ms). When a name is not found that way, the
 /// full registry, so that the error can suggest a close name.
-fn registry_for(desc: &GraphDesc) -> Registry {
+fn registry_for(desc: &GraphDesc, window: Option<&WindowLink>) -> Registry {
     let stems: Vec<&str> = desc
         .nodes
         .iter()
         .filter_map(|n| n.element.strip_prefix("frei0r-"))
         .collect();
-    let mut r = native_registry();
+    let mut r = native_registry(window);
     framepipe_frei0r::register_named(&mut r, &stems);
     if desc
         .nodes
@@ -268,7 +275,7 @@ fn registry_for(desc: &GraphDesc) -> Registry {
     {
         r
     } else {
-        registry().0
+        registry(window).0
     }
 }
 
@@ -304,7 +311,16 @@ fn run(args: RunArgs) -> Result<Exit> {
     let stall_timeout_ns = flags::stall_timeout_ns(args.stall_timeout.unwrap_or(0))?;
     let latency_ns = flags::latency_ns(args.latency.unwrap_or(0))?;
     framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
-    let registry = registry_for(&desc);
+    // Windows post their keys as commands (the registry keeps a copy of the sender for the
+    // windowsinks it builds; with a window the run has a command source of its own anyway).
+    let has_window = desc.nodes.iter().any(|n| n.element == WINDOWSINK);
+    let pause_probe = PauseProbe::default();
+    let window_link = has_window.then(|| WindowLink {
+        commands: tx.clone(),
+        paused: pause_probe.clone(),
+    });
+    let registry = registry_for(&desc, window_link.as_ref());
+    drop(window_link);
     // Standard input has one reader: a source, or the command reader.
     let stdin_sources = commands::stdin_sources(&desc, &registry);
     if let [a, b, ..] = &stdin_sources[..] {
@@ -330,12 +346,17 @@ fn run(args: RunArgs) -> Result<Exit> {
         (Some(other), _) => bail!("bad --control '{other}': expected stdin or none"),
     };
     let osc_addr = args.osc.as_deref().map(osc::parse_addr).transpose()?;
-    if args.start_paused && !commands_from_stdin && osc_addr.is_none() && args.midi.is_none() {
-        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc or --midi)");
+    if args.start_paused
+        && !commands_from_stdin
+        && osc_addr.is_none()
+        && args.midi.is_none()
+        && !has_window
+    {
+        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc, --midi or a windowsink)");
     }
     let osc_ranges = osc_addr.map(|_| osc::ranges(&desc, &registry));
     // Whether any surface posts commands (their replies are then printed by `fp-replies`).
-    let surfaces = commands_from_stdin || osc_addr.is_some() || args.midi.is_some();
+    let surfaces = commands_from_stdin || osc_addr.is_some() || args.midi.is_some() || has_window;
     if args.midi.is_none() && !desc.midi.is_empty() && !args.quiet {
         say!(
             "framepipe: the project's {} MIDI mappings are not used without --midi PORT",
@@ -439,7 +460,7 @@ fn run(args: RunArgs) -> Result<Exit> {
         commands::spawn_stdin_reader(
             tx,
             args.start_paused,
-            osc_input.is_some() || midi_input.is_some(),
+            osc_input.is_some() || midi_input.is_some() || has_window,
             midi_input.as_ref().map(|m| m.handle()),
         );
     } else {
@@ -450,6 +471,10 @@ fn run(args: RunArgs) -> Result<Exit> {
     let threads = prepared.threads();
     let max_in_flight = prepared.max_in_flight();
     let counters = prepared.counters();
+    {
+        let counters = Arc::clone(&counters);
+        pause_probe.set(move || counters.paused());
+    }
     let show_status = !args.quiet && std::io::stderr().is_terminal();
     let stop = Arc::new(AtomicBool::new(false));
     let status = show_status.then(|| {
@@ -585,7 +610,7 @@ fn graph(args: GraphArgs) -> Result<()> {
         framepipe_core::Limits { max_memory }.set();
     }
     let desc = load_desc(&args.pipeline)?;
-    let registry = registry_for(&desc);
+    let registry = registry_for(&desc, None);
     let layout = build(&desc, &registry, Purpose::Layout)?.layout()?;
     let text = if args.dot {
         layout.dot()
@@ -762,6 +787,32 @@ fn lock_json(l: &framepipe_runtime::LockSummary) -> serde_json::Value {
     serde_json::json!({ "p50": l.p50_us, "p99": l.p99_us, "max": l.max_us, "count": l.count })
 }
 
+/// The screen output element (its runs get a window link).
+const WINDOWSINK: &str = framepipe_window::sink::NAME;
+
+/// `framepipe displays`: every display a `windowsink` can go to.
+fn displays() -> Result<()> {
+    let list = framepipe_window::displays()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<6} {:<16} {:<12} {:<12} primary",
+        "index", "name", "size", "position"
+    )?;
+    for d in &list {
+        writeln!(
+            out,
+            "{:<6} {:<16} {:<12} {:<12} {}",
+            d.index,
+            d.name,
+            format!("{}x{}", d.width, d.height),
+            format!("{:+}{:+}", d.x, d.y),
+            if d.primary { "yes" } else { "no" }
+        )?;
+    }
+    Ok(())
+}
+
 fn detail<'a>(d: &'a framepipe_core::ElementDesc, key: &str) -> &'a str {
     d.details
         .iter()
@@ -770,7 +821,7 @@ fn detail<'a>(d: &'a framepipe_core::ElementDesc, key: &str) -> &'a str {
 }
 
 fn plugins(verbose: bool) -> Result<()> {
-    let (registry, warnings) = registry();
+    let (registry, warnings) = registry(None);
     let mut out = std::io::stdout().lock();
     let (frei0r, native): (Vec<_>, Vec<_>) = registry
         .iter()
@@ -890,7 +941,7 @@ fn inspect(name: &str) -> Result<()> {
         }
         return Ok(());
     }
-    let (registry, _) = registry();
+    let (registry, _) = registry(None);
     let entry = registry.lookup(name)?;
     let d = &entry.desc;
     let mut out = std::io::stdout().lock();
