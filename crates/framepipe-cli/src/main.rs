@@ -24,6 +24,7 @@ mod commands;
 mod flags;
 mod osc;
 mod signals;
+mod web;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -135,6 +136,18 @@ struct RunArgs {
     /// `ADDR:PORT` where asked (0.0.0.0:PORT: every network). Addresses in docs/CONTROL.md.
     #[arg(long, value_name = "[ADDR:]PORT")]
     osc: Option<String>,
+    /// Serve the control page (graph, controls, stats, preview) on http://ADDR:PORT
+    /// (default 127.0.0.1:8080; 127.0.0.1:0 picks a free port). The URL is printed at start.
+    /// Off loopback a token is required (--web-token, or one is generated and printed).
+    #[arg(long, value_name = "[ADDR:]PORT", num_args = 0..=1, default_missing_value = "")]
+    web: Option<String>,
+    /// The token the web page's requests must carry (`?token=T`); required off loopback.
+    #[arg(long, value_name = "T", requires = "web")]
+    web_token: Option<String>,
+    /// The node the web page previews (default: the master sink's input), through a leaky
+    /// `monitor` tap.
+    #[arg(long, value_name = "NODE", requires = "web")]
+    web_preview: Option<String>,
     /// No status line.
     #[arg(long, short)]
     quiet: bool,
@@ -252,7 +265,7 @@ fn run(args: RunArgs) -> Result<Exit> {
             .map_err(|e| anyhow::anyhow!("bad --max-memory: {e}"))?;
         framepipe_core::Limits { max_memory }.set();
     }
-    let desc = load_desc(&args.pipeline)?;
+    let mut desc = load_desc(&args.pipeline)?;
     let overload = Overload::parse(&args.overload)
         .with_context(|| format!("bad --overload '{}': expected slow or live", args.overload))?;
     let threads = match (args.threads, desc.settings.threads) {
@@ -272,7 +285,30 @@ fn run(args: RunArgs) -> Result<Exit> {
     };
     let stall_timeout_ns = flags::stall_timeout_ns(args.stall_timeout.unwrap_or(0))?;
     let latency_ns = flags::latency_ns(args.latency.unwrap_or(0))?;
-    let registry = registry_for(&desc);
+    let mut registry = registry_for(&desc);
+    // The web page: bound first (a busy port is said before anything is built), its preview
+    // element registered and its tap added to the graph.
+    let web_bound = match &args.web {
+        Some(addr) => {
+            let addr = web::parse_addr(Some(addr))?;
+            let bound = framepipe_web::Web::bind(addr, args.web_token.clone())?;
+            framepipe_web::preview::register(
+                &mut registry,
+                bound.preview_slot(),
+                bound.counters(),
+            );
+            Some(bound)
+        }
+        None => None,
+    };
+    let web_preview_node = match &web_bound {
+        Some(_) => Some(web::add_preview_tap(
+            &mut desc,
+            &registry,
+            args.web_preview.as_deref(),
+        )?),
+        None => None,
+    };
     // Standard input has one reader: a source, or the command reader.
     let stdin_sources = commands::stdin_sources(&desc, &registry);
     if let [a, b, ..] = &stdin_sources[..] {
@@ -298,12 +334,12 @@ fn run(args: RunArgs) -> Result<Exit> {
         (Some(other), _) => bail!("bad --control '{other}': expected stdin or none"),
     };
     let osc_addr = args.osc.as_deref().map(osc::parse_addr).transpose()?;
-    if args.start_paused && !commands_from_stdin && osc_addr.is_none() {
-        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc)");
+    if args.start_paused && !commands_from_stdin && osc_addr.is_none() && web_bound.is_none() {
+        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc or --web)");
     }
     let osc_ranges = osc_addr.map(|_| osc::ranges(&desc, &registry));
     // Whether any surface posts commands (their replies are then printed by `fp-replies`).
-    let surfaces = commands_from_stdin || osc_addr.is_some();
+    let surfaces = commands_from_stdin || osc_addr.is_some() || web_bound.is_some();
     let graph = build(&desc, &registry, Purpose::Run)?;
     let pace = if args.unpaced || desc.settings.unpaced {
         None
@@ -372,11 +408,46 @@ fn run(args: RunArgs) -> Result<Exit> {
         }
         _ => None,
     };
+    let web_counters = web_bound.as_ref().map(|b| b.counters());
+    let web_server = match web_bound {
+        Some(bound) => {
+            let url = bound.url();
+            let local = bound.local_addr();
+            let server = framepipe_web::Web::start(
+                bound,
+                framepipe_web::Engine {
+                    view: prepared.view(),
+                    counters: prepared.counters(),
+                    commands: tx.clone(),
+                    preview_node: web_preview_node.clone(),
+                },
+            )?;
+            if !local.ip().is_loopback() {
+                say!(
+                    "framepipe: warning: web page on {local}: anyone who can reach this address and has the token can control the run"
+                );
+            }
+            say!("framepipe: web control on {url}");
+            Some(server)
+        }
+        None => None,
+    };
     let replies = surfaces
-        .then(|| commands::spawn_reply_printer(tx.replies(), own, args.quiet))
+        .then(|| {
+            commands::spawn_reply_printer(
+                tx.replies(),
+                own,
+                args.quiet,
+                web_server.as_ref().map(|w| w.reply_tap()),
+            )
+        })
         .flatten();
     if commands_from_stdin {
-        commands::spawn_stdin_reader(tx, args.start_paused, osc_input.is_some());
+        commands::spawn_stdin_reader(
+            tx,
+            args.start_paused,
+            osc_input.is_some() || web_server.is_some(),
+        );
     } else {
         drop(tx);
     }
@@ -393,12 +464,22 @@ fn run(args: RunArgs) -> Result<Exit> {
             .name("fp-status".into())
             .spawn({
                 let osc = osc_counters.clone();
-                move || status_line(&counters, osc.as_deref(), &stop)
+                let web = web_counters.clone();
+                move || status_line(&counters, osc.as_deref(), web.as_deref(), &stop)
             })
             .expect("spawning the status thread")
     });
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
+    // The pages are disconnected and the web's command sender dropped with the run.
+    if let Some(w) = web_server {
+        w.finish();
+        if !args.quiet {
+            if let Some(c) = &web_counters {
+                say!("framepipe: {}", c.summary());
+            }
+        }
+    }
     if let Some(input) = osc_input {
         input.finish();
         if !args.quiet {
@@ -417,7 +498,13 @@ fn run(args: RunArgs) -> Result<Exit> {
         Err(_) => counters.snapshot(),
     };
     if let Some(path) = args.stats.or(desc.settings.stats.clone()) {
-        write_stats(Path::new(&path), &final_stats, threads, max_in_flight)
+        write_stats(
+            Path::new(&path),
+            &final_stats,
+            threads,
+            max_in_flight,
+            web_counters.as_deref(),
+        )
             .with_context(|| format!("writing stats to '{path}'"))?;
     }
     if let Some(code) = signal.exit_status() {
@@ -526,7 +613,12 @@ fn input_summary(osc: &Option<Arc<osc::OscCounters>>) -> String {
 }
 
 /// Redraws one status line on stderr four times a second until `stop`. Reads only atomics.
-fn status_line(counters: &Counters, osc: Option<&osc::OscCounters>, stop: &AtomicBool) {
+fn status_line(
+    counters: &Counters,
+    osc: Option<&osc::OscCounters>,
+    web: Option<&framepipe_web::WebCounters>,
+    stop: &AtomicBool,
+) {
     let mut err = std::io::stderr();
     let mut last = (0u64, std::time::Instant::now());
     let mut fps = 0.0;
@@ -574,6 +666,9 @@ fn status_line(counters: &Counters, osc: Option<&osc::OscCounters>, stop: &Atomi
         if let Some(o) = osc {
             flags.push_str(&format!(" {}", o.summary()));
         }
+        if let Some(w) = web {
+            flags.push_str(&format!(" {}", w.summary()));
+        }
         let line = format!(
             "{:>6} frames {:>6.1} fps  in flight {:>2}{} | {}",
             s.frames,
@@ -590,7 +685,13 @@ fn status_line(counters: &Counters, osc: Option<&osc::OscCounters>, stop: &Atomi
     let _ = write!(err, "\r\x1b[K");
 }
 
-fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> Result<()> {
+fn write_stats(
+    path: &Path,
+    s: &RunStats,
+    threads: usize,
+    in_flight: usize,
+    web: Option<&framepipe_web::WebCounters>,
+) -> Result<()> {
     let stages: Vec<serde_json::Value> = s
         .stages
         .iter()
@@ -616,6 +717,9 @@ fn write_stats(path: &Path, s: &RunStats, threads: usize, in_flight: usize) -> R
         "lock_hold_us": lock_json(&s.lock_hold_us),
         "output_lock_wait_us": lock_json(&s.output_lock_wait_us),
     });
+    if let Some(w) = web {
+        doc["web"] = serde_json::to_value(w.snapshot())?;
+    }
     if let Some(p) = &s.pacing {
         doc["paced_fps"] = serde_json::json!(p.target_fps);
         doc["overload"] = serde_json::json!(p.overload.as_str());

@@ -150,6 +150,7 @@ function propRow(n, ni, p, pi) {
     range.addEventListener('input', () => { touch(range); num.value = range.value; set(range.value, range); });
     num.addEventListener('change', () => { touch(num); set(num.value, num); });
     num.addEventListener('keydown', () => touch(num));
+    num.addEventListener('input', () => touch(num));
     ctl.append(range, num);
     update = (v) => { if (!busy(range)) range.value = v; if (!busy(num)) num.value = fmt(v); };
   } else if (p.kind === 'bool') {
