@@ -510,7 +510,7 @@ fn http_get(port: u16, path: &str, host: &str) -> (u16, String) {
 type Ws = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>;
 
 /// A WebSocket handshake with the given extra headers: the socket, or the refusal's status.
-fn ws_connect(port: u16, path: &str, headers: &[(&str, &str)]) -> Result<Ws, u16> {
+fn ws_connect(port: u16, path: &str, headers: &[(&'static str, &str)]) -> Result<Ws, u16> {
     use tungstenite::client::IntoClientRequest;
     let mut req = format!("ws://127.0.0.1:{port}{path}")
         .into_client_request()
