@@ -56,7 +56,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a pipeline: a gst-launch-like string or a TOML project file.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show what would run: every node with its element, kind, negotiated size and inputs
     /// (nothing is started, no sink is created).
     Graph(GraphArgs),
@@ -162,7 +162,7 @@ fn main() {
     // A broken pipe while *running* is a real error (e.g. a rawsink reader went away).
     let cli_was_run = matches!(cli.command, Command::Run(_));
     let result = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Graph(args) => graph(args).map(|()| Exit::Done),
         Command::Plugins { verbose } => plugins(verbose).map(|()| Exit::Done),
         Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
@@ -292,11 +292,7 @@ fn run(args: RunArgs) -> Result<Exit> {
         Some(addr) => {
             let addr = web::parse_addr(Some(addr))?;
             let bound = framepipe_web::Web::bind(addr, args.web_token.clone())?;
-            framepipe_web::preview::register(
-                &mut registry,
-                bound.preview_slot(),
-                bound.counters(),
-            );
+            framepipe_web::preview::register(&mut registry, bound.preview_slot(), bound.counters());
             Some(bound)
         }
         None => None,
@@ -505,7 +501,7 @@ fn run(args: RunArgs) -> Result<Exit> {
             max_in_flight,
             web_counters.as_deref(),
         )
-            .with_context(|| format!("writing stats to '{path}'"))?;
+        .with_context(|| format!("writing stats to '{path}'"))?;
     }
     if let Some(code) = signal.exit_status() {
         // Stopped by a signal: the frames that made it out were finished and flushed (or the

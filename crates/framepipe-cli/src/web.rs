@@ -73,7 +73,9 @@ pub fn add_preview_tap(
         Some(name) => desc.resolve(name, "--web-preview")?,
         None => match master_input(desc, registry) {
             Some(i) => i,
-            None => bail!("--web: no sink with an input to preview; name a node with --web-preview NODE"),
+            None => bail!(
+                "--web: no sink with an input to preview; name a node with --web-preview NODE"
+            ),
         },
     };
     let tapped_name = desc.nodes[tapped].name.clone();
@@ -111,7 +113,10 @@ mod tests {
     #[test]
     fn addresses_parse() {
         assert_eq!(parse_addr(None).unwrap().to_string(), "127.0.0.1:8080");
-        assert_eq!(parse_addr(Some("9000")).unwrap().to_string(), "127.0.0.1:9000");
+        assert_eq!(
+            parse_addr(Some("9000")).unwrap().to_string(),
+            "127.0.0.1:9000"
+        );
         assert_eq!(
             parse_addr(Some("0.0.0.0:0")).unwrap().to_string(),
             "0.0.0.0:0"
@@ -134,8 +139,12 @@ mod tests {
         assert_eq!(d.nodes[n - 2].element, "monitor");
         assert_eq!(d.nodes[n - 1].element, "webpreview");
         assert_eq!(d.nodes[n - 1].inputs, vec![n - 2]);
-        let mut d = framepipe_project::parse_pipeline("testsrc ! invert name=a ! nullsink").unwrap();
-        assert_eq!(add_preview_tap(&mut d, &r, Some("testsrc")).unwrap(), "testsrc");
+        let mut d =
+            framepipe_project::parse_pipeline("testsrc ! invert name=a ! nullsink").unwrap();
+        assert_eq!(
+            add_preview_tap(&mut d, &r, Some("testsrc")).unwrap(),
+            "testsrc"
+        );
         assert!(add_preview_tap(&mut d, &r, Some("nope"))
             .unwrap_err()
             .to_string()

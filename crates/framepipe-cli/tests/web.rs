@@ -80,7 +80,12 @@ impl Fp {
     }
 
     fn port(&self) -> u16 {
-        self.authority().rsplit(':').next().unwrap().parse().unwrap()
+        self.authority()
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
     }
 
     fn token(&self) -> Option<String> {
@@ -149,7 +154,9 @@ fn reference(dir: &Path, value: &str, scale: &str) -> Vec<u8> {
 
 /// Columns 0..40 of a frame (where `s` draws; `o` draws from 44 on).
 fn left(f: &[u8]) -> Vec<u8> {
-    f.chunks(W * 4).flat_map(|row| row[..40 * 4].to_vec()).collect()
+    f.chunks(W * 4)
+        .flat_map(|row| row[..40 * 4].to_vec())
+        .collect()
 }
 
 /// The left part of the last whole frame written so far.
@@ -323,7 +330,10 @@ mod cdp {
         pub fn wait_for(&mut self, expr: &str, limit: Duration) {
             let start = Instant::now();
             while self.eval(expr) != json!(true) {
-                assert!(start.elapsed() < limit, "page: not within {limit:?}: {expr}");
+                assert!(
+                    start.elapsed() < limit,
+                    "page: not within {limit:?}: {expr}"
+                );
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
@@ -369,7 +379,10 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
     let out = dir.join("out.raw");
     let before = left(&reference(&dir, "1", "2"));
     let after = left(&reference(&dir, "7", "3"));
-    assert_ne!(before, after, "the two references must differ for the test to mean anything");
+    assert_ne!(
+        before, after,
+        "the two references must differ for the test to mean anything"
+    );
     let mut fp = Fp::start(&[
         "--fps",
         "30",
@@ -390,19 +403,27 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
     );
     // The graph drawn: one box per node, the preview tap included.
     let boxes = b.eval("document.querySelectorAll('#graph g.node').length");
-    assert_eq!(boxes, json!(6), "testsrc, s, o, rawsink, web-monitor, web-preview");
+    assert_eq!(
+        boxes,
+        json!(6),
+        "testsrc, s, o, rawsink, web-monitor, web-preview"
+    );
 
     // The slider: focused, moved one step right with real key events (scale 2 → 3).
     b.eval("document.getElementById('ctl:s.scale').focus()");
     b.key("ArrowRight", "ArrowRight", 39, None);
     // The value: typed into its box, entered.
-    b.eval("(() => { const e = document.getElementById('num:s.value'); e.focus(); e.select(); })()");
+    b.eval(
+        "(() => { const e = document.getElementById('num:s.value'); e.focus(); e.select(); })()",
+    );
     b.call("Input.insertText", json!({ "text": "7" }));
     b.key("Enter", "Enter", 13, Some("\r"));
     b.eval("document.activeElement.blur()");
-    wait_until(Duration::from_secs(10), "the page's changes on the output frame", || {
-        last_left(&out).as_ref() == Some(&after)
-    });
+    wait_until(
+        Duration::from_secs(10),
+        "the page's changes on the output frame",
+        || last_left(&out).as_ref() == Some(&after),
+    );
     // Both replies came back to this page (applied at a frame).
     b.wait_for(
         "[...document.querySelectorAll('#log li.mine')].filter(l => /^ok 'set s\\.(scale 3|value 7)'/.test(l.textContent)).length === 2",
@@ -417,8 +438,14 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
     let mut seen = std::collections::BTreeSet::new();
     let start = Instant::now();
     while seen.len() < 4 {
-        assert!(start.elapsed() < Duration::from_secs(10), "o.value did not move on the page: {seen:?}");
-        seen.insert(b.eval("document.getElementById('val:o.value').textContent").to_string());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "o.value did not move on the page: {seen:?}"
+        );
+        seen.insert(
+            b.eval("document.getElementById('val:o.value').textContent")
+                .to_string(),
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 
@@ -436,14 +463,27 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
             break;
         }
         held = f;
-        assert!(start.elapsed() < Duration::from_secs(5), "frames go on while paused");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "frames go on while paused"
+        );
     }
     b.click("btn-step");
-    b.wait_for(&format!("fp.stats.frames === {}", held + 1), Duration::from_secs(5));
+    b.wait_for(
+        &format!("fp.stats.frames === {}", held + 1),
+        Duration::from_secs(5),
+    );
     std::thread::sleep(Duration::from_millis(600));
-    assert_eq!(frames(&mut b), held + 1, "step released more than one frame");
+    assert_eq!(
+        frames(&mut b),
+        held + 1,
+        "step released more than one frame"
+    );
     b.click("btn-resume");
-    b.wait_for(&format!("fp.stats.frames > {}", held + 3), Duration::from_secs(5));
+    b.wait_for(
+        &format!("fp.stats.frames > {}", held + 3),
+        Duration::from_secs(5),
+    );
 
     // The screenshot: not blank, and the preview shows the frame (black, white digits).
     b.wait_for(
@@ -470,7 +510,11 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
         .flat_map(|y| (0..info.width as usize).step_by(7).map(move |x| (x, y)))
         .map(|(x, y)| px(x, y))
         .collect();
-    assert!(colours.len() > 8, "the screenshot is nearly blank: {} colours", colours.len());
+    assert!(
+        colours.len() > 8,
+        "the screenshot is nearly blank: {} colours",
+        colours.len()
+    );
     let r: Vec<usize> = (0..4).map(|i| rect[i].as_f64().unwrap() as usize).collect();
     let (mut dark, mut bright, mut total) = (0, 0, 0);
     for y in r[1] + 2..(r[1] + r[3]).min(info.height as usize) - 2 {
@@ -482,13 +526,26 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
             bright += (l > 200) as usize;
         }
     }
-    assert!(total > 1000, "preview rectangle {r:?} outside the screenshot");
-    assert!(dark * 10 > total * 6, "preview mostly black like the frame: {dark}/{total}");
-    assert!(bright * 200 > total, "preview shows the white digits: {bright}/{total}");
+    assert!(
+        total > 1000,
+        "preview rectangle {r:?} outside the screenshot"
+    );
+    assert!(
+        dark * 10 > total * 6,
+        "preview mostly black like the frame: {dark}/{total}"
+    );
+    assert!(
+        bright * 200 > total,
+        "preview shows the white digits: {bright}/{total}"
+    );
 
     // Stop from the page: the run ends cleanly.
     b.click("btn-stop");
-    assert!(fp.wait_exit(Duration::from_secs(10)), "{}", fp.stderr.lock().unwrap());
+    assert!(
+        fp.wait_exit(Duration::from_secs(10)),
+        "{}",
+        fp.stderr.lock().unwrap()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -496,7 +553,11 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
 fn http_get(port: u16, path: &str, host: &str) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
     let code = text
@@ -559,21 +620,29 @@ fn web_off_loopback_needs_the_token_and_refuses_foreign_origins() {
         stats.to_str().unwrap(),
         "--web",
         "0.0.0.0:0",
-        &format!(
-            "testsrc width={W} height={H} frames=100000 ! stamp ! nullsink"
-        ),
+        &format!("testsrc width={W} height={H} frames=100000 ! stamp ! nullsink"),
     ]);
-    let token = fp.token().expect("a token generated and printed off loopback");
+    let token = fp
+        .token()
+        .expect("a token generated and printed off loopback");
     assert_eq!(token.len(), 32);
     let port = fp.port();
     let host = format!("127.0.0.1:{port}");
     assert_eq!(http_get(port, "/", &host).0, 401, "no token");
     assert_eq!(http_get(port, "/?token=0123", &host).0, 401, "wrong token");
-    assert_eq!(http_get(port, "/app.js", &host).0, 401, "assets need it too");
+    assert_eq!(
+        http_get(port, "/app.js", &host).0,
+        401,
+        "assets need it too"
+    );
     let (code, body) = http_get(port, &format!("/?token={token}"), &host);
     assert_eq!(code, 200);
     assert!(body.contains("<title>framepipe</title>"), "{body}");
-    assert_eq!(ws_connect(port, "/ws", &[]).err(), Some(401), "WebSocket without token");
+    assert_eq!(
+        ws_connect(port, "/ws", &[]).err(),
+        Some(401),
+        "WebSocket without token"
+    );
     let path = format!("/ws?token={token}");
     assert_eq!(
         ws_connect(port, &path, &[("Origin", "http://evil.example")]).err(),
@@ -639,10 +708,15 @@ fn web_counts_oversized_flooding_and_bad_messages_and_the_run_goes_on() {
     // Garbage and a flood.
     let mut ws = ws_connect(port, "/ws", &[]).unwrap();
     read_type(&mut ws, "hello");
-    for bad in ["not json", r#"{"id":1}"#, r#"{"id":2,"cmd":"sett s.value 1"}"#] {
+    for bad in [
+        "not json",
+        r#"{"id":1}"#,
+        r#"{"id":2,"cmd":"sett s.value 1"}"#,
+    ] {
         ws.send(tungstenite::Message::Text(bad.into())).unwrap();
     }
-    ws.send(tungstenite::Message::Binary(vec![1, 2, 3].into())).unwrap();
+    ws.send(tungstenite::Message::Binary(vec![1, 2, 3].into()))
+        .unwrap();
     const FLOOD: u64 = 3000;
     for i in 0..FLOOD {
         let cmd = json!({"id": 10 + i, "cmd": format!("set s.value {}", i % 10)});

@@ -25,8 +25,8 @@ pub fn query_value<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
 pub fn same_token(given: &str, expected: &str) -> bool {
     let (a, b) = (given.as_bytes(), expected.as_bytes());
     let mut diff = a.len() ^ b.len();
-    for i in 0..b.len() {
-        diff |= (a.get(i).copied().unwrap_or(0) ^ b[i]) as usize;
+    for (i, expected) in b.iter().enumerate() {
+        diff |= (a.get(i).copied().unwrap_or(0) ^ expected) as usize;
     }
     diff == 0
 }
@@ -54,7 +54,10 @@ pub fn origin_matches_host(origin: &str, host_header: &str) -> bool {
     let authority = origin
         .strip_prefix("http://")
         .or_else(|| origin.strip_prefix("https://"));
-    authority.is_some_and(|a| a.trim_end_matches('/').eq_ignore_ascii_case(host_header.trim()))
+    authority.is_some_and(|a| {
+        a.trim_end_matches('/')
+            .eq_ignore_ascii_case(host_header.trim())
+    })
 }
 
 #[cfg(test)]
@@ -89,7 +92,13 @@ mod tests {
 
     #[test]
     fn loopback_hosts_are_recognised() {
-        for h in ["localhost:8080", "127.0.0.1:1", "127.3.2.1", "[::1]:80", "LOCALHOST"] {
+        for h in [
+            "localhost:8080",
+            "127.0.0.1:1",
+            "127.3.2.1",
+            "[::1]:80",
+            "LOCALHOST",
+        ] {
             assert!(is_loopback_host(h), "{h}");
         }
         for h in ["evil.example:8080", "10.0.0.1:8080", "[fe80::1]:80", ""] {
@@ -99,9 +108,18 @@ mod tests {
 
     #[test]
     fn origins_must_be_the_pages_host() {
-        assert!(origin_matches_host("http://127.0.0.1:8080", "127.0.0.1:8080"));
-        assert!(!origin_matches_host("http://127.0.0.1:8081", "127.0.0.1:8080"));
-        assert!(!origin_matches_host("http://evil.example", "127.0.0.1:8080"));
+        assert!(origin_matches_host(
+            "http://127.0.0.1:8080",
+            "127.0.0.1:8080"
+        ));
+        assert!(!origin_matches_host(
+            "http://127.0.0.1:8081",
+            "127.0.0.1:8080"
+        ));
+        assert!(!origin_matches_host(
+            "http://evil.example",
+            "127.0.0.1:8080"
+        ));
         assert!(!origin_matches_host("null", "127.0.0.1:8080"));
     }
 }

@@ -14,8 +14,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, Mode, PropKind, PropSpec,
-    PropValue, Props, Registry, Result, Sink, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, Mode, PropKind, PropSpec, PropValue,
+    Props, Registry, Result, Sink, VideoInfo,
 };
 
 use crate::counters::{bump, WebCounters};
@@ -66,7 +66,9 @@ pub fn desc() -> ElementDesc {
     ElementDesc {
         name: NAME.into(),
         kind: ElementKind::Sink,
-        description: "The web page's preview: JPEG at most 10 a second (put it after a leaky monitor tap)".into(),
+        description:
+            "The web page's preview: JPEG at most 10 a second (put it after a leaky monitor tap)"
+                .into(),
         props: vec![PropSpec::new(
             "quality",
             PropKind::Int { min: 1, max: 100 },

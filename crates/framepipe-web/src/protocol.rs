@@ -91,10 +91,18 @@ pub fn values_msg(cur: &ValuesView, prev: Option<&ValuesView>) -> Option<Value> 
     let mut changes = Vec::new();
     for (n, props) in cur.values.iter().enumerate() {
         for (i, v) in props.iter().enumerate() {
-            let osc = cur.oscillators.get(n).and_then(|o| o.get(i)).and_then(|o| o.as_ref());
+            let osc = cur
+                .oscillators
+                .get(n)
+                .and_then(|o| o.get(i))
+                .and_then(|o| o.as_ref());
             let same = prev.is_some_and(|p| {
                 p.values[n][i] == *v
-                    && p.oscillators.get(n).and_then(|o| o.get(i)).and_then(|o| o.as_ref()) == osc
+                    && p.oscillators
+                        .get(n)
+                        .and_then(|o| o.get(i))
+                        .and_then(|o| o.as_ref())
+                        == osc
             });
             if !same {
                 changes.push(entry(n, i, v, osc));

@@ -143,7 +143,10 @@ impl Shared {
         let mut v = ValuesView::default();
         self.view.read(&mut v);
         let values = protocol::values_msg(&v, None).unwrap_or(Value::Null);
-        [protocol::graph_msg(&g, self.preview_node.as_deref()), values]
+        [
+            protocol::graph_msg(&g, self.preview_node.as_deref()),
+            values,
+        ]
     }
 
     /// Parses and posts one page message; what to answer when it is not posted.
