@@ -776,3 +776,77 @@ fn web_on_a_busy_port_is_a_one_line_error() {
         "{err}"
     );
 }
+
+#[test]
+fn web_pages_stay_in_sync_and_each_gets_its_own_reply() {
+    let dir = tmpdir("web-sync");
+    let out = dir.join("out.raw");
+    let mut fp = Fp::start(&[
+        "--fps",
+        "30",
+        "--control",
+        "none",
+        "--web",
+        "127.0.0.1:0",
+        &pipeline(&out),
+    ]);
+    let port = fp.port();
+    let mut a = ws_connect(port, "/ws", &[]).unwrap();
+    let mut b = ws_connect(port, "/ws", &[]).unwrap();
+    let graph = read_type(&mut a, "graph");
+    read_type(&mut b, "graph");
+    let nodes = graph["nodes"].as_array().unwrap();
+    let s = nodes.iter().position(|n| n["name"] == "s").unwrap();
+    let value = nodes[s]["props"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|p| p["name"] == "value")
+        .unwrap();
+    a.send(tungstenite::Message::Text(
+        json!({"id": 7, "cmd": "set s.value 5"}).to_string().into(),
+    ))
+    .unwrap();
+    let mine = read_type(&mut a, "reply");
+    assert_eq!(mine["id"], 7, "{mine}");
+    assert_eq!(mine["ok"], true, "{mine}");
+    let theirs = read_type(&mut b, "reply");
+    assert_eq!(
+        theirs["id"],
+        Value::Null,
+        "another page's reply carries no id: {theirs}"
+    );
+    assert_eq!(theirs["ticket"], mine["ticket"]);
+    // Both see the new value pushed from the engine's view.
+    for ws in [&mut a, &mut b] {
+        loop {
+            let v = read_type(ws, "values");
+            let hit = v["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c[0] == s && c[1] == value && c[2] == 5.0);
+            if hit {
+                break;
+            }
+        }
+    }
+    // A refused command: the reason comes back to its poster.
+    a.send(tungstenite::Message::Text(
+        json!({"id": 8, "cmd": "set s.nope 1"}).to_string().into(),
+    ))
+    .unwrap();
+    let refused = read_type(&mut a, "reply");
+    assert_eq!(refused["id"], 8);
+    assert_eq!(refused["ok"], false);
+    assert!(
+        refused["reason"].as_str().unwrap().contains("nope"),
+        "{refused}"
+    );
+    a.send(tungstenite::Message::Text(
+        json!({"id": 9, "cmd": "stop"}).to_string().into(),
+    ))
+    .unwrap();
+    assert!(fp.wait_exit(Duration::from_secs(10)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
