@@ -5,8 +5,16 @@
 //! On its output thread, `consume` only copies the frame (at most [`MAX_FPS`] a second) into a
 //! buffer made in `start`, with a `try_lock` (a busy encoder means this frame is skipped), and
 //! wakes the `fp-web-jpeg` thread; that thread encodes the JPEG (jpeg-encoder, pure Rust) and
-//! publishes it in the [`PreviewSlot`] the server serves. So `consume` neither allocates nor
-//! waits, and the encoding costs the engine nothing.
+//! publishes it in the [`PreviewSlot`] the server serves. So `consume` never allocates and never
+//! waits for the encoder, and the encoding costs the engine nothing.
+//!
+//! It paces itself: after a copy, `consume` returns only when the 100 ms period is over. On a
+//! leaky branch that is what makes the graph skip the frames in between for the whole branch,
+//! so the `monitor` tap before it runs 10 times a second instead of at the show's rate (measured
+//! by `scripts/bench-web`: a 1280x720 → 320x180 box downscale costs ~5 ms a frame in a debug
+//! build, a third of a core at 60 fps). The wait is on the sink's own output thread: no worker,
+//! no frame of the show and no command waits for it; the end of a run waits at most one
+//! period for it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -111,6 +119,20 @@ struct Shared {
     stop: AtomicBool,
 }
 
+/// The time between two copies.
+const PERIOD: Duration = Duration::from_millis(1000 / MAX_FPS as u64);
+
+/// Sleeps, when dropped, until [`PERIOD`] after the instant it holds.
+struct Pace(Instant);
+
+impl Drop for Pace {
+    fn drop(&mut self) {
+        if let Some(rest) = PERIOD.checked_sub(self.0.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+}
+
 /// The `webpreview` sink.
 struct WebPreview {
     slot: Arc<PreviewSlot>,
@@ -163,15 +185,17 @@ impl Sink for WebPreview {
 
     fn consume(&mut self, _ctx: &FrameCtx, frame: &Frame) -> Result<()> {
         let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|l| now.duration_since(l) < Duration::from_millis(1000 / MAX_FPS as u64))
-        {
+        if self.last.is_some_and(|l| now.duration_since(l) < PERIOD) {
             return Ok(());
         }
         let Some(shared) = &self.shared else {
             return Ok(());
         };
+        // After the copy, this (leaky) branch stays busy until the period is over, so the graph
+        // skips the frames in between for the whole branch: the `monitor` before it then
+        // downscales 10 frames a second, not every frame. This thread is the sink's own
+        // output thread; no worker and no frame of the show waits for it.
+        let _pace = Pace(now);
         // The encoder holds the lock only while copying out: if it does now, skip this frame.
         let Ok(mut h) = shared.handoff.try_lock() else {
             return Ok(());
