@@ -79,6 +79,12 @@ pub fn add_preview_tap(
         },
     };
     let tapped_name = desc.nodes[tapped].name.clone();
+    let is_sink = registry
+        .find(&desc.nodes[tapped].element)
+        .is_some_and(|e| e.desc.kind == ElementKind::Sink);
+    if is_sink {
+        bail!("--web-preview: '{tapped_name}' is a sink, it has no output to preview; name its input or another node");
+    }
     let monitor = free_name(desc, "web-monitor");
     desc.nodes.push(NodeDescr {
         name: monitor,
@@ -145,6 +151,10 @@ mod tests {
             add_preview_tap(&mut d, &r, Some("testsrc")).unwrap(),
             "testsrc"
         );
+        assert!(add_preview_tap(&mut d, &r, Some("nullsink"))
+            .unwrap_err()
+            .to_string()
+            .contains("'nullsink' is a sink"));
         assert!(add_preview_tap(&mut d, &r, Some("nope"))
             .unwrap_err()
             .to_string()

@@ -449,6 +449,28 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
         std::thread::sleep(Duration::from_millis(100));
     }
 
+    // Bypass `s` with a click on its checkbox: its digit leaves the frame; again: it is back.
+    b.click("bypass:s");
+    wait_until(Duration::from_secs(10), "s bypassed on the output", || {
+        last_left(&out).is_some_and(|f| f.chunks(4).all(|p| p[..3] == [0, 0, 0]))
+    });
+    b.click("bypass:s");
+    wait_until(Duration::from_secs(10), "s back on the output", || {
+        last_left(&out).as_ref() == Some(&after)
+    });
+
+    // An oscillator attached from the page, then removed.
+    b.click("osc-attach:o.y");
+    b.wait_for(
+        "document.getElementById('row:o.y').classList.contains('oscillated') && /^~sine/.test(document.getElementById('osc:o.y').value)",
+        Duration::from_secs(5),
+    );
+    b.click("osc-remove:o.y");
+    b.wait_for(
+        "!document.getElementById('row:o.y').classList.contains('oscillated')",
+        Duration::from_secs(5),
+    );
+
     // Pause with a real click: the frame count stops; step: exactly one more frame.
     b.click("btn-pause");
     b.wait_for("fp.stats.paused === true", Duration::from_secs(5));
@@ -744,7 +766,9 @@ fn web_counts_oversized_flooding_and_bad_messages_and_the_run_goes_on() {
     let limited = web["rate_limited"].as_u64().unwrap();
     let commands = web["commands"].as_u64().unwrap();
     assert!(limited > 0, "a flood of {FLOOD} is rate-limited: {web}");
-    assert!(commands >= 100, "the burst got through: {web}");
+    // The burst of 100 less the 3 bad text messages before it, plus the stop (more when the
+    // bucket refilled during the flood).
+    assert!(commands > 97, "the burst got through: {web}");
     assert_eq!(
         limited + commands + web["queue_full"].as_u64().unwrap(),
         FLOOD + 1,

@@ -52,7 +52,10 @@ fn webpreview_consume_does_not_allocate_and_publishes_jpegs() {
     }
     assert_eq!(allocs, 0, "allocations in consume over {seq} frames");
     // Each consume that copies lasts a period: the leaky branch is busy, the graph skips.
-    assert!(seq <= 6, "{seq} frames taken in 450 ms: the sink does not pace itself");
+    assert!(
+        seq <= 6,
+        "{seq} frames taken in 450 ms: the sink does not pace itself"
+    );
     let deadline = Instant::now() + Duration::from_secs(5);
     while slot.seq() < 2 {
         assert!(Instant::now() < deadline, "no JPEGs published");
