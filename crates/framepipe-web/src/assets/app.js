@@ -220,7 +220,8 @@ function onValues(m) {
   fp.frame = m.frame;
   for (const [ni, pi, v, o] of m.changes) {
     if (fp.values[ni]) { fp.values[ni][pi] = v; fp.osc[ni][pi] = o; }
-    const row = rows.get(`${ni}:${pi}`);
+    // A hidden page keeps the values but draws nothing (the browser may share the show's CPU).
+    const row = !document.hidden && rows.get(`${ni}:${pi}`);
     if (row) row._update(v, o);
   }
   for (const [ni, b] of m.bypass) {
@@ -236,6 +237,7 @@ const history = [];
 let lastLate = null, lastAt = 0, previewSeq = 0, previewLoading = false;
 function onStats(s) {
   fp.stats = s;
+  if (document.hidden) return;
   $('st-frames').textContent = s.frames;
   $('st-fps').textContent = s.fps.toFixed(1);
   $('st-inflight').textContent = s.in_flight;
@@ -301,6 +303,13 @@ function onError(m) {
   if (p) { fp.pending.delete(m.id); showError(p.what, m.reason); }
   log(m.reason, 'error' + (p ? ' mine' : ''));
 }
+
+// Shown again: draw every value as it is now.
+document.addEventListener('visibilitychange', () => {
+  if (document.hidden || !fp.graph) return;
+  fp.values.forEach((vals, ni) => vals.forEach((v, pi) => { const r = rows.get(`${ni}:${pi}`); if (r) r._update(v, fp.osc[ni][pi]); }));
+  if (fp.stats) onStats(fp.stats);
+});
 
 // ---- the header ----------------------------------------------------------------------------
 for (const b of document.querySelectorAll('button[data-cmd]')) b.addEventListener('click', () => send(b.dataset.cmd));
