@@ -217,6 +217,7 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
         kind,
         inputs: d.inputs.clone(),
         leaky: None,
+        keep: false,
     };
     match d.element.as_str() {
         "tee" => {
@@ -309,6 +310,7 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
             },
             inputs: d.inputs.clone(),
             leaky: node.leaky,
+            keep: false,
         });
     }
     let kind = match (entry.build)(&resolved)? {
@@ -348,6 +350,7 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
         kind,
         inputs: d.inputs.clone(),
         leaky: node.leaky,
+        keep: false,
     })
 }
 

@@ -114,6 +114,8 @@ pub enum Command {
     /// `batch CMD; CMD; ...` in the text protocol). Parameter and transport commands only (no
     /// `stop`, no nested batch), at most [`MAX_BATCH`].
     Batch(Vec<Command>),
+    /// A live edit of the graph (`add`, `remove`, `replace`, `link`, `load`).
+    Edit(crate::edit::GraphEdit),
     /// Every command source has closed (stdin reached its end): nothing can resume a pause any
     /// more, so a paused run stops once the steps already asked for are out. Not a protocol
     /// line: the queue produces it, once, when the last [`CommandSender`](crate::CommandSender)
@@ -403,6 +405,7 @@ impl fmt::Display for Command {
             Command::Step(n) => write!(f, "step {n}"),
             Command::Resume => f.write_str("resume"),
             Command::Stop => f.write_str("stop"),
+            Command::Edit(e) => write!(f, "{e:?}"),
             Command::Batch(cmds) => {
                 f.write_str("batch ")?;
                 for (i, c) in cmds.iter().enumerate() {

@@ -36,6 +36,7 @@
 
 pub mod beat;
 pub mod command;
+pub mod edit;
 pub mod osc;
 pub mod osc_in;
 pub mod queue;
@@ -43,6 +44,7 @@ pub mod transport;
 
 pub use beat::{monotonic_ns, TapResult, TapTempo};
 pub use command::{Command, Target, MAX_BATCH};
+pub use edit::{GraphEdit, Place};
 pub use osc::{OscClock, OscSpec, OscTime, Oscillator, ParamSpec, ParamValue, Shape};
 pub use queue::{
     command_queue, CommandReader, CommandSender, Full, Outcome, Posted, Replies, Reply, Stopper,

@@ -121,6 +121,13 @@ pub enum NodeKind {
         /// leaky is, unless one says so).
         master: bool,
     },
+    /// Only in a live edit's graph ([`Editor::build`]): the source or sink of this name in the
+    /// running graph, kept as it is (a source goes on from where it is; a sink keeps its file
+    /// or connection). Its inputs are given as for a sink (one) or none for a source.
+    Running {
+        /// A source (no input) or a sink (one input).
+        sink: bool,
+    },
 }
 
 impl NodeKind {
@@ -133,13 +140,36 @@ impl NodeKind {
             NodeKind::Tee => "tee",
             NodeKind::Feedback { .. } => "feedback",
             NodeKind::Sink { .. } => "sink",
+            NodeKind::Running { sink: false } => "source",
+            NodeKind::Running { sink: true } => "sink",
         }
+    }
+
+    /// A source, or a live edit's placeholder for a running one.
+    pub(crate) fn is_source(&self) -> bool {
+        matches!(
+            self,
+            NodeKind::Source { .. } | NodeKind::Running { sink: false }
+        )
+    }
+
+    /// A sink, or a live edit's placeholder for a running one.
+    pub(crate) fn is_sink(&self) -> bool {
+        matches!(
+            self,
+            NodeKind::Sink { .. } | NodeKind::Running { sink: true }
+        )
     }
 
     fn inputs(&self) -> (usize, usize) {
         match self {
-            NodeKind::Source { .. } | NodeKind::Feedback { .. } => (0, 0),
-            NodeKind::Effect(_) | NodeKind::Tee | NodeKind::Sink { .. } => (1, 1),
+            NodeKind::Source { .. }
+            | NodeKind::Feedback { .. }
+            | NodeKind::Running { sink: false } => (0, 0),
+            NodeKind::Effect(_)
+            | NodeKind::Tee
+            | NodeKind::Sink { .. }
+            | NodeKind::Running { sink: true } => (1, 1),
             NodeKind::Mixer(m) => m.inputs,
         }
     }
@@ -158,6 +188,11 @@ pub struct Node {
     /// Whether it may skip frames rather than hold back the master output. `None`: the
     /// element's default (a `monitor` is leaky, nothing else is).
     pub leaky: Option<bool>,
+    /// Only in a live edit's graph: the node is unchanged by the edit (same name, element and
+    /// properties as written), so the running node's instances move into the new version with
+    /// their state, if its input and output shapes stay the same (otherwise it is made afresh
+    /// from this node's factory).
+    pub keep: bool,
 }
 
 impl Node {
@@ -170,6 +205,7 @@ impl Node {
             kind,
             inputs,
             leaky: None,
+            keep: false,
         }
     }
 }
@@ -310,7 +346,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
             )));
         }
         for &i in &node.inputs {
-            if matches!(nodes[i].kind, NodeKind::Sink { .. }) {
+            if nodes[i].kind.is_sink() {
                 return Err(bad(format!(
                     "{} takes its input from {}, a sink, which has no output",
                     node.name,
@@ -326,7 +362,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
                     from + 1
                 )));
             }
-            if matches!(nodes[from].kind, NodeKind::Sink { .. }) {
+            if nodes[from].kind.is_sink() {
                 return Err(bad(format!(
                     "{}: feedback from {}, a sink, which has no output",
                     node.name,
@@ -335,10 +371,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
             }
         }
     }
-    if !nodes
-        .iter()
-        .any(|n| matches!(n.kind, NodeKind::Source { .. }))
-    {
+    if !nodes.iter().any(|n| n.kind.is_source()) {
         return Err(bad("a graph needs at least one source".into()));
     }
     // Consumers (feedback counts: it uses its node's output).
@@ -356,7 +389,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
         }
     }
     for (i, node) in nodes.iter().enumerate() {
-        if !matches!(node.kind, NodeKind::Sink { .. }) && consumers[i].is_empty() {
+        if !node.kind.is_sink() && consumers[i].is_empty() {
             return Err(bad(format!(
                 "the output of {} goes nowhere (every branch must end in a sink)",
                 node.name
@@ -441,7 +474,9 @@ fn check(nodes: &[Node]) -> Result<Shape> {
         if leaky[i]
             && matches!(
                 node.kind,
-                NodeKind::Source { .. } | NodeKind::Feedback { .. }
+                NodeKind::Source { .. }
+                    | NodeKind::Feedback { .. }
+                    | NodeKind::Running { sink: false }
             )
         {
             return Err(bad(format!(
@@ -511,9 +546,7 @@ fn check(nodes: &[Node]) -> Result<Shape> {
         }
     }
     // The master output.
-    let sinks: Vec<usize> = (0..n)
-        .filter(|&i| matches!(nodes[i].kind, NodeKind::Sink { .. }))
-        .collect();
+    let sinks: Vec<usize> = (0..n).filter(|&i| nodes[i].kind.is_sink()).collect();
     let marked: Vec<usize> = sinks
         .iter()
         .copied()

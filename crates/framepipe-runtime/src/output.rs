@@ -21,16 +21,18 @@
 //!   are skipped (counted as repeated) so the pipeline catches up without a burst.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use framepipe_clock::{now_ns, prepare_pacing_thread, CpuMeter, LatenessSummary, Pacer};
 use framepipe_control::{Command, CommandReader, Outcome, Posted, Release, Transport};
 use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
+use crate::edit::{EditLink, FromEditor, ToEditor};
 use crate::events::Event;
 use crate::live::Edit;
 use crate::pipeline::{Options, Overload};
-use crate::state::{PortItem, Shared};
+use crate::state::{PortItem, Shared, Version};
 use crate::worker::guard;
 
 /// How often the output thread looks at commands and stalls while it has nothing else to do.
@@ -124,14 +126,21 @@ pub(crate) fn run_output(
     port: usize,
     sink: &mut dyn Sink,
     mut commands: Option<CommandReader>,
+    mut edits_link: Option<EditLink>,
     options: Options,
     stall_ns: u64,
 ) -> (Option<PacingStats>, Result<()>) {
     let signal = &shared.port_signals[port];
     signal.register_current();
     let out_slot = shared.threads + port;
-    let sink_stage = shared.lock().ports[port].node;
-    let sink_name = shared.counters.stages[sink_stage].name.clone();
+    // The graph version this thread last looked at (re-read, under the lock it takes anyway,
+    // when `Shared::version` says a live edit switched), and its sink node's counters.
+    let (mut ver, mut sink_stage) = {
+        let st = shared.lock();
+        (Arc::clone(&st.ver), st.ports[port].node)
+    };
+    let mut sink_counter = Arc::clone(&ver.stages[sink_stage]);
+    let sink_name = sink_counter.name.clone();
     let live_policy = options.overload == Overload::Live;
     let mut pacer = match options.pace.map(Pacer::new).transpose() {
         Ok(p) => p,
@@ -154,7 +163,6 @@ pub(crate) fn run_output(
     let cpu = CpuMeter::start();
     let mut transport = Transport::new();
     let mut last: Option<(FrameCtx, Frame)> = None;
-    let mut stalled = vec![false; shared.counters.stages.len()];
     let mut edits: Vec<Edit> = Vec::with_capacity(EDIT_BATCH);
     // The commands of `edits`, answered once assigned.
     let mut edited: Vec<Posted> = Vec::with_capacity(EDIT_BATCH);
@@ -176,6 +184,50 @@ pub(crate) fn run_output(
     'frames: loop {
         // 1. Commands, once per frame boundary (and while waiting for a frame).
         let mut stop = false;
+        // A live edit switched versions: look at the new one (and, the master, answer the
+        // edit and hand what the switch replaced to the edit thread).
+        if shared.version.load(Ordering::Acquire) != ver.number {
+            let mut st = shared.lock_output();
+            ver = Arc::clone(&st.ver);
+            sink_stage = st.ports[port].node;
+            let switched = if port == 0 { st.switched.take() } else { None };
+            drop(st);
+            sink_counter = Arc::clone(&ver.stages[sink_stage]);
+            if let Some(mut sw) = switched {
+                shared.counters.set_stages(Arc::clone(&ver.stages));
+                if let (Some(p), Some(reader)) = (sw.posted.take(), commands.as_mut()) {
+                    reader.reply(p, Outcome::Applied { frame: sw.frame });
+                }
+                if let Some(l) = edits_link.as_mut() {
+                    l.busy = false;
+                    // Full (cannot be: one edit at a time): dropped here instead.
+                    let _ = l.tx.try_send(ToEditor::Switched(sw));
+                }
+            }
+        }
+        if let (Some(l), Some(reader)) = (edits_link.as_mut(), commands.as_mut()) {
+            match l.take() {
+                Some(FromEditor::Ready(p)) => {
+                    let mut st = shared.lock_output();
+                    st.arm_switch(p);
+                    st.after_change(shared);
+                }
+                Some(FromEditor::Refused(p, reason)) => {
+                    l.busy = false;
+                    shared.emit(Event::CommandRejected {
+                        command: p.command.to_string(),
+                        reason: reason.clone(),
+                    });
+                    reader.reply(
+                        p,
+                        Outcome::Refused {
+                            reason: reason.into(),
+                        },
+                    );
+                }
+                None => {}
+            }
+        }
         if let Some(reader) = commands.as_mut() {
             // The boundary is named by the next frame to be released (see `Outcome::Applied`).
             let boundary = released_seq.map_or(0, |s| s + 1);
@@ -183,7 +235,15 @@ pub(crate) fn run_output(
                 edits: &mut edits,
                 posted: &mut edited,
             };
-            stop = apply_commands(shared, reader, &mut transport, &mut batch, boundary);
+            stop = apply_commands(
+                shared,
+                &ver,
+                reader,
+                edits_link.as_mut(),
+                &mut transport,
+                &mut batch,
+                boundary,
+            );
         }
         shared
             .counters
@@ -235,8 +295,13 @@ pub(crate) fn run_output(
                 drop(st);
                 while got.is_none() && !end {
                     let now = now_ns();
-                    check_stalls(shared, &mut stalled, stall_ns, now);
-                    if commands.as_ref().is_some_and(|r| r.pending() > 0) {
+                    check_stalls(shared, &ver, stall_ns, now);
+                    if commands.as_ref().is_some_and(|r| r.pending() > 0)
+                        || edits_link
+                            .as_ref()
+                            .is_some_and(|l| l.ready.load(Ordering::Acquire))
+                        || shared.version.load(Ordering::Acquire) != ver.number
+                    {
                         continue 'frames;
                     }
                     let mut timeout = POLL;
@@ -307,7 +372,7 @@ pub(crate) fn run_output(
             }
             Release::Hold => {
                 held = Some(token);
-                check_stalls(shared, &mut stalled, stall_ns, now_ns());
+                check_stalls(shared, &ver, stall_ns, now_ns());
                 std::thread::sleep(POLL);
                 continue;
             }
@@ -367,7 +432,7 @@ pub(crate) fn run_output(
         shared.mark_running(out_slot, Some(sink_stage));
         let result = guard(&sink_name, || sink.consume(&ctx, &frame));
         shared.mark_running(out_slot, None);
-        shared.counters.stages[sink_stage].record(started.elapsed());
+        sink_counter.record(started.elapsed());
         if result.is_ok() && port == 0 {
             shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
         }
@@ -386,6 +451,26 @@ pub(crate) fn run_output(
     if let Some((slot, r)) = done.take() {
         shared.lock_output().sink_done(shared, port, slot, r);
     }
+    // An edit built but not switched in before the end: say so.
+    if let Some(reader) = commands.as_mut() {
+        let (pending, switched) = {
+            let mut st = shared.lock_output();
+            (st.pending.take(), st.switched.take())
+        };
+        if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
+            reader.reply(
+                p,
+                Outcome::Refused {
+                    reason: "the run ended before the edit could take effect".into(),
+                },
+            );
+        }
+        if let Some(mut sw) = switched {
+            if let Some(p) = sw.posted.take() {
+                reader.reply(p, Outcome::Applied { frame: sw.frame });
+            }
+        }
+    }
     drop(last);
     drop(setup);
     let pacing = pacer.map(|p| PacingStats {
@@ -398,7 +483,7 @@ pub(crate) fn run_output(
         frames_ahead: budget.map_or(0, |b| {
             usize::try_from(b.div_ceil(period_ns.max(1)))
                 .unwrap_or(usize::MAX)
-                .min(shared.topo.cap)
+                .min(ver.topo.cap)
         }),
         frame_latency_ms: window.max().map_or(0.0, |ns| ns as f64 / 1e6),
     });
@@ -421,7 +506,9 @@ struct Batch<'a> {
 /// whether `stop` was read.
 fn apply_commands(
     shared: &Shared,
+    ver: &Version,
     reader: &mut CommandReader,
+    mut link: Option<&mut EditLink>,
     transport: &mut Transport,
     batch: &mut Batch<'_>,
     boundary: u64,
@@ -430,9 +517,47 @@ fn apply_commands(
     let mut stop = false;
     for _ in 0..pending {
         let Some(p) = reader.pop() else { break };
+        if let Command::Edit(_) = &p.command {
+            // Built on the edit thread, switched in at a frame boundary; answered then.
+            let refused = match link.as_deref_mut() {
+                None => Some("live edits are not available in this run"),
+                Some(l) if l.busy => {
+                    Some("another edit is being prepared; send this one once it is answered")
+                }
+                Some(l) => match l.tx.try_send(ToEditor::Build(p)) {
+                    Ok(()) => {
+                        l.busy = true;
+                        continue;
+                    }
+                    Err(
+                        std::sync::mpsc::TrySendError::Full(msg)
+                        | std::sync::mpsc::TrySendError::Disconnected(msg),
+                    ) => {
+                        if let ToEditor::Build(back) = msg {
+                            reader.reply(
+                                back,
+                                Outcome::Refused {
+                                    reason: "the edit thread is not taking edits".into(),
+                                },
+                            );
+                        }
+                        continue;
+                    }
+                },
+            };
+            if let Some(reason) = refused {
+                reader.reply(
+                    p,
+                    Outcome::Refused {
+                        reason: reason.into(),
+                    },
+                );
+            }
+            continue;
+        }
         if let Command::Batch(cmds) = &p.command {
             let n = cmds.len();
-            apply_batch(shared, reader, transport, batch, p, n);
+            apply_batch(shared, ver, reader, transport, batch, p, n);
             continue;
         }
         if transport.apply(&p.command) {
@@ -443,7 +568,7 @@ fn apply_commands(
             }
             continue;
         }
-        match shared.live_spec.resolve(&p.command) {
+        match ver.live_spec.resolve(&p.command) {
             Ok(edit) => {
                 if batch.edits.len() == batch.edits.capacity() {
                     assign_edits(shared, reader, batch);
@@ -475,6 +600,7 @@ fn apply_commands(
 /// all of it is seen from the same frame (the one its reply names).
 fn apply_batch(
     shared: &Shared,
+    ver: &Version,
     reader: &mut CommandReader,
     transport: &mut Transport,
     batch: &mut Batch<'_>,
@@ -495,7 +621,7 @@ fn apply_batch(
         if matches!(c, Command::Pause | Command::Resume | Command::Step(_)) {
             continue;
         }
-        match shared.live_spec.resolve(c) {
+        match ver.live_spec.resolve(c) {
             Ok(edit) => batch.edits.push(edit),
             Err(reason) => {
                 refused = Some(format!("{c}: {reason}"));
@@ -546,7 +672,7 @@ fn assign_edits(shared: &Shared, reader: &mut CommandReader, batch: &mut Batch<'
 }
 
 /// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.
-fn check_stalls(shared: &Shared, reported: &mut [bool], stall_ns: u64, now: i64) {
+fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64) {
     // A follower output thread (stall `u64::MAX`) leaves stall reports to the master's.
     let Ok(stall_ns) = i64::try_from(stall_ns) else {
         return;
@@ -557,10 +683,13 @@ fn check_stalls(shared: &Shared, reported: &mut [bool], stall_ns: u64, now: i64)
             continue;
         }
         let elapsed = now - since.load(Ordering::Relaxed);
-        if elapsed > stall_ns && !reported[s - 1] {
-            reported[s - 1] = true;
+        // (A job of the version before a live edit may name a node this one lacks.)
+        let Some(counter) = ver.stages.get(s - 1) else {
+            continue;
+        };
+        if elapsed > stall_ns && !counter.stall_reported.swap(true, Ordering::Relaxed) {
             shared.emit(Event::Stalled {
-                stage: shared.counters.stages[s - 1].name.clone(),
+                stage: counter.name.clone(),
                 elapsed_ms: (elapsed / 1_000_000) as u64,
             });
         }

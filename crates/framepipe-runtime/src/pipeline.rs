@@ -26,6 +26,7 @@ use crate::pools::PoolNeeds;
 use crate::pools::PoolNode;
 use crate::state::{
     new_state, Instance, Kind, NodeState, PortSignal, Proc, Shared, SourceInst, Topo, TopoNode,
+    Version,
 };
 use crate::stats::{Counters, RunStats, StageCounters};
 use crate::view::{GraphView, NodeView, ShowView};
@@ -140,7 +141,6 @@ impl Graph {
         let (threads, asked_in_flight) = options.resolved();
         let plan = Plan::new(self)?;
         let rate = plan.rate;
-        let n = plan.nodes.len();
         let infos: Vec<VideoInfo> = plan.nodes.iter().map(|e| e.info).collect();
         // Frames in flight: never more than the shortest source that stops the run gives.
         let len_hint = plan
@@ -161,257 +161,16 @@ impl Graph {
             })
             .flatten();
         let in_flight = crate::pools::in_flight(threads, asked_in_flight, &infos, len_hint);
-        let chain = plan
-            .nodes
-            .iter()
-            .all(|e| e.inputs.len() <= 1 && e.consumers.len() <= 1 && e.feeds.is_empty());
-        let instances_of = |e: &crate::plan::ExecNode| match &e.part {
-            Part::Effect(_) | Part::Mixer(_) => {
-                if e.serial {
-                    1
-                } else {
-                    threads
-                }
-            }
-            _ => 0,
-        };
-        let keep_last = options.pace.is_some() && options.overload == Overload::Live;
-        let pool_nodes: Vec<PoolNode<'_>> = plan
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let sinks: Vec<&crate::plan::ExecNode> = e
-                    .consumers
-                    .iter()
-                    .map(|&c| &plan.nodes[c])
-                    .filter(|c| matches!(c.part, Part::Sink(_)))
-                    .collect();
-                let extra = match &e.part {
-                    // Its last frame, when it may be given again.
-                    Part::Source { on_end, source } => {
-                        usize::from(*on_end == OnEnd::Hold || source.info().rate != rate)
-                    }
-                    // Frame 0's frame.
-                    Part::Feedback { .. } => 1,
-                    _ => 0,
-                } + if e.feeds.is_empty() { 0 } else { in_flight }
-                    // A leaky branch reading it keeps the frame it took (its first node's
-                    // input) after that frame left flight, one at a time per branch.
-                    + plan
-                        .heads
-                        .iter()
-                        .filter(|&&h| plan.nodes[h].inputs.contains(&i))
-                        .count();
-                PoolNode {
-                    info: e.info,
-                    name: &e.name,
-                    writes: !matches!(e.part, Part::Sink(_) | Part::Feedback { .. }),
-                    instances: instances_of(e),
-                    in_branch: e.branch.is_some(),
-                    sinks_fed: sinks.len(),
-                    feeds_master: sinks.iter().any(|s| s.master),
-                    extra,
-                }
-            })
-            .collect();
-        let pools = crate::pools::frame_pools(&PoolNeeds {
-            nodes: &pool_nodes,
-            chain,
-            threads,
-            in_flight,
-            paced: options.pace.is_some(),
-            keep_last,
-        })?;
-        drop(pool_nodes);
-
-        // Live parameters, one stage per node.
-        let mut live_stages = Vec::with_capacity(n);
-        for e in &plan.nodes {
-            let is_proc = matches!(e.part, Part::Effect(_) | Part::Mixer(_));
-            let mut live = LiveStage::new(e.name.clone(), e.element.clone(), is_proc, e.same_shape);
-            let (params, oscillators) = match &e.part {
-                Part::Effect(s) => (s.params.clone(), s.oscillators.clone()),
-                Part::Mixer(s) => (s.params.clone(), s.oscillators.clone()),
-                _ => (Vec::new(), Vec::new()),
-            };
-            for (spec, value) in params {
-                live.add_param(spec, value);
-            }
-            for (prop, osc) in oscillators {
-                live.attach(&prop, osc).map_err(|reason| Error::BadValue {
-                    element: e.name.clone(),
-                    prop: prop.clone(),
-                    value: "~oscillator".into(),
-                    reason,
-                })?;
-            }
-            live_stages.push(live);
-        }
-        let live = Live::new(live_stages);
-        let graph_view = GraphView {
-            version: 0,
-            nodes: plan
-                .nodes
-                .iter()
-                .zip(&live.stages)
-                .map(|(e, st)| NodeView {
-                    name: e.name.clone(),
-                    element: e.element.clone(),
-                    kind: e.kind_word(),
-                    inputs: e
-                        .inputs
-                        .iter()
-                        .map(|&i| plan.nodes[i].name.clone())
-                        .collect(),
-                    width: e.info.width,
-                    height: e.info.height,
-                    props: st.params.iter().map(|p| p.spec.clone()).collect(),
-                    bypassable: st.is_effect && st.same_shape,
-                    leaky: e.branch.is_some(),
-                    master: e.master,
-                    auto: e.auto,
-                })
-                .collect(),
-        };
-        let view = ShowView::new(graph_view, &live);
-        let param_names: Vec<Vec<Arc<str>>> = live
-            .stages
-            .iter()
-            .map(|s| {
-                s.params
-                    .iter()
-                    .map(|p| Arc::from(p.spec.name.as_str()))
-                    .collect()
-            })
-            .collect();
-        let live_spec = live.spec();
-        let nb = plan.heads.len();
-        let snapshots: Vec<Mutex<FrameParams>> = (0..in_flight + nb)
-            .map(|_| Mutex::new(live.empty_frame()))
-            .collect();
-        let initial = live.empty_frame();
-
-        // Sinks start with their input's shape; then every instance is made, so that a
-        // plugin that cannot be made fails before any frame, and none is constructed on the
-        // frame path (which would allocate and could make a frame late mid-show).
-        let master = plan
-            .nodes
-            .iter()
-            .position(|e| e.master)
-            .expect("a checked graph has a master sink");
-        let mut port_nodes = vec![master];
-        port_nodes
-            .extend((0..n).filter(|&i| i != master && matches!(plan.nodes[i].part, Part::Sink(_))));
-        let heads = plan.heads.clone();
-        let mut topo_nodes = Vec::with_capacity(n);
-        let mut node_states = Vec::with_capacity(n);
-        let mut counters = Vec::with_capacity(n);
-        let mut sinks: Vec<Option<Box<dyn Sink>>> = (0..port_nodes.len()).map(|_| None).collect();
-        let mut first_frames: Vec<Option<Frame>> = (0..n).map(|_| None).collect();
-        let mut roots = Vec::new();
-        let mut branches: Vec<Vec<usize>> = vec![Vec::new(); nb];
-        let mut show_nodes = 0;
-        for (i, e) in plan.nodes.into_iter().enumerate() {
-            let counter = StageCounters::new(&e.name, e.mode());
-            let mut st = NodeState {
-                busy: false,
-                next_seq: 0,
-                parked: Vec::new(),
-                free: Vec::new(),
-                source: None,
-                ring: Vec::new(),
-            };
-            let kind = match e.part {
-                Part::Source { source, on_end } => {
-                    roots.push(i);
-                    let own = source.info().rate;
-                    let resample = (own != rate).then_some((own, rate));
-                    st.source = Some(SourceInst {
-                        source,
-                        on_end,
-                        resample,
-                        produced: 0,
-                        last: None,
-                        keep_last: on_end == OnEnd::Hold || resample.is_some(),
-                        held: false,
-                    });
-                    counter.add_instance();
-                    Kind::Source
-                }
-                Part::Effect(stage) => {
-                    let count = if e.serial { 1 } else { threads };
-                    for _ in 0..count {
-                        st.free.push(Instance::new(
-                            Proc::Effect(stage.factory.instantiate()?),
-                            &initial.values[i],
-                        ));
-                    }
-                    Kind::Process
-                }
-                Part::Mixer(stage) => {
-                    let count = if e.serial { 1 } else { threads };
-                    for _ in 0..count {
-                        st.free.push(Instance::new(
-                            Proc::Mixer(stage.factory.instantiate()?),
-                            &initial.values[i],
-                        ));
-                    }
-                    Kind::Process
-                }
-                Part::Feedback { from, color } => {
-                    roots.push(i);
-                    st.ring = (0..in_flight).map(|_| None).collect();
-                    let mut frame = pools[i].try_acquire()?;
-                    let px = u32::from_le_bytes(color);
-                    frame.words_mut().iter_mut().for_each(|w| *w = px);
-                    first_frames[i] = Some(frame.freeze());
-                    counter.add_instance();
-                    Kind::Feedback { from }
-                }
-                Part::Sink(mut sink) => {
-                    sink.start(e.info)?;
-                    let port = port_nodes.iter().position(|&p| p == i).expect("a port");
-                    sinks[port] = Some(sink);
-                    counter.add_instance();
-                    Kind::Sink(port)
-                }
-            };
-            match e.branch {
-                Some(b) => branches[b].push(i),
-                None => show_nodes += 1,
-            }
-            topo_nodes.push(TopoNode {
-                kind,
-                inputs: e.inputs,
-                consumers: e.consumers,
-                feeds: e.feeds,
-                serial: e.serial,
-                branch: e.branch,
-                head: e.head,
-            });
-            node_states.push(st);
-            counters.push(counter);
-        }
-        debug_assert_eq!(heads.len(), nb);
-        let sources: Vec<usize> = (0..n)
-            .filter(|&i| topo_nodes[i].kind == Kind::Source)
-            .collect();
-        let gated: Vec<usize> = (0..n)
-            .filter(|&i| {
-                let t: &TopoNode = &topo_nodes[i];
-                t.head || (t.branch.is_none() && matches!(t.kind, Kind::Sink(_)))
-            })
-            .collect();
-        let topo = Topo {
-            nodes: topo_nodes,
-            sources,
-            gated,
-            cap: in_flight,
-            branches,
-            roots,
-            show_nodes,
-        };
+        let built = build_version(
+            plan,
+            &VersionCtx {
+                threads,
+                in_flight,
+                options,
+                number: 0,
+                running: None,
+            },
+        )?;
         let source_rate = rate;
         let stall_timeout_ns = match (options.stall_timeout_ns, options.pace) {
             (0, Some(pace)) => pace.period_ns().saturating_mul(5).max(100_000_000),
@@ -419,27 +178,33 @@ impl Graph {
             (0, None) => source_rate.period_ns().saturating_mul(5).max(1_000_000_000),
             (t, _) => t,
         };
+        let Built {
+            ver,
+            live,
+            node_states,
+            sinks,
+            port_nodes,
+            graph_view,
+            moves: _,
+        } = built;
         let ports = port_nodes.len();
-        let state = new_state(&topo, threads, port_nodes, node_states);
+        let stages = Arc::clone(&ver.stages);
+        let view = ShowView::new(graph_view, &live);
+        let state = new_state(Arc::new(ver), threads, port_nodes, node_states);
         let shared = Shared {
             state: PiMutex::new(state),
             work: PiCondvar::new(),
             slice_done: PiCondvar::new(),
-            topo,
-            pools,
-            first_frames,
             rate,
             threads,
-            snapshots,
-            param_names,
             live: PiMutex::new(live),
-            live_spec,
+            version: std::sync::atomic::AtomicU64::new(0),
             port_signals: (0..ports).map(|_| PortSignal::default()).collect(),
             running: (0..threads + ports)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
-            counters: Arc::new(Counters::new(counters)),
+            counters: Arc::new(Counters::new(stages)),
             view,
         };
         Ok(Prepared {
@@ -451,8 +216,491 @@ impl Graph {
             options,
             stall_timeout_ns,
             commands: None,
+            editor: None,
         })
     }
+}
+
+/// What a graph version is built with.
+pub(crate) struct VersionCtx<'a> {
+    pub threads: usize,
+    /// Frame slots (a live edit keeps the running graph's).
+    pub in_flight: usize,
+    pub options: Options,
+    pub number: u64,
+    /// A live edit: the running version, whose kept nodes move in.
+    pub running: Option<&'a RunningVersion<'a>>,
+}
+
+/// The running version as a live edit sees it.
+pub(crate) struct RunningVersion<'a> {
+    pub ver: &'a Version,
+    /// Per output port, its sink's node in the running version.
+    pub ports: &'a [usize],
+}
+
+impl RunningVersion<'_> {
+    pub(crate) fn index_of(&self, name: &str) -> Option<usize> {
+        self.ver.names.iter().position(|n| &**n == name)
+    }
+
+    fn port_of(&self, node: usize) -> Option<usize> {
+        self.ports.iter().position(|&p| p == node)
+    }
+
+    /// Whether running node `o` can be carried into the new version as execution node `e`:
+    /// the edit keeps it (a running placeholder, or `keep`), it is the same element, of the
+    /// same kind, with the same output shape and mode, fed by inputs of the same shapes.
+    fn same_node(&self, o: usize, e: &crate::plan::ExecNode) -> bool {
+        let v = self.ver;
+        let kept = matches!(e.part, Part::Running { .. } | Part::Feedback { .. }) || e.keep;
+        kept && v.elements[o] == e.element
+            && v.kinds[o] == e.kind_word()
+            && v.infos[o] == e.info
+            && v.topo.nodes[o].serial == e.serial
+    }
+}
+
+/// A graph version, built: everything the scheduler needs for it, before it runs.
+pub(crate) struct Built {
+    pub ver: Version,
+    pub live: Live,
+    pub node_states: Vec<NodeState>,
+    /// Per output port: the sink (a new run's; a live edit keeps the running ones).
+    pub sinks: Vec<Option<Box<dyn Sink>>>,
+    pub port_nodes: Vec<usize>,
+    pub graph_view: GraphView,
+    /// Live edits: (running node, new node) whose instances, source or ring move in.
+    pub moves: Vec<(usize, usize)>,
+}
+
+/// Builds a graph version from its plan: pools, live parameters, instances of every effect and
+/// mixer (except those a live edit keeps), sources, sinks (started; a new run's only), and the
+/// scheduler's shape of it. Everything that allocates for a version happens here.
+pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
+    let VersionCtx {
+        threads,
+        in_flight,
+        options,
+        ..
+    } = *ctx;
+    let rate = plan.rate;
+    let n = plan.nodes.len();
+    let infos: Vec<VideoInfo> = plan.nodes.iter().map(|e| e.info).collect();
+    let names: Vec<Arc<str>> = plan
+        .nodes
+        .iter()
+        .map(|e| Arc::from(e.name.as_str()))
+        .collect();
+    let elements: Vec<String> = plan.nodes.iter().map(|e| e.element.clone()).collect();
+    let kinds: Vec<&'static str> = plan.nodes.iter().map(|e| e.kind_word()).collect();
+    let mut moves = Vec::new();
+    let chain = plan
+        .nodes
+        .iter()
+        .all(|e| e.inputs.len() <= 1 && e.consumers.len() <= 1 && e.feeds.is_empty());
+    let instances_of = |e: &crate::plan::ExecNode| match &e.part {
+        Part::Effect(_) | Part::Mixer(_) => {
+            if e.serial {
+                1
+            } else {
+                threads
+            }
+        }
+        _ => 0,
+    };
+    let keep_last = options.pace.is_some() && options.overload == Overload::Live;
+    let pool_nodes: Vec<PoolNode<'_>> = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let sinks: Vec<&crate::plan::ExecNode> = e
+                .consumers
+                .iter()
+                .map(|&c| &plan.nodes[c])
+                .filter(|c| matches!(c.part, Part::Sink(_)))
+                .collect();
+            let extra = match &e.part {
+                // Its last frame, when it may be given again.
+                Part::Source { on_end, source } => {
+                    usize::from(*on_end == OnEnd::Hold || source.info().rate != rate)
+                }
+                // Frame 0's frame.
+                Part::Feedback { .. } => 1,
+                _ => 0,
+            } + if e.feeds.is_empty() { 0 } else { in_flight }
+                // A leaky branch reading it keeps the frame it took (its first node's
+                // input) after that frame left flight, one at a time per branch.
+                + plan
+                    .heads
+                    .iter()
+                    .filter(|&&h| plan.nodes[h].inputs.contains(&i))
+                    .count();
+            PoolNode {
+                info: e.info,
+                name: &e.name,
+                writes: !matches!(e.part, Part::Sink(_) | Part::Feedback { .. }),
+                instances: instances_of(e),
+                in_branch: e.branch.is_some(),
+                sinks_fed: sinks.len(),
+                feeds_master: sinks.iter().any(|s| s.master),
+                extra,
+            }
+        })
+        .collect();
+    let pools = crate::pools::frame_pools(&PoolNeeds {
+        nodes: &pool_nodes,
+        chain,
+        threads,
+        in_flight,
+        paced: options.pace.is_some(),
+        keep_last,
+    })?;
+    drop(pool_nodes);
+
+    // Live parameters, one stage per node.
+    let mut live_stages = Vec::with_capacity(n);
+    for e in &plan.nodes {
+        let is_proc = matches!(e.part, Part::Effect(_) | Part::Mixer(_));
+        let mut live = LiveStage::new(e.name.clone(), e.element.clone(), is_proc, e.same_shape);
+        let (params, oscillators) = match &e.part {
+            Part::Effect(s) => (s.params.clone(), s.oscillators.clone()),
+            Part::Mixer(s) => (s.params.clone(), s.oscillators.clone()),
+            _ => (Vec::new(), Vec::new()),
+        };
+        for (spec, value) in params {
+            live.add_param(spec, value);
+        }
+        for (prop, osc) in oscillators {
+            live.attach(&prop, osc).map_err(|reason| Error::BadValue {
+                element: e.name.clone(),
+                prop: prop.clone(),
+                value: "~oscillator".into(),
+                reason,
+            })?;
+        }
+        live_stages.push(live);
+    }
+    let live = Live::new(live_stages);
+    let graph_view = GraphView {
+        version: ctx.number,
+        nodes: plan
+            .nodes
+            .iter()
+            .zip(&live.stages)
+            .map(|(e, st)| NodeView {
+                name: e.name.clone(),
+                element: e.element.clone(),
+                kind: e.kind_word(),
+                inputs: e
+                    .inputs
+                    .iter()
+                    .map(|&i| plan.nodes[i].name.clone())
+                    .collect(),
+                width: e.info.width,
+                height: e.info.height,
+                props: st.params.iter().map(|p| p.spec.clone()).collect(),
+                bypassable: st.is_effect && st.same_shape,
+                leaky: e.branch.is_some(),
+                master: e.master,
+                auto: e.auto,
+            })
+            .collect(),
+    };
+    let param_names: Vec<Vec<Arc<str>>> = live
+        .stages
+        .iter()
+        .map(|s| {
+            s.params
+                .iter()
+                .map(|p| Arc::from(p.spec.name.as_str()))
+                .collect()
+        })
+        .collect();
+    let live_spec = live.spec();
+    let nb = plan.heads.len();
+    let snapshots: Vec<Mutex<FrameParams>> = (0..in_flight + nb)
+        .map(|_| Mutex::new(live.empty_frame()))
+        .collect();
+    let initial = live.empty_frame();
+
+    // Sinks start with their input's shape; then every instance is made, so that a
+    // plugin that cannot be made fails before any frame, and none is constructed on the
+    // frame path (which would allocate and could make a frame late mid-show).
+    let master = plan
+        .nodes
+        .iter()
+        .position(|e| e.master)
+        .expect("a checked graph has a master sink");
+    let mut port_nodes = match ctx.running {
+        // Filled in by the running sinks (they keep their ports), checked below.
+        Some(r) => vec![usize::MAX; r.ports.len()],
+        None => {
+            let mut p = vec![master];
+            p.extend(
+                (0..n).filter(|&i| i != master && matches!(plan.nodes[i].part, Part::Sink(_))),
+            );
+            p
+        }
+    };
+    let heads = plan.heads.clone();
+    let mut topo_nodes = Vec::with_capacity(n);
+    let mut node_states = Vec::with_capacity(n);
+    let mut counters = Vec::with_capacity(n);
+    let mut sinks: Vec<Option<Box<dyn Sink>>> = (0..port_nodes.len()).map(|_| None).collect();
+    let mut first_frames: Vec<Option<Frame>> = (0..n).map(|_| None).collect();
+    let mut roots = Vec::new();
+    let mut branches: Vec<Vec<usize>> = vec![Vec::new(); nb];
+    let mut show_nodes = 0;
+    for (i, e) in plan.nodes.into_iter().enumerate() {
+        let named = ctx.running.and_then(|r| r.index_of(&e.name));
+        let old = match e.part {
+            // A running source or sink is the one of that name (its shape is checked below).
+            Part::Running { .. } => named,
+            _ => named.filter(|&o| ctx.running.is_some_and(|r| r.same_node(o, &e))),
+        };
+        let counter = match (old, ctx.running) {
+            (Some(o), Some(r)) => Arc::clone(&r.ver.stages[o]),
+            _ => Arc::new(StageCounters::new(&e.name, e.mode())),
+        };
+        let mut st = NodeState {
+            first_seq: 0,
+            busy: false,
+            next_seq: 0,
+            parked: Vec::new(),
+            free: Vec::new(),
+            source: None,
+            ring: Vec::new(),
+        };
+        let kind = match e.part {
+            Part::Source { source, on_end } => {
+                roots.push(i);
+                let own = source.info().rate;
+                let resample = (own != rate).then_some((own, rate));
+                st.source = Some(SourceInst {
+                    source,
+                    on_end,
+                    resample,
+                    produced: 0,
+                    origin: 0,
+                    last: None,
+                    keep_last: on_end == OnEnd::Hold || resample.is_some(),
+                    held: false,
+                });
+                counter.add_instance();
+                Kind::Source
+            }
+            Part::Effect(_) | Part::Mixer(_) if old.is_some() => {
+                // Kept by the edit: its instances move in at the switch, with their state.
+                moves.push((old.expect("checked"), i));
+                Kind::Process
+            }
+            Part::Effect(stage) => {
+                let count = if e.serial { 1 } else { threads };
+                for _ in 0..count {
+                    st.free.push(Instance::new(
+                        Proc::Effect(stage.factory.instantiate()?),
+                        &initial.values[i],
+                    ));
+                }
+                Kind::Process
+            }
+            Part::Mixer(stage) => {
+                let count = if e.serial { 1 } else { threads };
+                for _ in 0..count {
+                    st.free.push(Instance::new(
+                        Proc::Mixer(stage.factory.instantiate()?),
+                        &initial.values[i],
+                    ));
+                }
+                Kind::Process
+            }
+            Part::Feedback { from, color } => {
+                roots.push(i);
+                if let Some(o) = old {
+                    // Its ring (the previous frame of the node it feeds back) moves in.
+                    moves.push((o, i));
+                }
+                st.ring = (0..in_flight).map(|_| None).collect();
+                let mut frame = pools[i].try_acquire()?;
+                let px = u32::from_le_bytes(color);
+                frame.words_mut().iter_mut().for_each(|w| *w = px);
+                first_frames[i] = Some(frame.freeze());
+                counter.add_instance();
+                Kind::Feedback { from }
+            }
+            Part::Running { sink } => {
+                let (Some(r), Some(o)) = (ctx.running, old) else {
+                    return Err(Error::Graph(format!(
+                        "{} stands for a running node: only a live edit's graph may have \
+                         one",
+                        e.name
+                    )));
+                };
+                moves.push((o, i));
+                if sink {
+                    let port = r
+                        .port_of(o)
+                        .ok_or_else(|| Error::Graph(format!("{} is not a running sink", e.name)))?;
+                    if r.ver.infos[o] != e.info {
+                        let was = r.ver.infos[o];
+                        return Err(Error::Graph(format!(
+                            "the edit would change the frames reaching {} from {}x{} to \
+                             {}x{}; a running sink keeps its size (scale in front of it)",
+                            e.name, was.width, was.height, e.info.width, e.info.height
+                        )));
+                    }
+                    port_nodes[port] = i;
+                    Kind::Sink(port)
+                } else {
+                    roots.push(i);
+                    Kind::Source
+                }
+            }
+            Part::Sink(_) if ctx.running.is_some() => {
+                return Err(Error::Graph(format!(
+                    "{}: sinks cannot be added while running",
+                    e.name
+                )))
+            }
+            Part::Sink(mut sink) => {
+                sink.start(e.info)?;
+                let port = port_nodes.iter().position(|&p| p == i).expect("a port");
+                sinks[port] = Some(sink);
+                counter.add_instance();
+                Kind::Sink(port)
+            }
+        };
+        match e.branch {
+            Some(b) => branches[b].push(i),
+            None => show_nodes += 1,
+        }
+        topo_nodes.push(TopoNode {
+            kind,
+            inputs: e.inputs,
+            consumers: e.consumers,
+            feeds: e.feeds,
+            serial: e.serial,
+            branch: e.branch,
+            head: e.head,
+        });
+        node_states.push(st);
+        counters.push(counter);
+    }
+    debug_assert_eq!(heads.len(), nb);
+    let sources: Vec<usize> = (0..n)
+        .filter(|&i| topo_nodes[i].kind == Kind::Source)
+        .collect();
+    let gated: Vec<usize> = (0..n)
+        .filter(|&i| {
+            let t: &TopoNode = &topo_nodes[i];
+            t.head || (t.branch.is_none() && matches!(t.kind, Kind::Sink(_)))
+        })
+        .collect();
+    let topo = Topo {
+        nodes: topo_nodes,
+        sources,
+        gated,
+        cap: in_flight,
+        branches,
+        roots,
+        show_nodes,
+    };
+    if let Some(r) = ctx.running {
+        if let Some(p) = port_nodes.iter().position(|&i| i == usize::MAX) {
+            return Err(Error::Graph(format!(
+                "the edit removes the sink {}; sinks cannot be removed while running",
+                r.ver.names[r.ports[p]]
+            )));
+        }
+        if port_nodes[0] != master {
+            return Err(Error::Graph(format!(
+                "the edit would make {} the master output instead of {}",
+                names[master], r.ver.names[r.ports[0]]
+            )));
+        }
+    }
+    let stages: Arc<[Arc<StageCounters>]> = counters.into_iter().collect();
+    Ok(Built {
+        ver: Version {
+            number: ctx.number,
+            topo,
+            pools,
+            first_frames,
+            snapshots,
+            param_names,
+            live_spec,
+            stages,
+            names,
+            infos,
+            elements,
+            kinds,
+            ports: port_nodes.clone(),
+        },
+        live,
+        node_states,
+        sinks,
+        port_nodes,
+        graph_view,
+        moves,
+    })
+}
+
+/// Builds a live edit's next version of the running graph (on the edit thread, never on a
+/// worker or an output thread): negotiation against the running sources' and sinks' shapes,
+/// new pools, instances of the new nodes, and the scheduler state, ready to be switched in.
+pub(crate) fn prepare_edit(
+    graph: Graph,
+    shared: &Shared,
+    options: Options,
+) -> Result<Box<crate::state::Pending>> {
+    let ver = Arc::clone(&shared.lock().ver);
+    let running = RunningVersion {
+        ver: &ver,
+        ports: &ver.ports,
+    };
+    let info = |name: &str| running.index_of(name).map(|o| ver.infos[o]);
+    let plan = Plan::build(
+        graph,
+        Some(&crate::plan::RunningGraph {
+            rate: shared.rate,
+            info: &info,
+        }),
+    )?;
+    let built = build_version(
+        plan,
+        &VersionCtx {
+            threads: shared.threads,
+            in_flight: ver.topo.cap,
+            options,
+            number: ver.number + 1,
+            running: Some(&running),
+        },
+    )?;
+    let Built {
+        ver: next,
+        live,
+        node_states,
+        sinks: _,
+        port_nodes,
+        graph_view,
+        moves,
+    } = built;
+    let mut moved = vec![false; next.topo.nodes.len()];
+    for &(_, j) in &moves {
+        moved[j] = true;
+    }
+    let state = new_state(Arc::new(next), shared.threads, port_nodes, node_states);
+    Ok(Box::new(crate::state::Pending {
+        state,
+        live_stages: live.stages,
+        moves,
+        moved,
+        posted: None,
+        graph_view: Some(graph_view),
+        frame: 0,
+    }))
 }
 
 /// A negotiated pipeline, ready to run.
@@ -466,6 +714,7 @@ pub struct Prepared {
     pub(crate) options: Options,
     pub(crate) stall_timeout_ns: u64,
     pub(crate) commands: Option<CommandReader>,
+    pub(crate) editor: Option<Box<dyn crate::Editor>>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -506,8 +755,14 @@ impl Prepared {
         self.in_flight
     }
 
-    /// Commands (set, osc, bypass, speed, pause, step, resume, stop) will be read from this
-    /// queue once per frame boundary by the output thread.
+    /// Live edits (`Command::Edit`) are built by `editor` on an edit thread of the run's own
+    /// and switched in at a frame boundary (see `edit.rs`). Without one they are refused.
+    pub fn set_editor(&mut self, editor: Box<dyn crate::Editor>) {
+        self.editor = Some(editor);
+    }
+
+    /// Commands (set, osc, bypass, speed, pause, step, resume, stop, edits) will be read from
+    /// this queue once per frame boundary by the output thread.
     pub fn set_commands(&mut self, reader: CommandReader) {
         self.commands = Some(reader);
     }
@@ -565,7 +820,9 @@ impl Prepared {
         for (port, slot) in sinks.iter_mut().enumerate().skip(1) {
             let mut sink = slot.take().expect("each sink once");
             let sh = Arc::clone(&shared);
-            let name = sh.counters.stages[sh.lock().ports[port].node].name.clone();
+            let name = sh.counters.stages()[sh.lock().ports[port].node]
+                .name
+                .clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("fp-out-{port}"))
                 .spawn(move || {
@@ -574,6 +831,7 @@ impl Prepared {
                             &sh,
                             port,
                             &mut *sink,
+                            None,
                             None,
                             follower_options,
                             u64::MAX,
@@ -603,12 +861,29 @@ impl Prepared {
                 }
             }
         }
+        // Live edits are built on a thread of their own, off the frame path.
+        let mut edit_thread = None;
+        let mut link = None;
+        if let Some(editor) = self.editor.take() {
+            match crate::edit::spawn(editor, Arc::clone(&shared), options) {
+                Ok((l, h)) => {
+                    link = Some(l);
+                    edit_thread = Some(h);
+                }
+                Err(e) => {
+                    let e = Error::io("starting the edit thread", e);
+                    let mut st = shared.lock();
+                    st.fail(e);
+                    st.after_change(&shared);
+                }
+            }
+        }
         let mut sink = sinks[0].take().expect("the master sink");
-        let sink_name = shared.counters.stages[shared.lock().ports[0].node]
+        let sink_name = shared.counters.stages()[shared.lock().ports[0].node]
             .name
             .clone();
         let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            crate::output::run_output(&shared, 0, &mut *sink, commands, options, stall)
+            crate::output::run_output(&shared, 0, &mut *sink, commands, link, options, stall)
         }));
         let (pacing, out_result) = output.unwrap_or_else(|p| {
             let e = Error::element("output thread", format!("panicked: {}", panic_message(&*p)));
@@ -618,6 +893,17 @@ impl Prepared {
         // Every frame the sink got was whole: finish it now, before waiting for the workers
         // (one may be blocked in a source that nothing will unblock).
         let finish = guard(&sink_name, || sink.finish());
+        // The edit thread ends when the output thread's end of it is gone, unless it is inside
+        // an element's constructor: then it is left to finish, detached.
+        if let Some(h) = edit_thread {
+            let deadline = std::time::Instant::now() + JOIN_GRACE;
+            while !h.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            }
+        }
         // The followers end with the run (the master's end, an error or a stop wakes them).
         // After a normal end each finishes its sink (flushes its file) and is waited for; after
         // an early end (stop, error) one blocked in its sink gets the workers' grace, then is
@@ -632,7 +918,7 @@ impl Prepared {
             if early && !h.is_finished() {
                 let node = shared.lock().ports[port].node;
                 shared.emit(crate::Event::LeftRunning {
-                    stage: shared.counters.stages[node].name.clone(),
+                    stage: shared.counters.stages()[node].name.clone(),
                     worker: self.threads + port,
                 });
                 continue;

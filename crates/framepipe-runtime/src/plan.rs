@@ -24,6 +24,17 @@ pub(crate) enum Part {
         color: [u8; 4],
     },
     Sink(Box<dyn Sink>),
+    /// A live edit's placeholder for the running source (`sink == false`) or sink of that name.
+    Running {
+        sink: bool,
+    },
+}
+
+/// What a live edit's plan knows of the running graph: its rate, and the output shape of each
+/// running node by name.
+pub(crate) struct RunningGraph<'a> {
+    pub rate: Rational,
+    pub info: &'a dyn Fn(&str) -> Option<VideoInfo>,
 }
 
 /// One node as the scheduler runs it.
@@ -48,6 +59,8 @@ pub(crate) struct ExecNode {
     pub master: bool,
     /// Put in by the graph (a scaler in front of a mixer input), not written by the user.
     pub auto: bool,
+    /// A live edit leaves it as it is (see `Node::keep`).
+    pub keep: bool,
     /// Its output shape (a sink: its input's).
     pub info: VideoInfo,
     /// Output shape = its first input's (only then may it be bypassed).
@@ -61,7 +74,8 @@ impl ExecNode {
             Part::Effect(_) => "effect",
             Part::Mixer(_) => "mixer",
             Part::Feedback { .. } => "feedback",
-            Part::Sink(_) => "sink",
+            Part::Sink(_) | Part::Running { sink: true } => "sink",
+            Part::Running { sink: false } => "source",
         }
     }
 
@@ -88,26 +102,38 @@ pub(crate) struct Plan {
 impl Plan {
     /// Negotiates every node's shape in execution order.
     pub fn new(graph: Graph) -> Result<Plan> {
+        Plan::build(graph, None)
+    }
+
+    /// The same for a live edit's graph, whose running sources and sinks (placeholders) have
+    /// the shapes they have in the running graph, and whose rate is the running graph's.
+    pub fn build(graph: Graph, running: Option<&RunningGraph<'_>>) -> Result<Plan> {
         let Graph {
             nodes,
             shape,
             auto_scale,
         } = graph;
         let n = nodes.len();
-        let rate = nodes
-            .iter()
-            .find_map(|n| match &n.kind {
-                NodeKind::Source { source, .. } => Some(source.info().rate),
-                _ => None,
-            })
-            .expect("a checked graph has a source");
-        let first_info = nodes
-            .iter()
-            .find_map(|n| match &n.kind {
+        let running_info = |name: &str| -> Result<VideoInfo> {
+            running
+                .and_then(|r| (r.info)(name))
+                .ok_or_else(|| {
+                    Error::Graph(format!(
+                        "{name} stands for a running node, but the running graph has no such                          source or sink"
+                    ))
+                })
+        };
+        let mut first_info = None;
+        for n in &nodes {
+            first_info = match &n.kind {
                 NodeKind::Source { source, .. } => Some(source.info()),
-                _ => None,
-            })
-            .expect("a checked graph has a source");
+                NodeKind::Running { sink: false } => Some(running_info(&n.name)?),
+                _ => continue,
+            };
+            break;
+        }
+        let first_info = first_info.expect("a checked graph has a source");
+        let rate = running.map_or(first_info.rate, |r| r.rate);
         // Execution index of each graph node (tees: of what they pass on).
         let mut exec_of: Vec<Option<usize>> = vec![None; n];
         let mut slots: Vec<Option<crate::graph::Node>> = nodes.into_iter().map(Some).collect();
@@ -140,6 +166,7 @@ impl Plan {
             let input_infos: Vec<VideoInfo> = inputs.iter().map(|&i| out[i].info).collect();
             let name = node.name;
             let element = node.element;
+            let keep = node.keep;
             let (part, info, serial) = match node.kind {
                 NodeKind::Tee => unreachable!("tees are not in the order"),
                 NodeKind::Source { source, on_end } => {
@@ -214,6 +241,7 @@ impl Plan {
                                 head: false,
                                 master: false,
                                 auto: true,
+                                keep: false,
                                 info: sinfo,
                                 same_shape: false,
                             });
@@ -242,12 +270,30 @@ impl Plan {
                         head,
                         master: false,
                         auto: false,
+                        keep,
                         info,
                         same_shape,
                     });
                     continue;
                 }
                 NodeKind::Sink { sink, .. } => (Part::Sink(sink), input_infos[0], true),
+                NodeKind::Running { sink } => {
+                    if running.is_none() {
+                        return Err(Error::Graph(format!(
+                            "{name} stands for a running node: only a live edit's graph may \
+                             have one"
+                        )));
+                    }
+                    let info = if sink {
+                        input_infos[0]
+                    } else {
+                        VideoInfo {
+                            rate,
+                            ..running_info(&name)?
+                        }
+                    };
+                    (Part::Running { sink }, info, true)
+                }
             };
             let same_shape = input_infos
                 .first()
@@ -265,6 +311,7 @@ impl Plan {
                 head,
                 master: gi == shape.master,
                 auto: false,
+                keep,
                 info,
                 same_shape,
             });
@@ -365,6 +412,7 @@ impl Plan {
                 Part::Sink(_) if n.master => extra.push("master".into()),
                 Part::Effect(_) | Part::Mixer(_) => extra.push(n.mode().to_string()),
                 Part::Sink(_) => {}
+                Part::Running { .. } => extra.push("running".into()),
             }
             if let Some(b) = n.branch {
                 extra.push(format!(

@@ -48,7 +48,7 @@ use crate::events::EventFn;
 use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::{FrameParams, Live, LiveSpec};
 use crate::slices::{PanicPayload, SliceJob, SliceSlot};
-use crate::stats::Counters;
+use crate::stats::{Counters, StageCounters};
 
 /// What a node is, for the scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +138,9 @@ pub(crate) struct SourceInst {
     pub resample: Option<(Rational, Rational)>,
     /// Frames read from the source so far (its own frame numbers; they go on across loops).
     pub produced: u64,
+    /// The graph frame it started at (0, or the frame a live edit added it at): graph frame
+    /// N takes its frame for N − origin.
+    pub origin: u64,
     /// The last frame read, kept when it may be given again (hold, resampling).
     pub last: Option<Frame>,
     pub keep_last: bool,
@@ -236,6 +239,9 @@ pub(crate) struct Slot {
 }
 
 pub(crate) struct NodeState {
+    /// The first frame this node runs (0, or the frame a live edit added it at): a feedback
+    /// node gives its first colour then.
+    pub first_seq: u64,
     /// Serial nodes: running, or a frame reserved for it.
     pub busy: bool,
     /// Serial nodes: the sequence number allowed in next.
@@ -260,6 +266,15 @@ enum Step {
 }
 
 pub(crate) struct State {
+    /// The graph version frames begin in now.
+    pub(crate) ver: Arc<Version>,
+    /// A live edit's next version, waiting for the frames of this one to leave flight; no
+    /// frame at or after `switch_at` begins in this one.
+    pub(crate) pending: Option<Box<Pending>>,
+    pub(crate) switch_at: u64,
+    /// After a switch: what it replaced (and the edit's command), for the master output thread
+    /// to answer and hand to the edit thread, which drops it off the frame path.
+    pub(crate) switched: Option<Box<Pending>>,
     pub(crate) nodes: Vec<NodeState>,
     /// Frame slots `0..cap`, then one per leaky branch.
     pub(crate) slots: Vec<Slot>,
@@ -300,6 +315,26 @@ pub(crate) struct State {
     pub(crate) garbage: Option<Error>,
 }
 
+/// A live edit's next graph version, built off the frame path (`pipeline::prepare_edit`),
+/// waiting in the state for its switch; after the switch it holds what it replaced.
+pub(crate) struct Pending {
+    /// The new version's scheduler state, made like a run's first (`new_state`): its version,
+    /// nodes, slots and queues are swapped in at the switch.
+    pub(crate) state: State,
+    /// The new version's live stages (swapped into `Shared::live`).
+    pub(crate) live_stages: Vec<crate::live::LiveStage>,
+    /// (running node, new node) carried over: instances, source, feedback ring, live values.
+    pub(crate) moves: Vec<(usize, usize)>,
+    /// Per new node: carried over (else it starts at the switch frame).
+    pub(crate) moved: Vec<bool>,
+    /// The edit's command, answered once switched (or refused).
+    pub(crate) posted: Option<framepipe_control::Posted>,
+    /// The new graph, published once switched.
+    pub(crate) graph_view: Option<crate::view::GraphView>,
+    /// The frame the switch happened at.
+    pub(crate) frame: u64,
+}
+
 /// One sink's hand-off: the frame whose turn it is at that sink.
 pub(crate) struct Port {
     /// The sink's node.
@@ -334,7 +369,7 @@ impl PortSignal {
         let _ = self.thread.set(std::thread::current());
     }
 
-    fn raise(&self) {
+    pub(crate) fn raise(&self) {
         self.flag.store(true, Ordering::Release);
         if let Some(t) = self.thread.get() {
             t.unpark();
@@ -373,6 +408,36 @@ impl Wake {
     }
 }
 
+/// One version of the graph: everything that is fixed while it runs and replaced whole by a
+/// live edit. The scheduler state holds the current one; a job takes a reference to it with
+/// the job (under the lock), so a version lives as long as any job of it.
+pub(crate) struct Version {
+    /// 0 for the graph the run started with, +1 per edit.
+    pub(crate) number: u64,
+    pub(crate) topo: Topo,
+    /// The pool each node's output frames come from (index = node).
+    pub(crate) pools: Vec<FramePool>,
+    /// Feedback nodes: frame 0's frame (the colour asked for).
+    pub(crate) first_frames: Vec<Option<Frame>>,
+    /// Per-slot parameter snapshots (frames, then leaky branches). A frame's is written at its
+    /// boundary and read by the nodes running it, a branch's copied from its frame's when the
+    /// branch takes it; its mutex is never contended in practice.
+    pub(crate) snapshots: Vec<Mutex<FrameParams>>,
+    pub(crate) param_names: Vec<Vec<Arc<str>>>,
+    /// What the live parameters are (names, specs): commands are resolved against it without
+    /// the scheduler lock.
+    pub(crate) live_spec: LiveSpec,
+    /// Per node: its counters (shared with `Counters::stages`).
+    pub(crate) stages: Arc<[Arc<StageCounters>]>,
+    /// Per node: its name, element, kind word and output shape (what a live edit compares).
+    pub(crate) names: Vec<Arc<str>>,
+    pub(crate) elements: Vec<String>,
+    pub(crate) kinds: Vec<&'static str>,
+    pub(crate) infos: Vec<framepipe_core::VideoInfo>,
+    /// Per output port: its sink's node.
+    pub(crate) ports: Vec<usize>,
+}
+
 pub(crate) struct Shared {
     /// The scheduler lock. Priority-inheriting: while the SCHED_FIFO output thread waits for
     /// it, the worker holding it runs at the output thread's priority.
@@ -381,25 +446,12 @@ pub(crate) struct Shared {
     pub(crate) work: PiCondvar,
     /// A slice owner waits here for the slices other workers took.
     pub(crate) slice_done: PiCondvar,
-    pub(crate) topo: Topo,
-    /// The pool each node's output frames come from (index = node).
-    pub(crate) pools: Vec<FramePool>,
-    /// Feedback nodes: frame 0's frame (the colour asked for).
-    pub(crate) first_frames: Vec<Option<Frame>>,
     pub(crate) rate: Rational,
     pub(crate) threads: usize,
-    /// Per-slot parameter snapshots (frames, then leaky branches). A frame's is written at its
-    /// boundary and read by the nodes running it, a branch's copied from its frame's when the
-    /// branch takes it; its mutex is never contended in practice.
-    pub(crate) snapshots: Vec<Mutex<FrameParams>>,
-    pub(crate) param_names: Vec<Vec<Arc<str>>>,
     /// The live parameter values, under their own (priority-inheriting) mutex: commands assign
     /// to them (output thread) and the worker beginning a frame samples them; never under the
     /// scheduler lock.
     pub(crate) live: PiMutex<Live>,
-    /// What the live parameters are (names, specs): commands are resolved against it without
-    /// any lock.
-    pub(crate) live_spec: LiveSpec,
     /// One per output port (sink).
     pub(crate) port_signals: Vec<PortSignal>,
     /// Per worker (and each output thread, after them): node + 1 it is running (0 = none) and
@@ -407,6 +459,9 @@ pub(crate) struct Shared {
     pub(crate) running: Vec<(AtomicUsize, AtomicI64)>,
     pub(crate) events: Option<EventFn>,
     pub(crate) counters: Arc<Counters>,
+    /// The number of the graph version in `State::ver`, readable without the lock (the output
+    /// threads re-read the version only when it changed).
+    pub(crate) version: std::sync::atomic::AtomicU64,
     /// The published state for control surfaces (`view.rs`).
     pub(crate) view: crate::view::ShowView,
 }
@@ -431,6 +486,7 @@ impl State {
             && !self.abort
             && !self.begin_busy
             && self.next_seq <= self.begin_limit
+            && self.next_seq < self.switch_at
             && self.in_flight < self.max_in_flight
             && !self.slots[(self.next_seq % self.max_in_flight as u64) as usize].active
     }
@@ -469,6 +525,7 @@ impl State {
     /// worker waiting), then the show's runnable node furthest down the graph (to bound latency
     /// and frames in flight), then the next frame's beginning, then a leaky branch's node.
     pub(crate) fn next_job(&mut self, shared: &Shared) -> Option<Job> {
+        let v = Arc::clone(&self.ver);
         if let Some(slot) = self.slice_pending() {
             let s = &mut self.slices[slot];
             let index = s.next;
@@ -476,13 +533,13 @@ impl State {
             let job = s.job.expect("pending slot has a job");
             return Some(Job::Slice { slot, index, job });
         }
-        let cap = shared.topo.cap;
+        let cap = v.topo.cap;
         let show = (0..self.ready.len())
             .filter(|&i| self.ready[i].1 < cap)
             .max_by_key(|&i| self.ready[i].0);
         if let Some(pos) = show {
             let (node, slot) = self.ready.remove(pos).expect("index in range");
-            return Some(self.node_job(shared, node, slot));
+            return Some(self.node_job(&v, node, slot));
         }
         if self.begin_runnable() {
             let seq = self.next_seq;
@@ -498,14 +555,14 @@ impl State {
             s.active = true;
             s.begun = false;
             s.begun_ns = now_ns();
-            s.left = shared.topo.show_nodes;
-            for (i, t) in shared.topo.nodes.iter().enumerate() {
+            s.left = v.topo.show_nodes;
+            for (i, t) in v.topo.nodes.iter().enumerate() {
                 s.missing[i] = t.inputs.len() as u32;
                 s.uses[i] = t.consumers.len() as u32;
                 debug_assert!(s.outputs[i].is_none(), "a freed slot holds no frame");
             }
-            for &g in &shared.topo.gated {
-                s.missing[g] += shared.topo.sources.len() as u32;
+            for &g in &v.topo.gated {
+                s.missing[g] += v.topo.sources.len() as u32;
             }
             let pts_ns = s.ctx.pts_ns;
             return Some(Job::Begin { slot, pts_ns });
@@ -515,14 +572,14 @@ impl State {
         // the time; an unpaced run may leave a preview behind until its end).
         if let Some(pos) = (0..self.ready.len()).max_by_key(|&i| self.ready[i].0) {
             let (node, slot) = self.ready.remove(pos).expect("index in range");
-            return Some(self.node_job(shared, node, slot));
+            return Some(self.node_job(&v, node, slot));
         }
         None
     }
 
     /// The job of runnable `node` at `slot`: its inputs and an instance.
-    fn node_job(&mut self, shared: &Shared, node: usize, slot: usize) -> Job {
-        let t = &shared.topo.nodes[node];
+    fn node_job(&mut self, v: &Version, node: usize, slot: usize) -> Job {
+        let t = &v.topo.nodes[node];
         let mut inputs = Inputs::new();
         if t.head {
             let b = t.branch.expect("a head is in a branch");
@@ -563,23 +620,22 @@ impl State {
     }
 
     /// Runs the queued bookkeeping steps until none is left.
-    fn drain(&mut self, shared: &Shared) {
+    fn drain(&mut self) {
+        let v = Arc::clone(&self.ver);
         while let Some(step) = self.steps.pop_front() {
             match step {
-                Step::Runnable(node, slot) => self.runnable(shared, node, slot),
-                Step::Finished(node, slot, output) => {
-                    self.finished_node(shared, node, slot, output)
-                }
+                Step::Runnable(node, slot) => self.runnable(&v, node, slot),
+                Step::Finished(node, slot, output) => self.finished_node(&v, node, slot, output),
             }
         }
     }
 
     /// `node` may run for `slot` now (its inputs are ready, or it is a root of a begun frame).
-    fn runnable(&mut self, shared: &Shared, node: usize, slot: usize) {
+    fn runnable(&mut self, v: &Version, node: usize, slot: usize) {
         if self.abort {
             return;
         }
-        let t = &shared.topo.nodes[node];
+        let t = &v.topo.nodes[node];
         let seq = self.slots[slot].ctx.seq;
         if t.serial && t.branch.is_none() {
             let st = &mut self.nodes[node];
@@ -590,7 +646,7 @@ impl State {
             st.busy = true;
         }
         if t.head {
-            self.enter_branch(shared, node, slot);
+            self.enter_branch(v, node, slot);
             return;
         }
         match t.kind {
@@ -602,10 +658,10 @@ impl State {
                 }
             }
             Kind::Feedback { .. } => {
-                let out = if seq == 0 {
-                    shared.first_frames[node].clone()
+                let out = if seq == self.nodes[node].first_seq {
+                    v.first_frames[node].clone()
                 } else {
-                    let k = ((seq - 1) % shared.topo.cap as u64) as usize;
+                    let k = ((seq - 1) % v.topo.cap as u64) as usize;
                     match self.nodes[node].ring[k].take() {
                         Some((s, f)) if s == seq - 1 => f,
                         _ => unreachable!("a feedback is runnable once its frame is stored"),
@@ -661,8 +717,8 @@ impl State {
     /// The first node of a leaky branch is runnable for frame `slot`: the branch takes the
     /// frame (its inputs, its parameters) into its own slot, or skips it when it still holds
     /// an earlier one.
-    fn enter_branch(&mut self, shared: &Shared, head: usize, slot: usize) {
-        let t = &shared.topo.nodes[head];
+    fn enter_branch(&mut self, v: &Version, head: usize, slot: usize) {
+        let t = &v.topo.nodes[head];
         let b = t.branch.expect("a head is in a branch");
         let empty = self.slots[slot].ctx.seq >= self.end_seq
             || t.inputs
@@ -673,12 +729,12 @@ impl State {
                 drop(self.consume(slot, i));
             }
             if !empty {
-                shared.counters.stages[head].skip();
+                v.stages[head].skip();
             }
             return;
         }
         self.branch_busy[b] = true;
-        let bs = shared.topo.cap + b;
+        let bs = v.topo.cap + b;
         let ctx = self.slots[slot].ctx;
         let begun_ns = self.slots[slot].begun_ns;
         {
@@ -687,9 +743,9 @@ impl State {
             s.active = true;
             s.begun = true;
             s.begun_ns = begun_ns;
-            s.left = shared.topo.branches[b].len();
-            for &i in &shared.topo.branches[b] {
-                let n = &shared.topo.nodes[i];
+            s.left = v.topo.branches[b].len();
+            for &i in &v.topo.branches[b] {
+                let n = &v.topo.nodes[i];
                 s.missing[i] = n.inputs.len() as u32;
                 s.uses[i] = n.consumers.len() as u32;
             }
@@ -712,28 +768,24 @@ impl State {
         // the frame's slot is reused: a copy (assignments, no allocation; two uncontended
         // mutexes, the only ones taken under this lock).
         {
-            let from = shared.snapshots[slot]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            let mut to = shared.snapshots[bs]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            to.copy_nodes(&from, &shared.topo.branches[b]);
+            let from = v.snapshots[slot].lock().unwrap_or_else(|p| p.into_inner());
+            let mut to = v.snapshots[bs].lock().unwrap_or_else(|p| p.into_inner());
+            to.copy_nodes(&from, &v.topo.branches[b]);
         }
         self.ready.push_back((head, bs));
     }
 
     /// `node` has finished `slot` with `output` (none: an empty frame).
-    fn finished_node(&mut self, shared: &Shared, node: usize, slot: usize, output: Option<Frame>) {
-        let t = &shared.topo.nodes[node];
+    fn finished_node(&mut self, v: &Version, node: usize, slot: usize, output: Option<Frame>) {
+        let t = &v.topo.nodes[node];
         if t.serial && t.branch.is_none() {
-            self.release_serial(shared, node);
+            self.release_serial(v, node);
         }
         let seq = self.slots[slot].ctx.seq;
         for &f in &t.feeds {
-            let k = (seq % shared.topo.cap as u64) as usize;
+            let k = (seq % v.topo.cap as u64) as usize;
             self.nodes[f].ring[k] = Some((seq, output.clone()));
-            self.try_feedback(shared, f, seq + 1);
+            self.try_feedback(v, f, seq + 1);
         }
         let s = &mut self.slots[slot];
         if s.uses[node] > 0 {
@@ -742,7 +794,7 @@ impl State {
             drop(output);
         }
         let gated: &[usize] = if t.kind == Kind::Source {
-            &shared.topo.gated
+            &v.topo.gated
         } else {
             &[]
         };
@@ -751,7 +803,7 @@ impl State {
         for &c in t.consumers.iter().chain(gated) {
             s.missing[c] -= 1;
             if s.missing[c] == 0 {
-                if matches!(shared.topo.nodes[c].kind, Kind::Sink(_)) {
+                if matches!(v.topo.nodes[c].kind, Kind::Sink(_)) {
                     s.ready_ns[c] = now_ns();
                 }
                 self.steps.push_back(Step::Runnable(c, slot));
@@ -760,24 +812,24 @@ impl State {
         s.left -= 1;
         if s.left == 0 {
             s.active = false;
-            if slot < shared.topo.cap {
+            if slot < v.topo.cap {
                 self.in_flight -= 1;
             } else {
-                self.branch_busy[slot - shared.topo.cap] = false;
+                self.branch_busy[slot - v.topo.cap] = false;
             }
         }
     }
 
     /// Feedback `f` may yield for frame `seq` once that frame has begun and its node has
     /// finished the frame before.
-    fn try_feedback(&mut self, shared: &Shared, f: usize, seq: u64) {
-        let slot = (seq % shared.topo.cap as u64) as usize;
+    fn try_feedback(&mut self, v: &Version, f: usize, seq: u64) {
+        let slot = (seq % v.topo.cap as u64) as usize;
         let s = &self.slots[slot];
         if !(s.active && s.begun && s.ctx.seq == seq) {
             return;
         }
-        let stored = seq == 0 || {
-            let k = ((seq - 1) % shared.topo.cap as u64) as usize;
+        let stored = seq == self.nodes[f].first_seq || {
+            let k = ((seq - 1) % v.topo.cap as u64) as usize;
             matches!(self.nodes[f].ring[k], Some((s, _)) if s == seq - 1)
         };
         if stored {
@@ -786,8 +838,8 @@ impl State {
     }
 
     /// A serial node finished a frame: let the next one in, if it is already waiting.
-    fn release_serial(&mut self, shared: &Shared, node: usize) {
-        let cap = shared.topo.cap as u64;
+    fn release_serial(&mut self, v: &Version, node: usize) {
+        let cap = v.topo.cap as u64;
         let st = &mut self.nodes[node];
         st.busy = false;
         st.next_seq += 1;
@@ -858,7 +910,7 @@ impl State {
         if !self.abort {
             let node = self.ports[port].node;
             self.steps.push_back(Step::Finished(node, slot, None));
-            self.drain(shared);
+            self.drain();
         }
         if let Err(e) = result {
             self.fail(e);
@@ -872,6 +924,7 @@ impl State {
         if self.abort {
             self.drop_pending();
         }
+        self.maybe_switch(shared);
         shared
             .counters
             .in_flight
@@ -889,9 +942,88 @@ impl State {
         }
     }
 
+    /// Arms a live edit's switch: no frame begins in the running version from now on; once
+    /// the frames in flight have left, the next version takes over (`maybe_switch`).
+    pub(crate) fn arm_switch(&mut self, p: Box<Pending>) {
+        debug_assert!(self.pending.is_none());
+        self.pending = Some(p);
+        self.switch_at = self.next_seq;
+    }
+
+    /// Switches to the pending version once nothing of the running one is in flight: every
+    /// frame before the switch frame has left every node, no job runs, no leaky branch holds a
+    /// frame. Moves only (the new version was built off the frame path): the kept nodes'
+    /// instances, sources and feedback rings, and their live values, go into the new version;
+    /// what is replaced waits in `switched` to be dropped off the frame path.
+    fn maybe_switch(&mut self, shared: &Shared) {
+        if self.pending.is_none()
+            || self.abort
+            || self.broken
+            || self.in_flight > 0
+            || self.begin_busy
+            || self.running > 0
+            || self.branch_busy.iter().any(|&b| b)
+            || self.slice_pending().is_some()
+            || self.switched.is_some()
+        {
+            return;
+        }
+        let mut p = self.pending.take().expect("checked");
+        let n = self.next_seq;
+        let next = &mut p.state;
+        for &(o, j) in &p.moves {
+            let (old, new) = (&mut self.nodes[o], &mut next.nodes[j]);
+            std::mem::swap(&mut new.free, &mut old.free);
+            std::mem::swap(&mut new.source, &mut old.source);
+            std::mem::swap(&mut new.ring, &mut old.ring);
+            new.first_seq = old.first_seq;
+        }
+        for (j, st) in next.nodes.iter_mut().enumerate() {
+            st.next_seq = n;
+            if !p.moved[j] {
+                st.first_seq = n;
+                if let Some(src) = st.source.as_mut() {
+                    src.origin = n;
+                }
+            }
+        }
+        {
+            let mut live = shared.live.lock();
+            for &(o, j) in &p.moves {
+                if let Some(old) = live.stages.get_mut(o) {
+                    std::mem::swap(&mut old.params, &mut p.live_stages[j].params);
+                    p.live_stages[j].bypass = old.bypass;
+                }
+            }
+            std::mem::swap(&mut live.stages, &mut p.live_stages);
+        }
+        let next = &mut p.state;
+        std::mem::swap(&mut self.ver, &mut next.ver);
+        std::mem::swap(&mut self.nodes, &mut next.nodes);
+        std::mem::swap(&mut self.slots, &mut next.slots);
+        std::mem::swap(&mut self.ready, &mut next.ready);
+        std::mem::swap(&mut self.steps, &mut next.steps);
+        std::mem::swap(&mut self.branch_busy, &mut next.branch_busy);
+        std::mem::swap(&mut self.branch_inputs, &mut next.branch_inputs);
+        for (port, np) in self.ports.iter_mut().zip(&next.ports) {
+            debug_assert!(
+                port.ready.is_none(),
+                "a drained version has no frame at a sink"
+            );
+            port.node = np.node;
+        }
+        self.switch_at = u64::MAX;
+        p.frame = n;
+        shared.version.store(self.ver.number, Ordering::Release);
+        self.switched = Some(p);
+        self.wake.ports = true;
+        self.wake.work_all = true;
+    }
+
     /// Records a job's outcome and returns the job the same worker should run next, if any
     /// (usually the node just made runnable: its input is warm in this worker's cache).
     pub(crate) fn complete(&mut self, done: Done, shared: &Shared) -> Option<Job> {
+        let v = Arc::clone(&self.ver);
         match done {
             Done::Slice(slot, panicked) => {
                 self.count_slice(slot, panicked);
@@ -903,9 +1035,9 @@ impl State {
                 if !self.abort {
                     self.slots[slot].begun = true;
                     let seq = self.slots[slot].ctx.seq;
-                    for &r in &shared.topo.roots {
-                        match shared.topo.nodes[r].kind {
-                            Kind::Feedback { .. } => self.try_feedback(shared, r, seq),
+                    for &r in &v.topo.roots {
+                        match v.topo.nodes[r].kind {
+                            Kind::Feedback { .. } => self.try_feedback(&v, r, seq),
                             _ => self.steps.push_back(Step::Runnable(r, slot)),
                         }
                     }
@@ -923,7 +1055,7 @@ impl State {
                     Inst::Proc(i) => self.nodes[node].free.push(i),
                 }
                 if !self.abort {
-                    let is_source = shared.topo.nodes[node].kind == Kind::Source;
+                    let is_source = v.topo.nodes[node].kind == Kind::Source;
                     let output = match result {
                         Ok(Some(frame)) => Some(frame),
                         Ok(None) => {
@@ -952,7 +1084,7 @@ impl State {
                 }
             }
         }
-        self.drain(shared);
+        self.drain();
         self.after_change(shared);
         if self.abort {
             return None;
@@ -1012,11 +1144,12 @@ impl Shared {
 
 /// A fresh state for `topo`: every queue at its final capacity.
 pub(crate) fn new_state(
-    topo: &Topo,
+    ver: Arc<Version>,
     threads: usize,
     ports: Vec<usize>,
     mut nodes: Vec<NodeState>,
 ) -> State {
+    let topo = &ver.topo;
     let n = topo.nodes.len();
     let nb = topo.branches.len();
     let slot = || Slot {
@@ -1034,6 +1167,10 @@ pub(crate) fn new_state(
         st.parked = vec![false; topo.cap];
     }
     State {
+        pending: None,
+        switch_at: u64::MAX,
+        switched: None,
+        ver: Arc::clone(&ver),
         nodes,
         slots: (0..topo.cap + nb).map(|_| slot()).collect(),
         ready: VecDeque::with_capacity(n * (topo.cap + nb) + 1),

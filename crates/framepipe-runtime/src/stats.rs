@@ -2,7 +2,7 @@
 //! status line, a monitor) without taking the scheduler's lock, so watching never slows the frames.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use framepipe_core::Mode;
@@ -20,6 +20,8 @@ pub struct StageCounters {
     busy_ns: AtomicU64,
     instances: AtomicUsize,
     skipped: AtomicU64,
+    /// A stall of this stage was reported (once per stage).
+    pub(crate) stall_reported: AtomicBool,
 }
 
 impl StageCounters {
@@ -31,6 +33,7 @@ impl StageCounters {
             busy_ns: AtomicU64::new(0),
             instances: AtomicUsize::new(0),
             skipped: AtomicU64::new(0),
+            stall_reported: AtomicBool::new(false),
         }
     }
 
@@ -90,8 +93,9 @@ pub struct StageStats {
 /// Counters of the whole run.
 #[derive(Debug)]
 pub struct Counters {
-    /// One per stage: source, effects..., sink.
-    pub stages: Vec<StageCounters>,
+    /// One per node of the running graph version (see [`Counters::stages`]). Replaced whole
+    /// by a live edit (off the frame path); a node kept by the edit keeps its counters.
+    stages: Mutex<Arc<[Arc<StageCounters>]>>,
     pub(crate) in_flight: AtomicUsize,
     pub(crate) frames_out: AtomicU64,
     pub(crate) started: std::time::Instant,
@@ -110,9 +114,9 @@ pub struct Counters {
 }
 
 impl Counters {
-    pub(crate) fn new(stages: Vec<StageCounters>) -> Self {
+    pub(crate) fn new(stages: Arc<[Arc<StageCounters>]>) -> Self {
         Counters {
-            stages,
+            stages: Mutex::new(stages),
             in_flight: AtomicUsize::new(0),
             frames_out: AtomicU64::new(0),
             started: std::time::Instant::now(),
@@ -125,6 +129,18 @@ impl Counters {
             lock_hold: Log2Histogram::new(),
             output_lock_wait: Log2Histogram::new(),
         }
+    }
+
+    /// One per node of the running graph, in execution order: source(s), effects, ...,
+    /// sink(s). A live edit replaces the list; hold the `Arc` for a consistent view.
+    pub fn stages(&self) -> Arc<[Arc<StageCounters>]> {
+        Arc::clone(&self.stages.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The list of a new graph version.
+    #[allow(dead_code)] // used by live edits
+    pub(crate) fn set_stages(&self, stages: Arc<[Arc<StageCounters>]>) {
+        *self.stages.lock().unwrap_or_else(|p| p.into_inner()) = stages;
     }
 
     /// Paced runs: how long before its deadline a frame begins now (ms; 0 before the graph's
@@ -180,7 +196,7 @@ impl Counters {
             } else {
                 0.0
             },
-            stages: self.stages.iter().map(StageCounters::snapshot).collect(),
+            stages: self.stages().iter().map(|s| s.snapshot()).collect(),
             in_flight: self.in_flight(),
             pacing: None,
             tempo_bpm: self.tempo_bpm(),

@@ -16,7 +16,7 @@ use crate::events::Event;
 use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::assign;
 use crate::slices::{PanicPayload, PoolSlices};
-use crate::state::{Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst};
+use crate::state::{Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst, Version};
 
 impl Shared {
     /// A worker thread's body. A panic that escapes the element guards (a bug in the scheduler
@@ -38,14 +38,20 @@ impl Shared {
 
     fn worker_loop(&self, worker: usize, claimed: &Cell<Option<usize>>) {
         let mut st = self.lock();
+        // The graph version of the jobs this worker runs: the current one when it takes a job
+        // (a live edit switches versions only when no job of the old one is left).
+        let mut ver = Arc::clone(&st.ver);
         loop {
             if let Some(mut job) = st.next_job(self) {
+                if !Arc::ptr_eq(&ver, &st.ver) {
+                    ver = Arc::clone(&st.ver);
+                }
                 drop(st);
                 loop {
                     if let Job::Slice { slot, .. } = &job {
                         claimed.set(Some(*slot));
                     }
-                    let done = self.run_job(job, worker);
+                    let done = self.run_job(&ver, job, worker);
                     st = self.lock();
                     // Cleared in the same critical section that counts the slice, so that a
                     // panic can neither lose nor double-count it.
@@ -101,7 +107,11 @@ impl Shared {
             } else {
                 let stage = self.running[w].0.load(Ordering::Acquire);
                 let stage = match stage.checked_sub(1) {
-                    Some(s) => self.counters.stages[s].name.clone(),
+                    Some(s) => self
+                        .counters
+                        .stages()
+                        .get(s)
+                        .map_or_else(|| Arc::from("(a removed node)"), |c| c.name.clone()),
                     None => Arc::from("(scheduler)"),
                 };
                 self.emit(Event::LeftRunning { stage, worker: w });
@@ -121,14 +131,14 @@ impl Shared {
     }
 
     /// Runs one job outside the lock.
-    pub(crate) fn run_job(&self, job: Job, worker: usize) -> Done {
+    pub(crate) fn run_job(&self, ver: &Version, job: Job, worker: usize) -> Done {
         match job {
             Job::Slice { slot, index, job } => {
                 // A panicking slice is contained so that the owner's count still completes.
                 Done::Slice(slot, job.call_caught(index))
             }
             Job::Begin { slot, pts_ns } => {
-                self.sample_live(slot, pts_ns);
+                self.sample_live(ver, slot, pts_ns);
                 Done::Begin { slot }
             }
             Job::Node {
@@ -140,14 +150,16 @@ impl Shared {
             } => {
                 let started = Instant::now();
                 self.mark_running(worker, Some(node));
-                let counters = &self.counters.stages[node];
+                let counters = &ver.stages[node];
                 let (inst, result) = match inst {
                     Inst::Source(mut source) => {
-                        let r = guard(&counters.name, || self.run_source(node, &mut source, &ctx));
+                        let r = guard(&counters.name, || {
+                            self.run_source(ver, node, &mut source, &ctx)
+                        });
                         (Inst::Source(source), r)
                     }
                     Inst::Proc(instance) => {
-                        let (i, r) = self.run_proc(node, slot, instance, &ctx, inputs, worker);
+                        let (i, r) = self.run_proc(ver, node, slot, instance, &ctx, inputs, worker);
                         (Inst::Proc(i), r.map(Some))
                     }
                 };
@@ -171,6 +183,7 @@ impl Shared {
     /// rewind or hold as asked. `Ok(None)`: the end, the run stops.
     fn run_source(
         &self,
+        ver: &Version,
         node: usize,
         s: &mut SourceInst,
         ctx: &framepipe_core::FrameCtx,
@@ -179,17 +192,18 @@ impl Shared {
             return Ok(s.last.clone());
         }
         // The source's own frame number for this output frame.
+        let seq = ctx.seq - s.origin;
         let want = match s.resample {
-            None => ctx.seq,
+            None => seq,
             Some((src, graph)) => {
-                let num = ctx.seq as u128 * graph.den as u128 * src.num as u128;
+                let num = seq as u128 * graph.den as u128 * src.num as u128;
                 let den = graph.num as u128 * src.den as u128;
                 u64::try_from(num / den.max(1)).unwrap_or(u64::MAX)
             }
         };
         let mut rewound = false;
         while s.produced <= want || (s.last.is_none() && s.keep_last) {
-            let mut frame = self.pools[node].try_acquire()?;
+            let mut frame = ver.pools[node].try_acquire()?;
             let own = framepipe_core::FrameCtx {
                 seq: s.produced,
                 pts_ns: s
@@ -217,7 +231,7 @@ impl Shared {
                     break;
                 }
                 OnEnd::Loop => {
-                    let name = &*self.counters.stages[node].name;
+                    let name = &*ver.stages[node].name;
                     if rewound {
                         return Err(Error::element(
                             name,
@@ -239,8 +253,10 @@ impl Shared {
     }
 
     /// Runs an effect or a mixer on one frame, with that frame's parameters.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run_proc(
         &self,
+        ver: &Version,
         node: usize,
         slot: usize,
         mut inst: Instance,
@@ -249,19 +265,19 @@ impl Shared {
         worker: usize,
     ) -> (Instance, Result<Frame>) {
         let slices = PoolSlices::new(self, worker);
-        let name = &self.counters.stages[node].name;
+        let name = &ver.stages[node].name;
         if !inst.used {
             inst.used = true;
-            self.counters.stages[node].add_instance();
+            ver.stages[node].add_instance();
         }
         // Bring the instance to this frame's parameter values (sampled at its boundary).
-        let synced = guard(name, || Ok(self.sync_params(node, &mut inst, slot)));
+        let synced = guard(name, || Ok(self.sync_params(ver, node, &mut inst, slot)));
         let result = synced.and_then(|(bypass, rejected)| {
             // Reported with no lock held (the snapshot's included): the callback is user code.
             for (j, e) in rejected {
                 self.emit(Event::PropertyRejected {
                     stage: name.clone(),
-                    prop: self.param_names[node][j].clone(),
+                    prop: ver.param_names[node][j].clone(),
                     reason: e.to_string(),
                 });
             }
@@ -270,7 +286,7 @@ impl Shared {
                 return Ok(inputs.frames[0].take().expect("a node's inputs are frames"));
             }
             guard(name, || {
-                let mut output = self.pools[node].try_acquire()?;
+                let mut output = ver.pools[node].try_acquire()?;
                 match &mut inst.proc {
                     Proc::Effect(e) => {
                         let input = inputs.frames[0].as_ref().expect("an effect's input");
@@ -297,9 +313,9 @@ impl Shared {
     /// The frame boundary: the worker beginning frame `slot` writes the values in force now into
     /// its snapshot, for every node. Under the live lock (shared only with command
     /// assignment), never under the scheduler lock. Frames begin one at a time, in order.
-    fn sample_live(&self, slot: usize, pts_ns: i64) {
+    fn sample_live(&self, ver: &Version, slot: usize, pts_ns: i64) {
         let mut live = self.live.lock();
-        let mut snap = self.snapshots[slot]
+        let mut snap = ver.snapshots[slot]
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         live.sample(pts_ns, &mut snap);
@@ -313,6 +329,7 @@ impl Shared {
     /// refused (each reported once; the list allocates only then).
     fn sync_params(
         &self,
+        ver: &Version,
         node: usize,
         inst: &mut Instance,
         slot: usize,
@@ -321,7 +338,7 @@ impl Shared {
         // element with no lock held: a branch copying this snapshot under the scheduler lock
         // never waits for element code.
         let bypass = {
-            let snap = self.snapshots[slot]
+            let snap = ver.snapshots[slot]
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             for (j, value) in snap.values[node].iter().enumerate() {
@@ -337,7 +354,7 @@ impl Shared {
             if !inst.changed[j] || inst.refused[j] {
                 continue;
             }
-            let name = &self.param_names[node][j];
+            let name = &ver.param_names[node][j];
             let value = &inst.applied[j];
             let r = match &mut inst.proc {
                 Proc::Effect(e) => e.set_property(name, value),
