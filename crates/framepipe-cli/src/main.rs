@@ -297,7 +297,7 @@ fn run(args: RunArgs) -> Result<Exit> {
         }
         None => None,
     };
-    let web_preview_node = match &web_bound {
+    let web_preview = match &web_bound {
         Some(_) => Some(web::add_preview_tap(
             &mut desc,
             &registry,
@@ -415,7 +415,7 @@ fn run(args: RunArgs) -> Result<Exit> {
                     view: prepared.view(),
                     counters: prepared.counters(),
                     commands: tx.clone(),
-                    preview_node: web_preview_node.clone(),
+                    preview_tap: web_preview.as_ref().map(|t| t.monitor.clone()),
                 },
             )?;
             if !local.ip().is_loopback() {

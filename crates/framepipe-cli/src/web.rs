@@ -62,13 +62,22 @@ fn free_name(desc: &GraphDesc, base: &str) -> String {
     name
 }
 
+/// The preview branch added to a graph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviewTap {
+    /// The node previewed.
+    pub tapped: String,
+    /// The `monitor` node reading it (`link MONITOR NODE` previews another node).
+    pub monitor: String,
+}
+
 /// Adds the preview branch `NODE. ! monitor ! webpreview leaky=true` to `desc`, `NODE` being
-/// `node` or the master sink's input. Returns the tapped node's name.
+/// `node` or the master sink's input.
 pub fn add_preview_tap(
     desc: &mut GraphDesc,
     registry: &Registry,
     node: Option<&str>,
-) -> Result<String> {
+) -> Result<PreviewTap> {
     let tapped = match node {
         Some(name) => desc.resolve(name, "--web-preview")?,
         None => match master_input(desc, registry) {
@@ -87,7 +96,7 @@ pub fn add_preview_tap(
     }
     let monitor = free_name(desc, "web-monitor");
     desc.nodes.push(NodeDescr {
-        name: monitor,
+        name: monitor.clone(),
         element: "monitor".into(),
         props: vec![],
         inputs: vec![tapped],
@@ -100,7 +109,10 @@ pub fn add_preview_tap(
         props: vec![("leaky".into(), "true".into())],
         inputs: vec![monitor_index],
     });
-    Ok(tapped_name)
+    Ok(PreviewTap {
+        tapped: tapped_name,
+        monitor,
+    })
 }
 
 #[cfg(test)]
@@ -140,7 +152,9 @@ mod tests {
             "testsrc ! invert name=a ! nullsink leaky=true a. ! stamp ! nullsink name=out",
         )
         .unwrap();
-        assert_eq!(add_preview_tap(&mut d, &r, None).unwrap(), "stamp");
+        let tap = add_preview_tap(&mut d, &r, None).unwrap();
+        assert_eq!(tap.tapped, "stamp");
+        assert_eq!(tap.monitor, "web-monitor");
         let n = d.nodes.len();
         assert_eq!(d.nodes[n - 2].element, "monitor");
         assert_eq!(d.nodes[n - 1].element, "webpreview");
@@ -148,7 +162,7 @@ mod tests {
         let mut d =
             framepipe_project::parse_pipeline("testsrc ! invert name=a ! nullsink").unwrap();
         assert_eq!(
-            add_preview_tap(&mut d, &r, Some("testsrc")).unwrap(),
+            add_preview_tap(&mut d, &r, Some("testsrc")).unwrap().tapped,
             "testsrc"
         );
         assert!(add_preview_tap(&mut d, &r, Some("nullsink"))

@@ -402,6 +402,11 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
         Duration::from_secs(15),
     );
     // The graph drawn: one box per node, the preview tap included.
+    assert_eq!(
+        b.eval("document.getElementById('preview-select').value"),
+        json!("o"),
+        "the preview picker names the node previewed"
+    );
     let boxes = b.eval("document.querySelectorAll('#graph g.node').length");
     assert_eq!(
         boxes,
@@ -819,6 +824,9 @@ fn web_pages_stay_in_sync_and_each_gets_its_own_reply() {
     let mut b = ws_connect(port, "/ws", &[]).unwrap();
     let graph = read_type(&mut a, "graph");
     read_type(&mut b, "graph");
+    // The preview reads the master sink's input through the tap `link web-monitor NODE` moves.
+    assert_eq!(graph["preview_tap"], "web-monitor", "{graph}");
+    assert_eq!(graph["preview"], "o", "{graph}");
     let nodes = graph["nodes"].as_array().unwrap();
     let s = nodes.iter().position(|n| n["name"] == "s").unwrap();
     let value = nodes[s]["props"]

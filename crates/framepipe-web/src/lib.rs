@@ -138,8 +138,9 @@ pub struct Engine {
     pub counters: Arc<Counters>,
     /// Where the page's commands go.
     pub commands: CommandSender,
-    /// The node the preview shows (for the page's label), if any.
-    pub preview_node: Option<String>,
+    /// The preview tap's `monitor` node, if any: the node it reads is the one previewed, and
+    /// the page switches it with the live edit `link TAP NODE`.
+    pub preview_tap: Option<String>,
 }
 
 /// The running web surface. Stops (and drops its command sender) on [`Web::finish`] or drop.

@@ -48,7 +48,7 @@ pub(crate) struct Shared {
     counters: Arc<Counters>,
     web: Arc<WebCounters>,
     preview: Arc<PreviewSlot>,
-    preview_node: Option<String>,
+    preview_tap: Option<String>,
     token: Option<String>,
     loopback: bool,
     clients: Mutex<Vec<Client>>,
@@ -89,7 +89,7 @@ impl Shared {
             counters: engine.counters,
             web,
             preview,
-            preview_node: engine.preview_node,
+            preview_tap: engine.preview_tap,
             token,
             loopback,
             clients: Mutex::new(Vec::new()),
@@ -143,10 +143,7 @@ impl Shared {
         let mut v = ValuesView::default();
         self.view.read(&mut v);
         let values = protocol::values_msg(&v, None).unwrap_or(Value::Null);
-        [
-            protocol::graph_msg(&g, self.preview_node.as_deref()),
-            values,
-        ]
+        [protocol::graph_msg(&g, self.preview_tap.as_deref()), values]
     }
 
     /// Parses and posts one page message; what to answer when it is not posted.
@@ -458,7 +455,7 @@ async fn pump(s: Arc<Shared>) {
         if g.version != graph.version {
             graph = g;
             prev = None;
-            s.broadcast(&protocol::graph_msg(&graph, s.preview_node.as_deref()));
+            s.broadcast(&protocol::graph_msg(&graph, s.preview_tap.as_deref()));
         }
         if s.view.read(&mut cur) || prev.is_none() {
             if let Some(m) = protocol::values_msg(&cur, prev.as_ref()) {

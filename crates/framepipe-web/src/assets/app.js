@@ -67,6 +67,18 @@ function onGraph(m) {
   fp.osc = m.nodes.map((n) => n.props.map(() => null));
   fp.bypass = m.nodes.map(() => false);
   $('preview-node').textContent = m.preview ? 'of ' + m.preview : '';
+  // The preview's node: any node with an output but the tap itself; picking one posts the live
+  // edit `link TAP NODE`.
+  const pick = $('preview-select');
+  pick.textContent = '';
+  const tap = m.preview_tap;
+  const branch = new Set(m.nodes.filter((n) => n.name === tap || n.inputs.includes(tap)).map((n) => n.name));
+  for (const n of m.nodes) {
+    if (n.kind !== 'sink' && !branch.has(n.name)) pick.append(el('option', { value: n.name }, n.name));
+  }
+  pick.value = m.preview || '';
+  pick.disabled = !tap;
+  pick.onchange = () => { if (tap) send(`link ${tap} ${pick.value}`, pick); };
   drawGraph(m);
   buildPanels(m);
 }
