@@ -134,8 +134,11 @@ const touch = (e) => touched.set(e, performance.now());
 function buildPanels(g) {
   const root = $('nodes');
   root.textContent = '';
+  // The preview's own tap is framepipe's, not the show's: no controls for it.
+  const tap = g.preview_tap;
   g.nodes.forEach((n, ni) => {
     if (!n.props.length && !n.bypassable) return;
+    if (tap && (n.name === tap || n.inputs.includes(tap))) return;
     const panel = el('div', { class: 'node-panel', id: 'panel:' + n.name });
     const head = el('h3', {}, n.name + ' ', el('small', {}, n.element));
     if (n.bypassable) {
