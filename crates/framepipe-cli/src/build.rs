@@ -78,16 +78,51 @@ pub enum Purpose {
     Layout,
 }
 
+/// What becomes of a node when a graph is built ([`build_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Built from its element; `keep`: a live edit leaves it unchanged, so the running node's
+    /// instances move into the new version ([`Node::keep`]).
+    Build {
+        /// The running node's instances move in.
+        keep: bool,
+    },
+    /// A live edit's placeholder for the running source (`sink: false`) or sink of this name,
+    /// which goes on as it is: not built (building a file sink would truncate its file).
+    Running {
+        /// A sink.
+        sink: bool,
+    },
+}
+
 /// Builds the runtime graph: looks every element up, builds it with its properties, takes the
 /// node-level ones, makes tees and feedbacks, and lets the runtime check the whole.
 pub fn build(desc: &GraphDesc, registry: &Registry, purpose: Purpose) -> Result<Graph> {
+    build_with(desc, registry, purpose, &|_| Fate::Build { keep: false })
+}
+
+/// [`build`], with each node's [`Fate`] (by index): a live edit's graph, where the running
+/// sources and sinks are placeholders and unchanged nodes keep their instances.
+pub fn build_with(
+    desc: &GraphDesc,
+    registry: &Registry,
+    purpose: Purpose,
+    fate: &dyn Fn(usize) -> Fate,
+) -> Result<Graph> {
     if desc.nodes.is_empty() {
         bail!("a pipeline needs at least a source and a sink, e.g. \"testsrc ! nullsink\"");
     }
     let mut nodes = Vec::with_capacity(desc.nodes.len());
     let mut master: Option<usize> = None;
     for i in 0..desc.nodes.len() {
-        let node = build_node(desc, i, registry, purpose).with_context(|| who(desc, i))?;
+        let node = match fate(i) {
+            Fate::Build { keep } => build_node(desc, i, registry, purpose).map(|mut n| {
+                n.keep = keep;
+                n
+            }),
+            Fate::Running { sink } => running_node(desc, i, registry, sink),
+        }
+        .with_context(|| who(desc, i))?;
         if matches!(node.kind, NodeKind::Sink { master: true, .. }) {
             if let Some(first) = master {
                 bail!(
@@ -350,6 +385,22 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
         kind,
         inputs: d.inputs.clone(),
         leaky: node.leaky,
+        keep: false,
+    })
+}
+
+/// The placeholder of node `i`, a running source or sink: its name, element, inputs (a
+/// sink's one) and leakiness (`leaky=` on a sink), nothing built.
+fn running_node(desc: &GraphDesc, i: usize, registry: &Registry, sink: bool) -> Result<Node> {
+    let d = &desc.nodes[i];
+    let entry = registry.lookup(&d.element)?;
+    let (node, _) = node_props(d, &entry.desc)?;
+    Ok(Node {
+        name: d.name.clone(),
+        element: d.element.clone(),
+        kind: NodeKind::Running { sink },
+        inputs: if sink { d.inputs.clone() } else { Vec::new() },
+        leaky: if sink { node.leaky } else { None },
         keep: false,
     })
 }

@@ -16,6 +16,10 @@
 //! or `framepipe: refused 'set 1.blurr 1': unknown property 'blurr' on ...`. With `-q` only
 //! refusals are printed.
 //!
+//! Surface commands (`learn`, `unlearn`, `midi`, `save`) are not the engine's: [`route`] sends
+//! them to the MIDI surface (with `--midi`) and everything else to the command queue; their
+//! answers are printed the same way (`framepipe: learning ...`, `framepipe: refused ...`).
+//!
 //! A source that reads standard input ([`stdin_sources`]) and the command reader never share it.
 
 use std::io::BufRead;
@@ -25,6 +29,7 @@ use std::time::Duration;
 
 use framepipe_control::{Command, CommandSender, Outcome, Replies, Ticket, Transport};
 use framepipe_core::{ElementKind, Registry};
+use framepipe_midi::{MidiHandle, Reply};
 use framepipe_project::GraphDesc;
 
 /// The longest command line accepted, in bytes (newline excluded).
@@ -76,15 +81,97 @@ fn is_stdin(location: &str) -> bool {
     }
 }
 
-/// Starts the `fp-stdin` thread: reads commands from standard input and posts them to `tx`.
-/// `start_paused`: the run begins paused (for the end-of-input message); `others`: another
-/// surface (OSC) also posts commands, so the end of stdin does not end a pause.
-pub fn spawn_stdin_reader(tx: CommandSender, start_paused: bool, others: bool) {
+/// Where [`route`] sent a command.
+#[derive(Debug)]
+pub enum Routed {
+    /// Posted to the engine's queue; its reply will carry this ticket.
+    #[allow(dead_code)]
+    // stdin does not match replies; a surface that does (the web page) reads it
+    Engine(Ticket),
+    /// Handed to the MIDI surface; it answers through the `reply` given to [`route`].
+    Surface,
+}
+
+/// Why [`route`] could not send a command (the command is handed back).
+#[derive(Debug)]
+pub enum NotRouted {
+    /// The engine's command queue is full.
+    Full(Command),
+    /// A surface command, and there is no MIDI surface (no `--midi`).
+    NoMidi(Command),
+    /// The MIDI surface's channel is full (a flood) or it has ended.
+    Busy(Command),
+}
+
+impl std::fmt::Display for NotRouted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotRouted::Full(c) => write!(f, "refused '{c}': the command queue is full"),
+            NotRouted::NoMidi(c) => write!(
+                f,
+                "refused '{c}': no MIDI input; start framepipe with --midi PORT"
+            ),
+            NotRouted::Busy(c) => write!(f, "refused '{c}': the MIDI surface is busy; try again"),
+        }
+    }
+}
+
+/// Sends `cmd` where it belongs: a surface command (`learn`, `unlearn`, `midi`, `save`;
+/// [`Command::is_surface`]) to the MIDI surface, which calls `reply` once with its answer;
+/// any other command to the engine's queue (`reply` is not called: the engine's reply comes on
+/// the queue's return path). Never blocks. For every surface that takes command lines (stdin,
+/// the web page).
+pub fn route(
+    cmd: Command,
+    tx: &CommandSender,
+    midi: Option<&MidiHandle>,
+    reply: Reply,
+) -> Result<Routed, NotRouted> {
+    if !cmd.is_surface() {
+        return tx
+            .post(cmd)
+            .map(Routed::Engine)
+            .map_err(|full| NotRouted::Full(full.0));
+    }
+    match midi {
+        None => Err(NotRouted::NoMidi(cmd)),
+        Some(h) => h
+            .request(cmd, reply)
+            .map(|()| Routed::Surface)
+            .map_err(|(cmd, _)| NotRouted::Busy(cmd)),
+    }
+}
+
+/// A [`Reply`] that prints a surface command's answer on stderr like the engine's replies:
+/// `framepipe: learning ...` (each line of a longer answer prefixed), or
+/// `framepipe: refused 'learn x.y': ...`.
+pub fn print_reply(cmd: &Command) -> Reply {
+    let text = cmd.to_string();
+    Box::new(move |answer| match answer {
+        Ok(said) => {
+            for line in said.lines() {
+                crate::say!("\rframepipe: {line}");
+            }
+        }
+        Err(reason) => crate::say!("\rframepipe: refused '{text}': {reason}"),
+    })
+}
+
+/// Starts the `fp-stdin` thread: reads commands from standard input and posts them to `tx`
+/// (surface commands to `midi`). `start_paused`: the run begins paused (for the end-of-input
+/// message); `others`: another surface (OSC, MIDI) also posts commands, so the end of stdin
+/// does not end a pause.
+pub fn spawn_stdin_reader(
+    tx: CommandSender,
+    start_paused: bool,
+    others: bool,
+    midi: Option<MidiHandle>,
+) {
     let spawned = std::thread::Builder::new()
         .name("fp-stdin".into())
         .spawn(move || {
             let stdin = std::io::stdin();
-            read_commands(&mut stdin.lock(), tx, start_paused, others);
+            read_commands(&mut stdin.lock(), tx, start_paused, others, midi.as_ref());
         });
     if let Err(e) = spawned {
         crate::say!("framepipe: warning: no command input: {e}");
@@ -187,6 +274,7 @@ pub fn read_commands(
     tx: CommandSender,
     start_paused: bool,
     others: bool,
+    midi: Option<&MidiHandle>,
 ) {
     // What the engine's transport will be once it has read everything posted (the real
     // decision is the engine's; this is for the message).
@@ -214,7 +302,15 @@ pub fn read_commands(
             // The end; a last line without a newline still counts.
             if !line.is_empty() || too_long {
                 number += 1;
-                handle_line(&line, too_long, number, &tx, &mut mirror, &mut refused);
+                handle_line(
+                    &line,
+                    too_long,
+                    number,
+                    &tx,
+                    midi,
+                    &mut mirror,
+                    &mut refused,
+                );
             }
             break;
         }
@@ -233,7 +329,15 @@ pub fn read_commands(
         input.consume(used);
         if newline.is_some() {
             number += 1;
-            handle_line(&line, too_long, number, &tx, &mut mirror, &mut refused);
+            handle_line(
+                &line,
+                too_long,
+                number,
+                &tx,
+                midi,
+                &mut mirror,
+                &mut refused,
+            );
             line.clear();
             too_long = false;
         }
@@ -264,6 +368,7 @@ fn handle_line(
     too_long: bool,
     number: u64,
     tx: &CommandSender,
+    midi: Option<&MidiHandle>,
     mirror: &mut Transport,
     refused: &mut u64,
 ) {
@@ -289,7 +394,8 @@ fn handle_line(
                 Command::Pause | Command::Step(_) | Command::Resume | Command::Stop
             )
             .then(|| cmd.clone());
-            match tx.post(cmd) {
+            let reply = print_reply(&cmd);
+            match route(cmd, tx, midi, reply) {
                 Ok(_) => {
                     if let Some(t) = transport {
                         mirror.apply(&t);
@@ -302,17 +408,17 @@ fn handle_line(
                     }
                     *refused = 0;
                 }
-                Err(full) => {
+                Err(NotRouted::Full(cmd)) => {
                     // The first refusal of a burst is named, the rest counted (a flood must not
                     // turn into a flood of messages).
                     if *refused == 0 {
                         crate::say!(
-                            "\rframepipe: command queue full; not applied: {} (stop, pause and resume still are)",
-                            full.0
+                            "\rframepipe: command queue full; not applied: {cmd} (stop, pause and resume still are)"
                         );
                     }
                     *refused += 1;
                 }
+                Err(other) => crate::say!("\rframepipe: {other}"),
             }
         }
         Ok(None) => {}

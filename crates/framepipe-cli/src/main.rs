@@ -6,6 +6,8 @@
 //! framepipe graph show.toml --dot | dot -Tsvg > show.svg
 //! framepipe plugins
 //! framepipe inspect frei0r-glow
+//! framepipe run show.toml --midi nanoKONTROL2
+//! framepipe midi-ports
 //! ```
 #![forbid(unsafe_code)]
 
@@ -21,7 +23,10 @@ macro_rules! say {
 
 mod build;
 mod commands;
+mod doctor;
+mod edit;
 mod flags;
+mod midi;
 mod osc;
 mod signals;
 mod web;
@@ -54,6 +59,7 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)] // parsed once at start; boxing `run`'s flags saves nothing
 enum Command {
     /// Run a pipeline: a gst-launch-like string or a TOML project file.
     Run(Box<RunArgs>),
@@ -71,6 +77,11 @@ enum Command {
         /// Element name, e.g. frei0r-glow.
         name: String,
     },
+    /// List the ALSA sequencer's MIDI input ports (names for `run --midi NAME`).
+    MidiPorts,
+    /// Can this machine hold a show? Timer, wake-up, CPU noise, real-time permission,
+    /// bandwidth, plugins; with a project, each node's headroom at its frame rate.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -148,6 +159,16 @@ struct RunArgs {
     /// `monitor` tap.
     #[arg(long, value_name = "NODE", requires = "web")]
     web_preview: Option<String>,
+    /// Run every frei0r plugin in a child process, as if each node had `isolate=true`: a
+    /// plugin that crashes or hangs is reported, its node bypassed or held, the plugin
+    /// restarted (docs/ISOLATION.md).
+    #[arg(long)]
+    isolate_plugins: bool,
+    /// Take MIDI in: an ALSA sequencer port whose name contains PORT (`framepipe midi-ports`
+    /// lists them), or a raw MIDI device or FIFO when PORT is a path (`/dev/snd/midiC1D0`).
+    /// `learn NODE.PROPERTY` binds a control; docs/MIDI.md.
+    #[arg(long, value_name = "PORT")]
+    midi: Option<String>,
     /// No status line.
     #[arg(long, short)]
     quiet: bool,
@@ -158,6 +179,10 @@ struct RunArgs {
 const EXIT_BROKEN_STDOUT: i32 = 141;
 
 fn main() {
+    // `framepipe __frei0r-host ...`: this process is the child that runs an isolated plugin.
+    if let Some(code) = framepipe_frei0r::isolate::host_main_if_asked() {
+        std::process::exit(code);
+    }
     let cli = Cli::parse();
     // A broken pipe while *running* is a real error (e.g. a rawsink reader went away).
     let cli_was_run = matches!(cli.command, Command::Run(_));
@@ -166,6 +191,8 @@ fn main() {
         Command::Graph(args) => graph(args).map(|()| Exit::Done),
         Command::Plugins { verbose } => plugins(verbose).map(|()| Exit::Done),
         Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
+        Command::MidiPorts => midi::list_ports().map(|()| Exit::Done),
+        Command::Doctor(args) => doctor::run(args).map(|()| Exit::Done),
     };
     let e = match result {
         Ok(Exit::Done) => return,
@@ -221,9 +248,13 @@ fn native_registry() -> Registry {
     r
 }
 
+/// Whether the `run`/`graph` argument names a project file rather than a pipeline string.
+fn looks_like_project(arg: &str) -> bool {
+    arg.ends_with(".toml") && !arg.contains('!')
+}
+
 fn load_desc(arg: &str) -> Result<GraphDesc> {
-    let looks_like_file = arg.ends_with(".toml") && !arg.contains('!');
-    if looks_like_file {
+    if looks_like_project(arg) {
         let text = std::fs::read_to_string(arg)
             .with_context(|| format!("cannot read project file '{arg}'"))?;
         parse_project(&text).with_context(|| format!("in project file '{arg}'"))
@@ -285,6 +316,7 @@ fn run(args: RunArgs) -> Result<Exit> {
     };
     let stall_timeout_ns = flags::stall_timeout_ns(args.stall_timeout.unwrap_or(0))?;
     let latency_ns = flags::latency_ns(args.latency.unwrap_or(0))?;
+    framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
     let mut registry = registry_for(&desc);
     // The web page: bound first (a busy port is said before anything is built), its preview
     // element registered and its tap added to the graph.
@@ -330,12 +362,24 @@ fn run(args: RunArgs) -> Result<Exit> {
         (Some(other), _) => bail!("bad --control '{other}': expected stdin or none"),
     };
     let osc_addr = args.osc.as_deref().map(osc::parse_addr).transpose()?;
-    if args.start_paused && !commands_from_stdin && osc_addr.is_none() && web_bound.is_none() {
-        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc or --web)");
+    if args.start_paused
+        && !commands_from_stdin
+        && osc_addr.is_none()
+        && args.midi.is_none()
+        && web_bound.is_none()
+    {
+        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc, --midi or --web)");
     }
     let osc_ranges = osc_addr.map(|_| osc::ranges(&desc, &registry));
     // Whether any surface posts commands (their replies are then printed by `fp-replies`).
-    let surfaces = commands_from_stdin || osc_addr.is_some() || web_bound.is_some();
+    let surfaces =
+        commands_from_stdin || osc_addr.is_some() || args.midi.is_some() || web_bound.is_some();
+    if args.midi.is_none() && !desc.midi.is_empty() && !args.quiet {
+        say!(
+            "framepipe: the project's {} MIDI mappings are not used without --midi PORT",
+            desc.midi.len()
+        );
+    }
     let graph = build(&desc, &registry, Purpose::Run)?;
     let pace = if args.unpaced || desc.settings.unpaced {
         None
@@ -358,6 +402,7 @@ fn run(args: RunArgs) -> Result<Exit> {
         latency_ns,
     };
     let mut prepared = graph.prepare(options)?;
+    let stdout_sink = writes_stdout(&desc, &registry);
     prepared.set_events(Arc::new(move |e: &Event| match e {
         Event::Stalled { stage, elapsed_ms } => {
             say!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
@@ -404,6 +449,27 @@ fn run(args: RunArgs) -> Result<Exit> {
         }
         _ => None,
     };
+    let midi_input = match &args.midi {
+        Some(port) => {
+            let project = looks_like_project(&args.pipeline).then(|| args.pipeline.clone().into());
+            let input = midi::start(
+                port,
+                &desc,
+                &registry,
+                project,
+                pace,
+                args.start_paused,
+                prepared.counters(),
+                prepared.view(),
+                tx.clone(),
+            )?;
+            if !args.quiet {
+                say!("framepipe: MIDI from {}", input.name);
+            }
+            Some(input)
+        }
+        None => None,
+    };
     let web_counters = web_bound.as_ref().map(|b| b.counters());
     let web_server = match web_bound {
         Some(bound) => {
@@ -442,12 +508,14 @@ fn run(args: RunArgs) -> Result<Exit> {
         commands::spawn_stdin_reader(
             tx,
             args.start_paused,
-            osc_input.is_some() || web_server.is_some(),
+            osc_input.is_some() || midi_input.is_some() || web_server.is_some(),
+            midi_input.as_ref().map(|m| m.handle()),
         );
     } else {
         drop(tx);
     }
     let osc_counters = osc_input.as_ref().map(|o| Arc::clone(&o.counters));
+    let midi_counters = midi_input.as_ref().map(|m| Arc::clone(&m.counters));
     let threads = prepared.threads();
     let max_in_flight = prepared.max_in_flight();
     let counters = prepared.counters();
@@ -460,11 +528,23 @@ fn run(args: RunArgs) -> Result<Exit> {
             .name("fp-status".into())
             .spawn({
                 let osc = osc_counters.clone();
+                let midi = midi_counters.clone();
                 let web = web_counters.clone();
-                move || status_line(&counters, osc.as_deref(), web.as_deref(), &stop)
+                move || {
+                    status_line(
+                        &counters,
+                        osc.as_deref(),
+                        midi.as_deref(),
+                        web.as_deref(),
+                        &stop,
+                    )
+                }
             })
             .expect("spawning the status thread")
     });
+    // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread;
+    // it owns the registry from here.
+    prepared.set_editor(Box::new(edit::DescEditor::new(desc.clone(), registry)));
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
     // The pages are disconnected and the web's command sender dropped with the run.
@@ -482,6 +562,13 @@ fn run(args: RunArgs) -> Result<Exit> {
             say!("framepipe: {}", input_summary(&osc_counters));
         }
     }
+    if let Some(input) = midi_input {
+        let counters = Arc::clone(&input.counters);
+        input.finish();
+        if !args.quiet {
+            say!("framepipe: {}", counters.summary());
+        }
+    }
     if let Some(t) = status {
         let _ = t.join();
     }
@@ -493,12 +580,24 @@ fn run(args: RunArgs) -> Result<Exit> {
         Ok(s) => s.clone(),
         Err(_) => counters.snapshot(),
     };
+    let isolation = framepipe_frei0r::isolate::summaries();
+    for s in isolation.iter().filter(|s| s.crashes + s.stalls > 0) {
+        say!(
+            "framepipe: {} (isolated): {} crashes, {} stalls, {} restarts, {} frames replaced",
+            s.name,
+            s.crashes,
+            s.stalls,
+            s.restarts,
+            s.substituted
+        );
+    }
     if let Some(path) = args.stats.or(desc.settings.stats.clone()) {
         write_stats(
             Path::new(&path),
             &final_stats,
             threads,
             max_in_flight,
+            &isolation,
             web_counters.as_deref(),
         )
         .with_context(|| format!("writing stats to '{path}'"))?;
@@ -518,7 +617,7 @@ fn run(args: RunArgs) -> Result<Exit> {
     }
     let stats = match result {
         Ok(s) => s,
-        Err(e) if writes_stdout(&desc, &registry) && is_broken_pipe(&e) => {
+        Err(e) if stdout_sink && is_broken_pipe(&e) => {
             say!(
                 "framepipe: stdout was closed by its reader (broken pipe) after {} frames; stopped",
                 final_stats.frames
@@ -612,6 +711,7 @@ fn input_summary(osc: &Option<Arc<osc::OscCounters>>) -> String {
 fn status_line(
     counters: &Counters,
     osc: Option<&osc::OscCounters>,
+    midi: Option<&framepipe_midi::Counters>,
     web: Option<&framepipe_web::WebCounters>,
     stop: &AtomicBool,
 ) {
@@ -662,6 +762,9 @@ fn status_line(
         if let Some(o) = osc {
             flags.push_str(&format!(" {}", o.summary()));
         }
+        if let Some(m) = midi {
+            flags.push_str(&format!(" {}", m.summary()));
+        }
         if let Some(w) = web {
             flags.push_str(&format!(" {}", w.summary()));
         }
@@ -686,6 +789,7 @@ fn write_stats(
     s: &RunStats,
     threads: usize,
     in_flight: usize,
+    isolation: &[framepipe_frei0r::isolate::Summary],
     web: Option<&framepipe_web::WebCounters>,
 ) -> Result<()> {
     let stages: Vec<serde_json::Value> = s
@@ -712,6 +816,16 @@ fn write_stats(
         "stages": stages,
         "lock_hold_us": lock_json(&s.lock_hold_us),
         "output_lock_wait_us": lock_json(&s.output_lock_wait_us),
+        "isolated": isolation
+            .iter()
+            .map(|i| serde_json::json!({
+                "name": i.name,
+                "crashes": i.crashes,
+                "stalls": i.stalls,
+                "restarts": i.restarts,
+                "frames_replaced": i.substituted,
+            }))
+            .collect::<Vec<_>>(),
     });
     if let Some(w) = web {
         doc["web"] = serde_json::to_value(w.snapshot())?;

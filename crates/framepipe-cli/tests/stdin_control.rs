@@ -234,7 +234,7 @@ fn issue_9_every_stdin_command_gets_one_reply_line() {
         .collect();
     assert_eq!(
         refused,
-        ["framepipe: refused 'set 1.blurr 1': unknown property 'blurr' on frei0r-glow; expected one of: blur"],
+        ["framepipe: refused 'set 1.blurr 1': unknown property 'blurr' on frei0r-glow; expected one of: blur, isolate, on-crash, stall-ms"],
         "{err}"
     );
     assert_eq!(err.matches("framepipe: ok '").count(), 3, "{err}");

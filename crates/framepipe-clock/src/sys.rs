@@ -103,8 +103,9 @@ fn sched_of_self() -> Option<(libc::c_int, libc::sched_param)> {
     (rc == 0).then_some((policy, param))
 }
 
-/// The calling thread's timer slack in ns (`prctl(PR_GET_TIMERSLACK)`).
-fn timer_slack_of_self() -> Option<u64> {
+/// The calling thread's timer slack in ns (`prctl(PR_GET_TIMERSLACK)`); `None` if the call
+/// fails. Linux reports 0 for a `SCHED_FIFO` thread (its timers get no slack).
+pub fn timer_slack_of_self() -> Option<u64> {
     // SAFETY: PR_GET_TIMERSLACK takes no memory arguments and returns the slack (or -1).
     let rc = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
     u64::try_from(rc).ok()

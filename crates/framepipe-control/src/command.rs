@@ -2,11 +2,13 @@
 
 use std::fmt;
 
+use crate::edit::GraphEdit;
 use crate::osc::Oscillator;
 use crate::{Error, Result};
 
-const COMMANDS: &str =
-    "set, osc, unosc, bypass, speed, tempo, tap, pause, step, resume, stop, batch";
+const COMMANDS: &str = "set, osc, unosc, bypass, speed, tempo, tap, pause, step, resume, stop, \
+                        batch, add, remove, replace, link, load, learn, unlearn, midi, \
+                        mappings, save";
 
 /// An element of the running pipeline, by name or by position.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -48,6 +50,124 @@ impl fmt::Display for Target {
         match self {
             Target::Index(i) => write!(f, "{i}"),
             Target::Name(n) => f.write_str(n),
+        }
+    }
+}
+
+/// How a relative encoder writes its steps into a CC value (`learn ... relative ENCODING`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// Two's complement: 1..=63 up by that many, 127..=65 down by 1..=63 (`twos`).
+    Twos,
+    /// Binary offset: 65..=127 up by value − 64, 63..=0 down by 64 − value (`offset`).
+    Offset,
+    /// Signed bit: 1..=63 up, 65..=127 down by value − 64 (`signed`).
+    Signed,
+}
+
+impl Encoding {
+    /// Every encoding with its protocol word.
+    pub const ALL: [(Encoding, &'static str); 3] = [
+        (Encoding::Twos, "twos"),
+        (Encoding::Offset, "offset"),
+        (Encoding::Signed, "signed"),
+    ];
+
+    /// The protocol word (`twos`, `offset`, `signed`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Twos => "twos",
+            Encoding::Offset => "offset",
+            Encoding::Signed => "signed",
+        }
+    }
+
+    /// The encoding named by `word` (case-insensitive).
+    pub fn parse(word: &str) -> Option<Encoding> {
+        Encoding::ALL
+            .iter()
+            .find(|(_, w)| w.eq_ignore_ascii_case(word))
+            .map(|(e, _)| *e)
+    }
+}
+
+/// How `learn` reads the control it binds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LearnMode {
+    /// Absolute (7-bit, or 14-bit when the control sends CC n and n+32) unless the control's
+    /// first values show a relative encoder.
+    Detect,
+    /// A relative encoder, its encoding told by its first values (`learn ... relative`).
+    Relative,
+    /// A relative encoder with this encoding (`learn ... relative offset`).
+    RelativeAs(Encoding),
+}
+
+/// What a MIDI control can be bound to (`learn TARGET`, `unlearn TARGET`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LearnTarget {
+    /// A node's property, or its bypass (`NODE.bypass`, unless the node has a property of that
+    /// name).
+    Param {
+        /// The node.
+        element: Target,
+        /// The property name, or `bypass`.
+        prop: String,
+    },
+    /// Pause / resume, toggled.
+    Pause,
+    /// Release one frame while paused.
+    Step,
+    /// A tap of tap tempo.
+    Tap,
+}
+
+impl LearnTarget {
+    /// `NODE.PROPERTY`, `pause`, `step` or `tap`.
+    fn parse(command: &'static str, token: Option<&str>) -> Result<LearnTarget> {
+        match token.map(str::to_ascii_lowercase).as_deref() {
+            Some("pause") => return Ok(LearnTarget::Pause),
+            Some("step") => return Ok(LearnTarget::Step),
+            Some("tap") => return Ok(LearnTarget::Tap),
+            _ => {}
+        }
+        let token = token.ok_or(Error::MissingArgument {
+            command,
+            what: "NODE.PROPERTY, NODE.bypass, pause, step or tap, e.g. learn glow.blur",
+        })?;
+        let (element, prop) = parse_param(command, Some(token))?;
+        Ok(LearnTarget::Param { element, prop })
+    }
+}
+
+impl fmt::Display for LearnTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LearnTarget::Param { element, prop } => write!(f, "{element}.{prop}"),
+            LearnTarget::Pause => f.write_str("pause"),
+            LearnTarget::Step => f.write_str("step"),
+            LearnTarget::Tap => f.write_str("tap"),
+        }
+    }
+}
+
+/// Which mappings `unlearn` removes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Unlearn {
+    /// The mapping of this number, as `midi` lists them (from 1).
+    Number(usize),
+    /// Every mapping to this target.
+    Target(LearnTarget),
+    /// Every mapping (`unlearn all`).
+    All,
+}
+
+impl fmt::Display for Unlearn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unlearn::Number(n) => write!(f, "{n}"),
+            Unlearn::Target(t) => write!(f, "{t}"),
+            Unlearn::All => f.write_str("all"),
         }
     }
 }
@@ -114,8 +234,26 @@ pub enum Command {
     /// `batch CMD; CMD; ...` in the text protocol). Parameter and transport commands only (no
     /// `stop`, no nested batch), at most [`MAX_BATCH`].
     Batch(Vec<Command>),
-    /// A live edit of the graph (`add`, `remove`, `replace`, `link`, `load`).
-    Edit(crate::edit::GraphEdit),
+    /// A live edit of the graph: `add`, `remove`, `replace`, `link`, `load` (see
+    /// [`GraphEdit`]). Never part of a batch.
+    Edit(GraphEdit),
+    /// Surface command (not for the engine): bind the next MIDI control moved to `target`.
+    Learn {
+        /// What the control will drive.
+        target: LearnTarget,
+        /// Absolute/relative detection, or relative as told.
+        mode: LearnMode,
+    },
+    /// Surface command (not for the engine): remove MIDI mappings.
+    Unlearn(Unlearn),
+    /// Surface command (not for the engine): list the MIDI mappings (`midi` or `mappings`).
+    Mappings,
+    /// Surface command (not for the engine): write the project file with its `[[midi]]`
+    /// mappings, to `file` or to the project file the run was started from.
+    Save {
+        /// Where to write; `None`: the run's own project file.
+        file: Option<String>,
+    },
     /// Every command source has closed (stdin reached its end): nothing can resume a pause any
     /// more, so a paused run stops once the steps already asked for are out. Not a protocol
     /// line: the queue produces it, once, when the last [`CommandSender`](crate::CommandSender)
@@ -185,7 +323,18 @@ impl Command {
     /// tempo BPM                         tempo 128
     /// tap
     /// pause | step [N] | resume | stop
+    /// add ELEMENT [k=v ...] after|before NODE    add frei0r-glow blur=0.3 after fx1
+    /// remove NODE
+    /// replace NODE ELEMENT [k=v ...]             replace clip ffmpegsrc location=b.mp4
+    /// link NODE[.sink_K] FROM                    link mix.sink_1 clipB
+    /// load FILE [fade=DURATION]                  load scene2.toml fade=2s
+    /// learn TARGET [relative [twos|offset|signed]]   learn glow.blur, learn 2.bypass, learn step
+    /// unlearn N|TARGET|all
+    /// midi | mappings
+    /// save [FILE]
     /// ```
+    ///
+    /// `learn`, `unlearn`, `midi` and `save` are surface commands ([`Command::is_surface`]).
     ///
     /// Words are separated by whitespace; command words are case-insensitive. Errors name the
     /// offending token.
@@ -323,18 +472,75 @@ impl Command {
                 no_more("step", words)?;
                 Ok(Command::Step(n))
             }
+            "learn" => {
+                let target = LearnTarget::parse("learn", words.next())?;
+                let mode = match words.next() {
+                    None => LearnMode::Detect,
+                    Some(w) if w.eq_ignore_ascii_case("relative") => match words.next() {
+                        None => LearnMode::Relative,
+                        Some(e) => LearnMode::RelativeAs(Encoding::parse(e).ok_or_else(|| {
+                            Error::BadArgument {
+                                command: "learn".into(),
+                                token: e.into(),
+                                reason: "expected an encoding: twos, offset or signed".into(),
+                            }
+                        })?),
+                    },
+                    Some(w) => {
+                        return Err(Error::BadArgument {
+                            command: "learn".into(),
+                            token: w.into(),
+                            reason: "expected 'relative' (or nothing: detected)".into(),
+                        })
+                    }
+                };
+                no_more("learn", words)?;
+                Ok(Command::Learn { target, mode })
+            }
+            "unlearn" => {
+                let token = words.next().ok_or(Error::MissingArgument {
+                    command: "unlearn",
+                    what:
+                        "a mapping number (as 'midi' lists them), a target or all, e.g. unlearn 2",
+                })?;
+                let what = if token.eq_ignore_ascii_case("all") {
+                    Unlearn::All
+                } else if token.bytes().all(|b| b.is_ascii_digit()) {
+                    Unlearn::Number(token.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        Error::BadArgument {
+                            command: "unlearn".into(),
+                            token: token.into(),
+                            reason: "expected a mapping number from 1".into(),
+                        }
+                    })?)
+                } else {
+                    Unlearn::Target(LearnTarget::parse("unlearn", Some(token))?)
+                };
+                no_more("unlearn", words)?;
+                Ok(Command::Unlearn(what))
+            }
+            "midi" | "mappings" => no_more("midi", words).map(|_| Command::Mappings),
+            "save" => {
+                let file = rest_after_words(line, 1);
+                Ok(Command::Save {
+                    file: (!file.is_empty()).then(|| file.to_string()),
+                })
+            }
             "pause" => no_more("pause", words).map(|_| Command::Pause),
             "resume" => no_more("resume", words).map(|_| Command::Resume),
             "stop" => no_more("stop", words).map(|_| Command::Stop),
-            _ => Err(Error::UnknownCommand {
-                word: first.into(),
-                expected: COMMANDS,
-            }),
+            _ => match GraphEdit::parse(first, rest_after_words(line, 1))? {
+                Some(edit) => Ok(Command::Edit(edit)),
+                None => Err(Error::UnknownCommand {
+                    word: first.into(),
+                    expected: COMMANDS,
+                }),
+            },
         }
     }
 
     /// A [`Command::Batch`] of `cmds`, checked: 1 to [`MAX_BATCH`] commands, none of them
-    /// `stop` or a batch.
+    /// `stop`, a batch or an edit.
     pub fn batch(cmds: Vec<Command>) -> Result<Command> {
         if cmds.is_empty() {
             return Err(Error::MissingArgument {
@@ -349,14 +555,26 @@ impl Command {
                 reason: format!("at most {MAX_BATCH} commands in one batch"),
             });
         }
-        if let Some(c) = cmds
-            .iter()
-            .find(|c| matches!(c, Command::Stop | Command::Batch(_) | Command::EndOfInput))
-        {
+        if let Some(c) = cmds.iter().find(|c| {
+            matches!(
+                c,
+                Command::Stop | Command::Batch(_) | Command::EndOfInput | Command::Edit(_)
+            )
+        }) {
             return Err(Error::BadArgument {
                 command: "batch".into(),
                 token: c.to_string(),
-                reason: "stop and batch cannot be part of a batch".into(),
+                reason: "stop, batch and edits (add, remove, replace, link, load) cannot be part \
+                         of a batch"
+                    .into(),
+            });
+        }
+        if let Some(c) = cmds.iter().find(|c| c.is_surface()) {
+            return Err(Error::BadArgument {
+                command: "batch".into(),
+                token: c.to_string(),
+                reason: "surface commands (learn, unlearn, midi, save) cannot be part of a batch"
+                    .into(),
             });
         }
         Ok(Command::Batch(cmds))
@@ -369,6 +587,15 @@ impl Command {
             Err(Error::Empty) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether this is a surface command (`learn`, `unlearn`, `midi`, `save`): handled by the
+    /// surface that owns MIDI mappings, never by the engine (which refuses it if it gets one).
+    pub fn is_surface(&self) -> bool {
+        matches!(
+            self,
+            Command::Learn { .. } | Command::Unlearn(_) | Command::Mappings | Command::Save { .. }
+        )
     }
 
     /// The element the command is about, if any.
@@ -405,7 +632,7 @@ impl fmt::Display for Command {
             Command::Step(n) => write!(f, "step {n}"),
             Command::Resume => f.write_str("resume"),
             Command::Stop => f.write_str("stop"),
-            Command::Edit(e) => write!(f, "{e:?}"),
+            Command::Edit(edit) => write!(f, "{edit}"),
             Command::Batch(cmds) => {
                 f.write_str("batch ")?;
                 for (i, c) in cmds.iter().enumerate() {
@@ -416,6 +643,15 @@ impl fmt::Display for Command {
                 }
                 Ok(())
             }
+            Command::Learn { target, mode } => match mode {
+                LearnMode::Detect => write!(f, "learn {target}"),
+                LearnMode::Relative => write!(f, "learn {target} relative"),
+                LearnMode::RelativeAs(e) => write!(f, "learn {target} relative {}", e.as_str()),
+            },
+            Command::Unlearn(what) => write!(f, "unlearn {what}"),
+            Command::Mappings => f.write_str("midi"),
+            Command::Save { file: None } => f.write_str("save"),
+            Command::Save { file: Some(file) } => write!(f, "save {file}"),
             // A comment line: the protocol has no such command (the queue makes it).
             Command::EndOfInput => f.write_str("# end of command input"),
         }
@@ -531,6 +767,69 @@ mod tests {
         assert_eq!(Command::parse("step 3").unwrap(), Command::Step(3));
         assert_eq!(Command::parse("Resume").unwrap(), Command::Resume);
         assert_eq!(Command::parse("stop").unwrap(), Command::Stop);
+        assert_eq!(
+            Command::parse("learn glow.blur").unwrap(),
+            Command::Learn {
+                target: LearnTarget::Param {
+                    element: name("glow"),
+                    prop: "blur".into()
+                },
+                mode: LearnMode::Detect
+            }
+        );
+        assert_eq!(
+            Command::parse("LEARN 2.bypass relative").unwrap(),
+            Command::Learn {
+                target: LearnTarget::Param {
+                    element: Target::Index(2),
+                    prop: "bypass".into()
+                },
+                mode: LearnMode::Relative
+            }
+        );
+        assert_eq!(
+            Command::parse("learn a.b relative OFFSET").unwrap(),
+            Command::Learn {
+                target: LearnTarget::Param {
+                    element: name("a"),
+                    prop: "b".into()
+                },
+                mode: LearnMode::RelativeAs(Encoding::Offset)
+            }
+        );
+        assert_eq!(
+            Command::parse("learn Step").unwrap(),
+            Command::Learn {
+                target: LearnTarget::Step,
+                mode: LearnMode::Detect
+            }
+        );
+        assert_eq!(
+            Command::parse("unlearn 3").unwrap(),
+            Command::Unlearn(Unlearn::Number(3))
+        );
+        assert_eq!(
+            Command::parse("unlearn tap").unwrap(),
+            Command::Unlearn(Unlearn::Target(LearnTarget::Tap))
+        );
+        assert_eq!(
+            Command::parse("unlearn all").unwrap(),
+            Command::Unlearn(Unlearn::All)
+        );
+        assert_eq!(Command::parse("midi").unwrap(), Command::Mappings);
+        assert_eq!(Command::parse("mappings").unwrap(), Command::Mappings);
+        assert_eq!(
+            Command::parse("save").unwrap(),
+            Command::Save { file: None }
+        );
+        assert_eq!(
+            Command::parse("save  my show.toml ").unwrap(),
+            Command::Save {
+                file: Some("my show.toml".into())
+            }
+        );
+        assert!(Command::parse("learn pause").unwrap().is_surface());
+        assert!(!Command::parse("pause").unwrap().is_surface());
         assert_eq!(Command::parse_line("   ").unwrap(), None);
         assert_eq!(Command::parse_line("# a comment").unwrap(), None);
     }
@@ -569,6 +868,17 @@ mod tests {
             ("step 2 3", "'3'"),
             ("pause now", "'now'"),
             ("stop 1", "'1'"),
+            ("learn", "needs NODE.PROPERTY"),
+            ("learn blur", "'blur'"),
+            ("learn a.b absolute", "'absolute'"),
+            ("learn a.b relative twice", "'twice'"),
+            ("learn a.b relative twos now", "'now'"),
+            ("unlearn", "needs a mapping number"),
+            ("unlearn 0", "'0'"),
+            ("unlearn x", "'x'"),
+            ("unlearn 1 2", "'2'"),
+            ("midi list", "'list'"),
+            ("batch set a.b 1; learn a.b", "surface commands"),
             (
                 "bypass 99999999999999999999999 on",
                 "99999999999999999999999",
@@ -636,6 +946,28 @@ mod tests {
             "3",
             "4294967296",
             "-7",
+            "add",
+            "remove",
+            "replace",
+            "link",
+            "load",
+            "after",
+            "before",
+            "mix.sink_1",
+            "x.sink_0",
+            "fade=2s",
+            "fade=1.5ms",
+            "blur=0.3",
+            "\"a b\"",
+            "'",
+            "name=n",
+            "learn",
+            "unlearn",
+            "relative",
+            "offset",
+            "all",
+            "midi",
+            "save",
         ];
         let seps = [" ", "  ", "\t", "", ":", ".", "="];
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
@@ -681,6 +1013,16 @@ mod tests {
             "step 4",
             "resume",
             "stop",
+            "learn glow.blur",
+            "learn 1.bypass relative",
+            "learn a.b relative signed",
+            "learn tap",
+            "unlearn 2",
+            "unlearn glow.blur",
+            "unlearn all",
+            "midi",
+            "save",
+            "save /tmp/a b.toml",
         ] {
             let c = Command::parse(line).unwrap();
             assert_eq!(Command::parse(&c.to_string()).unwrap(), c, "{line} -> {c}");

@@ -11,6 +11,10 @@
 //!   reason) on a bounded return path read with [`Replies`]. `stop`, `pause` and
 //!   `resume` are never refused (a side channel of atomics; [`Stopper`] for signal handlers),
 //!   and the end of every sender is told to the engine ([`Command::EndOfInput`]).
+//! * [`GraphEdit`]: live edits of the graph (`add`, `remove`, `replace`, `link`, `load`), a
+//!   [`Command::Edit`]; parsed and printed like the other commands.
+//! * Surface commands ([`Command::is_surface`]: `learn`, `unlearn`, `midi`, `save`) share the
+//!   text protocol but are handled by the surface that owns MIDI mappings, never by the engine.
 //! * [`Oscillator`], [`OscClock`]: waveforms evaluated as a pure function of the frame's
 //!   oscillator time, which advances with the frames' timestamps times the master speed;
 //!   [`ParamValue`]/[`ParamSpec`]: the `~sine:0.5hz:0..1` form in pipeline strings and the
@@ -43,7 +47,7 @@ pub mod queue;
 pub mod transport;
 
 pub use beat::{monotonic_ns, TapResult, TapTempo};
-pub use command::{Command, Target, MAX_BATCH};
+pub use command::{Command, Encoding, LearnMode, LearnTarget, Target, Unlearn, MAX_BATCH};
 pub use edit::{GraphEdit, Place};
 pub use osc::{OscClock, OscSpec, OscTime, Oscillator, ParamSpec, ParamValue, Shape};
 pub use queue::{

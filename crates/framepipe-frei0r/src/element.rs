@@ -10,6 +10,7 @@ use framepipe_core::{
 };
 
 use crate::error::Frei0rError;
+use crate::isolate::{Isolated, Settings};
 use crate::plugin::{ColorModel, Instance, Param, ParamKind, ParamValue, Plugin};
 
 /// The `time` argument given to `f0r_update` for a frame: its timestamp in **milliseconds**, as
@@ -145,6 +146,7 @@ pub struct Frei0rFilter {
     clear_output: bool,
     params: Vec<(usize, ParamValue)>,
     size: Option<(u32, u32)>,
+    isolation: Option<Settings>,
 }
 
 impl Frei0rFilter {
@@ -154,6 +156,7 @@ impl Frei0rFilter {
         mode: Mode,
         clear_output: bool,
         params: Vec<(usize, ParamValue)>,
+        isolation: Option<Settings>,
     ) -> Self {
         Frei0rFilter {
             name,
@@ -162,6 +165,7 @@ impl Frei0rFilter {
             clear_output,
             params,
             size: None,
+            isolation,
         }
     }
 }
@@ -185,6 +189,22 @@ impl EffectFactory for Frei0rFilter {
         let (w, h) = self.size.ok_or_else(|| {
             Error::Pipeline(format!("{}: instantiated before negotiation", self.name))
         })?;
+        if let Some(settings) = self.isolation {
+            let runner = isolated(
+                &self.name,
+                &self.plugin,
+                (w, h),
+                1,
+                self.clear_output,
+                settings,
+                &self.params,
+            )?;
+            return Ok(Box::new(IsolatedEffect {
+                name: self.name.clone(),
+                plugin: Arc::clone(&self.plugin),
+                runner,
+            }));
+        }
         let mut inst =
             Instance::new(&self.plugin, w, h).map_err(|e| Error::element(&self.name, e))?;
         for (idx, v) in &self.params {
@@ -253,6 +273,18 @@ fn set_instance_property(
     value: &PropValue,
 ) -> framepipe_core::Result<()> {
     let plugin = Arc::clone(inst.plugin());
+    let (index, v) = resolve_property(element, &plugin, name, value)?;
+    inst.set_param(index, &v)
+        .map_err(|e| Error::element(element, e))
+}
+
+/// The parameter index and frei0r value a property change names.
+fn resolve_property(
+    element: &str,
+    plugin: &Plugin,
+    name: &str,
+    value: &PropValue,
+) -> framepipe_core::Result<(usize, ParamValue)> {
     let param = plugin.param(name).ok_or_else(|| {
         let expected = plugin
             .params()
@@ -269,8 +301,100 @@ fn set_instance_property(
         )
     })?;
     let v = to_param(param, value).map_err(|e| Error::element(element, e))?;
-    inst.set_param(param.index, &v)
-        .map_err(|e| Error::element(element, e))
+    Ok((param.index, v))
+}
+
+/// Starts an isolated runner, the error naming the element.
+fn isolated(
+    name: &str,
+    plugin: &Arc<Plugin>,
+    size: (u32, u32),
+    inputs: usize,
+    clear_output: bool,
+    settings: Settings,
+    params: &[(usize, ParamValue)],
+) -> framepipe_core::Result<Isolated> {
+    Isolated::new(name, plugin, size, inputs, clear_output, settings, params)
+        .map_err(|e| Error::Pipeline(format!("{name}: cannot run the plugin isolated: {e}")))
+}
+
+/// One instance of a frei0r filter run in a child process ([`crate::isolate`]): never fails a
+/// frame; what the plugin does not deliver is replaced as `on-crash` says.
+pub struct IsolatedEffect {
+    name: String,
+    plugin: Arc<Plugin>,
+    runner: Isolated,
+}
+
+impl Effect for IsolatedEffect {
+    fn process(
+        &mut self,
+        ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> framepipe_core::Result<()> {
+        self.runner.run(
+            ctx.seq,
+            frei0r_time(ctx),
+            &[input.words()],
+            output.words_mut(),
+        );
+        Ok(())
+    }
+
+    fn set_property(&mut self, name: &str, value: &PropValue) -> framepipe_core::Result<()> {
+        let (index, v) = resolve_property(&self.name, &self.plugin, name, value)?;
+        self.runner.set_param(index, v);
+        Ok(())
+    }
+}
+
+/// One instance of a frei0r mixer run in a child process ([`crate::isolate`]); `bypass` gives
+/// the first input.
+pub struct IsolatedMixer {
+    name: String,
+    plugin: Arc<Plugin>,
+    runner: Isolated,
+    inputs: usize,
+    words: usize,
+}
+
+impl Mixer for IsolatedMixer {
+    fn process(
+        &mut self,
+        ctx: &FrameCtx,
+        inputs: &[&Frame],
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> framepipe_core::Result<()> {
+        if inputs.len() != self.inputs || inputs.iter().any(|f| f.words().len() != self.words) {
+            return Err(Error::Pipeline(format!(
+                "{}: given {} inputs, not {} of {} pixels as negotiated",
+                self.name,
+                inputs.len(),
+                self.inputs,
+                self.words
+            )));
+        }
+        let mut bufs: [&[u32]; 3] = [&[]; 3];
+        for (b, f) in bufs.iter_mut().zip(inputs) {
+            *b = f.words();
+        }
+        self.runner.run(
+            ctx.seq,
+            frei0r_time(ctx),
+            &bufs[..self.inputs],
+            output.words_mut(),
+        );
+        Ok(())
+    }
+
+    fn set_property(&mut self, name: &str, value: &PropValue) -> framepipe_core::Result<()> {
+        let (index, v) = resolve_property(&self.name, &self.plugin, name, value)?;
+        self.runner.set_param(index, v);
+        Ok(())
+    }
 }
 
 /// A configured frei0r mixer (mixer2 or mixer3 plugin): makes [`Frei0rMixer`] instances.
@@ -285,6 +409,7 @@ pub struct Frei0rMixerFactory {
     clear_output: bool,
     params: Vec<(usize, ParamValue)>,
     size: Option<(u32, u32)>,
+    isolation: Option<Settings>,
 }
 
 impl Frei0rMixerFactory {
@@ -295,6 +420,7 @@ impl Frei0rMixerFactory {
         mode: Mode,
         clear_output: bool,
         params: Vec<(usize, ParamValue)>,
+        isolation: Option<Settings>,
     ) -> Self {
         Frei0rMixerFactory {
             name,
@@ -304,6 +430,7 @@ impl Frei0rMixerFactory {
             clear_output,
             params,
             size: None,
+            isolation,
         }
     }
 
@@ -356,6 +483,24 @@ impl MixerFactory for Frei0rMixerFactory {
         let (w, h) = self.size.ok_or_else(|| {
             Error::Pipeline(format!("{}: instantiated before negotiation", self.name))
         })?;
+        if let Some(settings) = self.isolation {
+            let runner = isolated(
+                &self.name,
+                &self.plugin,
+                (w, h),
+                self.inputs,
+                self.clear_output,
+                settings,
+                &self.params,
+            )?;
+            return Ok(Box::new(IsolatedMixer {
+                name: self.name.clone(),
+                plugin: Arc::clone(&self.plugin),
+                runner,
+                inputs: self.inputs,
+                words: w as usize * h as usize,
+            }));
+        }
         let mut inst =
             Instance::new(&self.plugin, w, h).map_err(|e| Error::element(&self.name, e))?;
         for (idx, v) in &self.params {
@@ -443,11 +588,19 @@ impl Mixer for Frei0rMixer {
 
 /// A frei0r source plugin as a framepipe source (extra properties: width, height, frames, rate).
 pub struct Frei0rSource {
-    inst: Instance,
+    inst: SourceRunner,
     info: VideoInfo,
     frames: u64,
     bgra: bool,
     origin: LoopOrigin,
+}
+
+/// Where a source's plugin runs.
+enum SourceRunner {
+    /// In this process.
+    Local(Instance),
+    /// In a child process ([`crate::isolate`]).
+    Isolated(Box<Isolated>),
 }
 
 /// Extra properties every frei0r source gets.
@@ -499,6 +652,7 @@ impl Frei0rSource {
         plugin: &Arc<Plugin>,
         defaults: &[ParamValue],
         props: &Props,
+        isolation: Option<Settings>,
     ) -> framepipe_core::Result<Self> {
         let width = props.i64("width") as u32;
         let height = props.i64("height") as u32;
@@ -512,13 +666,28 @@ impl Frei0rSource {
             value: rate_text.to_string(),
             reason: "expected a frame rate like 25, 30000/1001 or 29.97".into(),
         })?;
-        let mut inst = Instance::new(plugin, width, height).map_err(|e| Error::element(name, e))?;
         let params = params_to_set(plugin, defaults, props, source_prop_name)
             .map_err(|e| Error::element(name, e))?;
-        for (idx, v) in params {
-            inst.set_param(idx, &v)
-                .map_err(|e| Error::element(name, e))?;
-        }
+        let inst = match isolation {
+            Some(settings) => SourceRunner::Isolated(Box::new(isolated(
+                name,
+                plugin,
+                (width, height),
+                0,
+                false,
+                settings,
+                &params,
+            )?)),
+            None => {
+                let mut inst =
+                    Instance::new(plugin, width, height).map_err(|e| Error::element(name, e))?;
+                for (idx, v) in params {
+                    inst.set_param(idx, &v)
+                        .map_err(|e| Error::element(name, e))?;
+                }
+                SourceRunner::Local(inst)
+            }
+        };
         Ok(Frei0rSource {
             inst,
             info: VideoInfo {
@@ -548,9 +717,14 @@ impl Source for Frei0rSource {
             return Ok(false);
         }
         let out = frame.words_mut();
-        self.inst.update(frei0r_time(&local), None, out);
-        if self.bgra {
-            swap_rb_in_place(out);
+        match &mut self.inst {
+            SourceRunner::Local(inst) => {
+                inst.update(frei0r_time(&local), None, out);
+                if self.bgra {
+                    swap_rb_in_place(out);
+                }
+            }
+            SourceRunner::Isolated(runner) => runner.run(ctx.seq, frei0r_time(&local), &[], out),
         }
         Ok(true)
     }

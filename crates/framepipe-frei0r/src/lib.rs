@@ -21,6 +21,7 @@
 pub mod element;
 pub mod error;
 pub mod ffi;
+pub mod isolate;
 pub mod modes;
 pub mod plugin;
 pub mod probe;
@@ -209,16 +210,24 @@ pub fn register_plugin(
         .map(|i| inst.get_param(i))
         .collect();
     drop(inst);
-    // A plugin the probe saw crash or hang (in f0r_update) is listed but refuses to be built, so
-    // that a pipeline fails with a message instead of a crash or a hang.
+    // A plugin the probe saw crash or hang (in f0r_update) is isolated by default (its crash
+    // costs frames, not the show); with `isolate=false` it refuses to be built, so that a
+    // pipeline fails with a message instead of a crash or a hang.
     let broken = verdict
         .filter(|v| v.verdict == "crashed" || v.verdict == "timeout")
         .map(|v| (v.verdict.to_string(), v.note.to_string()));
-    let param_specs: Vec<_> = plugin
+    // Whether a restart loses something: anything the probe did not find stateless.
+    let stateful = verdict.is_none_or(|v| v.verdict != "stateless");
+    let mut param_specs: Vec<_> = plugin
         .params()
         .iter()
         .zip(&defaults)
         .map(|(p, d)| element::param_spec(p, d))
+        .collect();
+    // The isolation properties, unless the plugin has a parameter of the same name (it wins).
+    let isolation_specs: Vec<_> = isolate::prop_specs(broken.is_some())
+        .into_iter()
+        .filter(|s| !plugin.params().iter().any(|p| p.prop_name == s.name))
         .collect();
 
     let (mode, schedule) = match verdict {
@@ -297,6 +306,7 @@ pub fn register_plugin(
             } else {
                 ElementKind::Effect
             };
+            param_specs.extend(isolation_specs);
             let desc = ElementDesc {
                 name: name.to_string(),
                 kind,
@@ -308,7 +318,8 @@ pub fn register_plugin(
             registry.register(
                 desc,
                 Box::new(move |props| {
-                    if let Some((verdict, note)) = &broken {
+                    let isolation = isolate::settings(props, stateful);
+                    if let (Some((verdict, note)), None) = (&broken, isolation) {
                         return Err(Error::element(
                             &element,
                             Frei0rError::Unusable {
@@ -332,6 +343,7 @@ pub fn register_plugin(
                             mode,
                             clear_output,
                             params,
+                            isolation,
                         ))));
                     }
                     Ok(Element::Effect(Box::new(Frei0rFilter::new(
@@ -340,6 +352,7 @@ pub fn register_plugin(
                         mode,
                         clear_output,
                         params,
+                        isolation,
                     ))))
                 }),
             );
@@ -350,6 +363,11 @@ pub fn register_plugin(
             for (mut spec, param) in param_specs.into_iter().zip(plugin.params()) {
                 spec.name = element::source_prop_name(param);
                 props.push(spec);
+            }
+            for spec in isolation_specs {
+                if !props.iter().any(|p| p.name == spec.name) {
+                    props.push(spec);
+                }
             }
             let desc = ElementDesc {
                 name: name.to_string(),
@@ -362,8 +380,9 @@ pub fn register_plugin(
             registry.register(
                 desc,
                 Box::new(move |props| {
+                    let isolation = isolate::settings(props, stateful);
                     Ok(Element::Source(Box::new(Frei0rSource::build(
-                        &element, &plugin, &defaults, props,
+                        &element, &plugin, &defaults, props, isolation,
                     )?)))
                 }),
             );

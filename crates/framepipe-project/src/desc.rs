@@ -83,6 +83,9 @@ pub struct GraphDesc {
     pub nodes: Vec<NodeDescr>,
     /// Settings from a project file.
     pub settings: Settings,
+    /// MIDI mappings from a project file's `[[midi]]` tables (not part of the graph: the
+    /// pipeline string a graph prints as does not carry them).
+    pub midi: Vec<crate::MidiBinding>,
 }
 
 /// The names nodes get when none is given: the element's name for the first node of that

@@ -6,6 +6,11 @@
 //!   named nodes and branches (`a ! mix.  b ! mix.  mix name=mix ! sink`).
 //! * [`parse_project`]: a TOML project file, `[[node]]` tables, `pipeline = "..."` or a chain
 //!   of `[[element]]` tables, with run settings at the top.
+//! * [`GraphDesc::apply`]: a live edit (`add`, `remove`, `replace`, `link`, `load`; #9) on a
+//!   description, giving the next one, checked like a parsed one.
+//!
+//! A project file may also carry MIDI mappings (`[[midi]]` tables, [`midi`]), which
+//! [`with_midi`] rewrites in place and [`project_text`] writes with a graph.
 //!
 //! Both give the same [`GraphDesc`]: nodes with unique names, elements by name with their
 //! properties as text, inputs as node indices, and [`Settings`]. Turning names into elements
@@ -16,11 +21,14 @@
 #![forbid(unsafe_code)]
 
 mod desc;
+mod edit;
 mod links;
+pub mod midi;
 mod pipeline;
 mod project;
 
 pub use desc::{GraphDesc, NodeDescr, Settings};
+pub use midi::{project_text, with_midi, MidiBinding, MidiControlKind, MidiMode};
 pub use pipeline::parse_pipeline;
 pub use project::parse_project;
 
@@ -90,8 +98,8 @@ pub enum Error {
     },
     /// A top-level key of the project file that does not exist.
     #[error(
-        "unknown key '{key}' in project file; expected one of: node, pipeline, element, threads, \
-         in-flight, stats, fps, unpaced"
+        "unknown key '{key}' in project file; expected one of: node, pipeline, element, midi, \
+         threads, in-flight, stats, fps, unpaced"
     )]
     UnknownKey {
         /// The key given.
@@ -107,10 +115,25 @@ pub enum Error {
         /// The value given (shortened).
         got: String,
     },
-    /// An `[[element]]` or `[[node]]` entry that is not a table.
+    /// A `[[midi]]` table that is not a valid mapping.
+    #[error("[[midi]] {index}: {reason}")]
+    BadMidi {
+        /// 1-based position.
+        index: usize,
+        /// What is wrong, naming the key and value.
+        reason: String,
+    },
+    /// Replacing the `[[midi]]` tables of a project file line by line would change more than
+    /// them (an inline `midi = [...]`, a table laid out over unusual lines).
+    #[error(
+        "cannot replace the [[midi]] tables of this project file line by line without changing \
+         something else; save to another file"
+    )]
+    MidiRewrite,
+    /// An `[[element]]`, `[[node]]` or `[[midi]]` entry that is not a table.
     #[error("{table} {index} is not a table")]
     NotATable {
-        /// `element` or `node`.
+        /// `element`, `node` or `midi`.
         table: &'static str,
         /// 1-based position.
         index: usize,
@@ -284,6 +307,40 @@ pub enum Error {
         path: String,
         /// The node whose output closes the cycle.
         back: String,
+    },
+    /// A live edit that cannot be made on this graph (why, naming the nodes).
+    #[error("cannot {edit}: {reason}")]
+    EditRefused {
+        /// The edit, as a command line.
+        edit: String,
+        /// Why, naming the nodes.
+        reason: String,
+    },
+    /// `load`: the project file cannot be read.
+    #[error("cannot read project file '{path}': {reason}")]
+    ReadProject {
+        /// The file.
+        path: String,
+        /// The system's reason.
+        reason: String,
+    },
+    /// `load`: the project file does not parse.
+    #[error("in project file '{path}': {error}")]
+    InProject {
+        /// The file.
+        path: String,
+        /// Its error.
+        error: Box<Error>,
+    },
+    /// `load`: the project's sinks are not the running ones.
+    #[error("cannot load '{path}': its sinks must be the running ones ({running}) by name: {why}")]
+    LoadSinks {
+        /// The file.
+        path: String,
+        /// The running sinks.
+        running: String,
+        /// Which are missing, which are new.
+        why: String,
     },
 }
 

@@ -169,13 +169,17 @@ impl Raw {
                 path: path.join(" -> "),
             });
         }
-        Ok(GraphDesc { nodes, settings })
+        Ok(GraphDesc {
+            nodes,
+            settings,
+            midi: Vec::new(),
+        })
     }
 }
 
 /// A cycle of input links, as the nodes along it in the direction frames flow, the first one
 /// repeated at the end (`[a, b, a]`: a feeds b, b feeds a), starting at its lowest index.
-fn find_cycle(nodes: &[NodeDescr]) -> Option<Vec<usize>> {
+pub(crate) fn find_cycle(nodes: &[NodeDescr]) -> Option<Vec<usize>> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,

@@ -33,7 +33,8 @@
 //! type = "frei0r-glow"
 //! blur = 0.5
 //! ```
-//! and optional run settings at the top: `threads`, `in-flight`, `stats`, `fps`, `unpaced`.
+//! and optional run settings at the top: `threads`, `in-flight`, `stats`, `fps`, `unpaced`;
+//! and MIDI mappings, `[[midi]]` tables (see [`crate::midi`]).
 //! A file with two of `pipeline`, `[[element]]` and `[[node]]` is an error (one of them would be
 //! ignored).
 //!
@@ -154,6 +155,7 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
         });
     }
     let mut settings = Settings::default();
+    let mut midi = Vec::new();
     let mut desc: Option<GraphDesc> = None;
     for (key, value) in &doc {
         match key.as_str() {
@@ -206,6 +208,7 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
                 }
                 desc = Some(resolve_tables(raw)?);
             }
+            "midi" => midi = crate::midi::parse_tables(value)?,
             "threads" => settings.threads = Some(positive("threads", value)?),
             "in-flight" => settings.in_flight = Some(positive("in-flight", value)?),
             "stats" => {
@@ -227,6 +230,7 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
     }
     let mut desc = desc.ok_or(Error::NoPipeline)?;
     desc.settings = settings;
+    desc.midi = midi;
     Ok(desc)
 }
 

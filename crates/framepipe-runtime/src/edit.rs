@@ -23,10 +23,12 @@ pub trait Editor: Send {
     fn settled(&mut self, accepted: bool);
 }
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use framepipe_control::{Command, Posted};
 
@@ -97,36 +99,65 @@ pub(crate) fn spawn(
                     shared.port_signals[0].raise();
                 }
             };
-            while let Ok(msg) = from_output.recv() {
+            // Versions a switch replaced, kept until nothing outside them uses them (see
+            // `Buried`): then they are dropped here, never on a worker or an output thread.
+            let mut graveyard: Vec<Buried> = Vec::new();
+            loop {
+                let msg = if graveyard.is_empty() {
+                    match from_output.recv() {
+                        Ok(m) => Some(m),
+                        Err(_) => break,
+                    }
+                } else {
+                    match from_output.recv_timeout(BURY_POLL) {
+                        Ok(m) => Some(m),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                };
+                graveyard.retain_mut(|b| !b.released());
+                let Some(msg) = msg else { continue };
                 match msg {
                     ToEditor::Build(posted) => {
                         let Command::Edit(edit) = &posted.command else {
                             send(FromEditor::Refused(posted, "not an edit".into()));
                             continue;
                         };
-                        let built = editor
-                            .build(edit)
-                            .and_then(|g| prepare_edit(g, &shared, options).map_err(one_line));
+                        // The editor and the plugins' constructors are user code: a panic
+                        // there refuses this edit; the thread goes on taking edits.
+                        let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            editor
+                                .build(edit)
+                                .and_then(|g| prepare_edit(g, &shared, options).map_err(one_line))
+                        }))
+                        .unwrap_or_else(|p| {
+                            Err(format!(
+                                "building the edit panicked: {}",
+                                crate::worker::panic_message(&*p)
+                            ))
+                        });
                         match built {
                             Ok(mut p) => {
                                 p.posted = Some(posted);
                                 send(FromEditor::Ready(p));
                             }
                             Err(reason) => {
-                                editor.settled(false);
+                                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                                    editor.settled(false)
+                                }));
                                 send(FromEditor::Refused(posted, reason));
                             }
                         }
                     }
                     ToEditor::Switched(mut p) => {
-                        editor.settled(true);
                         if let Some(g) = p.graph_view.take() {
                             let live = shared.live.lock();
                             shared.view.set_graph(g, &live);
                         }
+                        editor.settled(true);
                         // What the switch replaced is dropped here: instances of removed
-                        // nodes, the old pools and slots.
-                        drop(p);
+                        // nodes, the old pools and slots, once nothing else holds them.
+                        graveyard.push(Buried::new(p));
                     }
                 }
             }
@@ -140,6 +171,57 @@ pub(crate) fn spawn(
         },
         handle,
     ))
+}
+
+/// How often the edit thread looks whether a replaced version can be dropped.
+const BURY_POLL: Duration = Duration::from_millis(2);
+
+/// The longest a replaced version is kept waiting for its last frame (a frame it made may be
+/// kept by the new version for a long time: a held source's last frame); after that it is
+/// dropped anyway, and its pool's buffers go when that frame does.
+const BURY_MAX: Duration = Duration::from_secs(2);
+
+/// A version a switch replaced. Threads may still hold it for a moment (a worker's or an output
+/// thread's reference, taken before the switch and let go at its next job or frame), and
+/// frames of its pools may live on in the new version (the master's last frame under the
+/// `live` policy, a feedback ring, a source's last frame): whoever let go of the last of them
+/// would free the version, or a pool's buffers, on the frame path. So it is dropped here only
+/// once the edit thread holds the only reference and every frame of its pools is back.
+struct Buried {
+    p: Box<Pending>,
+    since: Instant,
+}
+
+impl Buried {
+    fn new(mut p: Box<Pending>) -> Self {
+        // Frames the replaced state still holds go back to their pools now (no free: the
+        // version holds the pools).
+        for n in &mut p.state.nodes {
+            n.ring.iter_mut().for_each(|r| *r = None);
+            n.source = None;
+        }
+        for s in &mut p.state.slots {
+            s.outputs.iter_mut().for_each(|o| *o = None);
+        }
+        Buried {
+            p,
+            since: Instant::now(),
+        }
+    }
+
+    /// Whether it may be dropped now (then it is dropped by the caller, on this thread).
+    fn released(&mut self) -> bool {
+        if self.since.elapsed() > BURY_MAX {
+            return true;
+        }
+        let Some(ver) = Arc::get_mut(&mut self.p.state.ver) else {
+            return false;
+        };
+        ver.first_frames.iter_mut().for_each(|f| *f = None);
+        ver.pools.iter().enumerate().all(|(i, pool)| {
+            ver.pools[..i].iter().any(|q| q.same_pool(pool)) || pool.available() == pool.allocated()
+        })
+    }
 }
 
 fn one_line(e: framepipe_core::Error) -> String {

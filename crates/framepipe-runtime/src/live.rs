@@ -122,6 +122,8 @@ pub(crate) struct Live {
     /// number, from 0 (the scheduler's `begin_busy`), so this is also the sequence number of
     /// the next frame to be sampled: the first that sees an edit assigned now.
     sampled: u64,
+    /// The graph version the stages belong to (set by a live edit's switch, with them).
+    pub(crate) version: u64,
 }
 
 /// Copies `src` into `dst`, reusing `dst`'s text buffer when both are text.
@@ -204,6 +206,7 @@ impl Live {
             clock: OscClock::new(),
             taps: TapTempo::new(),
             sampled: 0,
+            version: 0,
         }
     }
 

@@ -110,6 +110,9 @@ fn next_begin_ns(released: u64, d_next: i64, period: u64, budget: u64, limit: u6
     d_next + frames.saturating_mul(period as i64) - budget as i64
 }
 
+/// The reply to an edit that the run's end overtook.
+const ENDED_BEFORE_EDIT: &str = "the run ended before the edit could take effect";
+
 /// Most parameter edits applied in one critical section of the live lock (one frame
 /// boundary's worth in practice; more are applied in further batches).
 const EDIT_BATCH: usize = 64;
@@ -168,7 +171,7 @@ pub(crate) fn run_output(
     let mut edited: Vec<Posted> = Vec::with_capacity(EDIT_BATCH);
     // The outcome of the frame last given to the sink (its slot), returned to the scheduler in
     // the next critical section (with the taking of the next frame).
-    let mut done: Option<(usize, Result<()>)> = None;
+    let mut done: Option<(usize, u64, Result<()>)> = None;
     // Paced master: frames begin just in time (see `Options::latency_ns`).
     let gate = port == 0 && pacer.is_some();
     let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns());
@@ -255,8 +258,8 @@ pub(crate) fn run_output(
             // in flight go back to their pools.
             drop(held.take());
             let mut st = shared.lock_output();
-            if let Some((slot, r)) = done.take() {
-                st.sink_done(shared, port, slot, r);
+            if let Some((slot, v, r)) = done.take() {
+                st.sink_done(shared, port, slot, v, r);
             }
             st.stop();
             st.after_change(shared);
@@ -287,8 +290,8 @@ pub(crate) fn run_output(
                     }
                     begin_at = Some(next_begin_ns(seq, d, period_ns, b, st.begin_limit));
                 }
-                if let Some((slot, r)) = done.take() {
-                    st.sink_done(shared, port, slot, r);
+                if let Some((slot, v, r)) = done.take() {
+                    st.sink_done(shared, port, slot, v, r);
                 }
                 let mut got = st.take_ready(port);
                 let mut end = got.is_none() && st.finished();
@@ -426,7 +429,11 @@ pub(crate) fn run_output(
 
         // 5. The sink.
         let PortItem {
-            slot, ctx, frame, ..
+            slot,
+            ctx,
+            frame,
+            version,
+            ..
         } = token;
         let started = std::time::Instant::now();
         shared.mark_running(out_slot, Some(sink_stage));
@@ -443,13 +450,13 @@ pub(crate) fn run_output(
         }
         let failed = result.is_err();
         released_seq = Some(ctx.seq);
-        done = Some((slot, result));
+        done = Some((slot, version, result));
         if failed {
             break;
         }
     }
-    if let Some((slot, r)) = done.take() {
-        shared.lock_output().sink_done(shared, port, slot, r);
+    if let Some((slot, v, r)) = done.take() {
+        shared.lock_output().sink_done(shared, port, slot, v, r);
     }
     // An edit built but not switched in before the end: say so.
     if let Some(reader) = commands.as_mut() {
@@ -457,13 +464,46 @@ pub(crate) fn run_output(
             let mut st = shared.lock_output();
             (st.pending.take(), st.switched.take())
         };
+        let in_state = pending.is_some() || switched.is_some();
         if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
             reader.reply(
                 p,
                 Outcome::Refused {
-                    reason: "the run ended before the edit could take effect".into(),
+                    reason: ENDED_BEFORE_EDIT.into(),
                 },
             );
+        }
+        // An edit still on the edit thread (being built, or built and not yet taken): its
+        // answer is waited for (off the frame path: the run is over), so that it too gets a
+        // reply. Dropping our sender lets the edit thread end after it.
+        if let Some(l) = edits_link.take() {
+            let EditLink { tx, rx, busy, .. } = l;
+            drop(tx);
+            if busy && !in_state {
+                match rx.recv_timeout(crate::pipeline::JOIN_GRACE) {
+                    Ok(FromEditor::Ready(mut p)) => {
+                        if let Some(posted) = p.posted.take() {
+                            reader.reply(
+                                posted,
+                                Outcome::Refused {
+                                    reason: ENDED_BEFORE_EDIT.into(),
+                                },
+                            );
+                        }
+                    }
+                    Ok(FromEditor::Refused(p, reason)) => {
+                        reader.reply(
+                            p,
+                            Outcome::Refused {
+                                reason: reason.into(),
+                            },
+                        );
+                    }
+                    // The edit thread is stuck in an element's constructor: it is left
+                    // running, detached (see `Prepared::run`).
+                    Err(_) => {}
+                }
+            }
         }
         if let Some(mut sw) = switched {
             if let Some(p) = sw.posted.take() {
@@ -571,7 +611,7 @@ fn apply_commands(
         match ver.live_spec.resolve(&p.command) {
             Ok(edit) => {
                 if batch.edits.len() == batch.edits.capacity() {
-                    assign_edits(shared, reader, batch);
+                    assign_edits(shared, ver.number, reader, batch);
                 }
                 batch.edits.push(edit);
                 batch.posted.push(p);
@@ -590,7 +630,7 @@ fn apply_commands(
             }
         }
     }
-    assign_edits(shared, reader, batch);
+    assign_edits(shared, ver.number, reader, batch);
     stop
 }
 
@@ -613,7 +653,7 @@ fn apply_batch(
     // Room for all of it in this assignment (a batch has at most MAX_BATCH commands, and the
     // buffer holds EDIT_BATCH >= MAX_BATCH, so this never grows it).
     if batch.edits.len() + n > batch.edits.capacity() {
-        assign_edits(shared, reader, batch);
+        assign_edits(shared, ver.number, reader, batch);
     }
     let start = batch.edits.len();
     let mut refused = None;
@@ -652,22 +692,39 @@ fn apply_batch(
 /// Assigns the batch's edits under the live lock, noting the first frame that will see them;
 /// after unlocking, the old values they then hold are dropped and their commands answered with
 /// that frame.
-fn assign_edits(shared: &Shared, reader: &mut CommandReader, batch: &mut Batch<'_>) {
+///
+/// The edits were resolved (node and property indices) against graph version `version`; if a
+/// live edit switched versions since (another thread may make the switch between the output
+/// thread's look at the version and this), they would name other nodes, or none: they are
+/// refused instead.
+fn assign_edits(shared: &Shared, version: u64, reader: &mut CommandReader, batch: &mut Batch<'_>) {
     if batch.edits.is_empty() {
         return;
     }
     let frame = {
         let mut live = shared.live.lock();
-        for e in batch.edits.iter_mut() {
-            live.apply(e);
+        if live.version == version {
+            for e in batch.edits.iter_mut() {
+                live.apply(e);
+            }
+            let mbpm = (live.tempo() * 1000.0).round() as u64;
+            shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
+            Some(live.next_frame())
+        } else {
+            None
         }
-        let mbpm = (live.tempo() * 1000.0).round() as u64;
-        shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
-        live.next_frame()
     };
     batch.edits.clear();
     for p in batch.posted.drain(..) {
-        reader.reply(p, Outcome::Applied { frame });
+        let outcome = match frame {
+            Some(frame) => Outcome::Applied { frame },
+            None => Outcome::Refused {
+                reason: "the graph changed (a live edit) while this command was read; send it \
+                         again"
+                    .into(),
+            },
+        };
+        reader.reply(p, outcome);
     }
 }
 

@@ -251,13 +251,22 @@ impl RunningVersion<'_> {
     /// Whether running node `o` can be carried into the new version as execution node `e`:
     /// the edit keeps it (a running placeholder, or `keep`), it is the same element, of the
     /// same kind, with the same output shape and mode, fed by inputs of the same shapes.
-    fn same_node(&self, o: usize, e: &crate::plan::ExecNode) -> bool {
+    /// `infos`: the new version's output shape per node.
+    fn same_node(&self, o: usize, e: &crate::plan::ExecNode, infos: &[VideoInfo]) -> bool {
         let v = self.ver;
-        let kept = matches!(e.part, Part::Running { .. } | Part::Feedback { .. }) || e.keep;
+        // A feedback's state is its ring (the loop's previous frame): kept only when the edit
+        // keeps the node, like an effect's instances (a replaced one starts afresh).
+        let kept = matches!(e.part, Part::Running { .. }) || e.keep;
+        let old_inputs = &v.topo.nodes[o].inputs;
         kept && v.elements[o] == e.element
             && v.kinds[o] == e.kind_word()
             && v.infos[o] == e.info
             && v.topo.nodes[o].serial == e.serial
+            && old_inputs.len() == e.inputs.len()
+            && old_inputs
+                .iter()
+                .zip(&e.inputs)
+                .all(|(&a, &b)| v.infos[a] == infos[b])
     }
 }
 
@@ -458,7 +467,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
         let old = match e.part {
             // A running source or sink is the one of that name (its shape is checked below).
             Part::Running { .. } => named,
-            _ => named.filter(|&o| ctx.running.is_some_and(|r| r.same_node(o, &e))),
+            _ => named.filter(|&o| ctx.running.is_some_and(|r| r.same_node(o, &e, &infos))),
         };
         let counter = match (old, ctx.running) {
             (Some(o), Some(r)) => Arc::clone(&r.ver.stages[o]),
@@ -554,6 +563,12 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                     port_nodes[port] = i;
                     Kind::Sink(port)
                 } else {
+                    if r.ver.topo.nodes[o].kind != Kind::Source {
+                        return Err(Error::Graph(format!(
+                            "{} stands for a running source, but the running {} is a {}",
+                            e.name, e.name, r.ver.kinds[o]
+                        )));
+                    }
                     roots.push(i);
                     Kind::Source
                 }
@@ -687,6 +702,13 @@ pub(crate) fn prepare_edit(
         graph_view,
         moves,
     } = built;
+    // The new pools' buffers are made (allocated, every page touched) here: left lazy, they
+    // would be made by the workers running the first frames after the switch.
+    for (i, pool) in next.pools.iter().enumerate() {
+        if !next.pools[..i].iter().any(|q| q.same_pool(pool)) {
+            pool.fill(pool.capacity());
+        }
+    }
     let mut moved = vec![false; next.topo.nodes.len()];
     for &(_, j) in &moves {
         moved[j] = true;

@@ -115,13 +115,12 @@ impl Plan {
         } = graph;
         let n = nodes.len();
         let running_info = |name: &str| -> Result<VideoInfo> {
-            running
-                .and_then(|r| (r.info)(name))
-                .ok_or_else(|| {
-                    Error::Graph(format!(
-                        "{name} stands for a running node, but the running graph has no such                          source or sink"
-                    ))
-                })
+            running.and_then(|r| (r.info)(name)).ok_or_else(|| {
+                Error::Graph(format!(
+                    "{name} stands for a running node, but the running graph has no such \
+                         source or sink"
+                ))
+            })
         };
         let mut first_info = None;
         for n in &nodes {

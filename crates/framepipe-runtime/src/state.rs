@@ -352,6 +352,10 @@ pub(crate) struct PortItem {
     pub(crate) ready_ns: i64,
     /// When the frame began (monotonic ns).
     pub(crate) begun_ns: i64,
+    /// The graph version it was handed in: a leaky sink may still be consuming a frame of
+    /// the version a live edit replaced (the switch does not wait for it), whose completion
+    /// then has nothing to update.
+    pub(crate) version: u64,
 }
 
 /// What the output thread of a port waits on instead of the scheduler mutex: a flag set (after
@@ -710,6 +714,7 @@ impl State {
             frame,
             ready_ns,
             begun_ns: self.slots[slot].begun_ns,
+            version: self.ver.number,
         });
         self.wake.ports = true;
     }
@@ -905,9 +910,12 @@ impl State {
         shared: &Shared,
         port: usize,
         slot: usize,
+        version: u64,
         result: Result<()>,
     ) {
-        if !self.abort {
+        // A frame of a replaced version (a leaky sink's, see `maybe_switch`): its branch's
+        // bookkeeping went with that version.
+        if !self.abort && version == self.ver.number {
             let node = self.ports[port].node;
             self.steps.push_back(Step::Finished(node, slot, None));
             self.drain();
@@ -956,18 +964,26 @@ impl State {
     /// instances, sources and feedback rings, and their live values, go into the new version;
     /// what is replaced waits in `switched` to be dropped off the frame path.
     fn maybe_switch(&mut self, shared: &Shared) {
+        // After the sources' end no frame begins any more: an edit switched in then would
+        // be answered with a frame that is never output; it is refused at the run's end.
         if self.pending.is_none()
+            || self.source_done
             || self.abort
             || self.broken
             || self.in_flight > 0
             || self.begin_busy
             || self.running > 0
-            || self.branch_busy.iter().any(|&b| b)
+            || !self.ready.is_empty()
+            || self.ports.iter().any(|p| p.ready.is_some())
             || self.slice_pending().is_some()
             || self.switched.is_some()
         {
             return;
         }
+        // A leaky branch still holding a frame has, with no job running or queued and no
+        // frame waiting at a port, only its sinks left: their output threads are consuming
+        // that frame (a preview blocked in its I/O). The switch does not wait for them (a
+        // leaky branch never holds back the show); their completion is ignored (`sink_done`).
         let mut p = self.pending.take().expect("checked");
         let n = self.next_seq;
         let next = &mut p.state;
@@ -996,6 +1012,7 @@ impl State {
                 }
             }
             std::mem::swap(&mut live.stages, &mut p.live_stages);
+            live.version = p.state.ver.number;
         }
         let next = &mut p.state;
         std::mem::swap(&mut self.ver, &mut next.ver);
@@ -1006,10 +1023,6 @@ impl State {
         std::mem::swap(&mut self.branch_busy, &mut next.branch_busy);
         std::mem::swap(&mut self.branch_inputs, &mut next.branch_inputs);
         for (port, np) in self.ports.iter_mut().zip(&next.ports) {
-            debug_assert!(
-                port.ready.is_none(),
-                "a drained version has no frame at a sink"
-            );
             port.node = np.node;
         }
         self.switch_at = u64::MAX;

@@ -58,6 +58,11 @@ impl Shared {
                     claimed.set(None);
                     match st.complete(done, self) {
                         Some(next) => {
+                            // The completion may have switched versions (the job just done
+                            // was the old one's last): the next job is of the current one.
+                            if !Arc::ptr_eq(&ver, &st.ver) {
+                                ver = Arc::clone(&st.ver);
+                            }
                             drop(st);
                             job = next;
                         }
@@ -71,6 +76,11 @@ impl Shared {
             // slices nobody took. Those still inside a job finish it and leave too.
             if st.finished() || st.abort {
                 return;
+            }
+            // Not kept while idle: a version a live edit replaced is dropped on the edit thread
+            // once nobody else holds it (this is never the last reference then).
+            if !Arc::ptr_eq(&ver, &st.ver) {
+                ver = Arc::clone(&st.ver);
             }
             st.waiting += 1;
             st = st.wait(&self.work);

@@ -123,6 +123,8 @@ type Build = Box<dyn FnOnce() -> std::result::Result<Graph, String> + Send>;
 struct Script {
     builds: VecDeque<Build>,
     settled: Arc<Mutex<Vec<bool>>>,
+    /// How long `settled` takes (an editor updating its description of the graph).
+    settle_delay: Duration,
 }
 
 impl Editor for Script {
@@ -130,6 +132,7 @@ impl Editor for Script {
         (self.builds.pop_front().expect("a build per edit"))()
     }
     fn settled(&mut self, accepted: bool) {
+        std::thread::sleep(self.settle_delay);
         self.settled.lock().unwrap().push(accepted);
     }
 }
@@ -192,6 +195,7 @@ fn run(
     prepared.set_editor(Box::new(Script {
         builds: builds.into(),
         settled: Arc::clone(&settled),
+        settle_delay: Duration::ZERO,
     }));
     let watch = sink.clone();
     let at = at.to_vec();
@@ -377,4 +381,1116 @@ fn a_refused_edit_leaves_the_output_untouched() {
     let want: Vec<u32> = (0..50).map(|f| f + 1).collect();
     assert_eq!(values, want);
     let _ = (W, H);
+}
+
+// ---- Review findings (#9): each test names the behaviour it checks. ----
+
+/// `Add(k)` that sleeps `ms` per frame (a slow node).
+struct SlowAdd(u32, u64);
+
+impl EffectFactory for SlowAdd {
+    fn name(&self) -> &str {
+        "slowadd"
+    }
+    fn default_mode(&self) -> Mode {
+        Mode::Parallel
+    }
+    fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo> {
+        Ok(input)
+    }
+    fn instantiate(&self) -> Result<Box<dyn Effect>> {
+        Ok(Box::new(SlowAdd(self.0, self.1)))
+    }
+}
+
+impl Effect for SlowAdd {
+    fn process(
+        &mut self,
+        _ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> Result<()> {
+        std::thread::sleep(Duration::from_millis(self.1));
+        for (o, i) in output.words_mut().iter_mut().zip(input.words()) {
+            *o = i.wrapping_add(self.0);
+        }
+        Ok(())
+    }
+}
+
+/// Gives `W`x`H` frames from any input (the first `W` words of each of its first `H` rows);
+/// its instances only take frames of the width they were negotiated for (like a scaler whose
+/// coefficients are made for one input size).
+struct Fit {
+    in_width: u32,
+}
+
+impl EffectFactory for Fit {
+    fn name(&self) -> &str {
+        "fit"
+    }
+    fn default_mode(&self) -> Mode {
+        Mode::Serial
+    }
+    fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo> {
+        self.in_width = input.width;
+        Ok(VideoInfo {
+            width: W,
+            height: H,
+            ..input
+        })
+    }
+    fn instantiate(&self) -> Result<Box<dyn Effect>> {
+        Ok(Box::new(Fit {
+            in_width: self.in_width,
+        }))
+    }
+}
+
+impl Effect for Fit {
+    fn process(
+        &mut self,
+        _ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> Result<()> {
+        let words = input.words();
+        if words.len() != (self.in_width * H) as usize {
+            return Err(framepipe_core::Error::element(
+                "fit",
+                format!(
+                    "made for {}-wide frames, got {} words",
+                    self.in_width,
+                    words.len()
+                ),
+            ));
+        }
+        let w = self.in_width as usize;
+        for (y, row) in output.words_mut().chunks_mut(W as usize).enumerate() {
+            row.copy_from_slice(&words[y * w..y * w + W as usize]);
+        }
+        Ok(())
+    }
+}
+
+/// A counting source of `2W`x`H` frames (`salt + n` in every pixel).
+struct Wide {
+    salt: u32,
+    frames: u64,
+    next: u64,
+}
+
+impl framepipe_core::Source for Wide {
+    fn info(&self) -> VideoInfo {
+        VideoInfo {
+            width: 2 * W,
+            height: H,
+            rate: Rational::new(30, 1),
+        }
+    }
+    fn len_hint(&self) -> Option<u64> {
+        Some(self.frames)
+    }
+    fn fill(&mut self, _ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        if self.next >= self.frames {
+            return Ok(false);
+        }
+        frame.words_mut().fill(self.salt + self.next as u32);
+        self.next += 1;
+        Ok(true)
+    }
+}
+
+/// What `run_nodes` saw: the master sink's values, the reply to each edit (`None`: the run
+/// ended and no reply ever came), the editor's settled calls.
+struct Seen {
+    values: Vec<u32>,
+    replies: Vec<Option<Outcome>>,
+    settled: Vec<bool>,
+}
+
+/// Runs the complete graph `nodes` (its master sink `master`), posting an edit after each
+/// frame count in `at`, the next once the previous is answered; unlike `run`, a reply that
+/// never comes (the run ends without answering) is recorded as `None`, and the run's error
+/// fails the test with its message.
+fn run_nodes(
+    nodes: Vec<Node>,
+    master: &Collect,
+    builds: Vec<Build>,
+    at: &[usize],
+    threads: usize,
+    paced: bool,
+) -> Seen {
+    let prepared = Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads,
+            pace: paced.then(|| Rational::new(200, 1)),
+            ..Options::default()
+        })
+        .unwrap();
+    run_prepared(prepared, master, builds, at, Duration::ZERO)
+}
+
+/// `run_nodes` with the graph prepared by the caller.
+fn run_prepared(
+    mut prepared: framepipe_runtime::Prepared,
+    master: &Collect,
+    builds: Vec<Build>,
+    at: &[usize],
+    settle_delay: Duration,
+) -> Seen {
+    let settled = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = command_queue(16);
+    let replies = tx.replies();
+    prepared.set_commands(rx);
+    prepared.set_editor(Box::new(Script {
+        builds: builds.into(),
+        settled: Arc::clone(&settled),
+        settle_delay,
+    }));
+    let watch = master.clone();
+    let at = at.to_vec();
+    let poster = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let mut outcomes = Vec::new();
+        for n in at {
+            while watch.got.lock().unwrap().len() < n {
+                assert!(t0.elapsed() < Duration::from_secs(30), "the run stalled");
+                std::thread::sleep(Duration::from_micros(300));
+            }
+            let t = tx.post(Command::Edit(GraphEdit::Remove { node: "x".into() }));
+            let t = t.unwrap();
+            let reply = loop {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(30),
+                    "no answer to the edit"
+                );
+                if let Some(r) = replies.take() {
+                    break Some(r);
+                }
+                if replies.engine_gone() {
+                    // Every answer is in before `engine_gone` says so.
+                    break replies.take();
+                }
+                std::thread::sleep(Duration::from_micros(300));
+            };
+            if let Some(r) = &reply {
+                assert_eq!(r.ticket, t);
+            }
+            outcomes.push(reply.map(|r| r.outcome));
+        }
+        outcomes
+    });
+    let result = prepared.run();
+    let replies = poster.join().unwrap();
+    if let Err(e) = result {
+        panic!("the run failed: {e}");
+    }
+    let settled = settled.lock().unwrap().clone();
+    Seen {
+        values: master.values(),
+        replies,
+        settled,
+    }
+}
+
+fn src_node(name: &str, frames: u64) -> Node {
+    Node::new(
+        name,
+        NodeKind::Source {
+            source: counter(0, frames),
+            on_end: framepipe_runtime::OnEnd::Stop,
+        },
+        vec![],
+    )
+}
+
+fn sink_node(name: &str, sink: &Collect, master: bool, input: usize) -> Node {
+    Node::new(
+        name,
+        NodeKind::Sink {
+            sink: Box::new(sink.clone()),
+            master,
+        },
+        vec![input],
+    )
+}
+
+/// A feedback loop closed through a slow node that only the feedback reads: the last node of
+/// the old version to finish a frame is that node, on a worker, so the switch happens in that
+/// worker's completion, and the job it is handed next (frame N's beginning, then its nodes)
+/// belongs to the new version. Every frame of both versions must be exact.
+#[test]
+fn a_switch_made_by_a_worker_runs_the_new_versions_jobs_with_the_new_version() {
+    const N: u64 = 40;
+    let color = [3u8, 0, 0, 0];
+    for threads in [1, 2, 4] {
+        let master = Collect::default();
+        let first = vec![
+            src_node("src", N),
+            Node::new("fb", NodeKind::Feedback { from: 3, color }, vec![]),
+            Node::new(
+                "mix",
+                NodeKind::Mixer(framepipe_runtime::MixerStage::new(
+                    Box::new(common::Weigh { sleep_us: 0 }),
+                    Mode::Parallel,
+                )),
+                vec![0, 1],
+            ),
+            fx("slow", SlowAdd(0, 4), 2, false),
+            sink_node("out", &master, true, 2),
+        ];
+        // add `a` (+7) between mix and out: one node more than the running version.
+        let builds: Vec<Build> = vec![Box::new(move || {
+            let mut mix = Node::new(
+                "mix",
+                NodeKind::Mixer(framepipe_runtime::MixerStage::new(
+                    Box::new(common::Weigh { sleep_us: 0 }),
+                    Mode::Parallel,
+                )),
+                vec![0, 1],
+            );
+            mix.keep = true;
+            graph(vec![
+                running("src", false, vec![]),
+                {
+                    let mut fb = Node::new("fb", NodeKind::Feedback { from: 4, color }, vec![]);
+                    fb.keep = true;
+                    fb
+                },
+                mix,
+                fx("a", Add(7), 2, false),
+                fx("slow", SlowAdd(0, 4), 2, true),
+                running("out", true, vec![3]),
+            ])
+        })];
+        let seen = run_nodes(first, &master, builds, &[10], threads, false);
+        let n = frame_of(seen.replies[0].as_ref().expect("an answer"));
+        let mut fb = u32::from_le_bytes(color);
+        let mut want = Vec::new();
+        for f in 0..N as u32 {
+            let mix = common::weigh([f, fb].into_iter());
+            want.push(if (f as usize) < n { mix } else { mix + 7 });
+            fb = mix;
+        }
+        assert_eq!(seen.values, want, "threads {threads}: edit at {n}");
+    }
+}
+
+/// An edit still being built when the stream ends is answered (refused: it never took
+/// effect), like every other command (#9 req 5).
+#[test]
+fn an_edit_being_built_when_the_stream_ends_is_answered() {
+    let master = Collect {
+        sleep_ms: 2,
+        ..Collect::default()
+    };
+    let nodes = vec![
+        src_node("src", 30),
+        fx("a", Add(1), 0, false),
+        sink_node("out", &master, true, 1),
+    ];
+    // A slow build (a plugin that takes its time to load): the last frames leave meanwhile.
+    let builds: Vec<Build> = vec![Box::new(|| {
+        std::thread::sleep(Duration::from_millis(300));
+        graph(vec![
+            running("src", false, vec![]),
+            fx("a", Add(1), 0, true),
+            running("out", true, vec![1]),
+        ])
+    })];
+    let seen = run_nodes(nodes, &master, builds, &[25], 2, false);
+    let want: Vec<u32> = (1..=30).collect();
+    assert_eq!(seen.values, want);
+    match &seen.replies[0] {
+        Some(Outcome::Refused { reason }) => assert!(reason.contains("ended"), "{reason}"),
+        // (A loaded machine may take longer for the last frames than the build: then the
+        // edit, which changes no value, is switched in before the end.)
+        Some(Outcome::Applied { frame }) => assert!(*frame < 30, "applied at {frame}"),
+        None => panic!("the edit was never answered"),
+    }
+}
+
+/// An edit that arrives once the source has ended (its last frames still on their way out)
+/// cannot be seen in any frame: it is refused, not "applied at frame N" for a frame that is
+/// never output.
+#[test]
+fn an_edit_at_the_end_of_the_stream_names_no_frame_that_is_never_output() {
+    for threads in [1, 2] {
+        let master = Collect {
+            sleep_ms: 3,
+            ..Collect::default()
+        };
+        let nodes = vec![
+            src_node("src", 30),
+            fx("a", Add(1), 0, false),
+            sink_node("out", &master, true, 1),
+        ];
+        let builds: Vec<Build> = vec![Box::new(|| {
+            graph(vec![
+                running("src", false, vec![]),
+                fx("a", Add(1), 0, true),
+                fx("b", Add(100), 1, false),
+                running("out", true, vec![2]),
+            ])
+        })];
+        let seen = run_nodes(nodes, &master, builds, &[26], threads, false);
+        // (On a loaded machine the edit may come in before the source's end: then it is
+        // seen from the frame its reply names.)
+        let n = match &seen.replies[0] {
+            Some(Outcome::Refused { .. }) => 30,
+            Some(Outcome::Applied { frame }) => {
+                assert!(
+                    (*frame as usize) < seen.values.len(),
+                    "threads {threads}: applied at frame {frame}, but {} frames were output",
+                    seen.values.len()
+                );
+                *frame as usize
+            }
+            None => panic!("threads {threads}: the edit was never answered"),
+        };
+        let want: Vec<u32> = (0..30)
+            .map(|f| if (f as usize) < n { f + 1 } else { f + 101 })
+            .collect();
+        assert_eq!(seen.values, want, "threads {threads}: edit at {n}");
+    }
+}
+
+/// A running-source placeholder must name a running source: naming an effect is refused with
+/// a reason, and the show goes on (it must not reach the scheduler as a source without one).
+#[test]
+fn a_running_placeholder_naming_an_effect_is_refused() {
+    let master = Collect {
+        sleep_ms: 1,
+        ..Collect::default()
+    };
+    let nodes = vec![
+        src_node("src", 40),
+        fx("a", Add(1), 0, false),
+        sink_node("out", &master, true, 1),
+    ];
+    let builds: Vec<Build> = vec![Box::new(|| {
+        graph(vec![
+            running("a", false, vec![]),
+            fx("b", Add(5), 0, false),
+            running("out", true, vec![1]),
+        ])
+    })];
+    let seen = run_nodes(nodes, &master, builds, &[10], 2, false);
+    match &seen.replies[0] {
+        Some(Outcome::Refused { reason }) => assert!(reason.contains('a'), "{reason}"),
+        other => panic!("refused, got {other:?}"),
+    }
+    assert_eq!(seen.settled, [false]);
+    let want: Vec<u32> = (1..=40).collect();
+    assert_eq!(seen.values, want);
+}
+
+/// A node marked `keep` whose input now has another shape (`link fit wide`) is made afresh
+/// from its factory: its running instance was made for the old input shape.
+#[test]
+fn a_kept_node_whose_input_changes_shape_is_made_afresh() {
+    const N: u64 = 40;
+    let master = Collect {
+        sleep_ms: 1,
+        ..Collect::default()
+    };
+    let other = Collect::any_size();
+    let nodes = vec![
+        src_node("src", N),
+        Node::new(
+            "wide",
+            NodeKind::Source {
+                source: Box::new(Wide {
+                    salt: 5000,
+                    frames: N,
+                    next: 0,
+                }),
+                on_end: framepipe_runtime::OnEnd::Stop,
+            },
+            vec![],
+        ),
+        fx("fit", Fit { in_width: 0 }, 0, false),
+        sink_node("out", &master, true, 2),
+        sink_node("out2", &other, false, 1),
+        sink_node("out3", &other, false, 0),
+    ];
+    // link fit wide: fit is unchanged as written (keep), its input is not.
+    let builds: Vec<Build> = vec![Box::new(|| {
+        graph(vec![
+            running("src", false, vec![]),
+            running("wide", false, vec![]),
+            fx("fit", Fit { in_width: 0 }, 1, true),
+            running("out", true, vec![2]),
+            running("out2", true, vec![1]),
+            running("out3", true, vec![0]),
+        ])
+    })];
+    let seen = run_nodes(nodes, &master, builds, &[10], 2, false);
+    let n = frame_of(seen.replies[0].as_ref().expect("an answer"));
+    for (f, &v) in seen.values.iter().enumerate() {
+        let want = if f < n { f as u32 } else { 5000 + f as u32 };
+        assert_eq!(v, want, "frame {f} (edit at {n})");
+    }
+}
+
+/// The published values always say which graph version they belong to: a surface indexing
+/// them with that version's graph finds one entry per node (#9 req 5). After a switch, the
+/// values of the new version must not be published under the old version's number.
+#[test]
+fn the_published_values_are_shaped_like_the_version_they_name() {
+    const N: u64 = 400;
+    let master = Collect::default();
+    let a = fx("a", Add(1), 0, false);
+    let nodes = vec![src_node("src", N), a, sink_node("out", &master, true, 1)];
+    // Alternately one node more (version 1, 3, ...) and back (2, 4, ...).
+    let builds: Vec<Build> = (0..12)
+        .map(|k| -> Build {
+            Box::new(move || {
+                if k % 2 == 0 {
+                    graph(vec![
+                        running("src", false, vec![]),
+                        fx("a", Add(1), 0, false),
+                        fx("b", Add(100), 1, false),
+                        running("out", true, vec![2]),
+                    ])
+                } else {
+                    graph(vec![
+                        running("src", false, vec![]),
+                        fx("a", Add(1), 0, false),
+                        running("out", true, vec![1]),
+                    ])
+                }
+            })
+        })
+        .collect();
+    let prepared = Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads: 2,
+            pace: Some(Rational::new(200, 1)),
+            ..Options::default()
+        })
+        .unwrap();
+    let view = prepared.view();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::clone(&done);
+    let reader = std::thread::spawn(move || {
+        let mut out = framepipe_runtime::ValuesView::default();
+        let mut bad = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            if view.read(&mut out) {
+                let want = if out.version % 2 == 1 { 4 } else { 3 };
+                if out.values.len() != want {
+                    bad.push((out.version, out.frame, out.values.len()));
+                }
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        bad
+    });
+    let at: Vec<usize> = (0..12).map(|k| 20 + 30 * k).collect();
+    // The editor takes 30 ms to settle (longer than the values' publishing interval): the
+    // new graph is published after that.
+    let seen = run_prepared(prepared, &master, builds, &at, Duration::from_millis(30));
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let bad = reader.join().unwrap();
+    assert!(seen
+        .replies
+        .iter()
+        .all(|r| matches!(r, Some(Outcome::Applied { .. }))));
+    assert!(
+        bad.is_empty(),
+        "values published under a version of another shape (version, frame, nodes): {bad:?}"
+    );
+}
+
+/// A slow leaky monitor and a second sink across edits (add a node in front of the master,
+/// then take the monitor's effect out, the preview sink then heading a branch of its own):
+/// the master gets every frame once with each edit from its reply's frame, the preview gets
+/// frames in order, each one right for the version it was made in.
+#[test]
+fn edits_with_a_slow_leaky_monitor_and_two_sinks() {
+    const N: u64 = 120;
+    for threads in [1, 2, 4] {
+        for paced in [false, true] {
+            let master = Collect {
+                sleep_ms: if paced { 0 } else { 2 },
+                ..Collect::default()
+            };
+            let preview = Collect {
+                sleep_ms: 12,
+                ..Collect::default()
+            };
+            let mut mon = fx("mon", SlowAdd(1_000_000, 3), 1, false);
+            mon.leaky = Some(true);
+            let nodes = vec![
+                src_node("src", N),
+                fx("a", Add(1), 0, false),
+                sink_node("out", &master, true, 1),
+                mon,
+                sink_node("prev", &preview, false, 3),
+            ];
+            let builds: Vec<Build> = vec![
+                Box::new(|| {
+                    let mut mon = fx("mon", SlowAdd(1_000_000, 3), 1, true);
+                    mon.leaky = Some(true);
+                    graph(vec![
+                        running("src", false, vec![]),
+                        fx("a", Add(1), 0, true),
+                        fx("b", Add(100), 1, false),
+                        running("out", true, vec![2]),
+                        mon,
+                        running("prev", true, vec![4]),
+                    ])
+                }),
+                Box::new(|| {
+                    let mut prev = running("prev", true, vec![1]);
+                    prev.leaky = Some(true);
+                    graph(vec![
+                        running("src", false, vec![]),
+                        fx("a", Add(1), 0, true),
+                        fx("b", Add(100), 1, true),
+                        running("out", true, vec![2]),
+                        prev,
+                    ])
+                }),
+            ];
+            let seen = run_nodes(nodes, &master, builds, &[30, 70], threads, paced);
+            let what = format!("threads {threads}, paced {paced}");
+            let n: Vec<usize> = seen
+                .replies
+                .iter()
+                .map(|r| frame_of(r.as_ref().expect("an answer")))
+                .collect();
+            let want: Vec<u32> = (0..N as u32)
+                .map(|f| if (f as usize) < n[0] { f + 1 } else { f + 101 })
+                .collect();
+            assert_eq!(seen.values, want, "{what}: edits at {n:?}");
+            let got = preview.got();
+            assert!(!got.is_empty(), "{what}");
+            for w in got.windows(2) {
+                assert!(w[0].0 < w[1].0, "{what}: preview in order: {got:?}");
+            }
+            for &(seq, v) in &got {
+                let s = seq as u32;
+                let want = if (seq as usize) < n[1] {
+                    s + 1 + 1_000_000
+                } else {
+                    s + 1
+                };
+                assert_eq!(v, want, "{what}: preview frame {seq} (edits at {n:?})");
+            }
+        }
+    }
+}
+
+/// An edit posted while paused: nothing is output while paused; after `step 1`s and `resume`
+/// every frame is output once, the edit seen from the frame its reply names.
+#[test]
+fn an_edit_while_paused_then_steps_and_resume() {
+    const N: u64 = 80;
+    for threads in [1, 2, 4] {
+        for paced in [false, true] {
+            let master = Collect {
+                sleep_ms: if paced { 0 } else { 2 },
+                ..Collect::default()
+            };
+            let nodes = vec![
+                src_node("src", N),
+                fx("a", Add(1), 0, false),
+                sink_node("out", &master, true, 1),
+            ];
+            let builds: Vec<Build> = vec![Box::new(|| {
+                graph(vec![
+                    running("src", false, vec![]),
+                    fx("a", Add(1), 0, true),
+                    fx("b", Add(100), 1, false),
+                    running("out", true, vec![2]),
+                ])
+            })];
+            let mut prepared = Graph::new(nodes)
+                .unwrap()
+                .prepare(Options {
+                    threads,
+                    pace: paced.then(|| Rational::new(200, 1)),
+                    ..Options::default()
+                })
+                .unwrap();
+            let (tx, rx) = command_queue(16);
+            let replies = tx.replies();
+            prepared.set_commands(rx);
+            prepared.set_editor(Box::new(Script {
+                builds: builds.into(),
+                settled: Arc::new(Mutex::new(Vec::new())),
+                settle_delay: Duration::ZERO,
+            }));
+            let watch = master.clone();
+            let poster = std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let wait = |n: usize| {
+                    while watch.got.lock().unwrap().len() < n {
+                        assert!(t0.elapsed() < Duration::from_secs(30), "stalled");
+                        std::thread::sleep(Duration::from_micros(300));
+                    }
+                };
+                // Every reply, by ticket (the edit's may come between others).
+                let all = std::cell::RefCell::new(Vec::new());
+                let answer = |t| loop {
+                    assert!(t0.elapsed() < Duration::from_secs(30), "no answer");
+                    if let Some(r) = replies.take() {
+                        all.borrow_mut().push((r.ticket, r.outcome));
+                    }
+                    if let Some((_, o)) = all.borrow().iter().find(|(k, _)| *k == t) {
+                        break o.clone();
+                    }
+                    std::thread::sleep(Duration::from_micros(300));
+                };
+                let mut outcomes = Vec::new();
+                let mut send = |c: Command| {
+                    let t = tx.post(c).unwrap();
+                    outcomes.push(answer(t));
+                };
+                wait(20);
+                send(Command::Pause);
+                std::thread::sleep(Duration::from_millis(30));
+                let paused_at = watch.got.lock().unwrap().len();
+                let t = tx
+                    .post(Command::Edit(GraphEdit::Remove { node: "x".into() }))
+                    .unwrap();
+                std::thread::sleep(Duration::from_millis(60));
+                assert_eq!(
+                    watch.got.lock().unwrap().len(),
+                    paused_at,
+                    "nothing is output while paused"
+                );
+                for _ in 0..3 {
+                    let before = watch.got.lock().unwrap().len();
+                    send(Command::Step(1));
+                    wait(before + 1);
+                }
+                send(Command::Resume);
+                let edit = answer(t);
+                (outcomes, edit)
+            });
+            prepared.run().unwrap();
+            let (outcomes, edit) = poster.join().unwrap();
+            let what = format!("threads {threads}, paced {paced}");
+            assert!(
+                outcomes
+                    .iter()
+                    .all(|o| matches!(o, Outcome::Applied { .. })),
+                "{what}: {outcomes:?}"
+            );
+            let n = frame_of(&edit);
+            let values = master.values();
+            let want: Vec<u32> = (0..N as u32)
+                .map(|f| if (f as usize) < n { f + 1 } else { f + 101 })
+                .collect();
+            assert_eq!(values, want, "{what}: edit at {n}");
+        }
+    }
+}
+
+/// `stop` while paused with an edit just switched in or waiting for its switch, or still being
+/// built: the run stops at once, the edit is answered (refused when it never took effect), the
+/// output has only frames of the running version.
+#[test]
+fn stop_during_a_pending_or_building_edit_answers_it() {
+    for build_ms in [0u64, 150] {
+        for threads in [1, 3] {
+            let master = Collect::default();
+            let nodes = vec![
+                src_node("src", 1000),
+                fx("a", Add(1), 0, false),
+                sink_node("out", &master, true, 1),
+            ];
+            let builds: Vec<Build> = vec![Box::new(move || {
+                std::thread::sleep(Duration::from_millis(build_ms));
+                graph(vec![
+                    running("src", false, vec![]),
+                    fx("a", Add(1), 0, true),
+                    fx("b", Add(100), 1, false),
+                    running("out", true, vec![2]),
+                ])
+            })];
+            let mut prepared = Graph::new(nodes)
+                .unwrap()
+                .prepare(Options {
+                    threads,
+                    pace: Some(Rational::new(200, 1)),
+                    ..Options::default()
+                })
+                .unwrap();
+            let (tx, rx) = command_queue(16);
+            let replies = tx.replies();
+            prepared.set_commands(rx);
+            prepared.set_editor(Box::new(Script {
+                builds: builds.into(),
+                settled: Arc::new(Mutex::new(Vec::new())),
+                settle_delay: Duration::ZERO,
+            }));
+            let watch = master.clone();
+            let poster = std::thread::spawn(move || {
+                let t0 = Instant::now();
+                while watch.got.lock().unwrap().len() < 20 {
+                    assert!(t0.elapsed() < Duration::from_secs(30), "stalled");
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+                let tickets = [
+                    tx.post(Command::Pause).unwrap(),
+                    tx.post(Command::Edit(GraphEdit::Remove { node: "x".into() }))
+                        .unwrap(),
+                ];
+                std::thread::sleep(Duration::from_millis(40));
+                let stop = tx.post(Command::Stop).unwrap();
+                let mut got = Vec::new();
+                while got.len() < 3 {
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(30),
+                        "no answers: {got:?}"
+                    );
+                    if let Some(r) = replies.take() {
+                        got.push((r.ticket, r.outcome));
+                    } else if replies.engine_gone() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+                (tickets, stop, got)
+            });
+            prepared.run().unwrap();
+            let (tickets, stop, got) = poster.join().unwrap();
+            let what = format!("build {build_ms} ms, threads {threads}");
+            let of = |t| got.iter().find(|(k, _)| *k == t).map(|(_, o)| o.clone());
+            assert!(
+                matches!(of(tickets[0]), Some(Outcome::Applied { .. })),
+                "{what}: {got:?}"
+            );
+            assert!(
+                matches!(of(stop), Some(Outcome::Applied { .. })),
+                "{what}: {got:?}"
+            );
+            let values = master.values();
+            match of(tickets[1]) {
+                Some(Outcome::Refused { reason }) => {
+                    assert!(reason.contains("ended"), "{what}: {reason}")
+                }
+                // Switched in while paused with no frame in flight (paced: the next frame had
+                // not begun): seen from a frame that the stop then kept from the output.
+                Some(Outcome::Applied { frame }) if build_ms == 0 => {
+                    assert!(frame as usize >= values.len(), "{what}: {frame}")
+                }
+                other => panic!("{what}: the edit answered, got {other:?}"),
+            }
+            let want: Vec<u32> = (1..=values.len() as u32).collect();
+            assert_eq!(values, want, "{what}");
+        }
+    }
+}
+
+/// A placeholder for a running node that does not exist is refused with a one-line reason
+/// naming it (in the team's style: single spaces, no line-break padding).
+#[test]
+fn a_placeholder_for_no_running_node_is_refused_naming_it() {
+    let master = Collect {
+        sleep_ms: 1,
+        ..Collect::default()
+    };
+    let nodes = vec![
+        src_node("src", 30),
+        fx("a", Add(1), 0, false),
+        sink_node("out", &master, true, 1),
+    ];
+    let builds: Vec<Build> = vec![Box::new(|| {
+        graph(vec![
+            running("nosuch", false, vec![]),
+            fx("a", Add(1), 0, false),
+            running("out", true, vec![1]),
+        ])
+    })];
+    let seen = run_nodes(nodes, &master, builds, &[5], 1, false);
+    match &seen.replies[0] {
+        Some(Outcome::Refused { reason }) => {
+            assert!(reason.contains("nosuch"), "{reason}");
+            assert!(
+                !reason.contains("  "),
+                "one line, single spaces: {reason:?}"
+            );
+        }
+        other => panic!("refused, got {other:?}"),
+    }
+}
+
+/// The feedback loop of `a_switch_made_by_a_worker...`, with the feedback node `fb` as given
+/// (its colour, `keep`), for `edit_fb_is`.
+fn feedback_edit(color: [u8; 4], fb_keep: bool) -> (Vec<u32>, usize) {
+    const N: u64 = 40;
+    let first_color = [3u8, 0, 0, 0];
+    let mix = |keep| {
+        let mut m = Node::new(
+            "mix",
+            NodeKind::Mixer(framepipe_runtime::MixerStage::new(
+                Box::new(common::Weigh { sleep_us: 0 }),
+                Mode::Parallel,
+            )),
+            vec![0, 1],
+        );
+        m.keep = keep;
+        m
+    };
+    let master = Collect {
+        sleep_ms: 1,
+        ..Collect::default()
+    };
+    let first = vec![
+        src_node("src", N),
+        Node::new(
+            "fb",
+            NodeKind::Feedback {
+                from: 2,
+                color: first_color,
+            },
+            vec![],
+        ),
+        mix(false),
+        sink_node("out", &master, true, 2),
+    ];
+    let builds: Vec<Build> = vec![Box::new(move || {
+        let mut fb = Node::new("fb", NodeKind::Feedback { from: 2, color }, vec![]);
+        fb.keep = fb_keep;
+        graph(vec![
+            running("src", false, vec![]),
+            fb,
+            mix(true),
+            running("out", true, vec![2]),
+        ])
+    })];
+    let seen = run_nodes(first, &master, builds, &[10], 2, false);
+    let n = frame_of(seen.replies[0].as_ref().expect("an answer"));
+    let mut fb = u32::from_le_bytes(first_color);
+    let mut want = Vec::new();
+    for f in 0..N as u32 {
+        if f as usize == n && !fb_keep {
+            fb = u32::from_le_bytes(color);
+        }
+        let mix = common::weigh([f, fb].into_iter());
+        want.push(mix);
+        fb = mix;
+    }
+    assert_eq!(seen.values, want, "fb keep {fb_keep}: edit at {n}");
+    (seen.values, n)
+}
+
+/// `replace fb feedback color=...` (the node not kept): its state, the loop's previous frame,
+/// starts afresh: the new colour at the reply's frame (GraphEdit::Replace: "its state starts
+/// afresh"). Kept (an unrelated edit), the loop goes on.
+#[test]
+fn a_replaced_feedback_starts_afresh_and_a_kept_one_goes_on() {
+    feedback_edit([9, 0, 0, 0], false);
+    feedback_edit([3, 0, 0, 0], true);
+}
+
+/// An editor (or a plugin's constructor called while building) that panics: the edit is
+/// refused with a reason, the show goes on, and the next edit is built as usual.
+#[test]
+fn a_panic_while_building_an_edit_refuses_it_and_the_next_one_works() {
+    let master = Collect {
+        sleep_ms: 2,
+        ..Collect::default()
+    };
+    let nodes = vec![
+        src_node("src", 400),
+        fx("a", Add(1), 0, false),
+        sink_node("out", &master, true, 1),
+    ];
+    let builds: Vec<Build> = vec![
+        Box::new(|| panic!("the plugin's constructor crashed")),
+        Box::new(|| {
+            graph(vec![
+                running("src", false, vec![]),
+                fx("a", Add(1), 0, true),
+                fx("b", Add(100), 1, false),
+                running("out", true, vec![2]),
+            ])
+        }),
+    ];
+    let seen = run_nodes(nodes, &master, builds, &[10, 20], 2, false);
+    match &seen.replies[0] {
+        Some(Outcome::Refused { reason }) => {
+            assert!(reason.contains("crashed"), "{reason}")
+        }
+        other => panic!("refused, got {other:?}"),
+    }
+    let n = frame_of(seen.replies[1].as_ref().expect("an answer"));
+    let want: Vec<u32> = (0..400)
+        .map(|f| if (f as usize) < n { f + 1 } else { f + 101 })
+        .collect();
+    assert_eq!(seen.values, want, "edit at {n}");
+}
+
+fn with_fit_scaler(mut g: Graph) -> Graph {
+    g.set_auto_scale(Box::new(|_w, _h| {
+        Ok(Box::new(Fit { in_width: 0 }) as Box<dyn EffectFactory>)
+    }));
+    g
+}
+
+/// A mixer whose second input is scaled by an automatic scaler, across edits: one adding a
+/// node after the (kept) mixer, one replacing the mixer (not kept). The scaler is made anew
+/// with each version; every frame is right.
+#[test]
+fn edits_around_a_mixer_with_an_automatic_scaler() {
+    const N: u64 = 90;
+    let weigh = || {
+        framepipe_runtime::MixerStage::new(Box::new(common::Weigh { sleep_us: 0 }), Mode::Parallel)
+    };
+    let wide = || {
+        Node::new(
+            "wide",
+            NodeKind::Source {
+                source: Box::new(Wide {
+                    salt: 5000,
+                    frames: N,
+                    next: 0,
+                }),
+                on_end: framepipe_runtime::OnEnd::Stop,
+            },
+            vec![],
+        )
+    };
+    for threads in [1, 2, 4] {
+        let master = Collect {
+            sleep_ms: 2,
+            ..Collect::default()
+        };
+        let first = Graph::new(vec![
+            src_node("src", N),
+            wide(),
+            Node::new("mix", NodeKind::Mixer(weigh()), vec![0, 1]),
+            sink_node("out", &master, true, 2),
+        ])
+        .unwrap();
+        let builds: Vec<Build> = vec![
+            Box::new(move || {
+                let mut mix = Node::new("mix", NodeKind::Mixer(weigh()), vec![0, 1]);
+                mix.keep = true;
+                graph(vec![
+                    running("src", false, vec![]),
+                    running("wide", false, vec![]),
+                    mix,
+                    fx("b", Add(100), 2, false),
+                    running("out", true, vec![3]),
+                ])
+                .map(with_fit_scaler)
+            }),
+            Box::new(move || {
+                graph(vec![
+                    running("src", false, vec![]),
+                    running("wide", false, vec![]),
+                    Node::new("mix", NodeKind::Mixer(weigh()), vec![0, 1]),
+                    fx("b", Add(100), 2, true),
+                    running("out", true, vec![3]),
+                ])
+                .map(with_fit_scaler)
+            }),
+        ];
+        let prepared = with_fit_scaler(first)
+            .prepare(Options {
+                threads,
+                ..Options::default()
+            })
+            .unwrap();
+        let seen = run_prepared(prepared, &master, builds, &[20, 50], Duration::ZERO);
+        let n: Vec<usize> = seen
+            .replies
+            .iter()
+            .map(|r| frame_of(r.as_ref().expect("an answer")))
+            .collect();
+        let want: Vec<u32> = (0..N as u32)
+            .map(|f| {
+                let (s, w) = (f, 5000 + f);
+                let f = f as usize;
+                // (Fit keeps W columns of each row of wide: the first word is wide's.)
+                let mix = common::weigh([s, w].into_iter());
+                if f < n[0] {
+                    mix
+                } else {
+                    mix + 100
+                }
+            })
+            .collect();
+        assert_eq!(seen.values, want, "threads {threads}: edits at {n:?}");
+    }
+}
+
+/// A leaky preview sink that blocks (a network receiver that stopped reading): a leaky branch
+/// never holds back the master output, and an edit must not make it (the switch waited for
+/// every leaky branch to be idle, and no frame began meanwhile: the show froze for as long as
+/// the preview blocked).
+#[test]
+fn an_edit_does_not_wait_for_a_blocked_leaky_sink() {
+    let master = Collect::default();
+    let preview = Collect {
+        sleep_ms: 1500,
+        ..Collect::default()
+    };
+    let mut prev = sink_node("prev", &preview, false, 1);
+    prev.leaky = Some(true);
+    let nodes = vec![
+        src_node("src", 500),
+        fx("a", Add(1), 0, false),
+        sink_node("out", &master, true, 1),
+        prev,
+    ];
+    let builds: Vec<Build> = vec![Box::new(|| {
+        let mut prev = running("prev", true, vec![1]);
+        prev.leaky = Some(true);
+        graph(vec![
+            running("src", false, vec![]),
+            fx("a", Add(1), 0, true),
+            running("out", true, vec![1]),
+            prev,
+        ])
+    })];
+    let mut prepared = Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads: 2,
+            pace: Some(Rational::new(200, 1)),
+            ..Options::default()
+        })
+        .unwrap();
+    let (tx, rx) = command_queue(16);
+    prepared.set_commands(rx);
+    prepared.set_editor(Box::new(Script {
+        builds: builds.into(),
+        settled: Arc::new(Mutex::new(Vec::new())),
+        settle_delay: Duration::ZERO,
+    }));
+    let watch = master.clone();
+    let poster = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while watch.got.lock().unwrap().len() < 20 {
+            assert!(t0.elapsed() < Duration::from_secs(30), "stalled");
+            std::thread::sleep(Duration::from_micros(300));
+        }
+        tx.post(Command::Edit(GraphEdit::Remove { node: "x".into() }))
+            .unwrap();
+        let before = watch.got.lock().unwrap().len();
+        // 100 periods at 200 fps: a fifth of them is plenty on a loaded machine.
+        std::thread::sleep(Duration::from_millis(500));
+        let after = watch.got.lock().unwrap().len();
+        drop(tx);
+        after - before
+    });
+    prepared.run().unwrap();
+    let moved = poster.join().unwrap();
+    assert!(
+        moved >= 20,
+        "the master got {moved} frames in the 500 ms after the edit (200 fps)"
+    );
 }

@@ -1,0 +1,289 @@
+//! `framepipe doctor` (#11 requirement 3), end to end on the real binary: every finding is
+//! there with figures that agree with the system's own tools (nproc, ffmpeg -version,
+//! framepipe plugins), a show's bottleneck is named, a bad project is a one-line error.
+//! Measurements are shortened with the hidden `--quick` flag; no timing is asserted.
+
+mod common;
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::{run, tmpdir, FP};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn doctor(args: &[&str]) -> Output {
+    run(Command::new(FP).arg("doctor").args(args), LIMIT)
+}
+
+/// `framepipe doctor ARGS --json --quick`, parsed.
+fn doctor_json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--json", "--quick"]);
+    let out = doctor(&all);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "doctor {args:?} failed: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn first_line(program: &str, arg: &str) -> String {
+    let out = Command::new(program).arg(arg).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("'{key}' is not a number in {v}"))
+}
+
+/// A sleep/wake-up distribution: as many samples as asked, ordered percentiles.
+fn check_dist(name: &str, d: &Value, samples: u64) {
+    assert_eq!(d["samples"].as_u64(), Some(samples), "{name}: {d}");
+    let (m, p, x) = (num(d, "median_us"), num(d, "p99_us"), num(d, "max_us"));
+    assert!(0.0 <= m && m <= p && p <= x, "{name}: {d}");
+}
+
+#[test]
+fn doctor_json_has_every_finding_and_agrees_with_the_system() {
+    let out = doctor(&["--json", "--quick"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Progress goes to stderr, as each measurement starts; stdout is only the JSON.
+    for what in [
+        "timer precision",
+        "wake-up latency",
+        "noise floor",
+        "SCHED_FIFO",
+    ] {
+        assert!(stderr.contains(what), "no progress for {what}: {stderr}");
+    }
+    let j: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
+
+    for key in [
+        "machine",
+        "timer",
+        "wakeup",
+        "noise",
+        "realtime",
+        "memory",
+        "frei0r",
+        "ffmpeg",
+        "gstreamer",
+    ] {
+        let s = &j[key];
+        let status = s["status"].as_str().unwrap_or_else(|| panic!("{key}: {s}"));
+        assert!(
+            ["ok", "warn", "bad", "info"].contains(&status),
+            "{key}: {status}"
+        );
+        assert!(
+            !s["summary"].as_str().unwrap().is_empty(),
+            "{key} has no summary"
+        );
+        if status == "warn" || status == "bad" {
+            assert!(
+                !s["advice"].as_str().unwrap().is_empty(),
+                "{key} is {status} without advice"
+            );
+        }
+    }
+    assert!(j["show"].is_null(), "no project given: {}", j["show"]);
+
+    // Cores as nproc counts them.
+    let nproc: u64 = first_line("nproc", "--ignore=0").parse().unwrap();
+    assert_eq!(
+        j["machine"]["cores"].as_u64(),
+        Some(nproc),
+        "{}",
+        j["machine"]
+    );
+    assert!(j["machine"]["cores_online"].as_u64().unwrap() >= nproc);
+
+    check_dist("timer default slack", &j["timer"]["default_slack"], 60);
+    check_dist("timer slack 1 ns", &j["timer"]["slack_1ns"], 60);
+    check_dist("wake-up", &j["wakeup"], 60);
+
+    let noise = &j["noise"];
+    assert!(num(noise, "seconds") >= 0.2, "{noise}");
+    let lost = num(noise, "lost_share");
+    assert!((0.0..=1.0).contains(&lost), "{noise}");
+    if noise["gaps_over_10us"].as_u64() == Some(0) {
+        assert_eq!(num(noise, "longest_gap_us"), 0.0, "{noise}");
+    } else {
+        assert!(num(noise, "longest_gap_us") > 10.0, "{noise}");
+    }
+
+    // SCHED_FIFO: the answer agrees with what the process holds, and the way to permit it is
+    // spelled out.
+    let rt = &j["realtime"];
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    let soft = limits
+        .lines()
+        .find(|l| l.starts_with("Max realtime priority"))
+        .unwrap()
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .to_string();
+    assert_eq!(rt["rtprio_soft"].as_str(), Some(soft.as_str()), "{rt}");
+    let fifo = rt["sched_fifo"].as_bool().unwrap();
+    if !rt["cap_sys_nice"].as_bool().unwrap() && soft == "0" {
+        assert!(!fifo, "SCHED_FIFO without CAP_SYS_NICE or rtprio: {rt}");
+    }
+    let how: Vec<&str> = rt["how_to_permit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    assert!(
+        how.iter().any(|h| h.contains("setcap cap_sys_nice+ep /")),
+        "{how:?}"
+    );
+    assert!(
+        how.iter()
+            .any(|h| h.contains("rtprio") && h.contains("/etc/security/limits.d/")),
+        "{how:?}"
+    );
+
+    let mem = &j["memory"];
+    let gbs = num(mem, "gb_per_s");
+    assert!(gbs > 0.0, "{mem}");
+    let frames = num(mem, "frames_1080p_rgba_per_s");
+    let expected = gbs * 1e9 / (1920.0 * 1080.0 * 4.0);
+    assert!(
+        (frames - expected).abs() <= expected * 0.06 + 1.0,
+        "{frames} frames/s for {gbs} GB/s"
+    );
+
+    // The plugin count is `framepipe plugins`'s.
+    let plugins = run(Command::new(FP).arg("plugins"), LIMIT);
+    let listed = String::from_utf8_lossy(&plugins.stdout);
+    let count: u64 = listed
+        .lines()
+        .find_map(|l| l.strip_prefix("frei0r plugins ("))
+        .and_then(|r| r.strip_suffix("):"))
+        .expect("framepipe plugins prints its count")
+        .parse()
+        .unwrap();
+    assert_eq!(j["frei0r"]["plugins"].as_u64(), Some(count));
+    assert!(count > 0, "the tests need Debian's frei0r plugins");
+    let path = j["frei0r"]["search_path"].as_array().unwrap();
+    assert!(!path.is_empty());
+
+    // ffmpeg's version line is ffmpeg's own.
+    assert_eq!(j["ffmpeg"]["present"].as_bool(), Some(true));
+    assert_eq!(
+        j["ffmpeg"]["version"].as_str(),
+        Some(first_line("ffmpeg", "-version").as_str())
+    );
+    let gst = Command::new("gst-launch-1.0").arg("--version").output();
+    assert_eq!(j["gstreamer"]["present"].as_bool(), Some(gst.is_ok()));
+    if gst.is_ok() {
+        assert_eq!(
+            j["gstreamer"]["version"].as_str(),
+            Some(first_line("gst-launch-1.0", "--version").as_str())
+        );
+    }
+}
+
+/// A serial 720p glow is far slower than an invert or a 720p test pattern: doctor names it,
+/// and replaces the y4m sink so that no file is written.
+#[test]
+fn doctor_names_the_slow_serial_node_as_the_bottleneck() {
+    let dir = tmpdir("doctor-bottleneck");
+    let out = dir.join("never.y4m");
+    let pipeline = format!(
+        "testsrc width=1280 height=720 ! invert ! frei0r-glow blur=0.8 mode=serial ! invert \
+         ! y4msink location={}",
+        out.display()
+    );
+    let j = doctor_json(&[&pipeline, "--seconds", "1"]);
+    let show = &j["show"];
+    assert_eq!(show["bottleneck"].as_str(), Some("frei0r-glow"), "{show}");
+    assert!(!out.exists(), "doctor wrote the sink's file");
+    let replaced = show["sinks_replaced"].as_array().unwrap();
+    assert_eq!(replaced.len(), 1, "{show}");
+    assert!(replaced[0].as_str().unwrap().contains("y4msink"), "{show}");
+    let nodes = show["nodes"].as_array().unwrap();
+    let names: Vec<&str> = nodes.iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["testsrc", "invert", "frei0r-glow", "invert#2", "y4msink"]
+    );
+    let glow = &nodes[2];
+    assert_eq!(glow["mode"].as_str(), Some("serial"));
+    assert_eq!(nodes[1]["mode"].as_str(), Some("parallel"));
+    assert!(nodes[4]["sink"].as_bool().unwrap() && nodes[4]["headroom"].is_null());
+    assert!(glow["frames"].as_u64().unwrap() > 0, "{show}");
+    assert_eq!(show["target_fps"].as_f64(), Some(30.0));
+    assert!(show["summary"].as_str().unwrap().contains("frei0r-glow"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The same in a project file, the slow node named and written in the middle: the bottleneck
+/// is reported by the node's name, at the project's own rate.
+#[test]
+fn doctor_names_a_project_nodes_bottleneck_by_its_name() {
+    let dir = tmpdir("doctor-project");
+    let project = dir.join("show.toml");
+    std::fs::write(
+        &project,
+        "fps = \"25\"\n\
+         [[node]]\nname = \"cam\"\ntype = \"testsrc\"\nwidth = 1280\nheight = 720\n\
+         [[node]]\nname = \"look\"\ntype = \"invert\"\ninput = \"cam\"\n\
+         [[node]]\nname = \"haze\"\ntype = \"frei0r-glow\"\ninput = \"look\"\nblur = 0.8\nmode = \"serial\"\n\
+         [[node]]\nname = \"tint\"\ntype = \"invert\"\ninput = \"haze\"\n\
+         [[node]]\nname = \"out\"\ntype = \"nullsink\"\ninput = \"tint\"\n",
+    )
+    .unwrap();
+    let j = doctor_json(&[project.to_str().unwrap(), "--seconds", "1"]);
+    let show = &j["show"];
+    assert_eq!(show["bottleneck"].as_str(), Some("haze"), "{show}");
+    assert_eq!(show["target_fps"].as_f64(), Some(25.0), "{show}");
+    assert_eq!(show["sinks_replaced"].as_array().map(Vec::len), Some(0));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn doctor_with_a_bad_project_is_a_one_line_error_before_measuring() {
+    let dir = tmpdir("doctor-bad");
+    let missing = dir.join("nope.toml");
+    let out = doctor(&[missing.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot read project file") && err.contains("nope.toml"),
+        "{err}"
+    );
+    // Refused before any measurement starts.
+    assert!(!err.contains("timer precision"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "pipeline = \"testsrc ! frei0r-glowz ! nullsink\"\n").unwrap();
+    let out = doctor(&[bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("frei0r-glowz"), "{err}");
+    assert!(!err.contains("timer precision"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let out = doctor(&["testsrc ! nullsink", "--seconds", "0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--seconds 0"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,260 @@
+//! The memory an isolated plugin shares with its host process: one `memfd` per instance, mapped
+//! by both, holding a small header (the handshake words) and the frame buffers; and the futex
+//! calls the handshake waits and wakes with.
+//!
+//! Layout: the [`Header`] in the first 4 KiB page, then `inputs` input buffers (each starting on
+//! a page), then two output slots (the child writes the one the parent names; the other keeps the
+//! last good output for `on-crash=hold`). Each output slot *ends* where a guard page begins, which
+//! the child maps with no access ([`Shm::guard_outputs`]): a plugin writing past the end of its
+//! output frame (partik0l at small sizes) dies of SIGSEGV at that write, reported as a crash,
+//! instead of corrupting something quietly.
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Bytes kept for the header.
+const HEADER_BYTES: usize = 4096;
+
+/// The handshake words at the start of the shared memory. Both processes only ever touch them
+/// through atomics.
+#[repr(C)]
+pub(crate) struct Header {
+    /// The parent stores a new (incremented) frame number here to ask for a frame.
+    pub req: AtomicU32,
+    /// The child stores the frame number here once the frame's output is written.
+    pub done: AtomicU32,
+    /// The child stores 1 once the plugin is loaded and its instance made.
+    pub ready: AtomicU32,
+    /// The output slot (0 or 1) the child is to write for the requested frame.
+    pub slot: AtomicU32,
+    /// The frame's time argument (`f64::to_bits`).
+    pub time: AtomicU64,
+}
+
+/// A shared mapping of a memfd.
+pub(crate) struct Shm {
+    file: File,
+    ptr: *mut u8,
+    len: usize,
+    /// Bytes in one frame buffer (rounded up to whole pages).
+    stride: usize,
+    /// u32 words in one frame.
+    words: usize,
+    inputs: usize,
+}
+
+// SAFETY: the mapping is plain memory valid until `drop`; which process writes which part when
+// is the handshake's contract (see `input_mut`, `output`, `output_mut`), not the thread's.
+unsafe impl Send for Shm {}
+
+fn page_round(n: usize) -> usize {
+    n.div_ceil(HEADER_BYTES) * HEADER_BYTES
+}
+
+/// Total length of the region for `inputs` inputs of `words` u32 each.
+pub(crate) fn region_len(inputs: usize, words: usize) -> usize {
+    let frame = page_round(words * 4);
+    HEADER_BYTES + inputs * frame + 2 * (frame + HEADER_BYTES)
+}
+
+impl Shm {
+    /// A new anonymous shared memory file of the right size, mapped here (parent side).
+    pub(crate) fn create(name: &str, inputs: usize, words: usize) -> std::io::Result<Shm> {
+        let cname = std::ffi::CString::new(format!("framepipe-{name}"))
+            .unwrap_or_else(|_| c"framepipe-isolated".to_owned());
+        // SAFETY: a valid NUL-terminated name; the returned descriptor is checked and then owned
+        // by the `File`.
+        let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor nobody else owns.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let len = region_len(inputs, words);
+        file.set_len(len as u64)?;
+        Shm::map(file, inputs, words)
+    }
+
+    /// Maps an existing region (child side: the file opened through `/proc/PPID/fd/N`), checking
+    /// its size against what `inputs` and `words` need.
+    pub(crate) fn open(file: File, inputs: usize, words: usize) -> std::io::Result<Shm> {
+        let have = file.metadata()?.len();
+        let want = region_len(inputs, words) as u64;
+        if have != want {
+            return Err(std::io::Error::other(format!(
+                "shared memory of {have} bytes, expected {want}"
+            )));
+        }
+        Shm::map(file, inputs, words)
+    }
+
+    fn map(file: File, inputs: usize, words: usize) -> std::io::Result<Shm> {
+        let len = region_len(inputs, words);
+        // SAFETY: a fresh shared mapping of `len` bytes of a file at least that long; checked.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Shm {
+            file,
+            ptr: ptr.cast(),
+            len,
+            stride: page_round(words * 4),
+            words,
+            inputs,
+        })
+    }
+
+    /// The memfd (for the child to open through `/proc`).
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The handshake words.
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: the first page is mapped for as long as `self`, page-aligned, and only accessed
+        // through the atomics of `Header` (all-zero bytes are a valid `Header`).
+        unsafe { &*self.ptr.cast::<Header>() }
+    }
+
+    /// Byte offset of input `i` (page-aligned) or output slot `i - inputs` (ending at its guard
+    /// page; 16-byte aligned since a frame is a multiple of 8x8 pixels).
+    fn offset(&self, index: usize) -> usize {
+        debug_assert!(index < self.inputs + 2);
+        if index < self.inputs {
+            HEADER_BYTES + index * self.stride
+        } else {
+            let slot = index - self.inputs;
+            let span = self.stride + HEADER_BYTES;
+            HEADER_BYTES + self.inputs * self.stride + slot * span + self.stride - self.words * 4
+        }
+    }
+
+    fn buffer_ptr(&self, index: usize) -> *mut u32 {
+        // SAFETY: within the mapping (region_len counts every buffer and guard page).
+        unsafe { self.ptr.add(self.offset(index)).cast() }
+    }
+
+    /// Makes the page after each output slot inaccessible in this process's mapping (the child
+    /// calls it once): writing past the end of an output frame is then a SIGSEGV.
+    pub(crate) fn guard_outputs(&self) -> std::io::Result<()> {
+        for slot in 0..2 {
+            let end = self.offset(self.inputs + slot) + self.words * 4;
+            // SAFETY: `end` is page-aligned (each slot ends on a page boundary) and the guard
+            // page lies inside our mapping; nothing of ours lives in it.
+            let r =
+                unsafe { libc::mprotect(self.ptr.add(end).cast(), HEADER_BYTES, libc::PROT_NONE) };
+            if r != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    /// Input buffer `i`, to write.
+    ///
+    /// # Safety
+    /// Only while the other process does not read or write it: the parent between frames (the
+    /// child has set `done` for the last request, or is dead).
+    #[allow(clippy::mut_from_ref)] // exclusivity is the handshake's contract, stated above
+    pub(crate) unsafe fn input_mut(&self, i: usize) -> &mut [u32] {
+        assert!(i < self.inputs);
+        // SAFETY: mapped, aligned, `words` u32 long; exclusive per the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.buffer_ptr(i), self.words) }
+    }
+
+    /// Input buffer `i`, to read.
+    ///
+    /// # Safety
+    /// Only while the other process does not write it (the child during a frame).
+    pub(crate) unsafe fn input(&self, i: usize) -> &[u32] {
+        assert!(i < self.inputs);
+        // SAFETY: mapped, aligned, `words` u32 long; not written meanwhile per the contract.
+        unsafe { std::slice::from_raw_parts(self.buffer_ptr(i), self.words) }
+    }
+
+    /// Output slot `s` (0 or 1), to read.
+    ///
+    /// # Safety
+    /// Only while the other process does not write it: the parent after `done` (or once the
+    /// child is dead), or the slot the child was not asked to write.
+    pub(crate) unsafe fn output(&self, s: usize) -> &[u32] {
+        assert!(s < 2);
+        // SAFETY: mapped, aligned, `words` u32 long; not written meanwhile per the contract.
+        unsafe { std::slice::from_raw_parts(self.buffer_ptr(self.inputs + s), self.words) }
+    }
+
+    /// Output slot `s`, to write.
+    ///
+    /// # Safety
+    /// Only by the child, for the slot the current request names, between `req` and `done`.
+    #[allow(clippy::mut_from_ref)] // exclusivity is the handshake's contract, stated above
+    pub(crate) unsafe fn output_mut(&self, s: usize) -> &mut [u32] {
+        assert!(s < 2);
+        // SAFETY: mapped, aligned, `words` u32 long; exclusive per the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.buffer_ptr(self.inputs + s), self.words) }
+    }
+}
+
+impl Drop for Shm {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping; no slice into it outlives `self` (they borrow it).
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len);
+        }
+    }
+}
+
+/// Waits until `word` no longer holds `expected`, a wake-up, or `timeout` (whichever first;
+/// spurious returns are possible: callers re-check). A shared (not process-private) futex.
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `word` is a valid, aligned u32 for the call's duration; the kernel only reads it.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Wakes the waiters on `word` (in either process).
+pub(crate) fn futex_wake(word: &AtomicU32) {
+    // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE does not touch memory.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Stores `value` (release) and wakes the other side.
+pub(crate) fn publish(word: &AtomicU32, value: u32) {
+    word.store(value, Ordering::Release);
+    futex_wake(word);
+}

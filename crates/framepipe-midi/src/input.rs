@@ -1,0 +1,585 @@
+//! The MIDI threads.
+//!
+//! * `fp-midi-in` (a raw device or FIFO, `--midi /path`): blocking reads of up to 1 KiB into
+//!   one buffer, parsed ([`Parser`]), each message sent to `fp-midi` over a bounded channel
+//!   ([`CHANNEL`]; a full channel drops the message and counts it). At the end of a FIFO (its
+//!   writer closed) or a read error (a device unplugged) it says so, counts a disconnect and
+//!   opens the path again (a FIFO's open waits for a writer; a missing device is tried every
+//!   500 ms). It may be blocked in `read`/`open` when the run ends: it is left to the process's
+//!   end (it holds nothing the run needs).
+//! * An ALSA sequencer port (`--midi NAME`): midir's own input thread parses each event's
+//!   bytes and sends them the same way; `fp-midi-alsa` connects, checks every second that the
+//!   port is still there, and connects again when it comes back.
+//! * `fp-midi`: runs the [`Surface`]: handles the messages as they come (draining the channel
+//!   in batches), surface commands ([`MidiHandle::request`]), the learn window and the held
+//!   values' deadlines, and posts the commands with
+//!   [`CommandSender::post`](framepipe_control::CommandSender::post). It wakes at least every
+//!   [`POLL`] to see whether the run is over.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use framepipe_control::{monotonic_ns, Command, CommandSender};
+
+use crate::parser::{Message, ParseCounts, Parser};
+use crate::surface::Surface;
+use crate::{Error, Result};
+
+/// Messages that may wait between a reader and `fp-midi`.
+pub const CHANNEL: usize = 4096;
+/// How often `fp-midi` looks whether the run is over, at least.
+pub const POLL: Duration = Duration::from_millis(50);
+/// Messages handled in one batch before the held values are looked at.
+const BATCH: usize = 1024;
+/// The ALSA sequencer's device.
+#[cfg(feature = "alsa")]
+const SEQ: &str = "/dev/snd/seq";
+
+/// Where MIDI comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Port {
+    /// An ALSA sequencer input port whose name contains this text (case-insensitive).
+    Alsa(String),
+    /// A raw MIDI device or a FIFO, read as a byte stream.
+    Raw(PathBuf),
+}
+
+impl Port {
+    /// `/path` (a raw device or FIFO), anything else an ALSA port name to match.
+    pub fn parse(text: &str) -> Port {
+        if text.starts_with('/') {
+            Port::Raw(PathBuf::from(text))
+        } else {
+            Port::Alsa(text.to_string())
+        }
+    }
+}
+
+/// The answer to a surface command: `Ok(text)` or `Err(why refused)`.
+pub type Reply = Box<dyn FnOnce(std::result::Result<String, String>) + Send>;
+
+/// Where the MIDI threads tell the user things (one line each, without a prefix).
+pub type Notify = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Counts of the MIDI surface (read by the status line and the summary).
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Channel messages (CC, notes) handled.
+    pub messages: AtomicU64,
+    /// Commands posted.
+    pub posted: AtomicU64,
+    /// Values replaced by a newer one before they were posted (a flood coalesced).
+    pub coalesced: AtomicU64,
+    /// Stray data bytes, undefined status bytes and cut-off messages.
+    pub bad: AtomicU64,
+    /// Messages dropped (the channel to `fp-midi` full) and commands dropped (the command
+    /// queue full).
+    pub dropped: AtomicU64,
+    /// Times the input went away (a FIFO's writer closed, a device unplugged).
+    pub disconnects: AtomicU64,
+}
+
+impl Counters {
+    /// `midi: N messages, M posted, K coalesced, B bad, D dropped` (and disconnects, if any).
+    pub fn summary(&self) -> String {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut s = format!(
+            "midi: {} messages, {} posted, {} coalesced, {} bad, {} dropped",
+            get(&self.messages),
+            get(&self.posted),
+            get(&self.coalesced),
+            get(&self.bad),
+            get(&self.dropped)
+        );
+        let d = get(&self.disconnects);
+        if d > 0 {
+            s.push_str(&format!(", {d} disconnects"));
+        }
+        s
+    }
+}
+
+enum Event {
+    Msg(Message, i64, Instant),
+    Request(Command, Reply),
+}
+
+/// A handle to send surface commands (`learn`, `unlearn`, `midi`, `save`) to `fp-midi`;
+/// cloneable, for every surface that takes commands.
+#[derive(Clone)]
+pub struct MidiHandle {
+    events: SyncSender<Event>,
+}
+
+impl std::fmt::Debug for MidiHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MidiHandle")
+    }
+}
+
+impl MidiHandle {
+    /// Hands `cmd` to the MIDI surface; `reply` is called once, on `fp-midi`, with the answer
+    /// (for `learn`: that it is listening; what it learned is told when a control moves).
+    /// Never blocks: when the surface is flooded, or gone, the command is handed back.
+    pub fn request(&self, cmd: Command, reply: Reply) -> std::result::Result<(), (Command, Reply)> {
+        match self.events.try_send(Event::Request(cmd, reply)) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(Event::Request(c, r)))
+            | Err(TrySendError::Disconnected(Event::Request(c, r))) => Err((c, r)),
+            Err(_) => unreachable!("a request is handed back as sent"),
+        }
+    }
+}
+
+/// The running MIDI surface.
+pub struct MidiInput {
+    /// Its counts.
+    pub counters: Arc<Counters>,
+    /// What it reads: the ALSA port's full name, or the path.
+    pub name: String,
+    handle: MidiHandle,
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+    alsa: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for MidiInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MidiInput")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl MidiInput {
+    /// A handle for surface commands.
+    pub fn handle(&self) -> MidiHandle {
+        self.handle.clone()
+    }
+
+    /// Stops `fp-midi` (within [`POLL`]) and the ALSA connection, and waits for them; the
+    /// command sender is dropped. A raw reader blocked in `read` is left to the process's end.
+    pub fn finish(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+        if let Some(t) = self.alsa {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The ALSA sequencer's input ports, by name.
+#[cfg(feature = "alsa")]
+pub fn list_ports() -> Result<Vec<String>> {
+    if !Path::new(SEQ).exists() {
+        return Err(Error::NoSequencer);
+    }
+    let input = midir::MidiInput::new("framepipe").map_err(|e| Error::Alsa(e.to_string()))?;
+    Ok(input
+        .ports()
+        .iter()
+        .filter_map(|p| input.port_name(p).ok())
+        .collect())
+}
+
+/// The ALSA sequencer's input ports: none in a build without the `alsa` feature.
+#[cfg(not(feature = "alsa"))]
+pub fn list_ports() -> Result<Vec<String>> {
+    Err(Error::Alsa(
+        "this build has no ALSA support (feature 'alsa')".into(),
+    ))
+}
+
+/// Opens `port` and starts the MIDI threads: messages become commands posted to `tx`.
+pub fn spawn(
+    port: &Port,
+    surface: Surface,
+    tx: CommandSender,
+    notify: Notify,
+) -> Result<MidiInput> {
+    let (events, rx) = mpsc::sync_channel::<Event>(CHANNEL);
+    let counters = Arc::new(Counters::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (name, alsa) = match port {
+        Port::Raw(path) => {
+            let file = open_raw(path)?;
+            let (events, counters, notify, stop) = (
+                events.clone(),
+                Arc::clone(&counters),
+                Arc::clone(&notify),
+                Arc::clone(&stop),
+            );
+            let path2 = path.clone();
+            std::thread::Builder::new()
+                .name("fp-midi-in".into())
+                .spawn(move || read_raw(&path2, file, &events, &counters, &*notify, &stop))
+                .map_err(|source| Error::Thread {
+                    name: "fp-midi-in",
+                    source,
+                })?;
+            (path.display().to_string(), None)
+        }
+        #[cfg(feature = "alsa")]
+        Port::Alsa(wanted) => {
+            let (name, thread) = alsa::start(wanted, &events, &counters, &notify, &stop)?;
+            (name, Some(thread))
+        }
+        #[cfg(not(feature = "alsa"))]
+        Port::Alsa(_) => {
+            return Err(Error::Alsa(
+                "this build has no ALSA support (feature 'alsa')".into(),
+            ))
+        }
+    };
+    let thread = {
+        let (counters, stop) = (Arc::clone(&counters), Arc::clone(&stop));
+        std::thread::Builder::new()
+            .name("fp-midi".into())
+            .spawn(move || run(surface, &rx, &tx, &counters, &*notify, &stop))
+            .map_err(|source| Error::Thread {
+                name: "fp-midi",
+                source,
+            })?
+    };
+    Ok(MidiInput {
+        counters,
+        name,
+        handle: MidiHandle { events },
+        stop,
+        thread,
+        alsa,
+    })
+}
+
+/// Opens a raw device now (errors at start); a FIFO is only checked, since opening it waits
+/// for a writer: the reader opens it.
+fn open_raw(path: &Path) -> Result<Option<File>> {
+    let err = |source| Error::Open {
+        path: path.display().to_string(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(err)?;
+    if meta.file_type().is_fifo() {
+        return Ok(None);
+    }
+    File::open(path).map(Some).map_err(err)
+}
+
+/// Adds the parser's new counts to the counters.
+fn count_parse(counters: &Counters, before: &mut ParseCounts, now: ParseCounts) {
+    let bad = (now.stray + now.truncated).saturating_sub(before.stray + before.truncated);
+    if bad > 0 {
+        counters.bad.fetch_add(bad, Ordering::Relaxed);
+    }
+    *before = now;
+}
+
+/// Sends a message to `fp-midi`; false when it is gone.
+fn send(
+    events: &SyncSender<Event>,
+    counters: &Counters,
+    m: Message,
+    at_ns: i64,
+    now: Instant,
+) -> bool {
+    if matches!(m, Message::Other) {
+        return true;
+    }
+    match events.try_send(Event::Msg(m, at_ns, now)) {
+        Ok(()) => true,
+        Err(TrySendError::Full(_)) => {
+            counters.dropped.fetch_add(1, Ordering::Relaxed);
+            true
+        }
+        Err(TrySendError::Disconnected(_)) => false,
+    }
+}
+
+fn read_raw(
+    path: &Path,
+    first: Option<File>,
+    events: &SyncSender<Event>,
+    counters: &Counters,
+    notify: &(dyn Fn(&str) + Send + Sync),
+    stop: &AtomicBool,
+) {
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    let mut parser = Parser::new();
+    let mut seen = ParseCounts::default();
+    let mut buf = [0u8; 1024];
+    let mut file = first;
+    let mut reopened = false;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let f = match &mut file {
+            Some(f) => f,
+            // A FIFO waits here for a writer; a device unplugged is tried again.
+            None => match File::open(path) {
+                Ok(f) => {
+                    if reopened {
+                        notify(&format!("midi: {} is back", path.display()));
+                    }
+                    file.insert(f)
+                }
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(500));
+                    continue;
+                }
+            },
+        };
+        let why = match f.read(&mut buf) {
+            Ok(0) if regular => {
+                notify(&format!(
+                    "midi: end of {}; no more MIDI input",
+                    path.display()
+                ));
+                return;
+            }
+            Ok(0) => "closed by its writer".to_string(),
+            Ok(n) => {
+                let (at_ns, now) = (monotonic_ns(), Instant::now());
+                let mut gone = false;
+                parser.feed(&buf[..n], |m| {
+                    gone |= !send(events, counters, m, at_ns, now);
+                });
+                count_parse(counters, &mut seen, parser.counts);
+                if gone {
+                    return;
+                }
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => e.to_string(),
+        };
+        counters.disconnects.fetch_add(1, Ordering::Relaxed);
+        notify(&format!(
+            "midi: {} {why} (unplugged?); waiting for it to come back",
+            path.display()
+        ));
+        file = None;
+        reopened = true;
+        // A message cut off by the disconnect is not completed by the next device's bytes.
+        let counts = parser.counts;
+        parser = Parser::new();
+        parser.counts = counts;
+    }
+}
+
+/// `fp-midi`: the surface, fed by the channel, posting to `tx`.
+fn run(
+    mut surface: Surface,
+    rx: &Receiver<Event>,
+    tx: &CommandSender,
+    counters: &Counters,
+    notify: &(dyn Fn(&str) + Send + Sync),
+    stop: &AtomicBool,
+) {
+    let mut next: Option<Instant> = None;
+    // The first drop of a burst is said, the rest counted.
+    let mut full_said = false;
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        let wait = next.map_or(POLL, |t| t.saturating_duration_since(now).min(POLL));
+        let handle = |ev: Event, surface: &mut Surface| match ev {
+            Event::Msg(m, at_ns, at) => surface.message(m, at, at_ns),
+            Event::Request(cmd, reply) => reply(surface.command(&cmd)),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(ev) => {
+                handle(ev, &mut surface);
+                for _ in 0..BATCH {
+                    match rx.try_recv() {
+                        Ok(ev) => handle(ev, &mut surface),
+                        Err(_) => break,
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        next = surface.flush(Instant::now());
+        for cmd in surface.take_commands() {
+            match tx.post(cmd) {
+                Ok(_) => {
+                    counters.posted.fetch_add(1, Ordering::Relaxed);
+                    full_said = false;
+                }
+                Err(full) => {
+                    counters.dropped.fetch_add(1, Ordering::Relaxed);
+                    if !full_said {
+                        notify(&format!(
+                            "midi: command queue full; dropped: {} (and any more until it drains)",
+                            full.0
+                        ));
+                        full_said = true;
+                    }
+                }
+            }
+        }
+        for line in surface.take_notices() {
+            notify(&line);
+        }
+        counters
+            .messages
+            .store(surface.counts.messages, Ordering::Relaxed);
+        counters
+            .coalesced
+            .store(surface.counts.coalesced, Ordering::Relaxed);
+    }
+}
+
+/// The ALSA sequencer input, through midir.
+#[cfg(feature = "alsa")]
+mod alsa {
+    use super::*;
+    use midir::{Ignore, MidiInput, MidiInputConnection};
+
+    /// How often the port's presence is checked.
+    const CHECK: Duration = Duration::from_secs(1);
+
+    type Conn = MidiInputConnection<(Parser, ParseCounts)>;
+
+    /// The first port whose name contains `wanted` (case-insensitive), with its name.
+    fn find(
+        input: &MidiInput,
+        wanted: &str,
+    ) -> std::result::Result<(midir::MidiInputPort, String), String> {
+        let lower = wanted.to_lowercase();
+        let mut names = Vec::new();
+        for p in input.ports() {
+            let Ok(name) = input.port_name(&p) else {
+                continue;
+            };
+            if name.to_lowercase().contains(&lower) {
+                return Ok((p, name));
+            }
+            names.push(name);
+        }
+        Err(if names.is_empty() {
+            "(none)".into()
+        } else {
+            names.join(", ")
+        })
+    }
+
+    fn connect(
+        wanted: &str,
+        events: &SyncSender<Event>,
+        counters: &Arc<Counters>,
+    ) -> Result<(Conn, String)> {
+        let mut input = MidiInput::new("framepipe").map_err(|e| Error::Alsa(e.to_string()))?;
+        input.ignore(Ignore::None);
+        let (port, name) = find(&input, wanted).map_err(|ports| Error::NoPort {
+            wanted: wanted.to_string(),
+            ports,
+        })?;
+        let (events, counters) = (events.clone(), Arc::clone(counters));
+        let conn = input
+            .connect(
+                &port,
+                "framepipe-in",
+                move |_stamp, bytes, (parser, seen)| {
+                    let (at_ns, now) = (monotonic_ns(), Instant::now());
+                    parser.feed(bytes, |m| {
+                        send(&events, &counters, m, at_ns, now);
+                    });
+                    count_parse(&counters, seen, parser.counts);
+                },
+                (Parser::new(), ParseCounts::default()),
+            )
+            .map_err(|e| Error::Alsa(e.to_string()))?;
+        Ok((conn, name))
+    }
+
+    /// Connects to the port (errors now), then starts `fp-midi-alsa`, which keeps the
+    /// connection and makes it again after the port went away and came back.
+    pub(super) fn start(
+        wanted: &str,
+        events: &SyncSender<Event>,
+        counters: &Arc<Counters>,
+        notify: &Notify,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<(String, JoinHandle<()>)> {
+        if !Path::new(SEQ).exists() {
+            return Err(Error::NoSequencer);
+        }
+        // midir's connection stays on the thread that made it.
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<String>>(1);
+        let (wanted, events, counters, notify, stop) = (
+            wanted.to_string(),
+            events.clone(),
+            Arc::clone(counters),
+            Arc::clone(notify),
+            Arc::clone(stop),
+        );
+        let thread = std::thread::Builder::new()
+            .name("fp-midi-alsa".into())
+            .spawn(move || {
+                let mut conn = match connect(&wanted, &events, &counters) {
+                    Ok((conn, name)) => {
+                        let _ = ready_tx.send(Ok(name));
+                        Some(conn)
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let watch = MidiInput::new("framepipe-watch").ok();
+                let mut last = Instant::now();
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(POLL);
+                    if last.elapsed() < CHECK {
+                        continue;
+                    }
+                    last = Instant::now();
+                    let present = watch.as_ref().is_none_or(|w| find(w, &wanted).is_ok());
+                    match (&conn, present) {
+                        (Some(_), false) => {
+                            if let Some(c) = conn.take() {
+                                c.close();
+                            }
+                            counters.disconnects.fetch_add(1, Ordering::Relaxed);
+                            notify(&format!(
+                                "midi: ALSA port '{wanted}' went away (unplugged?); waiting for it to come back"
+                            ));
+                        }
+                        (None, true) => {
+                            if let Ok((c, name)) = connect(&wanted, &events, &counters) {
+                                notify(&format!("midi: ALSA port '{name}' is back"));
+                                conn = Some(c);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(c) = conn {
+                    c.close();
+                }
+            })
+            .map_err(|source| Error::Thread {
+                name: "fp-midi-alsa",
+                source,
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(name)) => Ok((name, thread)),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(Error::Alsa("the connecting thread ended".into()))
+            }
+        }
+    }
+}
