@@ -875,6 +875,21 @@ fn web_pages_stay_in_sync_and_each_gets_its_own_reply() {
         refused["reason"].as_str().unwrap().contains("nope"),
         "{refused}"
     );
+    // The preview switched to `s` with a live edit: every page gets the new graph naming it.
+    a.send(tungstenite::Message::Text(
+        json!({"id": 10, "cmd": "link web-monitor s"})
+            .to_string()
+            .into(),
+    ))
+    .unwrap();
+    let linked = read_type(&mut a, "reply");
+    assert_eq!(linked["id"], 10);
+    assert_eq!(linked["ok"], true, "{linked}");
+    for ws in [&mut a, &mut b] {
+        let g = read_type(ws, "graph");
+        assert_eq!(g["version"], 1, "{g}");
+        assert_eq!(g["preview"], "s", "{g}");
+    }
     a.send(tungstenite::Message::Text(
         json!({"id": 9, "cmd": "stop"}).to_string().into(),
     ))
