@@ -30,6 +30,7 @@ mod flags;
 mod midi;
 mod osc;
 mod signals;
+mod web;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -63,7 +64,7 @@ struct Cli {
 #[allow(clippy::large_enum_variant)] // parsed once at start; boxing `run`'s flags saves nothing
 enum Command {
     /// Run a pipeline: a gst-launch-like string or a TOML project file.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Show what would run: every node with its element, kind, negotiated size and inputs
     /// (nothing is started, no sink is created).
     Graph(GraphArgs),
@@ -150,6 +151,18 @@ struct RunArgs {
     /// `ADDR:PORT` where asked (0.0.0.0:PORT: every network). Addresses in docs/CONTROL.md.
     #[arg(long, value_name = "[ADDR:]PORT")]
     osc: Option<String>,
+    /// Serve the control page (graph, controls, stats, preview) on http://ADDR:PORT
+    /// (default 127.0.0.1:8080; 127.0.0.1:0 picks a free port). The URL is printed at start.
+    /// Off loopback a token is required (--web-token, or one is generated and printed).
+    #[arg(long, value_name = "[ADDR:]PORT", num_args = 0..=1, default_missing_value = "")]
+    web: Option<String>,
+    /// The token the web page's requests must carry (`?token=T`); required off loopback.
+    #[arg(long, value_name = "T", requires = "web")]
+    web_token: Option<String>,
+    /// The node the web page previews (default: the master sink's input), through a leaky
+    /// `monitor` tap.
+    #[arg(long, value_name = "NODE", requires = "web")]
+    web_preview: Option<String>,
     /// Run every frei0r plugin in a child process, as if each node had `isolate=true`: a
     /// plugin that crashes or hangs is reported, its node bypassed or held, the plugin
     /// restarted (docs/ISOLATION.md).
@@ -178,7 +191,7 @@ fn main() {
     // A broken pipe while *running* is a real error (e.g. a rawsink reader went away).
     let cli_was_run = matches!(cli.command, Command::Run(_));
     let result = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Graph(args) => graph(args).map(|()| Exit::Done),
         Command::Plugins { verbose } => plugins(verbose).map(|()| Exit::Done),
         Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
@@ -290,7 +303,7 @@ fn run(args: RunArgs) -> Result<Exit> {
             .map_err(|e| anyhow::anyhow!("bad --max-memory: {e}"))?;
         framepipe_core::Limits { max_memory }.set();
     }
-    let desc = load_desc(&args.pipeline)?;
+    let mut desc = load_desc(&args.pipeline)?;
     let overload = Overload::parse(&args.overload)
         .with_context(|| format!("bad --overload '{}': expected slow or live", args.overload))?;
     let threads = match (args.threads, desc.settings.threads) {
@@ -319,8 +332,27 @@ fn run(args: RunArgs) -> Result<Exit> {
         commands: tx.clone(),
         paused: pause_probe.clone(),
     });
-    let registry = registry_for(&desc, window_link.as_ref());
+    let mut registry = registry_for(&desc, window_link.as_ref());
     drop(window_link);
+    // The web page: bound first (a busy port is said before anything is built), its preview
+    // element registered and its tap added to the graph.
+    let web_bound = match &args.web {
+        Some(addr) => {
+            let addr = web::parse_addr(Some(addr))?;
+            let bound = framepipe_web::Web::bind(addr, args.web_token.clone())?;
+            framepipe_web::preview::register(&mut registry, bound.preview_slot(), bound.counters());
+            Some(bound)
+        }
+        None => None,
+    };
+    let web_preview = match &web_bound {
+        Some(_) => Some(web::add_preview_tap(
+            &mut desc,
+            &registry,
+            args.web_preview.as_deref(),
+        )?),
+        None => None,
+    };
     // Standard input has one reader: a source, or the command reader.
     let stdin_sources = commands::stdin_sources(&desc, &registry);
     if let [a, b, ..] = &stdin_sources[..] {
@@ -351,12 +383,17 @@ fn run(args: RunArgs) -> Result<Exit> {
         && osc_addr.is_none()
         && args.midi.is_none()
         && !has_window
+        && web_bound.is_none()
     {
-        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc, --midi or a windowsink)");
+        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc, --midi, --web or a windowsink)");
     }
     let osc_ranges = osc_addr.map(|_| osc::ranges(&desc, &registry));
     // Whether any surface posts commands (their replies are then printed by `fp-replies`).
-    let surfaces = commands_from_stdin || osc_addr.is_some() || args.midi.is_some() || has_window;
+    let surfaces = commands_from_stdin
+        || osc_addr.is_some()
+        || args.midi.is_some()
+        || web_bound.is_some()
+        || has_window;
     if args.midi.is_none() && !desc.midi.is_empty() && !args.quiet {
         say!(
             "framepipe: the project's {} MIDI mappings are not used without --midi PORT",
@@ -453,14 +490,45 @@ fn run(args: RunArgs) -> Result<Exit> {
         }
         None => None,
     };
+    let web_counters = web_bound.as_ref().map(|b| b.counters());
+    let web_server = match web_bound {
+        Some(bound) => {
+            let url = bound.url();
+            let local = bound.local_addr();
+            let server = framepipe_web::Web::start(
+                bound,
+                framepipe_web::Engine {
+                    view: prepared.view(),
+                    counters: prepared.counters(),
+                    commands: tx.clone(),
+                    preview_tap: web_preview.as_ref().map(|t| t.monitor.clone()),
+                },
+            )?;
+            if !local.ip().is_loopback() {
+                say!(
+                    "framepipe: warning: web page on {local}: anyone who can reach this address and has the token can control the run"
+                );
+            }
+            say!("framepipe: web control on {url}");
+            Some(server)
+        }
+        None => None,
+    };
     let replies = surfaces
-        .then(|| commands::spawn_reply_printer(tx.replies(), own, args.quiet))
+        .then(|| {
+            commands::spawn_reply_printer(
+                tx.replies(),
+                own,
+                args.quiet,
+                web_server.as_ref().map(|w| w.reply_tap()),
+            )
+        })
         .flatten();
     if commands_from_stdin {
         commands::spawn_stdin_reader(
             tx,
             args.start_paused,
-            osc_input.is_some() || midi_input.is_some() || has_window,
+            osc_input.is_some() || midi_input.is_some() || web_server.is_some() || has_window,
             midi_input.as_ref().map(|m| m.handle()),
         );
     } else {
@@ -485,7 +553,16 @@ fn run(args: RunArgs) -> Result<Exit> {
             .spawn({
                 let osc = osc_counters.clone();
                 let midi = midi_counters.clone();
-                move || status_line(&counters, osc.as_deref(), midi.as_deref(), &stop)
+                let web = web_counters.clone();
+                move || {
+                    status_line(
+                        &counters,
+                        osc.as_deref(),
+                        midi.as_deref(),
+                        web.as_deref(),
+                        &stop,
+                    )
+                }
             })
             .expect("spawning the status thread")
     });
@@ -494,6 +571,15 @@ fn run(args: RunArgs) -> Result<Exit> {
     prepared.set_editor(Box::new(edit::DescEditor::new(desc.clone(), registry)));
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
+    // The pages are disconnected and the web's command sender dropped with the run.
+    if let Some(w) = web_server {
+        w.finish();
+        if !args.quiet {
+            if let Some(c) = &web_counters {
+                say!("framepipe: {}", c.summary());
+            }
+        }
+    }
     if let Some(input) = osc_input {
         input.finish();
         if !args.quiet {
@@ -536,6 +622,7 @@ fn run(args: RunArgs) -> Result<Exit> {
             threads,
             max_in_flight,
             &isolation,
+            web_counters.as_deref(),
         )
         .with_context(|| format!("writing stats to '{path}'"))?;
     }
@@ -649,6 +736,7 @@ fn status_line(
     counters: &Counters,
     osc: Option<&osc::OscCounters>,
     midi: Option<&framepipe_midi::Counters>,
+    web: Option<&framepipe_web::WebCounters>,
     stop: &AtomicBool,
 ) {
     let mut err = std::io::stderr();
@@ -701,6 +789,9 @@ fn status_line(
         if let Some(m) = midi {
             flags.push_str(&format!(" {}", m.summary()));
         }
+        if let Some(w) = web {
+            flags.push_str(&format!(" {}", w.summary()));
+        }
         let line = format!(
             "{:>6} frames {:>6.1} fps  in flight {:>2}{} | {}",
             s.frames,
@@ -723,6 +814,7 @@ fn write_stats(
     threads: usize,
     in_flight: usize,
     isolation: &[framepipe_frei0r::isolate::Summary],
+    web: Option<&framepipe_web::WebCounters>,
 ) -> Result<()> {
     let stages: Vec<serde_json::Value> = s
         .stages
@@ -759,6 +851,9 @@ fn write_stats(
             }))
             .collect::<Vec<_>>(),
     });
+    if let Some(w) = web {
+        doc["web"] = serde_json::to_value(w.snapshot())?;
+    }
     if let Some(p) = &s.pacing {
         doc["paced_fps"] = serde_json::json!(p.target_fps);
         doc["overload"] = serde_json::json!(p.overload.as_str());
