@@ -10,8 +10,9 @@
 //! * at the end of input the sender is dropped: a paused run stops (nothing could resume it),
 //!   after the steps already asked for, and says so; a running run goes on.
 //!
-//! Every command posted gets one reply from the engine; the `fp-replies` thread prints each as
-//! one line on stderr ([`spawn_reply_printer`]): `framepipe: ok 'set 1.blur 0.3' from frame 123`
+//! Every command posted gets one reply from the engine; the `fp-replies` thread (the one reader
+//! of the replies: a small hub) prints each as one line on stderr ([`spawn_reply_printer`]) and,
+//! with `--web`, hands it to the web pages: `framepipe: ok 'set 1.blur 0.3' from frame 123`
 //! or `framepipe: refused 'set 1.blurr 1': unknown property 'blurr' on ...`. With `-q` only
 //! refusals are printed.
 //!
@@ -189,10 +190,11 @@ pub fn spawn_reply_printer(
     replies: Replies,
     skip: Option<Ticket>,
     quiet: bool,
+    web: Option<framepipe_web::ReplyTap>,
 ) -> Option<std::thread::JoinHandle<()>> {
     let spawned = std::thread::Builder::new()
         .name("fp-replies".into())
-        .spawn(move || print_replies(&replies, skip, quiet));
+        .spawn(move || print_replies(&replies, skip, quiet, web.as_ref()));
     match spawned {
         Ok(h) => Some(h),
         Err(e) => {
@@ -202,7 +204,12 @@ pub fn spawn_reply_printer(
     }
 }
 
-fn print_replies(replies: &Replies, skip: Option<Ticket>, quiet: bool) {
+fn print_replies(
+    replies: &Replies,
+    skip: Option<Ticket>,
+    quiet: bool,
+    web: Option<&framepipe_web::ReplyTap>,
+) {
     // Refusals for the same reason in a row (a burst left unread by `stop`) are said once and
     // then counted, so that a flood of commands does not become a flood of lines.
     let mut last_reason: Option<String> = None;
@@ -221,6 +228,10 @@ fn print_replies(replies: &Replies, skip: Option<Ticket>, quiet: bool) {
             any = true;
             if Some(r.ticket) == skip {
                 continue;
+            }
+            // The hub: every page sees every reply (the one that posted it, with its id).
+            if let Some(w) = web {
+                w.deliver(&r);
             }
             match &r.outcome {
                 Outcome::Refused { reason } => {

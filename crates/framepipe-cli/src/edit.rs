@@ -231,7 +231,7 @@ mod tests {
              invert name=fx2 ! y4msink name=out location={out}"
         ))
         .unwrap();
-        let registry = crate::registry_for(&desc);
+        let registry = crate::registry_for(&desc, None);
         (DescEditor::new(desc, registry), out)
     }
 

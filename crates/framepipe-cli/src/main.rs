@@ -8,6 +8,7 @@
 //! framepipe inspect frei0r-glow
 //! framepipe run show.toml --midi nanoKONTROL2
 //! framepipe midi-ports
+//! framepipe displays
 //! ```
 #![forbid(unsafe_code)]
 
@@ -29,6 +30,7 @@ mod flags;
 mod midi;
 mod osc;
 mod signals;
+mod web;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -43,6 +45,7 @@ use framepipe_core::{ElementKind, Registry};
 use framepipe_runtime::{Counters, Event, Options, Overload, RunStats};
 
 use framepipe_project::{parse_pipeline, parse_project, GraphDesc};
+use framepipe_window::{PauseProbe, WindowLink};
 
 use crate::build::{build, Purpose};
 
@@ -81,6 +84,8 @@ enum Command {
     /// Can this machine hold a show? Timer, wake-up, CPU noise, real-time permission,
     /// bandwidth, plugins; with a project, each node's headroom at its frame rate.
     Doctor(doctor::DoctorArgs),
+    /// List the displays a `windowsink` can go to (index, name, size, position, primary).
+    Displays,
 }
 
 #[derive(clap::Args, Debug)]
@@ -146,6 +151,18 @@ struct RunArgs {
     /// `ADDR:PORT` where asked (0.0.0.0:PORT: every network). Addresses in docs/CONTROL.md.
     #[arg(long, value_name = "[ADDR:]PORT")]
     osc: Option<String>,
+    /// Serve the control page (graph, controls, stats, preview) on http://ADDR:PORT
+    /// (default 127.0.0.1:8080; 127.0.0.1:0 picks a free port). The URL is printed at start.
+    /// Off loopback a token is required (--web-token, or one is generated and printed).
+    #[arg(long, value_name = "[ADDR:]PORT", num_args = 0..=1, default_missing_value = "")]
+    web: Option<String>,
+    /// The token the web page's requests must carry (`?token=T`); required off loopback.
+    #[arg(long, value_name = "T", requires = "web")]
+    web_token: Option<String>,
+    /// The node the web page previews (default: the master sink's input), through a leaky
+    /// `monitor` tap.
+    #[arg(long, value_name = "NODE", requires = "web")]
+    web_preview: Option<String>,
     /// Run every frei0r plugin in a child process, as if each node had `isolate=true`: a
     /// plugin that crashes or hangs is reported, its node bypassed or held, the plugin
     /// restarted (docs/ISOLATION.md).
@@ -188,6 +205,7 @@ fn main() {
         Command::Inspect { name } => inspect(&name).map(|()| Exit::Done),
         Command::MidiPorts => midi::list_ports().map(|()| Exit::Done),
         Command::Doctor(args) => doctor::run(args).map(|()| Exit::Done),
+        Command::Displays => displays().map(|()| Exit::Done),
     };
     let e = match result {
         Ok(Exit::Done) => return,
@@ -228,18 +246,20 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// Every element framepipe knows, plus warnings about plugins that could not be loaded.
-fn registry() -> (Registry, Vec<String>) {
-    let mut r = native_registry();
+/// `window`: what a `windowsink` posts its keys to (none: one cannot be built).
+fn registry(window: Option<&WindowLink>) -> (Registry, Vec<String>) {
+    let mut r = native_registry(window);
     let warnings = framepipe_frei0r::register(&mut r);
     (r, warnings)
 }
 
 /// Every element that is not a frei0r plugin.
-fn native_registry() -> Registry {
+fn native_registry(window: Option<&WindowLink>) -> Registry {
     let mut r = Registry::new();
     framepipe_io::register(&mut r);
     framepipe_net::register(&mut r);
     framepipe_effects::register(&mut r);
+    framepipe_window::register(&mut r, window.cloned());
     r
 }
 
@@ -261,13 +281,13 @@ fn load_desc(arg: &str) -> Result<GraphDesc> {
 /// The registry for running `desc`: every native element, and only the frei0r plugins the
 /// pipeline names (loading all of them costs ~50 ms). When a name is not found that way, the
 /// full registry, so that the error can suggest a close name.
-fn registry_for(desc: &GraphDesc) -> Registry {
+fn registry_for(desc: &GraphDesc, window: Option<&WindowLink>) -> Registry {
     let stems: Vec<&str> = desc
         .nodes
         .iter()
         .filter_map(|n| n.element.strip_prefix("frei0r-"))
         .collect();
-    let mut r = native_registry();
+    let mut r = native_registry(window);
     framepipe_frei0r::register_named(&mut r, &stems);
     if desc
         .nodes
@@ -276,7 +296,7 @@ fn registry_for(desc: &GraphDesc) -> Registry {
     {
         r
     } else {
-        registry().0
+        registry(window).0
     }
 }
 
@@ -291,7 +311,7 @@ fn run(args: RunArgs) -> Result<Exit> {
             .map_err(|e| anyhow::anyhow!("bad --max-memory: {e}"))?;
         framepipe_core::Limits { max_memory }.set();
     }
-    let desc = load_desc(&args.pipeline)?;
+    let mut desc = load_desc(&args.pipeline)?;
     let overload = Overload::parse(&args.overload)
         .with_context(|| format!("bad --overload '{}': expected slow or live", args.overload))?;
     let threads = match (args.threads, desc.settings.threads) {
@@ -312,7 +332,35 @@ fn run(args: RunArgs) -> Result<Exit> {
     let stall_timeout_ns = flags::stall_timeout_ns(args.stall_timeout.unwrap_or(0))?;
     let latency_ns = flags::latency_ns(args.latency.unwrap_or(0))?;
     framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
-    let registry = registry_for(&desc);
+    // Windows post their keys as commands (the registry keeps a copy of the sender for the
+    // windowsinks it builds; with a window the run has a command source of its own anyway).
+    let has_window = desc.nodes.iter().any(|n| n.element == WINDOWSINK);
+    let pause_probe = PauseProbe::default();
+    let window_link = has_window.then(|| WindowLink {
+        commands: tx.clone(),
+        paused: pause_probe.clone(),
+    });
+    let mut registry = registry_for(&desc, window_link.as_ref());
+    drop(window_link);
+    // The web page: bound first (a busy port is said before anything is built), its preview
+    // element registered and its tap added to the graph.
+    let web_bound = match &args.web {
+        Some(addr) => {
+            let addr = web::parse_addr(Some(addr))?;
+            let bound = framepipe_web::Web::bind(addr, args.web_token.clone())?;
+            framepipe_web::preview::register(&mut registry, bound.preview_slot(), bound.counters());
+            Some(bound)
+        }
+        None => None,
+    };
+    let web_preview = match &web_bound {
+        Some(_) => Some(web::add_preview_tap(
+            &mut desc,
+            &registry,
+            args.web_preview.as_deref(),
+        )?),
+        None => None,
+    };
     // Standard input has one reader: a source, or the command reader.
     let stdin_sources = commands::stdin_sources(&desc, &registry);
     if let [a, b, ..] = &stdin_sources[..] {
@@ -348,11 +396,21 @@ fn run(args: RunArgs) -> Result<Exit> {
         (None, Some(osc)) => Some(std::net::SocketAddr::new(osc.ip(), 0)),
         (None, None) => None,
     };
-    if args.start_paused && !commands_from_stdin && osc_addr.is_none() && args.midi.is_none() {
-        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc or --midi)");
+    if args.start_paused
+        && !commands_from_stdin
+        && osc_addr.is_none()
+        && args.midi.is_none()
+        && !has_window
+        && web_bound.is_none()
+    {
+        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc, --midi, --web or a windowsink)");
     }
     // Whether any surface posts commands (their replies are then printed by `fp-replies`).
-    let surfaces = commands_from_stdin || osc_addr.is_some() || args.midi.is_some();
+    let surfaces = commands_from_stdin
+        || osc_addr.is_some()
+        || args.midi.is_some()
+        || web_bound.is_some()
+        || has_window;
     if args.midi.is_none() && !desc.midi.is_empty() && !args.quiet {
         say!(
             "framepipe: the project's {} MIDI mappings are not used without --midi PORT",
@@ -477,14 +535,45 @@ fn run(args: RunArgs) -> Result<Exit> {
         }
         None => None,
     };
+    let web_counters = web_bound.as_ref().map(|b| b.counters());
+    let web_server = match web_bound {
+        Some(bound) => {
+            let url = bound.url();
+            let local = bound.local_addr();
+            let server = framepipe_web::Web::start(
+                bound,
+                framepipe_web::Engine {
+                    view: prepared.view(),
+                    counters: prepared.counters(),
+                    commands: tx.clone(),
+                    preview_tap: web_preview.as_ref().map(|t| t.monitor.clone()),
+                },
+            )?;
+            if !local.ip().is_loopback() {
+                say!(
+                    "framepipe: warning: web page on {local}: anyone who can reach this address and has the token can control the run"
+                );
+            }
+            say!("framepipe: web control on {url}");
+            Some(server)
+        }
+        None => None,
+    };
     let replies = surfaces
-        .then(|| commands::spawn_reply_printer(tx.replies(), own, args.quiet))
+        .then(|| {
+            commands::spawn_reply_printer(
+                tx.replies(),
+                own,
+                args.quiet,
+                web_server.as_ref().map(|w| w.reply_tap()),
+            )
+        })
         .flatten();
     if commands_from_stdin {
         commands::spawn_stdin_reader(
             tx,
             args.start_paused,
-            osc_input.is_some() || midi_input.is_some(),
+            osc_input.is_some() || midi_input.is_some() || web_server.is_some() || has_window,
             midi_input.as_ref().map(|m| m.handle()),
         );
     } else {
@@ -495,6 +584,10 @@ fn run(args: RunArgs) -> Result<Exit> {
     let threads = prepared.threads();
     let max_in_flight = prepared.max_in_flight();
     let counters = prepared.counters();
+    {
+        let counters = Arc::clone(&counters);
+        pause_probe.set(move || counters.paused());
+    }
     let show_status = !args.quiet && std::io::stderr().is_terminal();
     let stop = Arc::new(AtomicBool::new(false));
     let status = show_status.then(|| {
@@ -505,12 +598,14 @@ fn run(args: RunArgs) -> Result<Exit> {
             .spawn({
                 let osc = osc_counters.clone();
                 let midi = midi_counters.clone();
+                let web = web_counters.clone();
                 let query = oscquery.as_ref().map(|q| q.counters());
                 move || {
                     status_line(
                         &counters,
                         osc.as_deref(),
                         midi.as_deref(),
+                        web.as_deref(),
                         query.as_deref(),
                         &stop,
                     )
@@ -528,6 +623,15 @@ fn run(args: RunArgs) -> Result<Exit> {
         server.finish();
         if !args.quiet {
             say!("framepipe: {}", counters.summary());
+        }
+    }
+    // The pages are disconnected and the web's command sender dropped with the run.
+    if let Some(w) = web_server {
+        w.finish();
+        if !args.quiet {
+            if let Some(c) = &web_counters {
+                say!("framepipe: {}", c.summary());
+            }
         }
     }
     if let Some(input) = osc_input {
@@ -572,6 +676,7 @@ fn run(args: RunArgs) -> Result<Exit> {
             threads,
             max_in_flight,
             &isolation,
+            web_counters.as_deref(),
         )
         .with_context(|| format!("writing stats to '{path}'"))?;
     }
@@ -646,7 +751,7 @@ fn graph(args: GraphArgs) -> Result<()> {
         framepipe_core::Limits { max_memory }.set();
     }
     let desc = load_desc(&args.pipeline)?;
-    let registry = registry_for(&desc);
+    let registry = registry_for(&desc, None);
     let layout = build(&desc, &registry, Purpose::Layout)?.layout()?;
     let text = if args.dot {
         layout.dot()
@@ -685,6 +790,7 @@ fn status_line(
     counters: &Counters,
     osc: Option<&osc::OscCounters>,
     midi: Option<&framepipe_midi::Counters>,
+    web: Option<&framepipe_web::WebCounters>,
     query: Option<&framepipe_oscquery::Counters>,
     stop: &AtomicBool,
 ) {
@@ -738,6 +844,9 @@ fn status_line(
         if let Some(m) = midi {
             flags.push_str(&format!(" {}", m.summary()));
         }
+        if let Some(w) = web {
+            flags.push_str(&format!(" {}", w.summary()));
+        }
         if let Some(q) = query {
             flags.push_str(&format!(
                 " oscquery {} ws {} pkts",
@@ -767,6 +876,7 @@ fn write_stats(
     threads: usize,
     in_flight: usize,
     isolation: &[framepipe_frei0r::isolate::Summary],
+    web: Option<&framepipe_web::WebCounters>,
 ) -> Result<()> {
     let stages: Vec<serde_json::Value> = s
         .stages
@@ -803,6 +913,9 @@ fn write_stats(
             }))
             .collect::<Vec<_>>(),
     });
+    if let Some(w) = web {
+        doc["web"] = serde_json::to_value(w.snapshot())?;
+    }
     if let Some(p) = &s.pacing {
         doc["paced_fps"] = serde_json::json!(p.target_fps);
         doc["overload"] = serde_json::json!(p.overload.as_str());
@@ -831,6 +944,32 @@ fn lock_json(l: &framepipe_runtime::LockSummary) -> serde_json::Value {
     serde_json::json!({ "p50": l.p50_us, "p99": l.p99_us, "max": l.max_us, "count": l.count })
 }
 
+/// The screen output element (its runs get a window link).
+const WINDOWSINK: &str = framepipe_window::sink::NAME;
+
+/// `framepipe displays`: every display a `windowsink` can go to.
+fn displays() -> Result<()> {
+    let list = framepipe_window::displays()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<6} {:<16} {:<12} {:<12} primary",
+        "index", "name", "size", "position"
+    )?;
+    for d in &list {
+        writeln!(
+            out,
+            "{:<6} {:<16} {:<12} {:<12} {}",
+            d.index,
+            d.name,
+            format!("{}x{}", d.width, d.height),
+            format!("{:+}{:+}", d.x, d.y),
+            if d.primary { "yes" } else { "no" }
+        )?;
+    }
+    Ok(())
+}
+
 fn detail<'a>(d: &'a framepipe_core::ElementDesc, key: &str) -> &'a str {
     d.details
         .iter()
@@ -839,7 +978,7 @@ fn detail<'a>(d: &'a framepipe_core::ElementDesc, key: &str) -> &'a str {
 }
 
 fn plugins(verbose: bool) -> Result<()> {
-    let (registry, warnings) = registry();
+    let (registry, warnings) = registry(None);
     let mut out = std::io::stdout().lock();
     let (frei0r, native): (Vec<_>, Vec<_>) = registry
         .iter()
@@ -959,7 +1098,7 @@ fn inspect(name: &str) -> Result<()> {
         }
         return Ok(());
     }
-    let (registry, _) = registry();
+    let (registry, _) = registry(None);
     let entry = registry.lookup(name)?;
     let d = &entry.desc;
     let mut out = std::io::stdout().lock();

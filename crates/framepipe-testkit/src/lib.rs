@@ -1,7 +1,8 @@
 //! Test support shared by framepipe's tests: one counting global allocator for the "no
 //! allocation per frame" tests instead of a copy in every test file, and [`child::run`], which
 //! runs a child process with a time limit and reads its peak RSS (the memory-budget tests);
-//! [`fuzz`]: seeded random inputs for the parsers' quick randomized tests.
+//! [`fuzz`]: seeded random inputs for the parsers' quick randomized tests; [`xvfb`]: a private X
+//! server for the window tests.
 //!
 //! A test binary installs it with
 //!
@@ -18,6 +19,7 @@
 pub mod child;
 pub mod frames;
 pub mod fuzz;
+pub mod xvfb;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -18,7 +18,7 @@ pub(super) struct ShowDesc {
 /// would still touch the outside: a source reading stdin or the network.
 pub(super) fn prepare_show(arg: &str) -> Result<ShowDesc> {
     let mut desc = crate::load_desc(arg)?;
-    let registry = crate::registry_for(&desc);
+    let registry = crate::registry_for(&desc, None);
     if let Some(s) = crate::commands::stdin_sources(&desc, &registry).first() {
         bail!("doctor cannot measure a show whose source reads stdin ({s}); give it a file");
     }

@@ -1,0 +1,334 @@
+// framepipe's control page. Vanilla JS, no build step; the protocol is in docs/WEB.md.
+'use strict';
+
+const token = new URLSearchParams(location.search).get('token');
+const withToken = (path) => token ? path + (path.includes('?') ? '&' : '?') + 'token=' + encodeURIComponent(token) : path;
+
+// What the page knows: the graph, the latest value of every property, stats.
+const fp = window.fp = {
+  graph: null, values: [], osc: [], bypass: [], frame: 0, stats: null,
+  nextId: 1, pending: new Map(), sent: 0, replies: 0,
+};
+let ws = null;
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, attrs, ...kids) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') e.className = v; else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids) e.append(k);
+  return e;
+};
+
+// ---- the connection ------------------------------------------------------------------------
+function connect() {
+  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  ws = new WebSocket(withToken(proto + '//' + location.host + '/ws'));
+  ws.onopen = () => { $('conn').textContent = 'connected'; $('conn').className = 'ok'; };
+  ws.onclose = () => {
+    $('conn').textContent = 'disconnected (retrying)'; $('conn').className = 'bad';
+    setTimeout(connect, 1000);
+  };
+  ws.onmessage = (ev) => {
+    let m; try { m = JSON.parse(ev.data); } catch (e) { return; }
+    ({ hello: onHello, graph: onGraph, values: onValues, stats: onStats, reply: onReply, error: onError }[m.type] || (() => {}))(m);
+  };
+}
+
+/** Posts one command line; `what` is the control it came from (for showing an error there). */
+function send(cmd, what) {
+  if (!ws || ws.readyState !== WebSocket.OPEN) return;
+  const id = fp.nextId++;
+  fp.pending.set(id, { cmd, what });
+  if (fp.pending.size > 200) fp.pending.delete(fp.pending.keys().next().value);
+  ws.send(JSON.stringify({ id, cmd }));
+  fp.sent++;
+}
+
+// A control moved continuously sends at most every 33 ms; the last position is always sent.
+const throttles = new Map();
+function sendThrottled(key, cmd, what) {
+  let t = throttles.get(key);
+  if (!t) { t = { last: 0, timer: null, cmd: null }; throttles.set(key, t); }
+  t.cmd = cmd;
+  const now = performance.now();
+  if (now - t.last >= 33 && !t.timer) { t.last = now; send(cmd, what); t.cmd = null; return; }
+  if (!t.timer) t.timer = setTimeout(() => { t.timer = null; t.last = performance.now(); if (t.cmd) send(t.cmd, what); t.cmd = null; }, 33);
+}
+
+function onHello(m) { fp.client = m.client; }
+
+// ---- the graph ---------------------------------------------------------------------------
+function onGraph(m) {
+  fp.graph = m;
+  fp.values = m.nodes.map((n) => n.props.map((p) => p.default));
+  fp.osc = m.nodes.map((n) => n.props.map(() => null));
+  fp.bypass = m.nodes.map(() => false);
+  $('preview-node').textContent = m.preview ? 'of ' + m.preview : '';
+  // The preview's node: any node with an output but the tap itself; picking one posts the live
+  // edit `link TAP NODE`.
+  const pick = $('preview-select');
+  pick.textContent = '';
+  const tap = m.preview_tap;
+  const branch = new Set(m.nodes.filter((n) => n.name === tap || n.inputs.includes(tap)).map((n) => n.name));
+  for (const n of m.nodes) {
+    if (n.kind !== 'sink' && !branch.has(n.name)) pick.append(el('option', { value: n.name }, n.name));
+  }
+  pick.value = m.preview || '';
+  pick.disabled = !tap;
+  pick.onchange = () => { if (tap) send(`link ${tap} ${pick.value}`, pick); };
+  drawGraph(m);
+  buildPanels(m);
+}
+
+function drawGraph(g) {
+  const svg = $('graph');
+  svg.textContent = '';
+  const index = new Map(g.nodes.map((n, i) => [n.name, i]));
+  const depth = [];
+  g.nodes.forEach((n, i) => { depth[i] = n.inputs.reduce((d, name) => Math.max(d, (depth[index.get(name)] ?? -1) + 1), 0); });
+  const rows = [];
+  const pos = g.nodes.map((n, i) => { const c = depth[i]; rows[c] = (rows[c] || 0) + 1; return [c, rows[c] - 1]; });
+  const W = 130, H = 40, GX = 40, GY = 16;
+  const width = (Math.max(0, ...depth) + 1) * (W + GX) + GX, height = Math.max(1, ...rows) * (H + GY) + GY;
+  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  svg.setAttribute('height', Math.min(height, 400));
+  const ns = 'http://www.w3.org/2000/svg';
+  const at = (i) => [GX + pos[i][0] * (W + GX), GY + pos[i][1] * (H + GY)];
+  g.nodes.forEach((n, i) => n.inputs.forEach((name) => {
+    const j = index.get(name); if (j === undefined) return;
+    const [x1, y1] = at(j), [x2, y2] = at(i);
+    const p = document.createElementNS(ns, 'path');
+    const ax = x1 + W, ay = y1 + H / 2, bx = x2, by = y2 + H / 2, mx = (ax + bx) / 2;
+    p.setAttribute('d', `M${ax},${ay} C${mx},${ay} ${mx},${by} ${bx},${by}`);
+    svg.append(p);
+  }));
+  g.nodes.forEach((n, i) => {
+    const [x, y] = at(i);
+    const grp = document.createElementNS(ns, 'g');
+    grp.setAttribute('class', 'node' + (n.leaky ? ' leaky' : '') + (n.master ? ' master' : ''));
+    grp.setAttribute('transform', `translate(${x},${y})`);
+    grp.setAttribute('data-node', n.name);
+    const r = document.createElementNS(ns, 'rect'); r.setAttribute('width', W); r.setAttribute('height', H);
+    const t1 = document.createElementNS(ns, 'text'); t1.setAttribute('x', 6); t1.setAttribute('y', 16); t1.textContent = n.name;
+    const t2 = document.createElementNS(ns, 'text'); t2.setAttribute('x', 6); t2.setAttribute('y', 32); t2.setAttribute('class', 'el');
+    t2.textContent = `${n.element} ${n.width}x${n.height}`;
+    const title = document.createElementNS(ns, 'title'); title.textContent = `${n.kind} ${n.element}`;
+    grp.append(r, t1, t2, title);
+    grp.addEventListener('click', () => { const p = document.getElementById('panel:' + n.name); if (p) p.scrollIntoView({ behavior: 'smooth' }); });
+    svg.append(grp);
+  });
+}
+
+// ---- the controls ------------------------------------------------------------------------
+const hex = (c) => '#' + c.map((x) => Math.round(Math.min(1, Math.max(0, x)) * 255).toString(16).padStart(2, '0')).join('');
+const unhex = (h) => [1, 3, 5].map((i) => (parseInt(h.slice(i, i + 2), 16) / 255).toFixed(4));
+const fmt = (v) => typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toPrecision(6).replace(/\.?0+$/, '')) : Array.isArray(v) ? v.join(',') : String(v);
+// The last time the user touched a control: live values do not fight a hand on it.
+const touched = new Map();
+const busy = (e) => document.activeElement === e && performance.now() - (touched.get(e) || 0) < 1500;
+const touch = (e) => touched.set(e, performance.now());
+
+function buildPanels(g) {
+  const root = $('nodes');
+  root.textContent = '';
+  // The preview's own tap is framepipe's, not the show's: no controls for it.
+  const tap = g.preview_tap;
+  g.nodes.forEach((n, ni) => {
+    if (!n.props.length && !n.bypassable) return;
+    if (tap && (n.name === tap || n.inputs.includes(tap))) return;
+    const panel = el('div', { class: 'node-panel', id: 'panel:' + n.name });
+    const head = el('h3', {}, n.name + ' ', el('small', {}, n.element));
+    if (n.bypassable) {
+      const cb = el('input', { type: 'checkbox', id: `bypass:${n.name}` });
+      cb.addEventListener('change', () => { touch(cb); send(`bypass ${n.name} ${cb.checked ? 'on' : 'off'}`, cb); });
+      head.append(' ', el('label', {}, cb, ' bypass'));
+    }
+    panel.append(head);
+    n.props.forEach((p, pi) => panel.append(propRow(n, ni, p, pi)));
+    root.append(panel);
+  });
+}
+
+function propRow(n, ni, p, pi) {
+  const key = `${n.name}.${p.name}`;
+  const row = el('div', { class: 'prop', id: `row:${key}`, title: p.description || '' });
+  const ctl = el('div', { class: 'ctl' });
+  const err = el('div', { class: 'err', id: `err:${key}` });
+  const set = (text, from) => sendThrottled(key, `set ${key} ${text}`, from);
+  let update;
+  if (p.kind === 'float' || p.kind === 'int') {
+    const range = el('input', { type: 'range', id: `ctl:${key}`, min: p.min, max: p.max, step: p.kind === 'int' ? 1 : (p.max - p.min) / 1000 });
+    const num = el('input', { type: 'number', id: `num:${key}`, min: p.min, max: p.max, step: p.kind === 'int' ? 1 : 'any' });
+    range.addEventListener('input', () => { touch(range); num.value = range.value; set(range.value, range); });
+    num.addEventListener('change', () => { touch(num); set(num.value, num); });
+    num.addEventListener('keydown', () => touch(num));
+    num.addEventListener('input', () => touch(num));
+    ctl.append(range, num);
+    update = (v) => { if (!busy(range)) range.value = v; if (!busy(num)) num.value = fmt(v); };
+  } else if (p.kind === 'bool') {
+    const cb = el('input', { type: 'checkbox', id: `ctl:${key}` });
+    cb.addEventListener('change', () => { touch(cb); send(`set ${key} ${cb.checked}`, cb); });
+    ctl.append(cb);
+    update = (v) => { if (!busy(cb)) cb.checked = !!v; };
+  } else if (p.kind === 'enum') {
+    const sel = el('select', { id: `ctl:${key}` }, ...(p.options || []).map((o) => el('option', { value: o }, o)));
+    sel.addEventListener('change', () => { touch(sel); send(`set ${key} ${sel.value}`, sel); });
+    ctl.append(sel);
+    update = (v) => { if (!busy(sel)) sel.value = v; };
+  } else if (p.kind === 'color') {
+    const c = el('input', { type: 'color', id: `ctl:${key}` });
+    c.addEventListener('input', () => { touch(c); set(unhex(c.value).join(','), c); });
+    ctl.append(c);
+    update = (v) => { if (!busy(c) && Array.isArray(v)) c.value = hex(v); };
+  } else if (p.kind === 'position') {
+    const x = el('input', { type: 'number', id: `ctl:${key}:x`, step: 'any' });
+    const y = el('input', { type: 'number', id: `ctl:${key}:y`, step: 'any' });
+    const go = (e) => { touch(e); set(`${x.value},${y.value}`, e); };
+    x.addEventListener('change', () => go(x)); y.addEventListener('change', () => go(y));
+    ctl.append('x', x, 'y', y);
+    update = (v) => { if (Array.isArray(v)) { if (!busy(x)) x.value = v[0]; if (!busy(y)) y.value = v[1]; } };
+  } else {
+    const t = el('input', { type: 'text', id: `ctl:${key}` });
+    t.addEventListener('change', () => { touch(t); send(`set ${key} ${t.value}`, t); });
+    ctl.append(t);
+    update = (v) => { if (!busy(t)) t.value = v; };
+  }
+  const readout = el('output', { id: `val:${key}` });
+  // Oscillator: attach / edit / remove.
+  const osc = el('span', { class: 'osc' });
+  const numeric = p.kind === 'float' || p.kind === 'int';
+  if (numeric) {
+    const text = el('input', { type: 'text', id: `osc:${key}`, placeholder: '~sine:0.5hz:min..max', hidden: '' });
+    const attach = el('button', { id: `osc-attach:${key}`, title: 'attach an oscillator' }, '~');
+    const remove = el('button', { id: `osc-remove:${key}`, title: 'remove the oscillator', hidden: '' }, '×');
+    attach.addEventListener('click', () => {
+      const lo = Math.max(p.min, -1000), hi = Math.min(p.max, 1000);
+      const spec = text.value || `~sine:0.5hz:${lo}..${hi}`;
+      send(`set ${key} ${spec}`, attach);
+    });
+    text.addEventListener('change', () => { touch(text); send(`set ${key} ${text.value}`, text); });
+    remove.addEventListener('click', () => send(`unosc ${key}`, remove));
+    osc.append(text, attach, remove);
+  }
+  row.append(el('span', { class: 'name' }, p.name), ctl, el('span', {}, readout, osc), err);
+  row._update = (v, o) => {
+    update(v);
+    readout.textContent = fmt(v);
+    row.classList.toggle('oscillated', !!o);
+    if (numeric) {
+      const [text, attach, remove] = osc.children;
+      text.hidden = !o; remove.hidden = !o;
+      attach.textContent = o ? 'edit' : '~';
+      if (o && !busy(text)) text.value = o;
+    }
+  };
+  rows.set(`${ni}:${pi}`, row);
+  return row;
+}
+const rows = new Map();
+
+function onValues(m) {
+  if (!fp.graph || m.version !== fp.graph.version) return;
+  fp.frame = m.frame;
+  for (const [ni, pi, v, o] of m.changes) {
+    if (fp.values[ni]) { fp.values[ni][pi] = v; fp.osc[ni][pi] = o; }
+    // A hidden page keeps the values but draws nothing (the browser may share the show's CPU).
+    const row = !document.hidden && rows.get(`${ni}:${pi}`);
+    if (row) row._update(v, o);
+  }
+  for (const [ni, b] of m.bypass) {
+    fp.bypass[ni] = b;
+    const n = fp.graph.nodes[ni];
+    const cb = n && document.getElementById(`bypass:${n.name}`);
+    if (cb && !busy(cb)) cb.checked = b;
+  }
+}
+
+// ---- stats, history, preview ---------------------------------------------------------------
+const history = [];
+let lastLate = null, lastAt = 0, previewSeq = 0, previewLoading = false;
+function onStats(s) {
+  fp.stats = s;
+  if (document.hidden) return;
+  $('st-frames').textContent = s.frames;
+  $('st-fps').textContent = s.fps.toFixed(1);
+  $('st-inflight').textContent = s.in_flight;
+  $('st-state').textContent = s.paused ? 'paused' : 'running';
+  $('st-late').textContent = s.late;
+  $('st-repeated').textContent = s.repeated;
+  $('st-tempo').textContent = s.tempo.toFixed(1) + ' bpm';
+  $('st-budget').textContent = s.latency_budget_ms ? s.latency_budget_ms.toFixed(0) + ' ms' : '–';
+  $('btn-pause').classList.toggle('on', s.paused);
+  const tempo = $('tempo'); if (!busy(tempo)) tempo.value = s.tempo.toFixed(1);
+  const body = $('stages').tBodies[0];
+  body.textContent = '';
+  for (const st of s.stages) {
+    body.append(el('tr', {}, el('td', {}, st.name), el('td', {}, st.ms.toFixed(2) + (st.instances > 1 ? ' ×' + st.instances : '')),
+      el('td', {}, String(st.frames)), el('td', {}, String(st.skipped))));
+  }
+  const w = s.web;
+  $('web-counts').textContent = `web: ${w.clients} pages, ${w.commands} commands; bad ${w.bad}, oversized ${w.oversized}, rate-limited ${w.rate_limited}, queue full ${w.queue_full}, send dropped ${w.send_dropped}`;
+  // History: fps and (late + repeated) per second.
+  const now = performance.now() / 1000, bad = s.late + s.repeated;
+  const rate = lastLate === null || now <= lastAt ? 0 : (bad - lastLate) / (now - lastAt);
+  lastLate = bad; lastAt = now;
+  history.push([s.fps, rate]); if (history.length > 240) history.shift();
+  drawHistory();
+  if (s.preview && s.preview !== previewSeq && !previewLoading) {
+    previewLoading = true; previewSeq = s.preview;
+    const img = $('preview');
+    img.onload = img.onerror = () => { previewLoading = false; };
+    img.src = withToken('/preview.jpg?seq=' + s.preview);
+  }
+}
+
+function drawHistory() {
+  const c = $('history'), g = c.getContext('2d');
+  g.clearRect(0, 0, c.width, c.height);
+  const maxFps = Math.max(1, ...history.map((h) => h[0])), maxBad = Math.max(1, ...history.map((h) => h[1]));
+  const line = (k, max, color) => {
+    g.strokeStyle = color; g.beginPath();
+    history.forEach((h, i) => { const x = c.width - (history.length - i) * (c.width / 240), y = c.height - 2 - (h[k] / max) * (c.height - 4); i ? g.lineTo(x, y) : g.moveTo(x, y); });
+    g.stroke();
+  };
+  line(0, maxFps, '#5fd38a'); line(1, maxBad, '#ff6b6b');
+}
+
+// ---- replies -------------------------------------------------------------------------------
+function log(text, cls) {
+  const l = $('log');
+  l.prepend(el('li', { class: cls }, text));
+  while (l.children.length > 50) l.lastChild.remove();
+}
+function showError(what, reason) {
+  const row = what && what.closest && what.closest('.prop');
+  if (row) { const e = row.querySelector('.err'); e.textContent = reason || ''; }
+}
+function onReply(m) {
+  fp.replies++;
+  const p = m.id != null ? fp.pending.get(m.id) : null;
+  if (p) { fp.pending.delete(m.id); showError(p.what, m.ok ? '' : m.reason); }
+  log(m.text, (m.ok ? 'ok' : 'refused') + (p ? ' mine' : ''));
+}
+function onError(m) {
+  const p = m.id != null ? fp.pending.get(m.id) : null;
+  if (p) { fp.pending.delete(m.id); showError(p.what, m.reason); }
+  log(m.reason, 'error' + (p ? ' mine' : ''));
+}
+
+// Shown again: draw every value as it is now.
+document.addEventListener('visibilitychange', () => {
+  if (document.hidden || !fp.graph) return;
+  fp.values.forEach((vals, ni) => vals.forEach((v, pi) => { const r = rows.get(`${ni}:${pi}`); if (r) r._update(v, fp.osc[ni][pi]); }));
+  if (fp.stats) onStats(fp.stats);
+});
+
+// ---- the header ----------------------------------------------------------------------------
+for (const b of document.querySelectorAll('button[data-cmd]')) b.addEventListener('click', () => send(b.dataset.cmd));
+$('speed').addEventListener('input', () => { touch($('speed')); $('speed-out').textContent = $('speed').value; sendThrottled('speed', `speed ${$('speed').value}`); });
+$('tempo').addEventListener('change', () => { touch($('tempo')); send(`tempo ${$('tempo').value}`); });
+
+connect();

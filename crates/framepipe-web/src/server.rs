@@ -1,0 +1,507 @@
+//! The `fp-web` thread: the HTTP routes, the request guard, one task per WebSocket client and
+//! the pump that pushes the engine's state to every client.
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use framepipe_control::{Command, CommandSender, Reply};
+use framepipe_runtime::{Counters, ShowView, ValuesView};
+use serde_json::Value;
+use tokio::sync::{mpsc, Notify};
+
+use crate::auth;
+use crate::counters::{bump, WebCounters};
+use crate::preview::PreviewSlot;
+use crate::protocol;
+use crate::{Engine, MAX_MESSAGE, POLL, RATE_BURST, RATE_PER_S, SEND_QUEUE, SEND_TIMEOUT};
+
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const APP_JS: &str = include_str!("assets/app.js");
+const STYLE_CSS: &str = include_str!("assets/style.css");
+
+/// Tickets remembered for matching replies to pages, at most.
+const TICKETS: usize = 4096;
+
+/// One connected page, as the pump and the reply tap see it.
+struct Client {
+    id: u64,
+    tx: mpsc::Sender<Utf8Bytes>,
+    /// A message was dropped: send the whole state again.
+    resync: Arc<AtomicBool>,
+}
+
+/// Everything the routes, the client tasks and the pump share.
+pub(crate) struct Shared {
+    commands: Mutex<Option<CommandSender>>,
+    view: ShowView,
+    counters: Arc<Counters>,
+    web: Arc<WebCounters>,
+    preview: Arc<PreviewSlot>,
+    preview_tap: Option<String>,
+    token: Option<String>,
+    loopback: bool,
+    clients: Mutex<Vec<Client>>,
+    /// Ticket → (client, the page's request id).
+    tickets: Mutex<HashMap<u64, (u64, Option<u64>)>>,
+    next_client: AtomicU64,
+    /// The last stats message, for a page that just connected.
+    last_stats: Mutex<Option<Utf8Bytes>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("loopback", &self.loopback)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn text(v: &Value) -> Utf8Bytes {
+    Utf8Bytes::from(v.to_string())
+}
+
+impl Shared {
+    pub(crate) fn new(
+        engine: Engine,
+        web: Arc<WebCounters>,
+        preview: Arc<PreviewSlot>,
+        token: Option<String>,
+        loopback: bool,
+    ) -> Self {
+        Shared {
+            commands: Mutex::new(Some(engine.commands)),
+            view: engine.view,
+            counters: engine.counters,
+            web,
+            preview,
+            preview_tap: engine.preview_tap,
+            token,
+            loopback,
+            clients: Mutex::new(Vec::new()),
+            tickets: Mutex::new(HashMap::new()),
+            next_client: AtomicU64::new(1),
+            last_stats: Mutex::new(None),
+        }
+    }
+
+    /// Drops the command sender (the run is over, or the server stopped).
+    pub(crate) fn close(&self) {
+        lock(&self.commands).take();
+        lock(&self.clients).clear();
+    }
+
+    /// Queues `msg` for one client; a full queue drops it (counted) and asks for a resync.
+    fn send_to(&self, c: &Client, msg: Utf8Bytes) {
+        match c.tx.try_send(msg) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                bump(&self.web.send_dropped);
+                c.resync.store(true, Ordering::Relaxed);
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
+    }
+
+    fn broadcast(&self, msg: &Value) {
+        let t = text(msg);
+        for c in lock(&self.clients).iter() {
+            self.send_to(c, t.clone());
+        }
+    }
+
+    /// A reply from the engine: to its poster with the request id, to the others as a log.
+    pub(crate) fn deliver(&self, r: &Reply) {
+        let owner = lock(&self.tickets).remove(&r.ticket.0);
+        let to_all = text(&protocol::reply_msg(r, None));
+        let to_owner = owner.map(|(_, id)| text(&protocol::reply_msg(r, id)));
+        for c in lock(&self.clients).iter() {
+            match (&owner, &to_owner) {
+                (Some((client, _)), Some(m)) if *client == c.id => self.send_to(c, m.clone()),
+                _ => self.send_to(c, to_all.clone()),
+            }
+        }
+    }
+
+    /// The whole state for one page: graph and every value.
+    fn full_state(&self) -> [Value; 2] {
+        let g = self.view.graph();
+        let mut v = ValuesView::default();
+        self.view.read(&mut v);
+        let values = protocol::values_msg(&v, None).unwrap_or(Value::Null);
+        [protocol::graph_msg(&g, self.preview_tap.as_deref()), values]
+    }
+
+    /// Parses and posts one page message; what to answer when it is not posted.
+    fn handle(&self, client: u64, msg: &str) -> Option<Value> {
+        let req = match protocol::parse_request(msg) {
+            Ok(r) => r,
+            Err(reason) => {
+                bump(&self.web.bad);
+                return Some(protocol::error_msg(None, &reason));
+            }
+        };
+        let cmd = match Command::parse(&req.cmd) {
+            Ok(c) => c,
+            Err(e) => {
+                bump(&self.web.bad);
+                return Some(protocol::error_msg(
+                    req.id,
+                    &format!("bad command '{}': {e}", req.cmd.trim()),
+                ));
+            }
+        };
+        let commands = lock(&self.commands);
+        let Some(tx) = commands.as_ref() else {
+            return Some(protocol::error_msg(req.id, "the run is over"));
+        };
+        // Under the tickets lock, so that the reply cannot be delivered before it is known.
+        let mut tickets = lock(&self.tickets);
+        match tx.post(cmd) {
+            Ok(ticket) => {
+                bump(&self.web.commands);
+                if tickets.len() >= TICKETS {
+                    let oldest = ticket.0.saturating_sub(TICKETS as u64 / 2);
+                    tickets.retain(|t, _| *t >= oldest);
+                }
+                tickets.insert(ticket.0, (client, req.id));
+                None
+            }
+            Err(full) => {
+                bump(&self.web.queue_full);
+                Some(protocol::error_msg(
+                    req.id,
+                    &format!("command queue full; not applied: {}", full.0),
+                ))
+            }
+        }
+    }
+}
+
+/// Runs the server until `stop`, then drops every task.
+pub(crate) fn serve(
+    runtime: tokio::runtime::Runtime,
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: Arc<Notify>,
+) {
+    runtime.block_on(async {
+        let listener = match tokio::net::TcpListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = writeln_err(&format!("framepipe: --web: cannot serve: {e}"));
+                return;
+            }
+        };
+        let app = Router::new()
+            .route("/", get(index))
+            .route("/app.js", get(app_js))
+            .route("/style.css", get(style_css))
+            .route("/preview.jpg", get(preview))
+            .route("/ws", get(ws))
+            .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
+            .with_state(Arc::clone(&shared));
+        tokio::spawn(pump(Arc::clone(&shared)));
+        tokio::select! {
+            r = axum::serve(listener, app) => {
+                if let Err(e) = r {
+                    let _ = writeln_err(&format!("framepipe: --web: server ended: {e}"));
+                }
+            }
+            _ = stop.notified() => {}
+        }
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+}
+
+fn writeln_err(line: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    writeln!(std::io::stderr(), "{line}")
+}
+
+/// Checks every request: loopback `Host` on a loopback server, the token, the WebSocket
+/// `Origin`.
+async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    if s.loopback && !auth::is_loopback_host(&host) {
+        bump(&s.web.refused_origin);
+        return (
+            StatusCode::FORBIDDEN,
+            "this server answers to localhost names only (Host header)\n",
+        )
+            .into_response();
+    }
+    if let Some(token) = &s.token {
+        let given = auth::query_value(req.uri().query(), "token").unwrap_or("");
+        if !auth::same_token(given, token) {
+            bump(&s.web.refused_token);
+            return (
+                StatusCode::UNAUTHORIZED,
+                "a token is required: open the URL framepipe printed (…/?token=...)\n",
+            )
+                .into_response();
+        }
+    }
+    if req.uri().path() == "/ws" {
+        if let Some(origin) = req.headers().get(header::ORIGIN) {
+            let ok = origin
+                .to_str()
+                .is_ok_and(|o| auth::origin_matches_host(o, &host));
+            if !ok {
+                bump(&s.web.refused_origin);
+                return (
+                    StatusCode::FORBIDDEN,
+                    "WebSocket Origin does not match the page's host\n",
+                )
+                    .into_response();
+            }
+        }
+    }
+    next.run(req).await
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    let mut r = Response::new(Body::from(body));
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'",
+        ),
+    );
+    r
+}
+
+async fn index() -> Response {
+    asset("text/html; charset=utf-8", INDEX_HTML)
+}
+
+async fn app_js() -> Response {
+    asset("text/javascript; charset=utf-8", APP_JS)
+}
+
+async fn style_css() -> Response {
+    asset("text/css; charset=utf-8", STYLE_CSS)
+}
+
+async fn preview(State(s): State<Arc<Shared>>) -> Response {
+    let (seq, jpeg) = s.preview.latest();
+    if seq == 0 {
+        return (StatusCode::NOT_FOUND, "no preview image yet\n").into_response();
+    }
+    let mut h = HeaderMap::new();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/jpeg"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    (h, Body::from(jpeg.as_ref().clone())).into_response()
+}
+
+async fn ws(State(s): State<Arc<Shared>>, upgrade: WebSocketUpgrade) -> Response {
+    upgrade
+        .max_message_size(MAX_MESSAGE)
+        .max_frame_size(MAX_MESSAGE)
+        .on_upgrade(move |socket| client(socket, s))
+}
+
+/// A token bucket: [`RATE_PER_S`] messages a second, [`RATE_BURST`] at once.
+struct Bucket {
+    level: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        let dt = now.duration_since(self.at).as_secs_f64();
+        self.at = now;
+        self.level = (self.level + dt * RATE_PER_S).min(RATE_BURST);
+        if self.level >= 1.0 {
+            self.level -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// One page's task: sends what is queued for it, reads its commands.
+async fn client(mut socket: WebSocket, s: Arc<Shared>) {
+    let id = s.next_client.fetch_add(1, Ordering::Relaxed);
+    let (tx, mut rx) = mpsc::channel::<Utf8Bytes>(SEND_QUEUE);
+    let resync = Arc::new(AtomicBool::new(false));
+    bump(&s.web.connections);
+    s.web.clients.fetch_add(1, Ordering::Relaxed);
+    // The hello and the whole state go first, then the client is listed for broadcasts.
+    let hello = serde_json::json!({ "type": "hello", "client": id, "max_message": MAX_MESSAGE });
+    let _ = tx.try_send(text(&hello));
+    for m in s.full_state() {
+        if !m.is_null() {
+            let _ = tx.try_send(text(&m));
+        }
+    }
+    if let Some(st) = lock(&s.last_stats).clone() {
+        let _ = tx.try_send(st);
+    }
+    lock(&s.clients).push(Client {
+        id,
+        tx: tx.clone(),
+        resync,
+    });
+    drop(tx);
+    let mut bucket = Bucket {
+        level: RATE_BURST,
+        at: Instant::now(),
+    };
+    let mut limited_said = Instant::now() - std::time::Duration::from_secs(10);
+    loop {
+        tokio::select! {
+            out = rx.recv() => {
+                let Some(out) = out else { break };
+                match tokio::time::timeout(SEND_TIMEOUT, socket.send(Message::Text(out))).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => break,
+                    Err(_) => {
+                        bump(&s.web.send_timeouts);
+                        break;
+                    }
+                }
+            }
+            msg = socket.recv() => {
+                let msg = match msg {
+                    None => break,
+                    Some(Ok(m)) => m,
+                    Some(Err(e)) => {
+                        let e = e.to_string();
+                        if e.contains("too long") || e.contains("Space limit") || e.contains("Capacity") {
+                            bump(&s.web.oversized);
+                        }
+                        break;
+                    }
+                };
+                let answer = match msg {
+                    Message::Text(t) => {
+                        if !bucket.take() {
+                            bump(&s.web.rate_limited);
+                            // Said at most once a second; the rest only counted.
+                            if limited_said.elapsed().as_secs() >= 1 {
+                                limited_said = Instant::now();
+                                Some(protocol::error_msg(None, "too many messages: rate-limited (dropped)"))
+                            } else {
+                                None
+                            }
+                        } else {
+                            s.handle(id, t.as_str())
+                        }
+                    }
+                    Message::Binary(_) => {
+                        bump(&s.web.bad);
+                        Some(protocol::error_msg(None, "binary messages are not commands"))
+                    }
+                    Message::Close(_) => break,
+                    Message::Ping(_) | Message::Pong(_) => None,
+                };
+                if let Some(a) = answer {
+                    let c = lock(&s.clients).iter().find(|c| c.id == id).map(|c| (c.tx.clone(), Arc::clone(&c.resync)));
+                    if let Some((tx, resync)) = c {
+                        s.send_to(&Client { id, tx, resync }, text(&a));
+                    }
+                }
+            }
+        }
+    }
+    lock(&s.clients).retain(|c| c.id != id);
+    s.web.clients.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Polls the engine's view every [`POLL`] and pushes what changed to every page; stats every
+/// fourth poll; the whole state to pages that lost a message.
+async fn pump(s: Arc<Shared>) {
+    let mut interval = tokio::time::interval(POLL);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut graph = s.view.graph();
+    let mut cur = ValuesView::default();
+    let mut prev: Option<ValuesView> = None;
+    let mut tick = 0u64;
+    let mut last_frames = (s.counters.frames_out(), Instant::now());
+    let mut fps = 0.0;
+    loop {
+        interval.tick().await;
+        tick += 1;
+        let g = s.view.graph();
+        if g.version != graph.version {
+            graph = g;
+            prev = None;
+            s.broadcast(&protocol::graph_msg(&graph, s.preview_tap.as_deref()));
+        }
+        if s.view.read(&mut cur) || prev.is_none() {
+            if let Some(m) = protocol::values_msg(&cur, prev.as_ref()) {
+                s.broadcast(&m);
+            }
+            match &mut prev {
+                Some(p) => p.clone_from(&cur),
+                None => prev = Some(cur.clone()),
+            }
+        }
+        if tick.is_multiple_of(4) {
+            let now = Instant::now();
+            let frames = s.counters.frames_out();
+            let dt = now.duration_since(last_frames.1).as_secs_f64();
+            if dt > 0.0 {
+                fps = (frames.saturating_sub(last_frames.0)) as f64 / dt;
+            }
+            last_frames = (frames, now);
+            let m = text(&protocol::stats_msg(
+                &s.counters,
+                fps,
+                &s.web.snapshot(),
+                s.preview.seq(),
+            ));
+            *lock(&s.last_stats) = Some(m.clone());
+            for c in lock(&s.clients).iter() {
+                s.send_to(c, m.clone());
+            }
+        }
+        // Pages that lost a message get everything again (when their queue has room).
+        let behind: Vec<(u64, mpsc::Sender<Utf8Bytes>, Arc<AtomicBool>)> = lock(&s.clients)
+            .iter()
+            .filter(|c| c.resync.load(Ordering::Relaxed) && c.tx.capacity() >= 3)
+            .map(|c| (c.id, c.tx.clone(), Arc::clone(&c.resync)))
+            .collect();
+        if !behind.is_empty() {
+            let state = s.full_state();
+            for (id, tx, resync) in behind {
+                resync.store(false, Ordering::Relaxed);
+                let c = Client { id, tx, resync };
+                for m in &state {
+                    if !m.is_null() {
+                        s.send_to(&c, text(m));
+                    }
+                }
+            }
+        }
+    }
+}
