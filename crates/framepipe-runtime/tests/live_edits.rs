@@ -141,9 +141,10 @@ fn graph(nodes: Vec<Node>) -> std::result::Result<Graph, String> {
     Graph::new(nodes).map_err(|e| e.to_string())
 }
 
-/// Runs `first`, posting an edit (any: the script decides) after each frame count in `at`;
-/// returns the values the sink got, the replies (in posting order) and the editor's settled
-/// calls.
+/// Runs `first` between a counting source `src` of `frames` frames and a recording master
+/// sink `out`, posting an edit (any: the script decides) after each frame count in `at`;
+/// returns the values the sink got, the replies (in posting order; every edit must be
+/// answered) and the editor's settled calls.
 fn run(
     first: Vec<Node>,
     builds: Vec<Build>,
@@ -152,7 +153,6 @@ fn run(
     threads: usize,
     paced: bool,
 ) -> (Vec<u32>, Vec<Outcome>, Vec<bool>) {
-    let _ = frames;
     // Unpaced, the sink takes 2 ms a frame so that the edits land mid-run.
     let sink = Collect {
         sleep_ms: if paced { 0 } else { 2 },
@@ -160,75 +160,16 @@ fn run(
     };
     let mut nodes = first;
     // The source and the sink of the first version are real; later versions name them.
-    nodes.insert(
-        0,
-        Node::new(
-            "src",
-            NodeKind::Source {
-                source: counter(0, frames),
-                on_end: framepipe_runtime::OnEnd::Stop,
-            },
-            vec![],
-        ),
-    );
+    nodes.insert(0, src_node("src", frames));
     let last = nodes.len() - 1;
-    nodes.push(Node::new(
-        "out",
-        NodeKind::Sink {
-            sink: Box::new(sink.clone()),
-            master: true,
-        },
-        vec![last],
-    ));
-    let settled = Arc::new(Mutex::new(Vec::new()));
-    let mut prepared = Graph::new(nodes)
-        .unwrap()
-        .prepare(Options {
-            threads,
-            pace: paced.then(|| Rational::new(200, 1)),
-            ..Options::default()
-        })
-        .unwrap();
-    let (tx, rx) = command_queue(16);
-    let replies = tx.replies();
-    prepared.set_commands(rx);
-    prepared.set_editor(Box::new(Script {
-        builds: builds.into(),
-        settled: Arc::clone(&settled),
-        settle_delay: Duration::ZERO,
-    }));
-    let watch = sink.clone();
-    let at = at.to_vec();
-    let poster = std::thread::spawn(move || {
-        let t0 = Instant::now();
-        let mut outcomes: Vec<Outcome> = Vec::new();
-        for n in at {
-            while watch.got.lock().unwrap().len() < n {
-                assert!(t0.elapsed() < Duration::from_secs(30), "the run stalled");
-                std::thread::sleep(Duration::from_micros(300));
-            }
-            let edit = Command::Edit(GraphEdit::Remove { node: "x".into() });
-            let t = tx.post(edit).unwrap();
-            // One edit at a time: wait for its answer before the next.
-            let reply = loop {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(30),
-                    "no answer to the edit"
-                );
-                if let Some(r) = replies.take() {
-                    break r;
-                }
-                std::thread::sleep(Duration::from_micros(300));
-            };
-            assert_eq!(reply.ticket, t);
-            outcomes.push(reply.outcome);
-        }
-        outcomes
-    });
-    prepared.run().unwrap();
-    let outcomes = poster.join().unwrap();
-    let s = settled.lock().unwrap().clone();
-    (sink.values(), outcomes, s)
+    nodes.push(sink_node("out", &sink, true, last));
+    let seen = run_nodes(nodes, &sink, builds, at, threads, paced);
+    let replies = seen
+        .replies
+        .into_iter()
+        .map(|r| r.expect("every edit answered"))
+        .collect();
+    (seen.values, replies, seen.settled)
 }
 
 fn frame_of(o: &Outcome) -> usize {
