@@ -162,6 +162,8 @@ pub(crate) fn run_output(
     let realtime = setup.as_ref().is_some_and(|s| s.realtime);
     let half_period_ns = pacer.as_ref().map_or(0, |p| p.period_ns() as i64 / 2);
     let mut last_release_ns: Option<i64> = None;
+    // (start of the current second, worst lateness in it so far), ns.
+    let mut peak_window: (i64, i64) = (now_ns(), 0);
     shared.counters.realtime.store(realtime, Ordering::Relaxed);
     let cpu = CpuMeter::start();
     let mut transport = Transport::new();
@@ -420,6 +422,17 @@ pub(crate) fn run_output(
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
                 shared.counters.late.fetch_add(1, Ordering::Relaxed);
             }
+            // The worst lateness of each whole second, for live displays (two atomic
+            // stores a second).
+            if tick.released_ns - peak_window.0 >= 1_000_000_000 {
+                let us = (peak_window.1.max(0) / 1000) as u64;
+                shared
+                    .counters
+                    .lateness_peak_us
+                    .store(us, Ordering::Relaxed);
+                peak_window = (tick.released_ns, 0);
+            }
+            peak_window.1 = peak_window.1.max(tick.lateness_ns);
             if frame_late && !live_policy {
                 // Slow policy: the pipeline could not keep up; the clock slips to this frame
                 // instead of hurrying the next.

@@ -104,6 +104,8 @@ pub struct Counters {
     pub(crate) realtime: AtomicBool,
     /// Paced runs: how long before its deadline a frame begins, µs.
     pub(crate) latency_budget_us: AtomicU64,
+    /// Paced runs: the worst lateness of a frame in the last whole second, µs.
+    pub(crate) lateness_peak_us: AtomicU64,
     pub(crate) paused: AtomicBool,
     /// The beat clock's tempo, 1/1000 bpm (written after each `tempo` / `tap` is assigned).
     pub(crate) tempo_mbpm: AtomicU64,
@@ -124,6 +126,7 @@ impl Counters {
             repeated: AtomicU64::new(0),
             realtime: AtomicBool::new(false),
             latency_budget_us: AtomicU64::new(0),
+            lateness_peak_us: AtomicU64::new(0),
             paused: AtomicBool::new(false),
             tempo_mbpm: AtomicU64::new((framepipe_control::beat::DEFAULT_BPM * 1000.0) as u64),
             lock_hold: Log2Histogram::new(),
@@ -147,6 +150,13 @@ impl Counters {
     /// latency is known): the bound on how late a command reaches the output.
     pub fn latency_budget_ms(&self) -> f64 {
         self.latency_budget_us.load(Ordering::Relaxed) as f64 / 1000.0
+    }
+
+    /// Paced runs: the worst lateness of a released frame during the last whole second, µs
+    /// (updated once a second by the master output thread; 0 before the first second). For
+    /// live displays: a history of it shows when the output was late, and by how much.
+    pub fn lateness_peak_us(&self) -> u64 {
+        self.lateness_peak_us.load(Ordering::Relaxed)
     }
 
     /// Frames released later than the late threshold so far (paced runs).

@@ -969,3 +969,55 @@ fn issue_9_the_published_view_follows_the_values_while_running() {
         assert_eq!(values[frame as usize], x, "frame {frame}");
     }
 }
+
+/// Issue #10 (the web page's lateness history): `Counters::lateness_peak_us` shows the worst
+/// lateness of each whole second while the run goes on. One frame held 80 ms in a stage of a
+/// 50 fps run is released about that late, and the second it falls in says so.
+#[test]
+fn the_worst_lateness_of_each_second_is_published_while_running() {
+    let seen = Seen::default();
+    let p = Pipeline::new(
+        (
+            "counter".into(),
+            Box::new(Counter {
+                frames: 115,
+                rate: 50,
+            }),
+        ),
+        vec![(
+            "a".into(),
+            probe_stage(
+                &seen,
+                None,
+                vec![(60, Duration::from_millis(80))],
+                Mode::Serial,
+            ),
+        )],
+        ("record".into(), Box::new(Record(Released::default()))),
+    );
+    let prepared = p
+        .prepare(Options {
+            pace: Some(Rational::new(50, 1)),
+            ..Options::default()
+        })
+        .unwrap();
+    let counters = prepared.counters();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::clone(&done);
+    let reader = std::thread::spawn(move || {
+        let mut peaks = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            peaks.push(counters.lateness_peak_us());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        peaks
+    });
+    prepared.run().unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peaks = reader.join().unwrap();
+    let worst = peaks.iter().copied().max().unwrap_or(0);
+    assert!(
+        worst >= 40_000,
+        "the held frame's second shows it: {worst} µs"
+    );
+}

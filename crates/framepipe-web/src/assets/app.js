@@ -271,11 +271,12 @@ function onStats(s) {
   }
   const w = s.web;
   $('web-counts').textContent = `web: ${w.clients} pages, ${w.commands} commands; bad ${w.bad}, oversized ${w.oversized}, rate-limited ${w.rate_limited}, queue full ${w.queue_full}, send dropped ${w.send_dropped}`;
-  // History: fps and (late + repeated) per second.
+  $('st-lateness').textContent = (s.lateness_peak_us / 1000).toFixed(2) + ' ms';
+  // History: fps, (late + repeated) per second, and the worst lateness of each second.
   const now = performance.now() / 1000, bad = s.late + s.repeated;
   const rate = lastLate === null || now <= lastAt ? 0 : (bad - lastLate) / (now - lastAt);
   lastLate = bad; lastAt = now;
-  history.push([s.fps, rate]); if (history.length > 240) history.shift();
+  history.push([s.fps, rate, s.lateness_peak_us / 1000]); if (history.length > 240) history.shift();
   drawHistory();
   if (s.preview && s.preview !== previewSeq && !previewLoading) {
     previewLoading = true; previewSeq = s.preview;
@@ -289,12 +290,13 @@ function drawHistory() {
   const c = $('history'), g = c.getContext('2d');
   g.clearRect(0, 0, c.width, c.height);
   const maxFps = Math.max(1, ...history.map((h) => h[0])), maxBad = Math.max(1, ...history.map((h) => h[1]));
+  const maxLate = Math.max(1, ...history.map((h) => h[2]));
   const line = (k, max, color) => {
     g.strokeStyle = color; g.beginPath();
     history.forEach((h, i) => { const x = c.width - (history.length - i) * (c.width / 240), y = c.height - 2 - (h[k] / max) * (c.height - 4); i ? g.lineTo(x, y) : g.moveTo(x, y); });
     g.stroke();
   };
-  line(0, maxFps, '#5fd38a'); line(1, maxBad, '#ff6b6b');
+  line(0, maxFps, '#5fd38a'); line(1, maxBad, '#ff6b6b'); line(2, maxLate, '#ffd166');
 }
 
 // ---- replies -------------------------------------------------------------------------------
