@@ -219,16 +219,7 @@ pub(crate) fn run_output(
                 }
                 Some(FromEditor::Refused(p, reason)) => {
                     l.busy = false;
-                    shared.emit(Event::CommandRejected {
-                        command: p.command.to_string(),
-                        reason: reason.clone(),
-                    });
-                    reader.reply(
-                        p,
-                        Outcome::Refused {
-                            reason: reason.into(),
-                        },
-                    );
+                    refuse(shared, reader, p, reason);
                 }
                 None => {}
             }
@@ -479,12 +470,7 @@ pub(crate) fn run_output(
         };
         let in_state = pending.is_some() || switched.is_some();
         if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
-            reader.reply(
-                p,
-                Outcome::Refused {
-                    reason: ENDED_BEFORE_EDIT.into(),
-                },
-            );
+            refuse(shared, reader, p, ENDED_BEFORE_EDIT.into());
         }
         // An edit still on the edit thread (being built, or built and not yet taken): its
         // answer is waited for (off the frame path: the run is over), so that it too gets a
@@ -496,22 +482,10 @@ pub(crate) fn run_output(
                 match rx.recv_timeout(crate::pipeline::JOIN_GRACE) {
                     Ok(FromEditor::Ready(mut p)) => {
                         if let Some(posted) = p.posted.take() {
-                            reader.reply(
-                                posted,
-                                Outcome::Refused {
-                                    reason: ENDED_BEFORE_EDIT.into(),
-                                },
-                            );
+                            refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());
                         }
                     }
-                    Ok(FromEditor::Refused(p, reason)) => {
-                        reader.reply(
-                            p,
-                            Outcome::Refused {
-                                reason: reason.into(),
-                            },
-                        );
-                    }
+                    Ok(FromEditor::Refused(p, reason)) => refuse(shared, reader, p, reason),
                     // The edit thread is stuck in an element's constructor: it is left
                     // running, detached (see `Prepared::run`).
                     Err(_) => {}
@@ -587,24 +561,15 @@ fn apply_commands(
                         | std::sync::mpsc::TrySendError::Disconnected(msg),
                     ) => {
                         if let ToEditor::Build(back) = msg {
-                            reader.reply(
-                                back,
-                                Outcome::Refused {
-                                    reason: "the edit thread is not taking edits".into(),
-                                },
-                            );
+                            let reason = "the edit thread is not taking edits";
+                            refuse(shared, reader, back, reason.into());
                         }
                         continue;
                     }
                 },
             };
             if let Some(reason) = refused {
-                reader.reply(
-                    p,
-                    Outcome::Refused {
-                        reason: reason.into(),
-                    },
-                );
+                refuse(shared, reader, p, reason.into());
             }
             continue;
         }
@@ -629,18 +594,7 @@ fn apply_commands(
                 batch.edits.push(edit);
                 batch.posted.push(p);
             }
-            Err(reason) => {
-                shared.emit(Event::CommandRejected {
-                    command: p.command.to_string(),
-                    reason: reason.clone(),
-                });
-                reader.reply(
-                    p,
-                    Outcome::Refused {
-                        reason: reason.into(),
-                    },
-                );
-            }
+            Err(reason) => refuse(shared, reader, p, reason),
         }
     }
     assign_edits(shared, ver.number, reader, batch);
@@ -684,16 +638,7 @@ fn apply_batch(
     }
     if let Some(reason) = refused {
         batch.edits.truncate(start);
-        shared.emit(Event::CommandRejected {
-            command: p.command.to_string(),
-            reason: reason.clone(),
-        });
-        reader.reply(
-            p,
-            Outcome::Refused {
-                reason: reason.into(),
-            },
-        );
+        refuse(shared, reader, p, reason);
         return;
     }
     for c in cmds {
@@ -739,6 +684,21 @@ fn assign_edits(shared: &Shared, version: u64, reader: &mut CommandReader, batch
         };
         reader.reply(p, outcome);
     }
+}
+
+/// Refuses a command: reported as an event (for a caller without a reply printer) and
+/// answered with `reason`. Every refusal of the output thread goes through here.
+fn refuse(shared: &Shared, reader: &mut CommandReader, p: Posted, reason: String) {
+    shared.emit(Event::CommandRejected {
+        command: p.command.to_string(),
+        reason: reason.clone(),
+    });
+    reader.reply(
+        p,
+        Outcome::Refused {
+            reason: reason.into(),
+        },
+    );
 }
 
 /// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.

@@ -309,13 +309,7 @@ fn a_refused_edit_leaves_the_output_untouched() {
         true,
     );
     assert_eq!(settled, [false, false, false]);
-    let reasons: Vec<String> = outcomes
-        .iter()
-        .map(|o| match o {
-            Outcome::Refused { reason } => reason.to_string(),
-            other => panic!("refused, got {other:?}"),
-        })
-        .collect();
+    let reasons: Vec<String> = outcomes.iter().map(refusal).collect();
     assert!(reasons[0].contains("frei0r-nosuch"), "{reasons:?}");
     assert!(reasons[1].contains("keeps its size"), "{reasons:?}");
     assert!(reasons[2].contains("sink"), "{reasons:?}");
@@ -704,15 +698,6 @@ fn an_edit_at_the_end_of_the_stream_names_no_frame_that_is_never_output() {
 /// a reason, and the show goes on (it must not reach the scheduler as a source without one).
 #[test]
 fn a_running_placeholder_naming_an_effect_is_refused() {
-    let master = Collect {
-        sleep_ms: 1,
-        ..Collect::default()
-    };
-    let nodes = vec![
-        src_node("src", 40),
-        fx("a", Add(1), 0, false),
-        sink_node("out", &master, true, 1),
-    ];
     let builds: Vec<Build> = vec![Box::new(|| {
         graph(vec![
             running("a", false, vec![]),
@@ -720,14 +705,21 @@ fn a_running_placeholder_naming_an_effect_is_refused() {
             running("out", true, vec![1]),
         ])
     })];
-    let seen = run_nodes(nodes, &master, builds, &[10], 2, false);
-    match &seen.replies[0] {
-        Some(Outcome::Refused { reason }) => assert!(reason.contains('a'), "{reason}"),
+    let (values, outcomes, settled) =
+        run(vec![fx("a", Add(1), 0, false)], builds, &[10], 40, 2, false);
+    let reason = refusal(&outcomes[0]);
+    assert!(reason.contains('a'), "{reason}");
+    assert_eq!(settled, [false]);
+    let want: Vec<u32> = (1..=40).collect();
+    assert_eq!(values, want);
+}
+
+/// The reason of a refused edit.
+fn refusal(o: &Outcome) -> String {
+    match o {
+        Outcome::Refused { reason } => reason.to_string(),
         other => panic!("refused, got {other:?}"),
     }
-    assert_eq!(seen.settled, [false]);
-    let want: Vec<u32> = (1..=40).collect();
-    assert_eq!(seen.values, want);
 }
 
 /// A node marked `keep` whose input now has another shape (`link fit wide`) is made afresh
@@ -1137,15 +1129,6 @@ fn stop_during_a_pending_or_building_edit_answers_it() {
 /// naming it (in the team's style: single spaces, no line-break padding).
 #[test]
 fn a_placeholder_for_no_running_node_is_refused_naming_it() {
-    let master = Collect {
-        sleep_ms: 1,
-        ..Collect::default()
-    };
-    let nodes = vec![
-        src_node("src", 30),
-        fx("a", Add(1), 0, false),
-        sink_node("out", &master, true, 1),
-    ];
     let builds: Vec<Build> = vec![Box::new(|| {
         graph(vec![
             running("nosuch", false, vec![]),
@@ -1153,17 +1136,13 @@ fn a_placeholder_for_no_running_node_is_refused_naming_it() {
             running("out", true, vec![1]),
         ])
     })];
-    let seen = run_nodes(nodes, &master, builds, &[5], 1, false);
-    match &seen.replies[0] {
-        Some(Outcome::Refused { reason }) => {
-            assert!(reason.contains("nosuch"), "{reason}");
-            assert!(
-                !reason.contains("  "),
-                "one line, single spaces: {reason:?}"
-            );
-        }
-        other => panic!("refused, got {other:?}"),
-    }
+    let (_, outcomes, _) = run(vec![fx("a", Add(1), 0, false)], builds, &[5], 30, 1, false);
+    let reason = refusal(&outcomes[0]);
+    assert!(reason.contains("nosuch"), "{reason}");
+    assert!(
+        !reason.contains("  "),
+        "one line, single spaces: {reason:?}"
+    );
 }
 
 /// The feedback loop of `a_switch_made_by_a_worker...`, with the feedback node `fb` as given
