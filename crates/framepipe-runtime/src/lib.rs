@@ -30,6 +30,7 @@
 mod edit;
 mod events;
 mod graph;
+mod host;
 mod live;
 mod lockstats;
 mod output;
@@ -45,6 +46,7 @@ mod worker;
 pub use edit::Editor;
 pub use events::{Event, EventFn};
 pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
+pub use host::{Host, ShowResult};
 pub use lockstats::LockSummary;
 pub use output::PacingStats;
 pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
