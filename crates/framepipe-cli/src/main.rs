@@ -910,6 +910,8 @@ fn write_stats(
                 "stalls": i.stalls,
                 "restarts": i.restarts,
                 "frames_replaced": i.substituted,
+                "frames": i.frames,
+                "bytes_copied": i.bytes_copied,
             }))
             .collect::<Vec<_>>(),
     });
