@@ -128,7 +128,10 @@ impl PoolInner {
     }
 
     fn shared_ptr(&self, idx: usize) -> *mut u8 {
-        let region = self.shared.as_ref().expect("a shared slot is in a shared pool");
+        let region = self
+            .shared
+            .as_ref()
+            .expect("a shared slot is in a shared pool");
         region.at(self.shared_offset(idx))
     }
 
@@ -749,17 +752,18 @@ mod tests {
             // Another opener of the memfd (as a child process does, through /proc) sees the
             // frames' pixels at their places.
             let file = std::fs::File::open(format!("/proc/self/fd/{}", la.fd)).unwrap();
-            assert_eq!(
-                file.metadata().unwrap().len(),
-                (la.span * la.slots) as u64
-            );
+            assert_eq!(file.metadata().unwrap().len(), (la.span * la.slots) as u64);
             let mut seen = vec![0u8; bytes];
             file.read_exact_at(&mut seen, la.offset as u64).unwrap();
             assert_eq!(seen, a.data());
             file.read_exact_at(&mut seen, lb.offset as u64).unwrap();
             assert_eq!(seen, b.data());
             let a = a.freeze();
-            assert_eq!(a.clone().shared(), Some(la), "a shared handle is at the same place");
+            assert_eq!(
+                a.clone().shared(),
+                Some(la),
+                "a shared handle is at the same place"
+            );
             drop((a, b));
             // Reused, not made again.
             let again = pool.acquire().unwrap();

@@ -86,7 +86,9 @@ impl SharedRegion {
         let len = span
             .checked_mul(slots)
             .filter(|&l| l > 0 && span.is_multiple_of(page_size()))
-            .ok_or_else(|| std::io::Error::other(format!("bad pool size: {slots} x {span} bytes")))?;
+            .ok_or_else(|| {
+                std::io::Error::other(format!("bad pool size: {slots} x {span} bytes"))
+            })?;
         let cname = std::ffi::CString::new(format!("framepipe-pool-{name}"))
             .unwrap_or_else(|_| c"framepipe-pool".to_owned());
         // SAFETY: a valid NUL-terminated name; the descriptor is checked, then owned by a File.

@@ -223,7 +223,11 @@ fn issue_11_an_isolated_plugin_can_write_only_its_output_frame() {
             assert!(
                 out.words() == &expect[..],
                 "mode {mode} ({what}): frame {k} is not {}",
-                if k == 2 { "the input, whole" } else { "the plugin's" }
+                if k == 2 {
+                    "the input, whole"
+                } else {
+                    "the plugin's"
+                }
             );
             assert_eq!(out.words().len(), words);
             outputs.push((out.clone(), out.data().to_vec()));

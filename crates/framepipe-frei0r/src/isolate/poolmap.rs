@@ -119,7 +119,11 @@ impl PoolMap {
     fn slot_addr(&self, k: usize) -> *mut u8 {
         debug_assert!(k < self.slots);
         // SAFETY: inside the reservation: page + k * (span + page) + span + page <= len.
-        unsafe { self.base.as_ptr().add(self.page + k * (self.span + self.page)) }
+        unsafe {
+            self.base
+                .as_ptr()
+                .add(self.page + k * (self.span + self.page))
+        }
     }
 
     /// The slot and the offset in it of the `bytes` bytes at `offset` in the file, checked to lie
