@@ -486,6 +486,28 @@ mod tests {
     }
 
     #[test]
+    fn pools_are_in_shared_memory_once_asked_for() {
+        // Process-wide and sticky: the other tests of this binary may then get shared pools
+        // too, which behave the same.
+        let infos = [info(32, 32), info(32, 32)];
+        let nodes = chain(&infos, &[1]);
+        let needs = PoolNeeds {
+            nodes: &nodes,
+            chain: true,
+            threads: 2,
+            in_flight: 2,
+            paced: false,
+            keep_last: false,
+        };
+        framepipe_core::shm::request_shared_pools();
+        let pools = frame_pools(&needs).unwrap();
+        assert!(pools[0].is_shared());
+        let f = pools[0].acquire().unwrap();
+        assert!(f.shared().is_some());
+        assert_eq!(pools[0].allocated(), 1, "still lazy");
+    }
+
+    #[test]
     fn lazy_pools_allocate_nothing_until_used_and_paced_ones_fill_up() {
         let infos = [info(32, 32), info(32, 32)];
         let nodes = chain(&infos, &[2]);
