@@ -27,9 +27,8 @@
 //! restart (the report line says so).
 //!
 //! Real-time contract: in the steady state, a frame costs two futex calls (and the copies above
-//! for heap frames or `hold`) and, only
-//! when the plugin takes more than 10 ms, a `waitpid(WNOHANG)` per 10 ms waited; nothing is
-//! allocated. A failure (report line, kill, restart: fork+exec of the host) allocates and
+//! for heap frames or `hold`) and, only when the plugin takes more than 10 ms, a
+//! `waitpid(WNOHANG)` per 10 ms waited; nothing is allocated. A failure (report line, kill, restart: fork+exec of the host) allocates and
 //! blocks, on that node's worker only, for at most the stall timeout plus the new child's start.
 
 mod host;
