@@ -336,6 +336,26 @@ struct Live {
     generation: u64,
 }
 
+/// Most shows of one period whose deadlines fall together: the shows of a period are put in
+/// groups of at most this many, the groups spread evenly over the period. A group is released
+/// in one wake-up of the clock thread, one show after the other (a few µs each), so the last of
+/// a group is that much later than the first; fewer, larger groups mean fewer wake-ups and
+/// less spinning.
+const GROUP: i64 = 16;
+
+/// The clock thread spins at most this long before a deadline, whatever its wake-ups have
+/// been: it serves many shows, and spinning for one group's deadline is time taken from the
+/// workers. (A late-judged frame is more than 1 ms late.)
+const MAX_SPIN_NS: i64 = 200_000;
+
+/// Wake-ups that need no precision (a frame may begin, a command poll) are rounded up to this
+/// grid, so that the shows of a group, whose times are close, share one wake-up.
+const GRID_NS: i64 = 1_000_000;
+
+/// How often a show waiting for its frame looks at commands and stalls, in a host. Its
+/// commands are read anyway when its next frame may begin and at every frame boundary.
+const HOST_POLL: Duration = Duration::from_millis(20);
+
 /// Most polls of one show in a row that ask to be polled again at once (an unpaced show
 /// whose frames are always ready) before the others get their turn.
 const AGAIN_LIMIT: usize = 64;
@@ -396,10 +416,14 @@ fn clock_loop(
             setup.realtime,
         ) {
             Ok(mut out) => {
+                out.set_poll(HOST_POLL);
                 if let Some(rate) = options.pace {
                     let period = rate.period_ns();
                     if let Some((_, m, k)) = periods.iter_mut().find(|(p, _, _)| *p == period) {
-                        out.set_phase(*k * period as i64 / *m);
+                        // Show k of m: group k / GROUP of ceil(m / GROUP), spread over the
+                        // period.
+                        let groups = (*m + GROUP - 1) / GROUP;
+                        out.set_phase((*k / GROUP) * period as i64 / groups);
                         *k += 1;
                     }
                 }
@@ -458,7 +482,11 @@ fn clock_loop(
             continue;
         };
         let now = now_ns();
-        let sleep_to = if precise { t - margin.ns() } else { t };
+        let sleep_to = if precise {
+            t - margin.ns().min(MAX_SPIN_NS)
+        } else {
+            t
+        };
         if sleep_to > now {
             std::thread::park_timeout(Duration::from_nanos((sleep_to - now) as u64));
             let woke = now_ns();
@@ -511,6 +539,7 @@ fn poll(
                 break false;
             }
             Ok(Next::Wait(t) | Next::Sleep(t)) => {
+                let t = t.div_euclid(GRID_NS).saturating_add(1).saturating_mul(GRID_NS);
                 heap.push(Reverse((t, g, i, false)));
                 break false;
             }

@@ -199,6 +199,8 @@ pub(crate) struct Output {
     held: Option<PortItem>,
     due: Option<Due>,
     ended: bool,
+    /// How often it looks at commands and stalls while it waits for a frame (or is paused).
+    poll_ns: i64,
 }
 
 impl Output {
@@ -266,6 +268,7 @@ impl Output {
             held: None,
             due: None,
             ended: false,
+            poll_ns: POLL.as_nanos() as i64,
         })
     }
 
@@ -273,6 +276,14 @@ impl Output {
     /// spreads its shows over the period so that their deadlines do not all fall together).
     pub(crate) fn set_phase(&mut self, phase_ns: i64) {
         self.phase_ns = phase_ns.max(0);
+    }
+
+    /// How often it looks at commands and stalls while it waits for a frame or is paused
+    /// (2 ms by default; a host's clock thread, which serves many shows, asks for less: a
+    /// paced show's commands are read anyway when its next frame may begin and at every frame
+    /// boundary).
+    pub(crate) fn set_poll(&mut self, every: Duration) {
+        self.poll_ns = every.as_nanos() as i64;
     }
 
     /// The frame clock of a paced output (the driver sleeps and spins with its margin).
@@ -343,7 +354,7 @@ impl Output {
             Release::Hold => {
                 self.held = Some(item);
                 check_stalls(shared, &self.ver, self.stall_ns, now);
-                return Next::Sleep(now + POLL.as_nanos() as i64);
+                return Next::Sleep(now + self.poll_ns);
             }
             Release::Stop => {
                 drop(item);
@@ -517,7 +528,7 @@ impl Output {
         {
             return Err(Next::Again);
         }
-        let mut wake = now + POLL.as_nanos() as i64;
+        let mut wake = now + self.poll_ns;
         if let Some(at) = self.begin_at {
             if now >= at {
                 // The next frame's time to begin: read commands, then let it.
