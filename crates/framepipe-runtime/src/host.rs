@@ -28,7 +28,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, OnceLock};
 use std::thread::{JoinHandle, Thread};
@@ -247,6 +247,10 @@ pub(crate) struct HostSignals {
     /// Shows whose master port was signalled since the clock last looked.
     raised: PiMutex<Vec<usize>>,
     clock: OnceLock<Thread>,
+    /// When the clock thread will wake up by itself (ns; 0 while it is awake): a signal
+    /// unparks it only when that is more than [`LAZY_NS`] away, so that with many shows (the
+    /// clock waking up every millisecond or so anyway) a frame being ready costs no wake-up.
+    clock_wakes_at: AtomicI64,
 }
 
 impl std::fmt::Debug for HostSignals {
@@ -267,6 +271,7 @@ impl HostSignals {
             closing: AtomicBool::new(false),
             raised: PiMutex::new(Vec::with_capacity(2 * n + 16)),
             clock: OnceLock::new(),
+            clock_wakes_at: AtomicI64::new(0),
         }
     }
 
@@ -281,8 +286,10 @@ impl HostSignals {
     /// Show `show`'s master port was signalled: the clock thread polls it.
     pub(crate) fn port_raised(&self, show: usize) {
         self.raised.lock().push(show);
-        if let Some(t) = self.clock.get() {
-            t.unpark();
+        if self.clock_wakes_at.load(Ordering::SeqCst) > now_ns() + LAZY_NS {
+            if let Some(t) = self.clock.get() {
+                t.unpark();
+            }
         }
     }
 
@@ -346,7 +353,11 @@ const GROUP: i64 = 16;
 /// The clock thread spins at most this long before a deadline, whatever its wake-ups have
 /// been: it serves many shows, and spinning for one group's deadline is time taken from the
 /// workers. (A late-judged frame is more than 1 ms late.)
-const MAX_SPIN_NS: i64 = 200_000;
+const MAX_SPIN_NS: i64 = 100_000;
+
+/// A show's signal (its frame is ready, its end) wakes the clock thread only if it would sleep
+/// longer than this; otherwise the clock sees it when it wakes up.
+const LAZY_NS: i64 = 500_000;
 
 /// Wake-ups that need no precision (a frame may begin, a command poll) are rounded up to this
 /// grid, so that the shows of a group, whose times are close, share one wake-up.
@@ -488,7 +499,15 @@ fn clock_loop(
             t
         };
         if sleep_to > now {
+            // Announce the sleep, then look at the signals once more (a signal raised before
+            // the announcement did not unpark: it must be seen here).
+            signals.clock_wakes_at.store(sleep_to, Ordering::SeqCst);
+            if !signals.raised.lock().is_empty() {
+                signals.clock_wakes_at.store(0, Ordering::SeqCst);
+                continue;
+            }
             std::thread::park_timeout(Duration::from_nanos((sleep_to - now) as u64));
+            signals.clock_wakes_at.store(0, Ordering::SeqCst);
             let woke = now_ns();
             if woke < sleep_to {
                 // Unparked: a show was signalled.
