@@ -15,8 +15,11 @@
 //!   adaptive wake-up margin), when its port is signalled (a frame ready, the end: the workers
 //!   queue the show's index and unpark the clock), or when its command poll is due. No show has
 //!   a thread of its own for pacing. The clock runs `SCHED_FIFO` when asked and permitted.
-//!   Shows of the same period get their first deadlines spread over the period (show `k` of `n`
-//!   at `k/n` of it), so that their releases do not all fall on the same instant.
+//!   The shows of one period are put in groups of at most 16 whose deadlines fall together
+//!   (one grid per group: one wake-up, one spin, the group released one show after the other),
+//!   and the groups are spread evenly over the period, so that not every show's release falls
+//!   on the same instant. Wake-ups that need no precision are rounded up to a 1 ms grid, and a
+//!   show's signal wakes the clock only when it would sleep more than 0.5 ms.
 //! * **Ends.** A show ends by itself (its source's end, an error, its `stop`); its end is
 //!   concluded on the calling thread (its sinks finished, its edit thread and follower sinks
 //!   joined, its result reported by name) while the others go on.
@@ -434,7 +437,7 @@ fn clock_loop(
                         // Show k of m: group k / GROUP of ceil(m / GROUP), spread over the
                         // period.
                         let groups = (*m + GROUP - 1) / GROUP;
-                        out.set_phase((*k / GROUP) * period as i64 / groups);
+                        out.set_grid(now, (*k / GROUP) * period as i64 / groups);
                         *k += 1;
                     }
                 }

@@ -169,9 +169,10 @@ pub(crate) struct Output {
     sink_name: Arc<str>,
     live_policy: bool,
     pacer: Option<Pacer>,
-    /// Paced: the first deadline is this long after the first frame is taken (a host spreads
-    /// its shows' deadlines over the period).
-    phase_ns: i64,
+    /// Paced, in a host: the grid its deadlines are on, `anchor + phase + k * period` (the
+    /// host spreads its shows' groups over the period; the shows of a group share one grid).
+    /// `None`: the first deadline is when the first frame is taken.
+    grid: Option<(i64, i64)>,
     realtime: bool,
     half_period_ns: i64,
     last_release_ns: Option<i64>,
@@ -250,7 +251,7 @@ impl Output {
             gate: port == 0 && pacer.is_some(),
             half_period_ns: period_ns as i64 / 2,
             pacer,
-            phase_ns: 0,
+            grid: None,
             realtime,
             last_release_ns: None,
             peak_window: (now_ns(), 0),
@@ -272,10 +273,12 @@ impl Output {
         })
     }
 
-    /// Paced: the first deadline comes `phase_ns` after the first frame is ready (a host
-    /// spreads its shows over the period so that their deadlines do not all fall together).
-    pub(crate) fn set_phase(&mut self, phase_ns: i64) {
-        self.phase_ns = phase_ns.max(0);
+    /// Paced: puts the deadlines on the grid `anchor + phase + k * period` (the first one at
+    /// or after the first frame is taken): a host puts the shows of a group on one grid, and
+    /// spreads the groups over the period, so that their deadlines share wake-ups without all
+    /// falling together.
+    pub(crate) fn set_grid(&mut self, anchor: i64, phase_ns: i64) {
+        self.grid = Some((anchor, phase_ns.max(0)));
     }
 
     /// How often it looks at commands and stalls while it waits for a frame or is paused
@@ -379,7 +382,15 @@ impl Output {
             );
         };
         if p.next_deadline().is_none() {
-            p.start_at(now + self.phase_ns);
+            let origin = match self.grid {
+                None => now,
+                Some((anchor, phase)) => {
+                    let first = anchor + phase;
+                    let period = self.period_ns.max(1) as i64;
+                    first + (now - first).max(0).div_ceil(period) * period
+                }
+            };
+            p.start_at(origin);
         }
         if self.live_policy {
             let skipped = p.skip_missed(now);
