@@ -387,7 +387,7 @@ impl Output {
                 Some((anchor, phase)) => {
                     let first = anchor + phase;
                     let period = self.period_ns.max(1) as i64;
-                    first + (now - first).max(0).div_ceil(period) * period
+                    first + ((now - first).max(0) + period - 1) / period * period
                 }
             };
             p.start_at(origin);
