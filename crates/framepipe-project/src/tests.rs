@@ -526,10 +526,10 @@ fn a_project_names_its_show() {
         "bad show name '' in project file: a show name cannot be empty"
     );
     let long = "n".repeat(crate::MAX_SHOW_NAME + 1);
-    assert!(
-        project_err(&format!("name = \"{long}\"\npipeline = \"testsrc ! nullsink\""))
-            .ends_with(&format!("at most {} bytes", crate::MAX_SHOW_NAME)),
-    );
+    assert!(project_err(&format!(
+        "name = \"{long}\"\npipeline = \"testsrc ! nullsink\""
+    ))
+    .ends_with(&format!("at most {} bytes", crate::MAX_SHOW_NAME)),);
     assert_eq!(
         project_err("name = 3\npipeline = \"testsrc ! nullsink\""),
         "'name' must be a string like \"cam1\", got 3"
