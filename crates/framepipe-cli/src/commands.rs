@@ -564,3 +564,48 @@ pub fn read_show_commands(
         show.end(others);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use framepipe_control::{command_queue, CommandReader};
+
+    /// Every command a reader has, as text (`EndOfInput` included).
+    fn drain(reader: &mut CommandReader) -> Vec<String> {
+        std::iter::from_fn(|| reader.pop())
+            .map(|p| p.command.to_string())
+            .collect()
+    }
+
+    /// Issue #11: `@NAME` lines reach that show's queue only, `@*` every show's; lines without
+    /// a name, unknown names and surface commands reach none; every queue sees the end of
+    /// input.
+    #[test]
+    fn lines_for_several_shows_reach_the_show_they_name() {
+        let (tx_a, mut rx_a) = command_queue(16);
+        let (tx_b, mut rx_b) = command_queue(16);
+        let shows = vec![
+            ("a".to_string(), ShowInput::new(Some("a"), tx_a, false)),
+            ("b".to_string(), ShowInput::new(Some("b"), tx_b, false)),
+        ];
+        let input = "set x.y 1\n@a set x.y 2\n@b  bypass x on\n@nope pause\n@*   tempo 100\n@a\n@b learn x.y\n# a comment\n@a speed\n";
+        read_show_commands(&mut input.as_bytes(), shows, false);
+        let (a, b) = (drain(&mut rx_a), drain(&mut rx_b));
+        let end = Command::EndOfInput.to_string();
+        assert_eq!(
+            a,
+            ["set x.y 2".to_string(), "tempo 100".into(), end.clone()]
+        );
+        assert_eq!(b, ["bypass x on".to_string(), "tempo 100".into(), end]);
+    }
+
+    #[test]
+    fn names_are_listed_a_few_at_most() {
+        let names: Vec<String> = (1..=7).map(|i| format!("cam{i}")).collect();
+        assert_eq!(
+            some_names(names.iter().map(String::as_str)),
+            "cam1, cam2, cam3, cam4, cam5 and 2 more"
+        );
+        assert_eq!(some_names(["x", "y"].into_iter()), "x, y");
+    }
+}

@@ -265,9 +265,10 @@ fn split_show(address: &str) -> Option<(&str, &str)> {
 fn split_by_show(
     packet: &OscPacket,
     index: &HashMap<String, usize>,
-    shows: usize,
+    names: &[String],
     mut refuse: impl FnMut(String),
 ) -> Vec<(usize, OscPacket)> {
+    let shows = names.len();
     let mut per_show: Vec<(usize, Vec<OscMessage>)> = Vec::new();
     for msg in osc_in::messages(packet) {
         let Some((name, rest)) = split_show(&msg.addr) else {
@@ -282,7 +283,11 @@ fn split_by_show(
         } else if let Some(&i) = index.get(name) {
             vec![i]
         } else {
-            refuse(format!("address '{}': no show named '{name}'", msg.addr));
+            refuse(format!(
+                "address '{}': no show named '{name}' (shows: {}; /NAME/framepipe/... addresses one, /*/framepipe/... every show)",
+                msg.addr,
+                crate::commands::some_names(names.iter().map(String::as_str))
+            ));
             continue;
         };
         for i in targets {
@@ -326,6 +331,10 @@ fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop:
         .enumerate()
         .filter_map(|(i, t)| t.name.clone().map(|n| (n, i)))
         .collect();
+    let names: Vec<String> = targets
+        .iter()
+        .map(|t| t.name.clone().unwrap_or_default())
+        .collect();
     // One show without a name: addresses as they are.
     let single = targets.len() == 1 && targets[0].name.is_none();
     let mut warn = Warn {
@@ -361,8 +370,9 @@ fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop:
             targets[0].post(&packet, counters, &mut warn, from);
             continue;
         }
-        let n = targets.len();
-        let parts = split_by_show(&packet, &index, n, |why| warn.bad(counters, from, &why));
+        let parts = split_by_show(&packet, &index, &names, |why| {
+            warn.bad(counters, from, &why)
+        });
         for (i, p) in parts {
             targets[i].post(&p, counters, &mut warn, from);
         }
@@ -395,5 +405,91 @@ mod tests {
             let e = parse_addr("--osc", bad).unwrap_err().to_string();
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
         }
+    }
+
+    fn message(addr: &str, v: i32) -> OscPacket {
+        OscPacket::Message(OscMessage {
+            addr: addr.into(),
+            args: vec![rosc::OscType::Int(v)],
+        })
+    }
+
+    fn addrs(p: &OscPacket) -> Vec<(String, Vec<rosc::OscType>)> {
+        osc_in::messages(p)
+            .into_iter()
+            .map(|m| (m.addr.clone(), m.args.clone()))
+            .collect()
+    }
+
+    /// Issue #11: a packet for several shows is split by the first part of each address; a
+    /// bundle stays a bundle per show (one batch each), `/*/` goes to every show, an unknown
+    /// or missing show is refused naming the address.
+    #[test]
+    fn packets_are_split_by_show() {
+        let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let index: HashMap<String, usize> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        let bundle = OscPacket::Bundle(OscBundle {
+            timetag: OscTime {
+                seconds: 0,
+                fractional: 1,
+            },
+            content: vec![
+                message("/b/framepipe/x/y", 1),
+                message("/a/framepipe/x/y", 2),
+                message("/b/framepipe/pause", 3),
+                message("/nope/framepipe/stop", 4),
+                message("/framepipe", 5),
+                message("/*/framepipe/tap", 6),
+            ],
+        });
+        let mut refused = Vec::new();
+        let parts = split_by_show(&bundle, &index, &names, |why| refused.push(why));
+        let shape: Vec<(usize, bool, Vec<String>)> = parts
+            .iter()
+            .map(|(i, p)| {
+                (
+                    *i,
+                    matches!(p, OscPacket::Bundle(_)),
+                    addrs(p).into_iter().map(|(a, _)| a).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (
+                    1,
+                    true,
+                    vec![
+                        "/framepipe/x/y".to_string(),
+                        "/framepipe/pause".into(),
+                        "/framepipe/tap".into()
+                    ]
+                ),
+                (
+                    0,
+                    true,
+                    vec!["/framepipe/x/y".into(), "/framepipe/tap".into()]
+                ),
+                (2, true, vec!["/framepipe/tap".into()]),
+            ]
+        );
+        assert_eq!(addrs(&parts[1].1)[0].1, vec![rosc::OscType::Int(2)]);
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert!(refused[0]
+            .starts_with("address '/nope/framepipe/stop': no show named 'nope' (shows: a, b, c;"));
+        assert_eq!(
+            refused[1],
+            "address '/framepipe': 3 shows run; address one as /NAME/framepipe"
+        );
+        // A lone message stays a lone message (not a batch).
+        let parts = split_by_show(&message("/c/framepipe/stop", 1), &index, &names, |_| {
+            panic!("refused")
+        });
+        assert!(matches!(&parts[..], [(2, OscPacket::Message(m))] if m.addr == "/framepipe/stop"));
     }
 }

@@ -177,7 +177,10 @@ impl Progress {
 
     fn done(&self) {
         if self.on && self.last.is_some() {
-            say!("\r\x1b[K");
+            use std::io::Write as _;
+            let mut err = std::io::stderr();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
         }
     }
 }
