@@ -21,7 +21,7 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -305,6 +305,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         on: !quiet && std::io::stderr().is_terminal(),
         last: None,
     };
+    let budget = Arc::new(EventBudget::default());
     let mut kept: Vec<Kept> = Vec::with_capacity(n);
     let mut senders: Vec<CommandSender> = Vec::with_capacity(n);
     let mut replies: Vec<ReplySource> = Vec::with_capacity(n);
@@ -331,7 +332,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         let options = options_for(&given, &global, &args, threads, graph.source_rate())
             .with_context(in_show)?;
         let mut prepared = graph.prepare(options).with_context(in_show)?;
-        prepared.set_events(show_events(&name, surfaces));
+        prepared.set_events(show_events(&name, surfaces, Arc::clone(&budget)));
         let own = if args.start_paused {
             Some(
                 tx.post(ControlCommand::Pause)
@@ -420,6 +421,10 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         report_end(r, quiet);
     });
     stop.store(true, Ordering::Relaxed);
+    let hidden = budget.hidden.swap(0, Ordering::AcqRel);
+    if hidden > 0 {
+        say!("framepipe: {hidden} more warnings of the shows were not shown (at most {EVENT_LINES_PER_S} a second)");
+    }
     if let Some(input) = osc_input {
         let counters = Arc::clone(&input.counters);
         input.finish();
@@ -473,19 +478,67 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     }
 }
 
-/// One show's events on stderr, naming the show.
-fn show_events(name: &str, surfaces: bool) -> framepipe_runtime::EventFn {
+/// Event lines a second at most, over every show; the rest are counted and the count said
+/// with the next line shown (200 shows stalling at once must not print 200 lines a second).
+const EVENT_LINES_PER_S: u64 = 10;
+
+/// The process-wide budget of event lines (lock-free: events come from every show's threads).
+#[derive(Default)]
+struct EventBudget {
+    /// The second (since `start`) the count is for.
+    second: AtomicU64,
+    /// Lines asked for in that second.
+    lines: AtomicU64,
+    /// Lines not shown since the last one shown.
+    hidden: AtomicU64,
+    start: std::sync::OnceLock<Instant>,
+}
+
+impl EventBudget {
+    /// Whether a line may be printed now; if so, how many were hidden before it.
+    fn take(&self) -> Option<u64> {
+        let now = self.start.get_or_init(Instant::now).elapsed().as_secs();
+        if self.second.swap(now, Ordering::AcqRel) != now {
+            self.lines.store(0, Ordering::Release);
+        }
+        if self.lines.fetch_add(1, Ordering::AcqRel) < EVENT_LINES_PER_S {
+            Some(self.hidden.swap(0, Ordering::AcqRel))
+        } else {
+            self.hidden.fetch_add(1, Ordering::AcqRel);
+            None
+        }
+    }
+}
+
+/// One show's events on stderr, naming the show, within `budget`.
+fn show_events(name: &str, surfaces: bool, budget: Arc<EventBudget>) -> framepipe_runtime::EventFn {
     let name = name.to_string();
     Arc::new(move |e: &Event| {
-        match e {
+        // Commands from a surface are answered by their replies (`fp-replies`), not twice.
+        if surfaces && matches!(e, Event::CommandRejected { .. }) {
+            return;
+        }
+        let Some(hidden) = budget.take() else {
+            return;
+        };
+        if hidden > 0 {
+            say!(
+                "\rframepipe: ({hidden} more warnings of the shows not shown: at most {EVENT_LINES_PER_S} a second)"
+            );
+        }
+        show_event(&name, e);
+    })
+}
+
+/// One show's event as one line on stderr.
+fn show_event(name: &str, e: &Event) {
+    match e {
         Event::Stalled { stage, elapsed_ms } => say!(
             "\rframepipe: show {name}: warning: {stage} stalled: one frame has taken {elapsed_ms} ms"
         ),
-        // Commands from a surface are answered by their replies (`fp-replies`), not twice.
-        Event::CommandRejected { command, reason } if !surfaces => {
+        Event::CommandRejected { command, reason } => {
             say!("\rframepipe: show {name}: command '{command}' rejected: {reason}")
         }
-        Event::CommandRejected { .. } => {}
         Event::PropertyRejected {
             stage,
             prop,
@@ -498,7 +551,6 @@ fn show_events(name: &str, surfaces: bool) -> framepipe_runtime::EventFn {
         ),
         other => say!("\rframepipe: show {name}: {other:?}"),
     }
-    })
 }
 
 /// Says how a show ended, as it ends: an error always, the figures unless `quiet`.
