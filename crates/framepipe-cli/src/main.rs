@@ -64,7 +64,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 #[allow(clippy::large_enum_variant)] // parsed once at start; boxing `run`'s flags saves nothing
 enum Command {
-    /// Run a pipeline: a gst-launch-like string or a TOML project file.
+    /// Run a pipeline (a gst-launch-like string or a TOML project file), or several shows at once.
     Run(Box<RunArgs>),
     /// Show what would run: every node with its element, kind, negotiated size and inputs
     /// (nothing is started, no sink is created).
