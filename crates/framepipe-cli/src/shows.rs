@@ -174,8 +174,12 @@ impl Progress {
         );
         let _ = err.flush();
     }
+}
 
-    fn done(&self) {
+/// The progress line is cleared when the shows are built, or when one cannot be (before its
+/// error is said).
+impl Drop for Progress {
+    fn drop(&mut self) {
         if self.on && self.last.is_some() {
             use std::io::Write as _;
             let mut err = std::io::stderr();
@@ -366,7 +370,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         host.add(name.clone(), prepared).with_context(in_show)?;
         senders.push(tx);
     }
-    progress.done();
+    drop(progress);
     let osc_input = match osc_addr {
         Some(addr) => {
             let input = osc::spawn(addr, osc_shows)?;
