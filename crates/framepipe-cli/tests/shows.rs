@@ -45,8 +45,9 @@ fn stats(path: &Path) -> serde_json::Value {
 }
 
 /// Three shows, each with its own rate, size and chain (native effects, a frei0r plugin),
-/// one from a project file that names it and sets its own rate (which wins over --fps): each
-/// writes exactly the frames it writes alone, and `--stats` has each one's figures by name.
+/// one from a project file that names it and sets its own rate (which wins over --fps) and
+/// stats file: each writes exactly the frames it writes alone, and `--stats` has each one's
+/// figures by name.
 #[test]
 fn shows_with_their_own_rates_and_chains_write_what_they_write_alone() {
     let dir = tmpdir("shows-three");
@@ -60,7 +61,8 @@ fn shows_with_their_own_rates_and_chains_write_what_they_write_alone() {
     std::fs::write(
         &project,
         format!(
-            "name = \"left\"\nfps = 50\npipeline = \"{}\"\n",
+            "name = \"left\"\nfps = 50\nstats = \"{}\"\npipeline = \"{}\"\n",
+            dir.join("left-stats.json").display(),
             left.replace("{out}", &at("left"))
         ),
     )
@@ -108,6 +110,14 @@ fn shows_with_their_own_rates_and_chains_write_what_they_write_alone() {
         ]
     );
     assert!(shows.iter().all(|s| s.get("error").is_none()), "{s}");
+    // The project's own stats file: its show alone, in the one-show format.
+    let own = stats(&dir.join("left-stats.json"));
+    assert_eq!(own["frames"], 15, "{own}");
+    assert_eq!(own["paced_fps"], 50.0, "{own}");
+    assert!(
+        own.get("shows").is_none() && own.get("name").is_none(),
+        "{own}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
