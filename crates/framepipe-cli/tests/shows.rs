@@ -428,6 +428,55 @@ fn osc_addresses_name_the_show() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// SIGINT stops every show at a frame boundary: each file holds whole frames, `--stats` has
+/// every show, the exit status is 130.
+#[test]
+fn sigint_stops_every_show() {
+    let dir = tmpdir("shows-sigint");
+    let at = |name: &str| dir.join(format!("{name}.raw")).display().to_string();
+    let stats_path = dir.join("stats.json");
+    let show = |name: &str| {
+        format!(
+            "testsrc width=32 height=16 frames=100000 ! stamp ! rawsink location={}",
+            at(name)
+        )
+    };
+    let child = Command::new(FP)
+        .args([
+            "run",
+            "--fps",
+            "50",
+            "--control",
+            "none",
+            "--stats",
+            &stats_path.display().to_string(),
+            &show("a"),
+            &show("b"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(Duration::from_secs(30), "both shows write", || {
+        ["a", "b"]
+            .iter()
+            .all(|n| std::fs::metadata(at(n)).is_ok_and(|m| m.len() >= 3 * 32 * 16 * 4))
+    });
+    common::kill(child.id(), "INT");
+    let out = wait(child, LIMIT, "two shows stopped by SIGINT");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let s = stats(&stats_path);
+    for (i, name) in ["a", "b"].iter().enumerate() {
+        let len = std::fs::metadata(at(name)).unwrap().len();
+        let frames = s["shows"][i]["frames"].as_u64().unwrap();
+        assert!(frames >= 3 && frames < 100000, "{s}");
+        assert_eq!(len, frames * 32 * 16 * 4, "show {name}: not whole frames");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Fifty small shows paced at 25 fps in one process all complete, each with its own figures.
 #[test]
 fn fifty_paced_shows_complete() {
