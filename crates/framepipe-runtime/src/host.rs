@@ -561,7 +561,10 @@ fn poll(
                 break false;
             }
             Ok(Next::Wait(t) | Next::Sleep(t)) => {
-                let t = t.div_euclid(GRID_NS).saturating_add(1).saturating_mul(GRID_NS);
+                let t = t
+                    .div_euclid(GRID_NS)
+                    .saturating_add(1)
+                    .saturating_mul(GRID_NS);
                 heap.push(Reverse((t, g, i, false)));
                 break false;
             }
