@@ -459,6 +459,7 @@ fn run(args: RunArgs) -> Result<Exit> {
         Event::LeftRunning { stage, worker } => say!(
             "\rframepipe: warning: fp-worker-{worker} is still inside {stage} (blocked; it cannot be interrupted) and was left running"
         ),
+        Event::FadeDone { to, frame } => say!("\rframepipe: fade to {to} done at frame {frame}"),
         other => say!("\rframepipe: {other:?}"),
     }));
     // Commands: from stdin, or none; the queue exists either way so that signals can stop.

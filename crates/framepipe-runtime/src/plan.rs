@@ -61,6 +61,9 @@ pub(crate) struct ExecNode {
     pub auto: bool,
     /// A live edit leaves it as it is (see `Node::keep`).
     pub keep: bool,
+    /// The running node it continues in a live edit (see `Node::was`): its own name unless
+    /// the edit renamed it.
+    pub was: String,
     /// Its output shape (a sink: its input's).
     pub info: VideoInfo,
     /// Output shape = its first input's (only then may it be bypassed).
@@ -126,7 +129,9 @@ impl Plan {
         for n in &nodes {
             first_info = match &n.kind {
                 NodeKind::Source { source, .. } => Some(source.info()),
-                NodeKind::Running { sink: false } => Some(running_info(&n.name)?),
+                NodeKind::Running { sink: false } => {
+                    Some(running_info(n.was.as_deref().unwrap_or(&n.name))?)
+                }
                 _ => continue,
             };
             break;
@@ -166,6 +171,7 @@ impl Plan {
             let name = node.name;
             let element = node.element;
             let keep = node.keep;
+            let was = node.was.unwrap_or_else(|| name.clone());
             let (part, info, serial) = match node.kind {
                 NodeKind::Tee => unreachable!("tees are not in the order"),
                 NodeKind::Source { source, on_end } => {
@@ -228,7 +234,7 @@ impl Plan {
                             let src = inputs[k];
                             out.push(ExecNode {
                                 element: factory.name().to_string(),
-                                name: sname,
+                                name: sname.clone(),
                                 part: Part::Effect(EffectStage::new(factory, mode)),
                                 inputs: vec![src],
                                 consumers: Vec::new(),
@@ -241,6 +247,7 @@ impl Plan {
                                 master: false,
                                 auto: true,
                                 keep: false,
+                                was: sname,
                                 info: sinfo,
                                 same_shape: false,
                             });
@@ -270,6 +277,7 @@ impl Plan {
                         master: false,
                         auto: false,
                         keep,
+                        was,
                         info,
                         same_shape,
                     });
@@ -288,7 +296,7 @@ impl Plan {
                     } else {
                         VideoInfo {
                             rate,
-                            ..running_info(&name)?
+                            ..running_info(&was)?
                         }
                     };
                     (Part::Running { sink }, info, true)
@@ -311,6 +319,7 @@ impl Plan {
                 master: gi == shape.master,
                 auto: false,
                 keep,
+                was,
                 info,
                 same_shape,
             });
