@@ -145,8 +145,7 @@ impl DescEditor {
                 if od.element == d.element
                     && od.props == d.props
                     && od.inputs.len() == d.inputs.len()
-                    && d
-                        .inputs
+                    && d.inputs
                         .iter()
                         .zip(&od.inputs)
                         .all(|(&a, &b)| shared[a] == Some(b))
@@ -215,7 +214,7 @@ impl DescEditor {
             }
         }
         for (i, d) in after.nodes.iter().enumerate() {
-            if at[i] >= old.nodes.len() {
+            if shared[i].is_none() && !is_sink(d) {
                 nodes[at[i]].inputs = d.inputs.iter().map(|&k| at[k]).collect();
             }
         }

@@ -275,7 +275,9 @@ pub(crate) fn spawn(
 }
 
 /// Runs `f` (the editor's and the elements' code), a panic refusing what it was building.
-fn guarded<T>(f: impl FnOnce() -> std::result::Result<T, String>) -> std::result::Result<T, String> {
+fn guarded<T>(
+    f: impl FnOnce() -> std::result::Result<T, String>,
+) -> std::result::Result<T, String> {
     std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
         Err(format!(
             "building the edit panicked: {}",

@@ -679,7 +679,10 @@ mod tests {
             PropValue::Str("a".into()),
         );
         assert!(st.ramp("s", 3).unwrap_err().contains("only a numeric"));
-        assert!(st.ramp("q", 3).unwrap_err().contains("unknown property 'q'"));
+        assert!(st
+            .ramp("q", 3)
+            .unwrap_err()
+            .contains("unknown property 'q'"));
     }
 
     /// Whatever the base value (a value set before its range was checked, say), what is sampled
