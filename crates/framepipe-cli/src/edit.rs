@@ -549,11 +549,8 @@ mod tests {
              blur=0.2 ! frei0r-sobel ! y4msink name=out location=elsewhere.y4m\"\n",
         )
         .unwrap();
-        let refused = ed
-            .build(&edit(&format!("load {scene} fade=2s")))
-            .unwrap_err();
-        assert!(refused.contains("crossfading"), "{refused}");
         let g = ed.build(&edit(&format!("load {scene}"))).unwrap();
+        assert_eq!(ed.fade(), None, "a cut");
         assert_eq!(
             nodes(&g),
             [
@@ -613,5 +610,75 @@ mod tests {
             "{e}"
         );
         assert_eq!(std::fs::read(&out).unwrap(), b"running output");
+    }
+
+    #[test]
+    fn load_with_fade_runs_both_projects_then_the_new_one_alone() {
+        let dir = Dir::new("fade");
+        let (mut ed, out) = editor(&dir);
+        // The same source (shared: it goes on and feeds both), the same glow fed by it
+        // (shared too), a new effect named like a running one (fx2: built afresh, the running
+        // one renamed old:fx2), a new effect.
+        let scene = dir.file("scene2.toml");
+        std::fs::write(
+            &scene,
+            "pipeline = \"testsrc name=src width=64 height=48 ! frei0r-glow name=fx1 blur=0.2 \
+             ! invert name=fx2 mode=serial ! frei0r-sobel ! y4msink name=out location=x.y4m\"\n",
+        )
+        .unwrap();
+        let g = ed.build(&edit(&format!("load {scene} fade=2s"))).unwrap();
+        assert_eq!(
+            nodes(&g),
+            [
+                "src running-source <-",
+                "fx1 effect keep <-src",
+                "old:fx2 effect keep <-fx1",
+                "fade:out mixer <-old:fx2,frei0r-sobel",
+                "fx2 effect <-fx1",
+                "frei0r-sobel effect <-fx2",
+                "out running-sink <-fade:out"
+            ]
+        );
+        // The renamed node continues the running fx2; the others are their own names.
+        let was: Vec<Option<&str>> = g.nodes().iter().map(|n| n.was.as_deref()).collect();
+        assert_eq!(was, [None, None, Some("fx2"), None, None, None, None]);
+        let fade = ed.fade().expect("a crossfade");
+        assert_eq!(fade.ns, 2_000_000_000);
+        assert_eq!(fade.ramps, [("fade:out".to_string(), "fader".to_string())]);
+        assert_eq!(fade.frames(framepipe_core::Rational::new(25, 1)), 50);
+        // Nothing to end before the crossfade runs; then the new project alone, every node of
+        // it going on from the crossfade.
+        ed.settled(true);
+        assert_eq!(ed.desc().find("fade:out"), Some(3));
+        let g = ed.after_fade().unwrap();
+        assert_eq!(
+            nodes(&g),
+            [
+                "src running-source <-",
+                "fx1 effect keep <-src",
+                "fx2 effect keep <-fx1",
+                "frei0r-sobel effect keep <-fx2",
+                "out running-sink <-frei0r-sobel"
+            ]
+        );
+        assert!(ed.after_fade().is_err(), "one end per crossfade");
+        ed.settled(true);
+        assert!(ed.desc().find("old:fx2").is_none());
+        assert_eq!(std::fs::read(&out).unwrap(), b"running output");
+        // A name the crossfade needs, taken by the new project: refused, naming it.
+        std::fs::write(
+            &scene,
+            "pipeline = \"testsrc width=64 height=48 ! invert name=fade:out \
+             ! y4msink name=out location=x.y4m\"\n",
+        )
+        .unwrap();
+        let e = ed
+            .build(&edit(&format!("load {scene} fade=1s")))
+            .unwrap_err();
+        assert!(
+            e.contains("its node fade:out has the name the crossfade gives"),
+            "{e}"
+        );
+        assert_eq!(ed.fade(), None);
     }
 }
