@@ -162,116 +162,124 @@ fn div255(x: u32) -> u32 {
     (t + (t >> 8)) >> 8
 }
 
-/// A crossfade (`load FILE fade=1s`) in a paced run with `threads` workers: the old project (a
-/// red frame with its frame number stamped) before the frame the reply names; from there the
-/// `mix mode=crossfade` blend of the old project's frame and the new project's, at amount
-/// `k / 30` on the fade's frame k (1 s at 30 fps), exactly; from frame N + 30 on, the new
-/// project alone. The new project (moving bars with the source's own frame counter, through
-/// the stateful `frei0r-hqdn3d`, a temporal denoiser) is compared with a run of it alone: its
-/// source and the denoiser's state start at the fade's first frame. A second `load` during the
-/// fade is refused; the end is reported.
-fn crossfade(threads: usize) {
-    use std::io::BufRead;
-    let dir = tmpdir(&format!("live-fade-{threads}"));
-    let new = format!(
-        "testsrc width={W} height={H} pattern=bars counter=true ! frei0r-hqdn3d name=denoise \
-         ! rawsink name=out location=ignored.rgba"
-    );
-    std::fs::write(dir.join("new.toml"), format!("pipeline = \"{new}\"\n")).unwrap();
-    let old = format!(
+/// The old project of the crossfade tests: a red frame with its frame number stamped.
+fn old_project() -> String {
+    format!(
         "testsrc width={W} height={H} pattern=solid color=#ff0000 ! stamp \
          ! rawsink name=out location=out.rgba"
-    );
-    let mut child = Command::new(FP)
-        .args(["run", "--threads", &threads.to_string(), &old])
-        .current_dir(&dir)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let reader = std::thread::spawn(move || {
-        for line in stderr.lines().map_while(|l| l.ok()) {
-            let _ = tx.send(line);
+    )
+}
+
+/// The new project: moving bars with the source's own frame counter, through the stateful
+/// `frei0r-hqdn3d` (a temporal denoiser). Its sink is the running one (`location=` unused).
+fn new_project() -> String {
+    format!(
+        "testsrc width={W} height={H} pattern=bars counter=true ! frei0r-hqdn3d name=denoise \
+         ! rawsink name=out location=ignored.rgba"
+    )
+}
+
+/// A running `framepipe run --threads N OLD` in `dir`, its stderr read line by line.
+struct Show {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Show {
+    fn start(dir: &std::path::Path, threads: usize, pipeline: &str) -> Show {
+        use std::io::BufRead;
+        let mut child = Command::new(FP)
+            .args(["run", "--threads", &threads.to_string(), pipeline])
+            .current_dir(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let reader = std::thread::spawn(move || {
+            for line in stderr.lines().map_while(|l| l.ok()) {
+                let _ = tx.send(line);
+            }
+        });
+        Show {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+            reader,
         }
-    });
-    let load = "load new.toml fade=1s";
-    std::thread::sleep(Duration::from_millis(500));
-    writeln!(stdin, "{load}").unwrap();
-    let mut lines = Vec::new();
-    let wait_for = |what: &str, lines: &mut Vec<String>| {
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+    }
+
+    /// Waits (at most 30 s) for a line of stderr containing `what`.
+    fn wait_for(&mut self, what: &str) {
         let limit = std::time::Instant::now() + Duration::from_secs(30);
-        while !lines.iter().any(|l| l.contains(what)) {
+        while !self.seen.iter().any(|l| l.contains(what)) {
             let left = limit.saturating_duration_since(std::time::Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(l) => lines.push(l),
-                Err(_) => panic!("no '{what}' within 30 s: {lines:?}"),
+            match self.lines.recv_timeout(left) {
+                Ok(l) => self.seen.push(l),
+                Err(_) => panic!("no '{what}' within 30 s: {:?}", self.seen),
             }
         }
-    };
-    wait_for(&format!("ok '{load}' from frame"), &mut lines);
-    writeln!(stdin, "{load}").unwrap();
-    wait_for(&format!("refused '{load}'"), &mut lines);
-    wait_for("fade to new.toml done at frame", &mut lines);
-    // A few frames of the new project alone.
-    std::thread::sleep(Duration::from_millis(400));
-    writeln!(stdin, "stop").unwrap();
-    let done = wait(
-        child,
+    }
+
+    /// Stops the run; its whole stderr.
+    fn stop(mut self) -> String {
+        self.send("stop");
+        let done = wait(self.child, Duration::from_secs(60), "a run crossfading");
+        drop(self.stdin);
+        self.reader.join().unwrap();
+        self.seen.extend(self.lines.try_iter());
+        let err = self.seen.join("\n");
+        assert!(done.status.success(), "{err}");
+        err
+    }
+}
+
+/// `count` frames of `pipeline` (one of the projects) alone, unpaced, as raw RGBA.
+fn render(dir: &std::path::Path, name: &str, pipeline: &str, count: usize) -> Vec<u8> {
+    let path = dir.join(name);
+    let to = format!("location={}", path.display());
+    let pipeline = pipeline
+        .replace("location=out.rgba", &to)
+        .replace("location=ignored.rgba", &to)
+        .replacen("testsrc ", &format!("testsrc frames={count} "), 1);
+    let out = run(
+        Command::new(FP).args(["run", "-q", "--unpaced", &pipeline]),
         Duration::from_secs(60),
-        "a run crossfading to a scene",
-    );
-    drop(stdin);
-    reader.join().unwrap();
-    lines.extend(rx.try_iter());
-    let err = lines.join("\n");
-    assert!(done.status.success(), "{err}");
-    let start = applied_at(&err, load);
-    // 1 s at testsrc's 30 fps.
-    let len = 30;
-    assert!(
-        err.contains(&format!(
-            "refused '{load}': a crossfade to new.toml is under way (until frame {})",
-            start + len
-        )),
-        "{err}"
     );
     assert!(
-        err.contains(&format!("fade to new.toml done at frame {}", start + len)),
-        "{err}"
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    std::fs::read(path).unwrap()
+}
+
+/// Checks the recorded `out.rgba` of a crossfade from frame `start` over `len` frames: the old
+/// project before `start`; from there the `mix mode=crossfade` blend of the old project's frame
+/// and the new project's (its frame `k - start`: it starts at the fade's first frame), at
+/// amount `(k - start) / len`, exactly; from `start + len` on, the new project alone. Returns
+/// the number of frames.
+fn check_crossfade(dir: &std::path::Path, start: usize, len: usize) -> usize {
     let out = std::fs::read(dir.join("out.rgba")).unwrap();
     assert_eq!(out.len() % FRAME, 0, "{} bytes", out.len());
     let frames = out.len() / FRAME;
     assert!(
-        0 < start && start + len < frames,
-        "fade from {start}, {frames} frames: {err}"
+        0 < start && start + 2 < frames,
+        "fade from {start}, {frames} frames"
     );
-    let render = |name: &str, pipeline: &str, count: usize| -> Vec<u8> {
-        let path = dir.join(name);
-        let pipeline =
-            pipeline.replace("location=out.rgba", &format!("location={}", path.display()));
-        let pipeline = pipeline.replace(
-            "location=ignored.rgba",
-            &format!("location={}", path.display()),
-        );
-        let pipeline = pipeline.replacen("testsrc ", &format!("testsrc frames={count} "), 1);
-        let out = run(
-            Command::new(FP).args(["run", "-q", "--unpaced", &pipeline]),
-            Duration::from_secs(60),
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::read(path).unwrap()
-    };
-    let a = render("old.rgba", &old, frames);
-    let b = render("new.rgba", &new, frames - start);
+    let a = render(dir, "old.rgba", &old_project(), frames);
+    let b = render(dir, "new.rgba", &new_project(), frames - start);
     // The new project's frames differ from one to the next (a wrong start would show).
     assert_ne!(b[FRAME..2 * FRAME], b[2 * FRAME..3 * FRAME]);
     for k in 0..frames {
@@ -294,7 +302,7 @@ fn crossfade(threads: usize) {
             );
             continue;
         }
-        // The amount's 8-bit weight, round(k / len * 255), as `mix` takes its fader.
+        // The amount's 8-bit weight, round(j / len * 255), as `mix` takes its fader.
         let f = ((j as f64 / len as f64) * 255.0).round() as u32;
         for (i, ((&g, &x), &y)) in got.iter().zip(old_k).zip(new_k).enumerate() {
             let want = div255(u32::from(x) * (255 - f) + u32::from(y) * f);
@@ -305,6 +313,45 @@ fn crossfade(threads: usize) {
             );
         }
     }
+    frames
+}
+
+/// A crossfade (`load FILE fade=1s`) in a paced run with `threads` workers, recorded whole:
+/// see [`check_crossfade`] (1 s at testsrc's 30 fps is 30 frames). A second `load` during the
+/// fade is refused; its end is reported with the frame the new project is alone from.
+fn crossfade(threads: usize) {
+    let dir = tmpdir(&format!("live-fade-{threads}"));
+    std::fs::write(
+        dir.join("new.toml"),
+        format!("pipeline = \"{}\"\n", new_project()),
+    )
+    .unwrap();
+    let mut show = Show::start(&dir, threads, &old_project());
+    let load = "load new.toml fade=1s";
+    std::thread::sleep(Duration::from_millis(500));
+    show.send(load);
+    show.wait_for(&format!("ok '{load}' from frame"));
+    show.send(load);
+    show.wait_for(&format!("refused '{load}'"));
+    show.wait_for("fade to new.toml done at frame");
+    // A few frames of the new project alone.
+    std::thread::sleep(Duration::from_millis(400));
+    let err = show.stop();
+    let start = applied_at(&err, load);
+    let len = 30;
+    assert!(
+        err.contains(&format!(
+            "refused '{load}': a crossfade to new.toml is under way (until frame {})",
+            start + len
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("fade to new.toml done at frame {}", start + len)),
+        "{err}"
+    );
+    let frames = check_crossfade(&dir, start, len);
+    assert!(start + len < frames, "fade from {start}, {frames} frames");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -316,4 +363,45 @@ fn issue_9_load_with_fade_crossfades_on_the_frame_clock_one_thread() {
 #[test]
 fn issue_9_load_with_fade_crossfades_on_the_frame_clock_three_threads() {
     crossfade(3);
+}
+
+/// A crossfade to a project of another frame size is refused (a running sink keeps its size)
+/// and the show goes on unchanged; `stop` during a fade ends the run on a whole frame of it,
+/// with no end reported.
+#[test]
+fn issue_9_a_refused_fade_changes_nothing_and_stop_ends_a_fade() {
+    let dir = tmpdir("live-fade-stop");
+    std::fs::write(
+        dir.join("new.toml"),
+        format!("pipeline = \"{}\"\n", new_project()),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("small.toml"),
+        "pipeline = \"testsrc width=32 height=24 ! rawsink name=out location=x.rgba\"\n",
+    )
+    .unwrap();
+    let mut show = Show::start(&dir, 2, &old_project());
+    let small = "load small.toml fade=1s";
+    let load = "load new.toml fade=10s";
+    std::thread::sleep(Duration::from_millis(300));
+    show.send(small);
+    show.wait_for(&format!("refused '{small}'"));
+    show.send(load);
+    show.wait_for(&format!("ok '{load}' from frame"));
+    std::thread::sleep(Duration::from_millis(400));
+    let err = show.stop();
+    assert!(
+        err.contains(&format!(
+            "refused '{small}': cannot crossfade to small.toml: its frames for out are 32x24, \
+             the running ones 64x48"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("done at frame"), "{err}");
+    let start = applied_at(&err, load);
+    // 10 s: the run stopped well before the fade's end.
+    let frames = check_crossfade(&dir, start, 300);
+    assert!(frames < start + 300, "fade from {start}, {frames} frames");
+    let _ = std::fs::remove_dir_all(&dir);
 }
