@@ -189,10 +189,11 @@ struct Show {
 }
 
 impl Show {
-    fn start(dir: &std::path::Path, threads: usize, pipeline: &str) -> Show {
+    fn start(dir: &std::path::Path, threads: usize, fps: u32, pipeline: &str) -> Show {
         use std::io::BufRead;
         let mut child = Command::new(FP)
-            .args(["run", "--threads", &threads.to_string(), pipeline])
+            .args(["run", "--threads", &threads.to_string()])
+            .args(["--fps", &fps.to_string(), pipeline])
             .current_dir(dir)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -316,18 +317,22 @@ fn check_crossfade(dir: &std::path::Path, start: usize, len: usize) -> usize {
     frames
 }
 
-/// A crossfade (`load FILE fade=1s`) in a paced run with `threads` workers, recorded whole:
-/// see [`check_crossfade`] (1 s at testsrc's 30 fps is 30 frames). A second `load` during the
-/// fade is refused; its end is reported with the frame the new project is alone from.
-fn crossfade(threads: usize) {
+/// A crossfade (`load FILE fade=SECONDSs`) in a run paced at `fps` with `threads` workers,
+/// recorded whole: see [`check_crossfade`]. Its length is in the frames' time (testsrc's 30
+/// fps), whatever the pace: 30 frames a second. A second `load` during the fade is refused;
+/// its end is reported with the frame the new project is alone from. At a high pace the
+/// version after the fade comes in some frames after its end (the edit thread looks every
+/// 2 ms): the output does not show when.
+fn crossfade(threads: usize, fps: u32, seconds: usize) {
     let dir = tmpdir(&format!("live-fade-{threads}"));
     std::fs::write(
         dir.join("new.toml"),
         format!("pipeline = \"{}\"\n", new_project()),
     )
     .unwrap();
-    let mut show = Show::start(&dir, threads, &old_project());
-    let load = "load new.toml fade=1s";
+    let mut show = Show::start(&dir, threads, fps, &old_project());
+    let load = format!("load new.toml fade={seconds}s");
+    let load = load.as_str();
     std::thread::sleep(Duration::from_millis(500));
     show.send(load);
     show.wait_for(&format!("ok '{load}' from frame"));
@@ -338,7 +343,7 @@ fn crossfade(threads: usize) {
     std::thread::sleep(Duration::from_millis(400));
     let err = show.stop();
     let start = applied_at(&err, load);
-    let len = 30;
+    let len = 30 * seconds;
     assert!(
         err.contains(&format!(
             "refused '{load}': a crossfade to new.toml is under way (until frame {})",
@@ -357,12 +362,12 @@ fn crossfade(threads: usize) {
 
 #[test]
 fn issue_9_load_with_fade_crossfades_on_the_frame_clock_one_thread() {
-    crossfade(1);
+    crossfade(1, 30, 1);
 }
 
 #[test]
 fn issue_9_load_with_fade_crossfades_on_the_frame_clock_three_threads() {
-    crossfade(3);
+    crossfade(3, 300, 2);
 }
 
 /// A crossfade to a project of another frame size is refused (a running sink keeps its size)
@@ -381,7 +386,7 @@ fn issue_9_a_refused_fade_changes_nothing_and_stop_ends_a_fade() {
         "pipeline = \"testsrc width=32 height=24 ! rawsink name=out location=x.rgba\"\n",
     )
     .unwrap();
-    let mut show = Show::start(&dir, 2, &old_project());
+    let mut show = Show::start(&dir, 2, 30, &old_project());
     let small = "load small.toml fade=1s";
     let load = "load new.toml fade=10s";
     std::thread::sleep(Duration::from_millis(300));
