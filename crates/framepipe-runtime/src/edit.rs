@@ -149,9 +149,16 @@ pub(crate) fn spawn(
             let mut graveyard: Vec<Buried> = Vec::new();
             let mut fading = Fading::No;
             loop {
-                let poll = !graveyard.is_empty() || fading.waits_for_frames();
-                let msg = if poll {
-                    match from_output.recv_timeout(BURY_POLL) {
+                let poll = match (&fading, graveyard.is_empty()) {
+                    (Fading::Running { end, next: Some(_), .. }, empty) => {
+                        let wait = fade_poll(&shared, options, *end);
+                        Some(if empty { wait } else { wait.min(BURY_POLL) })
+                    }
+                    (_, false) => Some(BURY_POLL),
+                    (_, true) => None,
+                };
+                let msg = if let Some(poll) = poll {
+                    match from_output.recv_timeout(poll) {
                         Ok(m) => Some(m),
                         Err(RecvTimeoutError::Timeout) => None,
                         Err(RecvTimeoutError::Disconnected) => break,
@@ -304,11 +311,6 @@ enum Fading {
 }
 
 impl Fading {
-    /// Whether the edit thread must look at the frame count between messages.
-    fn waits_for_frames(&self) -> bool {
-        matches!(self, Fading::Running { next: Some(_), .. })
-    }
-
     /// `Running` → `Ending`, once its next version was sent.
     fn ending(&mut self) -> Fading {
         match std::mem::replace(self, Fading::No) {
@@ -331,6 +333,22 @@ impl Fading {
         ))
     }
 }
+
+/// How long the edit thread may wait before looking again whether frame `end - 1` has begun:
+/// [`BURY_POLL`] when it is near (or the run is unpaced), else the time of all but the last
+/// two frames before it at the pace, at most [`FADE_POLL_MAX`].
+fn fade_poll(shared: &Shared, options: Options, end: u64) -> Duration {
+    let now = shared.live.lock().next_frame();
+    let left = end.saturating_sub(now);
+    match options.pace {
+        Some(rate) if left > 2 => Duration::from_nanos(rate.period_ns().saturating_mul(left - 2))
+            .clamp(BURY_POLL, FADE_POLL_MAX),
+        _ => BURY_POLL,
+    }
+}
+
+/// The longest the edit thread sleeps while a crossfade runs (a paused run, a long fade).
+const FADE_POLL_MAX: Duration = Duration::from_millis(50);
 
 /// Makes `p`, a crossfade's version, ramp its mixers' amounts over `frames` frames from its
 /// first frame. Refused when a mixer's new input needed an automatic scaler: the new project
