@@ -460,6 +460,9 @@ fn run(args: RunArgs) -> Result<Exit> {
             "\rframepipe: warning: fp-worker-{worker} is still inside {stage} (blocked; it cannot be interrupted) and was left running"
         ),
         Event::FadeDone { to, frame } => say!("\rframepipe: fade to {to} done at frame {frame}"),
+        Event::FadeStuck { to, reason } => say!(
+            "\rframepipe: warning: the fade to {to} cannot end (its old project keeps running): {reason}"
+        ),
         other => say!("\rframepipe: {other:?}"),
     }));
     // Commands: from stdin, or none; the queue exists either way so that signals can stop.

@@ -150,7 +150,12 @@ pub(crate) fn spawn(
             let mut fading = Fading::No;
             loop {
                 let poll = match (&fading, graveyard.is_empty()) {
-                    (Fading::Running { end, next: Some(_), .. }, empty) => {
+                    (
+                        Fading::Running {
+                            end, next: Some(_), ..
+                        },
+                        empty,
+                    ) => {
                         let wait = fade_poll(&shared, options, *end);
                         Some(if empty { wait } else { wait.min(BURY_POLL) })
                     }
@@ -250,11 +255,9 @@ pub(crate) fn spawn(
                                         }));
                                         // The show goes on in the crossfade's graph, whose
                                         // amounts stay at 1: the output is the new project.
-                                        shared.emit(Event::CommandRejected {
-                                            command: format!("end of the crossfade to {}", fade.to),
-                                            reason: format!(
-                                                "the old project's nodes stay in the graph: {reason}"
-                                            ),
+                                        shared.emit(Event::FadeStuck {
+                                            to: fade.to,
+                                            reason,
                                         });
                                         Fading::No
                                     }

@@ -55,6 +55,15 @@ pub enum Event {
         /// The first frame of the new project alone (the fade's start plus its length).
         frame: u64,
     },
+    /// A crossfade's end could not be switched in (the graph after it failed to build): the
+    /// show goes on in the crossfade's graph, whose amounts stay at 1 (the output is the new
+    /// project), with the old project's nodes still running.
+    FadeStuck {
+        /// What was faded to.
+        to: String,
+        /// Why (one line).
+        reason: String,
+    },
 }
 
 /// Receives [`Event`]s; called from the output thread or a worker, so it must be quick.
