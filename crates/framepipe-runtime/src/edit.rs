@@ -363,7 +363,7 @@ fn start_fade(p: &mut Pending, fade: &Fade, frames: u64) -> std::result::Result<
             return Err(format!("the crossfade has no node {node}"));
         };
         let ins = &ver.topo.nodes[j].inputs;
-        let scaler = format!("{node}.sink_1:scale");
+        let scaler = crate::plan::auto_scaler_name(node, 1);
         if let (Some(&old), Some(&new)) = (ins.first(), ins.get(1)) {
             if *ver.names[new] == *scaler {
                 let from = ver.topo.nodes[new].inputs[0];

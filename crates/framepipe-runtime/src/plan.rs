@@ -30,6 +30,11 @@ pub(crate) enum Part {
     },
 }
 
+/// The name of the automatic scaler in front of input `k` of mixer `mixer`.
+pub(crate) fn auto_scaler_name(mixer: &str, k: usize) -> String {
+    format!("{mixer}.sink_{k}:scale")
+}
+
 /// What a live edit's plan knows of the running graph: its rate, and the output shape of each
 /// running node by name.
 pub(crate) struct RunningGraph<'a> {
@@ -229,7 +234,7 @@ impl Plan {
                             let mut factory = make(w, h)?;
                             let sinfo =
                                 factory.negotiate(infos[k]).map_err(|e| in_node(&name, e))?;
-                            let sname = format!("{name}.sink_{k}:scale");
+                            let sname = auto_scaler_name(&name, k);
                             let mode = factory.default_mode();
                             let src = inputs[k];
                             out.push(ExecNode {
