@@ -23,7 +23,9 @@
 //!    properties, fed by such nodes: a shared clip or camera), which go on under their name
 //!    and feed both; the new project's other nodes are built; in front of each running sink a
 //!    `mix mode=crossfade` named `fade:SINK` takes the old project's frames (input 0) and the
-//!    new project's (input 1), its `fader` ramped from 0 to 1 by the engine;
+//!    new project's (input 1), its `fader` ramped from 0 to 1 by the engine; a leaky sink (a
+//!    preview, as the running show's [`ShowView`] says) takes the new project's at once, and
+//!    the old nodes that only fed it are dropped;
 //! 2. after the fade: the new project alone with the running sinks, every node of it going on
 //!    from the crossfade (its state since the fade's first frame kept).
 
@@ -31,7 +33,7 @@ use anyhow::{bail, Result};
 use framepipe_control::GraphEdit;
 use framepipe_core::{ElementKind, Registry};
 use framepipe_project::{GraphDesc, NodeDescr};
-use framepipe_runtime::{Editor, Fade, Graph};
+use framepipe_runtime::{Editor, Fade, Graph, ShowView};
 
 use crate::build::{build_renamed, build_with, is_structural, Fate, Purpose};
 
@@ -51,6 +53,71 @@ pub struct DescEditor {
     next: Option<GraphDesc>,
     /// The crossfade the graph last built begins, and the description after it.
     fade: Option<(Fade, GraphDesc)>,
+    /// The running show's published graph: which sinks are leaky (a crossfade cuts those).
+    view: Option<ShowView>,
+}
+
+/// `nodes` without the old project's nodes (the first `old` ones, but the sinks' places) whose
+/// output nothing takes any more (what only fed a leaky sink that a crossfade cuts), inputs
+/// renumbered; `fates` and `was` follow.
+fn without_unused(
+    nodes: Vec<NodeDescr>,
+    fates: Vec<Fate>,
+    was: Vec<Option<String>>,
+    old: usize,
+    sinks: &[usize],
+) -> (Vec<NodeDescr>, Vec<Fate>, Vec<Option<String>>) {
+    let mut alive = vec![true; nodes.len()];
+    loop {
+        let used = |i: usize| {
+            nodes.iter().enumerate().any(|(c, n)| {
+                alive[c]
+                    && (n.inputs.contains(&i)
+                        || (n.element == "feedback"
+                            && n.props
+                                .iter()
+                                .any(|(k, v)| k == "from" && *v == nodes[i].name)))
+            })
+        };
+        let Some(dead) = (0..old).find(|&i| alive[i] && !sinks.contains(&i) && !used(i)) else {
+            break;
+        };
+        alive[dead] = false;
+    }
+    if alive.iter().all(|&a| a) {
+        return (nodes, fates, was);
+    }
+    let mut index = vec![usize::MAX; nodes.len()];
+    let mut k = 0;
+    for (i, &a) in alive.iter().enumerate() {
+        if a {
+            index[i] = k;
+            k += 1;
+        }
+    }
+    let keep = |i: &usize| alive[*i];
+    let nodes = nodes
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| keep(i))
+        .map(|(_, mut n)| {
+            n.inputs.iter_mut().for_each(|j| *j = index[*j]);
+            n
+        })
+        .collect();
+    let fates = fates
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| keep(i))
+        .map(|(_, f)| f)
+        .collect();
+    let was = was
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| keep(i))
+        .map(|(_, w)| w)
+        .collect();
+    (nodes, fates, was)
 }
 
 /// What a node is, by its element (`None`: a structural node or an unknown element).
@@ -66,7 +133,15 @@ impl DescEditor {
             registry,
             next: None,
             fade: None,
+            view: None,
         }
+    }
+
+    /// The same, reading the running show's graph from `view` (the engine publishes each
+    /// version's): a crossfade then cuts the leaky sinks (previews) instead of mixing.
+    pub fn with_view(mut self, view: ShowView) -> Self {
+        self.view = Some(view);
+        self
     }
 
     /// The description of the running graph.
@@ -221,6 +296,13 @@ impl DescEditor {
         // 3. A crossfade mixer in front of each running sink, whose node it replaces; the sink
         // comes last, fed by the mixer.
         let mut ramps = Vec::new();
+        let graph_view = self.view.as_ref().map(ShowView::graph);
+        let leaky = |name: &str| {
+            graph_view
+                .as_ref()
+                .and_then(|g| g.node(name).map(|(_, n)| n.leaky))
+                .unwrap_or(false)
+        };
         for &o in &old_sinks {
             let sink = &old.nodes[o];
             let n = after
@@ -229,6 +311,19 @@ impl DescEditor {
             let Some(&from_new) = after.nodes[n].inputs.first() else {
                 bail!("{} takes no input", sink.name);
             };
+            if leaky(&sink.name) {
+                // A leaky sink (a preview) heads a branch of its own: two of them cannot meet
+                // in a mixer. It cuts to the new project at the fade's first frame.
+                nodes[o] = NodeDescr {
+                    name: sink.name.clone(),
+                    element: sink.element.clone(),
+                    props: sink.props.clone(),
+                    inputs: vec![at[from_new]],
+                };
+                was[o] = None;
+                fates[o] = Fate::Running { sink: true };
+                continue;
+            }
             let mixer = format!("{FADE_PREFIX}{}", sink.name);
             ramps.push((mixer.clone(), "fader".to_string()));
             nodes[o] = NodeDescr {
@@ -251,6 +346,7 @@ impl DescEditor {
             fates.push(Fate::Running { sink: true });
             was.push(None);
         }
+        let (nodes, fates, was) = without_unused(nodes, fates, was, old.nodes.len(), &old_sinks);
         for (i, n) in nodes.iter().enumerate() {
             if let Some(j) = nodes[..i].iter().position(|m| m.name == n.name) {
                 bail!(

@@ -619,7 +619,9 @@ fn run(args: RunArgs) -> Result<Exit> {
     });
     // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread;
     // it owns the registry from here.
-    prepared.set_editor(Box::new(edit::DescEditor::new(desc.clone(), registry)));
+    prepared.set_editor(Box::new(
+        edit::DescEditor::new(desc.clone(), registry).with_view(prepared.view()),
+    ));
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
     if let Some(server) = oscquery {

@@ -253,6 +253,10 @@ fn render(dir: &std::path::Path, name: &str, pipeline: &str, count: usize) -> Ve
     let pipeline = pipeline
         .replace("location=out.rgba", &to)
         .replace("location=ignored.rgba", &to)
+        .replace(
+            "location=prev.rgba",
+            &format!("location={}.prev", path.display()),
+        )
         .replacen("testsrc ", &format!("testsrc frames={count} "), 1);
     let out = run(
         Command::new(FP).args(["run", "-q", "--unpaced", &pipeline]),
@@ -408,5 +412,70 @@ fn issue_9_a_refused_fade_changes_nothing_and_stop_ends_a_fade() {
     // 10 s: the run stopped well before the fade's end.
     let frames = check_crossfade(&dir, start, 300);
     assert!(frames < start + 300, "fade from {start}, {frames} frames");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A show with a leaky preview (`monitor` into a `leaky=true` sink) beside its master: a
+/// crossfade mixes the master's frames and cuts the preview (two leaky branches cannot meet in
+/// a mixer) at the fade's first frame; the old preview branch is dropped.
+#[test]
+fn issue_9_a_crossfade_cuts_a_leaky_preview_and_fades_the_master() {
+    let dir = tmpdir("live-fade-preview");
+    let show = |pattern: &str| {
+        format!(
+            "testsrc width={W} height={H} pattern={pattern} ! tee name=t t. ! rawsink name=out \
+             location=out.rgba t. ! monitor width=32 height=24 ! rawsink name=prev leaky=true \
+             location=prev.rgba"
+        )
+    };
+    std::fs::write(
+        dir.join("bars.toml"),
+        format!("pipeline = \"{}\"\n", show("bars")),
+    )
+    .unwrap();
+    let mut run = Show::start(&dir, 2, 30, &show("solid"));
+    let load = "load bars.toml fade=500ms";
+    std::thread::sleep(Duration::from_millis(400));
+    run.send(load);
+    run.wait_for("fade to bars.toml done at frame");
+    std::thread::sleep(Duration::from_millis(300));
+    let err = run.stop();
+    let start = applied_at(&err, load);
+    // A frame is uniform (the solid grey) or not (bars).
+    let uniform = |f: &[u8]| f.chunks_exact(4).all(|p| p == &f[..4]);
+    let out = std::fs::read(dir.join("out.rgba")).unwrap();
+    let frames: Vec<&[u8]> = out.chunks_exact(FRAME).collect();
+    assert!(
+        frames.len() > start + 15,
+        "{} frames, fade from {start}",
+        frames.len()
+    );
+    for (k, f) in frames.iter().enumerate() {
+        // Solid before the fade and at its first frame (amount 0), mixed with bars after.
+        assert_eq!(
+            uniform(f),
+            k <= start,
+            "master frame {k} (fade from {start})"
+        );
+    }
+    // The master's last frame is the bars alone, exactly.
+    let bars = render(&dir, "bars.rgba", &show("bars"), frames.len() - start);
+    let last = frames.len() - 1;
+    assert!(
+        frames[last] == &bars[(last - start) * FRAME..(last - start + 1) * FRAME],
+        "the master's last frame is not the new project's"
+    );
+    // The preview (it skips frames when behind): grey, then bars only, never a mix of both.
+    let prev = std::fs::read(dir.join("prev.rgba")).unwrap();
+    let kinds: Vec<bool> = prev.chunks_exact(32 * 24 * 4).map(uniform).collect();
+    let cut = kinds
+        .iter()
+        .position(|u| !u)
+        .expect("the preview shows the new project");
+    assert!(cut > 0, "the preview showed the old project first");
+    assert!(
+        kinds[cut..].iter().all(|u| !u),
+        "the preview cut once: {kinds:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
