@@ -473,6 +473,10 @@ fn run_one(args: RunArgs) -> Result<Exit> {
         Event::LeftRunning { stage, worker } => say!(
             "\rframepipe: warning: fp-worker-{worker} is still inside {stage} (blocked; it cannot be interrupted) and was left running"
         ),
+        Event::FadeDone { to, frame } => say!("\rframepipe: fade to {to} done at frame {frame}"),
+        Event::FadeStuck { to, reason } => say!(
+            "\rframepipe: warning: the fade to {to} cannot end (its old project keeps running): {reason}"
+        ),
         other => say!("\rframepipe: {other:?}"),
     }));
     // Commands: from stdin, or none; the queue exists either way so that signals can stop.
@@ -635,7 +639,9 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     });
     // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread;
     // it owns the registry from here.
-    prepared.set_editor(Box::new(edit::DescEditor::new(desc.clone(), registry)));
+    prepared.set_editor(Box::new(
+        edit::DescEditor::new(desc.clone(), registry).with_view(prepared.view()),
+    ));
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
     if let Some(server) = oscquery {
