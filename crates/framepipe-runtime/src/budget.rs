@@ -8,7 +8,7 @@
 //! `scripts/bench-control` (issue #9):
 //!
 //! * the graph's measured latency (the slowest of the last frames, beginning to ready at the
-//!   master sink) plus a quarter of it plus [`LATENCY_MARGIN`]: the margin covers what that
+//!   master sink) plus a quarter of it plus [`LATENCY_MARGIN_NS`]: the margin covers what that
 //!   latency does not count (the worker's wake-up to begin the frame, the output thread's own)
 //!   and the quarter covers a chain whose time grows;
 //! * when that is more than a period, a whole number of periods, rounded up from the latency
