@@ -27,6 +27,7 @@
 //! docs/REALTIME.md and docs/RELIABILITY.md.
 #![deny(unsafe_code)]
 
+mod budget;
 mod edit;
 mod events;
 mod graph;

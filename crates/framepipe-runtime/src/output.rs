@@ -81,16 +81,16 @@ impl LatencyWindow {
     }
 }
 
-/// How long before its deadline a frame begins, in a paced run: the asked latency, or the
-/// measured one plus a margin of a quarter of it and half a period (at least 2 ms): a frame
-/// that is late costs the show more than a command that waits a little. `None` (no limit)
-/// until a latency is known.
+/// How long before its deadline a frame begins, in a paced run: the asked latency, or by
+/// default the measured one with a margin (see [`crate::budget::default_budget`]: a quarter
+/// of it and 2 ms, in whole periods beyond a period). `None` (no limit) until a latency is
+/// known.
 fn latency_budget(asked_ns: u64, window: &LatencyWindow, period_ns: u64) -> Option<u64> {
     if asked_ns > 0 {
         return Some(asked_ns);
     }
     let max = window.max()? as u64;
-    Some(max + max / 4 + (period_ns / 2).max(2_000_000))
+    Some(crate::budget::default_budget(max, period_ns))
 }
 
 /// The last frame that may have begun at `now`: every frame whose deadline is at most `budget`
