@@ -190,9 +190,21 @@ struct Show {
 
 impl Show {
     fn start(dir: &std::path::Path, threads: usize, fps: u32, pipeline: &str) -> Show {
+        Show::start_with(dir, threads, fps, &[], pipeline)
+    }
+
+    /// [`Show::start`] with more options for `run`.
+    fn start_with(
+        dir: &std::path::Path,
+        threads: usize,
+        fps: u32,
+        options: &[&str],
+        pipeline: &str,
+    ) -> Show {
         use std::io::BufRead;
         let mut child = Command::new(FP)
             .args(["run", "--threads", &threads.to_string()])
+            .args(options)
             .args(["--fps", &fps.to_string(), pipeline])
             .current_dir(dir)
             .stdin(std::process::Stdio::piped())
@@ -477,5 +489,43 @@ fn issue_9_a_crossfade_cuts_a_leaky_preview_and_fades_the_master() {
         kinds[cut..].iter().all(|u| !u),
         "the preview cut once: {kinds:?}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue #9: `load` of a project (here the very same one) under `--overload live` ended the
+/// show within a frame or two with "frame pool 64x48 exhausted": the new version's pools did
+/// not count the master output's last frame (kept to show again) nor the running source's last
+/// frame. One worker and a latency budget that lets every frame in flight begin ahead of its
+/// deadline make the first frame after the switch need all of them at once.
+#[test]
+fn issue_9_load_under_overload_live_does_not_exhaust_a_frame_pool() {
+    let dir = tmpdir("live-load-overload");
+    let pipeline = "testsrc width=64 height=48 pattern=bars ! frei0r-glow name=g blur=0.3 \
+                    ! frei0r-vignette name=v ! nullsink";
+    std::fs::write(
+        dir.join("same.toml"),
+        format!("pipeline = \"{pipeline}\"\n"),
+    )
+    .unwrap();
+    let mut show = Show::start_with(
+        &dir,
+        1,
+        200,
+        &["--overload", "live", "--latency", "1000"],
+        pipeline,
+    );
+    // Each reply comes once the version it names runs; the next edit's switch needs frames of
+    // the previous one to have been output.
+    for line in ["load same.toml", "replace g frei0r-glow blur=0.5"] {
+        show.send(line);
+        show.wait_for(&format!("'{line}'"));
+    }
+    let err = show.stop();
+    assert!(
+        err.contains("ok 'load same.toml' from frame")
+            && err.contains("ok 'replace g frei0r-glow blur=0.5' from frame"),
+        "{err}"
+    );
+    assert!(!err.contains("exhausted"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -320,26 +320,44 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
         _ => 0,
     };
     let keep_last = options.pace.is_some() && options.overload == Overload::Live;
+    // Per node: the frames of its own output it keeps beyond the frames in flight (a source's
+    // last frame, when it may give it again). A running source carried into a live edit's
+    // version keeps its policy, and takes its frames from the new version's pools.
+    let holds: Vec<usize> = plan
+        .nodes
+        .iter()
+        .map(|e| match &e.part {
+            Part::Source { on_end, source } => {
+                usize::from(*on_end == OnEnd::Hold || source.info().rate != rate)
+            }
+            Part::Running { sink: false } => ctx
+                .running
+                .and_then(|r| r.index_of(&e.was).map(|o| r.ver.holds[o]))
+                .unwrap_or(0),
+            _ => 0,
+        })
+        .collect();
     let pool_nodes: Vec<PoolNode<'_>> = plan
         .nodes
         .iter()
         .enumerate()
         .map(|(i, e)| {
+            // A live edit's running sink is a sink like a new one: it may keep a clone of
+            // its frame, and the master output's thread keeps its last frame under `live`,
+            // both taken from this version's pools after the switch.
             let sinks: Vec<&crate::plan::ExecNode> = e
                 .consumers
                 .iter()
                 .map(|&c| &plan.nodes[c])
-                .filter(|c| matches!(c.part, Part::Sink(_)))
+                .filter(|c| matches!(c.part, Part::Sink(_) | Part::Running { sink: true }))
                 .collect();
-            let extra = match &e.part {
-                // Its last frame, when it may be given again.
-                Part::Source { on_end, source } => {
-                    usize::from(*on_end == OnEnd::Hold || source.info().rate != rate)
+            let extra = holds[i]
+                + match &e.part {
+                    // Frame 0's frame.
+                    Part::Feedback { .. } => 1,
+                    _ => 0,
                 }
-                // Frame 0's frame.
-                Part::Feedback { .. } => 1,
-                _ => 0,
-            } + if e.feeds.is_empty() { 0 } else { in_flight }
+                + if e.feeds.is_empty() { 0 } else { in_flight }
                 // A leaky branch reading it keeps the frame it took (its first node's
                 // input) after that frame left flight, one at a time per branch.
                 + plan
@@ -653,6 +671,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             elements,
             kinds,
             ports: port_nodes.clone(),
+            holds,
         },
         live,
         node_states,

@@ -457,6 +457,9 @@ pub(crate) struct Version {
     pub(crate) infos: Vec<framepipe_core::VideoInfo>,
     /// Per output port: its sink's node.
     pub(crate) ports: Vec<usize>,
+    /// Per node: frames of its own output it keeps beyond the frames in flight (a source's
+    /// last frame under `hold` or resampling), counted again when a live edit carries it over.
+    pub(crate) holds: Vec<usize>,
 }
 
 pub(crate) struct Shared {

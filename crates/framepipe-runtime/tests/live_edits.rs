@@ -14,7 +14,7 @@ use framepipe_core::{
     Effect, EffectFactory, Frame, FrameCtx, FrameMut, Mode, Rational, Result, SliceRunner,
     VideoInfo,
 };
-use framepipe_runtime::{Editor, EffectStage, Graph, Node, NodeKind, Options};
+use framepipe_runtime::{Editor, EffectStage, Graph, Node, NodeKind, Options, Overload};
 
 /// Adds `k` to every word; parallel.
 struct Add(u32);
@@ -1413,4 +1413,56 @@ fn an_edit_does_not_wait_for_a_blocked_leaky_sink() {
         moved >= 20,
         "the master got {moved} frames in the 500 ms after the edit (200 fps)"
     );
+}
+
+/// Issue #9: an edit under `--overload live` ended the show with "frame pool ... exhausted".
+/// The new version's pools did not count what a running sink takes from them: under `live`
+/// the master output keeps its last frame to show it again (and a sink may keep a clone).
+/// With a budget long enough for every frame in flight to be ahead of the clock, the first
+/// frame that begins after the new version's first release needs all of them at once: the
+/// frames in flight, the output's last frame and the effect's output being written.
+#[test]
+fn issue_9_an_edit_under_the_live_policy_keeps_the_output_frame_in_the_new_pools() {
+    const N: u64 = 90;
+    for threads in [1, 2] {
+        let master = Collect::default();
+        let nodes = vec![
+            src_node("src", N),
+            fx("a", Add(1), 0, false),
+            sink_node("out", &master, true, 1),
+        ];
+        let builds: Vec<Build> = vec![Box::new(|| {
+            graph(vec![
+                running("src", false, vec![]),
+                fx("b", Add(100), 0, false),
+                running("out", true, vec![1]),
+            ])
+        })];
+        let prepared = Graph::new(nodes)
+            .unwrap()
+            .prepare(Options {
+                threads,
+                pace: Some(Rational::new(200, 1)),
+                overload: Overload::Live,
+                // Every frame in flight begins as early as it may.
+                latency_ns: 1_000_000_000,
+                ..Options::default()
+            })
+            .unwrap();
+        let seen = run_prepared(prepared, &master, builds, &[20], Duration::ZERO);
+        let n = frame_of(seen.replies[0].as_ref().expect("an answer")) as u64;
+        let got = master.got.lock().unwrap().clone();
+        // Every frame in order (a repeat shows the previous one again), each in its version.
+        let mut seqs: Vec<u64> = got.iter().map(|&(s, _)| s).collect();
+        seqs.dedup();
+        assert_eq!(seqs, (0..N).collect::<Vec<_>>(), "threads {threads}");
+        for &(seq, w) in &got {
+            let add = if seq < n { 1 } else { 100 };
+            assert_eq!(
+                w,
+                seq as u32 + add,
+                "threads {threads}: frame {seq}, edit at {n}"
+            );
+        }
+    }
 }
