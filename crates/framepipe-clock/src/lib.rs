@@ -30,7 +30,7 @@ pub mod pi;
 pub mod stats;
 pub mod sys;
 
-pub use pacer::{Pacer, Tick};
+pub use pacer::{Pacer, Tick, WakeMargin};
 pub use pi::{PiCondvar, PiGuard, PiMutex};
 pub use stats::{LatenessStats, LatenessSummary, DEFAULT_LATE_THRESHOLD_NS};
 pub use sys::{

@@ -56,12 +56,51 @@ pub struct Pacer {
     rate: Rational,
     origin_ns: Option<i64>,
     index: u64,
-    margin_ns: i64,
+    margin: WakeMargin,
     adaptive: bool,
+    stats: LatenessStats,
+}
+
+/// How long before a deadline a thread that sleeps then spins should wake up: the 90th
+/// percentile of its last 64 oversleeps (wake-up time minus requested time) plus 20 µs, within
+/// [`MIN_MARGIN_NS`]..[`MAX_MARGIN_NS`]; [`INITIAL_MARGIN_NS`] until 64 were seen. The
+/// [`Pacer`] keeps one; a thread serving several clocks (a host's clock thread) keeps its own.
+#[derive(Debug, Clone)]
+pub struct WakeMargin {
+    margin_ns: i64,
     /// Recent oversleeps, a ring; `wakes` counts all ever recorded.
     oversleeps: [i64; WAKE_WINDOW],
     wakes: usize,
-    stats: LatenessStats,
+}
+
+impl Default for WakeMargin {
+    fn default() -> Self {
+        WakeMargin {
+            margin_ns: INITIAL_MARGIN_NS,
+            oversleeps: [0; WAKE_WINDOW],
+            wakes: 0,
+        }
+    }
+}
+
+impl WakeMargin {
+    /// The margin now, ns.
+    pub fn ns(&self) -> i64 {
+        self.margin_ns
+    }
+
+    /// Records one observed oversleep and recomputes the margin once the window is full
+    /// (until then the initial margin stands). A copy and a selection over 64 integers on the
+    /// stack: well under a microsecond, no allocation.
+    pub fn learn(&mut self, oversleep_ns: i64) {
+        self.oversleeps[self.wakes % WAKE_WINDOW] = oversleep_ns;
+        self.wakes += 1;
+        if self.wakes >= WAKE_WINDOW {
+            let mut sorted = self.oversleeps;
+            let (_, &mut q, _) = sorted.select_nth_unstable(WAKE_RANK);
+            self.margin_ns = (q + MARGIN_HEADROOM_NS).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
+        }
+    }
 }
 
 impl Pacer {
@@ -77,10 +116,8 @@ impl Pacer {
             rate,
             origin_ns: None,
             index: 0,
-            margin_ns: INITIAL_MARGIN_NS,
+            margin: WakeMargin::default(),
             adaptive: true,
-            oversleeps: [0; WAKE_WINDOW],
-            wakes: 0,
             stats: LatenessStats::default(),
         })
     }
@@ -99,7 +136,7 @@ impl Pacer {
 
     /// Uses a fixed sleep-to-spin margin instead of the adaptive one (for measurements).
     pub fn with_fixed_margin_ns(mut self, margin_ns: i64) -> Self {
-        self.margin_ns = margin_ns.max(0);
+        self.margin.margin_ns = margin_ns.max(0);
         self.adaptive = false;
         self
     }
@@ -122,7 +159,7 @@ impl Pacer {
 
     /// The current sleep-to-spin margin in ns.
     pub fn margin_ns(&self) -> i64 {
-        self.margin_ns
+        self.margin.margin_ns
     }
 
     /// Lateness statistics of the deadlines released by [`wait_next`](Self::wait_next).
@@ -189,13 +226,13 @@ impl Pacer {
     /// rest. Returns the lateness, `now - deadline` on return (never negative: it does not
     /// return early). Adapts the margin from the observed wake-up. Does not record statistics.
     pub fn wait_until(&mut self, deadline_ns: i64) -> i64 {
-        let sleep_target = deadline_ns - self.margin_ns;
+        let sleep_target = deadline_ns - self.margin.margin_ns;
         let before = now_ns();
         if sleep_target > before {
             sleep_until_ns(sleep_target);
             let woke = now_ns();
             if self.adaptive {
-                self.learn_oversleep(woke - sleep_target);
+                self.margin.learn(woke - sleep_target);
             }
         }
         let mut now = now_ns();
@@ -204,19 +241,6 @@ impl Pacer {
             now = now_ns();
         }
         now - deadline_ns
-    }
-
-    /// Records one observed oversleep and recomputes the margin once the window is full
-    /// (until then the initial margin stands). A copy and a selection over 64 integers on the
-    /// stack: well under a microsecond, no allocation.
-    fn learn_oversleep(&mut self, oversleep_ns: i64) {
-        self.oversleeps[self.wakes % WAKE_WINDOW] = oversleep_ns;
-        self.wakes += 1;
-        if self.wakes >= WAKE_WINDOW {
-            let mut sorted = self.oversleeps;
-            let (_, &mut q, _) = sorted.select_nth_unstable(WAKE_RANK);
-            self.margin_ns = (q + MARGIN_HEADROOM_NS).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
-        }
     }
 
     /// Waits for the next deadline, records its lateness in [`stats`](Self::stats) and
@@ -310,16 +334,16 @@ mod tests {
         for i in 0..WAKE_WINDOW {
             assert_eq!(p.margin_ns(), INITIAL_MARGIN_NS, "window not full yet");
             // Mostly 50 µs, with three 5 ms outliers (a CPU taken away).
-            p.learn_oversleep(if i % 20 == 7 { 5_000_000 } else { 50_000 });
+            p.margin.learn(if i % 20 == 7 { 5_000_000 } else { 50_000 });
         }
         assert_eq!(p.margin_ns(), 50_000 + MARGIN_HEADROOM_NS);
         // A machine that always oversleeps 300 µs gets a margin that covers it.
         for _ in 0..WAKE_WINDOW {
-            p.learn_oversleep(300_000);
+            p.margin.learn(300_000);
         }
         assert_eq!(p.margin_ns(), 300_000 + MARGIN_HEADROOM_NS);
         for _ in 0..WAKE_WINDOW {
-            p.learn_oversleep(0);
+            p.margin.learn(0);
         }
         assert_eq!(p.margin_ns(), MIN_MARGIN_NS);
     }

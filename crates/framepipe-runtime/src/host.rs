@@ -1,13 +1,47 @@
 //! Many shows in one process (issue #11): a [`Host`] runs several prepared shows, each with its
-//! own name, rate, overload policy, sinks, commands and statistics.
+//! own name, rate, overload policy, sinks, commands and statistics, on **one** worker pool and
+//! **one** clock thread.
 //!
-//! First step: each show runs on a thread of its own (its own workers and output thread). The
-//! shared worker pool and the one clock thread replace this behind the same API.
+//! * **Workers.** `threads` host workers (`fp-worker-N`) serve every show. A show announces
+//!   work (a frame may begin, a node became runnable, slices wait for help) by queueing its
+//!   index on the host's work queue, once until a worker takes it (`HostSignals::work_for`); a
+//!   worker takes a show from the queue, runs one of its jobs and the jobs its completions hand
+//!   straight on (`Shared::host_round`), and announces the show again if it has more work than
+//!   that, so that another worker joins in. The scheduler of each show is unchanged: its own
+//!   lock, slots, serial and parallel nodes.
+//! * **The clock.** One thread (`fp-clock`) drives every show's master output: each is an
+//!   [`Output`] state machine, polled when its deadline comes (a binary heap of wake-up times:
+//!   it sleeps to the nearest, then spins only the last stretch of a deadline, with one
+//!   adaptive wake-up margin), when its port is signalled (a frame ready, the end: the workers
+//!   queue the show's index and unpark the clock), or when its command poll is due. No show has
+//!   a thread of its own for pacing. The clock runs `SCHED_FIFO` when asked and permitted.
+//!   Shows of the same period get their first deadlines spread over the period (show `k` of `n`
+//!   at `k/n` of it), so that their releases do not all fall on the same instant.
+//! * **Ends.** A show ends by itself (its source's end, an error, its `stop`); its end is
+//!   concluded on the calling thread (its sinks finished, its edit thread and follower sinks
+//!   joined, its result reported by name) while the others go on.
+//!
+//! What a show still has of its own: its follower output threads (a sink other than the
+//! master, unpaced, blocking only in its own I/O), its edit thread when it has an editor, and
+//! the pool-filling helper during its first frames. The master sink runs on the clock thread:
+//! a sink that blocks (a full pipe, a peer applying back-pressure) delays every show's clock.
 
-use framepipe_core::{Error, Result};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, OnceLock};
+use std::thread::{JoinHandle, Thread};
+use std::time::Duration;
 
-use crate::pipeline::Prepared;
+use framepipe_clock::{now_ns, prepare_pacing_thread, PiCondvar, PiMutex, WakeMargin};
+use framepipe_core::{Error, Result, Sink};
+
+use crate::output::{Next, Output, PacingStats};
+use crate::pipeline::{conclude, Prepared, Side, JOIN_GRACE};
+use crate::state::Shared;
 use crate::stats::RunStats;
+use crate::worker::panic_message;
 
 /// How one show of a [`Host`] ended.
 #[derive(Debug)]
@@ -18,7 +52,8 @@ pub struct ShowResult {
     pub result: Result<RunStats>,
 }
 
-/// Several shows in one process.
+/// Several shows in one process, on one worker pool and one clock thread (see the module
+/// documentation in `host.rs` and docs/SHOWS.md).
 #[derive(Debug)]
 pub struct Host {
     threads: usize,
@@ -77,48 +112,443 @@ impl Host {
 
     /// Runs every show to its end (its source's end, an error, or its `stop`) and returns how
     /// each ended, in the order they were added. `on_end` is called as each show ends, in the
-    /// order they end (on the calling thread).
+    /// order they end, on the calling thread (which concludes each show: finishes its sinks,
+    /// joins its threads), while the other shows go on.
     pub fn run(self, mut on_end: impl FnMut(&ShowResult)) -> Vec<ShowResult> {
         let n = self.shows.len();
-        let (tx, rx) = std::sync::mpsc::channel();
+        let threads = self.threads;
+        let signals = Arc::new(HostSignals::new(n));
         let mut names = Vec::with_capacity(n);
-        for (i, (name, show)) in self.shows.into_iter().enumerate() {
-            names.push(name.clone());
-            let tx2 = tx.clone();
+        let mut starts = Vec::with_capacity(n);
+        let mut all = Vec::with_capacity(n);
+        let mut want_realtime = false;
+        for (i, (name, mut p)) in self.shows.into_iter().enumerate() {
+            let shared = Arc::clone(&p.shared);
+            let _ = shared.host.set((Arc::clone(&signals), i));
+            shared.port_signals[0].route_to_host(Arc::clone(&signals), i);
+            shared.lock().host = true;
+            want_realtime |= p.options.pace.is_some() && p.options.realtime;
+            let mut side = p.start_side();
+            let link = side.link.take();
+            starts.push(Some(Start {
+                sink: p.take_master_sink(),
+                commands: p.commands.take(),
+                link,
+                side,
+                options: p.options,
+                stall_ns: p.stall_timeout_ns,
+                shared: Arc::clone(&shared),
+            }));
+            all.push(shared);
+            names.push(name);
+        }
+        let all: Arc<[Arc<Shared>]> = all.into();
+        let mut workers = Vec::with_capacity(threads);
+        for w in 0..threads {
+            let (sig, shows) = (Arc::clone(&signals), Arc::clone(&all));
             let spawned = std::thread::Builder::new()
-                .name(format!("fp-show-{i}"))
+                .name(format!("fp-worker-{w}"))
                 .spawn(move || {
-                    let result = show.run();
-                    let _ = tx2.send((i, ShowResult { name, result }));
+                    while let Some(i) = sig.next_work() {
+                        sig.queued[i].store(false, Ordering::Release);
+                        shows[i].host_round(w);
+                    }
                 });
-            if let Err(e) = spawned {
-                let result = Err(Error::io("starting a show's thread", e));
-                let _ = tx.send((
-                    i,
-                    ShowResult {
-                        name: names[i].clone(),
-                        result,
-                    },
-                ));
+            match spawned {
+                Ok(h) => workers.push(h),
+                Err(e) => {
+                    // Without workers nothing would run: every show fails with the reason.
+                    if workers.is_empty() {
+                        for s in all.iter() {
+                            let mut st = s.lock();
+                            st.fail(Error::io("starting a worker thread", e.kind().into()));
+                            st.after_change(s);
+                        }
+                    }
+                }
             }
         }
-        drop(tx);
-        let mut results: Vec<Option<ShowResult>> = (0..n).map(|_| None).collect();
-        for (i, r) in rx {
-            on_end(&r);
-            results[i] = Some(r);
+        // Every show may begin its first frames: a worker looks at each.
+        for i in 0..n {
+            signals.work_for(i);
         }
+        let (tx, rx) = std::sync::mpsc::channel::<Ended>();
+        let clock = {
+            let signals = Arc::clone(&signals);
+            std::thread::Builder::new()
+                .name("fp-clock".into())
+                .spawn(move || clock_loop(&signals, starts, want_realtime, &tx))
+        };
+        let mut results: Vec<Option<ShowResult>> = (0..n).map(|_| None).collect();
+        match clock {
+            Ok(clock) => {
+                for ended in rx {
+                    let i = ended.index;
+                    let result =
+                        conclude(&all[i], threads, ended.sink, ended.output, ended.side, None);
+                    let r = ShowResult {
+                        name: names[i].clone(),
+                        result,
+                    };
+                    on_end(&r);
+                    results[i] = Some(r);
+                }
+                // The clock thread ends when the last show has; its panics are caught inside.
+                let _ = clock.join();
+            }
+            Err(e) => {
+                for (i, name) in names.iter().enumerate() {
+                    let r = ShowResult {
+                        name: name.clone(),
+                        result: Err(Error::io("starting the clock thread", e.kind().into())),
+                    };
+                    on_end(&r);
+                    results[i] = Some(r);
+                }
+            }
+        }
+        signals.close();
+        join_or_leave(workers);
         results
             .into_iter()
             .zip(names)
             .map(|(r, name)| {
                 r.unwrap_or_else(|| ShowResult {
                     name,
-                    result: Err(Error::Pipeline(
-                        "the show's thread ended without a result".into(),
-                    )),
+                    result: Err(Error::Pipeline("the show ended without a result".into())),
                 })
             })
             .collect()
     }
+}
+
+/// Joins the host workers; one still blocked inside an element after [`JOIN_GRACE`] (every
+/// show has ended) is left running, detached: it exits when the element returns.
+fn join_or_leave(workers: Vec<JoinHandle<()>>) {
+    let deadline = std::time::Instant::now() + JOIN_GRACE;
+    while workers.iter().any(|h| !h.is_finished()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for h in workers {
+        if h.is_finished() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Where shows announce work to the host's workers, and signal their master port to the clock
+/// thread.
+pub(crate) struct HostSignals {
+    /// Shows with work, each at most once until a worker takes it (`queued`).
+    work: PiMutex<VecDeque<usize>>,
+    work_cv: PiCondvar,
+    pub(crate) queued: Vec<AtomicBool>,
+    closing: AtomicBool,
+    /// Shows whose master port was signalled since the clock last looked.
+    raised: PiMutex<Vec<usize>>,
+    clock: OnceLock<Thread>,
+}
+
+impl std::fmt::Debug for HostSignals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostSignals")
+            .field("shows", &self.queued.len())
+            .finish()
+    }
+}
+
+impl HostSignals {
+    fn new(n: usize) -> Self {
+        HostSignals {
+            // Each show is in the queue at most once: it never grows past this.
+            work: PiMutex::new(VecDeque::with_capacity(n + 1)),
+            work_cv: PiCondvar::new(),
+            queued: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            closing: AtomicBool::new(false),
+            raised: PiMutex::new(Vec::with_capacity(2 * n + 16)),
+            clock: OnceLock::new(),
+        }
+    }
+
+    /// Show `show` has work for a worker.
+    pub(crate) fn work_for(&self, show: usize) {
+        if !self.queued[show].swap(true, Ordering::AcqRel) {
+            self.work.lock().push_back(show);
+            self.work_cv.notify_one();
+        }
+    }
+
+    /// Show `show`'s master port was signalled: the clock thread polls it.
+    pub(crate) fn port_raised(&self, show: usize) {
+        self.raised.lock().push(show);
+        if let Some(t) = self.clock.get() {
+            t.unpark();
+        }
+    }
+
+    /// The next show with work, waiting for one; `None` once the host closes.
+    fn next_work(&self) -> Option<usize> {
+        let mut q = self.work.lock();
+        loop {
+            if let Some(i) = q.pop_front() {
+                return Some(i);
+            }
+            if self.closing.load(Ordering::Acquire) {
+                return None;
+            }
+            q = self.work_cv.wait(q);
+        }
+    }
+
+    fn close(&self) {
+        self.closing.store(true, Ordering::Release);
+        let _q = self.work.lock();
+        self.work_cv.notify_all();
+    }
+}
+
+/// A show as handed to the clock thread.
+struct Start {
+    shared: Arc<Shared>,
+    sink: Box<dyn Sink>,
+    commands: Option<framepipe_control::CommandReader>,
+    link: Option<crate::edit::EditLink>,
+    side: Side,
+    options: crate::pipeline::Options,
+    stall_ns: u64,
+}
+
+/// A show whose master output is over, handed back to be concluded.
+struct Ended {
+    index: usize,
+    sink: Box<dyn Sink>,
+    output: (Option<PacingStats>, Result<()>),
+    side: Side,
+}
+
+/// A running show on the clock thread.
+struct Live {
+    shared: Arc<Shared>,
+    sink: Box<dyn Sink>,
+    out: Output,
+    side: Side,
+    /// Bumped at every poll: a heap entry of an older generation is stale.
+    generation: u64,
+}
+
+/// Most polls of one show in a row that ask to be polled again at once (an unpaced show
+/// whose frames are always ready) before the others get their turn.
+const AGAIN_LIMIT: usize = 64;
+
+/// One wake-up: (when, generation, show, a deadline that wants the spin).
+type Timer = Reverse<(i64, u64, usize, bool)>;
+
+/// The clock thread: polls each show's master output at its deadlines, its signals and its
+/// command polls, until every show has ended.
+fn clock_loop(
+    signals: &HostSignals,
+    starts: Vec<Option<Start>>,
+    realtime: bool,
+    tx: &Sender<Ended>,
+) {
+    let _ = signals.clock.set(std::thread::current());
+    // Kept to the end: dropping it restores this thread's policy and timer slack.
+    let setup = prepare_pacing_thread(realtime);
+    let n = starts.len();
+    let mut shows: Vec<Option<Live>> = Vec::with_capacity(n);
+    let mut heap: BinaryHeap<Timer> = BinaryHeap::with_capacity(4 * n + 16);
+    let mut raised: Vec<usize> = Vec::with_capacity(2 * n + 16);
+    let mut margin = WakeMargin::default();
+    let now = now_ns();
+    // Shows of the same period spread their first deadlines over it: (period, shows of it,
+    // shows of it placed so far).
+    let mut periods: Vec<(u64, i64, i64)> = Vec::new();
+    for s in starts.iter().flatten() {
+        if let Some(rate) = s.options.pace {
+            let period = rate.period_ns();
+            match periods.iter_mut().find(|(p, _, _)| *p == period) {
+                Some((_, m, _)) => *m += 1,
+                None => periods.push((period, 1, 0)),
+            }
+        }
+    }
+    for (i, start) in starts.into_iter().enumerate() {
+        let Some(s) = start else {
+            shows.push(None);
+            continue;
+        };
+        let Start {
+            shared,
+            sink,
+            commands,
+            link,
+            side,
+            options,
+            stall_ns,
+        } = s;
+        match Output::new(
+            &shared,
+            0,
+            commands,
+            link,
+            options,
+            stall_ns,
+            setup.realtime,
+        ) {
+            Ok(mut out) => {
+                if let Some(rate) = options.pace {
+                    let period = rate.period_ns();
+                    if let Some((_, m, k)) = periods.iter_mut().find(|(p, _, _)| *p == period) {
+                        out.set_phase(*k * period as i64 / *m);
+                        *k += 1;
+                    }
+                }
+                shows.push(Some(Live {
+                    shared,
+                    sink,
+                    out,
+                    side,
+                    generation: 0,
+                }));
+                heap.push(Reverse((now, 0, i, false)));
+            }
+            Err(e) => {
+                shows.push(None);
+                let _ = tx.send(Ended {
+                    index: i,
+                    sink,
+                    output: (None, Err(e)),
+                    side,
+                });
+            }
+        }
+    }
+    let mut running = shows.iter().filter(|s| s.is_some()).count();
+    while running > 0 {
+        // Shows whose port was signalled.
+        std::mem::swap(&mut *signals.raised.lock(), &mut raised);
+        for &i in &raised {
+            running -= poll(&mut shows, &mut heap, i, tx);
+        }
+        raised.clear();
+        // Shows whose time has come.
+        loop {
+            let now = now_ns();
+            match heap.peek() {
+                Some(&Reverse((t, g, i, _))) if t <= now => {
+                    heap.pop();
+                    if shows[i].as_ref().is_some_and(|s| s.generation == g) {
+                        running -= poll(&mut shows, &mut heap, i, tx);
+                    }
+                }
+                _ => break,
+            }
+        }
+        // Sleep to the next one (a signal unparks), and spin the last stretch of a deadline.
+        while let Some(&Reverse((_, g, i, _))) = heap.peek() {
+            if shows[i].as_ref().is_some_and(|s| s.generation == g) {
+                break;
+            }
+            heap.pop();
+        }
+        let Some(&Reverse((t, _, _, precise))) = heap.peek() else {
+            if running > 0 {
+                std::thread::park_timeout(Duration::from_millis(2));
+            }
+            continue;
+        };
+        let now = now_ns();
+        let sleep_to = if precise { t - margin.ns() } else { t };
+        if sleep_to > now {
+            std::thread::park_timeout(Duration::from_nanos((sleep_to - now) as u64));
+            let woke = now_ns();
+            if woke < sleep_to {
+                // Unparked: a show was signalled.
+                continue;
+            }
+            if precise {
+                margin.learn(woke - sleep_to);
+            }
+        }
+        if precise {
+            while now_ns() < t {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    drop(setup);
+}
+
+/// Polls show `i` until it waits for something (a timer is queued for it) or ends (handed
+/// back to be concluded); returns 1 when it ended.
+fn poll(
+    shows: &mut [Option<Live>],
+    heap: &mut BinaryHeap<Timer>,
+    i: usize,
+    tx: &Sender<Ended>,
+) -> usize {
+    let Some(live) = shows[i].as_mut() else {
+        return 0;
+    };
+    live.generation += 1;
+    let g = live.generation;
+    let mut again = 0;
+    let ended = loop {
+        let now = now_ns();
+        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            live.out.poll(&live.shared, &mut *live.sink, now)
+        }));
+        match next {
+            Ok(Next::Again) => {
+                again += 1;
+                if again >= AGAIN_LIMIT {
+                    heap.push(Reverse((now, g, i, false)));
+                    break false;
+                }
+            }
+            Ok(Next::Deadline(t)) => {
+                heap.push(Reverse((t, g, i, true)));
+                break false;
+            }
+            Ok(Next::Wait(t) | Next::Sleep(t)) => {
+                heap.push(Reverse((t, g, i, false)));
+                break false;
+            }
+            Ok(Next::Done) => break true,
+            Err(p) => {
+                let e = Error::element(
+                    "output of the clock thread",
+                    format!("panicked: {}", panic_message(&*p)),
+                );
+                live.shared.break_run(e, None);
+                break true;
+            }
+        }
+    };
+    if !ended {
+        return 0;
+    }
+    let Live {
+        shared,
+        sink,
+        out,
+        side,
+        ..
+    } = shows[i].take().expect("polled");
+    let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| out.finish(&shared)))
+        .unwrap_or_else(|p| {
+            let e = Error::element(
+                "output of the clock thread",
+                format!("panicked: {}", panic_message(&*p)),
+            );
+            shared.break_run(e, None);
+            (None, Ok(()))
+        });
+    let _ = tx.send(Ended {
+        index: i,
+        sink,
+        output,
+        side,
+    });
+    1
 }

@@ -118,99 +118,317 @@ const ENDED_BEFORE_EDIT: &str = "the run ended before the edit could take effect
 const EDIT_BATCH: usize = 64;
 const _: () = assert!(EDIT_BATCH >= framepipe_control::MAX_BATCH);
 
-/// Runs the output loop of sink port `port` until the end of the stream, an error, or `stop`.
+/// What an [`Output`] asks of whoever drives it, after one [`Output::poll`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Poll again at once (a frame was released, a command or an edit is waiting).
+    Again,
+    /// A frame is due at this deadline (`CLOCK_MONOTONIC` ns): poll again then, and not
+    /// before; the driver sleeps, then spins the last stretch.
+    Deadline(i64),
+    /// Nothing to do before this time, or before the port's signal (a frame ready, the end),
+    /// whichever comes first: no precision needed.
+    Wait(i64),
+    /// Nothing to do before this time whatever happens (held while paused).
+    Sleep(i64),
+    /// The output loop is over: call [`Output::finish`].
+    Done,
+}
+
+/// A frame taken for release, waiting for its deadline.
+struct Due {
+    item: PortItem,
+    /// Whether it was ready only after its deadline (the pipeline could not keep up).
+    frame_late: bool,
+    /// When it may be released (its deadline, or later to avoid a burst).
+    at: i64,
+}
+
+/// The output loop of one sink port as a state machine: [`poll`](Self::poll) does everything
+/// that can be done now without waiting and says what to wait for. [`run_output`] drives one
+/// on its own thread (the single-show run); a [`Host`](crate::Host)'s clock thread drives the
+/// master outputs of every show.
 ///
 /// Per frame it takes the scheduler lock once when the next frame is already waiting: in that
 /// one critical section it returns the previous frame (the sink stage's bookkeeping) and takes
-/// the next. Otherwise it waits for the workers' signal without the lock (a flag and an unpark,
-/// see `PortSignal`) and takes the lock once more when the frame is there.
-pub(crate) fn run_output(
-    shared: &Shared,
+/// the next. Otherwise the driver waits for the workers' signal without the lock (a flag and an
+/// unpark, see `PortSignal`) and the next poll takes the lock once more.
+pub(crate) struct Output {
     port: usize,
-    sink: &mut dyn Sink,
-    mut commands: Option<CommandReader>,
-    mut edits_link: Option<EditLink>,
+    /// This output's slot in `Shared::running` (after the workers').
+    out_slot: usize,
+    commands: Option<CommandReader>,
+    edits_link: Option<EditLink>,
     options: Options,
     stall_ns: u64,
-) -> (Option<PacingStats>, Result<()>) {
-    let signal = &shared.port_signals[port];
-    signal.register_current();
-    let out_slot = shared.threads + port;
-    // The graph version this thread last looked at (re-read, under the lock it takes anyway,
-    // when `Shared::version` says a live edit switched), and its sink node's counters.
-    let (mut ver, mut sink_stage) = {
-        let st = shared.lock();
-        (Arc::clone(&st.ver), st.ports[port].node)
-    };
-    let mut sink_counter = Arc::clone(&ver.stages[sink_stage]);
-    let sink_name = sink_counter.name.clone();
-    let live_policy = options.overload == Overload::Live;
-    let mut pacer = match options.pace.map(Pacer::new).transpose() {
-        Ok(p) => p,
-        Err(e) => {
-            let mut st = shared.lock();
+    /// The graph version this output last looked at (re-read, under the lock it takes anyway,
+    /// when `Shared::version` says a live edit switched), and its sink node's counters.
+    ver: Arc<Version>,
+    sink_stage: usize,
+    sink_counter: Arc<crate::stats::StageCounters>,
+    sink_name: Arc<str>,
+    live_policy: bool,
+    pacer: Option<Pacer>,
+    /// Paced: the first deadline is this long after the first frame is taken (a host spreads
+    /// its shows' deadlines over the period).
+    phase_ns: i64,
+    realtime: bool,
+    half_period_ns: i64,
+    last_release_ns: Option<i64>,
+    /// (start of the current second, worst lateness in it so far), ns.
+    peak_window: (i64, i64),
+    cpu: CpuMeter,
+    transport: Transport,
+    last: Option<(FrameCtx, Frame)>,
+    edits: Vec<Edit>,
+    /// The commands of `edits`, answered once assigned.
+    edited: Vec<Posted>,
+    /// The outcome of the frame last given to the sink (its slot), returned to the scheduler in
+    /// the next critical section (with the taking of the next frame).
+    done: Option<(usize, u64, Result<()>)>,
+    /// Paced master: frames begin just in time (see `Options::latency_ns`).
+    gate: bool,
+    period_ns: u64,
+    window: LatencyWindow,
+    released_seq: Option<u64>,
+    budget: Option<u64>,
+    /// When the next frame may begin (a paced master wakes up then to let it); set where the
+    /// output takes the lock for the next frame.
+    begin_at: Option<i64>,
+    /// A frame held back while paused (still in flight; the sink's turn is taken).
+    held: Option<PortItem>,
+    due: Option<Due>,
+    ended: bool,
+}
+
+impl Output {
+    /// The output of sink port `port` (0: the master, which reads `commands` and answers
+    /// edits; the others follow it unpaced). `realtime`: whether the driving thread runs under
+    /// `SCHED_FIFO` (for the figures). A rate the frame clock cannot pace stops the run.
+    pub(crate) fn new(
+        shared: &Shared,
+        port: usize,
+        commands: Option<CommandReader>,
+        edits_link: Option<EditLink>,
+        options: Options,
+        stall_ns: u64,
+        realtime: bool,
+    ) -> Result<Self> {
+        let (ver, sink_stage) = {
+            let st = shared.lock();
+            (Arc::clone(&st.ver), st.ports[port].node)
+        };
+        let sink_counter = Arc::clone(&ver.stages[sink_stage]);
+        let sink_name = sink_counter.name.clone();
+        let pacer = match options.pace.map(Pacer::new).transpose() {
+            Ok(p) => p,
+            Err(e) => {
+                let mut st = shared.lock();
+                st.stop();
+                st.after_change(shared);
+                return Err(Error::from(e));
+            }
+        };
+        let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns());
+        if port == 0 {
+            shared.counters.realtime.store(realtime, Ordering::Relaxed);
+        }
+        Ok(Output {
+            port,
+            out_slot: shared.threads + port,
+            commands,
+            edits_link,
+            options,
+            stall_ns,
+            ver,
+            sink_stage,
+            sink_counter,
+            sink_name,
+            live_policy: options.overload == Overload::Live,
+            gate: port == 0 && pacer.is_some(),
+            half_period_ns: period_ns as i64 / 2,
+            pacer,
+            phase_ns: 0,
+            realtime,
+            last_release_ns: None,
+            peak_window: (now_ns(), 0),
+            cpu: CpuMeter::start(),
+            transport: Transport::new(),
+            last: None,
+            edits: Vec::with_capacity(EDIT_BATCH),
+            edited: Vec::with_capacity(EDIT_BATCH),
+            done: None,
+            period_ns,
+            window: LatencyWindow { ns: [0; 32], n: 0 },
+            released_seq: None,
+            budget: None,
+            begin_at: None,
+            held: None,
+            due: None,
+            ended: false,
+        })
+    }
+
+    /// Paced: the first deadline comes `phase_ns` after the first frame is ready (a host
+    /// spreads its shows over the period so that their deadlines do not all fall together).
+    pub(crate) fn set_phase(&mut self, phase_ns: i64) {
+        self.phase_ns = phase_ns.max(0);
+    }
+
+    /// The frame clock of a paced output (the driver sleeps and spins with its margin).
+    pub(crate) fn pacer_mut(&mut self) -> Option<&mut Pacer> {
+        self.pacer.as_mut()
+    }
+
+    /// Does what can be done now (commands, taking the next frame, releasing a frame whose
+    /// deadline has come, giving it to the sink) and says what to wait for next.
+    pub(crate) fn poll(&mut self, shared: &Shared, sink: &mut dyn Sink, now: i64) -> Next {
+        if self.ended {
+            return Next::Done;
+        }
+        if let Some(at) = self.due.as_ref().map(|d| d.at) {
+            if now < at {
+                return Next::Deadline(at);
+            }
+            let due = self.due.take().expect("checked");
+            return self.release(shared, sink, due);
+        }
+
+        // 1. Commands, once per frame boundary (and while waiting for a frame).
+        if self.read_commands(shared) {
+            // At once, even while waiting for a frame that does not come (a blocked source, a
+            // pause): every frame the sink got was whole; no new frame is started; the frames
+            // in flight go back to their pools.
+            drop(self.held.take());
+            let mut st = shared.lock_output();
+            if let Some((slot, v, r)) = self.done.take() {
+                st.sink_done(shared, self.port, slot, v, r);
+            }
             st.stop();
             st.after_change(shared);
-            return (None, Err(Error::from(e)));
+            self.ended = true;
+            return Next::Done;
         }
-    };
-    // Kept to the end of the loop: dropping it (also on unwinding) gives the calling thread back
-    // its own scheduling policy, priority and timer slack.
-    let setup = pacer
-        .is_some()
-        .then(|| prepare_pacing_thread(options.realtime));
-    let realtime = setup.as_ref().is_some_and(|s| s.realtime);
-    let half_period_ns = pacer.as_ref().map_or(0, |p| p.period_ns() as i64 / 2);
-    let mut last_release_ns: Option<i64> = None;
-    // (start of the current second, worst lateness in it so far), ns.
-    let mut peak_window: (i64, i64) = (now_ns(), 0);
-    shared.counters.realtime.store(realtime, Ordering::Relaxed);
-    let cpu = CpuMeter::start();
-    let mut transport = Transport::new();
-    let mut last: Option<(FrameCtx, Frame)> = None;
-    let mut edits: Vec<Edit> = Vec::with_capacity(EDIT_BATCH);
-    // The commands of `edits`, answered once assigned.
-    let mut edited: Vec<Posted> = Vec::with_capacity(EDIT_BATCH);
-    // The outcome of the frame last given to the sink (its slot), returned to the scheduler in
-    // the next critical section (with the taking of the next frame).
-    let mut done: Option<(usize, u64, Result<()>)> = None;
-    // Paced master: frames begin just in time (see `Options::latency_ns`).
-    let gate = port == 0 && pacer.is_some();
-    let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns());
-    let mut window = LatencyWindow { ns: [0; 32], n: 0 };
-    let mut released_seq: Option<u64> = None;
-    let mut budget: Option<u64> = None;
-    // When the next frame may begin (a paced master wakes up then to let it); set where the
-    // output thread takes the lock for the next frame.
-    let mut begin_at: Option<i64>;
-    // A frame held back while paused (still in flight; the sink's turn is taken).
-    let mut held: Option<PortItem> = None;
 
-    'frames: loop {
-        // 1. Commands, once per frame boundary (and while waiting for a frame).
-        let mut stop = false;
+        // 2. The next frame in order (or the end). Under the live policy, the previous frame is
+        //    shown again at deadlines that pass meanwhile; stalls are noticed while waiting.
+        let item = match self.held.take() {
+            Some(t) => t,
+            None => match self.take(shared, sink, now) {
+                Ok(Some(t)) => t,
+                Ok(None) => {
+                    self.ended = true;
+                    return Next::Done;
+                }
+                Err(next) => return next,
+            },
+        };
+        if self.gate {
+            self.window.push(item.ready_ns - item.begun_ns);
+            self.budget = latency_budget(self.options.latency_ns, &self.window, self.period_ns);
+            shared
+                .counters
+                .latency_budget_us
+                .store(self.budget.unwrap_or(0) / 1000, Ordering::Relaxed);
+        }
+
+        // 3. Release it, or hold it while paused.
+        match self.transport.at_boundary() {
+            Release::Go => {}
+            Release::GoAfterPause => {
+                if let Some(p) = self.pacer.as_mut() {
+                    p.resync(now);
+                }
+            }
+            Release::Hold => {
+                self.held = Some(item);
+                check_stalls(shared, &self.ver, self.stall_ns, now);
+                return Next::Sleep(now + POLL.as_nanos() as i64);
+            }
+            Release::Stop => {
+                drop(item);
+                let mut st = shared.lock_output();
+                st.stop();
+                st.after_change(shared);
+                self.ended = true;
+                return Next::Done;
+            }
+        }
+
+        // 4. Its deadline.
+        let Some(p) = self.pacer.as_mut() else {
+            return self.release(
+                shared,
+                sink,
+                Due {
+                    item,
+                    frame_late: false,
+                    at: now,
+                },
+            );
+        };
+        if p.next_deadline().is_none() {
+            p.start_at(now + self.phase_ns);
+        }
+        if self.live_policy {
+            let skipped = p.skip_missed(now);
+            for _ in 0..skipped {
+                p.stats_mut().record_repeat();
+            }
+            shared
+                .counters
+                .repeated
+                .fetch_add(skipped, Ordering::Relaxed);
+        }
+        let d = p.next_deadline().expect("started");
+        // Was the frame itself late (ready only after its deadline)? Judged by when it reached
+        // the sink stage, not when this output looked, so that a preempted output thread does
+        // not pass for an overloaded pipeline.
+        let frame_late = item.ready_ns > d + framepipe_clock::DEFAULT_LATE_THRESHOLD_NS;
+        // After the driver lost the CPU, deadlines may already have passed: keep the grid (no
+        // drift) but release no closer than half a period after the previous frame, so the
+        // output catches up without a burst.
+        let at = match self.last_release_ns {
+            Some(prev) => d.max(prev + self.half_period_ns),
+            None => d,
+        };
+        let due = Due {
+            item,
+            frame_late,
+            at,
+        };
+        if now < at {
+            self.due = Some(due);
+            return Next::Deadline(at);
+        }
+        self.release(shared, sink, due)
+    }
+
+    /// Reads the commands and the edit thread's answers; whether `stop` was read.
+    fn read_commands(&mut self, shared: &Shared) -> bool {
+        let port = self.port;
         // A live edit switched versions: look at the new one (and, the master, answer the
         // edit and hand what the switch replaced to the edit thread).
-        if shared.version.load(Ordering::Acquire) != ver.number {
+        if shared.version.load(Ordering::Acquire) != self.ver.number {
             let mut st = shared.lock_output();
-            ver = Arc::clone(&st.ver);
-            sink_stage = st.ports[port].node;
+            self.ver = Arc::clone(&st.ver);
+            self.sink_stage = st.ports[port].node;
             let switched = if port == 0 { st.switched.take() } else { None };
             drop(st);
-            sink_counter = Arc::clone(&ver.stages[sink_stage]);
+            self.sink_counter = Arc::clone(&self.ver.stages[self.sink_stage]);
             if let Some(mut sw) = switched {
-                shared.counters.set_stages(Arc::clone(&ver.stages));
-                if let (Some(p), Some(reader)) = (sw.posted.take(), commands.as_mut()) {
+                shared.counters.set_stages(Arc::clone(&self.ver.stages));
+                if let (Some(p), Some(reader)) = (sw.posted.take(), self.commands.as_mut()) {
                     reader.reply(p, Outcome::Applied { frame: sw.frame });
                 }
-                if let Some(l) = edits_link.as_mut() {
+                if let Some(l) = self.edits_link.as_mut() {
                     l.busy = false;
                     // Full (cannot be: one edit at a time): dropped here instead.
                     let _ = l.tx.try_send(ToEditor::Switched(sw));
                 }
             }
         }
-        if let (Some(l), Some(reader)) = (edits_link.as_mut(), commands.as_mut()) {
+        if let (Some(l), Some(reader)) = (self.edits_link.as_mut(), self.commands.as_mut()) {
             match l.take() {
                 Some(FromEditor::Ready(p)) => {
                     let mut st = shared.lock_output();
@@ -224,207 +442,150 @@ pub(crate) fn run_output(
                 None => {}
             }
         }
-        if let Some(reader) = commands.as_mut() {
+        let mut stop = false;
+        if let Some(reader) = self.commands.as_mut() {
             // The boundary is named by the next frame to be released (see `Outcome::Applied`).
-            let boundary = released_seq.map_or(0, |s| s + 1);
+            let boundary = self.released_seq.map_or(0, |s| s + 1);
             let mut batch = Batch {
-                edits: &mut edits,
-                posted: &mut edited,
+                edits: &mut self.edits,
+                posted: &mut self.edited,
             };
             stop = apply_commands(
                 shared,
-                &ver,
+                &self.ver,
                 reader,
-                edits_link.as_mut(),
-                &mut transport,
+                self.edits_link.as_mut(),
+                &mut self.transport,
                 &mut batch,
                 boundary,
             );
         }
-        shared
-            .counters
-            .paused
-            .store(transport.is_paused(), Ordering::Relaxed);
-        if stop {
-            // At once, even while waiting for a frame that does not come (a blocked source, a
-            // pause): every frame the sink got was whole; no new frame is started; the frames
-            // in flight go back to their pools.
-            drop(held.take());
-            let mut st = shared.lock_output();
-            if let Some((slot, v, r)) = done.take() {
-                st.sink_done(shared, port, slot, v, r);
-            }
-            st.stop();
-            st.after_change(shared);
-            break;
-        }
-
-        // 2. The next frame in order (or the end). Under the live policy, the previous frame is
-        //    shown again at deadlines that pass meanwhile; stalls are noticed while waiting.
-        let token = match held.take() {
-            Some(t) => Some(t),
-            None => {
-                // A signal raised before this lock is seen in it; later ones raise it again.
-                signal.take();
-                let mut st = shared.lock_output();
-                begin_at = None;
-                if let (true, Some(seq), Some(b), Some(d)) = (
-                    gate,
-                    released_seq,
-                    budget,
-                    pacer.as_ref().and_then(|p| p.next_deadline()),
-                ) {
-                    // Frames whose deadline is within the budget may begin now; the next one
-                    // when its time comes (woken up below).
-                    let limit = begin_limit(seq, d, period_ns, b, now_ns());
-                    if limit > st.begin_limit || st.begin_limit == u64::MAX {
-                        st.begin_limit = limit;
-                        st.after_change(shared);
-                    }
-                    begin_at = Some(next_begin_ns(seq, d, period_ns, b, st.begin_limit));
-                }
-                if let Some((slot, v, r)) = done.take() {
-                    st.sink_done(shared, port, slot, v, r);
-                }
-                let mut got = st.take_ready(port);
-                let mut end = got.is_none() && st.finished();
-                drop(st);
-                while got.is_none() && !end {
-                    let now = now_ns();
-                    check_stalls(shared, &ver, stall_ns, now);
-                    if commands.as_ref().is_some_and(|r| r.pending() > 0)
-                        || edits_link
-                            .as_ref()
-                            .is_some_and(|l| l.ready.load(Ordering::Acquire))
-                        || shared.version.load(Ordering::Acquire) != ver.number
-                    {
-                        continue 'frames;
-                    }
-                    let mut timeout = POLL;
-                    if let Some(at) = begin_at {
-                        if now >= at {
-                            // The next frame's time to begin: read commands, then let it.
-                            continue 'frames;
-                        }
-                        timeout = timeout.min(Duration::from_nanos((at - now) as u64));
-                    }
-                    if let (true, false, Some(p), Some((ctx, frame))) = (
-                        live_policy,
-                        transport.is_paused(),
-                        pacer.as_mut(),
-                        last.as_ref(),
-                    ) {
-                        if let Some(deadline) = p.next_deadline() {
-                            if now >= deadline {
-                                // Nothing new at this deadline: show the previous frame again.
-                                last_release_ns = Some(p.wait_next().released_ns);
-                                p.stats_mut().record_repeat();
-                                shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
-                                let result = guard(&sink_name, || sink.consume(ctx, frame));
-                                // Look for the next frame (or the end) after every repeat: a
-                                // repeat that outlasts a period must not lead straight to
-                                // another one, or a slow sink would repeat for ever.
-                                let mut st = shared.lock_output();
-                                if let Err(e) = result {
-                                    st.fail(e);
-                                    st.after_change(shared);
-                                }
-                                got = st.take_ready(port);
-                                end = got.is_none() && st.finished();
-                                continue;
-                            }
-                            timeout = timeout.min(Duration::from_nanos((deadline - now) as u64));
-                        }
-                    }
-                    if !signal.wait(timeout) {
-                        continue;
-                    }
-                    let mut st = shared.lock_output();
-                    got = st.take_ready(port);
-                    end = got.is_none() && st.finished();
-                }
-                got
-            }
-        };
-        let Some(token) = token else {
-            break;
-        };
-        if gate {
-            window.push(token.ready_ns - token.begun_ns);
-            budget = latency_budget(options.latency_ns, &window, period_ns);
+        if port == 0 {
             shared
                 .counters
-                .latency_budget_us
-                .store(budget.unwrap_or(0) / 1000, Ordering::Relaxed);
+                .paused
+                .store(self.transport.is_paused(), Ordering::Relaxed);
         }
+        stop
+    }
 
-        // 3. Release it, or hold it while paused.
-        match transport.at_boundary() {
-            Release::Go => {}
-            Release::GoAfterPause => {
-                if let Some(p) = pacer.as_mut() {
-                    p.resync(now_ns());
-                }
-            }
-            Release::Hold => {
-                held = Some(token);
-                check_stalls(shared, &ver, stall_ns, now_ns());
-                std::thread::sleep(POLL);
-                continue;
-            }
-            Release::Stop => {
-                drop(token);
-                let mut st = shared.lock_output();
-                st.stop();
+    /// Takes the next frame when it is there: `Ok(Some)`; `Ok(None)` at the end; `Err(next)`:
+    /// not yet, wait as `next` says (or poll again at once: a command, an edit, the time to let
+    /// the next frame begin, a repeat given to the sink).
+    fn take(
+        &mut self,
+        shared: &Shared,
+        sink: &mut dyn Sink,
+        now: i64,
+    ) -> std::result::Result<Option<PortItem>, Next> {
+        let port = self.port;
+        // A signal raised before this lock is seen in it; later ones raise it again.
+        shared.port_signals[port].take();
+        let mut st = shared.lock_output();
+        self.begin_at = None;
+        if let (true, Some(seq), Some(b), Some(d)) = (
+            self.gate,
+            self.released_seq,
+            self.budget,
+            self.pacer.as_ref().and_then(|p| p.next_deadline()),
+        ) {
+            // Frames whose deadline is within the budget may begin now; the next one when its
+            // time comes (woken up below).
+            let limit = begin_limit(seq, d, self.period_ns, b, now);
+            if limit > st.begin_limit || st.begin_limit == u64::MAX {
+                st.begin_limit = limit;
                 st.after_change(shared);
-                break;
+            }
+            self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit));
+        }
+        if let Some((slot, v, r)) = self.done.take() {
+            st.sink_done(shared, port, slot, v, r);
+        }
+        let got = st.take_ready(port);
+        let end = got.is_none() && st.finished();
+        drop(st);
+        if got.is_some() || end {
+            return Ok(got);
+        }
+        check_stalls(shared, &self.ver, self.stall_ns, now);
+        if self.commands.as_ref().is_some_and(|r| r.pending() > 0)
+            || self
+                .edits_link
+                .as_ref()
+                .is_some_and(|l| l.ready.load(Ordering::Acquire))
+            || shared.version.load(Ordering::Acquire) != self.ver.number
+        {
+            return Err(Next::Again);
+        }
+        let mut wake = now + POLL.as_nanos() as i64;
+        if let Some(at) = self.begin_at {
+            if now >= at {
+                // The next frame's time to begin: read commands, then let it.
+                return Err(Next::Again);
+            }
+            wake = wake.min(at);
+        }
+        if let (true, false, Some(p), Some((ctx, frame))) = (
+            self.live_policy,
+            self.transport.is_paused(),
+            self.pacer.as_mut(),
+            self.last.as_ref(),
+        ) {
+            if let Some(deadline) = p.next_deadline() {
+                if now >= deadline {
+                    // Nothing new at this deadline: show the previous frame again.
+                    self.last_release_ns = Some(p.wait_next().released_ns);
+                    p.stats_mut().record_repeat();
+                    shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
+                    let sink_name = &self.sink_name;
+                    let result = guard(sink_name, || sink.consume(ctx, frame));
+                    // Look for the next frame (or the end) after every repeat: a repeat that
+                    // outlasts a period must not lead straight to another one, or a slow sink
+                    // would repeat for ever.
+                    let mut st = shared.lock_output();
+                    if let Err(e) = result {
+                        st.fail(e);
+                        st.after_change(shared);
+                    }
+                    let got = st.take_ready(port);
+                    let end = got.is_none() && st.finished();
+                    drop(st);
+                    if got.is_some() || end {
+                        return Ok(got);
+                    }
+                    return Err(Next::Again);
+                }
+                wake = wake.min(deadline);
             }
         }
+        Err(Next::Wait(wake))
+    }
 
-        // 4. Its deadline.
-        if let Some(p) = pacer.as_mut() {
-            if live_policy {
-                let skipped = p.skip_missed(now_ns());
-                for _ in 0..skipped {
-                    p.stats_mut().record_repeat();
-                }
-                shared
-                    .counters
-                    .repeated
-                    .fetch_add(skipped, Ordering::Relaxed);
-            }
-            // Was the frame itself late (ready only after its deadline)? Judged by when it
-            // reached the sink stage, not when this thread looked, so that a preempted output
-            // thread does not pass for an overloaded pipeline.
-            let frame_late = p
-                .next_deadline()
-                .is_some_and(|d| token.ready_ns > d + framepipe_clock::DEFAULT_LATE_THRESHOLD_NS);
-            // After this thread lost the CPU, deadlines may already have passed: keep the grid
-            // (no drift) but release no closer than half a period after the previous frame, so
-            // the output catches up without a burst.
-            if let (Some(d), Some(prev)) = (p.next_deadline(), last_release_ns) {
-                let earliest = prev + half_period_ns;
-                if d < earliest {
-                    p.wait_until(earliest);
-                }
-            }
+    /// Releases a frame whose deadline has come (or an unpaced one): the frame clock's figures,
+    /// then the sink.
+    fn release(&mut self, shared: &Shared, sink: &mut dyn Sink, due: Due) -> Next {
+        let Due {
+            item, frame_late, ..
+        } = due;
+        if let Some(p) = self.pacer.as_mut() {
+            // The deadline has passed (the driver waited for it): no wait here.
             let tick = p.wait_next();
-            last_release_ns = Some(tick.released_ns);
+            self.last_release_ns = Some(tick.released_ns);
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
                 shared.counters.late.fetch_add(1, Ordering::Relaxed);
             }
-            // The worst lateness of each whole second, for live displays (two atomic
-            // stores a second).
-            if tick.released_ns - peak_window.0 >= 1_000_000_000 {
-                let us = (peak_window.1.max(0) / 1000) as u64;
+            // The worst lateness of each whole second, for live displays (two atomic stores a
+            // second).
+            if tick.released_ns - self.peak_window.0 >= 1_000_000_000 {
+                let us = (self.peak_window.1.max(0) / 1000) as u64;
                 shared
                     .counters
                     .lateness_peak_us
                     .store(us, Ordering::Relaxed);
-                peak_window = (tick.released_ns, 0);
+                self.peak_window = (tick.released_ns, 0);
             }
-            peak_window.1 = peak_window.1.max(tick.lateness_ns);
-            if frame_late && !live_policy {
+            self.peak_window.1 = self.peak_window.1.max(tick.lateness_ns);
+            if frame_late && !self.live_policy {
                 // Slow policy: the pipeline could not keep up; the clock slips to this frame
                 // instead of hurrying the next.
                 p.slip_to(tick.released_ns);
@@ -438,83 +599,144 @@ pub(crate) fn run_output(
             frame,
             version,
             ..
-        } = token;
+        } = item;
         let started = std::time::Instant::now();
-        shared.mark_running(out_slot, Some(sink_stage));
-        let result = guard(&sink_name, || sink.consume(&ctx, &frame));
-        shared.mark_running(out_slot, None);
-        sink_counter.record(started.elapsed());
-        if result.is_ok() && port == 0 {
+        shared.mark_running(self.out_slot, Some(self.sink_stage));
+        let result = guard(&self.sink_name, || sink.consume(&ctx, &frame));
+        shared.mark_running(self.out_slot, None);
+        self.sink_counter.record(started.elapsed());
+        if result.is_ok() && self.port == 0 {
             shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
         }
-        if live_policy && pacer.is_some() {
-            last = Some((ctx, frame));
+        if self.live_policy && self.pacer.is_some() {
+            self.last = Some((ctx, frame));
         } else {
             drop(frame);
         }
         let failed = result.is_err();
-        released_seq = Some(ctx.seq);
-        done = Some((slot, version, result));
+        self.released_seq = Some(ctx.seq);
+        self.done = Some((slot, version, result));
         if failed {
-            break;
+            self.ended = true;
+            return Next::Done;
         }
+        Next::Again
     }
-    if let Some((slot, v, r)) = done.take() {
-        shared.lock_output().sink_done(shared, port, slot, v, r);
-    }
-    // An edit built but not switched in before the end: say so.
-    if let Some(reader) = commands.as_mut() {
-        let (pending, switched) = {
-            let mut st = shared.lock_output();
-            (st.pending.take(), st.switched.take())
-        };
-        let in_state = pending.is_some() || switched.is_some();
-        if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
-            refuse(shared, reader, p, ENDED_BEFORE_EDIT.into());
+
+    /// Ends the output: returns the last frame's outcome to the scheduler, answers an edit the
+    /// end overtook, and gives the frame clock's figures.
+    pub(crate) fn finish(mut self, shared: &Shared) -> (Option<PacingStats>, Result<()>) {
+        drop(self.due.take());
+        drop(self.held.take());
+        if let Some((slot, v, r)) = self.done.take() {
+            shared
+                .lock_output()
+                .sink_done(shared, self.port, slot, v, r);
         }
-        // An edit still on the edit thread (being built, or built and not yet taken): its
-        // answer is waited for (off the frame path: the run is over), so that it too gets a
-        // reply. Dropping our sender lets the edit thread end after it.
-        if let Some(l) = edits_link.take() {
-            let EditLink { tx, rx, busy, .. } = l;
-            drop(tx);
-            if busy && !in_state {
-                match rx.recv_timeout(crate::pipeline::JOIN_GRACE) {
-                    Ok(FromEditor::Ready(mut p)) => {
-                        if let Some(posted) = p.posted.take() {
-                            refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());
+        // An edit built but not switched in before the end: say so.
+        if let Some(reader) = self.commands.as_mut() {
+            let (pending, switched) = {
+                let mut st = shared.lock_output();
+                (st.pending.take(), st.switched.take())
+            };
+            let in_state = pending.is_some() || switched.is_some();
+            if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
+                refuse(shared, reader, p, ENDED_BEFORE_EDIT.into());
+            }
+            // An edit still on the edit thread (being built, or built and not yet taken): its
+            // answer is waited for (off the frame path: the run is over), so that it too gets
+            // a reply. Dropping our sender lets the edit thread end after it.
+            if let Some(l) = self.edits_link.take() {
+                let EditLink { tx, rx, busy, .. } = l;
+                drop(tx);
+                if busy && !in_state {
+                    match rx.recv_timeout(crate::pipeline::JOIN_GRACE) {
+                        Ok(FromEditor::Ready(mut p)) => {
+                            if let Some(posted) = p.posted.take() {
+                                refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());
+                            }
                         }
+                        Ok(FromEditor::Refused(p, reason)) => refuse(shared, reader, p, reason),
+                        // The edit thread is stuck in an element's constructor: it is left
+                        // running, detached (see `Prepared::run`).
+                        Err(_) => {}
                     }
-                    Ok(FromEditor::Refused(p, reason)) => refuse(shared, reader, p, reason),
-                    // The edit thread is stuck in an element's constructor: it is left
-                    // running, detached (see `Prepared::run`).
-                    Err(_) => {}
+                }
+            }
+            if let Some(mut sw) = switched {
+                if let Some(p) = sw.posted.take() {
+                    reader.reply(p, Outcome::Applied { frame: sw.frame });
                 }
             }
         }
-        if let Some(mut sw) = switched {
-            if let Some(p) = sw.posted.take() {
-                reader.reply(p, Outcome::Applied { frame: sw.frame });
+        drop(self.last.take());
+        let budget = self.budget;
+        let period_ns = self.period_ns;
+        let cap = self.ver.topo.cap;
+        let pacing = self.pacer.map(|p| PacingStats {
+            target_fps: p.rate().as_f64(),
+            overload: self.options.overload,
+            lateness: p.stats().summary(),
+            realtime: self.realtime,
+            cpu_share: self.cpu.share(),
+            latency_budget_ms: budget.map_or(0.0, |b| b as f64 / 1e6),
+            frames_ahead: budget.map_or(0, |b| {
+                usize::try_from(b.div_ceil(period_ns.max(1)))
+                    .unwrap_or(usize::MAX)
+                    .min(cap)
+            }),
+            frame_latency_ms: self.window.max().map_or(0.0, |ns| ns as f64 / 1e6),
+        });
+        (pacing, Ok(()))
+    }
+}
+
+/// Runs the output loop of sink port `port` on the calling thread until the end of the stream,
+/// an error, or `stop`: a paced one under the frame clock (sleep then spin, `SCHED_FIFO` when
+/// permitted and asked, restored at the end, also when unwinding).
+pub(crate) fn run_output(
+    shared: &Shared,
+    port: usize,
+    sink: &mut dyn Sink,
+    commands: Option<CommandReader>,
+    edits_link: Option<EditLink>,
+    options: Options,
+    stall_ns: u64,
+) -> (Option<PacingStats>, Result<()>) {
+    let signal = &shared.port_signals[port];
+    signal.register_current();
+    // Kept to the end of the loop: dropping it (also on unwinding) gives the calling thread back
+    // its own scheduling policy, priority and timer slack.
+    let setup = options
+        .pace
+        .is_some()
+        .then(|| prepare_pacing_thread(options.realtime));
+    let realtime = setup.as_ref().is_some_and(|s| s.realtime);
+    let mut out = match Output::new(
+        shared, port, commands, edits_link, options, stall_ns, realtime,
+    ) {
+        Ok(o) => o,
+        Err(e) => return (None, Err(e)),
+    };
+    loop {
+        let now = now_ns();
+        match out.poll(shared, sink, now) {
+            Next::Again => {}
+            Next::Deadline(at) => {
+                if let Some(p) = out.pacer_mut() {
+                    p.wait_until(at);
+                }
             }
+            Next::Wait(at) => {
+                signal.wait(Duration::from_nanos((at - now).max(0) as u64));
+            }
+            Next::Sleep(at) => std::thread::sleep(Duration::from_nanos((at - now).max(0) as u64)),
+            Next::Done => break,
         }
     }
-    drop(last);
+    let r = out.finish(shared);
     drop(setup);
-    let pacing = pacer.map(|p| PacingStats {
-        target_fps: p.rate().as_f64(),
-        overload: options.overload,
-        lateness: p.stats().summary(),
-        realtime,
-        cpu_share: cpu.share(),
-        latency_budget_ms: budget.map_or(0.0, |b| b as f64 / 1e6),
-        frames_ahead: budget.map_or(0, |b| {
-            usize::try_from(b.div_ceil(period_ns.max(1)))
-                .unwrap_or(usize::MAX)
-                .min(ver.topo.cap)
-        }),
-        frame_latency_ms: window.max().map_or(0.0, |ns| ns as f64 / 1e6),
-    });
-    (pacing, Ok(()))
+    r
 }
 
 /// Parameter edits waiting to be assigned, with their commands (answered once assigned).

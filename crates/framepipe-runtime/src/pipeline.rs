@@ -206,6 +206,7 @@ impl Graph {
             events: None,
             counters: Arc::new(Counters::new(stages)),
             view,
+            host: std::sync::OnceLock::new(),
         };
         Ok(Prepared {
             shared: Arc::new(shared),
@@ -811,9 +812,7 @@ impl Prepared {
     /// [`Event::LeftRunning`](crate::Event::LeftRunning); it exits as soon as the element
     /// returns, and with the process.
     pub fn run(mut self) -> Result<RunStats> {
-        let mut sinks = std::mem::take(&mut self.sinks);
         let shared = Arc::clone(&self.shared);
-        let commands = self.commands.take();
         let options = self.options;
         let stall = self.stall_timeout_ns;
         let mut workers = Vec::with_capacity(self.threads);
@@ -832,14 +831,46 @@ impl Prepared {
                 }
             }
         }
-        // The other sinks follow the master on threads of their own: unpaced (the master's
-        // pace holds the frames back), no commands (the master reads them).
+        let mut side = self.start_side();
+        let commands = self.commands.take();
+        let mut sink = self.sinks[0].take().expect("the master sink");
+        let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::output::run_output(
+                &shared,
+                0,
+                &mut *sink,
+                commands,
+                side.link.take(),
+                options,
+                stall,
+            )
+        }));
+        let (pacing, out_result) = output.unwrap_or_else(|p| {
+            let e = Error::element("output thread", format!("panicked: {}", panic_message(&*p)));
+            shared.break_run(e, None);
+            (None, Ok(()))
+        });
+        conclude(
+            &shared,
+            self.threads,
+            sink,
+            (pacing, out_result),
+            side,
+            Some(workers),
+        )
+    }
+
+    /// Starts what runs beside the master output: a follower output thread per other sink
+    /// (unpaced: the master's pace holds the frames back; no commands: the master reads them)
+    /// and, with an editor, the edit thread (live edits are built off the frame path).
+    pub(crate) fn start_side(&mut self) -> Side {
+        let shared = Arc::clone(&self.shared);
         let follower_options = Options {
             pace: None,
-            ..options
+            ..self.options
         };
         let mut followers = Vec::new();
-        for (port, slot) in sinks.iter_mut().enumerate().skip(1) {
+        for (port, slot) in self.sinks.iter_mut().enumerate().skip(1) {
             let mut sink = slot.take().expect("each sink once");
             let sh = Arc::clone(&shared);
             let name = sh.counters.stages()[sh.lock().ports[port].node]
@@ -883,11 +914,10 @@ impl Prepared {
                 }
             }
         }
-        // Live edits are built on a thread of their own, off the frame path.
         let mut edit_thread = None;
         let mut link = None;
         if let Some(editor) = self.editor.take() {
-            match crate::edit::spawn(editor, Arc::clone(&shared), options) {
+            match crate::edit::spawn(editor, Arc::clone(&shared), self.options) {
                 Ok((l, h)) => {
                     link = Some(l);
                     edit_thread = Some(h);
@@ -900,69 +930,96 @@ impl Prepared {
                 }
             }
         }
-        let mut sink = sinks[0].take().expect("the master sink");
-        let sink_name = shared.counters.stages()[shared.lock().ports[0].node]
-            .name
-            .clone();
-        let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            crate::output::run_output(&shared, 0, &mut *sink, commands, link, options, stall)
-        }));
-        let (pacing, out_result) = output.unwrap_or_else(|p| {
-            let e = Error::element("output thread", format!("panicked: {}", panic_message(&*p)));
-            shared.break_run(e, None);
-            (None, Ok(()))
-        });
-        // Every frame the sink got was whole: finish it now, before waiting for the workers
-        // (one may be blocked in a source that nothing will unblock).
-        let finish = guard(&sink_name, || sink.finish());
-        // The edit thread ends when the output thread's end of it is gone, unless it is inside
-        // an element's constructor: then it is left to finish, detached.
-        if let Some(h) = edit_thread {
-            let deadline = std::time::Instant::now() + JOIN_GRACE;
-            while !h.is_finished() && std::time::Instant::now() < deadline {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            if h.is_finished() {
-                let _ = h.join();
-            }
+        Side {
+            followers,
+            edit_thread,
+            link,
         }
-        // The followers end with the run (the master's end, an error or a stop wakes them).
-        // After a normal end each finishes its sink (flushes its file) and is waited for; after
-        // an early end (stop, error) one blocked in its sink gets the workers' grace, then is
-        // left running, detached, like a blocked worker.
-        let early = shared.lock().abort;
-        let deadline = std::time::Instant::now() + JOIN_GRACE;
-        let mut follower_result = Ok(());
-        for (port, h) in followers {
-            while early && !h.is_finished() && std::time::Instant::now() < deadline {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            if early && !h.is_finished() {
-                let node = shared.lock().ports[port].node;
-                shared.emit(crate::Event::LeftRunning {
-                    stage: shared.counters.stages()[node].name.clone(),
-                    worker: self.threads + port,
-                });
-                continue;
-            }
-            let r = h.join().unwrap_or_else(|_| Ok(()));
-            if follower_result.is_ok() {
-                follower_result = r;
-            }
-        }
-        shared.join_workers(workers, JOIN_GRACE);
-        let (error, source_error) = {
-            let mut st = shared.lock();
-            (st.error.take(), st.source_error.take())
-        };
-        if let Some(e) = error.or(source_error) {
-            return Err(e);
-        }
-        out_result?;
-        finish?;
-        follower_result?;
-        let mut stats = shared.counters.snapshot();
-        stats.pacing = pacing;
-        Ok(stats)
     }
+
+    /// Takes the master sink out (to be driven by a host's clock thread).
+    pub(crate) fn take_master_sink(&mut self) -> Box<dyn Sink> {
+        self.sinks[0].take().expect("the master sink")
+    }
+}
+
+/// What a started show runs beside its master output.
+pub(crate) struct Side {
+    followers: Vec<(usize, std::thread::JoinHandle<Result<()>>)>,
+    edit_thread: Option<std::thread::JoinHandle<()>>,
+    /// The master output's end of the edit thread's link (taken by the output).
+    pub(crate) link: Option<crate::edit::EditLink>,
+}
+
+/// The end of a run, once its master output is over: finishes the master sink (every frame it
+/// got was whole), lets the edit thread and the followers end, waits for the workers (`Some`:
+/// the run's own, joined; `None`: a host's, which only need to be out of this show's jobs), and
+/// returns the first error or the final figures.
+pub(crate) fn conclude(
+    shared: &Arc<Shared>,
+    threads: usize,
+    mut sink: Box<dyn Sink>,
+    output: (Option<crate::output::PacingStats>, Result<()>),
+    side: Side,
+    workers: Option<Vec<std::thread::JoinHandle<()>>>,
+) -> Result<RunStats> {
+    let (pacing, out_result) = output;
+    let sink_name = shared.counters.stages()[shared.lock().ports[0].node]
+        .name
+        .clone();
+    // Finished now, before waiting for the workers (one may be blocked in a source that
+    // nothing will unblock).
+    let finish = guard(&sink_name, || sink.finish());
+    // The edit thread ends when the output thread's end of it is gone, unless it is inside
+    // an element's constructor: then it is left to finish, detached.
+    if let Some(h) = side.edit_thread {
+        let deadline = std::time::Instant::now() + JOIN_GRACE;
+        while !h.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if h.is_finished() {
+            let _ = h.join();
+        }
+    }
+    // The followers end with the run (the master's end, an error or a stop wakes them).
+    // After a normal end each finishes its sink (flushes its file) and is waited for; after
+    // an early end (stop, error) one blocked in its sink gets the workers' grace, then is
+    // left running, detached, like a blocked worker.
+    let early = shared.lock().abort;
+    let deadline = std::time::Instant::now() + JOIN_GRACE;
+    let mut follower_result = Ok(());
+    for (port, h) in side.followers {
+        while early && !h.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if early && !h.is_finished() {
+            let node = shared.lock().ports[port].node;
+            shared.emit(crate::Event::LeftRunning {
+                stage: shared.counters.stages()[node].name.clone(),
+                worker: threads + port,
+            });
+            continue;
+        }
+        let r = h.join().unwrap_or_else(|_| Ok(()));
+        if follower_result.is_ok() {
+            follower_result = r;
+        }
+    }
+    match workers {
+        Some(workers) => shared.join_workers(workers, JOIN_GRACE),
+        None => shared.leave_host(JOIN_GRACE),
+    }
+    let (error, source_error) = {
+        let mut st = shared.lock();
+        (st.error.take(), st.source_error.take())
+    };
+    if let Some(e) = error.or(source_error) {
+        return Err(e);
+    }
+    out_result?;
+    finish?;
+    follower_result?;
+    let mut stats = shared.counters.snapshot();
+    stats.pacing = pacing;
+    Ok(stats)
 }

@@ -110,7 +110,7 @@ impl SliceRunner for PoolSlices<'_> {
             done: 0,
             panicked: None,
         };
-        if st.waiting > 0 {
+        if st.workers_idle() {
             st.wake_all_workers();
         }
         loop {

@@ -302,6 +302,9 @@ pub(crate) struct State {
     pub(crate) error: Option<Error>,
     pub(crate) source_error: Option<Error>,
     pub(crate) waiting: usize,
+    /// The show runs in a [`Host`](crate::Host): its workers are the host's, which wait for
+    /// any show's work (`HostSignals`), not on this show's condition variable.
+    pub(crate) host: bool,
     /// Node jobs running on workers.
     pub(crate) running: usize,
     /// One slot per worker for its fork-join slice jobs.
@@ -365,6 +368,8 @@ pub(crate) struct PortItem {
 pub(crate) struct PortSignal {
     flag: AtomicBool,
     thread: OnceLock<Thread>,
+    /// In a host, the master port's signal goes to the clock thread, naming the show.
+    host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
 }
 
 impl PortSignal {
@@ -374,10 +379,22 @@ impl PortSignal {
     }
 
     pub(crate) fn raise(&self) {
+        if let Some((h, show)) = self.host.get() {
+            // Queued once per raise after the last `take`: the clock thread polls the show.
+            if !self.flag.swap(true, Ordering::AcqRel) {
+                h.port_raised(*show);
+            }
+            return;
+        }
         self.flag.store(true, Ordering::Release);
         if let Some(t) = self.thread.get() {
             t.unpark();
         }
+    }
+
+    /// Routes this signal to a host's clock thread (before the show starts).
+    pub(crate) fn route_to_host(&self, h: Arc<crate::host::HostSignals>, show: usize) {
+        let _ = self.host.set((h, show));
     }
 
     /// Whether the port was signalled since the last call (clears it).
@@ -468,6 +485,8 @@ pub(crate) struct Shared {
     pub(crate) version: std::sync::atomic::AtomicU64,
     /// The published state for control surfaces (`view.rs`).
     pub(crate) view: crate::view::ShowView,
+    /// In a host: where this show's work is announced to the host's workers, and its index.
+    pub(crate) host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
 }
 
 impl State {
@@ -479,6 +498,11 @@ impl State {
                 && !self.begin_busy
                 && self.running == 0
                 && !self.branch_busy.iter().any(|&b| b))
+    }
+
+    /// Whether a worker may be idle, waiting for this show's work (in a host: always).
+    pub(crate) fn workers_idle(&self) -> bool {
+        self.waiting > 0 || self.host
     }
 
     pub(crate) fn has_work(&self) -> bool {
@@ -871,6 +895,11 @@ impl State {
     }
 
     /// Wakes every idle worker once the lock is released (slices to help with).
+    /// Asks for another worker (done when the lock is released).
+    pub(crate) fn announce_work(&mut self) {
+        self.wake.work_one = true;
+    }
+
     pub(crate) fn wake_all_workers(&mut self) {
         self.wake.work_all = true;
     }
@@ -940,7 +969,7 @@ impl State {
         if self.finished() {
             self.wake.work_all = true;
             self.wake.ports = true;
-        } else if self.waiting > 0 && self.has_work() {
+        } else if self.workers_idle() && self.has_work() {
             // Several independent jobs (branches of one frame): wake every idle worker.
             if self.ready.len() + usize::from(self.begin_runnable()) > 1 {
                 self.wake.work_all = true;
@@ -1139,7 +1168,11 @@ impl Shared {
 
     /// Does the wake-ups collected under the lock.
     fn wake(&self, w: Wake) {
-        if w.work_all {
+        if let Some((h, show)) = self.host.get() {
+            if w.work_all || w.work_one {
+                h.work_for(*show);
+            }
+        } else if w.work_all {
             self.work.notify_all();
         } else if w.work_one {
             self.work.notify_one();
@@ -1205,6 +1238,7 @@ pub(crate) fn new_state(
         error: None,
         source_error: None,
         waiting: 0,
+        host: false,
         running: 0,
         slices: (0..threads).map(|_| SliceSlot::default()).collect(),
         broken: false,

@@ -88,6 +88,55 @@ impl Shared {
         }
     }
 
+    /// A host worker's turn at this show (it was announced as having work): takes a job, and
+    /// runs it and the jobs its completions hand straight on (cache-warm, as a worker of its
+    /// own would), then returns to the host's queue. When the show has more work than this
+    /// worker takes, it is announced again so that another worker joins in. A panic outside
+    /// the element guards ends this show only, as in [`worker`](Self::worker).
+    pub(crate) fn host_round(&self, worker: usize) {
+        let claimed = Cell::new(None);
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let mut st = self.lock();
+            let Some(mut job) = st.next_job(self) else {
+                return;
+            };
+            let mut ver = Arc::clone(&st.ver);
+            if st.has_work() {
+                st.announce_work();
+            }
+            drop(st);
+            loop {
+                if let Job::Slice { slot, .. } = &job {
+                    claimed.set(Some(*slot));
+                }
+                let done = self.run_job(&ver, job, worker);
+                let mut st = self.lock();
+                claimed.set(None);
+                match st.complete(done, self) {
+                    Some(next) => {
+                        if !Arc::ptr_eq(&ver, &st.ver) {
+                            ver = Arc::clone(&st.ver);
+                        }
+                        if st.has_work() {
+                            st.announce_work();
+                        }
+                        drop(st);
+                        job = next;
+                    }
+                    None => break,
+                }
+            }
+        }));
+        if let Err(p) = r {
+            let e = Error::element(
+                format!("worker thread fp-worker-{worker}"),
+                format!("panicked: {}", panic_message(&*p)),
+            );
+            self.mark_running(worker, None);
+            self.break_run(e, claimed.get());
+        }
+    }
+
     /// Ends the run after a panic outside any element (a worker's or the output thread's own
     /// code): the state may be inconsistent (a token lost with the unwound stack), so the run is
     /// marked broken (finished whatever the in-flight count) and everyone is woken. A slice
@@ -124,6 +173,31 @@ impl Shared {
                         .map_or_else(|| Arc::from("(a removed node)"), |c| c.name.clone()),
                     None => Arc::from("(scheduler)"),
                 };
+                self.emit(Event::LeftRunning { stage, worker: w });
+            }
+        }
+    }
+
+    /// In a host, at the show's end: waits up to `grace` until no host worker is inside one of
+    /// this show's jobs; a worker still inside one then (blocked in an element) is reported
+    /// as [`Event::LeftRunning`]: the host goes on without it until the element returns.
+    pub(crate) fn leave_host(&self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        let busy = |sh: &Self| {
+            let st = sh.lock();
+            st.running > 0 || st.begin_busy
+        };
+        while busy(self) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for w in 0..self.threads {
+            let stage = self.running[w].0.load(Ordering::Acquire);
+            if let Some(s) = stage.checked_sub(1) {
+                let stage = self
+                    .counters
+                    .stages()
+                    .get(s)
+                    .map_or_else(|| Arc::from("(a removed node)"), |c| c.name.clone());
                 self.emit(Event::LeftRunning { stage, worker: w });
             }
         }

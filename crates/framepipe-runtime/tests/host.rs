@@ -1,0 +1,267 @@
+//! Issue 11, requirement 1: many shows in one process ([`Host`]): one worker pool and one clock
+//! thread for every show; each show gets every frame of its own, in order, at its own rate;
+//! one show's failure or `stop` ends that show only, reported by name.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use common::{Collect, Counter, H, W};
+use framepipe_control::{command_queue, Command};
+use framepipe_core::{Error, FrameCtx, FrameMut, Rational, Result, Sink, Source, VideoInfo};
+use framepipe_runtime::{Host, Options, Pipeline, Prepared, ShowResult};
+
+const THREADS: usize = 2;
+
+/// Runs `f` on its own thread and fails the test if it does not return within `limit`.
+fn bounded<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("the host did not end within {limit:?}, or panicked"))
+}
+
+fn counter(salt: u32, frames: u64, fps: u32) -> Box<dyn Source> {
+    Box::new(Counter {
+        salt,
+        frames,
+        fps,
+        next: 0,
+    })
+}
+
+fn show(source: Box<dyn Source>, sink: Box<dyn Sink>, pace: Option<u32>) -> Prepared {
+    Pipeline::new(("src".into(), source), vec![], ("out".into(), sink))
+        .prepare(Options {
+            threads: THREADS,
+            pace: pace.map(|fps| Rational::new(fps, 1)),
+            ..Options::default()
+        })
+        .expect("prepares")
+}
+
+/// A source that notes which threads ran it.
+struct Noted {
+    inner: Box<dyn Source>,
+    threads: Arc<Mutex<HashSet<ThreadId>>>,
+}
+
+impl Source for Noted {
+    fn info(&self) -> VideoInfo {
+        self.inner.info()
+    }
+    fn len_hint(&self) -> Option<u64> {
+        self.inner.len_hint()
+    }
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        self.threads
+            .lock()
+            .unwrap()
+            .insert(std::thread::current().id());
+        self.inner.fill(ctx, frame)
+    }
+}
+
+#[test]
+fn every_show_gets_its_own_frames_in_order_on_one_shared_pool() {
+    // Four shows: three paced at different rates and lengths, one unpaced.
+    let specs: [(u32, u64, Option<u32>); 4] = [
+        (1000, 30, Some(100)),
+        (2000, 45, Some(150)),
+        (3000, 20, Some(60)),
+        (4000, 80, None),
+    ];
+    let sinks: Vec<Collect> = specs.iter().map(|_| Collect::default()).collect();
+    let threads: Arc<Mutex<HashSet<ThreadId>>> = Arc::default();
+    let mut host = Host::new(THREADS);
+    for (k, ((salt, frames, pace), sink)) in specs.iter().zip(&sinks).enumerate() {
+        let fps = pace.unwrap_or(30);
+        let source = Box::new(Noted {
+            inner: counter(*salt, *frames, fps),
+            threads: Arc::clone(&threads),
+        });
+        let p = show(source, Box::new(sink.clone()), *pace);
+        host.add(format!("show-{k}"), p).unwrap();
+    }
+    let started = Instant::now();
+    let results = bounded(Duration::from_secs(30), move || host.run(|_| {}));
+    let wall = started.elapsed();
+    assert_eq!(results.len(), 4);
+    for (k, (r, ((salt, frames, pace), sink))) in
+        results.iter().zip(specs.iter().zip(&sinks)).enumerate()
+    {
+        assert_eq!(r.name, format!("show-{k}"));
+        let stats = r
+            .result
+            .as_ref()
+            .unwrap_or_else(|e| panic!("show-{k}: {e}"));
+        assert_eq!(stats.frames, *frames, "show-{k}: frames out");
+        let want: Vec<u32> = (0..*frames as u32).map(|i| salt + i).collect();
+        assert_eq!(sink.values(), want, "show-{k}: every frame once, in order");
+        assert_eq!(
+            stats.pacing.is_some(),
+            pace.is_some(),
+            "show-{k}: paced figures exactly for the paced shows"
+        );
+    }
+    // The slowest paced show (20 frames at 60 fps, 45 at 150 fps, 30 at 100 fps) cannot end
+    // before its last deadline: the clock paced them.
+    assert!(
+        wall >= Duration::from_millis(300),
+        "paced shows took only {wall:?}"
+    );
+    // One pool for all: every show's source ran on the host's workers, not on a set per show.
+    let n = threads.lock().unwrap().len();
+    assert!(
+        (1..=THREADS).contains(&n),
+        "four shows' sources ran on {n} threads; the host has {THREADS} workers"
+    );
+}
+
+/// A source that fails at frame `fail_at`.
+struct Breaks {
+    fail_at: u64,
+}
+
+impl Source for Breaks {
+    fn info(&self) -> VideoInfo {
+        VideoInfo {
+            width: W,
+            height: H,
+            rate: Rational::new(100, 1),
+        }
+    }
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        if ctx.seq == self.fail_at {
+            return Err(Error::Pipeline(format!("camera lost at frame {}", ctx.seq)));
+        }
+        frame.words_mut().fill(ctx.seq as u32);
+        Ok(true)
+    }
+}
+
+#[test]
+fn a_failing_show_ends_alone_and_is_reported_by_name() {
+    let good = Collect::default();
+    let bad = Collect::default();
+    let mut host = Host::new(THREADS);
+    host.add(
+        "broken",
+        show(
+            Box::new(Breaks { fail_at: 7 }),
+            Box::new(bad.clone()),
+            Some(100),
+        ),
+    )
+    .unwrap();
+    host.add(
+        "fine",
+        show(counter(0, 60, 100), Box::new(good.clone()), Some(100)),
+    )
+    .unwrap();
+    let ended: Arc<Mutex<Vec<String>>> = Arc::default();
+    let order = Arc::clone(&ended);
+    let results = bounded(Duration::from_secs(30), move || {
+        host.run(move |r: &ShowResult| order.lock().unwrap().push(r.name.clone()))
+    });
+    let e = results[0]
+        .result
+        .as_ref()
+        .expect_err("the broken show fails");
+    assert_eq!(results[0].name, "broken");
+    assert!(e.to_string().contains("camera lost at frame 7"), "{e}");
+    // The frames before the failure reached its sink, whole and in order.
+    assert_eq!(bad.values(), (0..7).collect::<Vec<u32>>());
+    let fine = results[1].result.as_ref().expect("the other show goes on");
+    assert_eq!(fine.frames, 60);
+    assert_eq!(good.values(), (0..60).collect::<Vec<u32>>());
+    // Reported as it ended, the failure first (frame 7 of 100 fps, against 60 frames).
+    assert_eq!(*ended.lock().unwrap(), ["broken", "fine"]);
+}
+
+#[test]
+fn stop_ends_the_show_it_is_sent_to_only() {
+    let endless = Collect::default();
+    let finite = Collect::default();
+    let (tx, rx) = command_queue(16);
+    let mut a = Pipeline::new(
+        ("src".into(), counter(0, u64::MAX, 100)),
+        vec![],
+        ("out".into(), Box::new(endless.clone())),
+    )
+    .prepare(Options {
+        threads: THREADS,
+        pace: Some(Rational::new(100, 1)),
+        ..Options::default()
+    })
+    .unwrap();
+    a.set_commands(rx);
+    let mut host = Host::new(THREADS);
+    host.add("endless", a).unwrap();
+    host.add(
+        "finite",
+        show(counter(500, 40, 100), Box::new(finite.clone()), Some(100)),
+    )
+    .unwrap();
+    let watch = endless.clone();
+    let stopper = std::thread::spawn(move || {
+        let limit = Instant::now() + Duration::from_secs(20);
+        while watch.got().len() < 60 && Instant::now() < limit {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        tx.post(Command::Stop).expect("queue has room");
+    });
+    let results = bounded(Duration::from_secs(30), move || host.run(|_| {}));
+    stopper.join().unwrap();
+    let stopped = results[0].result.as_ref().expect("a stop is a clean end");
+    assert!(
+        stopped.frames >= 60,
+        "ran until stopped: {}",
+        stopped.frames
+    );
+    let got = endless.values();
+    assert_eq!(got.len() as u64, stopped.frames);
+    let fine = results[1]
+        .result
+        .as_ref()
+        .expect("the other show ran to its end");
+    assert_eq!(fine.frames, 40);
+    assert_eq!(finite.values(), (500..540).collect::<Vec<u32>>());
+}
+
+#[test]
+fn two_shows_with_one_name_are_refused() {
+    let mut host = Host::new(THREADS);
+    host.add(
+        "cam",
+        show(counter(0, 5, 30), Box::new(Collect::default()), None),
+    )
+    .unwrap();
+    let e = host
+        .add(
+            "cam",
+            show(counter(0, 5, 30), Box::new(Collect::default()), None),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("two shows are named 'cam'"), "{e}");
+    let p = Pipeline::new(
+        ("src".into(), counter(0, 5, 30)),
+        vec![],
+        ("out".into(), Box::new(Collect::default())),
+    )
+    .prepare(Options {
+        threads: THREADS + 1,
+        ..Options::default()
+    })
+    .unwrap();
+    let e = host.add("other", p).unwrap_err();
+    assert!(
+        e.to_string().contains("prepared for 3 worker threads"),
+        "{e}"
+    );
+}
