@@ -109,6 +109,18 @@ pub fn build_with(
     purpose: Purpose,
     fate: &dyn Fn(usize) -> Fate,
 ) -> Result<Graph> {
+    build_renamed(desc, registry, purpose, fate, &|_| None)
+}
+
+/// [`build_with`], where a node may continue a running node of another name (`was(i)`, see
+/// [`Node::was`]): a crossfade's graph renames the old project's nodes.
+pub fn build_renamed(
+    desc: &GraphDesc,
+    registry: &Registry,
+    purpose: Purpose,
+    fate: &dyn Fn(usize) -> Fate,
+    was: &dyn Fn(usize) -> Option<String>,
+) -> Result<Graph> {
     if desc.nodes.is_empty() {
         bail!("a pipeline needs at least a source and a sink, e.g. \"testsrc ! nullsink\"");
     }
@@ -122,6 +134,10 @@ pub fn build_with(
             }),
             Fate::Running { sink } => running_node(desc, i, registry, sink),
         }
+        .map(|mut n| {
+            n.was = was(i);
+            n
+        })
         .with_context(|| who(desc, i))?;
         if matches!(node.kind, NodeKind::Sink { master: true, .. }) {
             if let Some(first) = master {
@@ -253,6 +269,7 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
         inputs: d.inputs.clone(),
         leaky: None,
         keep: false,
+        was: None,
     };
     match d.element.as_str() {
         "tee" => {
@@ -346,6 +363,7 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
             inputs: d.inputs.clone(),
             leaky: node.leaky,
             keep: false,
+            was: None,
         });
     }
     let kind = match (entry.build)(&resolved)? {
@@ -386,6 +404,7 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
         inputs: d.inputs.clone(),
         leaky: node.leaky,
         keep: false,
+        was: None,
     })
 }
 
@@ -402,6 +421,7 @@ fn running_node(desc: &GraphDesc, i: usize, registry: &Registry, sink: bool) -> 
         inputs: if sink { d.inputs.clone() } else { Vec::new() },
         leaky: if sink { node.leaky } else { None },
         keep: false,
+        was: None,
     })
 }
 

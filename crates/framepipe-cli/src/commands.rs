@@ -181,20 +181,42 @@ pub fn spawn_stdin_reader(
 /// How often the `fp-replies` thread looks for replies.
 const REPLY_POLL: Duration = Duration::from_millis(5);
 
-/// Starts the `fp-replies` thread: prints every reply on `replies` as one line on stderr (with
-/// `quiet`, refusals only), except the reply to `skip` (a command the CLI posted itself, e.g.
-/// `--start-paused`'s pause). It ends once the engine's reader is gone and every reply is out;
-/// join it after the run so that the replies come before the summary. Returns `None` if the
-/// thread cannot be started (said on stderr; refusals then go unreported).
+/// One show's return path, for the reply printer.
+pub struct ReplySource {
+    /// `show NAME: ` in a run of several shows, empty for one show.
+    pub who: String,
+    /// Its replies.
+    pub replies: Replies,
+    /// A command the CLI posted itself (e.g. `--start-paused`'s pause): its reply is not
+    /// printed.
+    pub skip: Option<Ticket>,
+}
+
+impl ReplySource {
+    /// The return path of show `name` (`None`: the only show), skipping the reply to `skip`.
+    pub fn new(name: Option<&str>, replies: Replies, skip: Option<Ticket>) -> Self {
+        ReplySource {
+            who: name.map_or(String::new(), |n| format!("show {n}: ")),
+            replies,
+            skip,
+        }
+    }
+}
+
+/// Starts the `fp-replies` thread: prints every reply of every show in `sources` as one line
+/// on stderr (with `quiet`, refusals only), naming the show in a run of several. It ends once
+/// every show's engine reader is gone and every reply is out; join it after the run so that
+/// the replies come before the summary. One thread for the process, however many shows.
+/// Returns `None` if the thread cannot be started (said on stderr; refusals then go
+/// unreported).
 pub fn spawn_reply_printer(
-    replies: Replies,
-    skip: Option<Ticket>,
+    sources: Vec<ReplySource>,
     quiet: bool,
     web: Option<framepipe_web::ReplyTap>,
 ) -> Option<std::thread::JoinHandle<()>> {
     let spawned = std::thread::Builder::new()
         .name("fp-replies".into())
-        .spawn(move || print_replies(&replies, skip, quiet, web.as_ref()));
+        .spawn(move || print_replies(&sources, quiet, web.as_ref()));
     match spawned {
         Ok(h) => Some(h),
         Err(e) => {
@@ -204,15 +226,10 @@ pub fn spawn_reply_printer(
     }
 }
 
-fn print_replies(
-    replies: &Replies,
-    skip: Option<Ticket>,
-    quiet: bool,
-    web: Option<&framepipe_web::ReplyTap>,
-) {
+fn print_replies(sources: &[ReplySource], quiet: bool, web: Option<&framepipe_web::ReplyTap>) {
     // Refusals for the same reason in a row (a burst left unread by `stop`) are said once and
     // then counted, so that a flood of commands does not become a flood of lines.
-    let mut last_reason: Option<String> = None;
+    let mut last_reason: Option<(usize, String)> = None;
     let mut repeats = 0u64;
     let flush = |repeats: &mut u64| {
         if *repeats > 0 {
@@ -222,35 +239,40 @@ fn print_replies(
     };
     loop {
         // Read before taking: once gone, every reply of the run is on the path.
-        let gone = replies.engine_gone();
+        let gone = sources.iter().all(|s| s.replies.engine_gone());
         let mut any = false;
-        while let Some(r) = replies.take() {
-            any = true;
-            if Some(r.ticket) == skip {
-                continue;
-            }
-            // The hub: every page sees every reply (the one that posted it, with its id).
-            if let Some(w) = web {
-                w.deliver(&r);
-            }
-            match &r.outcome {
-                Outcome::Refused { reason } => {
-                    if last_reason.as_deref() == Some(reason) {
-                        repeats += 1;
-                        continue;
-                    }
-                    flush(&mut repeats);
-                    last_reason = Some(reason.to_string());
+        for (i, source) in sources.iter().enumerate() {
+            while let Some(r) = source.replies.take() {
+                any = true;
+                if Some(r.ticket) == source.skip {
+                    continue;
                 }
-                Outcome::Applied { .. } => {
-                    flush(&mut repeats);
-                    last_reason = None;
-                    if quiet {
-                        continue;
+                // The hub: every page sees every reply (the one that posted it, with its id).
+                if let Some(w) = web {
+                    w.deliver(&r);
+                }
+                match &r.outcome {
+                    Outcome::Refused { reason } => {
+                        if last_reason
+                            .as_ref()
+                            .is_some_and(|(s, last)| *s == i && last == reason)
+                        {
+                            repeats += 1;
+                            continue;
+                        }
+                        flush(&mut repeats);
+                        last_reason = Some((i, reason.to_string()));
+                    }
+                    Outcome::Applied { .. } => {
+                        flush(&mut repeats);
+                        last_reason = None;
+                        if quiet {
+                            continue;
+                        }
                     }
                 }
+                crate::say!("\rframepipe: {}{r}", source.who);
             }
-            crate::say!("\rframepipe: {r}");
         }
         if gone && !any {
             break;
@@ -258,35 +280,39 @@ fn print_replies(
         std::thread::sleep(REPLY_POLL);
     }
     flush(&mut repeats);
-    let dropped = replies.dropped();
-    if dropped > 0 {
-        crate::say!(
-            "\rframepipe: {dropped} command replies were lost: the reply path was full (commands faster than they were printed)"
-        );
+    for source in sources {
+        let dropped = source.replies.dropped();
+        if dropped > 0 {
+            crate::say!(
+                "\rframepipe: {}{dropped} command replies were lost: the reply path was full (commands faster than they were printed)",
+                source.who
+            );
+        }
     }
 }
 
-/// Reads command lines from `input` until its end, posts them to `tx`, then drops `tx` (the
-/// engine sees the end of input) and says what the end means for a paused run (nothing when
-/// `others`: another surface still holds a sender and may resume it).
-pub fn read_commands(
-    input: &mut impl BufRead,
-    tx: CommandSender,
-    start_paused: bool,
-    others: bool,
-    midi: Option<&MidiHandle>,
-) {
-    // What the engine's transport will be once it has read everything posted (the real
-    // decision is the engine's; this is for the message).
-    let mut mirror = Transport::new();
-    if start_paused {
-        mirror.apply(&Command::Pause);
-    }
+/// Reads `input` line by line until its end and hands each line's text to `on_line` (with its
+/// number, from 1; a trailing `\r` removed). A line longer than [`MAX_LINE`] or not UTF-8 is
+/// reported and skipped here, without growing memory.
+fn read_lines(input: &mut impl BufRead, mut on_line: impl FnMut(&str, u64)) {
     let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
     let mut too_long = false;
     let mut number = 0u64;
-    // Commands refused in a row for a full queue.
-    let mut refused = 0u64;
+    let mut deliver = |bytes: &[u8], too_long: bool, number: u64| {
+        if too_long {
+            crate::say!(
+                "\rframepipe: command line {number} is longer than {MAX_LINE} bytes; skipped"
+            );
+            return;
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(text) => on_line(text.strip_suffix('\r').unwrap_or(text), number),
+            Err(e) => crate::say!(
+                "\rframepipe: command line {number} is not UTF-8 (bad byte at {}); skipped",
+                e.valid_up_to()
+            ),
+        }
+    };
     loop {
         let buf = match input.fill_buf() {
             Ok(b) => b,
@@ -302,15 +328,7 @@ pub fn read_commands(
             // The end; a last line without a newline still counts.
             if !line.is_empty() || too_long {
                 number += 1;
-                handle_line(
-                    &line,
-                    too_long,
-                    number,
-                    &tx,
-                    midi,
-                    &mut mirror,
-                    &mut refused,
-                );
+                deliver(&line, too_long, number);
             }
             break;
         }
@@ -329,99 +347,265 @@ pub fn read_commands(
         input.consume(used);
         if newline.is_some() {
             number += 1;
-            handle_line(
-                &line,
-                too_long,
-                number,
-                &tx,
-                midi,
-                &mut mirror,
-                &mut refused,
-            );
+            deliver(&line, too_long, number);
             line.clear();
             too_long = false;
         }
     }
-    if refused > 1 {
-        crate::say!(
-            "\rframepipe: {} more commands were not applied while the queue was full",
-            refused - 1
-        );
+}
+
+/// One show's side of the command reader: where its commands go, and what its transport will
+/// be once the engine has read them (for the end-of-input message; the real decision is the
+/// engine's).
+pub struct ShowInput {
+    /// `show NAME: ` in a run of several shows, empty for one show (prefixes messages).
+    who: String,
+    tx: CommandSender,
+    mirror: Transport,
+    /// Commands refused in a row for a full queue.
+    refused: u64,
+}
+
+impl ShowInput {
+    /// Commands for one show (`name`: `None` when it is the only one) posted to `tx`.
+    /// `start_paused`: the run begins paused.
+    pub fn new(name: Option<&str>, tx: CommandSender, start_paused: bool) -> Self {
+        let mut mirror = Transport::new();
+        if start_paused {
+            mirror.apply(&Command::Pause);
+        }
+        ShowInput {
+            who: name.map_or(String::new(), |n| format!("show {n}: ")),
+            tx,
+            mirror,
+            refused: 0,
+        }
     }
-    if !others && mirror.is_paused() && !mirror.is_stopped() {
-        if mirror.steps_pending() > 0 {
+
+    /// Posts `cmd` (a surface command to `midi`), reporting what cannot be applied.
+    fn submit(&mut self, cmd: Command, midi: Option<&MidiHandle>) {
+        let who = &self.who;
+        let transport = matches!(
+            cmd,
+            Command::Pause | Command::Step(_) | Command::Resume | Command::Stop
+        )
+        .then(|| cmd.clone());
+        let reply = print_reply(&cmd);
+        match route(cmd, &self.tx, midi, reply) {
+            Ok(_) => {
+                if let Some(t) = transport {
+                    self.mirror.apply(&t);
+                }
+                self.said_refused();
+                self.refused = 0;
+            }
+            Err(NotRouted::Full(cmd)) => {
+                // The first refusal of a burst is named, the rest counted (a flood must not
+                // turn into a flood of messages).
+                if self.refused == 0 {
+                    crate::say!(
+                        "\rframepipe: {who}command queue full; not applied: {cmd} (stop, pause and resume still are)"
+                    );
+                }
+                self.refused += 1;
+            }
+            Err(other) => crate::say!("\rframepipe: {who}{other}"),
+        }
+    }
+
+    /// Says how many commands of the last burst were refused for a full queue, beyond the
+    /// first (which was named).
+    fn said_refused(&self) {
+        if self.refused > 1 {
             crate::say!(
-                "\rframepipe: stdin closed while paused: stopping after the frames asked for by 'step' (nothing could resume the run)"
-            );
-        } else {
-            crate::say!(
-                "\rframepipe: stdin closed while paused: stopping (nothing could resume the run)"
+                "\rframepipe: {}{} more commands were not applied while the queue was full",
+                self.who,
+                self.refused - 1
             );
         }
     }
-    drop(tx);
+
+    /// The end of input: the sender is dropped (the engine sees the end of input); says what
+    /// that means for a paused show (nothing when `others`: another surface still holds a
+    /// sender and may resume it).
+    fn end(self, others: bool) {
+        self.said_refused();
+        let who = &self.who;
+        if !others && self.mirror.is_paused() && !self.mirror.is_stopped() {
+            if self.mirror.steps_pending() > 0 {
+                crate::say!(
+                    "\rframepipe: {who}stdin closed while paused: stopping after the frames asked for by 'step' (nothing could resume the run)"
+                );
+            } else {
+                crate::say!(
+                    "\rframepipe: {who}stdin closed while paused: stopping (nothing could resume the run)"
+                );
+            }
+        }
+        drop(self.tx);
+    }
 }
 
-/// Parses and posts one line (its bytes, newline excluded), reporting what cannot be applied.
-fn handle_line(
-    bytes: &[u8],
-    too_long: bool,
-    number: u64,
-    tx: &CommandSender,
+/// Reads command lines from `input` until its end, posts them to `tx`, then drops `tx` (the
+/// engine sees the end of input) and says what the end means for a paused run (nothing when
+/// `others`: another surface still holds a sender and may resume it).
+pub fn read_commands(
+    input: &mut impl BufRead,
+    tx: CommandSender,
+    start_paused: bool,
+    others: bool,
     midi: Option<&MidiHandle>,
-    mirror: &mut Transport,
-    refused: &mut u64,
 ) {
-    if too_long {
-        crate::say!("\rframepipe: command line {number} is longer than {MAX_LINE} bytes; skipped");
-        return;
+    let mut show = ShowInput::new(None, tx, start_paused);
+    read_lines(input, |text, _| match Command::parse_line(text) {
+        Ok(Some(cmd)) => show.submit(cmd, midi),
+        Ok(None) => {}
+        Err(e) => crate::say!("\rframepipe: bad command '{}': {e}", text.trim()),
+    });
+    show.end(others);
+}
+
+/// What `@` names in a line for several shows: every show (`@*`).
+pub const ALL_SHOWS: &str = "*";
+
+/// How many show names a message lists at most.
+const NAMES_LISTED: usize = 5;
+
+/// `a, b, c, d, e and 195 more`: the first names of `names`, for messages.
+pub fn some_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
+    let more = names.len().saturating_sub(NAMES_LISTED);
+    let mut text = names.take(NAMES_LISTED).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
     }
-    let text = match std::str::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
+    text
+}
+
+/// Starts the `fp-stdin` thread for a run of several shows: each line is `@NAME COMMAND` (to
+/// show NAME) or `@* COMMAND` (to every show); see [`read_show_commands`].
+pub fn spawn_show_stdin_reader(shows: Vec<(String, ShowInput)>, others: bool) {
+    let spawned = std::thread::Builder::new()
+        .name("fp-stdin".into())
+        .spawn(move || {
+            let stdin = std::io::stdin();
+            read_show_commands(&mut stdin.lock(), shows, others);
+        });
+    if let Err(e) = spawned {
+        crate::say!("framepipe: warning: no command input: {e}");
+    }
+}
+
+/// Reads command lines for several shows until the end of `input`: `@NAME COMMAND` posts
+/// COMMAND to show NAME, `@* COMMAND` to every show; a line without `@` is refused with how to
+/// address a show. Each show's replies name it. At the end every sender is dropped, as for one
+/// show.
+pub fn read_show_commands(
+    input: &mut impl BufRead,
+    mut shows: Vec<(String, ShowInput)>,
+    others: bool,
+) {
+    let index: std::collections::HashMap<String, usize> = shows
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (name.clone(), i))
+        .collect();
+    read_lines(input, |text, number| {
+        let line = text.trim();
+        if line.is_empty() || line.starts_with('#') {
+            return;
+        }
+        let Some(rest) = line.strip_prefix('@') else {
             crate::say!(
-                "\rframepipe: command line {number} is not UTF-8 (bad byte at {}); skipped",
-                e.valid_up_to()
+                "\rframepipe: refused command line {number} '{line}': {} shows run; address one as '@NAME {line}' (shows: {}), or every one as '@{ALL_SHOWS} {line}'",
+                shows.len(),
+                some_names(shows.iter().map(|(n, _)| n.as_str()))
+            );
+            return;
+        };
+        let (name, command) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        let targets: Vec<usize> = if name == ALL_SHOWS {
+            (0..shows.len()).collect()
+        } else if let Some(&i) = index.get(name) {
+            vec![i]
+        } else {
+            crate::say!(
+                "\rframepipe: refused command line {number}: no show named '{name}' (shows: {})",
+                some_names(shows.iter().map(|(n, _)| n.as_str()))
+            );
+            return;
+        };
+        let cmd = match Command::parse_line(command) {
+            Ok(Some(cmd)) => cmd,
+            Ok(None) => {
+                crate::say!(
+                    "\rframepipe: refused command line {number}: no command after '@{name}'"
+                );
+                return;
+            }
+            Err(e) => {
+                crate::say!(
+                    "\rframepipe: bad command '{}' for @{name}: {e}",
+                    command.trim()
+                );
+                return;
+            }
+        };
+        if cmd.is_surface() {
+            crate::say!(
+                "\rframepipe: refused '{cmd}': MIDI surface commands need --midi, which a run of several shows does not take"
             );
             return;
         }
-    };
-    let text = text.strip_suffix('\r').unwrap_or(text);
-    match Command::parse_line(text) {
-        Ok(Some(cmd)) => {
-            let transport = matches!(
-                cmd,
-                Command::Pause | Command::Step(_) | Command::Resume | Command::Stop
-            )
-            .then(|| cmd.clone());
-            let reply = print_reply(&cmd);
-            match route(cmd, tx, midi, reply) {
-                Ok(_) => {
-                    if let Some(t) = transport {
-                        mirror.apply(&t);
-                    }
-                    if *refused > 1 {
-                        crate::say!(
-                            "\rframepipe: {} more commands were not applied while the queue was full",
-                            *refused - 1
-                        );
-                    }
-                    *refused = 0;
-                }
-                Err(NotRouted::Full(cmd)) => {
-                    // The first refusal of a burst is named, the rest counted (a flood must not
-                    // turn into a flood of messages).
-                    if *refused == 0 {
-                        crate::say!(
-                            "\rframepipe: command queue full; not applied: {cmd} (stop, pause and resume still are)"
-                        );
-                    }
-                    *refused += 1;
-                }
-                Err(other) => crate::say!("\rframepipe: {other}"),
-            }
+        for i in targets {
+            shows[i].1.submit(cmd.clone(), None);
         }
-        Ok(None) => {}
-        Err(e) => crate::say!("\rframepipe: bad command '{}': {e}", text.trim()),
+    });
+    for (_, show) in shows {
+        show.end(others);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use framepipe_control::{command_queue, CommandReader};
+
+    /// Every command a reader has, as text (`EndOfInput` included).
+    fn drain(reader: &mut CommandReader) -> Vec<String> {
+        std::iter::from_fn(|| reader.pop())
+            .map(|p| p.command.to_string())
+            .collect()
+    }
+
+    /// Issue #11: `@NAME` lines reach that show's queue only, `@*` every show's; lines without
+    /// a name, unknown names and surface commands reach none; every queue sees the end of
+    /// input.
+    #[test]
+    fn lines_for_several_shows_reach_the_show_they_name() {
+        let (tx_a, mut rx_a) = command_queue(16);
+        let (tx_b, mut rx_b) = command_queue(16);
+        let shows = vec![
+            ("a".to_string(), ShowInput::new(Some("a"), tx_a, false)),
+            ("b".to_string(), ShowInput::new(Some("b"), tx_b, false)),
+        ];
+        let input = "set x.y 1\n@a set x.y 2\n@b  bypass x on\n@nope pause\n@*   tempo 100\n@a\n@b learn x.y\n# a comment\n@a speed\n";
+        read_show_commands(&mut input.as_bytes(), shows, false);
+        let (a, b) = (drain(&mut rx_a), drain(&mut rx_b));
+        let end = Command::EndOfInput.to_string();
+        assert_eq!(
+            a,
+            ["set x.y 2".to_string(), "tempo 100".into(), end.clone()]
+        );
+        assert_eq!(b, ["bypass x on".to_string(), "tempo 100".into(), end]);
+    }
+
+    #[test]
+    fn names_are_listed_a_few_at_most() {
+        let names: Vec<String> = (1..=7).map(|i| format!("cam{i}")).collect();
+        assert_eq!(
+            some_names(names.iter().map(String::as_str)),
+            "cam1, cam2, cam3, cam4, cam5 and 2 more"
+        );
+        assert_eq!(some_names(["x", "y"].into_iter()), "x, y");
     }
 }

@@ -15,14 +15,32 @@
 //!
 //! The description follows what the engine did: [`settled`](Editor::settled)`(true)` makes the
 //! last one built the running one, `false` drops it.
+//!
+//! `load FILE fade=DURATION` builds two graphs ([`Editor::fade`], [`Editor::after_fade`]):
+//!
+//! 1. the crossfade: the running nodes go on, renamed `old:NAME` (their instances, state and
+//!    sources move in) — except those the new project has as they are (same name, element and
+//!    properties, fed by such nodes: a shared clip or camera), which go on under their name
+//!    and feed both; the new project's other nodes are built; in front of each running sink a
+//!    `mix mode=crossfade` named `fade:SINK` takes the old project's frames (input 0) and the
+//!    new project's (input 1), its `fader` ramped from 0 to 1 by the engine; a leaky sink (a
+//!    preview, as the running show's [`ShowView`] says) takes the new project's at once, and
+//!    the old nodes that only fed it are dropped;
+//! 2. after the fade: the new project alone with the running sinks, every node of it going on
+//!    from the crossfade (its state since the fade's first frame kept).
 
 use anyhow::{bail, Result};
 use framepipe_control::GraphEdit;
 use framepipe_core::{ElementKind, Registry};
 use framepipe_project::{GraphDesc, NodeDescr};
-use framepipe_runtime::{Editor, Graph};
+use framepipe_runtime::{Editor, Fade, Graph, ShowView};
 
-use crate::build::{build_with, is_structural, Fate, Purpose};
+use crate::build::{build_renamed, build_with, is_structural, Fate, Purpose};
+
+/// How a crossfade renames the old project's nodes it keeps running: `old:NAME`.
+pub const OLD_PREFIX: &str = "old:";
+/// How a crossfade names the mixer in front of running sink `S`: `fade:S`.
+pub const FADE_PREFIX: &str = "fade:";
 
 /// The running graph's description and registry, building each edit's next graph.
 #[derive(Debug)]
@@ -33,6 +51,73 @@ pub struct DescEditor {
     registry: Registry,
     /// The description of the graph last built, until the engine settles it.
     next: Option<GraphDesc>,
+    /// The crossfade the graph last built begins, and the description after it.
+    fade: Option<(Fade, GraphDesc)>,
+    /// The running show's published graph: which sinks are leaky (a crossfade cuts those).
+    view: Option<ShowView>,
+}
+
+/// `nodes` without the old project's nodes (the first `old` ones, but the sinks' places) whose
+/// output nothing takes any more (what only fed a leaky sink that a crossfade cuts), inputs
+/// renumbered; `fates` and `was` follow.
+fn without_unused(
+    nodes: Vec<NodeDescr>,
+    fates: Vec<Fate>,
+    was: Vec<Option<String>>,
+    old: usize,
+    sinks: &[usize],
+) -> (Vec<NodeDescr>, Vec<Fate>, Vec<Option<String>>) {
+    let mut alive = vec![true; nodes.len()];
+    loop {
+        let used = |i: usize| {
+            nodes.iter().enumerate().any(|(c, n)| {
+                alive[c]
+                    && (n.inputs.contains(&i)
+                        || (n.element == "feedback"
+                            && n.props
+                                .iter()
+                                .any(|(k, v)| k == "from" && *v == nodes[i].name)))
+            })
+        };
+        let Some(dead) = (0..old).find(|&i| alive[i] && !sinks.contains(&i) && !used(i)) else {
+            break;
+        };
+        alive[dead] = false;
+    }
+    if alive.iter().all(|&a| a) {
+        return (nodes, fates, was);
+    }
+    let mut index = vec![usize::MAX; nodes.len()];
+    let mut k = 0;
+    for (i, &a) in alive.iter().enumerate() {
+        if a {
+            index[i] = k;
+            k += 1;
+        }
+    }
+    let keep = |i: &usize| alive[*i];
+    let nodes = nodes
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| keep(i))
+        .map(|(_, mut n)| {
+            n.inputs.iter_mut().for_each(|j| *j = index[*j]);
+            n
+        })
+        .collect();
+    let fates = fates
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| keep(i))
+        .map(|(_, f)| f)
+        .collect();
+    let was = was
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| keep(i))
+        .map(|(_, w)| w)
+        .collect();
+    (nodes, fates, was)
 }
 
 /// What a node is, by its element (`None`: a structural node or an unknown element).
@@ -47,7 +132,16 @@ impl DescEditor {
             desc,
             registry,
             next: None,
+            fade: None,
+            view: None,
         }
+    }
+
+    /// The same, reading the running show's graph from `view` (the engine publishes each
+    /// version's): a crossfade then cuts the leaky sinks (previews) instead of mixing.
+    pub fn with_view(mut self, view: ShowView) -> Self {
+        self.view = Some(view);
+        self
     }
 
     /// The description of the running graph.
@@ -96,6 +190,192 @@ impl DescEditor {
         let fates = self.fates(&next)?;
         let graph = build_with(&next, &self.registry, Purpose::Run, &|i| fates[i])?;
         Ok((next, graph))
+    }
+
+    /// The crossfade's description and graph for `load` with `fade=` (see the module's
+    /// docs), the [`Fade`] the engine runs, and the description after the fade.
+    fn crossfade(
+        &mut self,
+        edit: &GraphEdit,
+        path: &str,
+        ns: u64,
+    ) -> Result<(GraphDesc, Graph, Fade, GraphDesc)> {
+        // The new project with the running sinks, as a cut would load it.
+        let after = self.desc.apply(edit)?;
+        self.load_plugins(&after);
+        let old = &self.desc;
+        let kind = |d: &NodeDescr| kind_of(&self.registry, d);
+        let is_sink = |d: &NodeDescr| kind(d) == Some(ElementKind::Sink);
+        // Nodes of the new project that are running nodes as they are, fed by such nodes:
+        // computed once for both projects (new index -> old index).
+        let mut shared: Vec<Option<usize>> = vec![None; after.nodes.len()];
+        loop {
+            let mut changed = false;
+            for (i, d) in after.nodes.iter().enumerate() {
+                if shared[i].is_some() || is_sink(d) || d.element == "feedback" {
+                    continue;
+                }
+                let Some(o) = old.find(&d.name) else { continue };
+                let od = &old.nodes[o];
+                if od.element == d.element
+                    && od.props == d.props
+                    && od.inputs.len() == d.inputs.len()
+                    && d.inputs
+                        .iter()
+                        .zip(&od.inputs)
+                        .all(|(&a, &b)| shared[a] == Some(b))
+                {
+                    shared[i] = Some(o);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let mut nodes: Vec<NodeDescr> = Vec::new();
+        let mut fates: Vec<Fate> = Vec::new();
+        let mut was: Vec<Option<String>> = Vec::new();
+        // 1. The running nodes but the sinks (at their index: the old sinks' places are taken
+        // by the fade mixers, step 3).
+        let renamed = |o: usize| -> String {
+            let name = &old.nodes[o].name;
+            if shared.contains(&Some(o)) {
+                name.clone()
+            } else {
+                format!("{OLD_PREFIX}{name}")
+            }
+        };
+        let old_sinks: Vec<usize> = (0..old.nodes.len())
+            .filter(|&o| is_sink(&old.nodes[o]))
+            .collect();
+        for (o, d) in old.nodes.iter().enumerate() {
+            let name = renamed(o);
+            let fate = match kind(d) {
+                Some(ElementKind::Sink) => Fate::Build { keep: false },
+                Some(ElementKind::Source) => Fate::Running { sink: false },
+                Some(ElementKind::Effect | ElementKind::Mixer { .. }) => Fate::Build { keep: true },
+                _ => Fate::Build {
+                    keep: d.element == "feedback",
+                },
+            };
+            let mut props = d.props.clone();
+            if d.element == "feedback" {
+                for (k, v) in &mut props {
+                    if k == "from" {
+                        if let Some(f) = old.find(v) {
+                            *v = renamed(f);
+                        }
+                    }
+                }
+            }
+            was.push((name != d.name).then(|| d.name.clone()));
+            nodes.push(NodeDescr {
+                name,
+                element: d.element.clone(),
+                props,
+                inputs: d.inputs.clone(),
+            });
+            fates.push(fate);
+        }
+        // 2. The new project's own nodes (not the sinks, not the shared ones).
+        let mut at: Vec<usize> = shared.iter().map(|s| s.unwrap_or(usize::MAX)).collect();
+        for (i, d) in after.nodes.iter().enumerate() {
+            if shared[i].is_none() && !is_sink(d) {
+                at[i] = nodes.len();
+                nodes.push(d.clone());
+                fates.push(Fate::Build { keep: false });
+                was.push(None);
+            }
+        }
+        for (i, d) in after.nodes.iter().enumerate() {
+            if shared[i].is_none() && !is_sink(d) {
+                nodes[at[i]].inputs = d.inputs.iter().map(|&k| at[k]).collect();
+            }
+        }
+        // 3. A crossfade mixer in front of each running sink, whose node it replaces; the sink
+        // comes last, fed by the mixer.
+        let mut ramps = Vec::new();
+        let graph_view = self.view.as_ref().map(ShowView::graph);
+        let leaky = |name: &str| {
+            graph_view
+                .as_ref()
+                .and_then(|g| g.node(name).map(|(_, n)| n.leaky))
+                .unwrap_or(false)
+        };
+        for &o in &old_sinks {
+            let sink = &old.nodes[o];
+            let n = after
+                .find(&sink.name)
+                .expect("load keeps the running sinks");
+            let Some(&from_new) = after.nodes[n].inputs.first() else {
+                bail!("{} takes no input", sink.name);
+            };
+            if leaky(&sink.name) {
+                // A leaky sink (a preview) heads a branch of its own: two of them cannot meet
+                // in a mixer. It cuts to the new project at the fade's first frame.
+                nodes[o] = NodeDescr {
+                    name: sink.name.clone(),
+                    element: sink.element.clone(),
+                    props: sink.props.clone(),
+                    inputs: vec![at[from_new]],
+                };
+                was[o] = None;
+                fates[o] = Fate::Running { sink: true };
+                continue;
+            }
+            let mixer = format!("{FADE_PREFIX}{}", sink.name);
+            ramps.push((mixer.clone(), "fader".to_string()));
+            nodes[o] = NodeDescr {
+                name: mixer,
+                element: framepipe_effects::mix::NAME.into(),
+                props: vec![
+                    ("mode".into(), "crossfade".into()),
+                    ("fader".into(), "0".into()),
+                ],
+                inputs: vec![sink.inputs[0], at[from_new]],
+            };
+            was[o] = None;
+            fates[o] = Fate::Build { keep: false };
+            nodes.push(NodeDescr {
+                name: sink.name.clone(),
+                element: sink.element.clone(),
+                props: sink.props.clone(),
+                inputs: vec![o],
+            });
+            fates.push(Fate::Running { sink: true });
+            was.push(None);
+        }
+        let (nodes, fates, was) = without_unused(nodes, fates, was, old.nodes.len(), &old_sinks);
+        for (i, n) in nodes.iter().enumerate() {
+            if let Some(j) = nodes[..i].iter().position(|m| m.name == n.name) {
+                bail!(
+                    "cannot crossfade to {path}: its node {} has the name the crossfade gives \
+                     to {}; rename it (the old project's nodes are {OLD_PREFIX}NAME during a \
+                     fade, its mixers {FADE_PREFIX}SINK)",
+                    n.name,
+                    if j < old.nodes.len() {
+                        "a running node"
+                    } else {
+                        "another node"
+                    }
+                );
+            }
+        }
+        let desc = GraphDesc {
+            nodes,
+            settings: old.settings.clone(),
+            midi: old.midi.clone(),
+        };
+        let graph = build_renamed(&desc, &self.registry, Purpose::Run, &|i| fates[i], &|i| {
+            was[i].clone()
+        })?;
+        let fade = Fade {
+            to: path.to_string(),
+            ns,
+            ramps,
+        };
+        Ok((desc, graph, fade, after))
     }
 
     /// Each node of `next`'s [`Fate`], or why the edit cannot run (a sink added, removed or
@@ -153,16 +433,20 @@ impl DescEditor {
 impl Editor for DescEditor {
     fn build(&mut self, edit: &GraphEdit) -> std::result::Result<Graph, String> {
         self.next = None;
+        self.fade = None;
         if let GraphEdit::Load {
-            fade_ns: Some(_), ..
+            path,
+            fade_ns: Some(ns),
         } = edit
         {
-            // Said plainly rather than cutting when a crossfade was asked for.
-            return Err(
-                "load with fade=: crossfading between projects is not available yet; \
-                        `load FILE` without fade= switches with a cut at a frame boundary"
-                    .into(),
-            );
+            return match self.crossfade(edit, path, *ns) {
+                Ok((desc, graph, fade, after)) => {
+                    self.next = Some(desc);
+                    self.fade = Some((fade, after));
+                    Ok(graph)
+                }
+                Err(e) => Err(crate::one_line(&e)),
+            };
         }
         match self.next_graph(edit) {
             Ok((desc, graph)) => {
@@ -177,7 +461,31 @@ impl Editor for DescEditor {
         if let Some(next) = self.next.take() {
             if accepted {
                 self.desc = next;
+            } else {
+                self.fade = None;
             }
+        }
+    }
+
+    fn fade(&self) -> Option<Fade> {
+        self.fade.as_ref().map(|(f, _)| f.clone())
+    }
+
+    fn after_fade(&mut self) -> std::result::Result<Graph, String> {
+        let Some((_, after)) = self.fade.take() else {
+            return Err("no crossfade is under way".into());
+        };
+        // Every node of `after` is in the crossfade's graph under its name, as it is: its
+        // instances and sources go on; the sinks are the running ones.
+        let built = self
+            .fates(&after)
+            .and_then(|fates| build_with(&after, &self.registry, Purpose::Run, &|i| fates[i]));
+        match built {
+            Ok(graph) => {
+                self.next = Some(after);
+                Ok(graph)
+            }
+            Err(e) => Err(crate::one_line(&e)),
         }
     }
 }
@@ -337,11 +645,8 @@ mod tests {
              blur=0.2 ! frei0r-sobel ! y4msink name=out location=elsewhere.y4m\"\n",
         )
         .unwrap();
-        let refused = ed
-            .build(&edit(&format!("load {scene} fade=2s")))
-            .unwrap_err();
-        assert!(refused.contains("crossfading"), "{refused}");
         let g = ed.build(&edit(&format!("load {scene}"))).unwrap();
+        assert_eq!(ed.fade(), None, "a cut");
         assert_eq!(
             nodes(&g),
             [
@@ -401,5 +706,75 @@ mod tests {
             "{e}"
         );
         assert_eq!(std::fs::read(&out).unwrap(), b"running output");
+    }
+
+    #[test]
+    fn load_with_fade_runs_both_projects_then_the_new_one_alone() {
+        let dir = Dir::new("fade");
+        let (mut ed, out) = editor(&dir);
+        // The same source (shared: it goes on and feeds both), the same glow fed by it
+        // (shared too), a new effect named like a running one (fx2: built afresh, the running
+        // one renamed old:fx2), a new effect.
+        let scene = dir.file("scene2.toml");
+        std::fs::write(
+            &scene,
+            "pipeline = \"testsrc name=src width=64 height=48 ! frei0r-glow name=fx1 blur=0.2 \
+             ! invert name=fx2 mode=serial ! frei0r-sobel ! y4msink name=out location=x.y4m\"\n",
+        )
+        .unwrap();
+        let g = ed.build(&edit(&format!("load {scene} fade=2s"))).unwrap();
+        assert_eq!(
+            nodes(&g),
+            [
+                "src running-source <-",
+                "fx1 effect keep <-src",
+                "old:fx2 effect keep <-fx1",
+                "fade:out mixer <-old:fx2,frei0r-sobel",
+                "fx2 effect <-fx1",
+                "frei0r-sobel effect <-fx2",
+                "out running-sink <-fade:out"
+            ]
+        );
+        // The renamed node continues the running fx2; the others are their own names.
+        let was: Vec<Option<&str>> = g.nodes().iter().map(|n| n.was.as_deref()).collect();
+        assert_eq!(was, [None, None, Some("fx2"), None, None, None, None]);
+        let fade = ed.fade().expect("a crossfade");
+        assert_eq!(fade.ns, 2_000_000_000);
+        assert_eq!(fade.ramps, [("fade:out".to_string(), "fader".to_string())]);
+        assert_eq!(fade.frames(framepipe_core::Rational::new(25, 1)), 50);
+        // Nothing to end before the crossfade runs; then the new project alone, every node of
+        // it going on from the crossfade.
+        ed.settled(true);
+        assert_eq!(ed.desc().find("fade:out"), Some(3));
+        let g = ed.after_fade().unwrap();
+        assert_eq!(
+            nodes(&g),
+            [
+                "src running-source <-",
+                "fx1 effect keep <-src",
+                "fx2 effect keep <-fx1",
+                "frei0r-sobel effect keep <-fx2",
+                "out running-sink <-frei0r-sobel"
+            ]
+        );
+        assert!(ed.after_fade().is_err(), "one end per crossfade");
+        ed.settled(true);
+        assert!(ed.desc().find("old:fx2").is_none());
+        assert_eq!(std::fs::read(&out).unwrap(), b"running output");
+        // A name the crossfade needs, taken by the new project: refused, naming it.
+        std::fs::write(
+            &scene,
+            "pipeline = \"testsrc width=64 height=48 ! invert name=fade:out \
+             ! y4msink name=out location=x.y4m\"\n",
+        )
+        .unwrap();
+        let e = ed
+            .build(&edit(&format!("load {scene} fade=1s")))
+            .unwrap_err();
+        assert!(
+            e.contains("its node fade:out has the name the crossfade gives"),
+            "{e}"
+        );
+        assert_eq!(ed.fade(), None);
     }
 }

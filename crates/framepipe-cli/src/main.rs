@@ -29,6 +29,7 @@ mod edit;
 mod flags;
 mod midi;
 mod osc;
+mod shows;
 mod signals;
 mod web;
 
@@ -63,7 +64,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 #[allow(clippy::large_enum_variant)] // parsed once at start; boxing `run`'s flags saves nothing
 enum Command {
-    /// Run a pipeline: a gst-launch-like string or a TOML project file.
+    /// Run a pipeline (a gst-launch-like string or a TOML project file), or several shows at once.
     Run(Box<RunArgs>),
     /// Show what would run: every node with its element, kind, negotiated size and inputs
     /// (nothing is started, no sink is created).
@@ -102,8 +103,10 @@ struct GraphArgs {
 
 #[derive(clap::Args, Debug)]
 struct RunArgs {
-    /// "element prop=value ! element ..." or a path to a .toml project file.
-    pipeline: String,
+    /// "element prop=value ! element ..." or a path to a .toml project file. Several: that
+    /// many shows in one process, each with its own name (docs/SHOWS.md).
+    #[arg(required = true, value_name = "SHOW")]
+    shows: Vec<String>,
     /// Worker threads (default: one per core; at most 4 per core).
     #[arg(long)]
     threads: Option<usize>,
@@ -221,7 +224,7 @@ fn main() {
 }
 
 /// How `run` wants the process to end when it did not fail.
-enum Exit {
+pub(crate) enum Exit {
     /// Normally, status 0.
     Done,
     /// With this status (a signal stopped the run, stdout was closed).
@@ -300,18 +303,29 @@ fn registry_for(desc: &GraphDesc, window: Option<&WindowLink>) -> Registry {
     }
 }
 
+/// `framepipe run`: one show as always, several in one process on one [`framepipe_runtime::Host`].
 fn run(args: RunArgs) -> Result<Exit> {
+    if args.shows.len() > 1 {
+        return shows::run(args);
+    }
+    run_one(args)
+}
+
+/// One show: the engine on this thread.
+fn run_one(args: RunArgs) -> Result<Exit> {
+    let pipeline = args.shows[0].clone();
     // Signals first: a Ctrl-C while building or preparing (a large pool, a slow ffmpeg start)
     // also ends in a clean stop, at the first frame boundary.
     let (tx, rx) = command_queue(1024);
-    let signal = signals::stop_on_signals(tx.stopper()).context("cannot catch SIGINT/SIGTERM")?;
+    let signal =
+        signals::stop_on_signals(vec![tx.stopper()]).context("cannot catch SIGINT/SIGTERM")?;
     // The budget first: every element checks its sizes against it while being built.
     if let Some(text) = &args.max_memory {
         let max_memory = framepipe_core::limits::parse_bytes(text)
             .map_err(|e| anyhow::anyhow!("bad --max-memory: {e}"))?;
         framepipe_core::Limits { max_memory }.set();
     }
-    let mut desc = load_desc(&args.pipeline)?;
+    let mut desc = load_desc(&pipeline)?;
     let overload = Overload::parse(&args.overload)
         .with_context(|| format!("bad --overload '{}': expected slow or live", args.overload))?;
     let threads = match (args.threads, desc.settings.threads) {
@@ -459,6 +473,10 @@ fn run(args: RunArgs) -> Result<Exit> {
         Event::LeftRunning { stage, worker } => say!(
             "\rframepipe: warning: fp-worker-{worker} is still inside {stage} (blocked; it cannot be interrupted) and was left running"
         ),
+        Event::FadeDone { to, frame } => say!("\rframepipe: fade to {to} done at frame {frame}"),
+        Event::FadeStuck { to, reason } => say!(
+            "\rframepipe: warning: the fade to {to} cannot end (its old project keeps running): {reason}"
+        ),
         other => say!("\rframepipe: {other:?}"),
     }));
     // Commands: from stdin, or none; the queue exists either way so that signals can stop.
@@ -473,7 +491,14 @@ fn run(args: RunArgs) -> Result<Exit> {
     prepared.set_commands(rx);
     let osc_input = match osc_addr {
         Some(addr) => {
-            let input = osc::spawn(addr, tx.clone(), prepared.view())?;
+            let input = osc::spawn(
+                addr,
+                vec![osc::OscShow {
+                    name: None,
+                    tx: tx.clone(),
+                    view: prepared.view(),
+                }],
+            )?;
             if !input.local.ip().is_loopback() {
                 say!(
                     "framepipe: warning: OSC on {}: anyone who can reach this address can control the run",
@@ -516,7 +541,7 @@ fn run(args: RunArgs) -> Result<Exit> {
     };
     let midi_input = match &args.midi {
         Some(port) => {
-            let project = looks_like_project(&args.pipeline).then(|| args.pipeline.clone().into());
+            let project = looks_like_project(&pipeline).then(|| pipeline.clone().into());
             let input = midi::start(
                 port,
                 &desc,
@@ -562,8 +587,7 @@ fn run(args: RunArgs) -> Result<Exit> {
     let replies = surfaces
         .then(|| {
             commands::spawn_reply_printer(
-                tx.replies(),
-                own,
+                vec![commands::ReplySource::new(None, tx.replies(), own)],
                 args.quiet,
                 web_server.as_ref().map(|w| w.reply_tap()),
             )
@@ -615,7 +639,9 @@ fn run(args: RunArgs) -> Result<Exit> {
     });
     // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread;
     // it owns the registry from here.
-    prepared.set_editor(Box::new(edit::DescEditor::new(desc.clone(), registry)));
+    prepared.set_editor(Box::new(
+        edit::DescEditor::new(desc.clone(), registry).with_view(prepared.view()),
+    ));
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
     if let Some(server) = oscquery {
@@ -878,6 +904,35 @@ fn write_stats(
     isolation: &[framepipe_frei0r::isolate::Summary],
     web: Option<&framepipe_web::WebCounters>,
 ) -> Result<()> {
+    let mut doc = stats_json(s, threads, in_flight, web)?;
+    doc["isolated"] = isolation_json(isolation);
+    std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")?;
+    Ok(())
+}
+
+/// The isolated plugins' figures for `--stats` (process-wide: every show's).
+fn isolation_json(isolation: &[framepipe_frei0r::isolate::Summary]) -> serde_json::Value {
+    isolation
+        .iter()
+        .map(|i| {
+            serde_json::json!({
+                "name": i.name,
+                "crashes": i.crashes,
+                "stalls": i.stalls,
+                "restarts": i.restarts,
+                "frames_replaced": i.substituted,
+            })
+        })
+        .collect()
+}
+
+/// One show's `--stats` object (without `isolated`, which is the process's).
+fn stats_json(
+    s: &RunStats,
+    threads: usize,
+    in_flight: usize,
+    web: Option<&framepipe_web::WebCounters>,
+) -> Result<serde_json::Value> {
     let stages: Vec<serde_json::Value> = s
         .stages
         .iter()
@@ -902,16 +957,6 @@ fn write_stats(
         "stages": stages,
         "lock_hold_us": lock_json(&s.lock_hold_us),
         "output_lock_wait_us": lock_json(&s.output_lock_wait_us),
-        "isolated": isolation
-            .iter()
-            .map(|i| serde_json::json!({
-                "name": i.name,
-                "crashes": i.crashes,
-                "stalls": i.stalls,
-                "restarts": i.restarts,
-                "frames_replaced": i.substituted,
-            }))
-            .collect::<Vec<_>>(),
     });
     if let Some(w) = web {
         doc["web"] = serde_json::to_value(w.snapshot())?;
@@ -935,8 +980,7 @@ fn write_stats(
             "graph_ms": p.frame_latency_ms,
         });
     }
-    std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")?;
-    Ok(())
+    Ok(doc)
 }
 
 /// A lock histogram's figures for `--stats` (µs; percentiles are power-of-two bucket bounds).

@@ -2,6 +2,11 @@
 //! to the engine's command queue like stdin's lines (the mapping is
 //! `framepipe_control::osc_in`; addresses in docs/CONTROL.md).
 //!
+//! With several shows in one run, every address is the one-show address prefixed with the
+//! show's name: `/cam1/framepipe/invert/mix 0.5`, and `/*/framepipe/pause` for every show
+//! (docs/SHOWS.md). A bundle's messages for one show are one batch, as for one show; a bundle
+//! that spans shows is one batch per show (no frame is common to two shows).
+//!
 //! Datagrams are untrusted: each is read into one 64 KiB buffer allocated at start (the UDP
 //! maximum is 65,507 bytes, so nothing is cut), decoded with nesting bounded, and every message
 //! is counted as `ok` (posted), `bad` (malformed packet, unknown address, wrong arguments) or
@@ -15,11 +20,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use std::collections::HashMap;
+
 use framepipe_control::osc_in::{self, Ranges};
 use framepipe_control::CommandSender;
 use framepipe_oscquery::live::model_of;
 use framepipe_oscquery::norm_ranges;
 use framepipe_runtime::{GraphView, ShowView};
+use rosc::{OscBundle, OscMessage, OscPacket, OscTime};
 
 /// The receive buffer: every UDP datagram fits.
 pub const MAX_DATAGRAM: usize = 64 * 1024;
@@ -90,9 +98,21 @@ pub fn parse_addr(flag: &str, text: &str) -> Result<SocketAddr> {
     }
 }
 
-/// Binds `addr` and starts the `fp-osc` thread posting to `tx`; `/norm` scales with the ranges
-/// of the graph `view` shows (rebuilt when a live edit changes it).
-pub fn spawn(addr: SocketAddr, tx: CommandSender, view: ShowView) -> Result<OscInput> {
+/// A show the OSC input posts to.
+pub struct OscShow {
+    /// Its name, the first part of its addresses (`/NAME/framepipe/...`); `None` when it is
+    /// the only show (addresses unprefixed).
+    pub name: Option<String>,
+    /// Its command queue.
+    pub tx: CommandSender,
+    /// Its published graph: `/norm` scales with its ranges (rebuilt when a live edit changes
+    /// it).
+    pub view: ShowView,
+}
+
+/// Binds `addr` and starts the `fp-osc` thread posting to `shows` (one without a name, or
+/// several, each named).
+pub fn spawn(addr: SocketAddr, shows: Vec<OscShow>) -> Result<OscInput> {
     let socket =
         UdpSocket::bind(addr).with_context(|| format!("--osc: cannot listen on UDP {addr}"))?;
     socket
@@ -105,7 +125,7 @@ pub fn spawn(addr: SocketAddr, tx: CommandSender, view: ShowView) -> Result<OscI
         let (counters, stop) = (Arc::clone(&counters), Arc::clone(&stop));
         std::thread::Builder::new()
             .name("fp-osc".into())
-            .spawn(move || listen(&socket, &tx, &view, &counters, &stop))
+            .spawn(move || listen(&socket, shows, &counters, &stop))
             .context("--osc: starting the fp-osc thread")?
     };
     Ok(OscInput {
@@ -148,22 +168,179 @@ fn ranges_of(graph: &GraphView) -> Ranges {
     norm_ranges(&model_of(graph))
 }
 
-fn listen(
-    socket: &UdpSocket,
-    tx: &CommandSender,
-    view: &ShowView,
-    counters: &OscCounters,
-    stop: &AtomicBool,
-) {
+/// A show as the `fp-osc` thread keeps it: its queue, and its `/norm` table with the graph it
+/// was made from.
+struct Target {
+    name: Option<String>,
+    tx: CommandSender,
+    view: ShowView,
+    graph: Arc<GraphView>,
+    ranges: Ranges,
+    /// A full-queue drop was said; the rest of the burst is counted.
+    full_said: bool,
+}
+
+impl Target {
+    fn new(show: OscShow) -> Self {
+        let graph = show.view.graph();
+        let ranges = ranges_of(&graph);
+        Target {
+            name: show.name,
+            tx: show.tx,
+            view: show.view,
+            graph,
+            ranges,
+            full_said: false,
+        }
+    }
+
+    /// Posts the commands of `packet` (its addresses without the show's prefix).
+    fn post(
+        &mut self,
+        packet: &OscPacket,
+        counters: &OscCounters,
+        warn: &mut Warn,
+        from: SocketAddr,
+    ) {
+        // A bundle's commands are posted as one batch: applied at one frame, or all refused.
+        let now = self.view.graph();
+        if !Arc::ptr_eq(&now, &self.graph) {
+            self.ranges = ranges_of(&now);
+            self.graph = now;
+        }
+        let cmds = osc_in::packet_commands(packet, &self.ranges);
+        for e in &cmds.refused {
+            warn.bad(counters, from, &Shown(self.name.as_deref(), e));
+        }
+        counters
+            .ok
+            .fetch_add(cmds.ignored as u64, Ordering::Relaxed);
+        for (cmd, n) in cmds.commands {
+            match self.tx.post(cmd) {
+                Ok(_) => {
+                    counters.ok.fetch_add(n as u64, Ordering::Relaxed);
+                    self.full_said = false;
+                }
+                Err(full) => {
+                    counters.full.fetch_add(n as u64, Ordering::Relaxed);
+                    if !self.full_said {
+                        let who = self
+                            .name
+                            .as_deref()
+                            .map_or(String::new(), |n| format!("show {n}: "));
+                        crate::say!(
+                            "\rframepipe: osc: {who}command queue full; dropped: {} (and any more until it drains)",
+                            full.0
+                        );
+                        self.full_said = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An error about a show's message, naming the show when there are several.
+struct Shown<'a, E>(Option<&'a str>, E);
+
+impl<E: std::fmt::Display> std::fmt::Display for Shown<'_, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(name) => write!(f, "show {name}: {}", self.1),
+            None => self.1.fmt(f),
+        }
+    }
+}
+
+/// `/NAME/rest` → (`NAME`, `/rest`).
+fn split_show(address: &str) -> Option<(&str, &str)> {
+    let rest = address.strip_prefix('/')?;
+    let slash = rest.find('/')?;
+    Some((&rest[..slash], &rest[slash..]))
+}
+
+/// The messages of `packet` split by show (`/NAME/...`; `/*/...` for every show), each show's
+/// with its address unprefixed, as one packet per show: a bundle for a bundle (its messages
+/// then apply together), a message for a message. Messages for no known show are refused.
+fn split_by_show(
+    packet: &OscPacket,
+    index: &HashMap<String, usize>,
+    names: &[String],
+    mut refuse: impl FnMut(String),
+) -> Vec<(usize, OscPacket)> {
+    let shows = names.len();
+    let mut per_show: Vec<(usize, Vec<OscMessage>)> = Vec::new();
+    for msg in osc_in::messages(packet) {
+        let Some((name, rest)) = split_show(&msg.addr) else {
+            refuse(format!(
+                "address '{}': {shows} shows run; address one as /NAME{}",
+                msg.addr, msg.addr
+            ));
+            continue;
+        };
+        let targets: Vec<usize> = if name == crate::commands::ALL_SHOWS {
+            (0..shows).collect()
+        } else if let Some(&i) = index.get(name) {
+            vec![i]
+        } else {
+            refuse(format!(
+                "address '{}': no show named '{name}' (shows: {}; /NAME/framepipe/... addresses one, /*/framepipe/... every show)",
+                msg.addr,
+                crate::commands::some_names(names.iter().map(String::as_str))
+            ));
+            continue;
+        };
+        for i in targets {
+            let m = OscMessage {
+                addr: rest.to_string(),
+                args: msg.args.clone(),
+            };
+            match per_show.iter_mut().find(|(s, _)| *s == i) {
+                Some((_, list)) => list.push(m),
+                None => per_show.push((i, vec![m])),
+            }
+        }
+    }
+    let bundle = match packet {
+        OscPacket::Bundle(b) => Some(b.timetag),
+        OscPacket::Message(_) => None,
+    };
+    per_show
+        .into_iter()
+        .map(|(i, mut list)| {
+            let p = match (bundle, list.len()) {
+                (None, 1) => OscPacket::Message(list.pop().expect("one")),
+                (timetag, _) => OscPacket::Bundle(OscBundle {
+                    timetag: timetag.unwrap_or(OscTime {
+                        seconds: 0,
+                        fractional: 1,
+                    }),
+                    content: list.into_iter().map(OscPacket::Message).collect(),
+                }),
+            };
+            (i, p)
+        })
+        .collect()
+}
+
+fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop: &AtomicBool) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
-    let mut graph = view.graph();
-    let mut ranges = ranges_of(&graph);
+    let mut targets: Vec<Target> = shows.into_iter().map(Target::new).collect();
+    let index: HashMap<String, usize> = targets
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.name.clone().map(|n| (n, i)))
+        .collect();
+    let names: Vec<String> = targets
+        .iter()
+        .map(|t| t.name.clone().unwrap_or_default())
+        .collect();
+    // One show without a name: addresses as they are.
+    let single = targets.len() == 1 && targets[0].name.is_none();
     let mut warn = Warn {
         last: None,
         quiet_since: 0,
     };
-    // The first refusal of a burst of full-queue drops is said, the rest counted.
-    let mut full_said = false;
     while !stop.load(Ordering::Relaxed) {
         let (len, from) = match socket.recv_from(&mut buf) {
             Ok(r) => r,
@@ -189,36 +366,15 @@ fn listen(
                 continue;
             }
         };
-        // A bundle's commands are posted as one batch: applied at one frame, or all refused.
-        let now = view.graph();
-        if !Arc::ptr_eq(&now, &graph) {
-            ranges = ranges_of(&now);
-            graph = now;
+        if single {
+            targets[0].post(&packet, counters, &mut warn, from);
+            continue;
         }
-        let cmds = osc_in::packet_commands(&packet, &ranges);
-        for e in &cmds.refused {
-            warn.bad(counters, from, e);
-        }
-        counters
-            .ok
-            .fetch_add(cmds.ignored as u64, Ordering::Relaxed);
-        for (cmd, n) in cmds.commands {
-            match tx.post(cmd) {
-                Ok(_) => {
-                    counters.ok.fetch_add(n as u64, Ordering::Relaxed);
-                    full_said = false;
-                }
-                Err(full) => {
-                    counters.full.fetch_add(n as u64, Ordering::Relaxed);
-                    if !full_said {
-                        crate::say!(
-                            "\rframepipe: osc: command queue full; dropped: {} (and any more until it drains)",
-                            full.0
-                        );
-                        full_said = true;
-                    }
-                }
-            }
+        let parts = split_by_show(&packet, &index, &names, |why| {
+            warn.bad(counters, from, &why)
+        });
+        for (i, p) in parts {
+            targets[i].post(&p, counters, &mut warn, from);
         }
     }
 }
@@ -249,5 +405,91 @@ mod tests {
             let e = parse_addr("--osc", bad).unwrap_err().to_string();
             assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
         }
+    }
+
+    fn message(addr: &str, v: i32) -> OscPacket {
+        OscPacket::Message(OscMessage {
+            addr: addr.into(),
+            args: vec![rosc::OscType::Int(v)],
+        })
+    }
+
+    fn addrs(p: &OscPacket) -> Vec<(String, Vec<rosc::OscType>)> {
+        osc_in::messages(p)
+            .into_iter()
+            .map(|m| (m.addr.clone(), m.args.clone()))
+            .collect()
+    }
+
+    /// Issue #11: a packet for several shows is split by the first part of each address; a
+    /// bundle stays a bundle per show (one batch each), `/*/` goes to every show, an unknown
+    /// or missing show is refused naming the address.
+    #[test]
+    fn packets_are_split_by_show() {
+        let names: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let index: HashMap<String, usize> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        let bundle = OscPacket::Bundle(OscBundle {
+            timetag: OscTime {
+                seconds: 0,
+                fractional: 1,
+            },
+            content: vec![
+                message("/b/framepipe/x/y", 1),
+                message("/a/framepipe/x/y", 2),
+                message("/b/framepipe/pause", 3),
+                message("/nope/framepipe/stop", 4),
+                message("/framepipe", 5),
+                message("/*/framepipe/tap", 6),
+            ],
+        });
+        let mut refused = Vec::new();
+        let parts = split_by_show(&bundle, &index, &names, |why| refused.push(why));
+        let shape: Vec<(usize, bool, Vec<String>)> = parts
+            .iter()
+            .map(|(i, p)| {
+                (
+                    *i,
+                    matches!(p, OscPacket::Bundle(_)),
+                    addrs(p).into_iter().map(|(a, _)| a).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (
+                    1,
+                    true,
+                    vec![
+                        "/framepipe/x/y".to_string(),
+                        "/framepipe/pause".into(),
+                        "/framepipe/tap".into()
+                    ]
+                ),
+                (
+                    0,
+                    true,
+                    vec!["/framepipe/x/y".into(), "/framepipe/tap".into()]
+                ),
+                (2, true, vec!["/framepipe/tap".into()]),
+            ]
+        );
+        assert_eq!(addrs(&parts[1].1)[0].1, vec![rosc::OscType::Int(2)]);
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert!(refused[0]
+            .starts_with("address '/nope/framepipe/stop': no show named 'nope' (shows: a, b, c;"));
+        assert_eq!(
+            refused[1],
+            "address '/framepipe': 3 shows run; address one as /NAME/framepipe"
+        );
+        // A lone message stays a lone message (not a batch).
+        let parts = split_by_show(&message("/c/framepipe/stop", 1), &index, &names, |_| {
+            panic!("refused")
+        });
+        assert!(matches!(&parts[..], [(2, OscPacket::Message(m))] if m.addr == "/framepipe/stop"));
     }
 }

@@ -39,8 +39,9 @@ fn name(sig: i32) -> &'static str {
     }
 }
 
-/// Catches SIGINT and SIGTERM from now on; the first one stops the run through `stopper`.
-pub fn stop_on_signals(stopper: Stopper) -> std::io::Result<Received> {
+/// Catches SIGINT and SIGTERM from now on; the first one stops the run through `stoppers`
+/// (one per show: a run of several shows stops them all).
+pub fn stop_on_signals(stoppers: Vec<Stopper>) -> std::io::Result<Received> {
     let received = Received::default();
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     let first = Arc::clone(&received.0);
@@ -52,7 +53,9 @@ pub fn stop_on_signals(stopper: Stopper) -> std::io::Result<Received> {
                     .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
-                    stopper.stop();
+                    for stopper in &stoppers {
+                        stopper.stop();
+                    }
                     crate::say!(
                         "\rframepipe: {}: stopping at the next frame boundary (again to quit at once)",
                         name(sig)

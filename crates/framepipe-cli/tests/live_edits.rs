@@ -155,3 +155,327 @@ fn issue_9_load_switches_scene_keeping_the_running_source_and_sink() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `x / 255` rounded to nearest, as `mix` computes it (docs/ELEMENTS.md).
+fn div255(x: u32) -> u32 {
+    let t = x + 128;
+    (t + (t >> 8)) >> 8
+}
+
+/// The old project of the crossfade tests: a red frame with its frame number stamped.
+fn old_project() -> String {
+    format!(
+        "testsrc width={W} height={H} pattern=solid color=#ff0000 ! stamp \
+         ! rawsink name=out location=out.rgba"
+    )
+}
+
+/// The new project: moving bars with the source's own frame counter, through the stateful
+/// `frei0r-hqdn3d` (a temporal denoiser). Its sink is the running one (`location=` unused).
+fn new_project() -> String {
+    format!(
+        "testsrc width={W} height={H} pattern=bars counter=true ! frei0r-hqdn3d name=denoise \
+         ! rawsink name=out location=ignored.rgba"
+    )
+}
+
+/// A running `framepipe run --threads N OLD` in `dir`, its stderr read line by line.
+struct Show {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Show {
+    fn start(dir: &std::path::Path, threads: usize, fps: u32, pipeline: &str) -> Show {
+        use std::io::BufRead;
+        let mut child = Command::new(FP)
+            .args(["run", "--threads", &threads.to_string()])
+            .args(["--fps", &fps.to_string(), pipeline])
+            .current_dir(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let reader = std::thread::spawn(move || {
+            for line in stderr.lines().map_while(|l| l.ok()) {
+                let _ = tx.send(line);
+            }
+        });
+        Show {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+            reader,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+    }
+
+    /// Waits (at most 30 s) for a line of stderr containing `what`.
+    fn wait_for(&mut self, what: &str) {
+        let limit = std::time::Instant::now() + Duration::from_secs(30);
+        while !self.seen.iter().any(|l| l.contains(what)) {
+            let left = limit.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => self.seen.push(l),
+                Err(_) => panic!("no '{what}' within 30 s: {:?}", self.seen),
+            }
+        }
+    }
+
+    /// Stops the run; its whole stderr.
+    fn stop(mut self) -> String {
+        self.send("stop");
+        let done = wait(self.child, Duration::from_secs(60), "a run crossfading");
+        drop(self.stdin);
+        self.reader.join().unwrap();
+        self.seen.extend(self.lines.try_iter());
+        let err = self.seen.join("\n");
+        assert!(done.status.success(), "{err}");
+        err
+    }
+}
+
+/// `count` frames of `pipeline` (one of the projects) alone, unpaced, as raw RGBA.
+fn render(dir: &std::path::Path, name: &str, pipeline: &str, count: usize) -> Vec<u8> {
+    let path = dir.join(name);
+    let to = format!("location={}", path.display());
+    let pipeline = pipeline
+        .replace("location=out.rgba", &to)
+        .replace("location=ignored.rgba", &to)
+        .replace(
+            "location=prev.rgba",
+            &format!("location={}.prev", path.display()),
+        )
+        .replacen("testsrc ", &format!("testsrc frames={count} "), 1);
+    let out = run(
+        Command::new(FP).args(["run", "-q", "--unpaced", &pipeline]),
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read(path).unwrap()
+}
+
+/// Checks the recorded `out.rgba` of a crossfade from frame `start` over `len` frames: the old
+/// project before `start`; from there the `mix mode=crossfade` blend of the old project's frame
+/// and the new project's (its frame `k - start`: it starts at the fade's first frame), at
+/// amount `(k - start) / len`, exactly; from `start + len` on, the new project alone. Returns
+/// the number of frames.
+fn check_crossfade(dir: &std::path::Path, start: usize, len: usize) -> usize {
+    let out = std::fs::read(dir.join("out.rgba")).unwrap();
+    assert_eq!(out.len() % FRAME, 0, "{} bytes", out.len());
+    let frames = out.len() / FRAME;
+    assert!(
+        0 < start && start + 2 < frames,
+        "fade from {start}, {frames} frames"
+    );
+    let a = render(dir, "old.rgba", &old_project(), frames);
+    let b = render(dir, "new.rgba", &new_project(), frames - start);
+    // The new project's frames differ from one to the next (a wrong start would show).
+    assert_ne!(b[FRAME..2 * FRAME], b[2 * FRAME..3 * FRAME]);
+    for k in 0..frames {
+        let got = &out[k * FRAME..(k + 1) * FRAME];
+        let old_k = &a[k * FRAME..(k + 1) * FRAME];
+        if k < start {
+            assert!(
+                got == old_k,
+                "frame {k} (fade from {start}) is not the old project's"
+            );
+            continue;
+        }
+        let j = k - start;
+        let new_k = &b[j * FRAME..(j + 1) * FRAME];
+        if j >= len {
+            assert!(
+                got == new_k,
+                "frame {k} (fade from {start} to {}) is not the new project's frame {j}",
+                start + len
+            );
+            continue;
+        }
+        // The amount's 8-bit weight, round(j / len * 255), as `mix` takes its fader.
+        let f = ((j as f64 / len as f64) * 255.0).round() as u32;
+        for (i, ((&g, &x), &y)) in got.iter().zip(old_k).zip(new_k).enumerate() {
+            let want = div255(u32::from(x) * (255 - f) + u32::from(y) * f);
+            assert!(
+                u32::from(g) == want,
+                "frame {k} (fade frame {j} of {len}), byte {i}: {g}, expected {want} \
+                 (old {x}, new {y}, weight {f})"
+            );
+        }
+    }
+    frames
+}
+
+/// A crossfade (`load FILE fade=SECONDSs`) in a run paced at `fps` with `threads` workers,
+/// recorded whole: see [`check_crossfade`]. Its length is in the frames' time (testsrc's 30
+/// fps), whatever the pace: 30 frames a second. A second `load` during the fade is refused;
+/// its end is reported with the frame the new project is alone from. At a high pace the
+/// version after the fade comes in some frames after its end (the edit thread looks every
+/// 2 ms): the output does not show when.
+fn crossfade(threads: usize, fps: u32, seconds: usize) {
+    let dir = tmpdir(&format!("live-fade-{threads}"));
+    std::fs::write(
+        dir.join("new.toml"),
+        format!("pipeline = \"{}\"\n", new_project()),
+    )
+    .unwrap();
+    let mut show = Show::start(&dir, threads, fps, &old_project());
+    let load = format!("load new.toml fade={seconds}s");
+    let load = load.as_str();
+    std::thread::sleep(Duration::from_millis(500));
+    show.send(load);
+    show.wait_for(&format!("ok '{load}' from frame"));
+    show.send(load);
+    show.wait_for(&format!("refused '{load}'"));
+    show.wait_for("fade to new.toml done at frame");
+    // A few frames of the new project alone.
+    std::thread::sleep(Duration::from_millis(400));
+    let err = show.stop();
+    let start = applied_at(&err, load);
+    let len = 30 * seconds;
+    assert!(
+        err.contains(&format!(
+            "refused '{load}': a crossfade to new.toml is under way (until frame {})",
+            start + len
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("fade to new.toml done at frame {}", start + len)),
+        "{err}"
+    );
+    let frames = check_crossfade(&dir, start, len);
+    assert!(start + len < frames, "fade from {start}, {frames} frames");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn issue_9_load_with_fade_crossfades_on_the_frame_clock_one_thread() {
+    crossfade(1, 30, 1);
+}
+
+#[test]
+fn issue_9_load_with_fade_crossfades_on_the_frame_clock_three_threads() {
+    crossfade(3, 300, 2);
+}
+
+/// A crossfade to a project of another frame size is refused (a running sink keeps its size)
+/// and the show goes on unchanged; `stop` during a fade ends the run on a whole frame of it,
+/// with no end reported.
+#[test]
+fn issue_9_a_refused_fade_changes_nothing_and_stop_ends_a_fade() {
+    let dir = tmpdir("live-fade-stop");
+    std::fs::write(
+        dir.join("new.toml"),
+        format!("pipeline = \"{}\"\n", new_project()),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("small.toml"),
+        "pipeline = \"testsrc width=32 height=24 ! rawsink name=out location=x.rgba\"\n",
+    )
+    .unwrap();
+    let mut show = Show::start(&dir, 2, 30, &old_project());
+    let small = "load small.toml fade=1s";
+    let load = "load new.toml fade=10s";
+    std::thread::sleep(Duration::from_millis(300));
+    show.send(small);
+    show.wait_for(&format!("refused '{small}'"));
+    show.send(load);
+    show.wait_for(&format!("ok '{load}' from frame"));
+    std::thread::sleep(Duration::from_millis(400));
+    let err = show.stop();
+    assert!(
+        err.contains(&format!(
+            "refused '{small}': cannot crossfade to small.toml: its frames for out are 32x24, \
+             the running ones 64x48"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("done at frame"), "{err}");
+    let start = applied_at(&err, load);
+    // 10 s: the run stopped well before the fade's end.
+    let frames = check_crossfade(&dir, start, 300);
+    assert!(frames < start + 300, "fade from {start}, {frames} frames");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A show with a leaky preview (`monitor` into a `leaky=true` sink) beside its master: a
+/// crossfade mixes the master's frames and cuts the preview (two leaky branches cannot meet in
+/// a mixer) at the fade's first frame; the old preview branch is dropped.
+#[test]
+fn issue_9_a_crossfade_cuts_a_leaky_preview_and_fades_the_master() {
+    let dir = tmpdir("live-fade-preview");
+    let show = |pattern: &str| {
+        format!(
+            "testsrc width={W} height={H} pattern={pattern} ! tee name=t t. ! rawsink name=out \
+             location=out.rgba t. ! monitor width=32 height=24 ! rawsink name=prev leaky=true \
+             location=prev.rgba"
+        )
+    };
+    std::fs::write(
+        dir.join("bars.toml"),
+        format!("pipeline = \"{}\"\n", show("bars")),
+    )
+    .unwrap();
+    let mut run = Show::start(&dir, 2, 30, &show("solid"));
+    let load = "load bars.toml fade=500ms";
+    std::thread::sleep(Duration::from_millis(400));
+    run.send(load);
+    run.wait_for("fade to bars.toml done at frame");
+    std::thread::sleep(Duration::from_millis(300));
+    let err = run.stop();
+    let start = applied_at(&err, load);
+    // A frame is uniform (the solid grey) or not (bars).
+    let uniform = |f: &[u8]| f.chunks_exact(4).all(|p| p == &f[..4]);
+    let out = std::fs::read(dir.join("out.rgba")).unwrap();
+    let frames: Vec<&[u8]> = out.chunks_exact(FRAME).collect();
+    assert!(
+        frames.len() > start + 15,
+        "{} frames, fade from {start}",
+        frames.len()
+    );
+    for (k, f) in frames.iter().enumerate() {
+        // Solid before the fade and at its first frame (amount 0), mixed with bars after.
+        assert_eq!(
+            uniform(f),
+            k <= start,
+            "master frame {k} (fade from {start})"
+        );
+    }
+    // The master's last frame is the bars alone, exactly.
+    let bars = render(&dir, "bars.rgba", &show("bars"), frames.len() - start);
+    let last = frames.len() - 1;
+    assert!(
+        frames[last] == &bars[(last - start) * FRAME..(last - start + 1) * FRAME],
+        "the master's last frame is not the new project's"
+    );
+    // The preview (it skips frames when behind): grey, then bars only, never a mix of both.
+    let prev = std::fs::read(dir.join("prev.rgba")).unwrap();
+    let kinds: Vec<bool> = prev.chunks_exact(32 * 24 * 4).map(uniform).collect();
+    let cut = kinds
+        .iter()
+        .position(|u| !u)
+        .expect("the preview shows the new project");
+    assert!(cut > 0, "the preview showed the old project first");
+    assert!(
+        kinds[cut..].iter().all(|u| !u),
+        "the preview cut once: {kinds:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -68,6 +68,34 @@ pub struct Settings {
     pub fps: Option<String>,
     /// Run unpaced.
     pub unpaced: bool,
+    /// The show's name when several run in one process (`name = "cam1"`; default: the file's
+    /// stem). Letters, digits, `-`, `_` and `.`, at most [`MAX_SHOW_NAME`] bytes.
+    pub name: Option<String>,
+}
+
+/// The longest show name, in bytes.
+pub const MAX_SHOW_NAME: usize = 64;
+
+/// Checks a show name: 1..=[`MAX_SHOW_NAME`] bytes of ASCII letters, digits, `-`, `_`, `.`
+/// (a name is written in `@NAME` command lines and in OSC addresses `/NAME/...`). Returns
+/// why not, in words.
+pub fn check_show_name(name: &str) -> std::result::Result<(), String> {
+    if name.is_empty() {
+        return Err("a show name cannot be empty".into());
+    }
+    if name.len() > MAX_SHOW_NAME {
+        return Err(format!("at most {MAX_SHOW_NAME} bytes"));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "'{}' is not allowed; use letters, digits, '-', '_' and '.'",
+            c.escape_default()
+        ));
+    }
+    Ok(())
 }
 
 /// A whole graph as written: nodes in the order they were written, links between them resolved

@@ -27,7 +27,7 @@ pub mod midi;
 mod pipeline;
 mod project;
 
-pub use desc::{GraphDesc, NodeDescr, Settings};
+pub use desc::{check_show_name, GraphDesc, NodeDescr, Settings, MAX_SHOW_NAME};
 pub use midi::{project_text, with_midi, MidiBinding, MidiControlKind, MidiMode};
 pub use pipeline::parse_pipeline;
 pub use project::parse_project;
@@ -99,11 +99,19 @@ pub enum Error {
     /// A top-level key of the project file that does not exist.
     #[error(
         "unknown key '{key}' in project file; expected one of: node, pipeline, element, midi, \
-         threads, in-flight, stats, fps, unpaced"
+         name, threads, in-flight, stats, fps, unpaced"
     )]
     UnknownKey {
         /// The key given.
         key: String,
+    },
+    /// The project's `name` is not a usable show name.
+    #[error("bad show name '{name}' in project file: {reason}")]
+    BadShowName {
+        /// The name given (shortened).
+        name: String,
+        /// Why not.
+        reason: String,
     },
     /// A top-level key of the project file with a value of the wrong kind.
     #[error("'{key}' must be {expected}, got {got}")]

@@ -256,6 +256,9 @@ pub fn midi_tables(bindings: &[MidiBinding]) -> String {
 pub fn project_text(desc: &GraphDesc) -> String {
     let mut out = String::from("# written by framepipe\n");
     let s = &desc.settings;
+    if let Some(n) = &s.name {
+        out.push_str(&format!("name = {}\n", quoted(n)));
+    }
     if let Some(n) = s.threads {
         out.push_str(&format!("threads = {n}\n"));
     }
@@ -459,6 +462,7 @@ target = "step"
         )
         .unwrap();
         d.settings.fps = Some("30000/1001".into());
+        d.settings.name = Some("cam-1.b_2".into());
         d.midi = vec![b(MidiControlKind::Note, 36, MidiMode::Absolute, "m.bypass")];
         assert_eq!(parse_project(&project_text(&d)).unwrap(), d);
     }

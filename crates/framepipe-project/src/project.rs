@@ -33,7 +33,8 @@
 //! type = "frei0r-glow"
 //! blur = 0.5
 //! ```
-//! and optional run settings at the top: `threads`, `in-flight`, `stats`, `fps`, `unpaced`;
+//! and optional run settings at the top: `name` (the show's name when several run in one
+//! process), `threads`, `in-flight`, `stats`, `fps`, `unpaced`;
 //! and MIDI mappings, `[[midi]]` tables (see [`crate::midi`]).
 //! A file with two of `pipeline`, `[[element]]` and `[[node]]` is an error (one of them would be
 //! ignored).
@@ -220,6 +221,16 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
                 )
             }
             "fps" => settings.fps = Some(toml_scalar("fps", value)?),
+            "name" => {
+                let name = value
+                    .as_str()
+                    .ok_or_else(|| bad_key("name", "a string like \"cam1\"", value))?;
+                crate::desc::check_show_name(name).map_err(|reason| Error::BadShowName {
+                    name: shown(name),
+                    reason,
+                })?;
+                settings.name = Some(name.to_string());
+            }
             "unpaced" => {
                 settings.unpaced = value
                     .as_bool()

@@ -510,6 +510,32 @@ fn project_file_errors_are_one_line_naming_the_value() {
     assert!(!e.contains('\n'), "one line: {e:?}");
 }
 
+/// Issue #11: a project names its show (`name = "cam1"`), for runs of several shows.
+#[test]
+fn a_project_names_its_show() {
+    let d = parse_project("name = \"cam-1.b_2\"\npipeline = \"testsrc ! nullsink\"").unwrap();
+    assert_eq!(d.settings.name.as_deref(), Some("cam-1.b_2"));
+    let d = parse_project("pipeline = \"testsrc ! nullsink\"").unwrap();
+    assert_eq!(d.settings.name, None);
+    assert_eq!(
+        project_err("name = \"cam 1\"\npipeline = \"testsrc ! nullsink\""),
+        "bad show name 'cam 1' in project file: ' ' is not allowed; use letters, digits, '-', '_' and '.'"
+    );
+    assert_eq!(
+        project_err("name = \"\"\npipeline = \"testsrc ! nullsink\""),
+        "bad show name '' in project file: a show name cannot be empty"
+    );
+    let long = "n".repeat(crate::MAX_SHOW_NAME + 1);
+    assert!(project_err(&format!(
+        "name = \"{long}\"\npipeline = \"testsrc ! nullsink\""
+    ))
+    .ends_with(&format!("at most {} bytes", crate::MAX_SHOW_NAME)),);
+    assert_eq!(
+        project_err("name = 3\npipeline = \"testsrc ! nullsink\""),
+        "'name' must be a string like \"cam1\", got 3"
+    );
+}
+
 #[test]
 fn offending_text_is_shortened_to_one_line() {
     let long = format!("testsrc \"{}", "x\n".repeat(500));

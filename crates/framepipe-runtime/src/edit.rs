@@ -6,6 +6,12 @@
 //! placeholders (the running ones go on), and nodes the edit does not touch are marked
 //! [`Node::keep`](crate::Node) so that their instances move into the new version with their
 //! state.
+//!
+//! A crossfade (`load FILE fade=DURATION`) is two versions: the editor's first graph runs both
+//! projects, with a crossfade mixer in front of each running sink whose amount ramps from 0 to
+//! 1 on the frame clock over DURATION ([`Editor::fade`] names them); once the frames of the
+//! fade have begun, the edit thread switches to the editor's second graph
+//! ([`Editor::after_fade`]), the new project alone, and reports [`Event::FadeDone`].
 
 use framepipe_control::GraphEdit;
 
@@ -21,6 +27,44 @@ pub trait Editor: Send {
     /// The engine switched to the graph last built (`true`), or refused it (`false`, e.g. it
     /// would change a sink's frame size): the editor's description follows the running graph.
     fn settled(&mut self, accepted: bool);
+
+    /// After a successful [`build`](Self::build): the crossfade that graph begins, if it is
+    /// one (`load FILE fade=`). Default: none.
+    fn fade(&self) -> Option<Fade> {
+        None
+    }
+
+    /// The crossfade [`fade`](Self::fade) announced is over (its graph runs, its amounts are 1):
+    /// the graph that follows it, the new project alone, built as [`build`](Self::build)'s
+    /// against the running (crossfading) graph and settled the same way. Default: refused.
+    fn after_fade(&mut self) -> std::result::Result<Graph, String> {
+        Err("this editor makes no crossfades".into())
+    }
+}
+
+/// A crossfade between the running graph and the next (see [`Editor::fade`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fade {
+    /// What it fades to (the project file), for the messages.
+    pub to: String,
+    /// Its length, ns of the frame clock: made a whole number of frames at the graph's rate
+    /// (rounded, at least one).
+    pub ns: u64,
+    /// The crossfade mixers' amounts, `(node, property)`: each goes from 0 at the fade's first
+    /// frame N to 1 at frame N + frames (`k / frames` at N + k), a function of the frame
+    /// number only.
+    pub ramps: Vec<(String, String)>,
+}
+
+impl Fade {
+    /// Its length in frames at `rate`: `ns × rate` rounded, at least 1.
+    pub fn frames(&self, rate: framepipe_core::Rational) -> u64 {
+        let num = u128::from(self.ns) * u128::from(rate.num);
+        let den = 1_000_000_000u128 * u128::from(rate.den.max(1));
+        u64::try_from((num + den / 2) / den)
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
 }
 
 use std::panic::AssertUnwindSafe;
@@ -34,6 +78,7 @@ use framepipe_control::{Command, Posted};
 
 use crate::pipeline::{prepare_edit, Options};
 use crate::state::{Pending, Shared};
+use crate::Event;
 
 /// To the edit thread.
 pub(crate) enum ToEditor {
@@ -102,20 +147,45 @@ pub(crate) fn spawn(
             // Versions a switch replaced, kept until nothing outside them uses them (see
             // `Buried`): then they are dropped here, never on a worker or an output thread.
             let mut graveyard: Vec<Buried> = Vec::new();
+            let mut fading = Fading::No;
             loop {
-                let msg = if graveyard.is_empty() {
-                    match from_output.recv() {
-                        Ok(m) => Some(m),
-                        Err(_) => break,
+                let poll = match (&fading, graveyard.is_empty()) {
+                    (
+                        Fading::Running {
+                            end, next: Some(_), ..
+                        },
+                        empty,
+                    ) => {
+                        let wait = fade_poll(&shared, options, *end);
+                        Some(if empty { wait } else { wait.min(BURY_POLL) })
                     }
-                } else {
-                    match from_output.recv_timeout(BURY_POLL) {
+                    (_, false) => Some(BURY_POLL),
+                    (_, true) => None,
+                };
+                let msg = if let Some(poll) = poll {
+                    match from_output.recv_timeout(poll) {
                         Ok(m) => Some(m),
                         Err(RecvTimeoutError::Timeout) => None,
                         Err(RecvTimeoutError::Disconnected) => break,
                     }
+                } else {
+                    match from_output.recv() {
+                        Ok(m) => Some(m),
+                        Err(_) => break,
+                    }
                 };
                 graveyard.retain_mut(|b| !b.released());
+                // Every frame of a crossfade has begun: the version after it (the new project
+                // alone) may take over. It is armed at the next frame boundary, so no frame of
+                // the fade begins in it; frames after the fade's end show the new project
+                // alone in either version.
+                if let Fading::Running { end, next, .. } = &mut fading {
+                    if next.is_some() && shared.live.lock().next_frame() >= *end {
+                        let p = next.take().expect("checked");
+                        send(FromEditor::Ready(p));
+                        fading = fading.ending();
+                    }
+                }
                 let Some(msg) = msg else { continue };
                 match msg {
                     ToEditor::Build(posted) => {
@@ -123,21 +193,26 @@ pub(crate) fn spawn(
                             send(FromEditor::Refused(posted, "not an edit".into()));
                             continue;
                         };
+                        if let Some(reason) = fading.refusal() {
+                            send(FromEditor::Refused(posted, reason));
+                            continue;
+                        }
                         // The editor and the plugins' constructors are user code: a panic
                         // there refuses this edit; the thread goes on taking edits.
-                        let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                            editor
-                                .build(edit)
-                                .and_then(|g| prepare_edit(g, &shared, options).map_err(one_line))
-                        }))
-                        .unwrap_or_else(|p| {
-                            Err(format!(
-                                "building the edit panicked: {}",
-                                crate::worker::panic_message(&*p)
-                            ))
+                        let built = guarded(|| {
+                            let g = editor.build(edit)?;
+                            let fade = editor.fade();
+                            let mut p = prepare_edit(g, &shared, options).map_err(one_line)?;
+                            if let Some(fade) = &fade {
+                                start_fade(&mut p, fade, fade.frames(shared.rate))?;
+                            }
+                            Ok((p, fade))
                         });
                         match built {
-                            Ok(mut p) => {
+                            Ok((mut p, fade)) => {
+                                if let Some(fade) = fade {
+                                    fading = Fading::Starting(fade);
+                                }
                                 p.posted = Some(posted);
                                 send(FromEditor::Ready(p));
                             }
@@ -155,9 +230,45 @@ pub(crate) fn spawn(
                             shared.view.set_graph(g, &live);
                         }
                         editor.settled(true);
+                        let frame = p.frame;
                         // What the switch replaced is dropped here: instances of removed
                         // nodes, the old pools and slots, once nothing else holds them.
                         graveyard.push(Buried::new(p));
+                        fading = match std::mem::replace(&mut fading, Fading::No) {
+                            // The crossfade runs from `frame`: the version after it is built
+                            // now, against it, and waits for the fade's last frame to begin.
+                            Fading::Starting(fade) => {
+                                let end = frame.saturating_add(fade.frames(shared.rate));
+                                let next = guarded(|| {
+                                    let g = editor.after_fade()?;
+                                    prepare_edit(g, &shared, options).map_err(one_line)
+                                });
+                                match next {
+                                    Ok(next) => Fading::Running {
+                                        to: fade.to,
+                                        end,
+                                        next: Some(next),
+                                    },
+                                    Err(reason) => {
+                                        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                                            editor.settled(false)
+                                        }));
+                                        // The show goes on in the crossfade's graph, whose
+                                        // amounts stay at 1: the output is the new project.
+                                        shared.emit(Event::FadeStuck {
+                                            to: fade.to,
+                                            reason,
+                                        });
+                                        Fading::No
+                                    }
+                                }
+                            }
+                            Fading::Ending { to, end } => {
+                                shared.emit(Event::FadeDone { to, frame: end });
+                                Fading::No
+                            }
+                            other => other,
+                        };
                     }
                 }
             }
@@ -171,6 +282,113 @@ pub(crate) fn spawn(
         },
         handle,
     ))
+}
+
+/// Runs `f` (the editor's and the elements' code), a panic refusing what it was building.
+fn guarded<T>(
+    f: impl FnOnce() -> std::result::Result<T, String>,
+) -> std::result::Result<T, String> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        Err(format!(
+            "building the edit panicked: {}",
+            crate::worker::panic_message(&*p)
+        ))
+    })
+}
+
+/// Where a crossfade is, on the edit thread.
+enum Fading {
+    /// None under way.
+    No,
+    /// The crossfading version was sent to the output thread; its switch is awaited.
+    Starting(Fade),
+    /// The crossfading version runs; the version after it (`next`, until it is sent) waits
+    /// for frame `end - 1`, the fade's last, to have begun.
+    Running {
+        to: String,
+        end: u64,
+        next: Option<Box<Pending>>,
+    },
+    /// The version after the fade was sent; its switch is awaited.
+    Ending { to: String, end: u64 },
+}
+
+impl Fading {
+    /// `Running` → `Ending`, once its next version was sent.
+    fn ending(&mut self) -> Fading {
+        match std::mem::replace(self, Fading::No) {
+            Fading::Running { to, end, .. } => Fading::Ending { to, end },
+            other => other,
+        }
+    }
+
+    /// Why an edit is refused now: one crossfade at a time, and no other edit during one
+    /// (its two versions are built from the graphs before and after it).
+    fn refusal(&self) -> Option<String> {
+        let (to, end) = match self {
+            Fading::No => return None,
+            Fading::Starting(f) => (&f.to, None),
+            Fading::Running { to, end, .. } | Fading::Ending { to, end } => (to, Some(*end)),
+        };
+        Some(format!(
+            "a crossfade to {to} is under way{}; send this edit once it is done",
+            end.map_or(String::new(), |e| format!(" (until frame {e})"))
+        ))
+    }
+}
+
+/// How long the edit thread may wait before looking again whether frame `end - 1` has begun:
+/// [`BURY_POLL`] when it is near (or the run is unpaced), else the time of all but the last
+/// two frames before it at the pace, at most [`FADE_POLL_MAX`].
+fn fade_poll(shared: &Shared, options: Options, end: u64) -> Duration {
+    let now = shared.live.lock().next_frame();
+    let left = end.saturating_sub(now);
+    match options.pace {
+        Some(rate) if left > 2 => Duration::from_nanos(rate.period_ns().saturating_mul(left - 2))
+            .clamp(BURY_POLL, FADE_POLL_MAX),
+        _ => BURY_POLL,
+    }
+}
+
+/// The longest the edit thread sleeps while a crossfade runs (a paused run, a long fade).
+const FADE_POLL_MAX: Duration = Duration::from_millis(50);
+
+/// Makes `p`, a crossfade's version, ramp its mixers' amounts over `frames` frames from its
+/// first frame. Refused when a mixer's new input needed an automatic scaler: the new project
+/// alone could not feed that running sink after the fade (a running sink keeps its size).
+fn start_fade(p: &mut Pending, fade: &Fade, frames: u64) -> std::result::Result<(), String> {
+    let ver = &p.state.ver;
+    for (node, _) in &fade.ramps {
+        let Some(j) = ver.names.iter().position(|n| &**n == node) else {
+            return Err(format!("the crossfade has no node {node}"));
+        };
+        let ins = &ver.topo.nodes[j].inputs;
+        let scaler = crate::plan::auto_scaler_name(node, 1);
+        if let (Some(&old), Some(&new)) = (ins.first(), ins.get(1)) {
+            if *ver.names[new] == *scaler {
+                let from = ver.topo.nodes[new].inputs[0];
+                let (a, b) = (ver.infos[old], ver.infos[from]);
+                let sink = ver.topo.nodes[j]
+                    .consumers
+                    .first()
+                    .map_or(node.as_str(), |&c| &ver.names[c]);
+                return Err(format!(
+                    "cannot crossfade to {}: its frames for {sink} are {}x{}, the running ones \
+                     {}x{}; a running sink keeps its size (scale to it in the project)",
+                    fade.to, b.width, b.height, a.width, a.height
+                ));
+            }
+        }
+    }
+    for (node, prop) in &fade.ramps {
+        let stage = p
+            .live_stages
+            .iter_mut()
+            .find(|s| s.label == *node)
+            .ok_or_else(|| format!("the crossfade has no node {node}"))?;
+        stage.ramp(prop, frames)?;
+    }
+    Ok(())
 }
 
 /// How often the edit thread looks whether a replaced version can be dropped.

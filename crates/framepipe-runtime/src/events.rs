@@ -46,6 +46,24 @@ pub enum Event {
         /// `threads + P`.
         worker: usize,
     },
+    /// A crossfade (`load FILE fade=`) is over: from `frame` on the output is the new project
+    /// alone, and the old project's nodes were taken out of the graph (the fade's start is the
+    /// frame the `load`'s reply named).
+    FadeDone {
+        /// What was faded to (the project file).
+        to: String,
+        /// The first frame of the new project alone (the fade's start plus its length).
+        frame: u64,
+    },
+    /// A crossfade's end could not be switched in (the graph after it failed to build): the
+    /// show goes on in the crossfade's graph, whose amounts stay at 1 (the output is the new
+    /// project), with the old project's nodes still running.
+    FadeStuck {
+        /// What was faded to.
+        to: String,
+        /// Why (one line).
+        reason: String,
+    },
 }
 
 /// Receives [`Event`]s; called from the output thread or a worker, so it must be quick.

@@ -193,6 +193,11 @@ pub struct Node {
     /// their state, if its input and output shapes stay the same (otherwise it is made afresh
     /// from this node's factory).
     pub keep: bool,
+    /// Only in a live edit's graph: the name of the running node this one continues, when it
+    /// is renamed by the edit (a crossfade calls the old project's nodes `old:NAME`); `None`:
+    /// the running node of its own name. It picks the running node a placeholder stands for
+    /// and whose instances a `keep` node takes over.
+    pub was: Option<String>,
 }
 
 impl Node {
@@ -206,6 +211,7 @@ impl Node {
             inputs,
             leaky: None,
             keep: false,
+            was: None,
         }
     }
 }

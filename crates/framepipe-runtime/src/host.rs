@@ -15,8 +15,11 @@
 //!   adaptive wake-up margin), when its port is signalled (a frame ready, the end: the workers
 //!   queue the show's index and unpark the clock), or when its command poll is due. No show has
 //!   a thread of its own for pacing. The clock runs `SCHED_FIFO` when asked and permitted.
-//!   Shows of the same period get their first deadlines spread over the period (show `k` of `n`
-//!   at `k/n` of it), so that their releases do not all fall on the same instant.
+//!   The shows of one period are put in groups of at most 16 whose deadlines fall together
+//!   (one grid per group: one wake-up, one spin, the group released one show after the other),
+//!   and the groups are spread evenly over the period, so that not every show's release falls
+//!   on the same instant. Wake-ups that need no precision are rounded up to a 1 ms grid, and a
+//!   show's signal wakes the clock only when it would sleep more than 0.5 ms.
 //! * **Ends.** A show ends by itself (its source's end, an error, its `stop`); its end is
 //!   concluded on the calling thread (its sinks finished, its edit thread and follower sinks
 //!   joined, its result reported by name) while the others go on.
@@ -28,7 +31,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, OnceLock};
 use std::thread::{JoinHandle, Thread};
@@ -247,6 +250,10 @@ pub(crate) struct HostSignals {
     /// Shows whose master port was signalled since the clock last looked.
     raised: PiMutex<Vec<usize>>,
     clock: OnceLock<Thread>,
+    /// When the clock thread will wake up by itself (ns; 0 while it is awake): a signal
+    /// unparks it only when that is more than [`LAZY_NS`] away, so that with many shows (the
+    /// clock waking up every millisecond or so anyway) a frame being ready costs no wake-up.
+    clock_wakes_at: AtomicI64,
 }
 
 impl std::fmt::Debug for HostSignals {
@@ -267,6 +274,7 @@ impl HostSignals {
             closing: AtomicBool::new(false),
             raised: PiMutex::new(Vec::with_capacity(2 * n + 16)),
             clock: OnceLock::new(),
+            clock_wakes_at: AtomicI64::new(0),
         }
     }
 
@@ -281,8 +289,10 @@ impl HostSignals {
     /// Show `show`'s master port was signalled: the clock thread polls it.
     pub(crate) fn port_raised(&self, show: usize) {
         self.raised.lock().push(show);
-        if let Some(t) = self.clock.get() {
-            t.unpark();
+        if self.clock_wakes_at.load(Ordering::SeqCst) > now_ns() + LAZY_NS {
+            if let Some(t) = self.clock.get() {
+                t.unpark();
+            }
         }
     }
 
@@ -335,6 +345,30 @@ struct Live {
     /// Bumped at every poll: a heap entry of an older generation is stale.
     generation: u64,
 }
+
+/// Most shows of one period whose deadlines fall together: the shows of a period are put in
+/// groups of at most this many, the groups spread evenly over the period. A group is released
+/// in one wake-up of the clock thread, one show after the other (a few µs each), so the last of
+/// a group is that much later than the first; fewer, larger groups mean fewer wake-ups and
+/// less spinning.
+const GROUP: i64 = 16;
+
+/// The clock thread spins at most this long before a deadline, whatever its wake-ups have
+/// been: it serves many shows, and spinning for one group's deadline is time taken from the
+/// workers. (A late-judged frame is more than 1 ms late.)
+const MAX_SPIN_NS: i64 = 100_000;
+
+/// A show's signal (its frame is ready, its end) wakes the clock thread only if it would sleep
+/// longer than this; otherwise the clock sees it when it wakes up.
+const LAZY_NS: i64 = 500_000;
+
+/// Wake-ups that need no precision (a frame may begin, a command poll) are rounded up to this
+/// grid, so that the shows of a group, whose times are close, share one wake-up.
+const GRID_NS: i64 = 1_000_000;
+
+/// How often a show waiting for its frame looks at commands and stalls, in a host. Its
+/// commands are read anyway when its next frame may begin and at every frame boundary.
+const HOST_POLL: Duration = Duration::from_millis(20);
 
 /// Most polls of one show in a row that ask to be polled again at once (an unpaced show
 /// whose frames are always ready) before the others get their turn.
@@ -396,10 +430,14 @@ fn clock_loop(
             setup.realtime,
         ) {
             Ok(mut out) => {
+                out.set_poll(HOST_POLL);
                 if let Some(rate) = options.pace {
                     let period = rate.period_ns();
                     if let Some((_, m, k)) = periods.iter_mut().find(|(p, _, _)| *p == period) {
-                        out.set_phase(*k * period as i64 / *m);
+                        // Show k of m: group k / GROUP of ceil(m / GROUP), spread over the
+                        // period.
+                        let groups = (*m + GROUP - 1) / GROUP;
+                        out.set_grid(now, (*k / GROUP) * period as i64 / groups);
                         *k += 1;
                     }
                 }
@@ -458,9 +496,21 @@ fn clock_loop(
             continue;
         };
         let now = now_ns();
-        let sleep_to = if precise { t - margin.ns() } else { t };
+        let sleep_to = if precise {
+            t - margin.ns().min(MAX_SPIN_NS)
+        } else {
+            t
+        };
         if sleep_to > now {
+            // Announce the sleep, then look at the signals once more (a signal raised before
+            // the announcement did not unpark: it must be seen here).
+            signals.clock_wakes_at.store(sleep_to, Ordering::SeqCst);
+            if !signals.raised.lock().is_empty() {
+                signals.clock_wakes_at.store(0, Ordering::SeqCst);
+                continue;
+            }
             std::thread::park_timeout(Duration::from_nanos((sleep_to - now) as u64));
+            signals.clock_wakes_at.store(0, Ordering::SeqCst);
             let woke = now_ns();
             if woke < sleep_to {
                 // Unparked: a show was signalled.
@@ -511,6 +561,10 @@ fn poll(
                 break false;
             }
             Ok(Next::Wait(t) | Next::Sleep(t)) => {
+                let t = t
+                    .div_euclid(GRID_NS)
+                    .saturating_add(1)
+                    .saturating_mul(GRID_NS);
                 heap.push(Reverse((t, g, i, false)));
                 break false;
             }

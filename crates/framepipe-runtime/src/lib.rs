@@ -27,6 +27,7 @@
 //! docs/REALTIME.md and docs/RELIABILITY.md.
 #![deny(unsafe_code)]
 
+mod budget;
 mod edit;
 mod events;
 mod graph;
@@ -43,7 +44,7 @@ mod stats;
 mod view;
 mod worker;
 
-pub use edit::Editor;
+pub use edit::{Editor, Fade};
 pub use events::{Event, EventFn};
 pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
 pub use host::{Host, ShowResult};

@@ -17,8 +17,43 @@ pub(crate) struct LiveParam {
     /// Value set by the user (initial property or last `set`).
     base: PropValue,
     osc: Option<Oscillator>,
+    /// A one-shot ramp on the frame clock (a crossfade's amount), instead of `base`.
+    ramp: Option<Ramp>,
     /// Value in force for the last frame sampled.
     last: PropValue,
+}
+
+/// A one-shot ramp from 0 to 1 on the frame clock: the value for frame `start + k` is
+/// `k / frames` (then 1 for good), where `start` is the first frame sampled with it (the first
+/// frame of the graph version that brought it). A function of the frame number only: the same
+/// on every run, whatever the threads or the timing. `load FILE fade=` ramps its crossfade
+/// mixers' `fader` with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ramp {
+    /// Frames from 0 to 1 (at least 1).
+    frames: u64,
+    /// The frame it is 0 at, once sampled.
+    start: Option<u64>,
+}
+
+impl Ramp {
+    /// A ramp over `frames` frames (at least 1), starting at the next frame sampled.
+    pub(crate) fn new(frames: u64) -> Self {
+        Ramp {
+            frames: frames.max(1),
+            start: None,
+        }
+    }
+
+    /// Its value for frame `seq` (the first call fixes the start).
+    fn at(&mut self, seq: u64) -> f64 {
+        let k = seq.saturating_sub(*self.start.get_or_insert(seq));
+        if k >= self.frames {
+            1.0
+        } else {
+            k as f64 / self.frames as f64
+        }
+    }
 }
 
 /// The controllable state of one stage (effects only; the source and sink have none).
@@ -62,6 +97,24 @@ impl LiveStage {
         Ok(())
     }
 
+    /// Ramps numeric property `prop` from 0 to 1 over `frames` frames from the first frame
+    /// sampled with it (see [`Ramp`]); the value is then clamped to the property's range.
+    pub fn ramp(&mut self, prop: &str, frames: u64) -> Result<(), String> {
+        let Some(i) = self.params.iter().position(|p| p.spec.name == prop) else {
+            return Err(self.unknown(prop));
+        };
+        let p = &mut self.params[i];
+        if !numeric(&p.spec.kind) {
+            return Err(format!(
+                "property '{prop}' of {} is {}; only a numeric property can be ramped",
+                self.label, p.spec.kind
+            ));
+        }
+        p.osc = None;
+        p.ramp = Some(Ramp::new(frames));
+        Ok(())
+    }
+
     /// The message for a property this stage does not have (built only on that error path).
     fn unknown(&self, prop: &str) -> String {
         let names: Vec<&str> = self.params.iter().map(|p| p.spec.name.as_str()).collect();
@@ -82,6 +135,7 @@ impl LiveStage {
             last: value.clone(),
             base: value,
             osc: None,
+            ramp: None,
         });
     }
 }
@@ -226,6 +280,7 @@ impl Live {
     /// Samples every parameter for the frame with timestamp `pts_ns` into `out`. Called once
     /// per frame, in frame order, when the frame begins.
     pub fn sample(&mut self, pts_ns: i64, out: &mut FrameParams) {
+        let seq = self.sampled;
         self.sampled += 1;
         self.clock.advance(pts_ns);
         let t = self.clock.time();
@@ -233,9 +288,10 @@ impl Live {
         for (s, st) in self.stages.iter_mut().enumerate() {
             out.bypass[s] = st.bypass;
             for (j, p) in st.params.iter_mut().enumerate() {
-                match &p.osc {
-                    Some(osc) => p.last = typed(&p.spec.kind, osc.value_in(t), &p.base),
-                    None => assign(&mut p.last, &p.base),
+                match (&p.osc, &mut p.ramp) {
+                    (Some(osc), _) => p.last = typed(&p.spec.kind, osc.value_in(t), &p.base),
+                    (None, Some(ramp)) => p.last = typed(&p.spec.kind, ramp.at(seq), &p.base),
+                    (None, None) => assign(&mut p.last, &p.base),
                 }
                 settle(&p.spec, &mut p.last);
                 assign(&mut out.values[s][j], &p.last);
@@ -318,13 +374,17 @@ impl Live {
                 let p = &mut self.stages[*stage].params[*param];
                 std::mem::swap(&mut p.base, value);
                 p.osc = None;
+                p.ramp = None;
             }
             Edit::Attach { stage, param, osc } => {
-                self.stages[*stage].params[*param].osc = Some(*osc);
+                let p = &mut self.stages[*stage].params[*param];
+                p.osc = Some(*osc);
+                p.ramp = None;
             }
             Edit::Unosc { stage, param } => {
                 let p = &mut self.stages[*stage].params[*param];
-                if p.osc.take().is_some() {
+                let (osc, ramp) = (p.osc.take(), p.ramp.take());
+                if osc.is_some() || ramp.is_some() {
                     // The property keeps the value it had at the last frame (numeric: no
                     // allocation).
                     assign(&mut p.base, &p.last);
@@ -589,6 +649,40 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    /// A crossfade's ramp: 0 at the first frame sampled with it, `k / frames` k frames later,
+    /// then 1 for good, whatever frame it starts at; a `set` takes the property back.
+    #[test]
+    fn a_ramp_goes_from_0_to_1_over_its_frames_from_its_first_frame() {
+        let float = PropKind::Float { min: 0.0, max: 1.0 };
+        let mut live = stage(float, PropValue::Float(0.5), None);
+        // Three frames before the ramp is attached (as before a live edit's switch).
+        assert_eq!(sampled(&mut live, 3), vec![PropValue::Float(0.5); 3]);
+        live.stages[0].ramp("p", 4).unwrap();
+        let got = sampled(&mut live, 7);
+        let want: Vec<PropValue> = [0.0, 0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
+            .into_iter()
+            .map(PropValue::Float)
+            .collect();
+        assert_eq!(got, want);
+        live.apply(&mut Edit::Set {
+            stage: 0,
+            param: 0,
+            value: PropValue::Float(0.3),
+        });
+        assert_eq!(sampled(&mut live, 1), vec![PropValue::Float(0.3)]);
+        // Only numeric properties, named ones.
+        let mut st = LiveStage::new("fx".into(), "fx".into(), true, true);
+        st.add_param(
+            PropSpec::new("s", PropKind::Str, PropValue::Str("a".into()), ""),
+            PropValue::Str("a".into()),
+        );
+        assert!(st.ramp("s", 3).unwrap_err().contains("only a numeric"));
+        assert!(st
+            .ramp("q", 3)
+            .unwrap_err()
+            .contains("unknown property 'q'"));
     }
 
     /// Whatever the base value (a value set before its range was checked, say), what is sampled

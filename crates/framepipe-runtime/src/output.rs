@@ -81,16 +81,16 @@ impl LatencyWindow {
     }
 }
 
-/// How long before its deadline a frame begins, in a paced run: the asked latency, or the
-/// measured one plus a margin of a quarter of it and half a period (at least 2 ms): a frame
-/// that is late costs the show more than a command that waits a little. `None` (no limit)
-/// until a latency is known.
+/// How long before its deadline a frame begins, in a paced run: the asked latency, or by
+/// default the measured one with a margin (see [`crate::budget::default_budget`]: a quarter
+/// of it and 2 ms, in whole periods beyond a period). `None` (no limit) until a latency is
+/// known.
 fn latency_budget(asked_ns: u64, window: &LatencyWindow, period_ns: u64) -> Option<u64> {
     if asked_ns > 0 {
         return Some(asked_ns);
     }
     let max = window.max()? as u64;
-    Some(max + max / 4 + (period_ns / 2).max(2_000_000))
+    Some(crate::budget::default_budget(max, period_ns))
 }
 
 /// The last frame that may have begun at `now`: every frame whose deadline is at most `budget`
@@ -169,9 +169,10 @@ pub(crate) struct Output {
     sink_name: Arc<str>,
     live_policy: bool,
     pacer: Option<Pacer>,
-    /// Paced: the first deadline is this long after the first frame is taken (a host spreads
-    /// its shows' deadlines over the period).
-    phase_ns: i64,
+    /// Paced, in a host: the grid its deadlines are on, `anchor + phase + k * period` (the
+    /// host spreads its shows' groups over the period; the shows of a group share one grid).
+    /// `None`: the first deadline is when the first frame is taken.
+    grid: Option<(i64, i64)>,
     realtime: bool,
     half_period_ns: i64,
     last_release_ns: Option<i64>,
@@ -199,6 +200,8 @@ pub(crate) struct Output {
     held: Option<PortItem>,
     due: Option<Due>,
     ended: bool,
+    /// How often it looks at commands and stalls while it waits for a frame (or is paused).
+    poll_ns: i64,
 }
 
 impl Output {
@@ -248,7 +251,7 @@ impl Output {
             gate: port == 0 && pacer.is_some(),
             half_period_ns: period_ns as i64 / 2,
             pacer,
-            phase_ns: 0,
+            grid: None,
             realtime,
             last_release_ns: None,
             peak_window: (now_ns(), 0),
@@ -266,13 +269,24 @@ impl Output {
             held: None,
             due: None,
             ended: false,
+            poll_ns: POLL.as_nanos() as i64,
         })
     }
 
-    /// Paced: the first deadline comes `phase_ns` after the first frame is ready (a host
-    /// spreads its shows over the period so that their deadlines do not all fall together).
-    pub(crate) fn set_phase(&mut self, phase_ns: i64) {
-        self.phase_ns = phase_ns.max(0);
+    /// Paced: puts the deadlines on the grid `anchor + phase + k * period` (the first one at
+    /// or after the first frame is taken): a host puts the shows of a group on one grid, and
+    /// spreads the groups over the period, so that their deadlines share wake-ups without all
+    /// falling together.
+    pub(crate) fn set_grid(&mut self, anchor: i64, phase_ns: i64) {
+        self.grid = Some((anchor, phase_ns.max(0)));
+    }
+
+    /// How often it looks at commands and stalls while it waits for a frame or is paused
+    /// (2 ms by default; a host's clock thread, which serves many shows, asks for less: a
+    /// paced show's commands are read anyway when its next frame may begin and at every frame
+    /// boundary).
+    pub(crate) fn set_poll(&mut self, every: Duration) {
+        self.poll_ns = every.as_nanos() as i64;
     }
 
     /// The frame clock of a paced output (the driver sleeps and spins with its margin).
@@ -343,7 +357,7 @@ impl Output {
             Release::Hold => {
                 self.held = Some(item);
                 check_stalls(shared, &self.ver, self.stall_ns, now);
-                return Next::Sleep(now + POLL.as_nanos() as i64);
+                return Next::Sleep(now + self.poll_ns);
             }
             Release::Stop => {
                 drop(item);
@@ -368,7 +382,15 @@ impl Output {
             );
         };
         if p.next_deadline().is_none() {
-            p.start_at(now + self.phase_ns);
+            let origin = match self.grid {
+                None => now,
+                Some((anchor, phase)) => {
+                    let first = anchor + phase;
+                    let period = self.period_ns.max(1) as i64;
+                    first + ((now - first).max(0) + period - 1) / period * period
+                }
+            };
+            p.start_at(origin);
         }
         if self.live_policy {
             let skipped = p.skip_missed(now);
@@ -517,7 +539,7 @@ impl Output {
         {
             return Err(Next::Again);
         }
-        let mut wake = now + POLL.as_nanos() as i64;
+        let mut wake = now + self.poll_ns;
         if let Some(at) = self.begin_at {
             if now >= at {
                 // The next frame's time to begin: read commands, then let it.

@@ -464,7 +464,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
     let mut branches: Vec<Vec<usize>> = vec![Vec::new(); nb];
     let mut show_nodes = 0;
     for (i, e) in plan.nodes.into_iter().enumerate() {
-        let named = ctx.running.and_then(|r| r.index_of(&e.name));
+        let named = ctx.running.and_then(|r| r.index_of(&e.was));
         let old = match e.part {
             // A running source or sink is the one of that name (its shape is checked below).
             Part::Running { .. } => named,

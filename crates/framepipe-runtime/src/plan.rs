@@ -30,6 +30,11 @@ pub(crate) enum Part {
     },
 }
 
+/// The name of the automatic scaler in front of input `k` of mixer `mixer`.
+pub(crate) fn auto_scaler_name(mixer: &str, k: usize) -> String {
+    format!("{mixer}.sink_{k}:scale")
+}
+
 /// What a live edit's plan knows of the running graph: its rate, and the output shape of each
 /// running node by name.
 pub(crate) struct RunningGraph<'a> {
@@ -61,6 +66,9 @@ pub(crate) struct ExecNode {
     pub auto: bool,
     /// A live edit leaves it as it is (see `Node::keep`).
     pub keep: bool,
+    /// The running node it continues in a live edit (see `Node::was`): its own name unless
+    /// the edit renamed it.
+    pub was: String,
     /// Its output shape (a sink: its input's).
     pub info: VideoInfo,
     /// Output shape = its first input's (only then may it be bypassed).
@@ -126,7 +134,9 @@ impl Plan {
         for n in &nodes {
             first_info = match &n.kind {
                 NodeKind::Source { source, .. } => Some(source.info()),
-                NodeKind::Running { sink: false } => Some(running_info(&n.name)?),
+                NodeKind::Running { sink: false } => {
+                    Some(running_info(n.was.as_deref().unwrap_or(&n.name))?)
+                }
                 _ => continue,
             };
             break;
@@ -166,6 +176,7 @@ impl Plan {
             let name = node.name;
             let element = node.element;
             let keep = node.keep;
+            let was = node.was.unwrap_or_else(|| name.clone());
             let (part, info, serial) = match node.kind {
                 NodeKind::Tee => unreachable!("tees are not in the order"),
                 NodeKind::Source { source, on_end } => {
@@ -223,12 +234,12 @@ impl Plan {
                             let mut factory = make(w, h)?;
                             let sinfo =
                                 factory.negotiate(infos[k]).map_err(|e| in_node(&name, e))?;
-                            let sname = format!("{name}.sink_{k}:scale");
+                            let sname = auto_scaler_name(&name, k);
                             let mode = factory.default_mode();
                             let src = inputs[k];
                             out.push(ExecNode {
                                 element: factory.name().to_string(),
-                                name: sname,
+                                name: sname.clone(),
                                 part: Part::Effect(EffectStage::new(factory, mode)),
                                 inputs: vec![src],
                                 consumers: Vec::new(),
@@ -241,6 +252,7 @@ impl Plan {
                                 master: false,
                                 auto: true,
                                 keep: false,
+                                was: sname,
                                 info: sinfo,
                                 same_shape: false,
                             });
@@ -270,6 +282,7 @@ impl Plan {
                         master: false,
                         auto: false,
                         keep,
+                        was,
                         info,
                         same_shape,
                     });
@@ -288,7 +301,7 @@ impl Plan {
                     } else {
                         VideoInfo {
                             rate,
-                            ..running_info(&name)?
+                            ..running_info(&was)?
                         }
                     };
                     (Part::Running { sink }, info, true)
@@ -311,6 +324,7 @@ impl Plan {
                 master: gi == shape.master,
                 auto: false,
                 keep,
+                was,
                 info,
                 same_shape,
             });
