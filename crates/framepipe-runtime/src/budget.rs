@@ -11,13 +11,12 @@
 //!   master sink) plus a quarter of it plus [`LATENCY_MARGIN_NS`]: the margin covers what that
 //!   latency does not count (the worker's wake-up to begin the frame, the output thread's own)
 //!   and the quarter covers a chain whose time grows;
-//! * when that is more than a period, a whole number of periods, rounded up from the latency
-//!   plus the margin. The master output thread lets frames begin when it releases one and
-//!   otherwise only while it waits for a frame, not while it sleeps until a deadline; with
-//!   such a budget the next frame is ready when a frame is released, so frames begin at
-//!   releases and a budget between two multiples of the period would act as the lower one
-//!   (measured: `--latency 40` at 60 fps put frames 33.3 ms ahead), which may be less than the
-//!   graph's latency. Rounded up, frames begin at least the latency plus the margin ahead.
+//!
+//! The master output lets frames begin at their time also while it waits for a frame's
+//! deadline (it wakes up for it), so a budget longer than a period needs no rounding. (It
+//! used to let them begin only at releases and while waiting for a frame, which made a budget
+//! between two multiples of the period act as the lower one: measured, `--latency 40` at 60
+//! fps put frames 33.3 ms ahead; the default was then rounded up to whole periods.)
 //!
 //! No half-period margin any more: it was a third of the control latency of a light chain
 //! (16.8 of ~48 ms p95 at 30 fps). Its cost: on a machine that starves the workers, the old
@@ -28,22 +27,12 @@
 /// of `--latency 2` in the same runs on the 2-core test machine.
 pub(crate) const LATENCY_MARGIN_NS: u64 = 2_000_000;
 
-/// The default budget (ns) for a graph whose measured latency is `latency_ns`, at a frame
-/// period of `period_ns` (see the module doc): `latency * 5/4 + 2 ms` when that fits in a
-/// period, else `latency + 2 ms` rounded up to whole periods. Saturates instead of
-/// overflowing.
-pub(crate) fn default_budget(latency_ns: u64, period_ns: u64) -> u64 {
-    let period = period_ns.max(1);
-    let needed = latency_ns
-        .saturating_add(latency_ns / 4)
-        .saturating_add(LATENCY_MARGIN_NS);
-    if needed <= period {
-        return needed;
-    }
+/// The default budget (ns) for a graph whose measured latency is `latency_ns` (see the module
+/// doc): `latency * 5/4 + 2 ms`, whatever the period. Saturates instead of overflowing.
+pub(crate) fn default_budget(latency_ns: u64, _period_ns: u64) -> u64 {
     latency_ns
+        .saturating_add(latency_ns / 4)
         .saturating_add(LATENCY_MARGIN_NS)
-        .div_ceil(period)
-        .saturating_mul(period)
 }
 
 #[cfg(test)]
@@ -71,49 +60,19 @@ mod tests {
         assert_eq!(default_budget(20 * MS, P30), 27 * MS);
     }
 
-    /// Beyond a period: whole periods (frames begin at releases), never fewer than the
-    /// latency plus the margin, at most one period more than that.
+    /// Beyond a period too: no rounding to whole periods (frames begin at their time while
+    /// the output waits for a deadline).
     #[test]
-    fn beyond_a_period_the_budget_is_whole_periods_covering_the_latency() {
-        for period in [P30, P60] {
-            for latency in [
-                14 * MS,
-                30 * MS,
-                35 * MS,
-                70 * MS,
-                100 * MS,
-                131 * MS,
-                400 * MS,
-            ] {
-                let b = default_budget(latency, period);
-                if latency + latency / 4 + LATENCY_MARGIN_NS <= period {
-                    continue;
-                }
-                assert_eq!(b % period, 0, "{latency} ns at {period} ns: {b}");
-                assert!(
-                    b >= latency + LATENCY_MARGIN_NS,
-                    "{latency} at {period}: {b}"
-                );
-                assert!(
-                    b < latency + LATENCY_MARGIN_NS + period,
-                    "{latency} at {period}: {b}"
-                );
-            }
-        }
-        // 720p glow -> sobel -> vignette at 30 fps, ~100 ms: four periods, as before.
-        assert_eq!(default_budget(100 * MS, P30), 4 * P30);
-        // 30 ms at 30 fps: one period covers it and the margin; 32 ms: two periods (the old
-        // budget, 32 * 5/4 + half a period = 56.7 ms, began frames one period ahead: 1.3 ms
-        // more than the latency).
-        assert_eq!(default_budget(30 * MS, P30), P30);
-        assert_eq!(default_budget(32 * MS, P30), 2 * P30);
+    fn beyond_a_period_the_budget_is_still_the_latency_a_quarter_and_the_margin() {
+        // 720p glow -> sobel -> vignette at 30 fps, ~100 ms.
+        assert_eq!(default_budget(100 * MS, P30), 127 * MS);
+        assert_eq!(default_budget(32 * MS, P30), 42 * MS);
+        assert_eq!(default_budget(40 * MS, P60), 52 * MS);
     }
 
     #[test]
     fn the_budget_saturates_instead_of_overflowing() {
         assert_eq!(default_budget(u64::MAX, P30), u64::MAX);
         assert_eq!(default_budget(u64::MAX - 1, P60), u64::MAX);
-        // No period (cannot happen in a paced run): counted as 1 ns, no division by zero.
-        assert_eq!(default_budget(5 * MS, 0), 5 * MS + LATENCY_MARGIN_NS);
     }
 }

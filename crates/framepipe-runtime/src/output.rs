@@ -302,6 +302,15 @@ impl Output {
         }
         if let Some(at) = self.due.as_ref().map(|d| d.at) {
             if now < at {
+                // The next frames may have to begin before this one is released (a budget
+                // longer than the time to its deadline): wake up for that first.
+                if self.begin_at.is_some_and(|b| now >= b) {
+                    let mut st = shared.lock_output();
+                    self.let_begin(shared, &mut st, now);
+                }
+                if let Some(b) = self.begin_at.filter(|&b| b > now && b < at) {
+                    return Next::Wait(b);
+                }
                 return Next::Deadline(at);
             }
             let due = self.due.take().expect("checked");
@@ -426,6 +435,25 @@ impl Output {
         self.release(shared, sink, due)
     }
 
+    /// Paced master: lets begin every frame whose deadline is within the budget (raising the
+    /// scheduler's begin limit) and notes when the next one may (`begin_at`).
+    fn let_begin(&mut self, shared: &Shared, st: &mut crate::state::Locked<'_>, now: i64) {
+        self.begin_at = None;
+        if let (true, Some(seq), Some(b), Some(d)) = (
+            self.gate,
+            self.released_seq,
+            self.budget,
+            self.pacer.as_ref().and_then(|p| p.next_deadline()),
+        ) {
+            let limit = begin_limit(seq, d, self.period_ns, b, now);
+            if limit > st.begin_limit || st.begin_limit == u64::MAX {
+                st.begin_limit = limit;
+                st.after_change(shared);
+            }
+            self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit));
+        }
+    }
+
     /// Reads the commands and the edit thread's answers; whether `stop` was read.
     fn read_commands(&mut self, shared: &Shared) -> bool {
         let port = self.port;
@@ -504,22 +532,7 @@ impl Output {
         // A signal raised before this lock is seen in it; later ones raise it again.
         shared.port_signals[port].take();
         let mut st = shared.lock_output();
-        self.begin_at = None;
-        if let (true, Some(seq), Some(b), Some(d)) = (
-            self.gate,
-            self.released_seq,
-            self.budget,
-            self.pacer.as_ref().and_then(|p| p.next_deadline()),
-        ) {
-            // Frames whose deadline is within the budget may begin now; the next one when its
-            // time comes (woken up below).
-            let limit = begin_limit(seq, d, self.period_ns, b, now);
-            if limit > st.begin_limit || st.begin_limit == u64::MAX {
-                st.begin_limit = limit;
-                st.after_change(shared);
-            }
-            self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit));
-        }
+        self.let_begin(shared, &mut st, now);
         if let Some((slot, v, r)) = self.done.take() {
             st.sink_done(shared, port, slot, v, r);
         }
