@@ -921,6 +921,8 @@ fn isolation_json(isolation: &[framepipe_frei0r::isolate::Summary]) -> serde_jso
                 "stalls": i.stalls,
                 "restarts": i.restarts,
                 "frames_replaced": i.substituted,
+                "frames": i.frames,
+                "bytes_copied": i.bytes_copied,
             })
         })
         .collect()

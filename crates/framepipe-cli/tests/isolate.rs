@@ -421,12 +421,25 @@ fn issue_11_isolated_plugins_give_the_same_bytes_as_in_process() {
                 "{} ! rawsink location={out_file} format=rgba",
                 chain.replace("ISO", iso)
             );
+            let stats = file("stats.json");
             let out = common::run(
-                Command::new(FP).args(["run", "-q", "--unpaced", &pipeline]),
+                Command::new(FP).args(["run", "-q", "--unpaced", "--stats", &stats, &pipeline]),
                 LIMIT,
             );
             assert!(out.status.success(), "{pipeline}: {}", stderr(&out));
             assert!(!stderr(&out).contains("isolated"), "{}", stderr(&out));
+            let stats: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+            let isolated = stats["isolated"].as_array().unwrap();
+            if iso.is_empty() {
+                assert!(isolated.is_empty(), "{tag}: {isolated:?}");
+            } else {
+                // Zero-copy: the run's pools are in shared memory, and the child read and wrote
+                // every frame in place.
+                assert_eq!(isolated.len(), 1, "{tag}: {isolated:?}");
+                assert_eq!(isolated[0]["frames"], frames, "{tag}: {isolated:?}");
+                assert_eq!(isolated[0]["bytes_copied"], 0, "{tag}: {isolated:?}");
+            }
             let bytes = std::fs::read(&out_file).unwrap();
             assert_eq!(bytes.len(), w * h * 4 * frames, "{tag}");
             outputs.push(bytes);

@@ -12,6 +12,12 @@
 //! dropping frames neither allocates, faults in a page nor locks: the free list is a bounded
 //! lock-free queue of slot indices. [`FramePool::allocated`] says how many buffers exist.
 //!
+//! A pool's buffers are on the heap, or, for a pool made with [`FramePool::lazy_shared`], in one
+//! `memfd` per pool ([`crate::shm`]): then every frame is also a place in that file
+//! ([`Frame::shared`]), which a child process can map and read or write in place (the isolated
+//! frei0r plugins do: no copy per frame). Both are allocated and touched the same way, once per
+//! buffer.
+//!
 //! Ownership is in the types:
 //! * [`FrameMut`] is the only handle to its buffer; only it can write the pixels.
 //! * [`Frame`] is a shared, read-only handle; cloning it bumps a reference count. To write, turn it
@@ -49,6 +55,7 @@ use std::sync::{Arc, OnceLock};
 use crossbeam_queue::ArrayQueue;
 
 use crate::error::{Error, Result};
+use crate::shm::{page_size, SharedFrame, SharedRegion};
 
 /// 16 bytes aligned to 16: the unit frame buffers are allocated in, which gives frei0r's alignment
 /// without any unsafe allocation code.
@@ -61,7 +68,12 @@ struct Block([u8; 16]);
 const OPAQUE_BLACK: Block = Block([0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255]);
 
 /// A slot's pixels. Shared between the handles to the slot; see `PoolInner`'s SAFETY comment.
-struct Buffer(UnsafeCell<Box<[Block]>>);
+enum Buffer {
+    /// On the heap.
+    Heap(UnsafeCell<Box<[Block]>>),
+    /// In the pool's shared memory, at the slot's place (`PoolInner::shared_offset`).
+    Shared,
+}
 
 struct Slot {
     /// Number of live handles; 0 while the slot is in the free list.
@@ -86,12 +98,20 @@ struct PoolInner {
     /// buffer). `acquire` waits for them rather than report an exhausted pool whose last frame is
     /// about to become free.
     filling: AtomicUsize,
+    /// The memfd holding the buffers of a shared pool (`None`: they are on the heap).
+    shared: Option<SharedRegion>,
+    /// Bytes per slot in a shared pool's memfd: the frame rounded up to whole pages.
+    span: usize,
+    /// Bytes from the start of a shared slot to its first pixel (the pixels end at the slot's
+    /// end).
+    pad: usize,
 }
 
 // SAFETY: a slot's buffer is written only through the one `FrameMut` that holds it (refs == 1,
 // no `Frame` exists), and read through `Frame`s only while no `FrameMut` exists; the reference
 // count and the free queue's release/acquire ordering make those phases happen-before each other.
-// The buffer itself is published once through its `OnceLock` (release on set, acquire on get).
+// The buffer itself is published once through its `OnceLock` (release on set, acquire on get);
+// a shared slot's bytes are written first by its claimer (`fresh_buffer`) before that publication.
 unsafe impl Sync for PoolInner {}
 
 impl PoolInner {
@@ -102,27 +122,72 @@ impl PoolInner {
             .expect("a slot that has a handle has its buffer")
     }
 
+    /// Byte offset of slot `idx`'s first pixel in a shared pool's memfd.
+    fn shared_offset(&self, idx: usize) -> usize {
+        idx * self.span + self.pad
+    }
+
+    fn shared_ptr(&self, idx: usize) -> *mut u8 {
+        let region = self
+            .shared
+            .as_ref()
+            .expect("a shared slot is in a shared pool");
+        region.at(self.shared_offset(idx))
+    }
+
     fn bytes_of(&self, idx: usize) -> &[u8] {
-        // SAFETY: callers hold a live handle to slot `idx`, so the buffer is not being written
-        // (only a unique FrameMut writes, and then the caller is that FrameMut borrowed shared).
-        let blocks: &[Block] = unsafe { &*self.buffer(idx).0.get() };
-        &bytemuck::cast_slice(blocks)[..self.bytes]
+        match self.buffer(idx) {
+            Buffer::Heap(cell) => {
+                // SAFETY: callers hold a live handle to slot `idx`, so the buffer is not being
+                // written (only a unique FrameMut writes, and then the caller is that FrameMut
+                // borrowed shared).
+                let blocks: &[Block] = unsafe { &*cell.get() };
+                &bytemuck::cast_slice(blocks)[..self.bytes]
+            }
+            // SAFETY: as above; the slot's `bytes` bytes lie in the pool's mapping, which lives
+            // as long as the pool (so as long as the caller's handle), 16-byte aligned.
+            Buffer::Shared => unsafe {
+                std::slice::from_raw_parts(self.shared_ptr(idx), self.bytes)
+            },
+        }
     }
 
     /// # Safety
     /// The caller must be the unique handle (a `FrameMut`) to slot `idx`, borrowed mutably.
     #[allow(clippy::mut_from_ref)] // the exclusivity is the caller's contract, stated above
     unsafe fn bytes_of_mut(&self, idx: usize) -> &mut [u8] {
-        // SAFETY: guaranteed by the caller: nobody else can read or write this buffer now.
-        let blocks: &mut [Block] = unsafe { &mut *self.buffer(idx).0.get() };
-        &mut bytemuck::cast_slice_mut(blocks)[..self.bytes]
+        match self.buffer(idx) {
+            Buffer::Heap(cell) => {
+                // SAFETY: guaranteed by the caller: nobody else can read or write this buffer
+                // now.
+                let blocks: &mut [Block] = unsafe { &mut *cell.get() };
+                &mut bytemuck::cast_slice_mut(blocks)[..self.bytes]
+            }
+            // SAFETY: as above; the bytes lie in the pool's mapping, alive as long as the pool.
+            Buffer::Shared => unsafe {
+                std::slice::from_raw_parts_mut(self.shared_ptr(idx), self.bytes)
+            },
+        }
     }
 
-    /// A new buffer of this pool's size, every byte written.
-    fn fresh_buffer(&self) -> Buffer {
-        Buffer(UnsafeCell::new(
-            vec![OPAQUE_BLACK; self.bytes.div_ceil(16)].into_boxed_slice(),
-        ))
+    /// A new buffer of this pool's size for slot `idx`, every byte written (on the heap, or the
+    /// slot's place in the shared memory). Called once per slot, by the thread that claimed it.
+    fn fresh_buffer(&self, idx: usize) -> Buffer {
+        let blocks = self.bytes.div_ceil(16);
+        if self.shared.is_none() {
+            return Buffer::Heap(UnsafeCell::new(
+                vec![OPAQUE_BLACK; blocks].into_boxed_slice(),
+            ));
+        }
+        // SAFETY: the caller claimed slot `idx` and no handle to it exists yet, so nobody else
+        // touches these bytes; `pad + blocks * 16` is the slot's span (the pixels end at its
+        // end), inside the mapping, and the address is 16-byte aligned (page + pad, a multiple
+        // of 16).
+        let slot: &mut [Block] =
+            unsafe { std::slice::from_raw_parts_mut(self.shared_ptr(idx).cast(), blocks) };
+        // Written, not just sized: the pages are allocated and mapped here, once.
+        slot.fill(OPAQUE_BLACK);
+        Buffer::Shared
     }
 
     /// Claims a slot that has no buffer yet: `None` when all `capacity` slots are claimed. The
@@ -142,7 +207,7 @@ impl PoolInner {
     fn grow(&self) -> Option<usize> {
         let idx = self.claim()?;
         // The cell is empty (only the claimer sets it), so this runs `fresh_buffer` exactly once.
-        let _ = self.slots[idx].data.get_or_init(|| self.fresh_buffer());
+        let _ = self.slots[idx].data.get_or_init(|| self.fresh_buffer(idx));
         Some(idx)
     }
 
@@ -198,15 +263,48 @@ impl FramePool {
     /// # Panics
     /// As [`new`](Self::new).
     pub fn lazy(width: u32, height: u32, capacity: usize) -> Self {
+        Self::make(width, height, capacity, false).expect("a heap pool cannot fail to be made")
+    }
+
+    /// Like [`lazy`](Self::lazy), but the buffers live in shared memory: one `memfd` for the
+    /// pool, sized for its whole capacity now (sparse: only address space until a buffer is
+    /// made) and mapped once. Each frame is then also a place in that file ([`Frame::shared`]),
+    /// for a child process to read or write in place. Buffers are allocated and touched exactly
+    /// as in a heap pool, once each, the first time they are needed.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the memfd cannot be made or mapped.
+    ///
+    /// # Panics
+    /// As [`new`](Self::new).
+    pub fn lazy_shared(width: u32, height: u32, capacity: usize) -> Result<Self> {
+        Self::make(width, height, capacity, true)
+    }
+
+    fn make(width: u32, height: u32, capacity: usize, shared: bool) -> Result<Self> {
         assert!(width > 0 && height > 0 && capacity > 0, "empty frame pool");
         let bytes = width as usize * height as usize * 4;
+        let span = (bytes.div_ceil(16) * 16).next_multiple_of(page_size());
+        let pad = span - bytes.div_ceil(16) * 16;
+        let shared = if shared {
+            let region = SharedRegion::create(&format!("{width}x{height}"), span, capacity)
+                .map_err(|e| {
+                    Error::io(
+                        format!("making a shared frame pool of {capacity} x {width}x{height}"),
+                        e,
+                    )
+                })?;
+            Some(region)
+        } else {
+            None
+        };
         let slots: Box<[Slot]> = (0..capacity)
             .map(|_| Slot {
                 refs: AtomicUsize::new(0),
                 data: OnceLock::new(),
             })
             .collect();
-        FramePool {
+        Ok(FramePool {
             inner: Arc::new(PoolInner {
                 width,
                 height,
@@ -215,8 +313,11 @@ impl FramePool {
                 created: AtomicUsize::new(0),
                 free: ArrayQueue::new(capacity),
                 filling: AtomicUsize::new(0),
+                shared,
+                span,
+                pad,
             }),
-        }
+        })
     }
 
     /// Allocates (and touches) buffers until `target` exist (at most the capacity), putting them
@@ -309,6 +410,11 @@ impl FramePool {
         self.inner.free.len()
     }
 
+    /// Whether the frames live in shared memory ([`lazy_shared`](Self::lazy_shared)).
+    pub fn is_shared(&self) -> bool {
+        self.inner.shared.is_some()
+    }
+
     /// Whether `other` is a handle to the same pool.
     pub fn same_pool(&self, other: &FramePool) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -342,6 +448,13 @@ macro_rules! common_accessors {
         /// The pixels as 32-bit words (one per pixel, native endian), 16-byte aligned.
         pub fn words(&self) -> &[u32] {
             bytemuck::cast_slice(self.data())
+        }
+        /// Where the pixels are in the pool's shared memory: `None` for a heap pool's frame.
+        /// Valid as long as this handle (the memfd stays open and the frame stays at that place
+        /// while any handle to it exists).
+        pub fn shared(&self) -> Option<SharedFrame> {
+            let region = self.pool.shared.as_ref()?;
+            Some(region.locate(self.pool.shared_offset(self.idx)))
         }
         /// The pool this frame belongs to.
         pub fn pool(&self) -> FramePool {
@@ -604,6 +717,89 @@ mod tests {
             assert_eq!(ptrs.len(), 8, "every holder has its own buffer");
             assert_eq!(pool.allocated(), 8);
             assert_eq!(pool.available(), 0);
+        }
+    }
+
+    #[test]
+    fn shared_frames_are_places_in_the_pools_memfd() {
+        use std::os::unix::fs::FileExt;
+        // 8x8: 256 bytes, far from a page; 64x16: exactly one page.
+        for (w, h) in [(8u32, 8u32), (64, 16), (100, 30)] {
+            let bytes = (w * h * 4) as usize;
+            let pool = FramePool::lazy_shared(w, h, 3).unwrap();
+            assert!(pool.is_shared());
+            assert_eq!(pool.allocated(), 0, "lazy: nothing made yet");
+            let mut a = pool.acquire().unwrap();
+            let mut b = pool.acquire().unwrap();
+            assert_eq!(pool.allocated(), 2);
+            assert_eq!(&a.data()[..4], &[0, 0, 0, 255], "touched: opaque black");
+            assert_eq!(a.data().as_ptr() as usize % 16, 0);
+            let (la, lb) = (a.shared().unwrap(), b.shared().unwrap());
+            assert_eq!(la.pool_id, lb.pool_id);
+            assert_ne!(la.offset, lb.offset);
+            for l in [la, lb] {
+                assert_eq!(l.span % page_size(), 0);
+                assert_eq!(l.slots, 3);
+                assert_eq!(l.offset % 16, 0);
+                // The pixels end at the end of their slot (within 15 bytes).
+                let end = l.offset + bytes;
+                assert!(end.next_multiple_of(l.span) - end < 16, "{l:?}");
+            }
+            for (i, p) in a.data_mut().iter_mut().enumerate() {
+                *p = (i * 7) as u8;
+            }
+            b.data_mut().fill(9);
+            // Another opener of the memfd (as a child process does, through /proc) sees the
+            // frames' pixels at their places.
+            let file = std::fs::File::open(format!("/proc/self/fd/{}", la.fd)).unwrap();
+            assert_eq!(file.metadata().unwrap().len(), (la.span * la.slots) as u64);
+            let mut seen = vec![0u8; bytes];
+            file.read_exact_at(&mut seen, la.offset as u64).unwrap();
+            assert_eq!(seen, a.data());
+            file.read_exact_at(&mut seen, lb.offset as u64).unwrap();
+            assert_eq!(seen, b.data());
+            let a = a.freeze();
+            assert_eq!(
+                a.clone().shared(),
+                Some(la),
+                "a shared handle is at the same place"
+            );
+            drop((a, b));
+            // Reused, not made again.
+            let again = pool.acquire().unwrap();
+            assert!([la, lb].contains(&again.shared().unwrap()));
+            assert_eq!(pool.allocated(), 2);
+        }
+        assert_eq!(FramePool::new(8, 8, 1).acquire().unwrap().shared(), None);
+        let (p, q) = (
+            FramePool::lazy_shared(8, 8, 1).unwrap(),
+            FramePool::lazy_shared(8, 8, 1).unwrap(),
+        );
+        let (fp, fq) = (p.acquire().unwrap(), q.acquire().unwrap());
+        assert_ne!(fp.shared().unwrap().pool_id, fq.shared().unwrap().pool_id);
+    }
+
+    #[test]
+    fn a_shared_pool_grows_from_several_threads_like_a_heap_pool() {
+        for _ in 0..20 {
+            let pool = FramePool::lazy_shared(16, 16, 8).unwrap();
+            let filler = pool.clone();
+            let held: Vec<FrameMut> = std::thread::scope(|s| {
+                s.spawn(move || filler.fill(8));
+                let hs: Vec<_> = (0..2)
+                    .map(|_| {
+                        let p = pool.clone();
+                        s.spawn(move || (0..4).filter_map(|_| p.acquire()).collect::<Vec<_>>())
+                    })
+                    .collect();
+                hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(held.len(), 8);
+            let mut offs: Vec<usize> = held.iter().map(|f| f.shared().unwrap().offset).collect();
+            offs.sort_unstable();
+            offs.dedup();
+            assert_eq!(offs.len(), 8, "every holder has its own slot");
+            assert!(pool.acquire().is_none());
         }
     }
 

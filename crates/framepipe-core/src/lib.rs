@@ -7,6 +7,8 @@
 //! * [`info`]: [`VideoInfo`] (size and rate), [`Rational`], [`FrameCtx`] (sequence number and
 //!   timestamp of the frame being processed; time is integer nanoseconds).
 //! * [`props`]: typed element properties, their specs and parsing from `name=value` text.
+//! * [`shm`]: the memfd a shared frame pool keeps its buffers in, so that a child process (an
+//!   isolated plugin) reads and writes frames in place; [`SharedFrame`] says where a frame is.
 //! * [`limits`]: the memory budget every size from untrusted input is checked against.
 //! * [`element`]: the [`Source`], [`Effect`]/[`EffectFactory`] and [`Sink`] traits every element
 //!   implements, and [`Registry`], through which native and frei0r elements are found by name.
@@ -23,6 +25,7 @@ pub mod frame;
 pub mod info;
 pub mod limits;
 pub mod props;
+pub mod shm;
 
 pub use element::{
     BuildFn, Effect, EffectFactory, Element, ElementDesc, ElementKind, InlineSlices, Mixer,
@@ -33,3 +36,4 @@ pub use frame::{Frame, FrameMut, FramePool};
 pub use info::{FrameCtx, LoopOrigin, Rational, VideoInfo};
 pub use limits::Limits;
 pub use props::{PropKind, PropSpec, PropValue, Props};
+pub use shm::SharedFrame;

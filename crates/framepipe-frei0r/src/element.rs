@@ -334,12 +334,7 @@ impl Effect for IsolatedEffect {
         output: &mut FrameMut,
         _slices: &dyn SliceRunner,
     ) -> framepipe_core::Result<()> {
-        self.runner.run(
-            ctx.seq,
-            frei0r_time(ctx),
-            &[input.words()],
-            output.words_mut(),
-        );
+        self.runner.run(ctx.seq, frei0r_time(ctx), &[input], output);
         Ok(())
     }
 
@@ -377,16 +372,7 @@ impl Mixer for IsolatedMixer {
                 self.words
             )));
         }
-        let mut bufs: [&[u32]; 3] = [&[]; 3];
-        for (b, f) in bufs.iter_mut().zip(inputs) {
-            *b = f.words();
-        }
-        self.runner.run(
-            ctx.seq,
-            frei0r_time(ctx),
-            &bufs[..self.inputs],
-            output.words_mut(),
-        );
+        self.runner.run(ctx.seq, frei0r_time(ctx), inputs, output);
         Ok(())
     }
 
@@ -716,15 +702,15 @@ impl Source for Frei0rSource {
         if self.frames > 0 && local.seq >= self.frames {
             return Ok(false);
         }
-        let out = frame.words_mut();
         match &mut self.inst {
             SourceRunner::Local(inst) => {
+                let out = frame.words_mut();
                 inst.update(frei0r_time(&local), None, out);
                 if self.bgra {
                     swap_rb_in_place(out);
                 }
             }
-            SourceRunner::Isolated(runner) => runner.run(ctx.seq, frei0r_time(&local), &[], out),
+            SourceRunner::Isolated(runner) => runner.run(ctx.seq, frei0r_time(&local), &[], frame),
         }
         Ok(true)
     }

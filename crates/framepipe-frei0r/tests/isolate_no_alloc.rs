@@ -1,6 +1,8 @@
 //! Issue #11: no heap allocation per frame in the parent of an isolated plugin: a counting global
-//! allocator watches the frame loop of an isolated filter, BGRA8888 filter and mixer2 (the child
-//! is another process; its own loop allocates nothing either, see src/isolate/host.rs).
+//! allocator watches the frame loop of an isolated filter, BGRA8888 filter and mixer2, on frames
+//! of a heap pool (copied through the instance's memory) and of a shared pool (zero-copy: nothing
+//! copied either) (the child is another process; its own loop allocates nothing either, see
+//! src/isolate/host.rs).
 
 use std::path::PathBuf;
 
@@ -20,7 +22,6 @@ fn issue_11_the_isolated_frame_loop_does_not_allocate() {
         height: h,
         rate: Rational::new(25, 1),
     };
-    let pool = FramePool::new(w, h, 4);
     let iso = [("isolate".to_string(), "true".to_string())];
     let mut effects = Vec::new();
     for name in ["frei0r-glow", "frei0r-cartoon"] {
@@ -35,6 +36,26 @@ fn issue_11_the_isolated_frame_loop_does_not_allocate() {
     };
     m.negotiate(&[info, info]).unwrap();
     let mut mixer = m.instantiate().unwrap();
+    let shared = FramePool::lazy_shared(w, h, 4).unwrap();
+    shared.fill(4);
+    for pool in [FramePool::new(w, h, 4), shared] {
+        frame_loop(&mut effects, mixer.as_mut(), &pool, info);
+    }
+    assert!(framepipe_frei0r::isolate::summaries()
+        .iter()
+        .all(|s| s.crashes + s.stalls == 0));
+}
+
+fn frame_loop(
+    effects: &mut [Box<dyn framepipe_core::Effect>],
+    mixer: &mut dyn framepipe_core::Mixer,
+    pool: &FramePool,
+    info: VideoInfo,
+) {
+    let copied_before: u64 = framepipe_frei0r::isolate::summaries()
+        .iter()
+        .map(|s| s.bytes_copied)
+        .sum();
     let mut source = pool.acquire().unwrap();
     for (i, b) in source.data_mut().iter_mut().enumerate() {
         *b = (i * 13) as u8;
@@ -67,9 +88,17 @@ fn issue_11_the_isolated_frame_loop_does_not_allocate() {
     assert_eq!(
         after - before,
         0,
-        "allocations in 39 frames (checksum {sum})"
+        "allocations in 39 frames (checksum {sum}), {} pool",
+        if pool.is_shared() { "shared" } else { "heap" }
     );
-    assert!(framepipe_frei0r::isolate::summaries()
+    let copied: u64 = framepipe_frei0r::isolate::summaries()
         .iter()
-        .all(|s| s.crashes + s.stalls == 0));
+        .map(|s| s.bytes_copied)
+        .sum::<u64>()
+        - copied_before;
+    if pool.is_shared() {
+        assert_eq!(copied, 0, "bytes copied in 40 frames of a shared pool");
+    } else {
+        assert!(copied > 0, "the heap pool's frames are copied");
+    }
 }

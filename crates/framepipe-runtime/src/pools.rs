@@ -64,6 +64,14 @@
 //! is made during the warm-up anyway) while the first frames flow, so that after the warm-up no
 //! frame allocates or faults in a page again.
 //! Measured with `scripts/bench-memory` (docs/RELIABILITY.md).
+//!
+//! # Where the frames live
+//!
+//! On the heap, unless something in the process runs frames in a child process (an isolated
+//! frei0r plugin: it calls [`framepipe_core::shm::request_shared_pools`] when it is built, before
+//! the pools are made): then every pool is made with [`FramePool::lazy_shared`], its buffers in
+//! one memfd per pool, so that the child reads its inputs and writes its output in place instead
+//! of through copies (docs/ISOLATION.md). Allocation and touching are the same either way.
 
 use std::fmt::Write as _;
 
@@ -263,10 +271,17 @@ pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<Vec<FramePool>> {
     let (plans, node_pool) = needs.plan();
     let (total, what) = needs.total(&plans);
     limits.check_total(&what, total)?;
+    let shared = framepipe_core::shm::shared_pools_requested();
     let pools: Vec<FramePool> = plans
         .iter()
-        .map(|p| FramePool::lazy(p.width, p.height, p.capacity))
-        .collect();
+        .map(|p| {
+            if shared {
+                FramePool::lazy_shared(p.width, p.height, p.capacity)
+            } else {
+                Ok(FramePool::lazy(p.width, p.height, p.capacity))
+            }
+        })
+        .collect::<Result<_>>()?;
     if needs.paced {
         let targets = pools.iter().cloned().zip(plans.iter().map(|p| p.fill));
         fill_in_background(targets.collect());
@@ -468,6 +483,28 @@ mod tests {
         assert!(e.contains("1000000000 frames in flight"), "{e}");
         assert!(e.contains("over the limit of"), "{e}");
         assert!(e.contains("--max-memory"), "{e}");
+    }
+
+    #[test]
+    fn pools_are_in_shared_memory_once_asked_for() {
+        // Process-wide and sticky: the other tests of this binary may then get shared pools
+        // too, which behave the same.
+        let infos = [info(32, 32), info(32, 32)];
+        let nodes = chain(&infos, &[1]);
+        let needs = PoolNeeds {
+            nodes: &nodes,
+            chain: true,
+            threads: 2,
+            in_flight: 2,
+            paced: false,
+            keep_last: false,
+        };
+        framepipe_core::shm::request_shared_pools();
+        let pools = frame_pools(&needs).unwrap();
+        assert!(pools[0].is_shared());
+        let f = pools[0].acquire().unwrap();
+        assert!(f.shared().is_some());
+        assert_eq!(pools[0].allocated(), 1, "still lazy");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The child side of an isolated plugin: what `framepipe __frei0r-host ...` (or the `frei0r-host`
 //! binary) runs. It maps the shared memory its parent made, loads the plugin, makes one instance,
 //! says `ready`, and then serves frames: wait on the `req` futex, apply the parameter changes
-//! waiting on stdin, run the plugin from the shared input buffers into the output slot named in
-//! the header, store `done`, wake the parent. It exits when its parent goes away (checked twice
+//! waiting on stdin, run the plugin from the inputs into the output the header names (frames of
+//! the parent's shared pools, mapped here by `poolmap.rs`, read in place and the output written in
+//! place; or the instance's own buffers), store `done`, wake the parent. It exits when its parent goes away (checked twice
 //! a second while idle) or stdin is closed; the parent kills it when it stalls.
 
 use std::fs::File;
@@ -12,6 +13,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::poolmap::PoolMaps;
 use super::shm::{futex_wait, publish, Shm};
 use super::{decode_param, HOST_ARG};
 use crate::plugin::{ColorModel, Instance, Plugin, PluginKind};
@@ -89,6 +91,8 @@ fn serve(args: &[String]) -> Result<(), String> {
         let flags = libc::fcntl(fd0, libc::F_GETFL);
         libc::fcntl(fd0, libc::F_SETFL, flags | libc::O_NONBLOCK);
     }
+    let mut pools = PoolMaps::new(ppid);
+    let bytes = words * 4;
     let mut pending = Vec::<u8>::with_capacity(4096);
     let mut chunk = [0u8; 4096];
     let header = shm.header();
@@ -126,16 +130,43 @@ fn serve(args: &[String]) -> Result<(), String> {
         }
         let time = f64::from_bits(header.time.load(Ordering::Acquire));
         let slot = header.slot.load(Ordering::Acquire) as usize & 1;
-        // SAFETY: between `req` and `done` the parent touches neither the inputs nor this slot.
-        let out = unsafe { shm.output_mut(slot) };
+        // Where this frame's inputs and output are: every lookup (which may map a pool) before
+        // any slice is made, so that no lookup can unmap what a slice points into.
+        pools.next_frame();
+        let mut in_ptrs = [std::ptr::null::<u32>(); 3];
+        for (i, p) in in_ptrs.iter_mut().enumerate().take(inputs) {
+            *p = match header.inputs[i].get() {
+                Some(f) => pools.frame(&f, bytes)?.cast::<u32>().cast_const(),
+                // SAFETY: between `req` and `done` the parent does not write the inputs.
+                None => unsafe { shm.input(i) }.as_ptr(),
+            };
+        }
+        let out_frame = header.output.get();
+        let out: &mut [u32] = match &out_frame {
+            Some(f) => {
+                let p = pools.frame(f, bytes)?.cast::<u32>();
+                pools.set_writable(f, true)?;
+                // SAFETY: the parent's output frame for this request, which nobody else holds
+                // (it is the parent's unique FrameMut, untouched until `done`); mapped here,
+                // 16-byte aligned, `words` u32 long inside its slot (checked by the lookup),
+                // writable from now until the end of this frame.
+                unsafe { std::slice::from_raw_parts_mut(p, words) }
+            }
+            // SAFETY: between `req` and `done` the parent touches neither the inputs nor this
+            // slot.
+            None => unsafe { shm.output_mut(slot) },
+        };
         if clear_output != 0 {
             out.fill(0);
         }
+        // SAFETY: each pointer is an input of this request (a pool frame mapped read-only here
+        // or the instance's input buffer), `words` u32 long and aligned, which the parent keeps
+        // alive and unwritten until `done`; none is the output (the parent names a frame it
+        // holds uniquely as output and frames it shares as inputs).
+        let input = |i: usize| unsafe { std::slice::from_raw_parts(in_ptrs[i], words) };
         if bgra {
             for (i, sc) in scratch.iter_mut().enumerate() {
-                // SAFETY: as above; the parent wrote the inputs before storing `req`.
-                let input = unsafe { shm.input(i) };
-                for (d, &s) in sc.iter_mut().zip(input) {
+                for (d, &s) in sc.iter_mut().zip(input(i)) {
                     *d = super::swap_rb(s);
                 }
             }
@@ -143,12 +174,7 @@ fn serve(args: &[String]) -> Result<(), String> {
         // At most three inputs: a fixed array of slices.
         let mut bufs: [&[u32]; 3] = [&[]; 3];
         for (i, b) in bufs.iter_mut().enumerate().take(inputs) {
-            *b = if bgra {
-                &scratch[i]
-            } else {
-                // SAFETY: as above.
-                unsafe { shm.input(i) }
-            };
+            *b = if bgra { &scratch[i] } else { input(i) };
         }
         match inputs {
             0 => inst.update(time, None, out),
@@ -159,6 +185,10 @@ fn serve(args: &[String]) -> Result<(), String> {
             for p in out.iter_mut() {
                 *p = super::swap_rb(*p);
             }
+        }
+        if let Some(f) = &out_frame {
+            // Delivered: read-only again before the parent may hand it on.
+            pools.set_writable(f, false)?;
         }
         heap_probe();
         publish(&header.done, req);

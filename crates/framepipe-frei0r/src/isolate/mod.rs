@@ -4,12 +4,17 @@
 //! `isolate=true` on a frei0r node (or `framepipe run --isolate-plugins`, [`set_isolate_all`])
 //! makes each instance of it an [`Isolated`] runner: a child process (this program again, with
 //! [`HOST_ARG`] first, see [`host_main_if_asked`]; or the program given to
-//! [`set_host_program`]) that loads the plugin and makes the instance there. Frames go through a
-//! per-instance shared memory file (memfd, [`shm`]): the parent copies the inputs in, stores the
-//! frame number in a futex word and wakes the child; the child runs the plugin into one of two
-//! output slots, stores the number in another futex word and wakes the parent, which copies the
-//! output out. That is one copy of each input and one of the output per frame (the pools' frames
-//! are not themselves in shared memory yet), two futex wake-ups and no socket or pipe traffic.
+//! [`set_host_program`]) that loads the plugin and makes the instance there. Frames stay where
+//! they are: building an isolated node asks for shared frame pools
+//! ([`framepipe_core::shm::request_shared_pools`]), so the runtime's pools keep their buffers in
+//! memfds, and per frame the parent writes where the inputs and the output are (pool, offset) into
+//! the instance's header ([`shm`]), stores the frame number in a futex word and wakes the child;
+//! the child (which maps each pool once, read-only with guard pages, and makes the output frame
+//! alone writable while it runs the plugin: `poolmap.rs`) reads the inputs and writes the output
+//! in place, stores the number in another futex word and wakes the parent. No copy, two futex
+//! wake-ups and no socket or pipe traffic per frame. A frame from a heap pool (a caller that made
+//! its own pool) is copied into or out of the instance's own buffers instead, and `on-crash=hold`
+//! keeps a copy of each delivered output (the pool frame itself goes on down the graph).
 //! Parameter changes go down the child's stdin (a text line each; rare) before the next frame.
 //!
 //! When the child dies (a signal, an exit) or does not answer within the stall timeout
@@ -21,12 +26,13 @@
 //! has served [`HEALTHY_FRAMES`] frames. A plugin that keeps state between frames loses it at a
 //! restart (the report line says so).
 //!
-//! Real-time contract: in the steady state, a frame costs the copies, two futex calls and, only
-//! when the plugin takes more than 10 ms, a `waitpid(WNOHANG)` per 10 ms waited; nothing is
-//! allocated. A failure (report line, kill, restart: fork+exec of the host) allocates and
+//! Real-time contract: in the steady state, a frame costs two futex calls (and the copies above
+//! for heap frames or `hold`) and, only when the plugin takes more than 10 ms, a
+//! `waitpid(WNOHANG)` per 10 ms waited; nothing is allocated. A failure (report line, kill, restart: fork+exec of the host) allocates and
 //! blocks, on that node's worker only, for at most the stall timeout plus the new child's start.
 
 mod host;
+mod poolmap;
 pub(crate) mod shm;
 
 use std::io::Write;
@@ -36,7 +42,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use framepipe_core::{PropKind, PropSpec, PropValue, Props};
+use framepipe_core::{Frame, FrameMut, PropKind, PropSpec, PropValue, Props};
 
 pub use host::host_main_if_asked;
 use shm::{futex_wait, publish, Shm};
@@ -155,6 +161,9 @@ pub(crate) fn settings(props: &Props, stateful: bool) -> Option<Settings> {
     if !on && !ISOLATE_ALL.load(Ordering::Relaxed) {
         return None;
     }
+    // The pools made from now on keep their frames in shared memory: the child reads and writes
+    // them in place.
+    framepipe_core::shm::request_shared_pools();
     let on_crash = match props.get("on-crash") {
         Some(PropValue::Str(s)) if s == "hold" => OnCrash::Hold,
         _ => OnCrash::Bypass,
@@ -178,6 +187,8 @@ struct Counters {
     stalls: AtomicU64,
     restarts: AtomicU64,
     substituted: AtomicU64,
+    frames: AtomicU64,
+    copied: AtomicU64,
 }
 
 /// What isolation saw for one element over the run, summed over its instances.
@@ -193,6 +204,11 @@ pub struct Summary {
     pub restarts: u64,
     /// Frames given out bypassed or held instead of the plugin's output.
     pub substituted: u64,
+    /// Frames run (delivered or replaced).
+    pub frames: u64,
+    /// Bytes copied to get frames to and from the child when it delivered them (0 when every
+    /// frame came from and went to a shared pool and `on-crash` is `bypass`: zero-copy).
+    pub bytes_copied: u64,
 }
 
 /// The isolation counters of every isolated element made in this process, one per element name.
@@ -209,6 +225,8 @@ pub fn summaries() -> Vec<Summary> {
                     stalls: 0,
                     restarts: 0,
                     substituted: 0,
+                    frames: 0,
+                    bytes_copied: 0,
                 });
                 out.len() - 1
             }
@@ -218,6 +236,8 @@ pub fn summaries() -> Vec<Summary> {
         s.stalls += c.stalls.load(Ordering::Relaxed);
         s.restarts += c.restarts.load(Ordering::Relaxed);
         s.substituted += c.substituted.load(Ordering::Relaxed);
+        s.frames += c.frames.load(Ordering::Relaxed);
+        s.bytes_copied += c.copied.load(Ordering::Relaxed);
     }
     out
 }
@@ -353,6 +373,8 @@ impl Isolated {
             stalls: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
             substituted: AtomicU64::new(0),
+            frames: AtomicU64::new(0),
+            copied: AtomicU64::new(0),
         });
         STATS
             .lock()
@@ -506,8 +528,10 @@ impl Isolated {
     }
 
     /// Runs one frame: `inputs` (as many as the plugin takes) into `out`. `frame` numbers the
-    /// frame in reports.
-    pub(crate) fn run(&mut self, frame: u64, time: f64, inputs: &[&[u32]], out: &mut [u32]) {
+    /// frame in reports. Frames of shared pools are read and written in place by the child;
+    /// others are copied through the instance's own buffers.
+    pub(crate) fn run(&mut self, frame: u64, time: f64, inputs: &[&Frame], out: &mut FrameMut) {
+        self.counters.frames.fetch_add(1, Ordering::Relaxed);
         if self.child.is_none() && self.restart_at.is_some_and(|t| Instant::now() >= t) {
             self.counters.restarts.fetch_add(1, Ordering::Relaxed);
             self.restart_at = None;
@@ -516,11 +540,22 @@ impl Isolated {
             }
         }
         if self.child.is_some() {
-            match self.exchange(time, inputs) {
+            match self.exchange(time, inputs, out) {
                 Ok(slot) => {
-                    // SAFETY: the child has set `done` for this frame and writes nothing until
-                    // the next request.
-                    out.copy_from_slice(unsafe { self.shm.output(slot) });
+                    let bytes = out.data().len() as u64;
+                    if out.shared().is_none() {
+                        // SAFETY: the child has set `done` for this frame and writes nothing
+                        // until the next request.
+                        out.words_mut()
+                            .copy_from_slice(unsafe { self.shm.output(slot) });
+                        self.counters.copied.fetch_add(bytes, Ordering::Relaxed);
+                    } else if self.settings.on_crash == OnCrash::Hold {
+                        // The pool frame goes on down the graph: keep a copy to hold.
+                        // SAFETY: the child is idle (it answered) and was not asked to write
+                        // this slot (its output was the pool frame).
+                        unsafe { self.shm.output_mut(slot) }.copy_from_slice(out.words());
+                        self.counters.copied.fetch_add(bytes, Ordering::Relaxed);
+                    }
                     self.last_good = Some(slot);
                     self.served += 1;
                     if self.served >= HEALTHY_FRAMES {
@@ -531,27 +566,47 @@ impl Isolated {
                 Err(f) => self.failed(f, frame),
             }
         }
+        // Not delivered: the whole output frame is written again (the dead child may have left
+        // it half written; it is reaped, so it writes nothing more).
         self.counters.substituted.fetch_add(1, Ordering::Relaxed);
+        let out = out.words_mut();
         match (self.settings.on_crash, self.last_good, inputs.first()) {
             // SAFETY: the child is dead (reaped) or was never asked to write this slot.
             (OnCrash::Hold, Some(slot), _) => out.copy_from_slice(unsafe { self.shm.output(slot) }),
-            (_, _, Some(input)) => out.copy_from_slice(input),
+            (_, _, Some(input)) => out.copy_from_slice(input.words()),
             (_, _, None) => out.fill(u32::from_ne_bytes([0, 0, 0, 255])),
         }
     }
 
-    /// Hands one frame to the child and waits for it: the output slot written.
-    fn exchange(&mut self, time: f64, inputs: &[&[u32]]) -> Result<usize, Failure> {
+    /// Hands one frame to the child and waits for it: `out` (a pool frame) or the returned
+    /// output slot written.
+    fn exchange(
+        &mut self,
+        time: f64,
+        inputs: &[&Frame],
+        out: &mut FrameMut,
+    ) -> Result<usize, Failure> {
         let slot = self.last_good.map_or(0, |s| 1 - s);
-        for (i, input) in inputs.iter().enumerate().take(self.inputs) {
-            // SAFETY: the child is idle: it has answered every earlier request (or is new).
-            unsafe { self.shm.input_mut(i) }.copy_from_slice(input);
-        }
         let header = self.shm.header();
+        for (i, input) in inputs.iter().enumerate().take(self.inputs) {
+            let place = input.shared();
+            if place.is_none() {
+                // SAFETY: the child is idle: it has answered every earlier request (or is new).
+                unsafe { self.shm.input_mut(i) }.copy_from_slice(input.words());
+                self.counters
+                    .copied
+                    .fetch_add(input.data().len() as u64, Ordering::Relaxed);
+            }
+            header.inputs[i].set(place);
+        }
+        // The child writes the pool frame in place (the parent makes no slice of it until
+        // `done` or the child's death), or the instance's output slot.
+        header.output.set(out.shared());
         header.slot.store(slot as u32, Ordering::Relaxed);
         header.time.store(time.to_bits(), Ordering::Relaxed);
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
+        // Release: the places above, and the inputs' pixels, before the child sees `req`.
         publish(&header.req, seq);
         let deadline = Instant::now() + self.settings.stall;
         loop {

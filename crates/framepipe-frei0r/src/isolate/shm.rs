@@ -1,21 +1,32 @@
 //! The memory an isolated plugin shares with its host process: one `memfd` per instance, mapped
-//! by both, holding a small header (the handshake words) and the frame buffers; and the futex
-//! calls the handshake waits and wakes with.
+//! by both, holding a small header (the handshake words and where this frame's inputs and output
+//! are) and the instance's own frame buffers; and the futex calls the handshake waits and wakes
+//! with.
+//!
+//! A frame from a shared pool ([`framepipe_core::FramePool::lazy_shared`], what the runtime makes
+//! once an isolated node exists) is not copied: the header names its place in the pool's memfd
+//! ([`FrameRef`]) and the child reads or writes it there (`poolmap.rs`). The instance's own
+//! buffers serve frames from heap pools (copied in and out, as before zero-copy) and keep the
+//! last good output for `on-crash=hold`.
 //!
 //! Layout: the [`Header`] in the first 4 KiB page, then `inputs` input buffers (each starting on
 //! a page), then two output slots (the child writes the one the parent names; the other keeps the
 //! last good output for `on-crash=hold`). Each output slot *ends* where a guard page begins, which
 //! the child maps with no access ([`Shm::guard_outputs`]): a plugin writing past the end of its
 //! output frame (partik0l at small sizes) dies of SIGSEGV at that write, reported as a crash,
-//! instead of corrupting something quietly.
+//! instead of corrupting something quietly. (A pool frame gets the same guard in the child's
+//! mapping of the pool.)
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+use framepipe_core::SharedFrame;
+
 /// Bytes kept for the header.
 const HEADER_BYTES: usize = 4096;
+const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_BYTES);
 
 /// The handshake words at the start of the shared memory. Both processes only ever touch them
 /// through atomics.
@@ -31,6 +42,51 @@ pub(crate) struct Header {
     pub slot: AtomicU32,
     /// The frame's time argument (`f64::to_bits`).
     pub time: AtomicU64,
+    /// Where this frame's inputs are (as many as the plugin takes).
+    pub inputs: [FrameRef; 3],
+    /// Where this frame's output goes.
+    pub output: FrameRef,
+}
+
+/// Where one frame of a request is: a place in one of the parent's shared pools, or (`pool` 0)
+/// the instance's own buffer (input buffer `i`, or the output slot `Header::slot`). Written by the
+/// parent before it stores `req`, read by the child after it loads `req`.
+#[repr(C)]
+pub(crate) struct FrameRef {
+    /// [`SharedFrame::pool_id`], or 0.
+    pool: AtomicU64,
+    offset: AtomicU64,
+    span: AtomicU64,
+    slots: AtomicU32,
+    fd: AtomicU32,
+}
+
+impl FrameRef {
+    /// Names a pool frame (`Some`) or the instance's own buffer (`None`).
+    pub(crate) fn set(&self, frame: Option<SharedFrame>) {
+        match frame {
+            Some(f) => {
+                self.offset.store(f.offset as u64, Ordering::Relaxed);
+                self.span.store(f.span as u64, Ordering::Relaxed);
+                self.slots.store(f.slots as u32, Ordering::Relaxed);
+                self.fd.store(f.fd as u32, Ordering::Relaxed);
+                self.pool.store(f.pool_id, Ordering::Relaxed);
+            }
+            None => self.pool.store(0, Ordering::Relaxed),
+        }
+    }
+
+    /// What [`set`](Self::set) stored (the child, after loading `req` with acquire).
+    pub(crate) fn get(&self) -> Option<SharedFrame> {
+        let pool = self.pool.load(Ordering::Relaxed);
+        (pool != 0).then(|| SharedFrame {
+            pool_id: pool,
+            fd: self.fd.load(Ordering::Relaxed) as i32,
+            span: self.span.load(Ordering::Relaxed) as usize,
+            slots: self.slots.load(Ordering::Relaxed) as usize,
+            offset: self.offset.load(Ordering::Relaxed) as usize,
+        })
+    }
 }
 
 /// A shared mapping of a memfd.
