@@ -118,6 +118,19 @@ const ENDED_BEFORE_EDIT: &str = "the run ended before the edit could take effect
 const EDIT_BATCH: usize = 64;
 const _: () = assert!(EDIT_BATCH >= framepipe_control::MAX_BATCH);
 
+/// The first time at or after `t` on the grid `anchor + phase + k * period` (`t` itself without
+/// a grid).
+fn on_grid(grid: Option<(i64, i64)>, period_ns: u64, t: i64) -> i64 {
+    match grid {
+        None => t,
+        Some((anchor, phase)) => {
+            let first = anchor + phase;
+            let period = period_ns.max(1) as i64;
+            first + ((t - first).max(0) + period - 1) / period * period
+        }
+    }
+}
+
 /// What an [`Output`] asks of whoever drives it, after one [`Output::poll`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Next {
@@ -359,8 +372,9 @@ impl Output {
         match self.transport.at_boundary() {
             Release::Go => {}
             Release::GoAfterPause => {
+                let at = self.on_grid(now);
                 if let Some(p) = self.pacer.as_mut() {
-                    p.resync(now);
+                    p.resync(at);
                 }
             }
             Release::Hold => {
@@ -391,14 +405,7 @@ impl Output {
             );
         };
         if p.next_deadline().is_none() {
-            let origin = match self.grid {
-                None => now,
-                Some((anchor, phase)) => {
-                    let first = anchor + phase;
-                    let period = self.period_ns.max(1) as i64;
-                    first + ((now - first).max(0) + period - 1) / period * period
-                }
-            };
+            let origin = on_grid(self.grid, self.period_ns, now);
             p.start_at(origin);
         }
         if self.live_policy {
@@ -452,6 +459,11 @@ impl Output {
             }
             self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit));
         }
+    }
+
+    /// The first time at or after `t` on this output's deadline grid (`t` without one).
+    fn on_grid(&self, t: i64) -> i64 {
+        on_grid(self.grid, self.period_ns, t)
     }
 
     /// Reads the commands and the edit thread's answers; whether `stop` was read.
@@ -622,8 +634,16 @@ impl Output {
             self.peak_window.1 = self.peak_window.1.max(tick.lateness_ns);
             if frame_late && !self.live_policy {
                 // Slow policy: the pipeline could not keep up; the clock slips to this frame
-                // instead of hurrying the next.
-                p.slip_to(tick.released_ns);
+                // instead of hurrying the next (on a host's grid: to the grid's first time at
+                // least half a period later, so the show stays with its group).
+                match self.grid {
+                    None => p.slip_to(tick.released_ns),
+                    Some(_) => p.resync(on_grid(
+                        self.grid,
+                        self.period_ns,
+                        tick.released_ns + self.half_period_ns,
+                    )),
+                }
             }
         }
 
@@ -979,6 +999,28 @@ fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64) {
                 stage: counter.name.clone(),
                 elapsed_ms: (elapsed / 1_000_000) as u64,
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_grid;
+
+    /// A host's shows of one group share the grid: whenever each (re)starts its clock, its
+    /// deadlines land on the same times, the first at or after the start, within a period.
+    #[test]
+    fn deadlines_on_a_grid_are_the_grids_first_time_at_or_after() {
+        let period = 40_000_000u64;
+        let grid = Some((1_000_000_000, 5_000_000));
+        let first = 1_005_000_000;
+        assert_eq!(on_grid(None, period, 123), 123);
+        // Before the grid's start: its start.
+        assert_eq!(on_grid(grid, period, 0), first);
+        for t in [first, first + 1, first + 39_999_999, first + 40_000_000, 7_777_777_777] {
+            let d = on_grid(grid, period, t);
+            assert!(d >= t && d - t < period as i64, "{t} -> {d}");
+            assert_eq!((d - first) % period as i64, 0, "{t} -> {d} is on the grid");
         }
     }
 }
