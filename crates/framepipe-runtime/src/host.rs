@@ -438,6 +438,7 @@ fn clock_loop(
         ) {
             Ok(mut out) => {
                 out.set_poll(HOST_POLL);
+                out.set_begin_slack(Duration::from_nanos(GRID_NS as u64));
                 if let Some(rate) = options.pace {
                     let period = rate.period_ns();
                     if let Some((_, m, k)) = periods.iter_mut().find(|(p, _, _)| *p == period) {

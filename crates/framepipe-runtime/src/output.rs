@@ -215,6 +215,9 @@ pub(crate) struct Output {
     ended: bool,
     /// How often it looks at commands and stalls while it waits for a frame (or is paused).
     poll_ns: i64,
+    /// Added to the latency budget when letting frames begin: how late the driver may wake up
+    /// for a frame's beginning (a host rounds such wake-ups up to a grid).
+    begin_slack_ns: u64,
 }
 
 impl Output {
@@ -283,6 +286,7 @@ impl Output {
             due: None,
             ended: false,
             poll_ns: POLL.as_nanos() as i64,
+            begin_slack_ns: 0,
         })
     }
 
@@ -300,6 +304,12 @@ impl Output {
     /// boundary).
     pub(crate) fn set_poll(&mut self, every: Duration) {
         self.poll_ns = every.as_nanos() as i64;
+    }
+
+    /// Frames begin this much earlier than the latency budget says: the driver wakes up that
+    /// late for a beginning (a host rounds such wake-ups up to its grid).
+    pub(crate) fn set_begin_slack(&mut self, slack: Duration) {
+        self.begin_slack_ns = slack.as_nanos() as u64;
     }
 
     /// The frame clock of a paced output (the driver sleeps and spins with its margin).
@@ -452,6 +462,8 @@ impl Output {
             self.budget,
             self.pacer.as_ref().and_then(|p| p.next_deadline()),
         ) {
+            // A host rounds this output's wake-ups up to its grid: begin that much earlier.
+            let b = b.saturating_add(self.begin_slack_ns);
             let limit = begin_limit(seq, d, self.period_ns, b, now);
             if limit > st.begin_limit || st.begin_limit == u64::MAX {
                 st.begin_limit = limit;
