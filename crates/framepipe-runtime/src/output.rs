@@ -1029,7 +1029,13 @@ mod tests {
         assert_eq!(on_grid(None, period, 123), 123);
         // Before the grid's start: its start.
         assert_eq!(on_grid(grid, period, 0), first);
-        for t in [first, first + 1, first + 39_999_999, first + 40_000_000, 7_777_777_777] {
+        for t in [
+            first,
+            first + 1,
+            first + 39_999_999,
+            first + 40_000_000,
+            7_777_777_777,
+        ] {
             let d = on_grid(grid, period, t);
             assert!(d >= t && d - t < period as i64, "{t} -> {d}");
             assert_eq!((d - first) % period as i64, 0, "{t} -> {d} is on the grid");
