@@ -554,8 +554,7 @@ impl State {
 
     /// The next job for an idle worker: slices of a frame being worked on first (they hold a
     /// worker waiting), then the show's runnable node furthest down the graph (to bound latency
-    /// and frames in flight), then the next frame's beginning (in a just-in-time paced run, the
-    /// beginning before the nodes), then a leaky branch's node.
+    /// and frames in flight), then the next frame's beginning, then a leaky branch's node.
     pub(crate) fn next_job(&mut self, shared: &Shared) -> Option<Job> {
         let v = Arc::clone(&self.ver);
         if let Some(slot) = self.slice_pending() {
@@ -566,16 +565,10 @@ impl State {
             return Some(Job::Slice { slot, index, job });
         }
         let cap = v.topo.cap;
-        // In a paced run whose frames begin just in time (a begin limit is set), a frame whose
-        // time to begin has come begins first: its beginning samples the live parameters, and
-        // a command waits for it; behind a node job it would wait up to that node's time.
-        // Otherwise (unpaced, or before the first release) the show's nodes come first, which
-        // bounds the frames in flight.
-        let begin_first = self.begin_limit != u64::MAX;
         let show = (0..self.ready.len())
             .filter(|&i| self.ready[i].1 < cap)
             .max_by_key(|&i| self.ready[i].0);
-        if let (Some(pos), false) = (show, begin_first && self.begin_runnable()) {
+        if let Some(pos) = show {
             let (node, slot) = self.ready.remove(pos).expect("index in range");
             return Some(self.node_job(&v, node, slot));
         }
