@@ -381,8 +381,67 @@ const WARM_UP_NS: i64 = 500_000_000;
 /// whose frames are always ready) before the others get their turn.
 const AGAIN_LIMIT: usize = 64;
 
-/// One wake-up: (when, generation, show, a deadline that wants the spin).
-type Timer = Reverse<(i64, u64, usize, bool)>;
+/// One wake-up: (when, generation, show).
+type Timer = Reverse<(i64, u64, usize)>;
+
+/// The clock thread's wake-ups: deadlines (a frame to release: precise, spun for) and the
+/// others (a frame may begin, a command poll, a pause), each a binary heap of
+/// (when, generation, show). An entry whose generation is not its show's any more (the show
+/// was polled since) is stale and skipped.
+struct Timers {
+    deadlines: BinaryHeap<Timer>,
+    others: BinaryHeap<Timer>,
+}
+
+impl Timers {
+    fn push(&mut self, t: i64, generation: u64, show: usize, deadline: bool) {
+        let heap = if deadline {
+            &mut self.deadlines
+        } else {
+            &mut self.others
+        };
+        heap.push(Reverse((t, generation, show)));
+    }
+
+    /// The next show whose deadline (`deadline`) or other wake-up is due at `now`.
+    fn pop_due(&mut self, now: i64, deadline: bool, shows: &[Option<Live>]) -> Option<usize> {
+        let heap = if deadline {
+            &mut self.deadlines
+        } else {
+            &mut self.others
+        };
+        while let Some(&Reverse((t, g, i))) = heap.peek() {
+            if t > now {
+                return None;
+            }
+            heap.pop();
+            if shows[i].as_ref().is_some_and(|s| s.generation == g) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// The earliest live wake-up, and whether it is a deadline (stale entries at the top are
+    /// dropped on the way).
+    fn next(&mut self, shows: &[Option<Live>]) -> Option<(i64, bool)> {
+        let live = |heap: &mut BinaryHeap<Timer>| {
+            while let Some(&Reverse((t, g, i))) = heap.peek() {
+                if shows[i].as_ref().is_some_and(|s| s.generation == g) {
+                    return Some(t);
+                }
+                heap.pop();
+            }
+            None
+        };
+        match (live(&mut self.deadlines), live(&mut self.others)) {
+            (Some(d), Some(o)) if o < d => Some((o, false)),
+            (Some(d), _) => Some((d, true)),
+            (None, Some(o)) => Some((o, false)),
+            (None, None) => None,
+        }
+    }
+}
 
 /// The clock thread: polls each show's master output at its deadlines, its signals and its
 /// command polls, until every show has ended.
@@ -397,7 +456,10 @@ fn clock_loop(
     let setup = prepare_pacing_thread(realtime);
     let n = starts.len();
     let mut shows: Vec<Option<Live>> = Vec::with_capacity(n);
-    let mut heap: BinaryHeap<Timer> = BinaryHeap::with_capacity(4 * n + 16);
+    let mut timers = Timers {
+        deadlines: BinaryHeap::with_capacity(2 * n + 16),
+        others: BinaryHeap::with_capacity(4 * n + 16),
+    };
     let mut raised: Vec<usize> = Vec::with_capacity(2 * n + 16);
     let mut margin = WakeMargin::default();
     let now = now_ns();
@@ -456,7 +518,7 @@ fn clock_loop(
                     side,
                     generation: 0,
                 }));
-                heap.push(Reverse((now, 0, i, false)));
+                timers.push(now, 0, i, false);
             }
             Err(e) => {
                 shows.push(None);
@@ -471,33 +533,28 @@ fn clock_loop(
     }
     let mut running = shows.iter().filter(|s| s.is_some()).count();
     while running > 0 {
+        // Deadlines first: a release waits for nothing else that is due (a frame's beginning
+        // or a command poll of another group rounded to the same millisecond, a signal).
+        while let Some(i) = timers.pop_due(now_ns(), true, &shows) {
+            running -= poll(&mut shows, &mut timers, i, tx);
+        }
         // Shows whose port was signalled.
         std::mem::swap(&mut *signals.raised.lock(), &mut raised);
         for &i in &raised {
-            running -= poll(&mut shows, &mut heap, i, tx);
+            running -= poll(&mut shows, &mut timers, i, tx);
         }
         raised.clear();
-        // Shows whose time has come.
+        // The other wake-ups whose time has come, deadlines still first.
         loop {
             let now = now_ns();
-            match heap.peek() {
-                Some(&Reverse((t, g, i, _))) if t <= now => {
-                    heap.pop();
-                    if shows[i].as_ref().is_some_and(|s| s.generation == g) {
-                        running -= poll(&mut shows, &mut heap, i, tx);
-                    }
-                }
-                _ => break,
-            }
+            let due = timers
+                .pop_due(now, true, &shows)
+                .or_else(|| timers.pop_due(now, false, &shows));
+            let Some(i) = due else { break };
+            running -= poll(&mut shows, &mut timers, i, tx);
         }
         // Sleep to the next one (a signal unparks), and spin the last stretch of a deadline.
-        while let Some(&Reverse((_, g, i, _))) = heap.peek() {
-            if shows[i].as_ref().is_some_and(|s| s.generation == g) {
-                break;
-            }
-            heap.pop();
-        }
-        let Some(&Reverse((t, _, _, precise))) = heap.peek() else {
+        let Some((t, precise)) = timers.next(&shows) else {
             if running > 0 {
                 std::thread::park_timeout(Duration::from_millis(2));
             }
@@ -539,12 +596,7 @@ fn clock_loop(
 
 /// Polls show `i` until it waits for something (a timer is queued for it) or ends (handed
 /// back to be concluded); returns 1 when it ended.
-fn poll(
-    shows: &mut [Option<Live>],
-    heap: &mut BinaryHeap<Timer>,
-    i: usize,
-    tx: &Sender<Ended>,
-) -> usize {
+fn poll(shows: &mut [Option<Live>], timers: &mut Timers, i: usize, tx: &Sender<Ended>) -> usize {
     let Some(live) = shows[i].as_mut() else {
         return 0;
     };
@@ -560,12 +612,12 @@ fn poll(
             Ok(Next::Again) => {
                 again += 1;
                 if again >= AGAIN_LIMIT {
-                    heap.push(Reverse((now, g, i, false)));
+                    timers.push(now, g, i, false);
                     break false;
                 }
             }
             Ok(Next::Deadline(t)) => {
-                heap.push(Reverse((t, g, i, true)));
+                timers.push(t, g, i, true);
                 break false;
             }
             Ok(Next::Wait(t) | Next::Sleep(t)) => {
@@ -573,7 +625,7 @@ fn poll(
                     .div_euclid(GRID_NS)
                     .saturating_add(1)
                     .saturating_mul(GRID_NS);
-                heap.push(Reverse((t, g, i, false)));
+                timers.push(t, g, i, false);
                 break false;
             }
             Ok(Next::Done) => break true,
