@@ -19,7 +19,8 @@
 //!   (one grid per group: one wake-up, one spin, the group released one show after the other),
 //!   and the groups are spread evenly over the period, so that not every show's release falls
 //!   on the same instant. Wake-ups that need no precision are rounded up to a 1 ms grid, and a
-//!   show's signal wakes the clock only when it would sleep more than 0.5 ms.
+//!   show's signal wakes the clock only when it would sleep more than 0.5 ms. Deadlines are
+//!   served before every other wake-up due at the same moment.
 //! * **Ends.** A show ends by itself (its source's end, an error, its `stop`); its end is
 //!   concluded on the calling thread (its sinks finished, its edit thread and follower sinks
 //!   joined, its result reported by name) while the others go on.
