@@ -381,24 +381,8 @@ fn run_one(args: RunArgs) -> Result<Exit> {
         bail!("{a} and {b} both read stdin; only one source can, give the other a file");
     }
     let stdin_source = stdin_sources.into_iter().next();
-    let commands_from_stdin = match (args.control.as_deref(), &stdin_source) {
-        (None, None) | (Some("stdin"), None) => true,
-        (None, Some(source)) => {
-            if !args.quiet {
-                say!(
-                    "framepipe: {source} reads stdin, so commands are not read from it \
-                     (SIGINT/SIGTERM still stop the run)"
-                );
-            }
-            false
-        }
-        (Some("stdin"), Some(source)) => bail!(
-            "--control stdin: {source} reads stdin too, and they cannot share it; use \
-             --control none, or give the source a file"
-        ),
-        (Some("none"), _) => false,
-        (Some(other), _) => bail!("bad --control '{other}': expected stdin or none"),
-    };
+    let commands_from_stdin =
+        commands_from_stdin(args.control.as_deref(), stdin_source.as_deref(), args.quiet)?;
     let osc_addr = args
         .osc
         .as_deref()
@@ -1195,4 +1179,32 @@ fn inspect(name: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether commands are read from stdin: `--control` (none given: stdin unless a source reads
+/// it, which is said unless `quiet`), refused when a source reads stdin and `--control stdin`
+/// asks for it too.
+fn commands_from_stdin(
+    control: Option<&str>,
+    stdin_source: Option<&str>,
+    quiet: bool,
+) -> Result<bool> {
+    Ok(match (control, stdin_source) {
+        (None, None) | (Some("stdin"), None) => true,
+        (None, Some(source)) => {
+            if !quiet {
+                say!(
+                    "framepipe: {source} reads stdin, so commands are not read from it \
+                     (SIGINT/SIGTERM still stop the run)"
+                );
+            }
+            false
+        }
+        (Some("stdin"), Some(source)) => bail!(
+            "--control stdin: {source} reads stdin too, and they cannot share it; use \
+             --control none, or give the source a file"
+        ),
+        (Some("none"), _) => false,
+        (Some(other), _) => bail!("bad --control '{other}': expected stdin or none"),
+    })
 }

@@ -33,7 +33,7 @@ use framepipe_window::{PauseProbe, WindowLink};
 
 use crate::build::{build, Purpose};
 use crate::commands::{self, ReplySource, ShowInput};
-use crate::{flags, osc, signals, Exit, RunArgs, WINDOWSINK};
+use crate::{commands_from_stdin, flags, osc, signals, Exit, RunArgs, WINDOWSINK};
 
 /// Commands each show's queue holds (one show alone gets 1024): 400 shows × a large ring and
 /// its return path would cost tens of MB for commands that arrive a few a second.
@@ -273,24 +273,8 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         bail!("shows {a} and {b} both write stdout; only one can, give the other a file");
     }
     let stdin_source = stdin_sources.into_iter().next();
-    let commands_from_stdin = match (args.control.as_deref(), &stdin_source) {
-        (None, None) | (Some("stdin"), None) => true,
-        (None, Some(source)) => {
-            if !args.quiet {
-                say!(
-                    "framepipe: {source} reads stdin, so commands are not read from it \
-                     (SIGINT/SIGTERM still stop the run)"
-                );
-            }
-            false
-        }
-        (Some("stdin"), Some(source)) => bail!(
-            "--control stdin: {source} reads stdin too, and they cannot share it; use \
-             --control none, or give the source a file"
-        ),
-        (Some("none"), _) => false,
-        (Some(other), _) => bail!("bad --control '{other}': expected stdin or none"),
-    };
+    let commands_from_stdin =
+        commands_from_stdin(args.control.as_deref(), stdin_source.as_deref(), args.quiet)?;
     let osc_addr = args
         .osc
         .as_deref()
