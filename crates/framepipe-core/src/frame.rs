@@ -179,12 +179,12 @@ impl PoolInner {
                 vec![OPAQUE_BLACK; blocks].into_boxed_slice(),
             ));
         }
-        // SAFETY: the caller claimed slot `idx` and no handle to it exists yet, so nobody else
-        // touches these bytes; `pad + blocks * 16` is the slot's span (the pixels end at its
-        // end), inside the mapping, and the address is 16-byte aligned (page + pad, a multiple
-        // of 16).
-        let slot: &mut [Block] =
-            unsafe { std::slice::from_raw_parts_mut(self.shared_ptr(idx).cast(), blocks) };
+        // The caller claimed slot `idx` and no handle to it exists yet; `pad + blocks * 16` is
+        // the slot's span (the pixels end at its end), inside the mapping.
+        let ptr = self.shared_ptr(idx).cast::<Block>();
+        // SAFETY: nobody else touches these bytes (above); in the mapping; 16-byte aligned
+        // (page + pad, a multiple of 16).
+        let slot: &mut [Block] = unsafe { std::slice::from_raw_parts_mut(ptr, blocks) };
         // Written, not just sized: the pages are allocated and mapped here, once.
         slot.fill(OPAQUE_BLACK);
         Buffer::Shared

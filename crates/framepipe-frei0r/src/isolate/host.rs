@@ -146,10 +146,9 @@ fn serve(args: &[String]) -> Result<(), String> {
             Some(f) => {
                 let p = pools.frame(f, bytes)?.cast::<u32>();
                 pools.set_writable(f, true)?;
-                // SAFETY: the parent's output frame for this request, which nobody else holds
-                // (it is the parent's unique FrameMut, untouched until `done`); mapped here,
-                // 16-byte aligned, `words` u32 long inside its slot (checked by the lookup),
-                // writable from now until the end of this frame.
+                // The parent's unique FrameMut for this request, untouched until `done`;
+                // `words` u32 long inside its slot (checked by the lookup).
+                // SAFETY: held by nobody else (above); mapped, aligned, writable until `done`.
                 unsafe { std::slice::from_raw_parts_mut(p, words) }
             }
             // SAFETY: between `req` and `done` the parent touches neither the inputs nor this
@@ -159,10 +158,10 @@ fn serve(args: &[String]) -> Result<(), String> {
         if clear_output != 0 {
             out.fill(0);
         }
-        // SAFETY: each pointer is an input of this request (a pool frame mapped read-only here
-        // or the instance's input buffer), `words` u32 long and aligned, which the parent keeps
-        // alive and unwritten until `done`; none is the output (the parent names a frame it
-        // holds uniquely as output and frames it shares as inputs).
+        // Each pointer is an input of this request (a pool frame mapped read-only here or the
+        // instance's input buffer); none is the output (the parent names a frame it holds
+        // uniquely as output and frames it shares as inputs).
+        // SAFETY: `words` u32 long, aligned, kept alive and unwritten by the parent until `done`.
         let input = |i: usize| unsafe { std::slice::from_raw_parts(in_ptrs[i], words) };
         if bgra {
             for (i, sc) in scratch.iter_mut().enumerate() {
