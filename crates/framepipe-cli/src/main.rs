@@ -377,12 +377,8 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     };
     // Standard input has one reader: a source, or the command reader.
     let stdin_sources = commands::stdin_sources(&desc, &registry);
-    if let [a, b, ..] = &stdin_sources[..] {
-        bail!("{a} and {b} both read stdin; only one source can, give the other a file");
-    }
-    let stdin_source = stdin_sources.into_iter().next();
     let commands_from_stdin =
-        commands_from_stdin(args.control.as_deref(), stdin_source.as_deref(), args.quiet)?;
+        commands_from_stdin(args.control.as_deref(), &stdin_sources, args.quiet)?;
     let osc_addr = args
         .osc
         .as_deref()
@@ -1181,15 +1177,18 @@ fn inspect(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether commands are read from stdin: `--control` (none given: stdin unless a source reads
-/// it, which is said unless `quiet`), refused when a source reads stdin and `--control stdin`
-/// asks for it too.
-fn commands_from_stdin(
+/// Whether commands are read from stdin, given the sources that read it (`stdin_sources`):
+/// `--control` (none given: stdin unless a source reads it, which is said unless `quiet`);
+/// refused when two sources read stdin, or one does and `--control stdin` asks for it too.
+pub(crate) fn commands_from_stdin(
     control: Option<&str>,
-    stdin_source: Option<&str>,
+    stdin_sources: &[String],
     quiet: bool,
 ) -> Result<bool> {
-    Ok(match (control, stdin_source) {
+    if let [a, b, ..] = stdin_sources {
+        bail!("{a} and {b} both read stdin; only one source can, give the other a file");
+    }
+    Ok(match (control, stdin_sources.first()) {
         (None, None) | (Some("stdin"), None) => true,
         (None, Some(source)) => {
             if !quiet {

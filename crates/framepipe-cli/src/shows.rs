@@ -266,15 +266,11 @@ pub fn run(args: RunArgs) -> Result<Exit> {
             }
         }
     }
-    if let [a, b, ..] = &stdin_sources[..] {
-        bail!("{a} and {b} both read stdin; only one source can, give the other a file");
-    }
     if let [a, b, ..] = &stdout_writers[..] {
         bail!("shows {a} and {b} both write stdout; only one can, give the other a file");
     }
-    let stdin_source = stdin_sources.into_iter().next();
     let commands_from_stdin =
-        commands_from_stdin(args.control.as_deref(), stdin_source.as_deref(), args.quiet)?;
+        commands_from_stdin(args.control.as_deref(), &stdin_sources, args.quiet)?;
     let osc_addr = args
         .osc
         .as_deref()

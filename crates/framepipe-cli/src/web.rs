@@ -1,7 +1,7 @@
 //! `--web`: the control page (framepipe-web) as the CLI sets it up: the address, the preview
 //! tap added to the graph description before it is built, the `webpreview` element.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 
 use anyhow::{bail, Result};
 use framepipe_core::{ElementKind, Registry};
@@ -14,20 +14,7 @@ pub fn parse_addr(text: Option<&str>) -> Result<SocketAddr> {
             .parse()
             .expect("the default address parses"));
     };
-    if let Ok(port) = text.parse::<u16>() {
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
-    }
-    if let Some(port) = text.strip_prefix("localhost:") {
-        if let Ok(port) = port.parse::<u16>() {
-            return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
-        }
-    }
-    match text.parse::<SocketAddr>() {
-        Ok(a) => Ok(a),
-        Err(_) => bail!(
-            "bad --web '{text}': expected PORT (on 127.0.0.1) or ADDR:PORT, e.g. 8080, 127.0.0.1:0 or 0.0.0.0:8080"
-        ),
-    }
+    crate::osc::parse_addr("--web", text)
 }
 
 /// The node the preview shows by default: the master sink's input (the sink marked

@@ -693,23 +693,29 @@ mod tests {
         assert_eq!(FramePool::new(8, 8, 5).allocated(), 5);
     }
 
+    /// A helper fills `pool` (capacity 8) while two workers each acquire four frames
+    /// (growing it on demand); what the workers got.
+    fn grown_from_three_threads(pool: &FramePool) -> Vec<FrameMut> {
+        let filler = pool.clone();
+        std::thread::scope(|s| {
+            s.spawn(move || filler.fill(8));
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let p = pool.clone();
+                    s.spawn(move || (0..4).filter_map(|_| p.acquire()).collect::<Vec<_>>())
+                })
+                .collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        })
+    }
+
     #[test]
     fn growing_from_several_threads_gives_every_slot_one_buffer() {
         // Workers acquire (growing on demand) while a helper fills: each slot's buffer must be
         // made once and handed to one holder only.
         for _ in 0..50 {
             let pool = FramePool::lazy(16, 16, 8);
-            let filler = pool.clone();
-            let held: Vec<FrameMut> = std::thread::scope(|s| {
-                s.spawn(move || filler.fill(8));
-                let hs: Vec<_> = (0..2)
-                    .map(|_| {
-                        let p = pool.clone();
-                        s.spawn(move || (0..4).filter_map(|_| p.acquire()).collect::<Vec<_>>())
-                    })
-                    .collect();
-                hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
-            });
+            let held = grown_from_three_threads(&pool);
             assert_eq!(held.len(), 8);
             let mut ptrs: Vec<usize> = held.iter().map(|f| f.data().as_ptr() as usize).collect();
             ptrs.sort_unstable();
@@ -783,17 +789,7 @@ mod tests {
     fn a_shared_pool_grows_from_several_threads_like_a_heap_pool() {
         for _ in 0..20 {
             let pool = FramePool::lazy_shared(16, 16, 8).unwrap();
-            let filler = pool.clone();
-            let held: Vec<FrameMut> = std::thread::scope(|s| {
-                s.spawn(move || filler.fill(8));
-                let hs: Vec<_> = (0..2)
-                    .map(|_| {
-                        let p = pool.clone();
-                        s.spawn(move || (0..4).filter_map(|_| p.acquire()).collect::<Vec<_>>())
-                    })
-                    .collect();
-                hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
-            });
+            let held = grown_from_three_threads(&pool);
             assert_eq!(held.len(), 8);
             let mut offs: Vec<usize> = held.iter().map(|f| f.shared().unwrap().offset).collect();
             offs.sort_unstable();

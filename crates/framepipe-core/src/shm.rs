@@ -37,6 +37,39 @@ pub fn shared_pools_requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)
 }
 
+/// A new anonymous shared memory file (`memfd_create`, close-on-exec, plus `flags`), empty.
+pub fn memfd(name: &str, flags: libc::c_uint) -> std::io::Result<File> {
+    let cname = std::ffi::CString::new(name).unwrap_or_else(|_| c"framepipe-shm".to_owned());
+    // SAFETY: a valid NUL-terminated name; the descriptor is checked, then owned by a File.
+    let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC | flags) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Maps the first `len` bytes of `file` shared, readable and writable. The caller unmaps it
+/// (`munmap(ptr, len)`) and reads or writes it only within a file at least `len` long.
+pub fn map_shared(file: &File, len: usize) -> std::io::Result<NonNull<u8>> {
+    // SAFETY: a new mapping at an address the kernel picks: it aliases no Rust object; the
+    // result is checked.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    NonNull::new(ptr.cast()).ok_or_else(|| std::io::Error::other("mmap returned null"))
+}
+
 /// The page size of this machine.
 pub fn page_size() -> usize {
     // SAFETY: sysconf has no memory effects; a failure (-1) falls back to 4 KiB.
@@ -89,17 +122,7 @@ impl SharedRegion {
             .ok_or_else(|| {
                 std::io::Error::other(format!("bad pool size: {slots} x {span} bytes"))
             })?;
-        let cname = std::ffi::CString::new(format!("framepipe-pool-{name}"))
-            .unwrap_or_else(|_| c"framepipe-pool".to_owned());
-        // SAFETY: a valid NUL-terminated name; the descriptor is checked, then owned by a File.
-        let fd = unsafe {
-            libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a fresh descriptor nobody else owns.
-        let file = unsafe { File::from_raw_fd(fd) };
+        let file = memfd(&format!("framepipe-pool-{name}"), libc::MFD_ALLOW_SEALING)?;
         file.set_len(len as u64)?;
         // Nobody (a child process that opened it included) may shrink or grow it now: a shrunk
         // file would make this process's reads of its frames fault.
@@ -114,23 +137,10 @@ impl SharedRegion {
         if r != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: a fresh shared mapping of `len` bytes of a file exactly that long; checked.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        let ptr = map_shared(&file, len)?;
         Ok(SharedRegion {
             file,
-            ptr: NonNull::new(ptr.cast()).expect("mmap never returns null on success"),
+            ptr,
             len,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             span,

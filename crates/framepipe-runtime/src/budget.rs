@@ -29,7 +29,7 @@ pub(crate) const LATENCY_MARGIN_NS: u64 = 2_000_000;
 
 /// The default budget (ns) for a graph whose measured latency is `latency_ns` (see the module
 /// doc): `latency * 5/4 + 2 ms`, whatever the period. Saturates instead of overflowing.
-pub(crate) fn default_budget(latency_ns: u64, _period_ns: u64) -> u64 {
+pub(crate) fn default_budget(latency_ns: u64) -> u64 {
     latency_ns
         .saturating_add(latency_ns / 4)
         .saturating_add(LATENCY_MARGIN_NS)
@@ -40,24 +40,20 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
-    const P30: u64 = 1_000_000_000 / 30;
-    const P60: u64 = 1_000_000_000 / 60;
 
     /// A light chain (0.2 ms): the budget is its latency, a quarter and 2 ms, not half a
     /// period (the goal: a command shows within a period plus the chain's time).
     #[test]
     fn a_light_chain_begins_its_latency_and_the_margin_ahead() {
-        for period in [P30, P60] {
-            assert_eq!(default_budget(200_000, period), 250_000 + LATENCY_MARGIN_NS);
-        }
-        assert_eq!(default_budget(0, P60), LATENCY_MARGIN_NS);
+        assert_eq!(default_budget(200_000), 250_000 + LATENCY_MARGIN_NS);
+        assert_eq!(default_budget(0), LATENCY_MARGIN_NS);
     }
 
     /// Within a period the budget grows with the latency: a quarter of it on top.
     #[test]
     fn within_a_period_the_budget_is_the_latency_a_quarter_and_the_margin() {
-        assert_eq!(default_budget(8 * MS, P30), 12 * MS);
-        assert_eq!(default_budget(20 * MS, P30), 27 * MS);
+        assert_eq!(default_budget(8 * MS), 12 * MS);
+        assert_eq!(default_budget(20 * MS), 27 * MS);
     }
 
     /// Beyond a period too: no rounding to whole periods (frames begin at their time while
@@ -65,14 +61,14 @@ mod tests {
     #[test]
     fn beyond_a_period_the_budget_is_still_the_latency_a_quarter_and_the_margin() {
         // 720p glow -> sobel -> vignette at 30 fps, ~100 ms.
-        assert_eq!(default_budget(100 * MS, P30), 127 * MS);
-        assert_eq!(default_budget(32 * MS, P30), 42 * MS);
-        assert_eq!(default_budget(40 * MS, P60), 52 * MS);
+        assert_eq!(default_budget(100 * MS), 127 * MS);
+        assert_eq!(default_budget(32 * MS), 42 * MS);
+        assert_eq!(default_budget(40 * MS), 52 * MS);
     }
 
     #[test]
     fn the_budget_saturates_instead_of_overflowing() {
-        assert_eq!(default_budget(u64::MAX, P30), u64::MAX);
-        assert_eq!(default_budget(u64::MAX - 1, P60), u64::MAX);
+        assert_eq!(default_budget(u64::MAX), u64::MAX);
+        assert_eq!(default_budget(u64::MAX - 1), u64::MAX);
     }
 }

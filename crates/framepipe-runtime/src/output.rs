@@ -85,12 +85,12 @@ impl LatencyWindow {
 /// default the measured one with a margin (see [`crate::budget::default_budget`]: a quarter
 /// of it and 2 ms, in whole periods beyond a period). `None` (no limit) until a latency is
 /// known.
-fn latency_budget(asked_ns: u64, window: &LatencyWindow, period_ns: u64) -> Option<u64> {
+fn latency_budget(asked_ns: u64, window: &LatencyWindow) -> Option<u64> {
     if asked_ns > 0 {
         return Some(asked_ns);
     }
     let max = window.max()? as u64;
-    Some(crate::budget::default_budget(max, period_ns))
+    Some(crate::budget::default_budget(max))
 }
 
 /// The last frame that may have begun at `now`: every frame whose deadline is at most `budget`
@@ -371,7 +371,7 @@ impl Output {
         };
         if self.gate {
             self.window.push(item.ready_ns - item.begun_ns);
-            self.budget = latency_budget(self.options.latency_ns, &self.window, self.period_ns);
+            self.budget = latency_budget(self.options.latency_ns, &self.window);
             shared
                 .counters
                 .latency_budget_us

@@ -18,7 +18,6 @@
 //! mapping of the pool.)
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -118,16 +117,7 @@ pub(crate) fn region_len(inputs: usize, words: usize) -> usize {
 impl Shm {
     /// A new anonymous shared memory file of the right size, mapped here (parent side).
     pub(crate) fn create(name: &str, inputs: usize, words: usize) -> std::io::Result<Shm> {
-        let cname = std::ffi::CString::new(format!("framepipe-{name}"))
-            .unwrap_or_else(|_| c"framepipe-isolated".to_owned());
-        // SAFETY: a valid NUL-terminated name; the returned descriptor is checked and then owned
-        // by the `File`.
-        let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a fresh descriptor nobody else owns.
-        let file = unsafe { File::from_raw_fd(fd) };
+        let file = framepipe_core::shm::memfd(&format!("framepipe-{name}"), 0)?;
         let len = region_len(inputs, words);
         file.set_len(len as u64)?;
         Shm::map(file, inputs, words)
@@ -148,20 +138,8 @@ impl Shm {
 
     fn map(file: File, inputs: usize, words: usize) -> std::io::Result<Shm> {
         let len = region_len(inputs, words);
-        // SAFETY: a fresh shared mapping of `len` bytes of a file at least that long; checked.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        // A file at least `len` long: made so (`create`) or checked (`open`).
+        let ptr = framepipe_core::shm::map_shared(&file, len)?.as_ptr();
         Ok(Shm {
             file,
             ptr: ptr.cast(),
