@@ -878,7 +878,7 @@ fn apply_commands(
         match ver.live_spec.resolve(&p.command) {
             Ok(edit) => {
                 if batch.edits.len() == batch.edits.capacity() {
-                    assign_edits(shared, ver.number, reader, batch);
+                    assign_edits(shared, ver, reader, batch);
                 }
                 batch.edits.push(edit);
                 batch.posted.push(p);
@@ -886,7 +886,7 @@ fn apply_commands(
             Err(reason) => refuse(shared, reader, p, reason),
         }
     }
-    assign_edits(shared, ver.number, reader, batch);
+    assign_edits(shared, ver, reader, batch);
     stop
 }
 
@@ -909,7 +909,7 @@ fn apply_batch(
     // Room for all of it in this assignment (a batch has at most MAX_BATCH commands, and the
     // buffer holds EDIT_BATCH >= MAX_BATCH, so this never grows it).
     if batch.edits.len() + n > batch.edits.capacity() {
-        assign_edits(shared, ver.number, reader, batch);
+        assign_edits(shared, ver, reader, batch);
     }
     let start = batch.edits.len();
     let mut refused = None;
@@ -936,27 +936,38 @@ fn apply_batch(
     batch.posted.push(p);
 }
 
-/// Assigns the batch's edits under the live lock, noting the first frame that will see them;
-/// after unlocking, the old values they then hold are dropped and their commands answered with
-/// that frame.
+/// Assigns the batch's edits under the live lock, from the first frame that can show all of
+/// them: the latest of their stages' next frames (the next frame to begin for a clock
+/// command), the stages behind it first sampling their current values for the frames in
+/// between (`Live::catch_up`; see live.rs). After unlocking, the old values they then hold
+/// are dropped and their commands answered with that frame.
 ///
-/// The edits were resolved (node and property indices) against graph version `version`; if a
+/// The edits were resolved (node and property indices) against graph version `ver`; if a
 /// live edit switched versions since (another thread may make the switch between the output
 /// thread's look at the version and this), they would name other nodes, or none: they are
 /// refused instead.
-fn assign_edits(shared: &Shared, version: u64, reader: &mut CommandReader, batch: &mut Batch<'_>) {
+fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch: &mut Batch<'_>) {
     if batch.edits.is_empty() {
         return;
     }
     let frame = {
         let mut live = shared.live.lock();
-        if live.version == version {
+        if live.version == ver.number {
+            let first = batch
+                .edits
+                .iter()
+                .map(|e| live.first_frame_of(e))
+                .max()
+                .expect("not empty");
             for e in batch.edits.iter_mut() {
+                if let Some(s) = e.stage() {
+                    live.catch_up(s, first, &ver.snapshots, ver.topo.cap);
+                }
                 live.apply(e);
             }
             let mbpm = (live.tempo() * 1000.0).round() as u64;
             shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
-            Some(live.next_frame())
+            Some(first)
         } else {
             None
         }

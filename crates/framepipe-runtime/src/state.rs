@@ -1044,7 +1044,7 @@ impl State {
                 }
             }
             std::mem::swap(&mut live.stages, &mut p.live_stages);
-            live.version = p.state.ver.number;
+            live.switched(p.state.ver.number, n);
         }
         let next = &mut p.state;
         std::mem::swap(&mut self.ver, &mut next.ver);
