@@ -2,8 +2,9 @@
 //!
 //! It is the thread that called [`Prepared::run`](crate::Prepared::run), so it adds no thread
 //! to the process. Once per frame boundary it reads the command queue (lock-free), applies
-//! transport commands itself and parameter commands to the live state (they reach the next frame
-//! the source starts), and answers each command on the queue's return path (lock-free, no
+//! transport commands itself and parameter commands to the live state (they reach every frame
+//! whose node has not started yet: a node samples its values when it starts a frame, see
+//! live.rs), and answers each command on the queue's return path (lock-free, no
 //! allocation) with the frame it applies from, or the reason it was refused, waits for the next frame in order, waits for its deadline on the frame
 //! clock when the run is paced, and hands it to the sink. It also notices stalled stages.
 //!
