@@ -837,4 +837,106 @@ mod tests {
             );
         }
     }
+
+    /// Two stages, `cap` snapshot slots, frames `0..begun` begun.
+    fn two_stages(cap: usize, begun: u64) -> (Live, Vec<Mutex<FrameParams>>) {
+        let float = PropKind::Float { min: 0.0, max: 1.0 };
+        let stages = ["a", "b"]
+            .into_iter()
+            .map(|n| {
+                let mut st = LiveStage::new(n.into(), n.into(), true, true);
+                st.add_param(
+                    PropSpec::new("p", float.clone(), PropValue::Float(0.0), ""),
+                    PropValue::Float(0.0),
+                );
+                st
+            })
+            .collect();
+        let mut live = Live::new(stages);
+        let snaps: Vec<_> = (0..cap).map(|_| Mutex::new(live.empty_frame())).collect();
+        for seq in 0..begun {
+            let mut snap = lock(&snaps[seq as usize % cap]);
+            live.begin(seq as i64 * 40_000_000, &mut snap, std::iter::empty());
+        }
+        (live, snaps)
+    }
+
+    fn set(stage: usize, x: f64) -> Edit {
+        Edit::Set {
+            stage,
+            param: 0,
+            value: PropValue::Float(x),
+        }
+    }
+
+    fn value(snaps: &[Mutex<FrameParams>], seq: u64, stage: usize) -> (u64, PropValue) {
+        let snap = lock(&snaps[seq as usize % snaps.len()]);
+        (snap.frame, snap.values[stage][0].clone())
+    }
+
+    /// Issue #9, per-node sampling: a node starting a frame ahead of earlier ones (a parallel
+    /// node) gives those the values in force then, and samples none of them again, so a `set`
+    /// assigned after is seen from the node's next frame, which is what its reply names.
+    #[test]
+    fn a_node_starting_a_later_frame_first_fixes_the_earlier_ones_and_a_set_follows_it() {
+        let (mut live, snaps) = two_stages(4, 4);
+        assert_eq!(live.first_frame_of(&set(0, 0.5)), 0);
+        assert!(live.start_node(0, 2, 2, &snaps, 4));
+        let mut e = set(0, 0.5);
+        assert_eq!(live.first_frame_of(&e), 3);
+        live.apply(&mut e);
+        // Frames 0 and 1 were given the old value when frame 2 started; starting them now
+        // samples nothing.
+        assert!(!live.start_node(0, 0, 0, &snaps, 4));
+        assert!(!live.start_node(0, 1, 1, &snaps, 4));
+        assert!(live.start_node(0, 3, 3, &snaps, 4));
+        let got: Vec<_> = (0..4).map(|k| value(&snaps, k, 0).1).collect();
+        let want: Vec<_> = [0.0, 0.0, 0.0, 0.5]
+            .into_iter()
+            .map(PropValue::Float)
+            .collect();
+        assert_eq!(got, want);
+        // The other stage has started nothing: a `set` on it is seen from frame 0.
+        assert_eq!(live.first_frame_of(&set(1, 0.5)), 0);
+        // A clock command applies from the next frame to begin.
+        assert_eq!(live.first_frame_of(&Edit::Speed(2.0)), 4);
+    }
+
+    /// Issue #9: commands read together apply from the latest of their stages' next frames;
+    /// the stage behind first takes its old values for the frames in between. A slot already
+    /// reused by a later frame is left alone.
+    #[test]
+    fn catching_up_gives_the_frames_in_between_the_old_values_and_skips_reused_slots() {
+        let (mut live, snaps) = two_stages(4, 6);
+        // Frames 2..6 in flight (slots 2, 3, 0, 1); stage a has started frame 4, b nothing
+        // since frame 2 (its next).
+        live.stages[1].next = 2;
+        assert!(live.start_node(0, 4, 0, &snaps, 4));
+        let mut batch = [set(0, 0.25), set(1, 0.75)];
+        let first = batch.iter().map(|e| live.first_frame_of(e)).max().unwrap();
+        assert_eq!(first, 5);
+        for e in &mut batch {
+            live.catch_up(e.stage().unwrap(), first, &snaps, 4);
+            live.apply(e);
+        }
+        // b: frames 2, 3 and 4 have the old value (0.0), and its next frame is 5.
+        for k in 2..5 {
+            assert_eq!(value(&snaps, k, 1), (k, PropValue::Float(0.0)), "frame {k}");
+        }
+        assert!(!live.start_node(1, 4, 0, &snaps, 4));
+        assert!(live.start_node(1, 5, 1, &snaps, 4));
+        assert_eq!(value(&snaps, 5, 1), (5, PropValue::Float(0.75)));
+        assert!(live.start_node(0, 5, 1, &snaps, 4));
+        assert_eq!(value(&snaps, 5, 0), (5, PropValue::Float(0.25)));
+        // Catching a stage up over frames whose slots now hold later frames touches nothing
+        // of them: slot 0 holds frame 4, not frame 0.
+        let (mut live, snaps) = two_stages(4, 6);
+        {
+            let mut s = lock(&snaps[0]);
+            s.values[1][0] = PropValue::Float(0.9);
+        }
+        live.catch_up(1, 4, &snaps, 4);
+        assert_eq!(value(&snaps, 4, 1), (4, PropValue::Float(0.9)));
+        assert_eq!(live.stages[1].next, 4);
+    }
 }
