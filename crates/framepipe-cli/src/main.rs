@@ -954,6 +954,13 @@ fn stats_json(
             "mean": p.lateness.mean_us,
         });
         doc["late"] = serde_json::json!(p.lateness.late);
+        doc["late_frames"] = p
+            .late_log
+            .frames()
+            .map(|(deadline, late)| {
+                serde_json::json!({"deadline_s": deadline as f64 / 1e9, "late_us": late as f64 / 1e3})
+            })
+            .collect();
         doc["repeated"] = serde_json::json!(p.lateness.repeated);
         doc["output_thread_cpu_share"] = serde_json::json!(p.cpu_share);
         doc["latency"] = serde_json::json!({
