@@ -548,6 +548,8 @@ fn run_one(args: RunArgs) -> Result<Exit> {
             let server = framepipe_web::Web::start(
                 bound,
                 framepipe_web::Engine {
+                    name: shows::show_name(&pipeline, 1, &desc)
+                        .unwrap_or_else(|_| "show-1".into()),
                     view: prepared.view(),
                     counters: prepared.counters(),
                     commands: tx.clone(),
@@ -567,9 +569,9 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     let replies = surfaces
         .then(|| {
             commands::spawn_reply_printer(
-                vec![commands::ReplySource::new(None, tx.replies(), own)],
+                vec![commands::ReplySource::new(None, tx.replies(), own)
+                    .with_web(web_server.as_ref().map(|w| w.reply_tap()))],
                 args.quiet,
-                web_server.as_ref().map(|w| w.reply_tap()),
             )
         })
         .flatten();
