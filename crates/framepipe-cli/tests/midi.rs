@@ -744,7 +744,7 @@ fn issue_11_midi_mappings_of_each_project_reach_their_own_show() {
     let n1 = frame_of(&run.expect(&format!("show cam1: ok 'set {BRIGHTNESS} 1' from frame")));
     wait_frames(&out1, n1 + 2);
     run.say("@cam2 midi");
-    run.expect(&format!("show cam2: 1: cc 8 ch 1 absolute -> {BRIGHTNESS} [0..1]"));
+    run.expect(&format!("show cam2:   1: cc 8 ch 1 absolute -> {BRIGHTNESS} [0..1]"));
     drop(w);
     let stderr = run.stop_with("@* stop");
     assert!(

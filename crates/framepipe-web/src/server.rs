@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use axum::body::Body;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -553,21 +554,25 @@ fn upgrade(s: Arc<Shared>, i: usize, upgrade: WebSocketUpgrade) -> Response {
         .on_upgrade(move |socket| client(socket, s, i))
 }
 
-async fn ws(State(s): State<Arc<Shared>>, up: WebSocketUpgrade) -> Response {
+/// A WebSocket upgrade, or why the request is not one (answered after the show is known,
+/// so that a request for no show is told so).
+type Upgrade = std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>;
+
+async fn ws(State(s): State<Arc<Shared>>, up: Upgrade) -> Response {
     if s.several() {
         return s.which_show("/ws");
     }
-    upgrade(s, 0, up)
+    match up {
+        Ok(up) => upgrade(s, 0, up),
+        Err(r) => r.into_response(),
+    }
 }
 
-async fn show_ws(
-    State(s): State<Arc<Shared>>,
-    Path(name): Path<String>,
-    up: WebSocketUpgrade,
-) -> Response {
-    match s.index.get(&name).copied() {
-        Some(i) => upgrade(s, i, up),
-        None => s.no_show(&name),
+async fn show_ws(State(s): State<Arc<Shared>>, Path(name): Path<String>, up: Upgrade) -> Response {
+    match (s.index.get(&name).copied(), up) {
+        (Some(i), Ok(up)) => upgrade(s, i, up),
+        (Some(_), Err(r)) => r.into_response(),
+        (None, _) => s.no_show(&name),
     }
 }
 

@@ -75,6 +75,8 @@ function onGraph(m) {
   const pick = $('preview-select');
   pick.textContent = '';
   const tap = m.preview_tap;
+  // No tap, no preview (several shows without --web-preview).
+  for (const id of ['preview-head', 'preview-pick', 'preview']) $(id).hidden = !tap;
   const branch = new Set(m.nodes.filter((n) => n.name === tap || n.inputs.includes(tap)).map((n) => n.name));
   for (const n of m.nodes) {
     if (n.kind !== 'sink' && !branch.has(n.name)) pick.append(el('option', { value: n.name }, n.name));

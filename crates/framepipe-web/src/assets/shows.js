@@ -6,7 +6,6 @@
 const token = new URLSearchParams(location.search).get('token');
 const withToken = (path) => token ? path + (path.includes('?') ? '&' : '?') + 'token=' + encodeURIComponent(token) : path;
 const $ = (id) => document.getElementById(id);
-const cell = (text, cls) => { const td = document.createElement('td'); td.textContent = text; if (cls) td.className = cls; return td; };
 const list = window.fpShows = { shows: [], polls: 0 };
 
 async function poll() {
@@ -23,24 +22,37 @@ async function poll() {
   setTimeout(poll, 500);
 }
 
+// One row per show, made once and then updated in place (a row replaced under the pointer
+// would lose a click).
+const rows = new Map();
+function row(name) {
+  let r = rows.get(name);
+  if (r) return r;
+  const tr = document.createElement('tr');
+  tr.id = 'show:' + name;
+  const a = document.createElement('a');
+  a.href = withToken('/shows/' + encodeURIComponent(name) + '/');
+  a.id = 'link:' + name;
+  a.textContent = name;
+  const first = document.createElement('td'); first.append(a);
+  const cells = [1, 2, 3, 4, 5, 6, 7].map(() => document.createElement('td'));
+  tr.append(first, ...cells);
+  r = { tr, cells };
+  rows.set(name, r);
+  $('shows').tBodies[0].append(tr);
+  return r;
+}
+
 function draw(m) {
   $('count').textContent = m.shows.length + (m.shows.length === 1 ? ' show' : ' shows');
-  const body = $('shows').tBodies[0];
-  const rows = [];
   for (const s of m.shows) {
-    const tr = document.createElement('tr');
-    tr.id = 'show:' + s.name;
-    const a = document.createElement('a');
-    a.href = withToken('/shows/' + encodeURIComponent(s.name) + '/');
-    a.id = 'link:' + s.name;
-    a.textContent = s.name;
-    const name = document.createElement('td'); name.append(a);
-    tr.append(name, cell(s.state, s.state), cell(s.fps.toFixed(1)), cell(String(s.frames)),
-      cell(String(s.late), s.late ? 'late' : ''), cell(String(s.repeated)),
-      cell((s.lateness_peak_us / 1000).toFixed(2) + ' ms'), cell(String(s.clients)));
-    rows.push(tr);
+    const { cells } = row(s.name);
+    const texts = [s.state, s.fps.toFixed(1), String(s.frames), String(s.late), String(s.repeated),
+      (s.lateness_peak_us / 1000).toFixed(2) + ' ms', String(s.clients)];
+    texts.forEach((t, i) => { if (cells[i].textContent !== t) cells[i].textContent = t; });
+    cells[0].className = s.state;
+    cells[3].className = s.late ? 'late' : '';
   }
-  body.replaceChildren(...rows);
   const w = m.web;
   $('web-counts').textContent = `web: ${w.clients} pages, ${w.commands} commands; bad ${w.bad}, rate-limited ${w.rate_limited}, queue full ${w.queue_full}`;
 }
