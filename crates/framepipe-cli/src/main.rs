@@ -548,8 +548,7 @@ fn run_one(args: RunArgs) -> Result<Exit> {
             let server = framepipe_web::Web::start(
                 bound,
                 framepipe_web::Engine {
-                    name: shows::show_name(&pipeline, 1, &desc)
-                        .unwrap_or_else(|_| "show-1".into()),
+                    name: shows::show_name(&pipeline, 1, &desc).unwrap_or_else(|_| "show-1".into()),
                     view: prepared.view(),
                     counters: prepared.counters(),
                     commands: tx.clone(),

@@ -305,8 +305,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     let mut senders: Vec<CommandSender> = Vec::with_capacity(n);
     let mut replies: Vec<ReplySource> = Vec::with_capacity(n);
     let mut osc_shows: Vec<osc::OscShow> = Vec::new();
-    let mut web_shows: Vec<(framepipe_web::Engine, Arc<framepipe_web::PreviewSlot>)> =
-        Vec::new();
+    let mut web_shows: Vec<(framepipe_web::Engine, Arc<framepipe_web::PreviewSlot>)> = Vec::new();
     let mut query_shows: Vec<(framepipe_oscquery::ShowEntry, framepipe_oscquery::LiveShow)> =
         Vec::new();
     let mut midi_shows: Vec<framepipe_midi::ShowSurface> = Vec::new();
@@ -331,7 +330,11 @@ pub fn run(args: RunArgs) -> Result<Exit> {
                 } else {
                     framepipe_web::PreviewSlot::new()
                 };
-                framepipe_web::preview::register(&mut registry, Arc::clone(&slot), bound.counters());
+                framepipe_web::preview::register(
+                    &mut registry,
+                    Arc::clone(&slot),
+                    bound.counters(),
+                );
                 let tap = match &args.web_preview {
                     Some(node) => Some(
                         web::add_preview_tap(&mut given.desc, &registry, Some(node))
@@ -457,8 +460,8 @@ pub fn run(args: RunArgs) -> Result<Exit> {
                 },
                 mdns: !args.no_mdns,
             };
-            let server = framepipe_oscquery::serve_shows(options, query_shows)
-                .context("--oscquery")?;
+            let server =
+                framepipe_oscquery::serve_shows(options, query_shows).context("--oscquery")?;
             let local = server.local_addr();
             if !local.ip().is_loopback() {
                 say!(

@@ -698,7 +698,11 @@ fn midi_through_an_alsa_virtual_port() {
 #[test]
 fn issue_11_midi_mappings_of_each_project_reach_their_own_show() {
     let dir = tmpdir("midi-shows");
-    let (out1, out2, path) = (dir.join("one.rgba"), dir.join("two.rgba"), fifo(&dir, "midi"));
+    let (out1, out2, path) = (
+        dir.join("one.rgba"),
+        dir.join("two.rgba"),
+        fifo(&dir, "midi"),
+    );
     let project = |name: &str, out: &Path, cc: u8| {
         let p = dir.join(format!("{name}.toml"));
         std::fs::write(
@@ -744,19 +748,28 @@ fn issue_11_midi_mappings_of_each_project_reach_their_own_show() {
     let n1 = frame_of(&run.expect(&format!("show cam1: ok 'set {BRIGHTNESS} 1' from frame")));
     wait_frames(&out1, n1 + 2);
     run.say("@cam2 midi");
-    run.expect(&format!("show cam2:   1: cc 8 ch 1 absolute -> {BRIGHTNESS} [0..1]"));
+    run.expect(&format!(
+        "show cam2:   1: cc 8 ch 1 absolute -> {BRIGHTNESS} [0..1]"
+    ));
     drop(w);
     let stderr = run.stop_with("@* stop");
     assert!(
-        !stderr.contains(&format!("show cam1: ok 'set {BRIGHTNESS} 1' from frame {n2}\n"))
-            && stderr.matches(&format!("ok 'set {BRIGHTNESS} 1'")).count() == 2,
+        !stderr.contains(&format!(
+            "show cam1: ok 'set {BRIGHTNESS} 1' from frame {n2}\n"
+        )) && stderr.matches(&format!("ok 'set {BRIGHTNESS} 1'")).count() == 2,
         "{stderr}"
     );
     let (v1, v2) = (frame_values(&out1), frame_values(&out2));
     assert!(v2[..n2].iter().all(|x| *x == v2[0]), "{v2:?}");
-    assert!(v2[n2..].iter().all(|x| *x == v2[n2]) && v2[n2] != v2[0], "{v2:?}");
+    assert!(
+        v2[n2..].iter().all(|x| *x == v2[n2]) && v2[n2] != v2[0],
+        "{v2:?}"
+    );
     assert!(v1[..n1].iter().all(|x| *x == v1[0]), "{v1:?}");
-    assert!(v1[n1..].iter().all(|x| *x == v1[n1]) && v1[n1] != v1[0], "{v1:?}");
+    assert!(
+        v1[n1..].iter().all(|x| *x == v1[n1]) && v1[n1] != v1[0],
+        "{v1:?}"
+    );
     assert_eq!(v1[0], v2[0], "both shows start alike");
     let _ = std::fs::remove_dir_all(&dir);
 }

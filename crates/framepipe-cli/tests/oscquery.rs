@@ -757,7 +757,10 @@ fn issue_11_oscquery_has_one_subtree_per_show_and_a_set_reaches_one_show() {
     assert!(body.contains("no show named 'framepipe'"), "{body}");
     let (status, body) = get(&base, "/nope/framepipe");
     assert_eq!(status, 404, "{body}");
-    assert!(body.contains("no show named 'nope'") && body.contains("show-1, show-2"), "{body}");
+    assert!(
+        body.contains("no show named 'nope'") && body.contains("show-1, show-2"),
+        "{body}"
+    );
 
     // Listen to show-2's value, then set it with a real UDP OSC message.
     let mut ws = ws_connect(&base);
@@ -811,9 +814,11 @@ fn issue_11_oscquery_has_one_subtree_per_show_and_a_set_reaches_one_show() {
         .into(),
     ))
     .unwrap();
-    wait_until(Duration::from_secs(10), "show-1's value over the WebSocket", || {
-        value_of("show-1") == 3.0
-    });
+    wait_until(
+        Duration::from_secs(10),
+        "show-1's value over the WebSocket",
+        || value_of("show-1") == 3.0,
+    );
     assert_eq!(value_of("show-2"), 7.0);
     drop(ws);
     drop(fp);

@@ -933,7 +933,9 @@ fn issue_11_web_page_lists_the_shows_and_a_value_set_on_one_reaches_that_show_on
     let (code, body) = http_get(fp.port(), "/ws", &fp.authority());
     assert_eq!(code, 404, "{body}");
     assert!(
-        body.contains("2 shows run") && body.contains("/shows/NAME/ws") && body.contains("show-1, show-2"),
+        body.contains("2 shows run")
+            && body.contains("/shows/NAME/ws")
+            && body.contains("show-1, show-2"),
         "{body}"
     );
     let (code, body) = http_get(fp.port(), "/shows/nope/", &fp.authority());
@@ -948,7 +950,9 @@ fn issue_11_web_page_lists_the_shows_and_a_value_set_on_one_reaches_that_show_on
         Duration::from_secs(15),
     );
     assert_eq!(
-        b.eval("[...document.querySelectorAll('#shows tbody tr')].map(r => r.cells[0].textContent)"),
+        b.eval(
+            "[...document.querySelectorAll('#shows tbody tr')].map(r => r.cells[0].textContent)"
+        ),
         json!(["show-1", "show-2"])
     );
     // A real click on show-2's link: its own page.

@@ -282,7 +282,10 @@ impl OscQuery {
     pub fn new_shows(info: HostInfo, shows: Vec<ShowEntry>) -> (OscQuery, Poller) {
         let counters = Arc::new(Counters::default());
         let (tx, rx) = watch::channel(Arc::new(Snapshots {
-            list: shows.iter().map(|_| Arc::new(Snapshot::default())).collect(),
+            list: shows
+                .iter()
+                .map(|_| Arc::new(Snapshot::default()))
+                .collect(),
         }));
         let index = shows
             .iter()
@@ -495,7 +498,12 @@ fn prefix_paths(v: &mut Map<String, Value>, name: &str) {
 }
 
 /// The description of show `i`'s place at `within` (its own path), under `/NAME`.
-fn describe_in(q: &OscQuery, snaps: &Snapshots, i: usize, within: &str) -> Option<Map<String, Value>> {
+fn describe_in(
+    q: &OscQuery,
+    snaps: &Snapshots,
+    i: usize,
+    within: &str,
+) -> Option<Map<String, Value>> {
     let snap = &snaps.list[i];
     let name = &q.inner.names[i];
     let place = tree::resolve(&snap.model, within)?;
@@ -996,7 +1004,10 @@ pub fn serve(
 /// Binds `options.addr` and serves OSCQuery for several shows (each named in its
 /// [`ShowEntry`]: `/NAME/framepipe/...`) on one thread, with one poller, one HOST_INFO and
 /// one advert, until [`Server::finish`].
-pub fn serve_shows<S: ShowSource>(options: ServeOptions, shows: Vec<(ShowEntry, S)>) -> Result<Server> {
+pub fn serve_shows<S: ShowSource>(
+    options: ServeOptions,
+    shows: Vec<(ShowEntry, S)>,
+) -> Result<Server> {
     let listener = TcpListener::bind(options.addr).map_err(|e| Error::Bind {
         addr: options.addr,
         source: e,

@@ -309,9 +309,7 @@ impl ShowState {
         let to_owner = owner.map(|(_, id)| text(&protocol::reply_msg(r, id)));
         for c in lock(&self.clients).iter() {
             match (&owner, &to_owner) {
-                (Some((client, _)), Some(m)) if *client == c.id => {
-                    self.send_to(web, c, m.clone())
-                }
+                (Some((client, _)), Some(m)) if *client == c.id => self.send_to(web, c, m.clone()),
                 _ => self.send_to(web, c, to_all.clone()),
             }
         }
