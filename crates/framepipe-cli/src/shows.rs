@@ -541,10 +541,33 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     let status = (!quiet && std::io::stderr().is_terminal()).then(|| {
         let counters: Vec<Arc<Counters>> = kept.iter().map(|k| Arc::clone(&k.counters)).collect();
         let (running, stop) = (Arc::clone(&running), Arc::clone(&stop));
-        let osc = osc_input.as_ref().map(|o| Arc::clone(&o.counters));
+        // The surfaces' counts, each a short summary read from atomics.
+        let mut surfaces: Vec<Summary> = Vec::new();
+        if let Some(o) = &osc_input {
+            let c = Arc::clone(&o.counters);
+            surfaces.push(Box::new(move || c.summary()));
+        }
+        if let Some(m) = &midi_input {
+            let c = Arc::clone(&m.counters);
+            surfaces.push(Box::new(move || c.summary()));
+        }
+        if let Some(w) = &web_counters {
+            let c = Arc::clone(w);
+            surfaces.push(Box::new(move || c.summary()));
+        }
+        if let Some(q) = &oscquery {
+            let c = q.counters();
+            surfaces.push(Box::new(move || {
+                format!(
+                    "oscquery {} ws {} pkts",
+                    c.ws_clients.load(Ordering::Relaxed),
+                    c.packets.load(Ordering::Relaxed)
+                )
+            }));
+        }
         std::thread::Builder::new()
             .name("fp-status".into())
-            .spawn(move || status_line(&counters, &running, osc.as_deref(), &stop))
+            .spawn(move || status_line(&counters, &running, &surfaces, &stop))
     });
     if !quiet {
         say!("framepipe: {n} shows on {threads} shared worker threads");
@@ -790,12 +813,16 @@ fn write_all_stats(
     Ok(())
 }
 
+/// A surface's counts for the status line (`osc: 3 ok, 0 bad`), read from atomics.
+type Summary = Box<dyn Fn() -> String + Send>;
+
 /// Redraws one status line on stderr four times a second until `stop`: shows running, frames
-/// out and late/repeated frames over every show. Reads only atomics.
+/// out and late/repeated frames over every show, and each surface's counts. Reads only
+/// atomics.
 fn status_line(
     counters: &[Arc<Counters>],
     running: &AtomicUsize,
-    osc: Option<&osc::OscCounters>,
+    surfaces: &[Summary],
     stop: &AtomicBool,
 ) {
     use std::io::Write as _;
@@ -825,8 +852,8 @@ fn status_line(
         if paused > 0 {
             line.push_str(&format!("  {paused} paused"));
         }
-        if let Some(o) = osc {
-            line.push_str(&format!("  {}", o.summary()));
+        for summary in surfaces {
+            line.push_str(&format!("  {}", summary()));
         }
         let width = 160;
         let shown: String = line.chars().take(width).collect();

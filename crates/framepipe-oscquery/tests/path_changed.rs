@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use framepipe_core::{PropKind, PropSpec, PropValue};
 use framepipe_oscquery::{
-    serve, serve_shows, HostInfo, NodeModel, ServeOptions, ShowEntry, ShowModel, ShowSource,
-    Values,
+    serve, serve_shows, HostInfo, NodeModel, ServeOptions, ShowEntry, ShowModel, ShowSource, Values,
 };
 use rosc::{OscPacket, OscType};
 use serde_json::Value;
@@ -235,7 +234,10 @@ fn issue_11_an_edit_of_one_show_is_announced_under_its_name() {
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     let (mut ws, _) = tungstenite::client(format!("ws://{addr}/"), stream).unwrap();
-    for (p, v) in [("/one/framepipe/a/blur", 0.25), ("/two/framepipe/a/blur", 0.5)] {
+    for (p, v) in [
+        ("/one/framepipe/a/blur", 0.25),
+        ("/two/framepipe/a/blur", 0.5),
+    ] {
         let listen = serde_json::json!({ "COMMAND": "LISTEN", "DATA": p }).to_string();
         ws.send(Message::Text(listen.into())).unwrap();
         match next(&mut ws) {

@@ -361,9 +361,7 @@ pub(crate) fn serve(
             .route("/shows/{name}/ws", get(show_ws))
             .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
             .with_state(Arc::clone(&shared));
-        for i in 0..shared.shows.len() {
-            tokio::spawn(pump(Arc::clone(&shared), i));
-        }
+        tokio::spawn(pump(Arc::clone(&shared)));
         tokio::select! {
             r = axum::serve(listener, app) => {
                 if let Err(e) = r {
@@ -685,82 +683,104 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>, show: usize) {
     s.web.clients.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// Polls show `show`'s view every [`POLL`] and pushes what changed to its pages; stats every
-/// fourth poll; the whole state to pages that lost a message. A show without pages is not
-/// read (only its frame rate is measured, from atomics, for the list).
-async fn pump(s: Arc<Shared>, show: usize) {
-    let sh = &s.shows[show];
+/// What the pump keeps of one show between polls.
+struct Pumped {
+    graph: Arc<framepipe_runtime::GraphView>,
+    cur: ValuesView,
+    prev: Option<ValuesView>,
+    last_frames: (u64, Instant),
+    fps: f64,
+}
+
+/// Polls every show's view every [`POLL`] (one task, one wake-up for every show) and pushes
+/// what changed to its pages; stats every fourth poll; the whole state to pages that lost a
+/// message. A show without pages is not read (only its frame rate is measured, from atomics,
+/// for the list).
+async fn pump(s: Arc<Shared>) {
     let mut interval = tokio::time::interval(POLL);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut graph = sh.view.graph();
-    let mut cur = ValuesView::default();
-    let mut prev: Option<ValuesView> = None;
+    let mut state: Vec<Pumped> = s
+        .shows
+        .iter()
+        .map(|sh| Pumped {
+            graph: sh.view.graph(),
+            cur: ValuesView::default(),
+            prev: None,
+            last_frames: (sh.counters.frames_out(), Instant::now()),
+            fps: 0.0,
+        })
+        .collect();
     let mut tick = 0u64;
-    let mut last_frames = (sh.counters.frames_out(), Instant::now());
-    let mut fps = 0.0;
     loop {
         interval.tick().await;
         tick += 1;
-        if tick.is_multiple_of(4) {
-            let now = Instant::now();
-            let frames = sh.counters.frames_out();
-            let dt = now.duration_since(last_frames.1).as_secs_f64();
-            if dt > 0.0 {
-                fps = (frames.saturating_sub(last_frames.0)) as f64 / dt;
-            }
-            last_frames = (frames, now);
-            sh.fps.store(f64::to_bits(fps), Ordering::Relaxed);
+        for (sh, p) in s.shows.iter().zip(state.iter_mut()) {
+            pump_show(&s, sh, p, tick);
         }
-        if lock(&sh.clients).is_empty() {
-            // Read again from scratch when a page comes (it gets the whole state anyway).
-            prev = None;
-            continue;
+    }
+}
+
+/// One poll of one show.
+fn pump_show(s: &Shared, sh: &ShowState, p: &mut Pumped, tick: u64) {
+    if tick.is_multiple_of(4) {
+        let now = Instant::now();
+        let frames = sh.counters.frames_out();
+        let dt = now.duration_since(p.last_frames.1).as_secs_f64();
+        if dt > 0.0 {
+            p.fps = (frames.saturating_sub(p.last_frames.0)) as f64 / dt;
         }
-        let g = sh.view.graph();
-        if g.version != graph.version {
-            graph = g;
-            prev = None;
-            sh.broadcast(
-                &s.web,
-                &protocol::graph_msg(&graph, sh.preview_tap.as_deref(), Some(&sh.name)),
-            );
+        p.last_frames = (frames, now);
+        sh.fps.store(f64::to_bits(p.fps), Ordering::Relaxed);
+    }
+    if lock(&sh.clients).is_empty() {
+        // Read again from scratch when a page comes (it gets the whole state anyway).
+        p.prev = None;
+        return;
+    }
+    let g = sh.view.graph();
+    if g.version != p.graph.version {
+        p.graph = g;
+        p.prev = None;
+        sh.broadcast(
+            &s.web,
+            &protocol::graph_msg(&p.graph, sh.preview_tap.as_deref(), Some(&sh.name)),
+        );
+    }
+    if sh.view.read(&mut p.cur) || p.prev.is_none() {
+        if let Some(m) = protocol::values_msg(&p.cur, p.prev.as_ref()) {
+            sh.broadcast(&s.web, &m);
         }
-        if sh.view.read(&mut cur) || prev.is_none() {
-            if let Some(m) = protocol::values_msg(&cur, prev.as_ref()) {
-                sh.broadcast(&s.web, &m);
-            }
-            match &mut prev {
-                Some(p) => p.clone_from(&cur),
-                None => prev = Some(cur.clone()),
-            }
+        match &mut p.prev {
+            Some(prev) => prev.clone_from(&p.cur),
+            None => p.prev = Some(p.cur.clone()),
         }
-        if tick.is_multiple_of(4) {
-            let m = text(&protocol::stats_msg(
-                &sh.counters,
-                fps,
-                &s.web.snapshot(),
-                sh.preview.seq(),
-            ));
-            *lock(&sh.last_stats) = Some(m.clone());
-            for c in lock(&sh.clients).iter() {
-                sh.send_to(&s.web, c, m.clone());
-            }
+    }
+    if tick.is_multiple_of(4) {
+        let m = text(&protocol::stats_msg(
+            &sh.counters,
+            p.fps,
+            &s.web.snapshot(),
+            sh.preview.seq(),
+        ));
+        *lock(&sh.last_stats) = Some(m.clone());
+        for c in lock(&sh.clients).iter() {
+            sh.send_to(&s.web, c, m.clone());
         }
-        // Pages that lost a message get everything again (when their queue has room).
-        let behind: Vec<(u64, mpsc::Sender<Utf8Bytes>, Arc<AtomicBool>)> = lock(&sh.clients)
-            .iter()
-            .filter(|c| c.resync.load(Ordering::Relaxed) && c.tx.capacity() >= 3)
-            .map(|c| (c.id, c.tx.clone(), Arc::clone(&c.resync)))
-            .collect();
-        if !behind.is_empty() {
-            let state = sh.full_state();
-            for (id, tx, resync) in behind {
-                resync.store(false, Ordering::Relaxed);
-                let c = Client { id, tx, resync };
-                for m in &state {
-                    if !m.is_null() {
-                        sh.send_to(&s.web, &c, text(m));
-                    }
+    }
+    // Pages that lost a message get everything again (when their queue has room).
+    let behind: Vec<(u64, mpsc::Sender<Utf8Bytes>, Arc<AtomicBool>)> = lock(&sh.clients)
+        .iter()
+        .filter(|c| c.resync.load(Ordering::Relaxed) && c.tx.capacity() >= 3)
+        .map(|c| (c.id, c.tx.clone(), Arc::clone(&c.resync)))
+        .collect();
+    if !behind.is_empty() {
+        let state = sh.full_state();
+        for (id, tx, resync) in behind {
+            resync.store(false, Ordering::Relaxed);
+            let c = Client { id, tx, resync };
+            for m in &state {
+                if !m.is_null() {
+                    sh.send_to(&s.web, &c, text(m));
                 }
             }
         }
