@@ -821,9 +821,11 @@ fn web_pages_stay_in_sync_and_each_gets_its_own_reply() {
     ]);
     let port = fp.port();
     let mut a = ws_connect(port, "/ws", &[]).unwrap();
-    let mut b = ws_connect(port, "/ws", &[]).unwrap();
+    // One show is also served by its name (issue #11's routes): the same show, the same pages.
+    let mut b = ws_connect(port, "/shows/show-1/ws", &[]).unwrap();
     let graph = read_type(&mut a, "graph");
-    read_type(&mut b, "graph");
+    assert_eq!(graph["show"], "show-1", "{graph}");
+    assert_eq!(read_type(&mut b, "graph")["show"], "show-1");
     // The preview reads the master sink's input through the tap `link web-monitor NODE` moves.
     assert_eq!(graph["preview_tap"], "web-monitor", "{graph}");
     assert_eq!(graph["preview"], "o", "{graph}");
