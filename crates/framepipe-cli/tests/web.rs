@@ -199,7 +199,11 @@ mod cdp {
     impl Browser {
         /// Starts headless Chromium with a fresh profile and opens one blank page.
         pub fn start(exe: &Path) -> Browser {
-            let profile = TempDir(tmpdir("web-chromium-profile"));
+            // A profile of its own: two browsers of this binary's tests may run at once.
+            static BROWSERS: std::sync::atomic::AtomicUsize =
+                std::sync::atomic::AtomicUsize::new(0);
+            let n = BROWSERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let profile = TempDir(tmpdir(&format!("web-chromium-profile-{n}")));
             let mut child = Command::new(exe)
                 .args([
                     "--headless=new",
