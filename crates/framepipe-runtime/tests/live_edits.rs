@@ -1466,3 +1466,162 @@ fn issue_9_an_edit_under_the_live_policy_keeps_the_output_frame_in_the_new_pools
         }
     }
 }
+
+/// What the drain test saw, in the order it happened: the source made frame `seq`, or the
+/// master sink was given it (with its first word).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Seen2 {
+    Made(u64),
+    Out(u64, u32),
+}
+
+/// A [`common::Counter`] that logs every frame it makes.
+struct LoggedSource {
+    inner: Box<dyn framepipe_core::Source>,
+    log: Arc<Mutex<Vec<Seen2>>>,
+}
+
+impl framepipe_core::Source for LoggedSource {
+    fn info(&self) -> VideoInfo {
+        self.inner.info()
+    }
+    fn len_hint(&self) -> Option<u64> {
+        self.inner.len_hint()
+    }
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        let made = self.inner.fill(ctx, frame)?;
+        if made {
+            self.log.lock().unwrap().push(Seen2::Made(ctx.seq));
+        }
+        Ok(made)
+    }
+}
+
+/// A sink that logs every frame it is given.
+struct LoggedSink(Arc<Mutex<Vec<Seen2>>>);
+
+impl framepipe_core::Sink for LoggedSink {
+    fn start(&mut self, _info: VideoInfo) -> Result<()> {
+        Ok(())
+    }
+    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        let out = Seen2::Out(ctx.seq, frame.words()[0]);
+        self.0.lock().unwrap().push(out);
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue #9, requirement 2 ("under `--overload live` the switch causes no missed deadline
+/// that the same run without the edit would not have"): the switch waits for the running
+/// version's frames to be *done*, not for the output to release them. Paced with frames
+/// beginning 2.5 periods ahead of their deadlines, the edit's first frame N begins (the
+/// source makes it) while frame N − 1, the running version's last, still waits for its
+/// deadline a period later. The switch used to wait until N − 1 had left the sink, so that
+/// frame N had at most a period to be made, where every other frame had the whole budget: a
+/// chain slower than that repeated a frame at every edit. Judged by the order of what the
+/// source and the sink saw (a period, 200 ms, apart); every frame still reaches the sink
+/// once, in order, with the edit from frame N on.
+#[test]
+fn issue_9_an_edits_first_frame_begins_before_the_last_old_frame_is_released() {
+    const FRAMES: u64 = 12;
+    for threads in [1, 2, 4] {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let nodes = vec![
+            Node::new(
+                "src",
+                NodeKind::Source {
+                    source: Box::new(LoggedSource {
+                        inner: counter(0, FRAMES),
+                        log: Arc::clone(&log),
+                    }),
+                    on_end: framepipe_runtime::OnEnd::Stop,
+                },
+                vec![],
+            ),
+            fx("a", Add(1), 0, false),
+            Node::new(
+                "out",
+                NodeKind::Sink {
+                    sink: Box::new(LoggedSink(Arc::clone(&log))),
+                    master: true,
+                },
+                vec![1],
+            ),
+        ];
+        let builds: Vec<Build> = vec![Box::new(|| {
+            graph(vec![
+                running("src", false, vec![]),
+                fx("b", Add(100), 0, false),
+                running("out", true, vec![1]),
+            ])
+        })];
+        let mut prepared = Graph::new(nodes)
+            .unwrap()
+            .prepare(Options {
+                threads,
+                in_flight: 6,
+                pace: Some(Rational::new(5, 1)),
+                overload: Overload::Live,
+                latency_ns: 500_000_000,
+                ..Options::default()
+            })
+            .unwrap();
+        let (tx, rx) = command_queue(16);
+        let replies = tx.replies();
+        prepared.set_commands(rx);
+        prepared.set_editor(Box::new(Script {
+            builds: builds.into(),
+            settled: Arc::new(Mutex::new(Vec::new())),
+            settle_delay: Duration::ZERO,
+        }));
+        let watch = Arc::clone(&log);
+        let poster = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let outs = || {
+                let log = watch.lock().unwrap();
+                log.iter().filter(|e| matches!(e, Seen2::Out(..))).count()
+            };
+            while outs() < 2 {
+                assert!(t0.elapsed() < Duration::from_secs(30), "the run stalled");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let t = tx
+                .post(Command::Edit(GraphEdit::Remove { node: "a".into() }))
+                .unwrap();
+            loop {
+                assert!(t0.elapsed() < Duration::from_secs(30), "no answer");
+                if let Some(r) = replies.take() {
+                    assert_eq!(r.ticket, t);
+                    break r.outcome;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        prepared.run().unwrap();
+        let n = frame_of(&poster.join().unwrap()) as u64;
+        let log = log.lock().unwrap().clone();
+        let what = format!("threads {threads}, edit at frame {n}: {log:?}");
+        assert!(n >= 1 && n < FRAMES, "{what}");
+        let outs: Vec<(u64, u32)> = log
+            .iter()
+            .filter_map(|e| match *e {
+                Seen2::Out(s, w) => Some((s, w)),
+                Seen2::Made(_) => None,
+            })
+            .collect();
+        let want: Vec<(u64, u32)> = (0..FRAMES)
+            .map(|f| (f, f as u32 + if f < n { 1 } else { 100 }))
+            .collect();
+        assert_eq!(outs, want, "{what}");
+        let at = |e: Seen2| log.iter().position(|&x| x == e).expect("logged");
+        let last_old = at(Seen2::Out(n - 1, n as u32));
+        assert!(
+            at(Seen2::Made(n)) < last_old,
+            "the edit's first frame was made only after the running version's last one \
+             was released: {what}"
+        );
+    }
+}
