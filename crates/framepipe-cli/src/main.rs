@@ -944,6 +944,9 @@ fn stats_json(
             "repeated": s.edits.repeated,
             "drain_mean_ms": s.edits.drain_mean_ms,
             "drain_max_ms": s.edits.drain_max_ms,
+            "built": s.edits.built,
+            "build_repeated": s.edits.build_repeated,
+            "build_mean_ms": s.edits.build_mean_ms,
         },
     });
     if let Some(w) = web {

@@ -220,6 +220,9 @@ pub(crate) struct Output {
     begin_slack_ns: u64,
     /// The master's repeat count when it armed the last live edit.
     edit_repeats_at_arm: u64,
+    /// A live edit handed to the edit thread: when (monotonic ns) and the repeat count then,
+    /// until it comes back built (`Counters::record_edit_build`).
+    edit_sent: Option<(i64, u64)>,
     /// A live edit switched in: (its first frame, its drain in ns, the repeat count when it
     /// was armed), until that frame is released (`Counters::record_edit`).
     edit_watch: Option<(u64, i64, u64)>,
@@ -293,6 +296,7 @@ impl Output {
             poll_ns: POLL.as_nanos() as i64,
             begin_slack_ns: 0,
             edit_repeats_at_arm: 0,
+            edit_sent: None,
             edit_watch: None,
         })
     }
@@ -517,13 +521,20 @@ impl Output {
         if let (Some(l), Some(reader)) = (self.edits_link.as_mut(), self.commands.as_mut()) {
             match l.take() {
                 Some(FromEditor::Ready(p)) => {
-                    self.edit_repeats_at_arm = shared.counters.repeated.load(Ordering::Relaxed);
+                    let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                    self.edit_repeats_at_arm = repeated;
+                    if let Some((sent_ns, at_send)) = self.edit_sent.take() {
+                        let build_ns = now_ns() - sent_ns;
+                        let repeats = repeated.saturating_sub(at_send);
+                        shared.counters.record_edit_build(build_ns, repeats);
+                    }
                     let mut st = shared.lock_output();
                     st.arm_switch(p);
                     st.after_change(shared);
                 }
                 Some(FromEditor::Refused(p, reason)) => {
                     l.busy = false;
+                    self.edit_sent = None;
                     refuse(shared, reader, p, reason);
                 }
                 None => {}
@@ -537,6 +548,7 @@ impl Output {
                 edits: &mut self.edits,
                 posted: &mut self.edited,
             };
+            let building = self.edits_link.as_ref().is_some_and(|l| l.busy);
             stop = apply_commands(
                 shared,
                 &self.ver,
@@ -546,6 +558,10 @@ impl Output {
                 &mut batch,
                 boundary,
             );
+            if !building && self.edits_link.as_ref().is_some_and(|l| l.busy) {
+                let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                self.edit_sent = Some((now_ns(), repeated));
+            }
         }
         if port == 0 {
             shared

@@ -120,6 +120,11 @@ pub struct Counters {
     /// The drains (arming to switch) of those edits: sum and longest, µs.
     pub(crate) edit_drain_us_sum: AtomicU64,
     pub(crate) edit_drain_us_max: AtomicU64,
+    /// Edits built (handed to the edit thread by a command, back built), the deadlines
+    /// repeated meanwhile and the builds' total time, µs.
+    pub(crate) edit_builds: AtomicU64,
+    pub(crate) edit_build_repeats: AtomicU64,
+    pub(crate) edit_build_us_sum: AtomicU64,
 }
 
 impl Counters {
@@ -142,6 +147,9 @@ impl Counters {
             edit_repeats: AtomicU64::new(0),
             edit_drain_us_sum: AtomicU64::new(0),
             edit_drain_us_max: AtomicU64::new(0),
+            edit_builds: AtomicU64::new(0),
+            edit_build_repeats: AtomicU64::new(0),
+            edit_build_us_sum: AtomicU64::new(0),
         }
     }
 
@@ -155,10 +163,21 @@ impl Counters {
         self.edit_drain_us_max.fetch_max(us, Ordering::Relaxed);
     }
 
+    /// A live edit came back built from the edit thread `build_ns` after the master output
+    /// handed it there, `repeats` deadlines repeated meanwhile.
+    pub(crate) fn record_edit_build(&self, build_ns: i64, repeats: u64) {
+        let us = (build_ns.max(0) / 1000) as u64;
+        self.edit_builds.fetch_add(1, Ordering::Relaxed);
+        self.edit_build_repeats.fetch_add(repeats, Ordering::Relaxed);
+        self.edit_build_us_sum.fetch_add(us, Ordering::Relaxed);
+    }
+
     /// What the live edits switched in so far cost at the master output.
     pub fn edits(&self) -> EditStats {
         let switched = self.edit_switches.load(Ordering::Relaxed);
         let sum = self.edit_drain_us_sum.load(Ordering::Relaxed);
+        let builds = self.edit_builds.load(Ordering::Relaxed);
+        let build_sum = self.edit_build_us_sum.load(Ordering::Relaxed);
         EditStats {
             switched,
             repeated: self.edit_repeats.load(Ordering::Relaxed),
@@ -168,6 +187,13 @@ impl Counters {
                 sum as f64 / switched as f64 / 1000.0
             },
             drain_max_ms: self.edit_drain_us_max.load(Ordering::Relaxed) as f64 / 1000.0,
+            built: builds,
+            build_repeated: self.edit_build_repeats.load(Ordering::Relaxed),
+            build_mean_ms: if builds == 0 {
+                0.0
+            } else {
+                build_sum as f64 / builds as f64 / 1000.0
+            },
         }
     }
 
@@ -268,6 +294,14 @@ pub struct EditStats {
     pub drain_mean_ms: f64,
     /// The longest drain, ms.
     pub drain_max_ms: f64,
+    /// Edits built on the edit thread (sent there by a command, back built).
+    pub built: u64,
+    /// Deadlines repeated while they were being built (from the command's reading to the
+    /// built version's arming; the show runs on meanwhile, the edit thread competing with
+    /// the workers for the CPU).
+    pub build_repeated: u64,
+    /// How long a build took, mean, ms.
+    pub build_mean_ms: f64,
 }
 
 /// Figures of a run, live or final.
