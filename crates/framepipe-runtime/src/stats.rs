@@ -168,7 +168,8 @@ impl Counters {
     pub(crate) fn record_edit_build(&self, build_ns: i64, repeats: u64) {
         let us = (build_ns.max(0) / 1000) as u64;
         self.edit_builds.fetch_add(1, Ordering::Relaxed);
-        self.edit_build_repeats.fetch_add(repeats, Ordering::Relaxed);
+        self.edit_build_repeats
+            .fetch_add(repeats, Ordering::Relaxed);
         self.edit_build_us_sum.fetch_add(us, Ordering::Relaxed);
     }
 

@@ -1604,7 +1604,7 @@ fn issue_9_an_edits_first_frame_begins_before_the_last_old_frame_is_released() {
         let n = frame_of(&poster.join().unwrap()) as u64;
         let log = log.lock().unwrap().clone();
         let what = format!("threads {threads}, edit at frame {n}: {log:?}");
-        assert!(n >= 1 && n < FRAMES, "{what}");
+        assert!((1..FRAMES).contains(&n), "{what}");
         let outs: Vec<(u64, u32)> = log
             .iter()
             .filter_map(|e| match *e {
