@@ -272,6 +272,8 @@ pub(crate) struct State {
     /// frame at or after `switch_at` begins in this one.
     pub(crate) pending: Option<Box<Pending>>,
     pub(crate) switch_at: u64,
+    /// The first frame of the running version (0, or the frame a live edit switched at).
+    pub(crate) ver_first: u64,
     /// After a switch: what it replaced (and the edit's command), for the master output thread
     /// to answer and hand to the edit thread, which drops it off the frame path.
     pub(crate) switched: Option<Box<Pending>>,
@@ -1008,7 +1010,14 @@ impl State {
         debug_assert!(self.pending.is_none());
         p.armed_ns = now_ns();
         self.pending = Some(p);
-        self.switch_at = self.next_seq;
+        // A version an edit switched in shows at least its first frame: an edit armed before
+        // that frame began switches after it (else its reply would name a frame that shows
+        // the next edit's graph instead).
+        self.switch_at = if self.ver.number > 0 {
+            self.next_seq.max(self.ver_first + 1)
+        } else {
+            self.next_seq
+        };
     }
 
     /// Switches to the pending version once the running one's frames are done with: every
@@ -1032,6 +1041,7 @@ impl State {
             || !self.ready.is_empty()
             || self.slice_pending().is_some()
             || self.switched.is_some()
+            || self.next_seq < self.switch_at
             || !self.only_held_at_sinks()
         {
             return;
@@ -1090,6 +1100,7 @@ impl State {
         // the new version's frames are counted afresh.
         self.in_flight = 0;
         self.switch_at = u64::MAX;
+        self.ver_first = n;
         p.frame = n;
         p.switched_ns = now_ns();
         shared.version.store(self.ver.number, Ordering::Release);
@@ -1289,6 +1300,7 @@ pub(crate) fn new_state(
     State {
         pending: None,
         switch_at: u64::MAX,
+        ver_first: 0,
         switched: None,
         ver: Arc::clone(&ver),
         nodes,
