@@ -944,6 +944,15 @@ fn stats_json(
         "stages": stages,
         "lock_hold_us": lock_json(&s.lock_hold_us),
         "output_lock_wait_us": lock_json(&s.output_lock_wait_us),
+        "edits": {
+            "switched": s.edits.switched,
+            "repeated": s.edits.repeated,
+            "drain_mean_ms": s.edits.drain_mean_ms,
+            "drain_max_ms": s.edits.drain_max_ms,
+            "built": s.edits.built,
+            "build_repeated": s.edits.build_repeated,
+            "build_mean_ms": s.edits.build_mean_ms,
+        },
     });
     if let Some(w) = web {
         doc["web"] = serde_json::to_value(w.snapshot())?;

@@ -53,5 +53,5 @@ pub use output::{LateLog, PacingStats};
 pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
 pub use plan::Layout;
 pub use pools::IN_FLIGHT_BYTES;
-pub use stats::{Counters, RunStats, StageCounters, StageStats};
+pub use stats::{Counters, EditStats, RunStats, StageCounters, StageStats};
 pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};

@@ -247,6 +247,14 @@ pub(crate) struct Output {
     /// Added to the latency budget when letting frames begin: how late the driver may wake up
     /// for a frame's beginning (a host rounds such wake-ups up to a grid).
     begin_slack_ns: u64,
+    /// The master's repeat count when it armed the last live edit.
+    edit_repeats_at_arm: u64,
+    /// A live edit handed to the edit thread: when (monotonic ns) and the repeat count then,
+    /// until it comes back built (`Counters::record_edit_build`).
+    edit_sent: Option<(i64, u64)>,
+    /// A live edit switched in: (its first frame, its drain in ns, the repeat count when it
+    /// was armed), until that frame is released (`Counters::record_edit`).
+    edit_watch: Option<(u64, i64, u64)>,
 }
 
 impl Output {
@@ -317,6 +325,9 @@ impl Output {
             ended: false,
             poll_ns: POLL.as_nanos() as i64,
             begin_slack_ns: 0,
+            edit_repeats_at_arm: 0,
+            edit_sent: None,
+            edit_watch: None,
         })
     }
 
@@ -522,6 +533,11 @@ impl Output {
             self.sink_counter = Arc::clone(&self.ver.stages[self.sink_stage]);
             if let Some(mut sw) = switched {
                 shared.counters.set_stages(Arc::clone(&self.ver.stages));
+                self.edit_watch = Some((
+                    sw.frame,
+                    sw.switched_ns - sw.armed_ns,
+                    self.edit_repeats_at_arm,
+                ));
                 if let (Some(p), Some(reader)) = (sw.posted.take(), self.commands.as_mut()) {
                     reader.reply(p, Outcome::Applied { frame: sw.frame });
                 }
@@ -535,12 +551,20 @@ impl Output {
         if let (Some(l), Some(reader)) = (self.edits_link.as_mut(), self.commands.as_mut()) {
             match l.take() {
                 Some(FromEditor::Ready(p)) => {
+                    let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                    self.edit_repeats_at_arm = repeated;
+                    if let Some((sent_ns, at_send)) = self.edit_sent.take() {
+                        let build_ns = now_ns() - sent_ns;
+                        let repeats = repeated.saturating_sub(at_send);
+                        shared.counters.record_edit_build(build_ns, repeats);
+                    }
                     let mut st = shared.lock_output();
                     st.arm_switch(p);
                     st.after_change(shared);
                 }
                 Some(FromEditor::Refused(p, reason)) => {
                     l.busy = false;
+                    self.edit_sent = None;
                     refuse(shared, reader, p, reason);
                 }
                 None => {}
@@ -554,6 +578,7 @@ impl Output {
                 edits: &mut self.edits,
                 posted: &mut self.edited,
             };
+            let building = self.edits_link.as_ref().is_some_and(|l| l.busy);
             stop = apply_commands(
                 shared,
                 &self.ver,
@@ -563,6 +588,10 @@ impl Output {
                 &mut batch,
                 boundary,
             );
+            if !building && self.edits_link.as_ref().is_some_and(|l| l.busy) {
+                let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                self.edit_sent = Some((now_ns(), repeated));
+            }
         }
         if port == 0 {
             shared
@@ -705,6 +734,17 @@ impl Output {
         self.sink_counter.record(started.elapsed());
         if result.is_ok() && self.port == 0 {
             shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some((first, drain_ns, at_arm)) = self.edit_watch {
+            if ctx.seq >= first {
+                let repeats = shared
+                    .counters
+                    .repeated
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(at_arm);
+                shared.counters.record_edit(drain_ns, repeats);
+                self.edit_watch = None;
+            }
         }
         if self.live_policy && self.pacer.is_some() {
             self.last = Some((ctx, frame));

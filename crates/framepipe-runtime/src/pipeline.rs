@@ -756,6 +756,8 @@ pub(crate) fn prepare_edit(
         posted: None,
         graph_view: Some(graph_view),
         frame: 0,
+        armed_ns: 0,
+        switched_ns: 0,
     }))
 }
 

@@ -276,6 +276,8 @@ pub(crate) struct State {
     /// frame at or after `switch_at` begins in this one.
     pub(crate) pending: Option<Box<Pending>>,
     pub(crate) switch_at: u64,
+    /// The first frame of the running version (0, or the frame a live edit switched at).
+    pub(crate) ver_first: u64,
     /// After a switch: what it replaced (and the edit's command), for the master output thread
     /// to answer and hand to the edit thread, which drops it off the frame path.
     pub(crate) switched: Option<Box<Pending>>,
@@ -346,6 +348,9 @@ pub(crate) struct Pending {
     pub(crate) graph_view: Option<crate::view::GraphView>,
     /// The frame the switch happened at.
     pub(crate) frame: u64,
+    /// When it was armed and when it switched (monotonic ns): the drain, for the figures.
+    pub(crate) armed_ns: i64,
+    pub(crate) switched_ns: i64,
 }
 
 /// One sink's hand-off: the frame whose turn it is at that sink.
@@ -353,6 +358,11 @@ pub(crate) struct Port {
     /// The sink's node.
     pub(crate) node: usize,
     pub(crate) ready: Option<PortItem>,
+    /// A live edit switched while this sink held a frame of the replaced version (waiting at
+    /// the port or being consumed by its output thread): the sink's node in the running
+    /// version is kept busy, so that the new version's first frame waits for that one's
+    /// completion (`sink_done`) and the sink still takes its frames in order.
+    pub(crate) held_over: bool,
 }
 
 /// A frame for a sink.
@@ -858,7 +868,7 @@ impl State {
     fn finished_node(&mut self, v: &Version, node: usize, slot: usize, output: Option<Frame>) {
         let t = &v.topo.nodes[node];
         if t.serial && t.branch.is_none() {
-            self.release_serial(v, node);
+            self.release_serial(node);
         }
         let seq = self.slots[slot].ctx.seq;
         for &f in &t.feeds {
@@ -917,11 +927,16 @@ impl State {
     }
 
     /// A serial node finished a frame: let the next one in, if it is already waiting.
-    fn release_serial(&mut self, v: &Version, node: usize) {
-        let cap = v.topo.cap as u64;
+    fn release_serial(&mut self, node: usize) {
+        self.nodes[node].next_seq += 1;
+        self.let_in(node);
+    }
+
+    /// Serial `node` is free: its frame `next_seq` may run, if it is already waiting.
+    fn let_in(&mut self, node: usize) {
+        let cap = self.ver.topo.cap as u64;
         let st = &mut self.nodes[node];
         st.busy = false;
-        st.next_seq += 1;
         let next = st.next_seq;
         let slot = (next % cap) as usize;
         if st.parked[slot] && self.slots[slot].active && self.slots[slot].ctx.seq == next {
@@ -966,6 +981,7 @@ impl State {
         self.steps.clear();
         for p in &mut self.ports {
             p.ready = None;
+            p.held_over = false;
         }
         for s in &mut self.slots {
             s.active = false;
@@ -993,11 +1009,16 @@ impl State {
         version: u64,
         result: Result<()>,
     ) {
-        // A frame of a replaced version (a leaky sink's, see `maybe_switch`): its branch's
-        // bookkeeping went with that version.
+        // A frame of a replaced version (see `maybe_switch`): its bookkeeping went with that
+        // version. A show sink's next frame, the new version's first, waited for it.
         if !self.abort && version == self.ver.number {
             let node = self.ports[port].node;
             self.steps.push_back(Step::Finished(node, slot, None));
+            self.drain();
+        } else if !self.abort && self.ports[port].held_over {
+            self.ports[port].held_over = false;
+            let node = self.ports[port].node;
+            self.let_in(node);
             self.drain();
         }
         if let Err(e) = result {
@@ -1032,18 +1053,31 @@ impl State {
     }
 
     /// Arms a live edit's switch: no frame begins in the running version from now on; once
-    /// the frames in flight have left, the next version takes over (`maybe_switch`).
-    pub(crate) fn arm_switch(&mut self, p: Box<Pending>) {
+    /// the frames in flight have left every node but the sinks holding them, the next version
+    /// takes over (`maybe_switch`).
+    pub(crate) fn arm_switch(&mut self, mut p: Box<Pending>) {
         debug_assert!(self.pending.is_none());
+        p.armed_ns = now_ns();
         self.pending = Some(p);
-        self.switch_at = self.next_seq;
+        // A version an edit switched in shows at least its first frame: an edit armed before
+        // that frame began switches after it (else its reply would name a frame that shows
+        // the next edit's graph instead).
+        self.switch_at = if self.ver.number > 0 {
+            self.next_seq.max(self.ver_first + 1)
+        } else {
+            self.next_seq
+        };
     }
 
-    /// Switches to the pending version once nothing of the running one is in flight: every
-    /// frame before the switch frame has left every node, no job runs, no leaky branch holds a
-    /// frame. Moves only (the new version was built off the frame path): the kept nodes'
-    /// instances, sources and feedback rings, and their live values, go into the new version;
-    /// what is replaced waits in `switched` to be dropped off the frame path.
+    /// Switches to the pending version once the running one's frames are done with: every
+    /// frame before the switch frame has left every node but the show's sinks that hold it
+    /// (at their port, or being consumed by their output thread: a frame waiting there for
+    /// its deadline does not hold the next version's first frame back), no job runs, no
+    /// leaky branch holds a frame that has not reached its sink. Moves only (the new version
+    /// was built off the frame path): the kept nodes' instances, sources and feedback rings,
+    /// and their live values, go into the new version; what is replaced waits in `switched`
+    /// to be dropped off the frame path. A sink holding a frame of the replaced version stays
+    /// busy in the new one until that frame's completion (`Port::held_over`).
     fn maybe_switch(&mut self, shared: &Shared) {
         // After the sources' end no frame begins any more: an edit switched in then would
         // be answered with a frame that is never output; it is refused at the run's end.
@@ -1051,14 +1085,14 @@ impl State {
             || self.source_done
             || self.abort
             || self.broken
-            || self.in_flight > 0
             || self.begin_busy
             || self.running > 0
             || !self.ready.is_empty()
             || !self.io_ready.is_empty()
-            || self.ports.iter().any(|p| p.ready.is_some())
             || self.slice_pending().is_some()
             || self.switched.is_some()
+            || self.next_seq < self.switch_at
+            || !self.only_held_at_sinks()
         {
             return;
         }
@@ -1068,6 +1102,9 @@ impl State {
         // leaky branch never holds back the show); their completion is ignored (`sink_done`).
         let mut p = self.pending.take().expect("checked");
         let n = self.next_seq;
+        for port in &mut self.ports {
+            port.held_over = self.nodes[port.node].busy;
+        }
         let next = &mut p.state;
         for &(o, j) in &p.moves {
             let (old, new) = (&mut self.nodes[o], &mut next.nodes[j]);
@@ -1107,13 +1144,58 @@ impl State {
         std::mem::swap(&mut self.branch_inputs, &mut next.branch_inputs);
         for (port, np) in self.ports.iter_mut().zip(&next.ports) {
             port.node = np.node;
+            // Its first frame of the new version (`n`) waits for the held one.
+            self.nodes[port.node].busy = port.held_over;
         }
+        // The frames still held by sinks are the replaced version's (its pools', its slots'):
+        // the new version's frames are counted afresh.
+        self.in_flight = 0;
         self.switch_at = u64::MAX;
+        self.ver_first = n;
         p.frame = n;
+        p.switched_ns = now_ns();
         shared.version.store(self.ver.number, Ordering::Release);
         self.switched = Some(p);
         self.wake.ports = true;
         self.wake.work_all = true;
+    }
+
+    /// Whether the running version's frames in flight have left every node but the show's
+    /// sinks holding them, as `maybe_switch` needs: each one's remaining nodes are exactly
+    /// the sinks that hold it (a sink still waiting for its turn, at a serial node, does not
+    /// count: its frame must reach it in this version's bookkeeping first); no frame waits at
+    /// a leaky sink's port (its branch may take the next one only once that one is taken);
+    /// each holding sink's port is a show sink in the next version too (it will wait there);
+    /// no sink still waits for the frame of an earlier switch.
+    fn only_held_at_sinks(&self) -> bool {
+        let v = &self.ver;
+        let Some(next) = self.pending.as_ref().map(|p| &p.state) else {
+            return false;
+        };
+        let holding = |node: usize, seq: u64| {
+            let st = &self.nodes[node];
+            v.topo.nodes[node].branch.is_none() && st.busy && st.next_seq == seq
+        };
+        for (i, port) in self.ports.iter().enumerate() {
+            let leaky = v.topo.nodes[port.node].branch.is_some();
+            if port.held_over || (leaky && port.ready.is_some()) {
+                return false;
+            }
+            let held = self.nodes[port.node].busy && !leaky;
+            let np = next.ports[i].node;
+            if held && next.ver.topo.nodes[np].branch.is_some() {
+                return false;
+            }
+        }
+        self.slots[..v.topo.cap].iter().all(|s| {
+            !s.active
+                || s.left
+                    == self
+                        .ports
+                        .iter()
+                        .filter(|p| holding(p.node, s.ctx.seq))
+                        .count()
+        })
     }
 
     /// Records a job's outcome and returns the job the same worker should run next, if any
@@ -1279,6 +1361,7 @@ pub(crate) fn new_state(
     State {
         pending: None,
         switch_at: u64::MAX,
+        ver_first: 0,
         switched: None,
         ver: Arc::clone(&ver),
         nodes,
@@ -1292,7 +1375,11 @@ pub(crate) fn new_state(
         steps: VecDeque::with_capacity(4 * n * (topo.cap + nb) + 8),
         ports: ports
             .into_iter()
-            .map(|node| Port { node, ready: None })
+            .map(|node| Port {
+                node,
+                ready: None,
+                held_over: false,
+            })
             .collect(),
         in_flight: 0,
         max_in_flight: topo.cap,

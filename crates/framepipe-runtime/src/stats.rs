@@ -113,6 +113,18 @@ pub struct Counters {
     pub(crate) lock_hold: Log2Histogram,
     /// How long the output thread waited to acquire it.
     pub(crate) output_lock_wait: Log2Histogram,
+    /// Live edits switched in whose first frame was released (master output).
+    pub(crate) edit_switches: AtomicU64,
+    /// Deadlines repeated (live policy) from an edit's arming to its first frame's release.
+    pub(crate) edit_repeats: AtomicU64,
+    /// The drains (arming to switch) of those edits: sum and longest, µs.
+    pub(crate) edit_drain_us_sum: AtomicU64,
+    pub(crate) edit_drain_us_max: AtomicU64,
+    /// Edits built (handed to the edit thread by a command, back built), the deadlines
+    /// repeated meanwhile and the builds' total time, µs.
+    pub(crate) edit_builds: AtomicU64,
+    pub(crate) edit_build_repeats: AtomicU64,
+    pub(crate) edit_build_us_sum: AtomicU64,
 }
 
 impl Counters {
@@ -131,6 +143,58 @@ impl Counters {
             tempo_mbpm: AtomicU64::new((framepipe_control::beat::DEFAULT_BPM * 1000.0) as u64),
             lock_hold: Log2Histogram::new(),
             output_lock_wait: Log2Histogram::new(),
+            edit_switches: AtomicU64::new(0),
+            edit_repeats: AtomicU64::new(0),
+            edit_drain_us_sum: AtomicU64::new(0),
+            edit_drain_us_max: AtomicU64::new(0),
+            edit_builds: AtomicU64::new(0),
+            edit_build_repeats: AtomicU64::new(0),
+            edit_build_us_sum: AtomicU64::new(0),
+        }
+    }
+
+    /// The master output released the first frame of a live edit: `drain_ns` from its arming
+    /// to its switch, `repeats` deadlines repeated from its arming to that release.
+    pub(crate) fn record_edit(&self, drain_ns: i64, repeats: u64) {
+        let us = (drain_ns.max(0) / 1000) as u64;
+        self.edit_switches.fetch_add(1, Ordering::Relaxed);
+        self.edit_repeats.fetch_add(repeats, Ordering::Relaxed);
+        self.edit_drain_us_sum.fetch_add(us, Ordering::Relaxed);
+        self.edit_drain_us_max.fetch_max(us, Ordering::Relaxed);
+    }
+
+    /// A live edit came back built from the edit thread `build_ns` after the master output
+    /// handed it there, `repeats` deadlines repeated meanwhile.
+    pub(crate) fn record_edit_build(&self, build_ns: i64, repeats: u64) {
+        let us = (build_ns.max(0) / 1000) as u64;
+        self.edit_builds.fetch_add(1, Ordering::Relaxed);
+        self.edit_build_repeats
+            .fetch_add(repeats, Ordering::Relaxed);
+        self.edit_build_us_sum.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// What the live edits switched in so far cost at the master output.
+    pub fn edits(&self) -> EditStats {
+        let switched = self.edit_switches.load(Ordering::Relaxed);
+        let sum = self.edit_drain_us_sum.load(Ordering::Relaxed);
+        let builds = self.edit_builds.load(Ordering::Relaxed);
+        let build_sum = self.edit_build_us_sum.load(Ordering::Relaxed);
+        EditStats {
+            switched,
+            repeated: self.edit_repeats.load(Ordering::Relaxed),
+            drain_mean_ms: if switched == 0 {
+                0.0
+            } else {
+                sum as f64 / switched as f64 / 1000.0
+            },
+            drain_max_ms: self.edit_drain_us_max.load(Ordering::Relaxed) as f64 / 1000.0,
+            built: builds,
+            build_repeated: self.edit_build_repeats.load(Ordering::Relaxed),
+            build_mean_ms: if builds == 0 {
+                0.0
+            } else {
+                build_sum as f64 / builds as f64 / 1000.0
+            },
         }
     }
 
@@ -212,8 +276,33 @@ impl Counters {
             tempo_bpm: self.tempo_bpm(),
             lock_hold_us: self.lock_hold.summary(),
             output_lock_wait_us: self.output_lock_wait.summary(),
+            edits: self.edits(),
         }
     }
+}
+
+/// What live edits cost at the master output (issue #9, "no glitch"): measured per edit from
+/// its arming (the built version reached the output thread; no frame begins in the running
+/// version from then on) to the release of its first frame.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EditStats {
+    /// Edits switched in whose first frame was released.
+    pub switched: u64,
+    /// Deadlines repeated (`--overload live`) between an edit's arming and the release of its
+    /// first frame, over all edits (a run without edits repeats some too: compare).
+    pub repeated: u64,
+    /// The drain (arming to the switch: the running version's frames leaving), mean, ms.
+    pub drain_mean_ms: f64,
+    /// The longest drain, ms.
+    pub drain_max_ms: f64,
+    /// Edits built on the edit thread (sent there by a command, back built).
+    pub built: u64,
+    /// Deadlines repeated while they were being built (from the command's reading to the
+    /// built version's arming; the show runs on meanwhile, the edit thread competing with
+    /// the workers for the CPU).
+    pub build_repeated: u64,
+    /// How long a build took, mean, ms.
+    pub build_mean_ms: f64,
 }
 
 /// Figures of a run, live or final.
@@ -237,4 +326,6 @@ pub struct RunStats {
     pub lock_hold_us: LockSummary,
     /// How long the output thread waited to acquire the scheduler lock, per acquisition, µs.
     pub output_lock_wait_us: LockSummary,
+    /// What the live edits cost at the master output.
+    pub edits: EditStats,
 }
