@@ -18,6 +18,16 @@
 //! frei0r plugins do: no copy per frame). Both are allocated and touched the same way, once per
 //! buffer.
 //!
+//! A pool may be shared by several users, each with a **quota** ([`FramePool::with_quota`]): a
+//! handle on the same frames that may hold at most that many at once. A host of many shows makes
+//! one pool per frame size for all of them and gives each show such a handle (the frames its own
+//! plan says it holds at most), so that the frames made are what the shows have out *together*,
+//! not the sum of their quotas, and one show cannot starve the others. A quota handle counts its
+//! frames out in one atomic counter (taken before a frame is popped, given back after it is
+//! pushed back): acquiring and returning a frame stay lock-free and allocation-free. A pool made
+//! by [`FramePool::new`] or [`FramePool::lazy`] has no quota: its frames are counted only by the
+//! pool's capacity, as before.
+//!
 //! Ownership is in the types:
 //! * [`FrameMut`] is the only handle to its buffer; only it can write the pixels.
 //! * [`Frame`] is a shared, read-only handle; cloning it bumps a reference count. To write, turn it
@@ -49,7 +59,7 @@
 
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crossbeam_queue::ArrayQueue;
@@ -84,6 +94,18 @@ struct Slot {
     data: OnceLock<Buffer>,
 }
 
+/// One user's share of a pool ([`FramePool::with_quota`]).
+#[derive(Debug)]
+struct Account {
+    /// The most frames this user may hold at once.
+    quota: usize,
+    /// Frames held now: acquired and not yet back in the free list (counted from just before a
+    /// frame is popped to just after it is pushed back, so never less than what is out).
+    held: AtomicUsize,
+    /// Acquisitions refused because `held` had reached `quota`.
+    refused: AtomicU64,
+}
+
 struct PoolInner {
     width: u32,
     height: u32,
@@ -105,6 +127,14 @@ struct PoolInner {
     /// Bytes from the start of a shared slot to its first pixel (the pixels end at the slot's
     /// end).
     pad: usize,
+    /// Frames out through quota handles now, and the most there have been at once.
+    quota_out: AtomicUsize,
+    quota_peak: AtomicUsize,
+    /// Buffers made by [`FramePool::acquire`] itself (no free frame; not by `fill`): the frames
+    /// a background filler did not make in time.
+    grown_on_acquire: AtomicUsize,
+    /// Quota handles made on this pool.
+    accounts: AtomicUsize,
 }
 
 // SAFETY: a slot's buffer is written only through the one `FrameMut` that holds it (refs == 1,
@@ -211,14 +241,35 @@ impl PoolInner {
         Some(idx)
     }
 
-    fn release(&self, idx: usize) {
+    fn release(&self, idx: usize, account: Option<&Account>) {
         if self.slots[idx].refs.fetch_sub(1, Ordering::Release) == 1 {
             // Make every other holder's reads happen before the next owner's writes.
             fence(Ordering::Acquire);
             // Cannot fail: the queue holds every slot index at most once and has room for all.
             let _ = self.free.push(idx);
+            // After the push: a quota never counts fewer frames than are out of the free list,
+            // so the pool always has a frame for a user within its quota (its capacity is the
+            // sum of the quotas).
+            if let Some(a) = account {
+                a.held.fetch_sub(1, Ordering::Release);
+                self.quota_out.fetch_sub(1, Ordering::Relaxed);
+            }
         }
     }
+}
+
+/// How a pool is shared through quota handles ([`FramePool::sharing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PoolSharing {
+    /// Quota handles made on the pool ([`FramePool::with_quota`]): one per show in a host.
+    pub handles: usize,
+    /// Frames out through quota handles now.
+    pub out: usize,
+    /// The most frames out through quota handles at once so far.
+    pub peak: usize,
+    /// Buffers made by an acquire that found no free frame (rather than by a filler ahead of
+    /// need), over every handle.
+    pub grown_on_acquire: usize,
 }
 
 /// A pool of equally sized RGBA frames, each allocated and touched once, up front or the first
@@ -228,6 +279,8 @@ impl PoolInner {
 #[derive(Clone)]
 pub struct FramePool {
     inner: Arc<PoolInner>,
+    /// A quota handle's share ([`with_quota`](Self::with_quota)); `None`: the whole pool.
+    account: Option<Arc<Account>>,
 }
 
 impl std::fmt::Debug for FramePool {
@@ -238,6 +291,7 @@ impl std::fmt::Debug for FramePool {
             .field("capacity", &self.capacity())
             .field("allocated", &self.allocated())
             .field("available", &self.available())
+            .field("quota", &self.quota())
             .finish()
     }
 }
@@ -316,8 +370,70 @@ impl FramePool {
                 shared,
                 span,
                 pad,
+                quota_out: AtomicUsize::new(0),
+                quota_peak: AtomicUsize::new(0),
+                grown_on_acquire: AtomicUsize::new(0),
+                accounts: AtomicUsize::new(0),
             }),
+            account: None,
         })
+    }
+
+    /// A handle on this pool's frames that may hold at most `quota` of them at once: its
+    /// [`acquire`](Self::acquire) returns `None` (and [`try_acquire`](Self::try_acquire)
+    /// [`Error::PoolExhausted`] with `quota` as the capacity) while `quota` frames taken through
+    /// it (or through its clones, or copies made by [`Frame::into_mut`] of its frames) are out,
+    /// whatever the pool has free. Several handles share the pool's buffers: the pool makes only
+    /// as many as they hold together. For a pool shared this way, make its capacity the sum of
+    /// the quotas: then a handle within its quota always gets a frame.
+    ///
+    /// # Panics
+    /// If `quota` is zero.
+    pub fn with_quota(&self, quota: usize) -> FramePool {
+        assert!(quota > 0, "a frame quota of zero");
+        self.inner.accounts.fetch_add(1, Ordering::Relaxed);
+        FramePool {
+            inner: Arc::clone(&self.inner),
+            account: Some(Arc::new(Account {
+                quota,
+                held: AtomicUsize::new(0),
+                refused: AtomicU64::new(0),
+            })),
+        }
+    }
+
+    /// This handle's quota (`None`: a handle on the whole pool).
+    pub fn quota(&self) -> Option<usize> {
+        self.account.as_ref().map(|a| a.quota)
+    }
+
+    /// Frames out through this handle now: for a quota handle, what it holds; for the whole
+    /// pool, every frame made and not free.
+    pub fn in_use(&self) -> usize {
+        match &self.account {
+            Some(a) => a.held.load(Ordering::Acquire),
+            None => self.allocated().saturating_sub(self.available()),
+        }
+    }
+
+    /// Acquisitions this quota handle refused because its quota was reached (0 for a handle on
+    /// the whole pool).
+    pub fn refused(&self) -> u64 {
+        self.account
+            .as_ref()
+            .map_or(0, |a| a.refused.load(Ordering::Relaxed))
+    }
+
+    /// How the pool is shared: quota handles made on it, frames out through them now and the
+    /// most at once so far, and the buffers `acquire` had to make itself (no free frame).
+    pub fn sharing(&self) -> PoolSharing {
+        let i = &*self.inner;
+        PoolSharing {
+            handles: i.accounts.load(Ordering::Relaxed),
+            out: i.quota_out.load(Ordering::Relaxed),
+            peak: i.quota_peak.load(Ordering::Relaxed),
+            grown_on_acquire: i.grown_on_acquire.load(Ordering::Relaxed),
+        }
     }
 
     /// Allocates (and touches) buffers until `target` exist (at most the capacity), putting them
@@ -350,6 +466,42 @@ impl FramePool {
     /// (one frame buffer, once) only when no frame is free and the pool has not reached its
     /// capacity yet.
     pub fn acquire(&self) -> Option<FrameMut> {
+        let Some(account) = &self.account else {
+            let idx = self.take_slot()?;
+            return Some(FrameMut {
+                pool: Arc::clone(&self.inner),
+                idx,
+                account: None,
+            });
+        };
+        // The quota first: a user at its quota takes nothing from the others.
+        let reserved = account
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < account.quota).then_some(n + 1)
+            });
+        if reserved.is_err() {
+            account.refused.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let Some(idx) = self.take_slot() else {
+            // Only when the pool is smaller than the sum of its quotas.
+            account.held.fetch_sub(1, Ordering::Release);
+            account.refused.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let inner = &*self.inner;
+        let out = inner.quota_out.fetch_add(1, Ordering::Relaxed) + 1;
+        inner.quota_peak.fetch_max(out, Ordering::Relaxed);
+        Some(FrameMut {
+            pool: Arc::clone(&self.inner),
+            idx,
+            account: Some(Arc::clone(account)),
+        })
+    }
+
+    /// A free slot (growing the pool when none is and it may), its handle count set to 1.
+    fn take_slot(&self) -> Option<usize> {
         let inner = &*self.inner;
         let idx = loop {
             if let Some(idx) = inner.free.pop() {
@@ -362,6 +514,7 @@ impl FramePool {
                 continue;
             }
             if let Some(idx) = inner.grow() {
+                inner.grown_on_acquire.fetch_add(1, Ordering::Relaxed);
                 break idx;
             }
             if inner.filling.load(Ordering::SeqCst) == 0 {
@@ -370,10 +523,7 @@ impl FramePool {
             }
         };
         inner.slots[idx].refs.store(1, Ordering::Relaxed);
-        Some(FrameMut {
-            pool: Arc::clone(&self.inner),
-            idx,
-        })
+        Some(idx)
     }
 
     /// Like [`acquire`](Self::acquire), but an exhausted pool is an [`Error::PoolExhausted`].
@@ -395,17 +545,24 @@ impl FramePool {
         self.inner.height
     }
 
-    /// The most frames the pool may hold.
+    /// The most frames this handle may hold: its quota, or the pool's capacity.
     pub fn capacity(&self) -> usize {
+        self.quota().unwrap_or(self.inner.slots.len())
+    }
+
+    /// The most frames the pool may hold, over every handle (its capacity, whatever the quota
+    /// of this handle).
+    pub fn pool_capacity(&self) -> usize {
         self.inner.slots.len()
     }
 
-    /// Frames whose buffer has been allocated so far (at most [`capacity`](Self::capacity)).
+    /// Frames whose buffer has been allocated so far (at most
+    /// [`pool_capacity`](Self::pool_capacity)), over every handle.
     pub fn allocated(&self) -> usize {
         self.inner.created.load(Ordering::Relaxed)
     }
 
-    /// Frames allocated and free right now.
+    /// Frames allocated and free right now, over every handle.
     pub fn available(&self) -> usize {
         self.inner.free.len()
     }
@@ -415,9 +572,20 @@ impl FramePool {
         self.inner.shared.is_some()
     }
 
-    /// Whether `other` is a handle to the same pool.
+    /// Whether `other` is a handle to the same pool (whatever their quotas).
     pub fn same_pool(&self, other: &FramePool) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Whether `other` is this very handle or a clone of it: the same pool and the same quota
+    /// account (two handles made by two [`with_quota`](Self::with_quota) calls are not).
+    pub fn same_handle(&self, other: &FramePool) -> bool {
+        self.same_pool(other)
+            && match (&self.account, &other.account) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            }
     }
 
     /// Handles to this pool (the pool, its clones and every frame from it), for a helper that
@@ -460,6 +628,7 @@ macro_rules! common_accessors {
         pub fn pool(&self) -> FramePool {
             FramePool {
                 inner: Arc::clone(&self.pool),
+                account: self.account.clone(),
             }
         }
     };
@@ -469,6 +638,8 @@ macro_rules! common_accessors {
 pub struct FrameMut {
     pool: Arc<PoolInner>,
     idx: usize,
+    /// The quota the frame counts against (`None`: a pool without quotas).
+    account: Option<Arc<Account>>,
 }
 
 impl std::fmt::Debug for FrameMut {
@@ -497,10 +668,15 @@ impl FrameMut {
 
     /// Gives up the right to write, so that the frame can be shared. Costs nothing.
     pub fn freeze(self) -> Frame {
-        let me = ManuallyDrop::new(self);
+        let mut me = ManuallyDrop::new(self);
+        let account = me.account.take();
         // SAFETY: `me` is never used or dropped again, so the Arc is moved, not duplicated.
         let pool = unsafe { std::ptr::read(&me.pool) };
-        Frame { pool, idx: me.idx }
+        Frame {
+            pool,
+            idx: me.idx,
+            account,
+        }
     }
 
     /// Copies `src`'s pixels into this frame. Both must have the same size.
@@ -514,7 +690,7 @@ impl FrameMut {
 
 impl Drop for FrameMut {
     fn drop(&mut self) {
-        self.pool.release(self.idx);
+        self.pool.release(self.idx, self.account.as_deref());
     }
 }
 
@@ -523,6 +699,8 @@ impl Drop for FrameMut {
 pub struct Frame {
     pool: Arc<PoolInner>,
     idx: usize,
+    /// As [`FrameMut`]'s.
+    account: Option<Arc<Account>>,
 }
 
 impl std::fmt::Debug for Frame {
@@ -541,10 +719,15 @@ impl Frame {
     /// Turns this handle into the writable one if it is the last; otherwise gives it back.
     pub fn try_into_mut(self) -> std::result::Result<FrameMut, Frame> {
         if self.pool.slots[self.idx].refs.load(Ordering::Acquire) == 1 {
-            let me = ManuallyDrop::new(self);
+            let mut me = ManuallyDrop::new(self);
+            let account = me.account.take();
             // SAFETY: `me` is never used or dropped again, so the Arc is moved, not duplicated.
             let pool = unsafe { std::ptr::read(&me.pool) };
-            Ok(FrameMut { pool, idx: me.idx })
+            Ok(FrameMut {
+                pool,
+                idx: me.idx,
+                account,
+            })
         } else {
             Err(self)
         }
@@ -579,13 +762,14 @@ impl Clone for Frame {
         Frame {
             pool: Arc::clone(&self.pool),
             idx: self.idx,
+            account: self.account.clone(),
         }
     }
 }
 
 impl Drop for Frame {
     fn drop(&mut self) {
-        self.pool.release(self.idx);
+        self.pool.release(self.idx, self.account.as_deref());
     }
 }
 
@@ -797,6 +981,90 @@ mod tests {
             assert_eq!(offs.len(), 8, "every holder has its own slot");
             assert!(pool.acquire().is_none());
         }
+    }
+
+    #[test]
+    fn quota_handles_share_the_buffers_and_never_hold_more_than_their_quota() {
+        let pool = FramePool::lazy(8, 8, 5);
+        let (a, b) = (pool.with_quota(2), pool.with_quota(3));
+        assert_eq!((a.quota(), a.capacity(), a.pool_capacity()), (Some(2), 2, 5));
+        assert_eq!(pool.quota(), None);
+        // One frame out and back through each: the second reuses the first's buffer.
+        let first = a.acquire().unwrap();
+        let ptr = first.data().as_ptr();
+        drop(first);
+        assert_eq!(b.acquire().unwrap().data().as_ptr(), ptr);
+        assert_eq!(pool.allocated(), 1, "made for what is held together");
+        // `a` at its quota is refused while the pool has room; `b` goes on.
+        let held_a: Vec<FrameMut> = (0..2).map(|_| a.acquire().unwrap()).collect();
+        assert!(a.acquire().is_none(), "a third frame over a quota of two");
+        assert!(matches!(
+            a.try_acquire(),
+            Err(Error::PoolExhausted { capacity: 2, .. })
+        ));
+        assert_eq!(a.refused(), 2);
+        assert_eq!((a.in_use(), b.in_use()), (2, 0));
+        let held_b: Vec<FrameMut> = (0..3).map(|_| b.acquire().unwrap()).collect();
+        assert!(b.acquire().is_none());
+        assert_eq!(b.refused(), 1);
+        let sharing = pool.sharing();
+        assert_eq!((sharing.handles, sharing.out, sharing.peak), (2, 5, 5));
+        // Clones and shared handles count once; the frame's last handle gives its quota back.
+        let mut held_a = held_a.into_iter();
+        let shared = held_a.next().unwrap().freeze();
+        drop(held_a);
+        assert_eq!(a.in_use(), 1, "the other frame of `a` went back");
+        let clone = shared.clone();
+        assert_eq!(a.in_use(), 1, "a clone is no second frame");
+        drop(shared);
+        assert_eq!(a.in_use(), 1);
+        drop(clone);
+        assert_eq!(a.in_use(), 0);
+        drop(held_b);
+        assert_eq!((b.in_use(), pool.sharing().out, pool.available()), (0, 0, 5));
+    }
+
+    #[test]
+    fn a_copy_on_write_counts_against_the_frames_quota() {
+        let pool = FramePool::lazy(8, 8, 4);
+        let q = pool.with_quota(1);
+        let f = q.acquire().unwrap().freeze();
+        let other = f.clone();
+        // A copy would be a second frame of a quota of one: refused, the frame handed back.
+        let (back, err) = f.into_mut().unwrap_err();
+        assert!(matches!(err, Error::PoolExhausted { capacity: 1, .. }));
+        drop(other);
+        let m = back.try_into_mut().expect("the last handle");
+        assert_eq!(m.pool().quota(), Some(1), "a frame knows its quota handle");
+        assert!(m.pool().same_handle(&q) && !m.pool().same_handle(&pool.with_quota(1)));
+        drop(m);
+        assert_eq!(q.in_use(), 0);
+    }
+
+    #[test]
+    fn quota_handles_on_several_threads_stay_within_their_quotas() {
+        let pool = FramePool::lazy(16, 16, 6);
+        let handles: Vec<FramePool> = (0..3).map(|_| pool.with_quota(2)).collect();
+        std::thread::scope(|s| {
+            for h in &handles {
+                for _ in 0..2 {
+                    s.spawn(move || {
+                        for _ in 0..2000 {
+                            if let Some(f) = h.acquire() {
+                                assert!(h.in_use() <= 2, "over the quota");
+                                drop(f.freeze().clone());
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        for h in &handles {
+            assert_eq!(h.in_use(), 0);
+        }
+        assert!(pool.allocated() <= 6);
+        assert_eq!(pool.available(), pool.allocated());
+        assert!(pool.sharing().peak <= 6);
     }
 
     #[test]

@@ -43,6 +43,7 @@ use framepipe_core::{Error, Result, Sink};
 
 use crate::output::{Next, Output, PacingStats};
 use crate::pipeline::{conclude, Prepared, Side, JOIN_GRACE};
+use crate::pools::SharedPools;
 use crate::state::Shared;
 use crate::stats::RunStats;
 use crate::worker::panic_message;
@@ -62,6 +63,8 @@ pub struct ShowResult {
 pub struct Host {
     threads: usize,
     shows: Vec<(String, Prepared)>,
+    /// One frame pool per frame shape for every show, each show with its quota (`pools.rs`).
+    pools: SharedPools,
 }
 
 impl Host {
@@ -75,7 +78,14 @@ impl Host {
         Host {
             threads,
             shows: Vec::new(),
+            pools: SharedPools::new(),
         }
+    }
+
+    /// The frame pools the shows share: one per frame shape (see [`SharedPools`]); a clone that
+    /// stays valid after [`run`](Self::run), for their figures.
+    pub fn pools(&self) -> SharedPools {
+        self.pools.clone()
     }
 
     /// The worker threads the shows share. Each show must be prepared with this many
@@ -110,6 +120,8 @@ impl Host {
                 self.threads
             )));
         }
+        let mut show = show;
+        show.share_pools(&self.pools);
         self.shows.push((name, show));
         Ok(())
     }
@@ -132,6 +144,7 @@ impl Host {
             shared.port_signals[0].route_to_host(Arc::clone(&signals), i);
             shared.lock().host = true;
             want_realtime |= p.options.pace.is_some() && p.options.realtime;
+            p.start_pools();
             let mut side = p.start_side();
             let link = side.link.take();
             starts.push(Some(Start {
