@@ -990,6 +990,15 @@ impl Prepared {
             let mut st = self.shared.lock();
             // Only the state holds the version before the run; were it otherwise, the show
             // keeps its own pools.
+            if self.options.pace.is_some() {
+                // A paced show begins its frame 0 only, then each frame just in time for its
+                // deadline (the output raises the limit as it releases frames, once it has
+                // measured the show's latency). Without this, every show would begin all its
+                // frames in flight at once as it starts (or while paused), and the shared
+                // pools would have to hold every show's frames in flight: the sum of the
+                // quotas, nothing saved.
+                st.begin_limit = 0;
+            }
             if let Some(ver) = Arc::get_mut(&mut st.ver) {
                 let pools: Vec<FramePool> = keep.iter().map(|(p, _)| p.clone()).collect();
                 let handles = shared.bind(&pools, self.threads);

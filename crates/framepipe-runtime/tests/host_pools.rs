@@ -102,46 +102,50 @@ fn ok_frames(r: &ShowResult) -> u64 {
 
 #[test]
 fn shows_of_one_size_share_one_pool_and_it_holds_what_they_hold_together() {
-    // Three paced shows of W x H and one of another size.
+    // Three paced shows of W x H and one of another size, 1 s each (at 25 fps, a period of
+    // 40 ms: a frame's work, even on a loaded machine, is far shorter).
+    const FRAMES: u64 = 25;
     let sinks: Vec<Collect> = (0..3).map(|_| Collect::default()).collect();
     let other = Collect::any_size();
     let mut host = Host::new(THREADS);
     for (k, sink) in sinks.iter().enumerate() {
         let salt = 1000 * (k as u32 + 1);
-        let p = show(counter(salt, 40, 100), Box::new(sink.clone()), Some(100));
+        let p = show(counter(salt, FRAMES, 25), Box::new(sink.clone()), Some(25));
         host.add(format!("show-{k}"), p).unwrap();
     }
     let source = Box::new(Sized {
         w: 2 * W,
         h: H,
         salt: 9000,
-        frames: 40,
+        frames: FRAMES,
         next: 0,
     });
-    host.add("wide", show(source, Box::new(other.clone()), Some(100)))
+    host.add("wide", show(source, Box::new(other.clone()), Some(25)))
         .unwrap();
     let pools = host.pools();
     assert!(pools.stats().iter().all(|s| s.allocated == 0), "nothing made before the run");
     let results = bounded(Duration::from_secs(30), move || host.run(|_| {}));
     for r in &results {
-        assert_eq!(ok_frames(r), 40, "{}", r.name);
+        assert_eq!(ok_frames(r), FRAMES, "{}", r.name);
     }
     // Every show got its own frames, every one, in order: none came from another show.
     for (k, sink) in sinks.iter().enumerate() {
         let salt = 1000 * (k as u32 + 1);
-        assert_eq!(sink.values(), (salt..salt + 40).collect::<Vec<_>>(), "show-{k}");
+        let want: Vec<u32> = (salt..salt + FRAMES as u32).collect();
+        assert_eq!(sink.values(), want, "show-{k}");
     }
-    assert_eq!(other.values(), (9000..9040).collect::<Vec<_>>());
+    assert_eq!(other.values(), (9000..9000 + FRAMES as u32).collect::<Vec<_>>());
 
     let stats = pools.stats();
-    eprintln!("{stats:#?}");
     assert_eq!(stats.len(), 2, "one pool per frame size: {stats:?}");
     let (small, wide) = (&stats[0], &stats[1]);
     assert_eq!((small.width, small.height, small.shows), (W, H, 3));
     assert_eq!((wide.width, wide.height, wide.shows), (2 * W, H, 1));
     for s in &stats {
         assert_eq!(s.in_use, 0, "every frame back: {s:?}");
-        assert!(s.peak >= 1 && s.peak <= s.capacity, "{s:?}");
+        // Paced shows begin each frame just in time: together they held no more than what
+        // the filler made ahead of need (their frames waiting for a deadline, the workers').
+        assert!(s.peak >= 1 && s.peak <= s.target, "{s:?}");
         // Made: what the shows held together (the filler's target, the spare it keeps, what
         // was held at once), not the sum of the quotas.
         assert!(
