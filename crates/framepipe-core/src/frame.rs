@@ -987,7 +987,10 @@ mod tests {
     fn quota_handles_share_the_buffers_and_never_hold_more_than_their_quota() {
         let pool = FramePool::lazy(8, 8, 5);
         let (a, b) = (pool.with_quota(2), pool.with_quota(3));
-        assert_eq!((a.quota(), a.capacity(), a.pool_capacity()), (Some(2), 2, 5));
+        assert_eq!(
+            (a.quota(), a.capacity(), a.pool_capacity()),
+            (Some(2), 2, 5)
+        );
         assert_eq!(pool.quota(), None);
         // One frame out and back through each: the second reuses the first's buffer.
         let first = a.acquire().unwrap();
@@ -1021,7 +1024,10 @@ mod tests {
         drop(clone);
         assert_eq!(a.in_use(), 0);
         drop(held_b);
-        assert_eq!((b.in_use(), pool.sharing().out, pool.available()), (0, 0, 5));
+        assert_eq!(
+            (b.in_use(), pool.sharing().out, pool.available()),
+            (0, 0, 5)
+        );
     }
 
     #[test]

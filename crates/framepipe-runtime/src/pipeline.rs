@@ -15,7 +15,8 @@ use framepipe_clock::{PiCondvar, PiMutex};
 
 use framepipe_control::{CommandReader, Oscillator};
 use framepipe_core::{
-    EffectFactory, Error, Frame, FramePool, Mode, PropSpec, PropValue, Rational, Result, Sink, VideoInfo,
+    EffectFactory, Error, Frame, FramePool, Mode, PropSpec, PropValue, Rational, Result, Sink,
+    VideoInfo,
 };
 
 use crate::events::EventFn;

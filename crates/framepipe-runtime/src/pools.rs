@@ -65,6 +65,11 @@
 //! frame allocates or faults in a page again.
 //! Measured with `scripts/bench-memory` (docs/RELIABILITY.md).
 //!
+//! # In a host
+//!
+//! Several shows in one process share their pools: one per frame shape, each show holding a
+//! quota handle with the capacity computed above as its quota ([`SharedPools`]).
+//!
 //! # Where the frames live
 //!
 //! On the heap, unless something in the process runs frames in a child process (an isolated
@@ -507,10 +512,7 @@ impl SharedPools {
                     Some(FramePool::lazy(shape.width, shape.height, shape.quota))
                 };
                 if let Some(pool) = &made {
-                    shape.target = shape
-                        .target
-                        .saturating_add(2 * threads)
-                        .min(shape.quota);
+                    shape.target = shape.target.saturating_add(2 * threads).min(shape.quota);
                     fill.push((pool.clone(), shape.target));
                 }
                 shape.pool = made;

@@ -123,7 +123,10 @@ fn shows_of_one_size_share_one_pool_and_it_holds_what_they_hold_together() {
     host.add("wide", show(source, Box::new(other.clone()), Some(25)))
         .unwrap();
     let pools = host.pools();
-    assert!(pools.stats().iter().all(|s| s.allocated == 0), "nothing made before the run");
+    assert!(
+        pools.stats().iter().all(|s| s.allocated == 0),
+        "nothing made before the run"
+    );
     let results = bounded(Duration::from_secs(30), move || host.run(|_| {}));
     for r in &results {
         assert_eq!(ok_frames(r), FRAMES, "{}", r.name);
@@ -134,7 +137,10 @@ fn shows_of_one_size_share_one_pool_and_it_holds_what_they_hold_together() {
         let want: Vec<u32> = (salt..salt + FRAMES as u32).collect();
         assert_eq!(sink.values(), want, "show-{k}");
     }
-    assert_eq!(other.values(), (9000..9000 + FRAMES as u32).collect::<Vec<_>>());
+    assert_eq!(
+        other.values(),
+        (9000..9000 + FRAMES as u32).collect::<Vec<_>>()
+    );
 
     let stats = pools.stats();
     assert_eq!(stats.len(), 2, "one pool per frame size: {stats:?}");
@@ -196,7 +202,11 @@ fn a_show_over_its_quota_ends_as_it_would_alone_while_the_others_go_on() {
         .result
         .as_ref()
         .expect_err("the hoarder goes over its quota");
-    assert_eq!(e.to_string(), alone, "as alone: its own pool's end, its quota");
+    assert_eq!(
+        e.to_string(),
+        alone,
+        "as alone: its own pool's end, its quota"
+    );
     assert_eq!(ok_frames(&results[1]), 30);
     assert_eq!(steady.values(), (500..530).collect::<Vec<_>>());
     assert_eq!(
