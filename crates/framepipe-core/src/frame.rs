@@ -23,10 +23,11 @@
 //! one pool per frame size for all of them and gives each show such a handle (the frames its own
 //! plan says it holds at most), so that the frames made are what the shows have out *together*,
 //! not the sum of their quotas, and one show cannot starve the others. A quota handle counts its
-//! frames out in one atomic counter (taken before a frame is popped, given back after it is
-//! pushed back): acquiring and returning a frame stay lock-free and allocation-free. A pool made
+//! frames out in one atomic counter per handle (taken before a frame is popped, given back after
+//! it is pushed back): acquiring and returning a frame stay lock-free and allocation-free. A pool made
 //! by [`FramePool::new`] or [`FramePool::lazy`] has no quota: its frames are counted only by the
-//! pool's capacity, as before.
+//! pool's capacity, as before. A frame's quota account is noted in its slot, not in its handles:
+//! cloning and dropping frames costs what it did.
 //!
 //! Ownership is in the types:
 //! * [`FrameMut`] is the only handle to its buffer; only it can write the pixels.
@@ -59,7 +60,7 @@
 
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crossbeam_queue::ArrayQueue;
@@ -92,13 +93,21 @@ struct Slot {
     /// `FramePool::fill`), before any handle to it exists; never replaced or freed before the
     /// pool.
     data: OnceLock<Buffer>,
+    /// The account (index in `PoolInner::accounts`) of the handle that took the frame now in
+    /// this slot, or [`NO_ACCOUNT`]. Written by the acquirer before the frame exists, read by
+    /// the releaser of its last handle before the slot goes back to the free list.
+    owner: AtomicU32,
 }
 
+/// `Slot::owner` of a frame taken through a handle without a quota, and `FramePool::account`
+/// of such a handle.
+const NO_ACCOUNT: u32 = u32::MAX;
+
 /// One user's share of a pool ([`FramePool::with_quota`]).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Account {
-    /// The most frames this user may hold at once.
-    quota: usize,
+    /// The most frames this user may hold at once (set once, when the handle is made).
+    quota: AtomicUsize,
     /// Frames held now: acquired and not yet back in the free list (counted from just before a
     /// frame is popped to just after it is pushed back, so never less than what is out).
     held: AtomicUsize,
@@ -127,14 +136,15 @@ struct PoolInner {
     /// Bytes from the start of a shared slot to its first pixel (the pixels end at the slot's
     /// end).
     pad: usize,
-    /// Frames out through quota handles now, and the most there have been at once.
-    quota_out: AtomicUsize,
-    quota_peak: AtomicUsize,
+    /// The quota handles' accounts: made by the first [`FramePool::with_quota`], one per slot
+    /// (each quota is at least one frame); the first `next_account` are taken.
+    accounts: OnceLock<Box<[Account]>>,
+    next_account: AtomicUsize,
+    /// The most frames out at once, as seen by acquires through quota handles.
+    peak: AtomicUsize,
     /// Buffers made by [`FramePool::acquire`] itself (no free frame; not by `fill`): the frames
     /// a background filler did not make in time.
     grown_on_acquire: AtomicUsize,
-    /// Quota handles made on this pool.
-    accounts: AtomicUsize,
 }
 
 // SAFETY: a slot's buffer is written only through the one `FrameMut` that holds it (refs == 1,
@@ -241,20 +251,30 @@ impl PoolInner {
         Some(idx)
     }
 
-    fn release(&self, idx: usize, account: Option<&Account>) {
-        if self.slots[idx].refs.fetch_sub(1, Ordering::Release) == 1 {
+    fn release(&self, idx: usize) {
+        let slot = &self.slots[idx];
+        if slot.refs.fetch_sub(1, Ordering::Release) == 1 {
             // Make every other holder's reads happen before the next owner's writes.
             fence(Ordering::Acquire);
+            // Read before the push: then the slot may be someone else's.
+            let owner = slot.owner.load(Ordering::Relaxed);
             // Cannot fail: the queue holds every slot index at most once and has room for all.
             let _ = self.free.push(idx);
             // After the push: a quota never counts fewer frames than are out of the free list,
             // so the pool always has a frame for a user within its quota (its capacity is the
             // sum of the quotas).
-            if let Some(a) = account {
-                a.held.fetch_sub(1, Ordering::Release);
-                self.quota_out.fetch_sub(1, Ordering::Relaxed);
+            if owner != NO_ACCOUNT {
+                self.account(owner).held.fetch_sub(1, Ordering::Release);
             }
         }
+    }
+
+    /// Account `k` (a quota handle exists for it, so the table does).
+    fn account(&self, k: u32) -> &Account {
+        &self
+            .accounts
+            .get()
+            .expect("a quota handle made the accounts")[k as usize]
     }
 }
 
@@ -279,8 +299,9 @@ pub struct PoolSharing {
 #[derive(Clone)]
 pub struct FramePool {
     inner: Arc<PoolInner>,
-    /// A quota handle's share ([`with_quota`](Self::with_quota)); `None`: the whole pool.
-    account: Option<Arc<Account>>,
+    /// A quota handle's account ([`with_quota`](Self::with_quota)); [`NO_ACCOUNT`]: the whole
+    /// pool.
+    account: u32,
 }
 
 impl std::fmt::Debug for FramePool {
@@ -356,6 +377,7 @@ impl FramePool {
             .map(|_| Slot {
                 refs: AtomicUsize::new(0),
                 data: OnceLock::new(),
+                owner: AtomicU32::new(NO_ACCOUNT),
             })
             .collect();
         Ok(FramePool {
@@ -370,12 +392,12 @@ impl FramePool {
                 shared,
                 span,
                 pad,
-                quota_out: AtomicUsize::new(0),
-                quota_peak: AtomicUsize::new(0),
+                accounts: OnceLock::new(),
+                next_account: AtomicUsize::new(0),
+                peak: AtomicUsize::new(0),
                 grown_on_acquire: AtomicUsize::new(0),
-                accounts: AtomicUsize::new(0),
             }),
-            account: None,
+            account: NO_ACCOUNT,
         })
     }
 
@@ -387,30 +409,44 @@ impl FramePool {
     /// as many as they hold together. For a pool shared this way, make its capacity the sum of
     /// the quotas: then a handle within its quota always gets a frame.
     ///
+    /// A frame's handle counts in its slot (no reference count of its own: a frame taken through
+    /// a quota handle costs one compare-and-swap more on acquire, one decrement more on return).
+    ///
     /// # Panics
-    /// If `quota` is zero.
+    /// If `quota` is zero, or the pool already has as many quota handles as it has frames
+    /// (each quota is at least one frame: the capacity is too small for the sum of the quotas).
     pub fn with_quota(&self, quota: usize) -> FramePool {
         assert!(quota > 0, "a frame quota of zero");
-        self.inner.accounts.fetch_add(1, Ordering::Relaxed);
+        let inner = &*self.inner;
+        let table = inner
+            .accounts
+            .get_or_init(|| (0..inner.slots.len()).map(|_| Account::default()).collect());
+        let k = inner.next_account.fetch_add(1, Ordering::Relaxed);
+        assert!(
+            k < table.len(),
+            "more quota handles than the {} frames of the pool",
+            table.len()
+        );
+        table[k].quota.store(quota, Ordering::Relaxed);
         FramePool {
             inner: Arc::clone(&self.inner),
-            account: Some(Arc::new(Account {
-                quota,
-                held: AtomicUsize::new(0),
-                refused: AtomicU64::new(0),
-            })),
+            account: u32::try_from(k).expect("fewer accounts than slots"),
         }
+    }
+
+    fn my_account(&self) -> Option<&Account> {
+        (self.account != NO_ACCOUNT).then(|| self.inner.account(self.account))
     }
 
     /// This handle's quota (`None`: a handle on the whole pool).
     pub fn quota(&self) -> Option<usize> {
-        self.account.as_ref().map(|a| a.quota)
+        self.my_account().map(|a| a.quota.load(Ordering::Relaxed))
     }
 
     /// Frames out through this handle now: for a quota handle, what it holds; for the whole
     /// pool, every frame made and not free.
     pub fn in_use(&self) -> usize {
-        match &self.account {
+        match self.my_account() {
             Some(a) => a.held.load(Ordering::Acquire),
             None => self.allocated().saturating_sub(self.available()),
         }
@@ -419,19 +455,19 @@ impl FramePool {
     /// Acquisitions this quota handle refused because its quota was reached (0 for a handle on
     /// the whole pool).
     pub fn refused(&self) -> u64 {
-        self.account
-            .as_ref()
+        self.my_account()
             .map_or(0, |a| a.refused.load(Ordering::Relaxed))
     }
 
-    /// How the pool is shared: quota handles made on it, frames out through them now and the
-    /// most at once so far, and the buffers `acquire` had to make itself (no free frame).
+    /// How the pool is shared: quota handles made on it, frames out now and the most at once
+    /// (as seen by acquires through quota handles), and the buffers `acquire` had to make itself
+    /// (no free frame).
     pub fn sharing(&self) -> PoolSharing {
         let i = &*self.inner;
         PoolSharing {
-            handles: i.accounts.load(Ordering::Relaxed),
-            out: i.quota_out.load(Ordering::Relaxed),
-            peak: i.quota_peak.load(Ordering::Relaxed),
+            handles: i.next_account.load(Ordering::Relaxed),
+            out: self.allocated().saturating_sub(self.available()),
+            peak: i.peak.load(Ordering::Relaxed),
             grown_on_acquire: i.grown_on_acquire.load(Ordering::Relaxed),
         }
     }
@@ -466,19 +502,21 @@ impl FramePool {
     /// (one frame buffer, once) only when no frame is free and the pool has not reached its
     /// capacity yet.
     pub fn acquire(&self) -> Option<FrameMut> {
-        let Some(account) = &self.account else {
+        let inner = &*self.inner;
+        let Some(account) = self.my_account() else {
             let idx = self.take_slot()?;
+            inner.slots[idx].owner.store(NO_ACCOUNT, Ordering::Relaxed);
             return Some(FrameMut {
                 pool: Arc::clone(&self.inner),
                 idx,
-                account: None,
             });
         };
         // The quota first: a user at its quota takes nothing from the others.
+        let quota = account.quota.load(Ordering::Relaxed);
         let reserved = account
             .held
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < account.quota).then_some(n + 1)
+                (n < quota).then_some(n + 1)
             });
         if reserved.is_err() {
             account.refused.fetch_add(1, Ordering::Relaxed);
@@ -490,13 +528,20 @@ impl FramePool {
             account.refused.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        let inner = &*self.inner;
-        let out = inner.quota_out.fetch_add(1, Ordering::Relaxed) + 1;
-        inner.quota_peak.fetch_max(out, Ordering::Relaxed);
+        inner.slots[idx]
+            .owner
+            .store(self.account, Ordering::Relaxed);
+        // Loads only, but when a new high comes.
+        let out = inner
+            .created
+            .load(Ordering::Relaxed)
+            .saturating_sub(inner.free.len());
+        if out > inner.peak.load(Ordering::Relaxed) {
+            inner.peak.fetch_max(out, Ordering::Relaxed);
+        }
         Some(FrameMut {
             pool: Arc::clone(&self.inner),
             idx,
-            account: Some(Arc::clone(account)),
         })
     }
 
@@ -580,12 +625,7 @@ impl FramePool {
     /// Whether `other` is this very handle or a clone of it: the same pool and the same quota
     /// account (two handles made by two [`with_quota`](Self::with_quota) calls are not).
     pub fn same_handle(&self, other: &FramePool) -> bool {
-        self.same_pool(other)
-            && match (&self.account, &other.account) {
-                (None, None) => true,
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                _ => false,
-            }
+        self.same_pool(other) && self.account == other.account
     }
 
     /// Handles to this pool (the pool, its clones and every frame from it), for a helper that
@@ -628,7 +668,7 @@ macro_rules! common_accessors {
         pub fn pool(&self) -> FramePool {
             FramePool {
                 inner: Arc::clone(&self.pool),
-                account: self.account.clone(),
+                account: self.pool.slots[self.idx].owner.load(Ordering::Relaxed),
             }
         }
     };
@@ -638,8 +678,6 @@ macro_rules! common_accessors {
 pub struct FrameMut {
     pool: Arc<PoolInner>,
     idx: usize,
-    /// The quota the frame counts against (`None`: a pool without quotas).
-    account: Option<Arc<Account>>,
 }
 
 impl std::fmt::Debug for FrameMut {
@@ -668,15 +706,10 @@ impl FrameMut {
 
     /// Gives up the right to write, so that the frame can be shared. Costs nothing.
     pub fn freeze(self) -> Frame {
-        let mut me = ManuallyDrop::new(self);
-        let account = me.account.take();
+        let me = ManuallyDrop::new(self);
         // SAFETY: `me` is never used or dropped again, so the Arc is moved, not duplicated.
         let pool = unsafe { std::ptr::read(&me.pool) };
-        Frame {
-            pool,
-            idx: me.idx,
-            account,
-        }
+        Frame { pool, idx: me.idx }
     }
 
     /// Copies `src`'s pixels into this frame. Both must have the same size.
@@ -690,7 +723,7 @@ impl FrameMut {
 
 impl Drop for FrameMut {
     fn drop(&mut self) {
-        self.pool.release(self.idx, self.account.as_deref());
+        self.pool.release(self.idx);
     }
 }
 
@@ -699,8 +732,6 @@ impl Drop for FrameMut {
 pub struct Frame {
     pool: Arc<PoolInner>,
     idx: usize,
-    /// As [`FrameMut`]'s.
-    account: Option<Arc<Account>>,
 }
 
 impl std::fmt::Debug for Frame {
@@ -719,15 +750,10 @@ impl Frame {
     /// Turns this handle into the writable one if it is the last; otherwise gives it back.
     pub fn try_into_mut(self) -> std::result::Result<FrameMut, Frame> {
         if self.pool.slots[self.idx].refs.load(Ordering::Acquire) == 1 {
-            let mut me = ManuallyDrop::new(self);
-            let account = me.account.take();
+            let me = ManuallyDrop::new(self);
             // SAFETY: `me` is never used or dropped again, so the Arc is moved, not duplicated.
             let pool = unsafe { std::ptr::read(&me.pool) };
-            Ok(FrameMut {
-                pool,
-                idx: me.idx,
-                account,
-            })
+            Ok(FrameMut { pool, idx: me.idx })
         } else {
             Err(self)
         }
@@ -762,14 +788,13 @@ impl Clone for Frame {
         Frame {
             pool: Arc::clone(&self.pool),
             idx: self.idx,
-            account: self.account.clone(),
         }
     }
 }
 
 impl Drop for Frame {
     fn drop(&mut self) {
-        self.pool.release(self.idx, self.account.as_deref());
+        self.pool.release(self.idx);
     }
 }
 
