@@ -144,16 +144,17 @@ pub fn route(
 
 /// A [`Reply`] that prints a surface command's answer on stderr like the engine's replies:
 /// `framepipe: learning ...` (each line of a longer answer prefixed), or
-/// `framepipe: refused 'learn x.y': ...`.
-pub fn print_reply(cmd: &Command) -> Reply {
+/// `framepipe: refused 'learn x.y': ...`; `who` (`show NAME: ` or empty) after `framepipe: `.
+pub fn print_reply(who: &str, cmd: &Command) -> Reply {
     let text = cmd.to_string();
+    let who = who.to_string();
     Box::new(move |answer| match answer {
         Ok(said) => {
             for line in said.lines() {
-                crate::say!("\rframepipe: {line}");
+                crate::say!("\rframepipe: {who}{line}");
             }
         }
-        Err(reason) => crate::say!("\rframepipe: refused '{text}': {reason}"),
+        Err(reason) => crate::say!("\rframepipe: {who}refused '{text}': {reason}"),
     })
 }
 
@@ -190,6 +191,8 @@ pub struct ReplySource {
     /// A command the CLI posted itself (e.g. `--start-paused`'s pause): its reply is not
     /// printed.
     pub skip: Option<Ticket>,
+    /// The show's web pages (`--web`): every reply is handed to them too.
+    pub web: Option<framepipe_web::ReplyTap>,
 }
 
 impl ReplySource {
@@ -199,12 +202,20 @@ impl ReplySource {
             who: name.map_or(String::new(), |n| format!("show {n}: ")),
             replies,
             skip,
+            web: None,
         }
+    }
+
+    /// Its replies also go to the show's web pages.
+    pub fn with_web(mut self, web: Option<framepipe_web::ReplyTap>) -> Self {
+        self.web = web;
+        self
     }
 }
 
 /// Starts the `fp-replies` thread: prints every reply of every show in `sources` as one line
-/// on stderr (with `quiet`, refusals only), naming the show in a run of several. It ends once
+/// on stderr (with `quiet`, refusals only), naming the show in a run of several, and hands it
+/// to the show's web pages (with `--web`). It ends once
 /// every show's engine reader is gone and every reply is out; join it after the run so that
 /// the replies come before the summary. One thread for the process, however many shows.
 /// Returns `None` if the thread cannot be started (said on stderr; refusals then go
@@ -212,11 +223,10 @@ impl ReplySource {
 pub fn spawn_reply_printer(
     sources: Vec<ReplySource>,
     quiet: bool,
-    web: Option<framepipe_web::ReplyTap>,
 ) -> Option<std::thread::JoinHandle<()>> {
     let spawned = std::thread::Builder::new()
         .name("fp-replies".into())
-        .spawn(move || print_replies(&sources, quiet, web.as_ref()));
+        .spawn(move || print_replies(&sources, quiet));
     match spawned {
         Ok(h) => Some(h),
         Err(e) => {
@@ -226,7 +236,7 @@ pub fn spawn_reply_printer(
     }
 }
 
-fn print_replies(sources: &[ReplySource], quiet: bool, web: Option<&framepipe_web::ReplyTap>) {
+fn print_replies(sources: &[ReplySource], quiet: bool) {
     // Refusals for the same reason in a row (a burst left unread by `stop`) are said once and
     // then counted, so that a flood of commands does not become a flood of lines.
     let mut last_reason: Option<(usize, String)> = None;
@@ -247,8 +257,9 @@ fn print_replies(sources: &[ReplySource], quiet: bool, web: Option<&framepipe_we
                 if Some(r.ticket) == source.skip {
                     continue;
                 }
-                // The hub: every page sees every reply (the one that posted it, with its id).
-                if let Some(w) = web {
+                // The hub: every page of the show sees every reply (the one that posted it,
+                // with its id).
+                if let Some(w) = &source.web {
                     w.deliver(&r);
                 }
                 match &r.outcome {
@@ -364,6 +375,8 @@ pub struct ShowInput {
     mirror: Transport,
     /// Commands refused in a row for a full queue.
     refused: u64,
+    /// The show's MIDI surface (several shows with `--midi`).
+    midi: Option<MidiHandle>,
 }
 
 impl ShowInput {
@@ -379,7 +392,14 @@ impl ShowInput {
             tx,
             mirror,
             refused: 0,
+            midi: None,
         }
+    }
+
+    /// Surface commands (`learn`, ...) go to this show's MIDI surface.
+    pub fn with_midi(mut self, midi: Option<MidiHandle>) -> Self {
+        self.midi = midi;
+        self
     }
 
     /// Posts `cmd` (a surface command to `midi`), reporting what cannot be applied.
@@ -390,7 +410,8 @@ impl ShowInput {
             Command::Pause | Command::Step(_) | Command::Resume | Command::Stop
         )
         .then(|| cmd.clone());
-        let reply = print_reply(&cmd);
+        let reply = print_reply(who, &cmd);
+        let midi = self.midi.as_ref().or(midi);
         match route(cmd, &self.tx, midi, reply) {
             Ok(_) => {
                 if let Some(t) = transport {
@@ -466,7 +487,7 @@ pub fn read_commands(
 }
 
 /// What `@` names in a line for several shows: every show (`@*`).
-pub const ALL_SHOWS: &str = "*";
+pub const ALL_SHOWS: &str = framepipe_control::osc_in::ALL_SHOWS;
 
 /// How many show names a message lists at most.
 const NAMES_LISTED: usize = 5;
@@ -550,12 +571,6 @@ pub fn read_show_commands(
                 return;
             }
         };
-        if cmd.is_surface() {
-            crate::say!(
-                "\rframepipe: refused '{cmd}': MIDI surface commands need --midi, which a run of several shows does not take"
-            );
-            return;
-        }
         for i in targets {
             shows[i].1.submit(cmd.clone(), None);
         }

@@ -157,13 +157,15 @@ struct RunArgs {
     /// Serve the control page (graph, controls, stats, preview) on http://ADDR:PORT
     /// (default 127.0.0.1:8080; 127.0.0.1:0 picks a free port). The URL is printed at start.
     /// Off loopback a token is required (--web-token, or one is generated and printed).
+    /// With several shows, `/` lists them and each show's page is `/shows/NAME/`.
     #[arg(long, value_name = "[ADDR:]PORT", num_args = 0..=1, default_missing_value = "")]
     web: Option<String>,
     /// The token the web page's requests must carry (`?token=T`); required off loopback.
     #[arg(long, value_name = "T", requires = "web")]
     web_token: Option<String>,
     /// The node the web page previews (default: the master sink's input), through a leaky
-    /// `monitor` tap.
+    /// `monitor` tap. With several shows there is no preview unless this names a node, which
+    /// every show then previews.
     #[arg(long, value_name = "NODE", requires = "web")]
     web_preview: Option<String>,
     /// Run every frei0r plugin in a child process, as if each node had `isolate=true`: a
@@ -173,12 +175,14 @@ struct RunArgs {
     isolate_plugins: bool,
     /// Take MIDI in: an ALSA sequencer port whose name contains PORT (`framepipe midi-ports`
     /// lists them), or a raw MIDI device or FIFO when PORT is a path (`/dev/snd/midiC1D0`).
-    /// `learn NODE.PROPERTY` binds a control; docs/MIDI.md.
+    /// `learn NODE.PROPERTY` binds a control; docs/MIDI.md. With several shows, one input for
+    /// all: each project's own mappings drive its show (`@NAME learn ...` on stdin).
     #[arg(long, value_name = "PORT")]
     midi: Option<String>,
     /// With --osc: serve OSCQuery (the OSC address space as JSON over HTTP, listened values
     /// over a WebSocket) on this TCP address: `PORT` on 127.0.0.1, or `ADDR:PORT`. Default: the
-    /// --osc address with a port the OS chooses (printed at start). docs/OSC.md.
+    /// --osc address with a port the OS chooses (printed at start). docs/OSC.md. With several
+    /// shows, one subtree per show: /NAME/framepipe/...
     #[arg(long, value_name = "[ADDR:]PORT")]
     oscquery: Option<String>,
     /// Do not advertise OSCQuery and OSC over mDNS (`_oscjson._tcp`, `_osc._udp`).
@@ -548,6 +552,7 @@ fn run_one(args: RunArgs) -> Result<Exit> {
             let server = framepipe_web::Web::start(
                 bound,
                 framepipe_web::Engine {
+                    name: shows::show_name(&pipeline, 1, &desc).unwrap_or_else(|_| "show-1".into()),
                     view: prepared.view(),
                     counters: prepared.counters(),
                     commands: tx.clone(),
@@ -567,9 +572,9 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     let replies = surfaces
         .then(|| {
             commands::spawn_reply_printer(
-                vec![commands::ReplySource::new(None, tx.replies(), own)],
+                vec![commands::ReplySource::new(None, tx.replies(), own)
+                    .with_web(web_server.as_ref().map(|w| w.reply_tap()))],
                 args.quiet,
-                web_server.as_ref().map(|w| w.reply_tap()),
             )
         })
         .flatten();
@@ -954,6 +959,13 @@ fn stats_json(
             "mean": p.lateness.mean_us,
         });
         doc["late"] = serde_json::json!(p.lateness.late);
+        doc["late_frames"] = p
+            .late_log
+            .frames()
+            .map(|(deadline, late)| {
+                serde_json::json!({"deadline_s": deadline as f64 / 1e9, "late_us": late as f64 / 1e3})
+            })
+            .collect();
         doc["repeated"] = serde_json::json!(p.lateness.repeated);
         doc["output_thread_cpu_share"] = serde_json::json!(p.cpu_share);
         doc["latency"] = serde_json::json!({

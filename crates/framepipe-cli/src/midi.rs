@@ -10,7 +10,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use framepipe_control::CommandSender;
 use framepipe_core::{PropKind, Rational, Registry};
-use framepipe_midi::{LiveValues, MidiInput, Port, Props, Range, SaveContext, Surface};
+use framepipe_midi::{
+    LiveValues, MidiInput, Port, Props, Range, SaveContext, ShowSurface, Surface,
+};
 use framepipe_project::GraphDesc;
 use framepipe_runtime::{GraphView, ShowView, ValuesView};
 
@@ -113,10 +115,9 @@ impl LiveValues for ViewValues {
     }
 }
 
-/// Starts the MIDI surface on `port` for the graph `desc`, posting to `tx`.
-#[allow(clippy::too_many_arguments)] // the run's pieces the surface needs, each once
-pub fn start(
-    port: &str,
+/// The MIDI surface of one show: the graph `desc`'s properties and its project's `[[midi]]`
+/// mappings, its published values, its pause state.
+pub fn surface(
     desc: &GraphDesc,
     registry: &Registry,
     project: Option<PathBuf>,
@@ -124,8 +125,7 @@ pub fn start(
     start_paused: bool,
     counters: Arc<framepipe_runtime::Counters>,
     view: ShowView,
-    tx: CommandSender,
-) -> Result<MidiInput> {
+) -> Result<Surface> {
     let period = pace
         .filter(|r| r.num > 0)
         .map(|r| Duration::from_nanos(1_000_000_000 * u64::from(r.den) / u64::from(r.num)))
@@ -144,10 +144,40 @@ pub fn start(
     surface
         .load(&desc.midi)
         .map_err(|e| anyhow::anyhow!("in the project's MIDI mappings: {e}"))?;
+    Ok(surface)
+}
+
+/// Starts the MIDI surface on `port` for the graph `desc`, posting to `tx`.
+#[allow(clippy::too_many_arguments)] // the run's pieces the surface needs, each once
+pub fn start(
+    port: &str,
+    desc: &GraphDesc,
+    registry: &Registry,
+    project: Option<PathBuf>,
+    pace: Option<Rational>,
+    start_paused: bool,
+    counters: Arc<framepipe_runtime::Counters>,
+    view: ShowView,
+    tx: CommandSender,
+) -> Result<MidiInput> {
+    let surface = surface(desc, registry, project, pace, start_paused, counters, view)?;
+    start_shows(
+        port,
+        vec![ShowSurface {
+            name: None,
+            surface,
+            tx,
+        }],
+    )
+}
+
+/// Starts one MIDI input on `port` for several shows' surfaces (issue #11): each show's own
+/// mappings post to its own queue.
+pub fn start_shows(port: &str, shows: Vec<ShowSurface>) -> Result<MidiInput> {
     let notify: framepipe_midi::input::Notify = Arc::new(|line: &str| {
         crate::say!("\rframepipe: {line}");
     });
-    framepipe_midi::spawn(&Port::parse(port), surface, tx, notify)
+    framepipe_midi::spawn_shows(&Port::parse(port), shows, notify)
         .with_context(|| format!("--midi '{port}'"))
 }
 

@@ -27,7 +27,7 @@ use framepipe_control::CommandSender;
 use framepipe_oscquery::live::model_of;
 use framepipe_oscquery::norm_ranges;
 use framepipe_runtime::{GraphView, ShowView};
-use rosc::{OscBundle, OscMessage, OscPacket, OscTime};
+use rosc::OscPacket;
 
 /// The receive buffer: every UDP datagram fits.
 pub const MAX_DATAGRAM: usize = 64 * 1024;
@@ -252,77 +252,6 @@ impl<E: std::fmt::Display> std::fmt::Display for Shown<'_, E> {
     }
 }
 
-/// `/NAME/rest` → (`NAME`, `/rest`).
-fn split_show(address: &str) -> Option<(&str, &str)> {
-    let rest = address.strip_prefix('/')?;
-    let slash = rest.find('/')?;
-    Some((&rest[..slash], &rest[slash..]))
-}
-
-/// The messages of `packet` split by show (`/NAME/...`; `/*/...` for every show), each show's
-/// with its address unprefixed, as one packet per show: a bundle for a bundle (its messages
-/// then apply together), a message for a message. Messages for no known show are refused.
-fn split_by_show(
-    packet: &OscPacket,
-    index: &HashMap<String, usize>,
-    names: &[String],
-    mut refuse: impl FnMut(String),
-) -> Vec<(usize, OscPacket)> {
-    let shows = names.len();
-    let mut per_show: Vec<(usize, Vec<OscMessage>)> = Vec::new();
-    for msg in osc_in::messages(packet) {
-        let Some((name, rest)) = split_show(&msg.addr) else {
-            refuse(format!(
-                "address '{}': {shows} shows run; address one as /NAME{}",
-                msg.addr, msg.addr
-            ));
-            continue;
-        };
-        let targets: Vec<usize> = if name == crate::commands::ALL_SHOWS {
-            (0..shows).collect()
-        } else if let Some(&i) = index.get(name) {
-            vec![i]
-        } else {
-            refuse(format!(
-                "address '{}': no show named '{name}' (shows: {}; /NAME/framepipe/... addresses one, /*/framepipe/... every show)",
-                msg.addr,
-                crate::commands::some_names(names.iter().map(String::as_str))
-            ));
-            continue;
-        };
-        for i in targets {
-            let m = OscMessage {
-                addr: rest.to_string(),
-                args: msg.args.clone(),
-            };
-            match per_show.iter_mut().find(|(s, _)| *s == i) {
-                Some((_, list)) => list.push(m),
-                None => per_show.push((i, vec![m])),
-            }
-        }
-    }
-    let bundle = match packet {
-        OscPacket::Bundle(b) => Some(b.timetag),
-        OscPacket::Message(_) => None,
-    };
-    per_show
-        .into_iter()
-        .map(|(i, mut list)| {
-            let p = match (bundle, list.len()) {
-                (None, 1) => OscPacket::Message(list.pop().expect("one")),
-                (timetag, _) => OscPacket::Bundle(OscBundle {
-                    timetag: timetag.unwrap_or(OscTime {
-                        seconds: 0,
-                        fractional: 1,
-                    }),
-                    content: list.into_iter().map(OscPacket::Message).collect(),
-                }),
-            };
-            (i, p)
-        })
-        .collect()
-}
-
 fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop: &AtomicBool) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut targets: Vec<Target> = shows.into_iter().map(Target::new).collect();
@@ -370,7 +299,7 @@ fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop:
             targets[0].post(&packet, counters, &mut warn, from);
             continue;
         }
-        let parts = split_by_show(&packet, &index, &names, |why| {
+        let parts = osc_in::split_by_show(&packet, &index, &names, |why| {
             warn.bad(counters, from, &why)
         });
         for (i, p) in parts {
@@ -382,6 +311,7 @@ fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rosc::{OscBundle, OscMessage, OscTime};
 
     #[test]
     fn addresses_default_to_loopback() {
@@ -447,7 +377,7 @@ mod tests {
             ],
         });
         let mut refused = Vec::new();
-        let parts = split_by_show(&bundle, &index, &names, |why| refused.push(why));
+        let parts = osc_in::split_by_show(&bundle, &index, &names, |why| refused.push(why));
         let shape: Vec<(usize, bool, Vec<String>)> = parts
             .iter()
             .map(|(i, p)| {
@@ -487,7 +417,7 @@ mod tests {
             "address '/framepipe': 3 shows run; address one as /NAME/framepipe"
         );
         // A lone message stays a lone message (not a batch).
-        let parts = split_by_show(&message("/c/framepipe/stop", 1), &index, &names, |_| {
+        let parts = osc_in::split_by_show(&message("/c/framepipe/stop", 1), &index, &names, |_| {
             panic!("refused")
         });
         assert!(matches!(&parts[..], [(2, OscPacket::Message(m))] if m.addr == "/framepipe/stop"));

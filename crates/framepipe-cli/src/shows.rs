@@ -15,8 +15,11 @@
 //!   reported by name as it ends (`framepipe: show cam3: error: ...`) and the exit status is 1.
 //! * **Control.** One `fp-stdin` thread (`@NAME COMMAND`, `@* COMMAND`), one `fp-replies`
 //!   thread for every show's replies, one `fp-osc` thread (`/NAME/framepipe/...`), one signal
-//!   thread stopping every show. The web page, OSCQuery and MIDI serve one show: their flags are
-//!   refused here. Each show's command queue is small ([`SHOW_QUEUE`] commands).
+//!   thread stopping every show. One OSCQuery server (a subtree per show, `/NAME/framepipe/...`),
+//!   one web server (`/` lists the shows, `/shows/NAME/` is a show's page) and one MIDI input
+//!   (each show's surface with its project's own mappings), each posting to a show's own queue
+//!   and reading its published view. Each show's command queue is small ([`SHOW_QUEUE`]
+//!   commands).
 //! * **Stats.** `--stats FILE`: `{"shows": [{"name": ..., ...one show's object...}], "isolated": [...],
 //!   "pools": [...]}` (`pools`: the frame pools the shows share, one per frame size).
 
@@ -34,7 +37,7 @@ use framepipe_window::{PauseProbe, WindowLink};
 
 use crate::build::{build, Purpose};
 use crate::commands::{self, ReplySource, ShowInput};
-use crate::{commands_from_stdin, flags, osc, signals, Exit, RunArgs, WINDOWSINK};
+use crate::{commands_from_stdin, flags, osc, signals, web, Exit, RunArgs, WINDOWSINK};
 
 /// Commands each show's queue holds (one show alone gets 1024): 400 shows × a large ring and
 /// its return path would cost tens of MB for commands that arrive a few a second.
@@ -53,7 +56,7 @@ struct Given {
 
 /// The name of the show given as argument `position` (from 1): a project's `name`, else its
 /// file stem; a pipeline string `show-POSITION`.
-fn show_name(arg: &str, position: usize, desc: &GraphDesc) -> Result<String> {
+pub(crate) fn show_name(arg: &str, position: usize, desc: &GraphDesc) -> Result<String> {
     if !crate::looks_like_project(arg) {
         return Ok(format!("show-{position}"));
     }
@@ -190,25 +193,9 @@ impl Drop for Progress {
     }
 }
 
-/// Refuses the flags whose surface serves one show.
-fn refuse_one_show_flags(args: &RunArgs, n: usize) -> Result<()> {
-    let why = "serves one show; with several, address them on stdin (@NAME COMMAND) or with --osc (/NAME/framepipe/...), see docs/SHOWS.md";
-    if args.web.is_some() {
-        bail!("--web {why} ({n} shows given)");
-    }
-    if args.oscquery.is_some() {
-        bail!("--oscquery {why} ({n} shows given)");
-    }
-    if args.midi.is_some() {
-        bail!("--midi {why} ({n} shows given)");
-    }
-    Ok(())
-}
-
 /// `framepipe run` with several shows.
 pub fn run(args: RunArgs) -> Result<Exit> {
     let n = args.shows.len();
-    refuse_one_show_flags(&args, n)?;
     // One queue per show, made first: a Ctrl-C while building stops every show at its first
     // frame boundary.
     let queues: Vec<(CommandSender, CommandReader)> =
@@ -277,13 +264,37 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         .as_deref()
         .map(|t| osc::parse_addr("--osc", t))
         .transpose()?;
+    let oscquery_addr = match (&args.oscquery, osc_addr) {
+        (Some(_), None) => bail!("--oscquery describes the OSC input: it needs --osc"),
+        (Some(t), Some(_)) => Some(osc::parse_addr("--oscquery", t)?),
+        (None, Some(osc)) => Some(std::net::SocketAddr::new(osc.ip(), 0)),
+        (None, None) => None,
+    };
     let any_window = shows
         .iter()
         .any(|s| s.desc.nodes.iter().any(|n| n.element == WINDOWSINK));
-    if args.start_paused && !commands_from_stdin && osc_addr.is_none() && !any_window {
-        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc or a windowsink)");
+    // The web page: bound first (a busy port is said before anything is built).
+    let web_bound = match &args.web {
+        Some(addr) => Some(framepipe_web::Web::bind(
+            web::parse_addr(Some(addr))?,
+            args.web_token.clone(),
+        )?),
+        None => None,
+    };
+    if args.start_paused
+        && !commands_from_stdin
+        && osc_addr.is_none()
+        && !any_window
+        && web_bound.is_none()
+        && args.midi.is_none()
+    {
+        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc, --midi, --web or a windowsink)");
     }
-    let surfaces = commands_from_stdin || osc_addr.is_some() || any_window;
+    let surfaces = commands_from_stdin
+        || osc_addr.is_some()
+        || any_window
+        || web_bound.is_some()
+        || args.midi.is_some();
     let quiet = args.quiet;
     // Build and prepare every show, one after the other; any failure refuses the run.
     let mut progress = Progress {
@@ -295,7 +306,11 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     let mut senders: Vec<CommandSender> = Vec::with_capacity(n);
     let mut replies: Vec<ReplySource> = Vec::with_capacity(n);
     let mut osc_shows: Vec<osc::OscShow> = Vec::new();
-    for (i, (given, (tx, rx))) in shows.into_iter().zip(queues).enumerate() {
+    let mut web_shows: Vec<(framepipe_web::Engine, Arc<framepipe_web::PreviewSlot>)> = Vec::new();
+    let mut query_shows: Vec<(framepipe_oscquery::ShowEntry, framepipe_oscquery::LiveShow)> =
+        Vec::new();
+    let mut midi_shows: Vec<framepipe_midi::ShowSurface> = Vec::new();
+    for (i, (mut given, (tx, rx))) in shows.into_iter().zip(queues).enumerate() {
         progress.show(i, n, &given.name);
         let name = given.name.clone();
         let in_show = || format!("show {name}");
@@ -305,17 +320,44 @@ pub fn run(args: RunArgs) -> Result<Exit> {
             commands: tx.clone(),
             paused: pause_probe.clone(),
         });
-        let registry = crate::registry_for(&given.desc, window_link.as_ref());
+        let mut registry = crate::registry_for(&given.desc, window_link.as_ref());
         drop(window_link);
-        if !given.desc.midi.is_empty() && !quiet {
+        // Each show's preview has a slot of its own; its tap only with --web-preview NODE
+        // (a preview costs a show a downscaler and a JPEG encoder ten times a second).
+        let web_preview = match &web_bound {
+            Some(bound) => {
+                let slot = if i == 0 {
+                    bound.preview_slot()
+                } else {
+                    framepipe_web::PreviewSlot::new()
+                };
+                framepipe_web::preview::register(
+                    &mut registry,
+                    Arc::clone(&slot),
+                    bound.counters(),
+                );
+                let tap = match &args.web_preview {
+                    Some(node) => Some(
+                        web::add_preview_tap(&mut given.desc, &registry, Some(node))
+                            .with_context(in_show)?
+                            .monitor,
+                    ),
+                    None => None,
+                };
+                Some((slot, tap))
+            }
+            None => None,
+        };
+        if args.midi.is_none() && !given.desc.midi.is_empty() && !quiet {
             say!(
-                "framepipe: show {name}: the project's {} MIDI mappings are not used (--midi serves one show)",
+                "framepipe: show {name}: the project's {} MIDI mappings are not used without --midi PORT",
                 given.desc.midi.len()
             );
         }
         let graph = build(&given.desc, &registry, Purpose::Run).with_context(in_show)?;
         let options = options_for(&given, &global, &args, threads, graph.source_rate())
             .with_context(in_show)?;
+        let options_pace = options.pace;
         let mut prepared = graph.prepare(options).with_context(in_show)?;
         prepared.set_events(show_events(&name, surfaces, Arc::clone(&budget)));
         let own = if args.start_paused {
@@ -338,6 +380,45 @@ pub fn run(args: RunArgs) -> Result<Exit> {
                 tx: tx.clone(),
                 view: prepared.view(),
             });
+        }
+        if oscquery_addr.is_some() {
+            query_shows.push((
+                framepipe_oscquery::ShowEntry {
+                    name: Some(name.clone()),
+                    commands: Some(tx.clone()),
+                },
+                framepipe_oscquery::LiveShow::new(prepared.view(), prepared.counters()),
+            ));
+        }
+        if args.midi.is_some() {
+            let project = crate::looks_like_project(&given.arg).then(|| given.arg.clone().into());
+            let surface = crate::midi::surface(
+                &given.desc,
+                &registry,
+                project,
+                options_pace,
+                args.start_paused,
+                prepared.counters(),
+                prepared.view(),
+            )
+            .with_context(in_show)?;
+            midi_shows.push(framepipe_midi::ShowSurface {
+                name: Some(name.clone()),
+                surface,
+                tx: tx.clone(),
+            });
+        }
+        if let Some((slot, tap)) = web_preview {
+            web_shows.push((
+                framepipe_web::Engine {
+                    name: name.clone(),
+                    view: prepared.view(),
+                    counters: prepared.counters(),
+                    commands: tx.clone(),
+                    preview_tap: tap,
+                },
+                slot,
+            ));
         }
         replies.push(ReplySource::new(Some(&name), tx.replies(), own));
         kept.push(Kept {
@@ -370,21 +451,89 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         }
         None => None,
     };
+    let oscquery = match (oscquery_addr, &osc_input) {
+        (Some(addr), Some(input)) => {
+            let options = framepipe_oscquery::ServeOptions {
+                addr,
+                info: framepipe_oscquery::HostInfo {
+                    name: format!("framepipe-{}", std::process::id()),
+                    osc: Some(input.local),
+                },
+                mdns: !args.no_mdns,
+            };
+            let server =
+                framepipe_oscquery::serve_shows(options, query_shows).context("--oscquery")?;
+            let local = server.local_addr();
+            if !local.ip().is_loopback() {
+                say!(
+                    "framepipe: warning: OSCQuery on http://{local}: anyone who can reach this address can control the run"
+                );
+            } else if !quiet {
+                say!("framepipe: OSCQuery on http://{local}");
+                say!("framepipe: OSCQuery: one subtree per show, /NAME/framepipe/...");
+            }
+            if let (Some(note), false) = (&server.mdns_note, quiet) {
+                say!("framepipe: {note}");
+            }
+            Some(server)
+        }
+        _ => None,
+    };
+    let midi_input = match &args.midi {
+        Some(port) => {
+            let input = crate::midi::start_shows(port, midi_shows)?;
+            if !quiet {
+                say!(
+                    "framepipe: MIDI from {} (each show's own mappings; @NAME learn ... on stdin)",
+                    input.name
+                );
+            }
+            Some(input)
+        }
+        None => None,
+    };
+    let web_counters = web_bound.as_ref().map(|b| b.counters());
+    let web_server = match web_bound {
+        Some(bound) => {
+            let (url, local) = (bound.url(), bound.local_addr());
+            let server = framepipe_web::Web::start_shows(bound, web_shows)?;
+            for (i, r) in replies.iter_mut().enumerate() {
+                r.web = Some(server.reply_tap_of(i));
+            }
+            if !local.ip().is_loopback() {
+                say!(
+                    "framepipe: warning: web page on {local}: anyone who can reach this address and has the token can control the run"
+                );
+            }
+            say!("framepipe: web control on {url}");
+            if !quiet {
+                say!("framepipe: the page lists the shows; each show's page is /shows/NAME/");
+            }
+            Some(server)
+        }
+        None => None,
+    };
     let reply_printer = surfaces
-        .then(|| commands::spawn_reply_printer(replies, quiet, None))
+        .then(|| commands::spawn_reply_printer(replies, quiet))
         .flatten();
     if commands_from_stdin {
+        let midi = midi_input.as_ref().map(|m| m.handle());
         let inputs = kept
             .iter()
             .zip(senders)
-            .map(|(k, tx)| {
+            .enumerate()
+            .map(|(i, (k, tx))| {
                 (
                     k.name.clone(),
-                    ShowInput::new(Some(&k.name), tx, args.start_paused),
+                    ShowInput::new(Some(&k.name), tx, args.start_paused)
+                        .with_midi(midi.as_ref().map(|m| m.for_show(i))),
                 )
             })
             .collect();
-        commands::spawn_show_stdin_reader(inputs, osc_input.is_some() || any_window);
+        commands::spawn_show_stdin_reader(
+            inputs,
+            osc_input.is_some() || any_window || web_server.is_some() || midi_input.is_some(),
+        );
     } else {
         drop(senders);
     }
@@ -393,10 +542,33 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     let status = (!quiet && std::io::stderr().is_terminal()).then(|| {
         let counters: Vec<Arc<Counters>> = kept.iter().map(|k| Arc::clone(&k.counters)).collect();
         let (running, stop) = (Arc::clone(&running), Arc::clone(&stop));
-        let osc = osc_input.as_ref().map(|o| Arc::clone(&o.counters));
+        // The surfaces' counts, each a short summary read from atomics.
+        let mut surfaces: Vec<Summary> = Vec::new();
+        if let Some(o) = &osc_input {
+            let c = Arc::clone(&o.counters);
+            surfaces.push(Box::new(move || c.summary()));
+        }
+        if let Some(m) = &midi_input {
+            let c = Arc::clone(&m.counters);
+            surfaces.push(Box::new(move || c.summary()));
+        }
+        if let Some(w) = &web_counters {
+            let c = Arc::clone(w);
+            surfaces.push(Box::new(move || c.summary()));
+        }
+        if let Some(q) = &oscquery {
+            let c = q.counters();
+            surfaces.push(Box::new(move || {
+                format!(
+                    "oscquery {} ws {} pkts",
+                    c.ws_clients.load(Ordering::Relaxed),
+                    c.packets.load(Ordering::Relaxed)
+                )
+            }));
+        }
         std::thread::Builder::new()
             .name("fp-status".into())
-            .spawn(move || status_line(&counters, &running, osc.as_deref(), &stop))
+            .spawn(move || status_line(&counters, &running, &surfaces, &stop))
     });
     if !quiet {
         say!("framepipe: {n} shows on {threads} shared worker threads");
@@ -416,6 +588,27 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         input.finish();
         if !quiet {
             say!("framepipe: {}", counters.summary());
+        }
+    }
+    if let Some(server) = oscquery {
+        let counters = server.counters();
+        server.finish();
+        if !quiet {
+            say!("framepipe: {}", counters.summary());
+        }
+    }
+    if let Some(input) = midi_input {
+        let counters = Arc::clone(&input.counters);
+        input.finish();
+        if !quiet {
+            say!("framepipe: {}", counters.summary());
+        }
+    }
+    // The pages are disconnected and the web's command senders dropped with the run.
+    if let Some(w) = web_server {
+        w.finish();
+        if let (Some(c), false) = (&web_counters, quiet) {
+            say!("framepipe: {}", c.summary());
         }
     }
     if let Some(Ok(t)) = status {
@@ -641,12 +834,16 @@ fn write_all_stats(
     Ok(())
 }
 
+/// A surface's counts for the status line (`osc: 3 ok, 0 bad`), read from atomics.
+type Summary = Box<dyn Fn() -> String + Send>;
+
 /// Redraws one status line on stderr four times a second until `stop`: shows running, frames
-/// out and late/repeated frames over every show. Reads only atomics.
+/// out and late/repeated frames over every show, and each surface's counts. Reads only
+/// atomics.
 fn status_line(
     counters: &[Arc<Counters>],
     running: &AtomicUsize,
-    osc: Option<&osc::OscCounters>,
+    surfaces: &[Summary],
     stop: &AtomicBool,
 ) {
     use std::io::Write as _;
@@ -676,8 +873,8 @@ fn status_line(
         if paused > 0 {
             line.push_str(&format!("  {paused} paused"));
         }
-        if let Some(o) = osc {
-            line.push_str(&format!("  {}", o.summary()));
+        for summary in surfaces {
+            line.push_str(&format!("  {}", summary()));
         }
         let width = 160;
         let shown: String = line.chars().take(width).collect();

@@ -184,8 +184,13 @@ impl Run {
     }
 
     /// `stop` on stdin; waits for the end; returns all of stderr.
-    fn stop(mut self) -> String {
-        self.say("stop");
+    fn stop(self) -> String {
+        self.stop_with("stop")
+    }
+
+    /// `line` (a stop) on stdin; waits for the end; returns all of stderr.
+    fn stop_with(mut self, line: &str) -> String {
+        self.say(line);
         let start = Instant::now();
         let status = loop {
             if let Some(st) = self.child.try_wait().unwrap() {
@@ -683,5 +688,88 @@ fn midi_through_an_alsa_virtual_port() {
     run.stop();
     let v = frame_values(&out);
     assert!(v[..n].iter().all(|x| *x == v[0]) && v[n] != v[0], "{v:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue #11, requirement 1 ("every control surface addresses a show by name"): one `--midi`
+/// input for two shows, each project's own `[[midi]]` mappings applying to its own show: a CC
+/// mapped in cam2's project sets cam2's property (its reply and its pixels) and not cam1's;
+/// `@cam1 learn ...` on stdin learns into cam1's surface only.
+#[test]
+fn issue_11_midi_mappings_of_each_project_reach_their_own_show() {
+    let dir = tmpdir("midi-shows");
+    let (out1, out2, path) = (
+        dir.join("one.rgba"),
+        dir.join("two.rgba"),
+        fifo(&dir, "midi"),
+    );
+    let project = |name: &str, out: &Path, cc: u8| {
+        let p = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &p,
+            format!(
+                "pipeline = \"{}\"\n\n[[midi]]\ncontrol = \"cc\"\nchannel = 1\nnumber = {cc}\ntarget = \"{BRIGHTNESS}\"\n",
+                pipeline(out)
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let (cam1, cam2) = (project("cam1", &out1, 7), project("cam2", &out2, 8));
+    let mut run = Run::start(&[
+        "run",
+        "--fps",
+        "60",
+        "--midi",
+        path.to_str().unwrap(),
+        cam1.to_str().unwrap(),
+        cam2.to_str().unwrap(),
+    ]);
+    let mut w = Writer::open(&path);
+    wait_frames(&out1, 2);
+    wait_frames(&out2, 2);
+    // cam2's control: cam2's reply, from a frame on.
+    w.send(&cc(0, 8, 127));
+    let n2 = frame_of(&run.expect(&format!("show cam2: ok 'set {BRIGHTNESS} 1' from frame")));
+    wait_frames(&out2, n2 + 2);
+    let v1 = frame_values(&out1);
+    assert!(
+        v1.iter().all(|x| *x == v1[0]),
+        "cam1 changed with cam2's control: {v1:?}"
+    );
+    // Learned on stdin for cam1: into cam1's surface.
+    run.say(&format!("@cam1 learn {BRIGHTNESS}"));
+    run.expect(&format!("show cam1: learning {BRIGHTNESS}"));
+    w.send(&cc(0, 20, 0));
+    run.expect(&format!(
+        "show cam1: learned cc 20 ch 1 absolute -> {BRIGHTNESS} [0..1] (mapping 2)"
+    ));
+    w.send(&cc(0, 20, 127));
+    let n1 = frame_of(&run.expect(&format!("show cam1: ok 'set {BRIGHTNESS} 1' from frame")));
+    wait_frames(&out1, n1 + 2);
+    run.say("@cam2 midi");
+    run.expect(&format!(
+        "show cam2:   1: cc 8 ch 1 absolute -> {BRIGHTNESS} [0..1]"
+    ));
+    drop(w);
+    let stderr = run.stop_with("@* stop");
+    assert!(
+        !stderr.contains(&format!(
+            "show cam1: ok 'set {BRIGHTNESS} 1' from frame {n2}\n"
+        )) && stderr.matches(&format!("ok 'set {BRIGHTNESS} 1'")).count() == 2,
+        "{stderr}"
+    );
+    let (v1, v2) = (frame_values(&out1), frame_values(&out2));
+    assert!(v2[..n2].iter().all(|x| *x == v2[0]), "{v2:?}");
+    assert!(
+        v2[n2..].iter().all(|x| *x == v2[n2]) && v2[n2] != v2[0],
+        "{v2:?}"
+    );
+    assert!(v1[..n1].iter().all(|x| *x == v1[0]), "{v1:?}");
+    assert!(
+        v1[n1..].iter().all(|x| *x == v1[n1]) && v1[n1] != v1[0],
+        "{v1:?}"
+    );
+    assert_eq!(v1[0], v2[0], "both shows start alike");
     let _ = std::fs::remove_dir_all(&dir);
 }

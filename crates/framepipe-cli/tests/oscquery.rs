@@ -690,3 +690,137 @@ fn a_live_edit_is_announced_and_the_tree_and_norm_follow() {
         "{err}"
     );
 }
+
+/// Issue #11, requirement 1 ("every control surface addresses a show by name"): with two
+/// shows, the OSCQuery tree has one subtree per show (`/NAME/framepipe/...`, the addresses
+/// plain OSC takes), asked by a real HTTP client; a value set with a real UDP OSC message on
+/// one show changes that show's tree, its listened value and its output frames, not the
+/// other's; an OSC packet over the WebSocket reaches the show it names.
+#[test]
+fn issue_11_oscquery_has_one_subtree_per_show_and_a_set_reaches_one_show() {
+    let dir = tmpdir("oscquery-shows");
+    let (out1, out2) = (dir.join("one.raw"), dir.join("two.raw"));
+    let show = |out: &Path| {
+        format!(
+            "testsrc width=64 height=32 pattern=solid color=0,0,0 ! \
+             stamp name=st what=value value=1 decimals=0 scale=2 background=false ! \
+             rawsink location={}",
+            out.display()
+        )
+    };
+    let port = free_udp_port();
+    let fp = Fp::start(&[
+        "run",
+        "--fps",
+        "30",
+        "--control",
+        "none",
+        "--no-mdns",
+        "--osc",
+        &port.to_string(),
+        &show(&out1),
+        &show(&out2),
+    ]);
+    let base = fp.oscquery();
+    let frame = 64 * 32 * 4;
+    wait_until(Duration::from_secs(10), "both shows' frames", || {
+        [&out1, &out2]
+            .iter()
+            .all(|o| std::fs::metadata(o).is_ok_and(|m| m.len() >= frame as u64))
+    });
+
+    // The tree: one subtree per show, every FULL_PATH under its show's name.
+    let root = get_json(&base, "/");
+    assert_eq!(root["FULL_PATH"], "/");
+    for name in ["show-1", "show-2"] {
+        let sub = &root["CONTENTS"][name];
+        assert_eq!(sub["FULL_PATH"], format!("/{name}"), "{root}");
+        let value = &sub["CONTENTS"]["framepipe"]["CONTENTS"]["st"]["CONTENTS"]["value"];
+        assert_eq!(value["FULL_PATH"], format!("/{name}/framepipe/st/value"));
+        assert_eq!(value["ACCESS"], 3);
+    }
+    let st = get_json(&base, "/show-2/framepipe/st");
+    assert_eq!(st["FULL_PATH"], "/show-2/framepipe/st");
+    assert_eq!(
+        get_json(&base, "/show-1/framepipe/st/value?FULL_PATH")["FULL_PATH"],
+        "/show-1/framepipe/st/value"
+    );
+    let value_of = |name: &str| {
+        get_json(&base, &format!("/{name}/framepipe/st/value?VALUE"))["VALUE"][0]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!((value_of("show-1"), value_of("show-2")), (1.0, 1.0));
+    // The one-show paths are no show's; an unknown show is named.
+    let (status, body) = get(&base, "/framepipe/st/value");
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("no show named 'framepipe'"), "{body}");
+    let (status, body) = get(&base, "/nope/framepipe");
+    assert_eq!(status, 404, "{body}");
+    assert!(
+        body.contains("no show named 'nope'") && body.contains("show-1, show-2"),
+        "{body}"
+    );
+
+    // Listen to show-2's value, then set it with a real UDP OSC message.
+    let mut ws = ws_connect(&base);
+    listen(&mut ws, "LISTEN", "/show-2/framepipe/st/value");
+    let first = next_osc(&mut ws);
+    assert_eq!(first.addr, "/show-2/framepipe/st/value");
+    assert_eq!(float(&first), 1.0);
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.send_to(
+        &encode(OscPacket::Message(osc(
+            "/show-2/framepipe/st/value",
+            vec![OscType::Float(7.0)],
+        ))),
+        ("127.0.0.1", port),
+    )
+    .unwrap();
+    let streamed = next_osc(&mut ws);
+    assert_eq!(streamed.addr, "/show-2/framepipe/st/value");
+    assert_eq!(float(&streamed), 7.0);
+    assert_eq!((value_of("show-1"), value_of("show-2")), (1.0, 7.0));
+    // On the output: show-2's frames changed, show-1's never did.
+    let last = |path: &Path| {
+        let b = std::fs::read(path).unwrap();
+        let n = b.len() / frame;
+        b[(n - 1) * frame..n * frame].to_vec()
+    };
+    let first1 = std::fs::read(&out1).unwrap()[..frame].to_vec();
+    let first2 = std::fs::read(&out2).unwrap()[..frame].to_vec();
+    assert_eq!(first1, first2, "both shows start alike");
+    wait_until(Duration::from_secs(10), "show-2's frame with 7", || {
+        last(&out2) != first2
+    });
+    let len1 = std::fs::metadata(&out1).unwrap().len();
+    wait_until(Duration::from_secs(10), "more frames of show-1", || {
+        std::fs::metadata(&out1).unwrap().len() >= len1 + 3 * frame as u64
+    });
+    assert!(
+        std::fs::read(&out1)
+            .unwrap()
+            .chunks_exact(frame)
+            .all(|f| f == first1),
+        "a frame of show-1 changed"
+    );
+
+    // An OSC packet over the WebSocket reaches the show its address names (show-1 here).
+    ws.send(Message::Binary(
+        encode(OscPacket::Message(osc(
+            "/show-1/framepipe/st/value",
+            vec![OscType::Float(3.0)],
+        )))
+        .into(),
+    ))
+    .unwrap();
+    wait_until(
+        Duration::from_secs(10),
+        "show-1's value over the WebSocket",
+        || value_of("show-1") == 3.0,
+    );
+    assert_eq!(value_of("show-2"), 7.0);
+    drop(ws);
+    drop(fp);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -363,19 +363,22 @@ fn what_cannot_run_is_refused_naming_the_show() {
         err.contains("cannot name its show 'my cam'") && err.contains("name = \"...\""),
         "{err}"
     );
+    // The web page serves every show; a preview node one show lacks is refused naming it.
     let out = framepipe(
         &[
             "run",
             "--web",
             "127.0.0.1:0",
-            &a.display().to_string(),
+            "--web-preview",
+            "invert",
+            "testsrc frames=1 ! invert ! nullsink",
             "testsrc frames=1 ! nullsink",
         ],
         1,
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--web serves one show") && err.contains("docs/SHOWS.md"),
+        err.contains("show show-2") && err.contains("invert") && !err.contains("show show-1"),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);

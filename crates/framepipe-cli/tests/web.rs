@@ -199,7 +199,11 @@ mod cdp {
     impl Browser {
         /// Starts headless Chromium with a fresh profile and opens one blank page.
         pub fn start(exe: &Path) -> Browser {
-            let profile = TempDir(tmpdir("web-chromium-profile"));
+            // A profile of its own: two browsers of this binary's tests may run at once.
+            static BROWSERS: std::sync::atomic::AtomicUsize =
+                std::sync::atomic::AtomicUsize::new(0);
+            let n = BROWSERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let profile = TempDir(tmpdir(&format!("web-chromium-profile-{n}")));
             let mut child = Command::new(exe)
                 .args([
                     "--headless=new",
@@ -821,9 +825,11 @@ fn web_pages_stay_in_sync_and_each_gets_its_own_reply() {
     ]);
     let port = fp.port();
     let mut a = ws_connect(port, "/ws", &[]).unwrap();
-    let mut b = ws_connect(port, "/ws", &[]).unwrap();
+    // One show is also served by its name (issue #11's routes): the same show, the same pages.
+    let mut b = ws_connect(port, "/shows/show-1/ws", &[]).unwrap();
     let graph = read_type(&mut a, "graph");
-    read_type(&mut b, "graph");
+    assert_eq!(graph["show"], "show-1", "{graph}");
+    assert_eq!(read_type(&mut b, "graph")["show"], "show-1");
     // The preview reads the master sink's input through the tap `link web-monitor NODE` moves.
     assert_eq!(graph["preview_tap"], "web-monitor", "{graph}");
     assert_eq!(graph["preview"], "o", "{graph}");
@@ -895,5 +901,112 @@ fn web_pages_stay_in_sync_and_each_gets_its_own_reply() {
     ))
     .unwrap();
     assert!(fp.wait_exit(Duration::from_secs(10)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue #11, requirement 1 ("every control surface addresses a show by name"): one `--web`
+/// server for two shows. Headless Chromium opens `/`, the list of shows (names, state, rate),
+/// follows show-2's link to its page `/shows/show-2/`, types a value there: it lands on
+/// show-2's output frame and not on show-1's, and its reply comes back to that page. The
+/// one-show routes say where to go; the page's stop ends show-2 only, which the list shows.
+#[test]
+fn issue_11_web_page_lists_the_shows_and_a_value_set_on_one_reaches_that_show_only() {
+    let Some(exe) = cdp::chromium() else {
+        println!("SKIPPED: chromium is not installed (scripts/install-deps installs it)");
+        return;
+    };
+    let dir = tmpdir("web-shows");
+    let (out1, out2) = (dir.join("one.raw"), dir.join("two.raw"));
+    let before = left(&reference(&dir, "1", "2"));
+    let after = left(&reference(&dir, "7", "2"));
+    assert_ne!(before, after, "the references must differ");
+    let fp = Fp::start(&[
+        "--fps",
+        "30",
+        "--control",
+        "none",
+        "--web",
+        "127.0.0.1:0",
+        &pipeline(&out1),
+        &pipeline(&out2),
+    ]);
+    for out in [&out1, &out2] {
+        wait_until(Duration::from_secs(10), "both shows' first frames", || {
+            last_left(out).as_ref() == Some(&before)
+        });
+    }
+    // The one-show routes name the shows instead.
+    let (code, body) = http_get(fp.port(), "/ws", &fp.authority());
+    assert_eq!(code, 404, "{body}");
+    assert!(
+        body.contains("2 shows run")
+            && body.contains("/shows/NAME/ws")
+            && body.contains("show-1, show-2"),
+        "{body}"
+    );
+    let (code, body) = http_get(fp.port(), "/shows/nope/", &fp.authority());
+    assert_eq!(code, 404, "{body}");
+    assert!(body.contains("no show named 'nope'"), "{body}");
+
+    let mut b = cdp::Browser::start(&exe);
+    b.call("Page.navigate", json!({ "url": fp.url }));
+    b.wait_for(
+        "!!(window.fpShows && fpShows.shows.length === 2 && document.getElementById('link:show-2') \
+         && fpShows.shows.every(s => s.state === 'running' && s.fps > 20))",
+        Duration::from_secs(15),
+    );
+    assert_eq!(
+        b.eval(
+            "[...document.querySelectorAll('#shows tbody tr')].map(r => r.cells[0].textContent)"
+        ),
+        json!(["show-1", "show-2"])
+    );
+    // A real click on show-2's link: its own page.
+    b.click("link:show-2");
+    b.wait_for(
+        "location.pathname === '/shows/show-2/' && !!(window.fp && fp.graph && document.getElementById('num:s.value') && fp.stats)",
+        Duration::from_secs(15),
+    );
+    assert_eq!(
+        b.eval("document.getElementById('show-name').textContent"),
+        json!("show-2")
+    );
+    b.eval(
+        "(() => { const e = document.getElementById('num:s.value'); e.focus(); e.select(); })()",
+    );
+    b.call("Input.insertText", json!({ "text": "7" }));
+    b.key("Enter", "Enter", 13, Some("\r"));
+    b.eval("document.activeElement.blur()");
+    wait_until(Duration::from_secs(10), "show-2's output changed", || {
+        last_left(&out2).as_ref() == Some(&after)
+    });
+    b.wait_for(
+        "[...document.querySelectorAll('#log li.mine')].some(l => /^ok 'set s\\.value 7'/.test(l.textContent))",
+        Duration::from_secs(5),
+    );
+    // show-1 never saw it: a few more of its frames, all with the old value.
+    let len1 = std::fs::metadata(&out1).unwrap().len();
+    wait_until(Duration::from_secs(10), "more frames of show-1", || {
+        std::fs::metadata(&out1).unwrap().len() >= len1 + 5 * FRAME as u64
+    });
+    let all1 = std::fs::read(&out1).unwrap();
+    assert!(
+        all1.chunks_exact(FRAME).all(|f| left(f) == before),
+        "a frame of show-1 took show-2's value"
+    );
+    // Stop from show-2's page: show-2 ends, show-1 runs on, as the list says.
+    b.click("btn-stop");
+    wait_until(Duration::from_secs(10), "show-2 ended in the list", || {
+        let (_, body) = http_get(fp.port(), "/shows.json", &fp.authority());
+        let json = body.split("\r\n\r\n").nth(1).unwrap_or("");
+        let v: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+        v["shows"][0]["state"] == "running" && v["shows"][1]["state"] == "ended"
+    });
+    let len1 = std::fs::metadata(&out1).unwrap().len();
+    wait_until(Duration::from_secs(10), "show-1 goes on", || {
+        std::fs::metadata(&out1).unwrap().len() > len1
+    });
+    drop(b);
+    drop(fp);
     let _ = std::fs::remove_dir_all(&dir);
 }

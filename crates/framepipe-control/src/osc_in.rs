@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use rosc::{OscMessage, OscPacket, OscType};
+use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
 
 use crate::command::{Command, Target};
 use crate::{Error, Result};
@@ -157,6 +157,98 @@ pub fn messages(packet: &OscPacket) -> Vec<&OscMessage> {
         }
     }
     out
+}
+
+/// What the first part of an address names in a run of several shows: every show.
+pub const ALL_SHOWS: &str = "*";
+
+/// How many show names a message lists at most.
+const NAMES_LISTED: usize = 5;
+
+/// `a, b, c, d, e and 195 more`.
+fn some_names(names: &[String]) -> String {
+    let more = names.len().saturating_sub(NAMES_LISTED);
+    let mut text = names
+        .iter()
+        .take(NAMES_LISTED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
+    }
+    text
+}
+
+/// `/NAME/rest` → (`NAME`, `/rest`).
+pub fn split_show(address: &str) -> Option<(&str, &str)> {
+    let rest = address.strip_prefix('/')?;
+    let slash = rest.find('/')?;
+    Some((&rest[..slash], &rest[slash..]))
+}
+
+/// The messages of `packet` split by show (issue #11: several shows in one process) (`/NAME/...`; `/*/...` for every show), each show's
+/// with its address unprefixed, as one packet per show: a bundle for a bundle (its messages
+/// then apply together), a message for a message. Messages for no known show are refused.
+pub fn split_by_show(
+    packet: &OscPacket,
+    index: &HashMap<String, usize>,
+    names: &[String],
+    mut refuse: impl FnMut(String),
+) -> Vec<(usize, OscPacket)> {
+    let shows = names.len();
+    let mut per_show: Vec<(usize, Vec<OscMessage>)> = Vec::new();
+    for msg in messages(packet) {
+        let Some((name, rest)) = split_show(&msg.addr) else {
+            refuse(format!(
+                "address '{}': {shows} shows run; address one as /NAME{}",
+                msg.addr, msg.addr
+            ));
+            continue;
+        };
+        let targets: Vec<usize> = if name == ALL_SHOWS {
+            (0..shows).collect()
+        } else if let Some(&i) = index.get(name) {
+            vec![i]
+        } else {
+            refuse(format!(
+                "address '{}': no show named '{name}' (shows: {}; /NAME/framepipe/... addresses one, /*/framepipe/... every show)",
+                msg.addr,
+                some_names(names)
+            ));
+            continue;
+        };
+        for i in targets {
+            let m = OscMessage {
+                addr: rest.to_string(),
+                args: msg.args.clone(),
+            };
+            match per_show.iter_mut().find(|(s, _)| *s == i) {
+                Some((_, list)) => list.push(m),
+                None => per_show.push((i, vec![m])),
+            }
+        }
+    }
+    let bundle = match packet {
+        OscPacket::Bundle(b) => Some(b.timetag),
+        OscPacket::Message(_) => None,
+    };
+    per_show
+        .into_iter()
+        .map(|(i, mut list)| {
+            let p = match (bundle, list.len()) {
+                (None, 1) => OscPacket::Message(list.pop().expect("one")),
+                (timetag, _) => OscPacket::Bundle(OscBundle {
+                    timetag: timetag.unwrap_or(OscTime {
+                        seconds: 0,
+                        fractional: 1,
+                    }),
+                    content: list.into_iter().map(OscPacket::Message).collect(),
+                }),
+            };
+            (i, p)
+        })
+        .collect()
 }
 
 /// The commands of one packet, ready to post.

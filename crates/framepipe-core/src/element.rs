@@ -177,6 +177,14 @@ pub trait Source: Send {
     fn rewind(&mut self) -> Result<bool> {
         Ok(false)
     }
+    /// Whether [`fill`](Self::fill) may wait on the world outside the process for an unbounded
+    /// time (a socket, a pipe, a device, another process): such a source runs on its show's
+    /// IO thread, never on a compute worker, so that a peer that stalls holds no core's
+    /// worth of work back. A source computing its frames (a test pattern) or reading a
+    /// regular file says `false`, the default.
+    fn blocks(&self) -> bool {
+        false
+    }
 }
 
 /// The refusal of an element that cannot change `name` while running.
@@ -269,6 +277,14 @@ pub trait Sink: Send {
     fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()>;
     /// Called once after the last frame (also after an upstream error): flush and close.
     fn finish(&mut self) -> Result<()>;
+    /// Whether [`consume`](Self::consume) may wait on the world outside the process for an
+    /// unbounded time (a pipe's reader, a socket's peer, an encoder's back-pressure): in a
+    /// host of many shows, such a show keeps an output thread of its own instead of being
+    /// served by the clock thread every show shares. The default, `false`, suits a sink that
+    /// writes a regular file, drops frames or hands them to a thread of its own.
+    fn blocks(&self) -> bool {
+        false
+    }
 }
 
 /// A built element, ready to be put in a pipeline.

@@ -575,6 +575,12 @@ impl Source for FfmpegSrc {
         (self.frames > 0).then_some(self.frames)
     }
 
+    /// Reads another process's pipe: a live URL, a camera or a slow decoder can keep it
+    /// waiting for any time.
+    fn blocks(&self) -> bool {
+        true
+    }
+
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
         let seq = self.origin.local(ctx).seq;
         self.next(seq, frame.data_mut())
@@ -745,6 +751,11 @@ impl FfmpegSink {
 }
 
 impl Sink for FfmpegSink {
+    /// Writes into the encoder's pipe: as slow as the encoder (and its output) is.
+    fn blocks(&self) -> bool {
+        true
+    }
+
     fn start(&mut self, info: VideoInfo) -> Result<()> {
         check_size(info.width as u64, info.height as u64).map_err(|e| Error::element(SINK, e))?;
         // `location=-`: ffmpeg writes to framepipe's own standard output.

@@ -447,6 +447,11 @@ impl Source for Y4mSrc {
         }
     }
 
+    /// A pipe or stdin waits on its writer; a regular file does not.
+    fn blocks(&self) -> bool {
+        self.start.is_none()
+    }
+
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
         let seq = self.origin.local(ctx).seq;
         if self.frames > 0 && seq >= self.frames {
@@ -566,6 +571,11 @@ impl Y4mSink {
 }
 
 impl Sink for Y4mSink {
+    /// A pipe, socket or terminal waits for its reader; a regular file does not.
+    fn blocks(&self) -> bool {
+        self.flush_each
+    }
+
     fn start(&mut self, info: VideoInfo) -> Result<()> {
         check_size(info.width as u64, info.height as u64).map_err(|e| Error::element(SINK, e))?;
         let c = match self.chroma {

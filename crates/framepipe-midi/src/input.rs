@@ -15,6 +15,10 @@
 //!   values' deadlines, and posts the commands with
 //!   [`CommandSender::post`](framepipe_control::CommandSender::post). It wakes at least every
 //!   [`POLL`] to see whether the run is over.
+//!
+//! Several shows in one process (issue #11, [`spawn_shows`]): one input, one `fp-midi`, one
+//! [`Surface`] per show (its own mappings, learn window, values and command queue); every
+//! message is offered to every show's surface, each posting to its own show.
 
 use std::fs::File;
 use std::io::Read;
@@ -108,14 +112,17 @@ impl Counters {
 
 enum Event {
     Msg(Message, i64, Instant),
-    Request(Command, Reply),
+    /// A surface command for show N's surface.
+    Request(usize, Command, Reply),
 }
 
 /// A handle to send surface commands (`learn`, `unlearn`, `midi`, `save`) to `fp-midi`;
-/// cloneable, for every surface that takes commands.
+/// cloneable, for every surface that takes commands. It addresses one show's surface (the
+/// first, or the one [`MidiHandle::for_show`] names).
 #[derive(Clone)]
 pub struct MidiHandle {
     events: SyncSender<Event>,
+    show: usize,
 }
 
 impl std::fmt::Debug for MidiHandle {
@@ -129,11 +136,20 @@ impl MidiHandle {
     /// (for `learn`: that it is listening; what it learned is told when a control moves).
     /// Never blocks: when the surface is flooded, or gone, the command is handed back.
     pub fn request(&self, cmd: Command, reply: Reply) -> std::result::Result<(), (Command, Reply)> {
-        match self.events.try_send(Event::Request(cmd, reply)) {
+        match self.events.try_send(Event::Request(self.show, cmd, reply)) {
             Ok(()) => Ok(()),
-            Err(TrySendError::Full(Event::Request(c, r)))
-            | Err(TrySendError::Disconnected(Event::Request(c, r))) => Err((c, r)),
+            Err(TrySendError::Full(Event::Request(_, c, r)))
+            | Err(TrySendError::Disconnected(Event::Request(_, c, r))) => Err((c, r)),
             Err(_) => unreachable!("a request is handed back as sent"),
+        }
+    }
+
+    /// The same input's handle for show `show`'s surface (its place in [`spawn_shows`]'s
+    /// list).
+    pub fn for_show(&self, show: usize) -> MidiHandle {
+        MidiHandle {
+            events: self.events.clone(),
+            show,
         }
     }
 }
@@ -204,6 +220,31 @@ pub fn spawn(
     tx: CommandSender,
     notify: Notify,
 ) -> Result<MidiInput> {
+    spawn_shows(
+        port,
+        vec![ShowSurface {
+            name: None,
+            surface,
+            tx,
+        }],
+        notify,
+    )
+}
+
+/// One show's surface for [`spawn_shows`].
+pub struct ShowSurface {
+    /// The show's name, said in its notices (`show NAME: learned ...`); `None` for the only
+    /// show.
+    pub name: Option<String>,
+    /// Its mappings and state.
+    pub surface: Surface,
+    /// Its command queue.
+    pub tx: CommandSender,
+}
+
+/// Opens `port` once and starts the MIDI threads for several shows: every message is offered
+/// to every show's surface; each posts to its own queue.
+pub fn spawn_shows(port: &Port, shows: Vec<ShowSurface>, notify: Notify) -> Result<MidiInput> {
     let (events, rx) = mpsc::sync_channel::<Event>(CHANNEL);
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
@@ -242,7 +283,7 @@ pub fn spawn(
         let (counters, stop) = (Arc::clone(&counters), Arc::clone(&stop));
         std::thread::Builder::new()
             .name("fp-midi".into())
-            .spawn(move || run(surface, &rx, &tx, &counters, &*notify, &stop))
+            .spawn(move || run(shows, &rx, &counters, &*notify, &stop))
             .map_err(|source| Error::Thread {
                 name: "fp-midi",
                 source,
@@ -251,7 +292,7 @@ pub fn spawn(
     Ok(MidiInput {
         counters,
         name,
-        handle: MidiHandle { events },
+        handle: MidiHandle { events, show: 0 },
         stop,
         thread,
         alsa,
@@ -374,31 +415,54 @@ fn read_raw(
     }
 }
 
-/// `fp-midi`: the surface, fed by the channel, posting to `tx`.
+/// One show's surface as `fp-midi` runs it.
+struct Target {
+    /// `show NAME: ` with several shows, else empty.
+    who: String,
+    surface: Surface,
+    tx: CommandSender,
+    /// The first drop of a burst is said, the rest counted.
+    full_said: bool,
+}
+
+/// `fp-midi`: the shows' surfaces, fed by the channel, each posting to its show's queue.
 fn run(
-    mut surface: Surface,
+    shows: Vec<ShowSurface>,
     rx: &Receiver<Event>,
-    tx: &CommandSender,
     counters: &Counters,
     notify: &(dyn Fn(&str) + Send + Sync),
     stop: &AtomicBool,
 ) {
+    let mut targets: Vec<Target> = shows
+        .into_iter()
+        .map(|s| Target {
+            who: s.name.map_or(String::new(), |n| format!("show {n}: ")),
+            surface: s.surface,
+            tx: s.tx,
+            full_said: false,
+        })
+        .collect();
     let mut next: Option<Instant> = None;
-    // The first drop of a burst is said, the rest counted.
-    let mut full_said = false;
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         let wait = next.map_or(POLL, |t| t.saturating_duration_since(now).min(POLL));
-        let handle = |ev: Event, surface: &mut Surface| match ev {
-            Event::Msg(m, at_ns, at) => surface.message(m, at, at_ns),
-            Event::Request(cmd, reply) => reply(surface.command(&cmd)),
+        let handle = |ev: Event, targets: &mut [Target]| match ev {
+            Event::Msg(m, at_ns, at) => {
+                for t in targets.iter_mut() {
+                    t.surface.message(m, at, at_ns);
+                }
+            }
+            Event::Request(show, cmd, reply) => match targets.get_mut(show) {
+                Some(t) => reply(t.surface.command(&cmd)),
+                None => reply(Err(format!("no MIDI surface for show {show}"))),
+            },
         };
         match rx.recv_timeout(wait) {
             Ok(ev) => {
-                handle(ev, &mut surface);
+                handle(ev, &mut targets);
                 for _ in 0..BATCH {
                     match rx.try_recv() {
-                        Ok(ev) => handle(ev, &mut surface),
+                        Ok(ev) => handle(ev, &mut targets),
                         Err(_) => break,
                     }
                 }
@@ -406,34 +470,45 @@ fn run(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        next = surface.flush(Instant::now());
-        for cmd in surface.take_commands() {
-            match tx.post(cmd) {
-                Ok(_) => {
-                    counters.posted.fetch_add(1, Ordering::Relaxed);
-                    full_said = false;
-                }
-                Err(full) => {
-                    counters.dropped.fetch_add(1, Ordering::Relaxed);
-                    if !full_said {
-                        notify(&format!(
-                            "midi: command queue full; dropped: {} (and any more until it drains)",
-                            full.0
-                        ));
-                        full_said = true;
+        next = None;
+        let (mut messages, mut coalesced) = (0, 0);
+        for t in &mut targets {
+            let due = t.surface.flush(Instant::now());
+            next = match (next, due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            for cmd in t.surface.take_commands() {
+                match t.tx.post(cmd) {
+                    Ok(_) => {
+                        counters.posted.fetch_add(1, Ordering::Relaxed);
+                        t.full_said = false;
+                    }
+                    Err(full) => {
+                        counters.dropped.fetch_add(1, Ordering::Relaxed);
+                        if !t.full_said {
+                            notify(&format!(
+                                "midi: {}command queue full; dropped: {} (and any more until it drains)",
+                                t.who, full.0
+                            ));
+                            t.full_said = true;
+                        }
                     }
                 }
             }
+            for line in t.surface.take_notices() {
+                if t.who.is_empty() {
+                    notify(&line);
+                } else {
+                    notify(&format!("{}{line}", t.who));
+                }
+            }
+            // Every surface sees every message: the count is one surface's.
+            messages = t.surface.counts.messages.max(messages);
+            coalesced += t.surface.counts.coalesced;
         }
-        for line in surface.take_notices() {
-            notify(&line);
-        }
-        counters
-            .messages
-            .store(surface.counts.messages, Ordering::Relaxed);
-        counters
-            .coalesced
-            .store(surface.counts.coalesced, Ordering::Relaxed);
+        counters.messages.store(messages, Ordering::Relaxed);
+        counters.coalesced.store(coalesced, Ordering::Relaxed);
     }
 }
 

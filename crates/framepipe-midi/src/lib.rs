@@ -24,7 +24,9 @@ pub mod mapping;
 pub mod parser;
 pub mod surface;
 
-pub use input::{list_ports, spawn, Counters, MidiHandle, MidiInput, Port, Reply};
+pub use input::{
+    list_ports, spawn, spawn_shows, Counters, MidiHandle, MidiInput, Port, Reply, ShowSurface,
+};
 pub use mapping::{Action, Control, Mapping, Range, Value};
 pub use parser::{Message, ParseCounts, Parser};
 pub use surface::{LiveValues, PropInfo, Props, SaveContext, Surface};

@@ -474,6 +474,11 @@ fn stream_id() -> u64 {
 }
 
 impl Sink for TcpSink {
+    /// Waits for the receiver when it stops reading (the back-pressure it is made for).
+    fn blocks(&self) -> bool {
+        true
+    }
+
     fn start(&mut self, info: VideoInfo) -> framepipe_core::Result<()> {
         self.start_links(info)
             .map_err(|e| framepipe_core::Error::element(NAME, e))

@@ -408,6 +408,11 @@ impl Source for TcpSrc {
         self.info
     }
 
+    /// Waits on the peer's socket.
+    fn blocks(&self) -> bool {
+        true
+    }
+
     fn fill(&mut self, _ctx: &FrameCtx, frame: &mut FrameMut) -> framepipe_core::Result<bool> {
         self.read_into(frame.data_mut())
             .map_err(|e| framepipe_core::Error::element(NAME, e))

@@ -27,7 +27,9 @@ pub mod tree;
 
 pub use live::LiveShow;
 pub use model::{norm_ranges, FixedShow, NodeModel, ShowModel, ShowSource, Values};
-pub use server::{serve, Counters, HostInfo, OscQuery, Poller, ServeOptions, Server};
+pub use server::{
+    serve, serve_shows, Counters, HostInfo, OscQuery, Poller, ServeOptions, Server, ShowEntry,
+};
 
 /// Errors of the OSCQuery service.
 #[derive(Debug, thiserror::Error)]

@@ -2,6 +2,11 @@
 //! address space ([`OscQuery::router`]), fed by a [`Poller`] that reads the show ~30 times a
 //! second, and the standalone [`serve`] that runs both on their own thread (`fp-oscquery`).
 //!
+//! Several shows in one process (issue #11, [`serve_shows`]): the namespace has one subtree per
+//! show, `/NAME/framepipe/...` (what plain OSC accepts with several shows); `/` lists the shows,
+//! `/NAME` holds one show's `framepipe`. One poller reads every show; one HOST_INFO and one
+//! advert for the process. OSC packets over the WebSocket are split by show as over UDP.
+//!
 //! Bounds (bad input is dropped and counted in [`Counters`], never buffered without limit):
 //! at most [`MAX_CONNECTIONS`] TCP connections ([`serve`]), [`MAX_CLIENTS`] WebSocket clients, [`MAX_WS_MESSAGE`] bytes per message (a larger
 //! one closes that connection), [`MAX_LISTENS`] listened paths per client; a client that does
@@ -25,7 +30,7 @@ use axum::Router;
 use framepipe_control::osc_in::{self, Ranges};
 use framepipe_control::CommandSender;
 use rosc::{OscMessage, OscPacket, OscType};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 
 use crate::model::{ShowModel, ShowSource, Values};
@@ -133,11 +138,38 @@ struct Snapshot {
     ranges: Arc<Ranges>,
 }
 
+/// Every show's latest [`Snapshot`], in the shows' order.
+#[derive(Debug, Default)]
+struct Snapshots {
+    list: Vec<Arc<Snapshot>>,
+}
+
+/// A show the service describes.
+#[derive(Debug)]
+pub struct ShowEntry {
+    /// Its name: its subtree is `/NAME/framepipe/...`. `None` for the only show (its tree is
+    /// `/framepipe/...`).
+    pub name: Option<String>,
+    /// Where OSC packets for it received over the WebSocket go (none: refused).
+    pub commands: Option<CommandSender>,
+}
+
 struct Inner {
     info: HostInfo,
     counters: Arc<Counters>,
-    snapshot: watch::Receiver<Arc<Snapshot>>,
-    commands: Option<CommandSender>,
+    snapshot: watch::Receiver<Arc<Snapshots>>,
+    shows: Vec<ShowEntry>,
+    /// Name → index in `shows` (empty for one unnamed show).
+    index: HashMap<String, usize>,
+    /// Every show's name, in order (for messages).
+    names: Vec<String>,
+}
+
+impl Inner {
+    /// Whether the shows are named (`/NAME/framepipe/...`), else one show at `/framepipe`.
+    fn named(&self) -> bool {
+        !(self.shows.len() == 1 && self.shows[0].name.is_none())
+    }
 }
 
 /// The OSCQuery service: cheap to clone, shared by every request.
@@ -158,42 +190,75 @@ impl std::fmt::Debug for OscQuery {
 /// on the runtime that serves the router.
 #[derive(Debug)]
 pub struct Poller {
-    tx: watch::Sender<Arc<Snapshot>>,
+    tx: watch::Sender<Arc<Snapshots>>,
     counters: Arc<Counters>,
+}
+
+/// What the poller keeps of one show between reads.
+struct Polled<S> {
+    source: S,
+    model: Arc<ShowModel>,
+    ranges: Arc<Ranges>,
+    values: Values,
 }
 
 impl Poller {
     /// Reads `source` every `period` and publishes a snapshot when the graph's version or a
     /// value changed. Ends when the service is gone (every clone of [`OscQuery`] dropped).
-    pub async fn run(self, mut source: impl ShowSource, period: Duration) {
+    pub async fn run(self, source: impl ShowSource, period: Duration) {
+        self.run_all(vec![source], period).await
+    }
+
+    /// Reads every show's source (in the order of the service's shows) every `period`, and
+    /// publishes when any show's graph or value changed (the others' snapshots are shared,
+    /// not copied). Ends when the service is gone.
+    pub async fn run_all<S: ShowSource>(self, sources: Vec<S>, period: Duration) {
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut model: Arc<ShowModel> = Arc::new(ShowModel {
-            version: u64::MAX,
-            nodes: Vec::new(),
-        });
-        let mut ranges = Arc::new(Ranges::new());
-        let mut values = Values::default();
+        let mut shows: Vec<Polled<S>> = sources
+            .into_iter()
+            .map(|source| Polled {
+                source,
+                model: Arc::new(ShowModel {
+                    version: u64::MAX,
+                    nodes: Vec::new(),
+                }),
+                ranges: Arc::new(Ranges::new()),
+                values: Values::default(),
+            })
+            .collect();
+        let mut list: Vec<Arc<Snapshot>> = shows
+            .iter()
+            .map(|_| Arc::new(Snapshot::default()))
+            .collect();
         loop {
             tick.tick().await;
             if self.tx.is_closed() {
                 return;
             }
-            let now = source.model();
-            let new_graph = now.version != model.version || !Arc::ptr_eq(&now, &model);
-            if new_graph {
-                values = Values::default();
-                ranges = Arc::new(crate::model::norm_ranges(&now));
-                model = now;
+            let mut any = false;
+            for (p, slot) in shows.iter_mut().zip(list.iter_mut()) {
+                let now = p.source.model();
+                let new_graph = now.version != p.model.version || !Arc::ptr_eq(&now, &p.model);
+                if new_graph {
+                    p.values = Values::default();
+                    p.ranges = Arc::new(crate::model::norm_ranges(&now));
+                    p.model = now;
+                }
+                let changed = p.source.read(&p.model, &mut p.values);
+                if changed || new_graph {
+                    *slot = Arc::new(Snapshot {
+                        model: Arc::clone(&p.model),
+                        values: p.values.clone(),
+                        ranges: Arc::clone(&p.ranges),
+                    });
+                    any = true;
+                }
             }
-            let changed = source.read(&model, &mut values);
-            if changed || new_graph {
+            if any {
                 add(&self.counters.snapshots);
-                self.tx.send_replace(Arc::new(Snapshot {
-                    model: Arc::clone(&model),
-                    values: values.clone(),
-                    ranges: Arc::clone(&ranges),
-                }));
+                self.tx
+                    .send_replace(Arc::new(Snapshots { list: list.clone() }));
             }
         }
     }
@@ -203,15 +268,43 @@ impl OscQuery {
     /// A service describing `info`'s host; `commands` takes OSC packets sent over the
     /// WebSocket (none: they are refused). Its state comes from the returned [`Poller`].
     pub fn new(info: HostInfo, commands: Option<CommandSender>) -> (OscQuery, Poller) {
+        OscQuery::new_shows(
+            info,
+            vec![ShowEntry {
+                name: None,
+                commands,
+            }],
+        )
+    }
+
+    /// A service describing several shows (each named: `/NAME/framepipe/...`), fed by
+    /// [`Poller::run_all`] with their sources in the same order.
+    pub fn new_shows(info: HostInfo, shows: Vec<ShowEntry>) -> (OscQuery, Poller) {
         let counters = Arc::new(Counters::default());
-        let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
+        let (tx, rx) = watch::channel(Arc::new(Snapshots {
+            list: shows
+                .iter()
+                .map(|_| Arc::new(Snapshot::default()))
+                .collect(),
+        }));
+        let index = shows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.name.clone().map(|n| (n, i)))
+            .collect();
+        let names = shows
+            .iter()
+            .map(|s| s.name.clone().unwrap_or_default())
+            .collect();
         (
             OscQuery {
                 inner: Arc::new(Inner {
                     info,
                     counters: Arc::clone(&counters),
                     snapshot: rx,
-                    commands,
+                    shows,
+                    index,
+                    names,
                 }),
             },
             Poller { tx, counters },
@@ -229,8 +322,24 @@ impl OscQuery {
         Router::new().fallback(http).with_state(self.clone())
     }
 
-    fn snapshot(&self) -> Arc<Snapshot> {
+    fn snapshots(&self) -> Arc<Snapshots> {
         Arc::clone(&self.inner.snapshot.borrow())
+    }
+
+    /// The show a path is in, and the path within the show's own tree: `/NAME/framepipe/x` →
+    /// (NAME's index, `/framepipe/x`); `/NAME` → (index, `/`). One unnamed show: (0, path).
+    /// `None` for the root of several shows, or no such show.
+    fn locate<'p>(&self, path: &'p str) -> Option<(usize, &'p str)> {
+        if !self.inner.named() {
+            return Some((0, path));
+        }
+        let rest = path.strip_prefix('/')?;
+        let (name, within) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let i = *self.inner.index.get(name)?;
+        Some((i, within))
     }
 
     fn host_info(&self) -> Value {
@@ -325,7 +434,11 @@ async fn http(
     let Some(path) = percent_decode(uri.path()) else {
         return bad(&q, StatusCode::BAD_REQUEST, "bad path encoding\n".into());
     };
-    let snap = q.snapshot();
+    let snaps = q.snapshots();
+    if q.inner.named() {
+        return shows_http(&q, &snaps, &path, attr);
+    }
+    let snap = &snaps.list[0];
     let Some(place) = tree::resolve(&snap.model, &path) else {
         return bad(
             &q,
@@ -346,15 +459,142 @@ async fn http(
     match tree::attribute(&snap.model, &snap.values, place, attr) {
         Ok(Some(v)) => json_response(&json!({ attr: v })),
         Ok(None) => json_response(&json!({})),
-        Err(tree::UnknownAttribute) => bad(
-            &q,
-            StatusCode::BAD_REQUEST,
-            format!(
-                "unknown attribute '{attr}'; expected one of: FULL_PATH, CONTENTS, TYPE, \
-                 VALUE, RANGE, ACCESS, DESCRIPTION, HOST_INFO\n"
-            ),
-        ),
+        Err(tree::UnknownAttribute) => unknown_attribute(&q, attr),
     }
+}
+
+fn unknown_attribute(q: &OscQuery, attr: &str) -> Response {
+    bad(
+        q,
+        StatusCode::BAD_REQUEST,
+        format!(
+            "unknown attribute '{attr}'; expected one of: FULL_PATH, CONTENTS, TYPE, \
+             VALUE, RANGE, ACCESS, DESCRIPTION, HOST_INFO\n"
+        ),
+    )
+}
+
+/// `/NAME` + `path` (a show's own path, `/` for its root).
+fn show_path(name: &str, path: &str) -> String {
+    if path == "/" {
+        format!("/{name}")
+    } else {
+        format!("/{name}{path}")
+    }
+}
+
+/// Puts every FULL_PATH of a show's description under `/NAME`.
+fn prefix_paths(v: &mut Map<String, Value>, name: &str) {
+    if let Some(Value::String(p)) = v.get_mut("FULL_PATH") {
+        *p = show_path(name, p);
+    }
+    if let Some(Value::Object(kids)) = v.get_mut("CONTENTS") {
+        for kid in kids.values_mut() {
+            if let Value::Object(k) = kid {
+                prefix_paths(k, name);
+            }
+        }
+    }
+}
+
+/// The description of show `i`'s place at `within` (its own path), under `/NAME`.
+fn describe_in(
+    q: &OscQuery,
+    snaps: &Snapshots,
+    i: usize,
+    within: &str,
+) -> Option<Map<String, Value>> {
+    let snap = &snaps.list[i];
+    let name = &q.inner.names[i];
+    let place = tree::resolve(&snap.model, within)?;
+    let mut m = tree::describe(&snap.model, &snap.values, place);
+    prefix_paths(&mut m, name);
+    if place == Place::Root {
+        m.insert("DESCRIPTION".into(), json!(format!("show {name}")));
+    }
+    Some(m)
+}
+
+/// The root of several shows: one container per show.
+fn describe_shows(q: &OscQuery, snaps: &Snapshots) -> Map<String, Value> {
+    let mut kids = Map::new();
+    for (i, name) in q.inner.names.iter().enumerate() {
+        if let Some(d) = describe_in(q, snaps, i, "/") {
+            kids.insert(name.clone(), Value::Object(d));
+        }
+    }
+    let mut m = Map::new();
+    m.insert("FULL_PATH".into(), json!("/"));
+    m.insert(
+        "DESCRIPTION".into(),
+        json!(format!("framepipe: {} shows", q.inner.names.len())),
+    );
+    m.insert("ACCESS".into(), json!(0));
+    m.insert("CONTENTS".into(), Value::Object(kids));
+    m
+}
+
+/// An HTTP query on the namespace of several shows (`/`, `/NAME`, `/NAME/framepipe/...`).
+fn shows_http(q: &OscQuery, snaps: &Snapshots, path: &str, attr: &str) -> Response {
+    let trimmed = match path.strip_suffix('/') {
+        Some(p) if !p.is_empty() => p,
+        _ => path,
+    };
+    let described = if trimmed.is_empty() || trimmed == "/" {
+        Some(describe_shows(q, snaps))
+    } else {
+        q.locate(trimmed)
+            .and_then(|(i, within)| describe_in(q, snaps, i, within))
+    };
+    let Some(d) = described else {
+        let why = match q.locate(trimmed) {
+            None => format!(
+                "no OSC node at '{path}': no show named '{}' (shows: {}; addresses are /NAME/framepipe/...)\n",
+                trimmed.trim_start_matches('/').split('/').next().unwrap_or(""),
+                some_names(&q.inner.names)
+            ),
+            Some(_) => format!("no OSC node at '{path}'\n"),
+        };
+        return bad(q, StatusCode::NOT_FOUND, why);
+    };
+    if attr.is_empty() {
+        return json_response(&Value::Object(d));
+    }
+    const KNOWN: [&str; 7] = [
+        "FULL_PATH",
+        "CONTENTS",
+        "TYPE",
+        "VALUE",
+        "RANGE",
+        "ACCESS",
+        "DESCRIPTION",
+    ];
+    if !KNOWN.contains(&attr) {
+        return unknown_attribute(q, attr);
+    }
+    let readable = d.get("ACCESS").and_then(Value::as_u64).unwrap_or(0) & 1 == 1;
+    if attr == "VALUE" && !readable {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    match d.get(attr) {
+        Some(v) => json_response(&json!({ attr: v })),
+        None => json_response(&json!({})),
+    }
+}
+
+/// `a, b, c, d, e and 195 more`.
+fn some_names(names: &[String]) -> String {
+    let more = names.len().saturating_sub(5);
+    let mut t = names
+        .iter()
+        .take(5)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if more > 0 {
+        t.push_str(&format!(" and {more} more"));
+    }
+    t
 }
 
 fn upgrade(q: OscQuery, ws: WebSocketUpgrade) -> Response {
@@ -380,8 +620,11 @@ fn upgrade(q: OscQuery, ws: WebSocketUpgrade) -> Response {
         })
 }
 
-/// One listened path: what was sent last (not sent again while unchanged).
+/// One listened path: its show, its path in the show's own tree, and what was sent last (not
+/// sent again while unchanged).
 struct Listen {
+    show: usize,
+    within: String,
     last: Option<Vec<OscType>>,
 }
 
@@ -410,12 +653,15 @@ fn osc_packet(addr: &str, args: Vec<OscType>) -> Option<Message> {
 /// Sends every listened path whose value differs from what it was last sent.
 async fn send_changes(
     socket: &mut WebSocket,
-    snap: &Snapshot,
+    snaps: &Snapshots,
     listens: &mut HashMap<String, Listen>,
     counters: &Counters,
 ) -> bool {
     for (path, l) in listens.iter_mut() {
-        let Some(place) = tree::resolve(&snap.model, path) else {
+        let Some(snap) = snaps.list.get(l.show) else {
+            continue;
+        };
+        let Some(place) = tree::resolve(&snap.model, &l.within) else {
             continue;
         };
         let args = tree::current_args(&snap.model, &snap.values, place);
@@ -436,7 +682,7 @@ async fn send_changes(
 async fn client(q: &OscQuery, mut socket: WebSocket) {
     let counters = &*q.inner.counters;
     let mut rx = q.inner.snapshot.clone();
-    let mut snap = Arc::clone(&rx.borrow_and_update());
+    let mut snap: Arc<Snapshots> = Arc::clone(&rx.borrow_and_update());
     let mut listens: HashMap<String, Listen> = HashMap::new();
     loop {
         tokio::select! {
@@ -461,13 +707,18 @@ async fn client(q: &OscQuery, mut socket: WebSocket) {
                         };
                         match cmd {
                             WsCommand::Listen => {
-                                let place = tree::resolve(&snap.model, &path)
+                                let at = q.locate(&path).map(|(i, w)| (i, w.to_string()));
+                                let place = at.as_ref().and_then(|(i, w)| tree::resolve(&snap.list[*i].model, w))
                                     .filter(|p| !matches!(p, Place::Root | Place::Prefix | Place::Node(_)));
-                                if place.is_none() || listens.len() >= MAX_LISTENS {
+                                let (Some(_), Some((show, within))) = (place, at) else {
+                                    add(&counters.ws_bad);
+                                    continue;
+                                };
+                                if listens.len() >= MAX_LISTENS {
                                     add(&counters.ws_bad);
                                     continue;
                                 }
-                                listens.entry(path).or_insert(Listen { last: None });
+                                listens.entry(path).or_insert(Listen { show, within, last: None });
                                 // The current value at once.
                                 if !send_changes(&mut socket, &snap, &mut listens, counters).await {
                                     return;
@@ -487,9 +738,13 @@ async fn client(q: &OscQuery, mut socket: WebSocket) {
                 if changed.is_err() {
                     return;
                 }
-                let next = Arc::clone(&rx.borrow_and_update());
-                if next.model.version != snap.model.version {
-                    let notice = json!({ "COMMAND": "PATH_CHANGED", "DATA": "/" }).to_string();
+                let next: Arc<Snapshots> = Arc::clone(&rx.borrow_and_update());
+                for (i, (a, b)) in snap.list.iter().zip(&next.list).enumerate() {
+                    if a.model.version == b.model.version {
+                        continue;
+                    }
+                    let data = if q.inner.named() { format!("/{}", q.inner.names[i]) } else { "/".into() };
+                    let notice = json!({ "COMMAND": "PATH_CHANGED", "DATA": data }).to_string();
                     if !send(&mut socket, Message::Text(notice.into()), counters).await {
                         return;
                     }
@@ -535,13 +790,10 @@ fn parse_command(text: &str) -> Option<(WsCommand, String)> {
     Some((cmd, v.get("DATA")?.as_str()?.to_string()))
 }
 
-/// An OSC packet received over the WebSocket: posted like one received over UDP.
-fn post_osc(q: &OscQuery, snap: &Snapshot, bytes: &[u8]) {
+/// An OSC packet received over the WebSocket: posted like one received over UDP (split by
+/// show when there are several).
+fn post_osc(q: &OscQuery, snaps: &Snapshots, bytes: &[u8]) {
     let counters = &*q.inner.counters;
-    let Some(tx) = &q.inner.commands else {
-        add(&counters.ws_osc_bad);
-        return;
-    };
     let packet = match osc_in::decode(bytes) {
         Ok(p) => p,
         Err(_) => {
@@ -549,7 +801,26 @@ fn post_osc(q: &OscQuery, snap: &Snapshot, bytes: &[u8]) {
             return;
         }
     };
-    let cmds = osc_in::packet_commands(&packet, &snap.ranges);
+    if !q.inner.named() {
+        post_show(q, &snaps.list[0], 0, &packet);
+        return;
+    }
+    let parts = osc_in::split_by_show(&packet, &q.inner.index, &q.inner.names, |_| {
+        add(&counters.ws_osc_bad)
+    });
+    for (i, p) in parts {
+        post_show(q, &snaps.list[i], i, &p);
+    }
+}
+
+/// Posts one show's packet (its addresses within the show) to its queue.
+fn post_show(q: &OscQuery, snap: &Snapshot, show: usize, packet: &OscPacket) {
+    let counters = &*q.inner.counters;
+    let Some(tx) = &q.inner.shows[show].commands else {
+        add(&counters.ws_osc_bad);
+        return;
+    };
+    let cmds = osc_in::packet_commands(packet, &snap.ranges);
     for _ in &cmds.refused {
         add(&counters.ws_osc_bad);
     }
@@ -718,6 +989,25 @@ pub fn serve(
     source: impl ShowSource,
     commands: Option<CommandSender>,
 ) -> Result<Server> {
+    serve_shows(
+        options,
+        vec![(
+            ShowEntry {
+                name: None,
+                commands,
+            },
+            source,
+        )],
+    )
+}
+
+/// Binds `options.addr` and serves OSCQuery for several shows (each named in its
+/// [`ShowEntry`]: `/NAME/framepipe/...`) on one thread, with one poller, one HOST_INFO and
+/// one advert, until [`Server::finish`].
+pub fn serve_shows<S: ShowSource>(
+    options: ServeOptions,
+    shows: Vec<(ShowEntry, S)>,
+) -> Result<Server> {
     let listener = TcpListener::bind(options.addr).map_err(|e| Error::Bind {
         addr: options.addr,
         source: e,
@@ -730,7 +1020,8 @@ pub fn serve(
         .enable_all()
         .build()
         .map_err(|e| Error::Io("starting the runtime", e))?;
-    let (service, poller) = OscQuery::new(options.info.clone(), commands);
+    let (entries, sources): (Vec<ShowEntry>, Vec<S>) = shows.into_iter().unzip();
+    let (service, poller) = OscQuery::new_shows(options.info.clone(), entries);
     let counters = service.counters();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
@@ -748,7 +1039,7 @@ pub fn serve(
                 drop(service);
                 tokio::select! {
                     _ = axum::serve(listener, router) => {}
-                    _ = poller.run(source, POLL_PERIOD) => {}
+                    _ = poller.run_all(sources, POLL_PERIOD) => {}
                     _ = stop_rx => {}
                 }
             });

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use framepipe_core::{PropKind, PropSpec, PropValue};
-use framepipe_oscquery::{serve, HostInfo, NodeModel, ServeOptions, ShowModel, ShowSource, Values};
+use framepipe_oscquery::{
+    serve, serve_shows, HostInfo, NodeModel, ServeOptions, ShowEntry, ShowModel, ShowSource, Values,
+};
 use rosc::{OscPacket, OscType};
 use serde_json::Value;
 use tungstenite::Message;
@@ -180,5 +182,93 @@ fn a_new_graph_version_is_announced_and_the_tree_follows() {
             .load(std::sync::atomic::Ordering::Relaxed),
         1
     );
+    server.finish();
+}
+
+/// Issue #11: two shows in one service, each its own subtree (`/one/framepipe/...`,
+/// `/two/framepipe/...`). A live edit of one is announced with its own path
+/// (`PATH_CHANGED /two`), its subtree follows, and the other show's listened value goes on.
+#[test]
+fn issue_11_an_edit_of_one_show_is_announced_under_its_name() {
+    let one = Edited(Arc::new(Mutex::new((model(0, &["a"]), 0.25))));
+    let two = Edited(Arc::new(Mutex::new((model(0, &["a", "b"]), 0.5))));
+    let entry = |name: &str| ShowEntry {
+        name: Some(name.into()),
+        commands: None,
+    };
+    let server = serve_shows(
+        ServeOptions {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            info: HostInfo {
+                name: "test".into(),
+                osc: None,
+            },
+            mdns: false,
+        },
+        vec![(entry("one"), one.clone()), (entry("two"), two.clone())],
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    let start = Instant::now();
+    while get(addr, "/two/framepipe/b/blur").0 != 200 {
+        assert!(start.elapsed() < Duration::from_secs(10), "no tree");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (_, root) = get(addr, "/");
+    assert_eq!(root["CONTENTS"]["one"]["FULL_PATH"], "/one");
+    assert_eq!(
+        root["CONTENTS"]["two"]["CONTENTS"]["framepipe"]["CONTENTS"]["b"]["CONTENTS"]["blur"]
+            ["FULL_PATH"],
+        "/two/framepipe/b/blur"
+    );
+    assert!(root["CONTENTS"]["one"]["CONTENTS"]["framepipe"]["CONTENTS"]
+        .get("b")
+        .is_none());
+    assert_eq!(
+        get(addr, "/one/framepipe/a/blur?VALUE").1,
+        serde_json::json!({ "VALUE": [0.25] })
+    );
+    assert_eq!(get(addr, "/framepipe/a/blur").0, 404);
+    let stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let (mut ws, _) = tungstenite::client(format!("ws://{addr}/"), stream).unwrap();
+    for (p, v) in [
+        ("/one/framepipe/a/blur", 0.25),
+        ("/two/framepipe/a/blur", 0.5),
+    ] {
+        let listen = serde_json::json!({ "COMMAND": "LISTEN", "DATA": p }).to_string();
+        ws.send(Message::Text(listen.into())).unwrap();
+        match next(&mut ws) {
+            Got::Osc(a, args) => {
+                assert_eq!(a, p);
+                assert_eq!(args, [OscType::Float(v as f32)]);
+            }
+            Got::Text(t) => panic!("{t}"),
+        }
+    }
+    // Show two's edit: b removed.
+    *two.0.lock().unwrap() = (model(1, &["a"]), 0.5);
+    match next(&mut ws) {
+        Got::Text(t) => {
+            assert_eq!(t["COMMAND"], "PATH_CHANGED");
+            assert_eq!(t["DATA"], "/two");
+        }
+        Got::Osc(a, _) => panic!("{a} before PATH_CHANGED"),
+    }
+    assert_eq!(get(addr, "/two/framepipe/b").0, 404);
+    // Show one's value still streams, under its own name.
+    one.0.lock().unwrap().1 = 0.75;
+    loop {
+        match next(&mut ws) {
+            Got::Osc(a, args) if a == "/one/framepipe/a/blur" => {
+                assert_eq!(args, [OscType::Float(0.75)]);
+                break;
+            }
+            Got::Osc(..) => continue,
+            Got::Text(t) => panic!("{t}"),
+        }
+    }
     server.finish();
 }

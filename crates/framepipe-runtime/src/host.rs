@@ -26,8 +26,9 @@
 //!   joined, its result reported by name) while the others go on.
 //!
 //! What a show still has of its own: its follower output threads (a sink other than the
-//! master, unpaced, blocking only in its own I/O), its edit thread when it has an editor, and
-//! the pool-filling helper during its first frames. The master sink runs on the clock thread:
+//! master, unpaced, blocking only in its own I/O) and its edit thread when it has an editor.
+//! Its frame pools are quota handles on the host's, one per frame size (`SharedPools`,
+//! `pools.rs`). The master sink runs on the clock thread:
 //! a sink that blocks (a full pipe, a peer applying back-pressure) delays every show's clock.
 
 use std::cmp::Reverse;
@@ -138,24 +139,36 @@ impl Host {
         let mut starts = Vec::with_capacity(n);
         let mut all = Vec::with_capacity(n);
         let mut want_realtime = false;
+        // Shows whose master sink blocks: they keep an output thread of their own.
+        let mut own_outputs = Vec::new();
         for (i, (name, mut p)) in self.shows.into_iter().enumerate() {
             let shared = Arc::clone(&p.shared);
             let _ = shared.host.set((Arc::clone(&signals), i));
-            shared.port_signals[0].route_to_host(Arc::clone(&signals), i);
+            let sink = p.take_master_sink();
+            let own = sink.blocks();
+            if !own {
+                shared.port_signals[0].route_to_host(Arc::clone(&signals), i);
+                want_realtime |= p.options.pace.is_some() && p.options.realtime;
+            }
             shared.lock().host = true;
-            want_realtime |= p.options.pace.is_some() && p.options.realtime;
             p.start_pools();
             let mut side = p.start_side();
             let link = side.link.take();
-            starts.push(Some(Start {
-                sink: p.take_master_sink(),
+            let start = Start {
+                sink,
                 commands: p.commands.take(),
                 link,
                 side,
                 options: p.options,
                 stall_ns: p.stall_timeout_ns,
                 shared: Arc::clone(&shared),
-            }));
+            };
+            if own {
+                own_outputs.push((i, start));
+                starts.push(None);
+            } else {
+                starts.push(Some(start));
+            }
             all.push(shared);
             names.push(name);
         }
@@ -190,6 +203,18 @@ impl Host {
             signals.work_for(i);
         }
         let (tx, rx) = std::sync::mpsc::channel::<Ended>();
+        let mut unstarted = Vec::new();
+        for (i, start) in own_outputs {
+            let shared = Arc::clone(&start.shared);
+            if let Err(e) = own_output(i, start, tx.clone()) {
+                // Its sink and threads went with the thread that did not start: the show
+                // is stopped and reported failed.
+                let mut st = shared.lock();
+                st.stop();
+                st.after_change(&shared);
+                unstarted.push((i, Error::io("starting an output thread", e.kind().into())));
+            }
+        }
         let clock = {
             let signals = Arc::clone(&signals);
             std::thread::Builder::new()
@@ -197,6 +222,14 @@ impl Host {
                 .spawn(move || clock_loop(&signals, starts, want_realtime, &tx))
         };
         let mut results: Vec<Option<ShowResult>> = (0..n).map(|_| None).collect();
+        for (i, e) in unstarted {
+            let r = ShowResult {
+                name: names[i].clone(),
+                result: Err(e),
+            };
+            on_end(&r);
+            results[i] = Some(r);
+        }
         match clock {
             Ok(clock) => {
                 for ended in rx {
@@ -237,6 +270,44 @@ impl Host {
             })
             .collect()
     }
+}
+
+/// Runs show `index`'s master output on a thread of its own (its sink blocks: a pipe, a
+/// socket, an encoder), as a run of its own would, so that its sink's back-pressure holds back
+/// that show alone, not the clock thread every other show shares. The thread is detached: it
+/// hands the show back through `tx` when its output is over, like the clock thread.
+fn own_output(index: usize, start: Start, tx: Sender<Ended>) -> std::io::Result<()> {
+    let Start {
+        shared,
+        mut sink,
+        commands,
+        link,
+        side,
+        options,
+        stall_ns,
+    } = start;
+    std::thread::Builder::new()
+        .name("fp-out-0".into())
+        .spawn(move || {
+            let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::output::run_output(&shared, 0, &mut *sink, commands, link, options, stall_ns)
+            }));
+            let output = output.unwrap_or_else(|p| {
+                let e = Error::element(
+                    "output thread",
+                    format!("panicked: {}", crate::worker::panic_message(&*p)),
+                );
+                shared.break_run(e, None);
+                (None, Ok(()))
+            });
+            let _ = tx.send(Ended {
+                index,
+                sink,
+                output,
+                side,
+            });
+        })
+        .map(drop)
 }
 
 /// Joins the host workers; one still blocked inside an element after [`JOIN_GRACE`] (every

@@ -49,7 +49,7 @@ pub use events::{Event, EventFn};
 pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
 pub use host::{Host, ShowResult};
 pub use lockstats::LockSummary;
-pub use output::PacingStats;
+pub use output::{LateLog, PacingStats};
 pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
 pub use plan::Layout;
 pub use pools::{SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};

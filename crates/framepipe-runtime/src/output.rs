@@ -60,6 +60,33 @@ pub struct PacingStats {
     /// The graph's latency (a frame's beginning to ready at the master sink), the slowest of
     /// the last frames, at the end of the run (ms).
     pub frame_latency_ms: f64,
+    /// The last late frames: when each was due and how late it left, to find what made them
+    /// late (a pause, an edit, another process at that moment).
+    pub late_log: LateLog,
+}
+
+/// The last [`LateLog::CAP`] late frames (released more than the late threshold after their
+/// deadline), kept without allocating: a ring of (deadline, lateness).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LateLog {
+    frames: [(i64, i64); LateLog::CAP],
+    n: u64,
+}
+
+impl LateLog {
+    /// How many late frames are kept (the latest).
+    pub const CAP: usize = 16;
+
+    fn push(&mut self, deadline_ns: i64, lateness_ns: i64) {
+        self.frames[(self.n % Self::CAP as u64) as usize] = (deadline_ns, lateness_ns);
+        self.n += 1;
+    }
+
+    /// The kept late frames, oldest first: (deadline, `CLOCK_MONOTONIC` ns; lateness, ns).
+    pub fn frames(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let k = self.n.min(Self::CAP as u64);
+        (self.n - k..self.n).map(|i| self.frames[(i % Self::CAP as u64) as usize])
+    }
 }
 
 /// The last frames' latencies (beginning to ready at the master sink), without allocating.
@@ -191,6 +218,7 @@ pub(crate) struct Output {
     last_release_ns: Option<i64>,
     /// (start of the current second, worst lateness in it so far), ns.
     peak_window: (i64, i64),
+    late_log: LateLog,
     cpu: CpuMeter,
     transport: Transport,
     last: Option<(FrameCtx, Frame)>,
@@ -271,6 +299,7 @@ impl Output {
             realtime,
             last_release_ns: None,
             peak_window: (now_ns(), 0),
+            late_log: LateLog::default(),
             cpu: CpuMeter::start(),
             transport: Transport::new(),
             last: None,
@@ -632,6 +661,7 @@ impl Output {
             self.last_release_ns = Some(tick.released_ns);
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
                 shared.counters.late.fetch_add(1, Ordering::Relaxed);
+                self.late_log.push(tick.deadline_ns, tick.lateness_ns);
             }
             // The worst lateness of each whole second, for live displays (two atomic stores a
             // second).
@@ -753,6 +783,7 @@ impl Output {
                     .min(cap)
             }),
             frame_latency_ms: self.window.max().map_or(0.0, |ns| ns as f64 / 1e6),
+            late_log: self.late_log,
         });
         (pacing, Ok(()))
     }
@@ -1017,7 +1048,25 @@ fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64) {
 
 #[cfg(test)]
 mod tests {
-    use super::on_grid;
+    use super::{on_grid, LateLog};
+
+    /// The log keeps the latest late frames, oldest first, once it has wrapped too.
+    #[test]
+    fn the_late_log_keeps_the_latest_frames_in_order() {
+        let mut log = LateLog::default();
+        assert_eq!(log.frames().count(), 0);
+        log.push(10, 2_000_000);
+        assert_eq!(log.frames().collect::<Vec<_>>(), [(10, 2_000_000)]);
+        for i in 1..40 {
+            log.push(10 + i, 1_000_001 + i);
+        }
+        let kept: Vec<_> = log.frames().collect();
+        assert_eq!(kept.len(), LateLog::CAP);
+        let want: Vec<_> = (40 - LateLog::CAP as i64..40)
+            .map(|i| (10 + i, 1_000_001 + i))
+            .collect();
+        assert_eq!(kept, want);
+    }
 
     /// A host's shows of one group share the grid: whenever each (re)starts its clock, its
     /// deadlines land on the same times, the first at or after the start, within a period.

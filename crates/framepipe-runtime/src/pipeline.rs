@@ -201,13 +201,16 @@ impl Graph {
             live: PiMutex::new(live),
             version: std::sync::atomic::AtomicU64::new(0),
             port_signals: (0..ports).map(|_| PortSignal::default()).collect(),
-            running: (0..threads + ports)
+            // Workers, output threads, the IO thread.
+            running: (0..threads + ports + 1)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
             counters: Arc::new(Counters::new(stages)),
             view,
             host: std::sync::OnceLock::new(),
+            io_signal: PortSignal::default(),
+            io_thread: std::sync::Mutex::new(None),
         };
         Ok(Prepared {
             shared: Arc::new(shared),
@@ -508,9 +511,12 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             source: None,
             ring: Vec::new(),
         };
+        // A source whose `fill` may wait on the outside world: run by the IO thread.
+        let mut blocks = false;
         let kind = match e.part {
             Part::Source { source, on_end } => {
                 roots.push(i);
+                blocks = source.blocks();
                 let own = source.info().rate;
                 let resample = (own != rate).then_some((own, rate));
                 st.source = Some(SourceInst {
@@ -596,6 +602,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                         )));
                     }
                     roots.push(i);
+                    blocks = r.ver.topo.nodes[o].blocks;
                     Kind::Source
                 }
             }
@@ -625,6 +632,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             serial: e.serial,
             branch: e.branch,
             head: e.head,
+            blocks,
         });
         node_states.push(st);
         counters.push(counter);
@@ -695,7 +703,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
 /// new pools, instances of the new nodes, and the scheduler state, ready to be switched in.
 pub(crate) fn prepare_edit(
     graph: Graph,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     options: Options,
 ) -> Result<Box<crate::state::Pending>> {
     let ver = Arc::clone(&shared.lock().ver);
@@ -737,6 +745,12 @@ pub(crate) fn prepare_edit(
         if !next.pools[..i].iter().any(|q| q.same_pool(pool)) {
             pool.fill(pool.capacity());
         }
+    }
+    // A source that blocks runs on the IO thread: started now if the show had none.
+    if next.topo.nodes.iter().any(|t| t.blocks) {
+        shared
+            .ensure_io_thread()
+            .map_err(|e| Error::io("starting the IO thread", e))?;
     }
     let mut moved = vec![false; next.topo.nodes.len()];
     for &(_, j) in &moves {
@@ -848,6 +862,10 @@ impl Prepared {
         let shared = Arc::clone(&self.shared);
         let options = self.options;
         let stall = self.stall_timeout_ns;
+        // Before the workers: the IO thread must have the blocking sources' first jobs (and
+        // both the frame pools).
+        self.start_pools();
+        let mut side = self.start_side();
         let mut workers = Vec::with_capacity(self.threads);
         for w in 0..self.threads {
             let sh = Arc::clone(&shared);
@@ -864,8 +882,6 @@ impl Prepared {
                 }
             }
         }
-        self.start_pools();
-        let mut side = self.start_side();
         let commands = self.commands.take();
         let mut sink = self.sinks[0].take().expect("the master sink");
         let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -946,6 +962,14 @@ impl Prepared {
                     st.fail(e);
                     st.after_change(&shared);
                 }
+            }
+        }
+        if shared.lock().ver.topo.nodes.iter().any(|t| t.blocks) {
+            if let Err(e) = shared.ensure_io_thread() {
+                let e = Error::io("starting the IO thread", e);
+                let mut st = shared.lock();
+                st.fail(e);
+                st.after_change(&shared);
             }
         }
         let mut edit_thread = None;
@@ -1106,6 +1130,7 @@ pub(crate) fn conclude(
         Some(workers) => shared.join_workers(workers, JOIN_GRACE),
         None => shared.leave_host(JOIN_GRACE),
     }
+    shared.join_io_thread(JOIN_GRACE);
     let (error, source_error) = {
         let mut st = shared.lock();
         (st.error.take(), st.source_error.take())

@@ -96,6 +96,9 @@ pub(crate) struct TopoNode {
     pub branch: Option<usize>,
     /// First node of its leaky branch.
     pub head: bool,
+    /// A source that may wait on the outside world (`Source::blocks`): its jobs go to the
+    /// show's IO thread, never to a compute worker.
+    pub blocks: bool,
 }
 
 /// An effect or mixer instance.
@@ -280,6 +283,12 @@ pub(crate) struct State {
     pub(crate) slots: Vec<Slot>,
     /// Jobs whose inputs are ready (and whose turn it is, for serial nodes): (node, slot).
     pub(crate) ready: VecDeque<(usize, usize)>,
+    /// An IO thread serves this show's blocking sources (`TopoNode::blocks`): their jobs wait
+    /// in `io_ready` for it, not in `ready` for the compute workers.
+    pub(crate) io: bool,
+    pub(crate) io_ready: VecDeque<(usize, usize)>,
+    /// The IO thread is running a job (counted in `running` too).
+    pub(crate) io_busy: bool,
     /// Per leaky branch: holds a frame; the inputs its first node took.
     pub(crate) branch_busy: Vec<bool>,
     pub(crate) branch_inputs: Vec<Inputs>,
@@ -420,12 +429,13 @@ pub(crate) struct Wake {
     work_all: bool,
     slices: bool,
     ports: bool,
+    io: bool,
 }
 
 impl Wake {
     /// Whether any wake-up is pending.
     fn any(self) -> bool {
-        self.work_one || self.work_all || self.slices || self.ports
+        self.work_one || self.work_all || self.slices || self.ports || self.io
     }
 }
 
@@ -490,6 +500,11 @@ pub(crate) struct Shared {
     pub(crate) view: crate::view::ShowView,
     /// In a host: where this show's work is announced to the host's workers, and its index.
     pub(crate) host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
+    /// What the IO thread waits on: raised when a blocking source's job is queued (and at the
+    /// end).
+    pub(crate) io_signal: PortSignal,
+    /// The IO thread, once started (`Shared::ensure_io_thread`); joined at the run's end.
+    pub(crate) io_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl State {
@@ -539,6 +554,7 @@ impl State {
         self.abort = true;
         self.wake.work_all = true;
         self.wake.ports = true;
+        self.wake.io = true;
     }
 
     /// Ends the run early without an error (a `stop` command): no new frames; frames in flight
@@ -550,6 +566,7 @@ impl State {
         // Idle workers leave (see `worker_loop`); output threads see the end.
         self.wake.work_all = true;
         self.wake.ports = true;
+        self.wake.io = true;
     }
 
     /// The next job for an idle worker: slices of a frame being worked on first (they hold a
@@ -606,6 +623,32 @@ impl State {
             return Some(self.node_job(&v, node, slot));
         }
         None
+    }
+
+    /// The next job for the IO thread: a blocking source's frame, the oldest first.
+    pub(crate) fn next_io_job(&mut self) -> Option<Job> {
+        let (node, slot) = self.io_ready.pop_front()?;
+        let v = Arc::clone(&self.ver);
+        self.io_busy = true;
+        Some(self.node_job(&v, node, slot))
+    }
+
+    /// The IO thread has started: blocking sources' jobs go to it from now on (any already
+    /// queued for the compute workers move over).
+    pub(crate) fn start_io(&mut self) {
+        self.io = true;
+        let v = Arc::clone(&self.ver);
+        let mut i = 0;
+        while i < self.ready.len() {
+            let (node, slot) = self.ready[i];
+            if v.topo.nodes[node].blocks {
+                self.ready.remove(i);
+                self.io_ready.push_back((node, slot));
+                self.wake.io = true;
+            } else {
+                i += 1;
+            }
+        }
     }
 
     /// The job of runnable `node` at `slot`: its inputs and an instance.
@@ -684,6 +727,9 @@ impl State {
             Kind::Source => {
                 if seq >= self.end_seq {
                     self.steps.push_back(Step::Finished(node, slot, None));
+                } else if t.blocks && self.io {
+                    self.io_ready.push_back((node, slot));
+                    self.wake.io = true;
                 } else {
                     self.ready.push_back((node, slot));
                 }
@@ -915,6 +961,7 @@ impl State {
     /// Drops every frame in flight (they go back to their pools) and what waits for them.
     pub(crate) fn drop_pending(&mut self) {
         self.ready.clear();
+        self.io_ready.clear();
         self.steps.clear();
         for p in &mut self.ports {
             p.ready = None;
@@ -972,6 +1019,7 @@ impl State {
         if self.finished() {
             self.wake.work_all = true;
             self.wake.ports = true;
+            self.wake.io = true;
         } else if self.workers_idle() && self.has_work() {
             // Several independent jobs (branches of one frame): wake every idle worker.
             if self.ready.len() + usize::from(self.begin_runnable()) > 1 {
@@ -1006,6 +1054,7 @@ impl State {
             || self.begin_busy
             || self.running > 0
             || !self.ready.is_empty()
+            || !self.io_ready.is_empty()
             || self.ports.iter().any(|p| p.ready.is_some())
             || self.slice_pending().is_some()
             || self.switched.is_some()
@@ -1051,6 +1100,7 @@ impl State {
         std::mem::swap(&mut self.nodes, &mut next.nodes);
         std::mem::swap(&mut self.slots, &mut next.slots);
         std::mem::swap(&mut self.ready, &mut next.ready);
+        std::mem::swap(&mut self.io_ready, &mut next.io_ready);
         std::mem::swap(&mut self.steps, &mut next.steps);
         std::mem::swap(&mut self.branch_busy, &mut next.branch_busy);
         std::mem::swap(&mut self.branch_inputs, &mut next.branch_inputs);
@@ -1068,12 +1118,22 @@ impl State {
     /// Records a job's outcome and returns the job the same worker should run next, if any
     /// (usually the node just made runnable: its input is warm in this worker's cache).
     pub(crate) fn complete(&mut self, done: Done, shared: &Shared) -> Option<Job> {
+        if self.record(done, shared) {
+            self.next_job(shared)
+        } else {
+            None
+        }
+    }
+
+    /// Records a job's outcome (the IO thread's way: it takes no compute job next); whether
+    /// the caller may take another job.
+    pub(crate) fn record(&mut self, done: Done, shared: &Shared) -> bool {
         let v = Arc::clone(&self.ver);
         match done {
             Done::Slice(slot, panicked) => {
                 self.count_slice(slot, panicked);
                 self.after_change(shared);
-                return None;
+                return false;
             }
             Done::Begin { slot } => {
                 self.begin_busy = false;
@@ -1131,10 +1191,7 @@ impl State {
         }
         self.drain();
         self.after_change(shared);
-        if self.abort {
-            return None;
-        }
-        self.next_job(shared)
+        !self.abort
     }
 
     /// A source ended at frame `seq`: no frame begins from then on, and frames from it on that
@@ -1183,6 +1240,9 @@ impl Shared {
         if w.slices {
             self.slice_done.notify_all();
         }
+        if w.io {
+            self.io_signal.raise();
+        }
         if w.ports {
             for p in &self.port_signals {
                 p.raise();
@@ -1223,6 +1283,9 @@ pub(crate) fn new_state(
         nodes,
         slots: (0..topo.cap + nb).map(|_| slot()).collect(),
         ready: VecDeque::with_capacity(n * (topo.cap + nb) + 1),
+        io: false,
+        io_busy: false,
+        io_ready: VecDeque::with_capacity(topo.sources.len() * topo.cap + 1),
         branch_busy: vec![false; nb],
         branch_inputs: (0..nb).map(|_| Inputs::new()).collect(),
         steps: VecDeque::with_capacity(4 * n * (topo.cap + nb) + 8),

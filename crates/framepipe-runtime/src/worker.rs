@@ -18,6 +18,9 @@ use crate::live::assign;
 use crate::slices::{PanicPayload, PoolSlices};
 use crate::state::{Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst, Version};
 
+/// The longest the IO thread sleeps without a signal.
+const IO_POLL: Duration = Duration::from_millis(100);
+
 impl Shared {
     /// A worker thread's body. A panic that escapes the element guards (a bug in the scheduler
     /// itself) ends the run with an error naming the worker, and wakes everyone, rather than
@@ -164,15 +167,9 @@ impl Shared {
                 // A worker's panics are caught inside it; nothing to report from the join.
                 let _ = h.join();
             } else {
-                let stage = self.running[w].0.load(Ordering::Acquire);
-                let stage = match stage.checked_sub(1) {
-                    Some(s) => self
-                        .counters
-                        .stages()
-                        .get(s)
-                        .map_or_else(|| Arc::from("(a removed node)"), |c| c.name.clone()),
-                    None => Arc::from("(scheduler)"),
-                };
+                let stage = self
+                    .running_stage(w)
+                    .unwrap_or_else(|| Arc::from("(scheduler)"));
                 self.emit(Event::LeftRunning { stage, worker: w });
             }
         }
@@ -183,23 +180,124 @@ impl Shared {
     /// as [`Event::LeftRunning`]: the host goes on without it until the element returns.
     pub(crate) fn leave_host(&self, grace: Duration) {
         let deadline = Instant::now() + grace;
+        // The IO thread's job is not a host worker's (it has its own grace, `join_io_thread`).
         let busy = |sh: &Self| {
             let st = sh.lock();
-            st.running > 0 || st.begin_busy
+            st.running > usize::from(st.io_busy) || st.begin_busy
         };
         while busy(self) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
         for w in 0..self.threads {
-            let stage = self.running[w].0.load(Ordering::Acquire);
-            if let Some(s) = stage.checked_sub(1) {
-                let stage = self
-                    .counters
-                    .stages()
-                    .get(s)
-                    .map_or_else(|| Arc::from("(a removed node)"), |c| c.name.clone());
+            if let Some(stage) = self.running_stage(w) {
                 self.emit(Event::LeftRunning { stage, worker: w });
             }
+        }
+    }
+
+    /// The name of the node that `slot` (a worker, an output thread, the IO thread) is inside,
+    /// if any.
+    fn running_stage(&self, slot: usize) -> Option<Arc<str>> {
+        let s = self.running[slot]
+            .0
+            .load(Ordering::Acquire)
+            .checked_sub(1)?;
+        Some(
+            self.counters
+                .stages()
+                .get(s)
+                .map_or_else(|| Arc::from("(a removed node)"), |c| c.name.clone()),
+        )
+    }
+
+    /// The `running` slot of the IO thread (after the workers' and the output threads').
+    fn io_slot(&self) -> usize {
+        self.running.len() - 1
+    }
+
+    /// Starts the show's IO thread, unless it runs already: from then on the show's blocking
+    /// sources (`Source::blocks`) run on it, so that a source waiting on a socket or a pipe
+    /// holds no compute worker (in a host, none of the workers every show shares). Called
+    /// off the frame path: at the start, and by the edit thread before a version with a
+    /// blocking source can switch in.
+    pub(crate) fn ensure_io_thread(self: &Arc<Self>) -> std::io::Result<()> {
+        let mut slot = self
+            .io_thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.is_none() {
+            let sh = Arc::clone(self);
+            let h = std::thread::Builder::new()
+                .name("fp-io".into())
+                .spawn(move || sh.io_thread())?;
+            *slot = Some(h);
+            // From now on (not from when the thread gets to run): no worker takes them.
+            self.lock().start_io();
+        }
+        Ok(())
+    }
+
+    /// The IO thread's body: runs blocking sources' jobs, one at a time, until the run ends.
+    /// A panic outside the element guards ends the run, as a worker's does.
+    fn io_thread(&self) {
+        self.io_signal.register_current();
+        let io = self.io_slot();
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            loop {
+                let mut st = self.lock();
+                if let Some(job) = st.next_io_job() {
+                    let ver = Arc::clone(&st.ver);
+                    drop(st);
+                    let done = self.run_job(&ver, job, io);
+                    let mut st = self.lock();
+                    st.io_busy = false;
+                    st.record(done, self);
+                    continue;
+                }
+                if st.finished() || st.abort {
+                    return;
+                }
+                drop(st);
+                // Raised when a job is queued, at the end and on abort; the timeout only
+                // bounds what a lost wake-up could cost.
+                self.io_signal.wait(IO_POLL);
+            }
+        }));
+        if let Err(p) = r {
+            let e = Error::element(
+                "IO thread fp-io",
+                format!("panicked: {}", panic_message(&*p)),
+            );
+            self.mark_running(io, None);
+            self.break_run(e, None);
+        }
+    }
+
+    /// At the run's end: waits up to `grace` for the IO thread to leave; one blocked inside a
+    /// source then is left running, detached, and reported as [`Event::LeftRunning`].
+    pub(crate) fn join_io_thread(&self, grace: Duration) {
+        let Some(h) = self
+            .io_thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        else {
+            return;
+        };
+        let deadline = Instant::now() + grace;
+        while !h.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if h.is_finished() {
+            let _ = h.join();
+        } else {
+            let stage = self
+                .running_stage(self.io_slot())
+                .unwrap_or_else(|| Arc::from("(scheduler)"));
+            self.emit(Event::LeftRunning {
+                stage,
+                worker: self.io_slot(),
+            });
         }
     }
 

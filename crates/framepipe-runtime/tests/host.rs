@@ -5,6 +5,7 @@
 mod common;
 
 use std::collections::HashSet;
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -264,4 +265,225 @@ fn two_shows_with_one_name_are_refused() {
         e.to_string().contains("prepared for 3 worker threads"),
         "{e}"
     );
+}
+
+/// A source fed by a peer (as a socket or a pipe is): its first `fill` waits until the peer
+/// says go, then it gives `frames` frames. It says it blocks, and notes the threads it ran on.
+struct Peer {
+    go: std::sync::mpsc::Receiver<()>,
+    started: bool,
+    salt: u32,
+    frames: u64,
+    ran_on: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Source for Peer {
+    fn info(&self) -> VideoInfo {
+        VideoInfo {
+            width: W,
+            height: H,
+            rate: Rational::new(100, 1),
+        }
+    }
+    fn blocks(&self) -> bool {
+        true
+    }
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        let name = std::thread::current().name().unwrap_or("").to_string();
+        self.ran_on.lock().unwrap().insert(name);
+        if !self.started {
+            self.go
+                .recv()
+                .map_err(|_| Error::Pipeline("the peer went away".into()))?;
+            self.started = true;
+        }
+        if ctx.seq >= self.frames {
+            return Ok(false);
+        }
+        frame.words_mut().fill(self.salt + ctx.seq as u32);
+        Ok(true)
+    }
+}
+
+fn peer(salt: u32, frames: u64, ran_on: &Arc<Mutex<HashSet<String>>>) -> (Peer, Sender<()>) {
+    let (tx, go) = std::sync::mpsc::channel();
+    let p = Peer {
+        go,
+        started: false,
+        salt,
+        frames,
+        ran_on: Arc::clone(ran_on),
+    };
+    (p, tx)
+}
+
+/// Issue 11: "Sources that block (network, pipes) do not hold a compute worker." More shows
+/// wait on a silent peer than the host has workers; a show computing its frames still runs to
+/// its end, and only then do the peers speak. Were the waiting sources on the workers, both
+/// would be held and the computing show would never end (`bounded` fails the test).
+#[test]
+fn sources_waiting_on_a_peer_hold_no_worker_of_the_host() {
+    let ran_on: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let mut host = Host::new(THREADS);
+    let mut peers = Vec::new();
+    let mut waiting_sinks = Vec::new();
+    for k in 0..THREADS + 1 {
+        let (p, go) = peer(1000 * (k as u32 + 1), 5, &ran_on);
+        let sink = Collect::default();
+        host.add(
+            format!("peer-{k}"),
+            show(Box::new(p), Box::new(sink.clone()), None),
+        )
+        .unwrap();
+        peers.push(go);
+        waiting_sinks.push(sink);
+    }
+    let free = Collect::default();
+    host.add(
+        "computing",
+        show(counter(0, 40, 100), Box::new(free.clone()), None),
+    )
+    .unwrap();
+    let ended: Arc<Mutex<Vec<String>>> = Arc::default();
+    let order = Arc::clone(&ended);
+    let results = bounded(Duration::from_secs(60), move || {
+        let mut peers = Some(peers);
+        host.run(move |r: &ShowResult| {
+            order.lock().unwrap().push(r.name.clone());
+            // The peers speak once the computing show is over.
+            if r.name == "computing" {
+                for go in peers.take().into_iter().flatten() {
+                    go.send(()).unwrap();
+                }
+            }
+        })
+    });
+    assert_eq!(
+        ended.lock().unwrap()[0],
+        "computing",
+        "{:?}",
+        ended.lock().unwrap()
+    );
+    for r in &results {
+        let stats = r
+            .result
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{}: {e}", r.name));
+        let want = if r.name == "computing" { 40 } else { 5 };
+        assert_eq!(stats.frames, want, "{}", r.name);
+    }
+    assert_eq!(free.values(), (0..40).collect::<Vec<u32>>());
+    for (k, sink) in waiting_sinks.iter().enumerate() {
+        let salt = 1000 * (k as u32 + 1);
+        assert_eq!(
+            sink.values(),
+            (salt..salt + 5).collect::<Vec<u32>>(),
+            "peer-{k}"
+        );
+    }
+    // Every frame of the waiting sources came from their shows' IO threads.
+    assert_eq!(
+        *ran_on.lock().unwrap(),
+        HashSet::from(["fp-io".to_string()]),
+        "blocking sources ran on these threads"
+    );
+}
+
+/// A run of its own runs a blocking source on its IO thread too, every frame once, in order.
+#[test]
+fn a_single_run_reads_a_blocking_source_on_its_io_thread() {
+    let ran_on: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let (p, go) = peer(7, 30, &ran_on);
+    go.send(()).unwrap();
+    let sink = Collect::default();
+    let stats = bounded(Duration::from_secs(30), {
+        let sink = sink.clone();
+        move || show(Box::new(p), Box::new(sink), None).run()
+    })
+    .expect("runs");
+    assert_eq!(stats.frames, 30);
+    assert_eq!(sink.values(), (7..37).collect::<Vec<u32>>());
+    assert_eq!(
+        *ran_on.lock().unwrap(),
+        HashSet::from(["fp-io".to_string()])
+    );
+}
+
+/// A sink whose reader is away until told to come (a pipe nobody reads yet): its first
+/// `consume` waits. It says it blocks.
+struct Stuck {
+    go: std::sync::mpsc::Receiver<()>,
+    waited: bool,
+    got: Collect,
+}
+
+impl Sink for Stuck {
+    fn start(&mut self, info: VideoInfo) -> Result<()> {
+        self.got.start(info)
+    }
+    fn consume(&mut self, ctx: &FrameCtx, frame: &framepipe_core::Frame) -> Result<()> {
+        if !self.waited {
+            self.go
+                .recv()
+                .map_err(|_| Error::Pipeline("the reader went away".into()))?;
+            self.waited = true;
+        }
+        self.got.consume(ctx, frame)
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.got.finish()
+    }
+    fn blocks(&self) -> bool {
+        true
+    }
+}
+
+/// A paced show whose sink waits on its reader keeps an output thread of its own: the clock
+/// thread goes on serving the other shows, which run to their end first; only then does the
+/// reader come. (Were the stuck sink on the clock thread, no other show's frame would be
+/// released and `bounded` would fail the test.)
+#[test]
+fn a_sink_waiting_on_its_reader_holds_back_its_own_show_only() {
+    let (go, rx) = std::sync::mpsc::channel();
+    let stuck = Collect::default();
+    let free = Collect::default();
+    let mut host = Host::new(THREADS);
+    host.add(
+        "stuck",
+        show(
+            counter(500, 20, 100),
+            Box::new(Stuck {
+                go: rx,
+                waited: false,
+                got: stuck.clone(),
+            }),
+            Some(100),
+        ),
+    )
+    .unwrap();
+    host.add(
+        "free",
+        show(counter(0, 30, 100), Box::new(free.clone()), Some(100)),
+    )
+    .unwrap();
+    let ended: Arc<Mutex<Vec<String>>> = Arc::default();
+    let order = Arc::clone(&ended);
+    let results = bounded(Duration::from_secs(60), move || {
+        let mut go = Some(go);
+        host.run(move |r: &ShowResult| {
+            order.lock().unwrap().push(r.name.clone());
+            if r.name == "free" {
+                go.take().unwrap().send(()).unwrap();
+            }
+        })
+    });
+    assert_eq!(*ended.lock().unwrap(), ["free", "stuck"]);
+    assert_eq!(free.values(), (0..30).collect::<Vec<u32>>());
+    let s = results[0]
+        .result
+        .as_ref()
+        .expect("the stuck show ends well");
+    assert!(s.pacing.is_some(), "paced on its own thread");
+    // Every frame once, in order: the live policy's default (slow) waited for the sink.
+    assert_eq!(stuck.values(), (500..520).collect::<Vec<u32>>());
 }

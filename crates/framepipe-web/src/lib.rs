@@ -1,7 +1,9 @@
 //! framepipe's web control page (issue #10, requirement 2).
 //!
 //! [`Web::bind`] takes the address (a busy port is a one-line error before anything is built);
-//! [`Web::start`] serves, on its own `fp-web` thread (a single-threaded tokio runtime):
+//! [`Web::start`] serves one show, [`Web::start_shows`] several (issue #11: each addressed by
+//! its name under `/shows/NAME/`, `/` listing them), on its own `fp-web` thread (a
+//! single-threaded tokio runtime):
 //! * the page (`/`, `/app.js`, `/style.css`: embedded in the binary with `include_str!`; no CDN,
 //!   no build step), vanilla JS drawing the graph, a control per property, the stats and the
 //!   preview;
@@ -129,9 +131,11 @@ impl Bound {
     }
 }
 
-/// What the server reads and posts to.
+/// What the server reads and posts to: one show.
 #[derive(Debug)]
 pub struct Engine {
+    /// The show's name: its pages are under `/shows/NAME/`.
+    pub name: String,
     /// The show's published state.
     pub view: ShowView,
     /// The run's live counters.
@@ -189,19 +193,35 @@ impl Web {
         })
     }
 
-    /// Starts serving on the `fp-web` thread.
+    /// Starts serving one show on the `fp-web` thread: `/` is its page (and
+    /// `/shows/NAME/`), its preview the bound slot ([`Bound::preview_slot`]).
     pub fn start(bound: Bound, engine: Engine) -> Result<Web> {
+        let preview = Arc::clone(&bound.preview);
+        Web::start_shows(bound, vec![(engine, preview)])
+    }
+
+    /// Starts serving `shows` on the `fp-web` thread, each with the slot its `webpreview`
+    /// publishes into: show NAME's page is `/shows/NAME/`; `/` lists them (with one show, `/`
+    /// is its page, as [`Web::start`]). Names must differ (the first of two is served).
+    pub fn start_shows(bound: Bound, shows: Vec<(Engine, Arc<PreviewSlot>)>) -> Result<Web> {
         let Bound {
             listener,
             local,
             token,
             counters,
-            preview,
+            preview: _,
         } = bound;
+        let shows = shows
+            .into_iter()
+            .map(|(engine, preview)| server::ServedShow {
+                name: engine.name.clone(),
+                engine,
+                preview,
+            })
+            .collect();
         let shared = Arc::new(server::Shared::new(
-            engine,
+            shows,
             counters,
-            preview,
             token,
             local.ip().is_loopback(),
         ));
@@ -238,10 +258,18 @@ impl Web {
         self.local
     }
 
-    /// Where replies to commands go ([`ReplyTap::deliver`]), for the CLI's reply hub.
+    /// Where replies to the (first) show's commands go ([`ReplyTap::deliver`]), for the
+    /// CLI's reply hub.
     pub fn reply_tap(&self) -> ReplyTap {
+        self.reply_tap_of(0)
+    }
+
+    /// Where replies to the commands of show `index` (its place in [`Web::start_shows`]'s
+    /// list) go.
+    pub fn reply_tap_of(&self, index: usize) -> ReplyTap {
         ReplyTap {
             shared: Arc::clone(&self.shared),
+            show: index,
         }
     }
 
@@ -265,17 +293,18 @@ impl Drop for Web {
     }
 }
 
-/// Hands the engine's replies to the pages: the one that posted a command gets its reply
-/// with its request id, every other page sees it as a log line. Cheap to clone; never blocks
-/// (a full page queue drops, counted).
+/// Hands one show's replies to its pages: the one that posted a command gets its reply with
+/// its request id, every other page of the show sees it as a log line. Cheap to clone; never
+/// blocks (a full page queue drops, counted).
 #[derive(Debug, Clone)]
 pub struct ReplyTap {
     shared: Arc<server::Shared>,
+    show: usize,
 }
 
 impl ReplyTap {
-    /// Fans `reply` out to the pages.
+    /// Fans `reply` out to the show's pages.
     pub fn deliver(&self, reply: &Reply) {
-        self.shared.deliver(reply);
+        self.shared.deliver(self.show, reply);
     }
 }

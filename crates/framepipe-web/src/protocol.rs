@@ -61,15 +61,16 @@ fn node_json(n: &NodeView) -> Value {
     })
 }
 
-/// `{"type":"graph", "version", "nodes":[...], "preview_tap": TAP, "preview": NODE}`: `TAP` is
-/// the preview's `monitor` node, `NODE` the node it reads now (it changes with a live
-/// `link TAP NODE`).
-pub fn graph_msg(g: &GraphView, tap: Option<&str>) -> Value {
+/// `{"type":"graph", "show", "version", "nodes":[...], "preview_tap": TAP, "preview": NODE}`:
+/// `show` is the show's name, `TAP` the preview's `monitor` node, `NODE` the node it reads now
+/// (it changes with a live `link TAP NODE`).
+pub fn graph_msg(g: &GraphView, tap: Option<&str>, show: Option<&str>) -> Value {
     let previewed = tap
         .and_then(|t| g.node(t))
         .and_then(|(_, n)| n.inputs.first().cloned());
     json!({
         "type": "graph",
+        "show": show,
         "version": g.version,
         "nodes": g.nodes.iter().map(node_json).collect::<Vec<_>>(),
         "preview_tap": tap,

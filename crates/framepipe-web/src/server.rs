@@ -1,5 +1,11 @@
 //! The `fp-web` thread: the HTTP routes, the request guard, one task per WebSocket client and
-//! the pump that pushes the engine's state to every client.
+//! the pump that pushes each show's state to its clients.
+//!
+//! Routes: `/shows/NAME/` (the page of show NAME), `/shows/NAME/ws`, `/shows/NAME/preview.jpg`
+//! (its assets beside it), `/shows.json` (every show's name, rate, late frames and state) and
+//! `/shows/` (the list). With one show, `/`, `/ws` and `/preview.jpg` are that show's, as
+//! before; with several, `/` is the list and the unprefixed show routes answer 404 naming the
+//! shows.
 
 use std::collections::HashMap;
 use std::net::TcpListener;
@@ -8,8 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use axum::body::Body;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use axum::extract::{Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -29,6 +36,8 @@ use crate::{Engine, MAX_MESSAGE, POLL, RATE_BURST, RATE_PER_S, SEND_QUEUE, SEND_
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const STYLE_CSS: &str = include_str!("assets/style.css");
+const SHOWS_HTML: &str = include_str!("assets/shows.html");
+const SHOWS_JS: &str = include_str!("assets/shows.js");
 
 /// Tickets remembered for matching replies to pages, at most.
 const TICKETS: usize = 4096;
@@ -41,27 +50,40 @@ struct Client {
     resync: Arc<AtomicBool>,
 }
 
-/// Everything the routes, the client tasks and the pump share.
-pub(crate) struct Shared {
+/// One show as the server keeps it: what its pages read and post to, and its pages.
+pub(crate) struct ShowState {
+    name: String,
     commands: Mutex<Option<CommandSender>>,
+    /// Its return path, read only for whether its engine is gone (the show ended).
+    replies: framepipe_control::Replies,
     view: ShowView,
     counters: Arc<Counters>,
-    web: Arc<WebCounters>,
     preview: Arc<PreviewSlot>,
     preview_tap: Option<String>,
-    token: Option<String>,
-    loopback: bool,
     clients: Mutex<Vec<Client>>,
-    /// Ticket → (client, the page's request id).
+    /// Ticket → (client, the page's request id). Tickets are per command queue: per show.
     tickets: Mutex<HashMap<u64, (u64, Option<u64>)>>,
-    next_client: AtomicU64,
     /// The last stats message, for a page that just connected.
     last_stats: Mutex<Option<Utf8Bytes>>,
+    /// Frames out a second, as the pump measured it last (`f64` bits).
+    fps: AtomicU64,
+}
+
+/// Everything the routes, the client tasks and the pump share.
+pub(crate) struct Shared {
+    shows: Vec<ShowState>,
+    /// Name → index in `shows`.
+    index: HashMap<String, usize>,
+    web: Arc<WebCounters>,
+    token: Option<String>,
+    loopback: bool,
+    next_client: AtomicU64,
 }
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Shared")
+            .field("shows", &self.shows.len())
             .field("loopback", &self.loopback)
             .finish()
     }
@@ -75,79 +97,148 @@ fn text(v: &Value) -> Utf8Bytes {
     Utf8Bytes::from(v.to_string())
 }
 
+/// A show served: its name (`/shows/NAME/`), what it reads and posts to, its preview's slot.
+pub(crate) struct ServedShow {
+    pub(crate) name: String,
+    pub(crate) engine: Engine,
+    pub(crate) preview: Arc<PreviewSlot>,
+}
+
+/// How many show names an error lists at most.
+const NAMES_LISTED: usize = 5;
+
 impl Shared {
     pub(crate) fn new(
-        engine: Engine,
+        shows: Vec<ServedShow>,
         web: Arc<WebCounters>,
-        preview: Arc<PreviewSlot>,
         token: Option<String>,
         loopback: bool,
     ) -> Self {
+        let index = shows
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.clone(), i))
+            .collect();
+        let shows = shows
+            .into_iter()
+            .map(|s| ShowState {
+                name: s.name,
+                replies: s.engine.commands.replies(),
+                commands: Mutex::new(Some(s.engine.commands)),
+                view: s.engine.view,
+                counters: s.engine.counters,
+                preview: s.preview,
+                preview_tap: s.engine.preview_tap,
+                clients: Mutex::new(Vec::new()),
+                tickets: Mutex::new(HashMap::new()),
+                last_stats: Mutex::new(None),
+                fps: AtomicU64::new(0f64.to_bits()),
+            })
+            .collect();
         Shared {
-            commands: Mutex::new(Some(engine.commands)),
-            view: engine.view,
-            counters: engine.counters,
+            shows,
+            index,
             web,
-            preview,
-            preview_tap: engine.preview_tap,
             token,
             loopback,
-            clients: Mutex::new(Vec::new()),
-            tickets: Mutex::new(HashMap::new()),
             next_client: AtomicU64::new(1),
-            last_stats: Mutex::new(None),
         }
     }
 
-    /// Drops the command sender (the run is over, or the server stopped).
+    /// Drops every command sender (the run is over, or the server stopped).
     pub(crate) fn close(&self) {
-        lock(&self.commands).take();
-        lock(&self.clients).clear();
-    }
-
-    /// Queues `msg` for one client; a full queue drops it (counted) and asks for a resync.
-    fn send_to(&self, c: &Client, msg: Utf8Bytes) {
-        match c.tx.try_send(msg) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                bump(&self.web.send_dropped);
-                c.resync.store(true, Ordering::Relaxed);
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        for show in &self.shows {
+            lock(&show.commands).take();
+            lock(&show.clients).clear();
         }
     }
 
-    fn broadcast(&self, msg: &Value) {
-        let t = text(msg);
-        for c in lock(&self.clients).iter() {
-            self.send_to(c, t.clone());
+    /// Whether several shows are served (`/` lists them).
+    fn several(&self) -> bool {
+        self.shows.len() > 1
+    }
+
+    /// The show named `name`.
+    fn show(&self, name: &str) -> Option<&ShowState> {
+        self.index.get(name).map(|&i| &self.shows[i])
+    }
+
+    /// `a, b, c, d, e and 195 more`.
+    fn some_names(&self) -> String {
+        let more = self.shows.len().saturating_sub(NAMES_LISTED);
+        let mut t = self
+            .shows
+            .iter()
+            .take(NAMES_LISTED)
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        if more > 0 {
+            t.push_str(&format!(" and {more} more"));
+        }
+        t
+    }
+
+    /// The 404 for a show name that is not served.
+    fn no_show(&self, name: &str) -> Response {
+        (
+            StatusCode::NOT_FOUND,
+            format!("no show named '{name}' (shows: {})\n", self.some_names()),
+        )
+            .into_response()
+    }
+
+    /// The 404 for an unprefixed show route when several shows run.
+    fn which_show(&self, what: &str) -> Response {
+        (
+            StatusCode::NOT_FOUND,
+            format!(
+                "{} shows run; {what} is per show: /shows/NAME{what} (shows: {})\n",
+                self.shows.len(),
+                self.some_names()
+            ),
+        )
+            .into_response()
+    }
+
+    /// Every show's name, rate, late frames and state, for the list (`/shows.json`).
+    fn list(&self) -> Value {
+        let shows: Vec<Value> = self
+            .shows
+            .iter()
+            .map(|s| {
+                let state = if s.replies.engine_gone() {
+                    "ended"
+                } else if s.counters.paused() {
+                    "paused"
+                } else {
+                    "running"
+                };
+                serde_json::json!({
+                    "name": s.name,
+                    "fps": f64::from_bits(s.fps.load(Ordering::Relaxed)),
+                    "frames": s.counters.frames_out(),
+                    "late": s.counters.late(),
+                    "repeated": s.counters.repeated(),
+                    "lateness_peak_us": s.counters.lateness_peak_us(),
+                    "state": state,
+                    "clients": lock(&s.clients).len(),
+                })
+            })
+            .collect();
+        serde_json::json!({ "shows": shows, "web": self.web.snapshot() })
+    }
+
+    /// A reply from show `show`'s engine: to its poster with the request id, to the show's
+    /// other pages as a log.
+    pub(crate) fn deliver(&self, show: usize, r: &Reply) {
+        if let Some(s) = self.shows.get(show) {
+            s.deliver(&self.web, r);
         }
     }
 
-    /// A reply from the engine: to its poster with the request id, to the others as a log.
-    pub(crate) fn deliver(&self, r: &Reply) {
-        let owner = lock(&self.tickets).remove(&r.ticket.0);
-        let to_all = text(&protocol::reply_msg(r, None));
-        let to_owner = owner.map(|(_, id)| text(&protocol::reply_msg(r, id)));
-        for c in lock(&self.clients).iter() {
-            match (&owner, &to_owner) {
-                (Some((client, _)), Some(m)) if *client == c.id => self.send_to(c, m.clone()),
-                _ => self.send_to(c, to_all.clone()),
-            }
-        }
-    }
-
-    /// The whole state for one page: graph and every value.
-    fn full_state(&self) -> [Value; 2] {
-        let g = self.view.graph();
-        let mut v = ValuesView::default();
-        self.view.read(&mut v);
-        let values = protocol::values_msg(&v, None).unwrap_or(Value::Null);
-        [protocol::graph_msg(&g, self.preview_tap.as_deref()), values]
-    }
-
-    /// Parses and posts one page message; what to answer when it is not posted.
-    fn handle(&self, client: u64, msg: &str) -> Option<Value> {
+    /// Parses and posts one page message to `show`; what to answer when it is not posted.
+    fn handle(&self, show: &ShowState, client: u64, msg: &str) -> Option<Value> {
         let req = match protocol::parse_request(msg) {
             Ok(r) => r,
             Err(reason) => {
@@ -165,12 +256,12 @@ impl Shared {
                 ));
             }
         };
-        let commands = lock(&self.commands);
+        let commands = lock(&show.commands);
         let Some(tx) = commands.as_ref() else {
             return Some(protocol::error_msg(req.id, "the run is over"));
         };
         // Under the tickets lock, so that the reply cannot be delivered before it is known.
-        let mut tickets = lock(&self.tickets);
+        let mut tickets = lock(&show.tickets);
         match tx.post(cmd) {
             Ok(ticket) => {
                 bump(&self.web.commands);
@@ -192,6 +283,51 @@ impl Shared {
     }
 }
 
+impl ShowState {
+    /// Queues `msg` for one client; a full queue drops it (counted) and asks for a resync.
+    fn send_to(&self, web: &WebCounters, c: &Client, msg: Utf8Bytes) {
+        match c.tx.try_send(msg) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                bump(&web.send_dropped);
+                c.resync.store(true, Ordering::Relaxed);
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
+    }
+
+    fn broadcast(&self, web: &WebCounters, msg: &Value) {
+        let t = text(msg);
+        for c in lock(&self.clients).iter() {
+            self.send_to(web, c, t.clone());
+        }
+    }
+
+    fn deliver(&self, web: &WebCounters, r: &Reply) {
+        let owner = lock(&self.tickets).remove(&r.ticket.0);
+        let to_all = text(&protocol::reply_msg(r, None));
+        let to_owner = owner.map(|(_, id)| text(&protocol::reply_msg(r, id)));
+        for c in lock(&self.clients).iter() {
+            match (&owner, &to_owner) {
+                (Some((client, _)), Some(m)) if *client == c.id => self.send_to(web, c, m.clone()),
+                _ => self.send_to(web, c, to_all.clone()),
+            }
+        }
+    }
+
+    /// The whole state for one page: graph and every value.
+    fn full_state(&self) -> [Value; 2] {
+        let g = self.view.graph();
+        let mut v = ValuesView::default();
+        self.view.read(&mut v);
+        let values = protocol::values_msg(&v, None).unwrap_or(Value::Null);
+        [
+            protocol::graph_msg(&g, self.preview_tap.as_deref(), Some(&self.name)),
+            values,
+        ]
+    }
+}
+
 /// Runs the server until `stop`, then drops every task.
 pub(crate) fn serve(
     runtime: tokio::runtime::Runtime,
@@ -208,11 +344,21 @@ pub(crate) fn serve(
             }
         };
         let app = Router::new()
-            .route("/", get(index))
+            .route("/", get(root))
             .route("/app.js", get(app_js))
             .route("/style.css", get(style_css))
+            .route("/shows.js", get(shows_js))
             .route("/preview.jpg", get(preview))
             .route("/ws", get(ws))
+            .route("/shows.json", get(shows_json))
+            .route("/shows", get(shows_redirect))
+            .route("/shows/", get(shows_page))
+            .route("/shows/{name}", get(show_redirect))
+            .route("/shows/{name}/", get(show_index))
+            .route("/shows/{name}/app.js", get(app_js))
+            .route("/shows/{name}/style.css", get(style_css))
+            .route("/shows/{name}/preview.jpg", get(show_preview))
+            .route("/shows/{name}/ws", get(show_ws))
             .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
             .with_state(Arc::clone(&shared));
         tokio::spawn(pump(Arc::clone(&shared)));
@@ -261,7 +407,7 @@ async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Respon
                 .into_response();
         }
     }
-    if req.uri().path() == "/ws" {
+    if req.uri().path().ends_with("/ws") {
         if let Some(origin) = req.headers().get(header::ORIGIN) {
             let ok = origin
                 .to_str()
@@ -297,8 +443,13 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     r
 }
 
-async fn index() -> Response {
-    asset("text/html; charset=utf-8", INDEX_HTML)
+/// `/`: the show's page with one show, the list with several.
+async fn root(State(s): State<Arc<Shared>>) -> Response {
+    if s.several() {
+        asset("text/html; charset=utf-8", SHOWS_HTML)
+    } else {
+        asset("text/html; charset=utf-8", INDEX_HTML)
+    }
 }
 
 async fn app_js() -> Response {
@@ -309,8 +460,65 @@ async fn style_css() -> Response {
     asset("text/css; charset=utf-8", STYLE_CSS)
 }
 
-async fn preview(State(s): State<Arc<Shared>>) -> Response {
-    let (seq, jpeg) = s.preview.latest();
+async fn shows_js() -> Response {
+    asset("text/javascript; charset=utf-8", SHOWS_JS)
+}
+
+/// `/shows/`: the list of shows (with one show too).
+async fn shows_page() -> Response {
+    asset("text/html; charset=utf-8", SHOWS_HTML)
+}
+
+/// A redirect to `to` (relative), keeping the query (the token).
+fn redirect(to: &str, query: Option<&str>) -> Response {
+    let location = match query {
+        Some(q) => format!("{to}?{q}"),
+        None => to.to_string(),
+    };
+    match HeaderValue::from_str(&location) {
+        Ok(v) => (StatusCode::FOUND, [(header::LOCATION, v)]).into_response(),
+        Err(_) => (StatusCode::BAD_REQUEST, "bad path\n").into_response(),
+    }
+}
+
+async fn shows_redirect(req: Request) -> Response {
+    redirect("/shows/", req.uri().query())
+}
+
+/// `/shows/NAME` → `/shows/NAME/`, so that the page's relative URLs are the show's.
+async fn show_redirect(
+    State(s): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Response {
+    if s.show(&name).is_none() {
+        return s.no_show(&name);
+    }
+    let q = req.uri().query().map(str::to_string);
+    redirect(&format!("{}/", req.uri().path()), q.as_deref())
+}
+
+async fn shows_json(State(s): State<Arc<Shared>>) -> Response {
+    let mut r = Response::new(Body::from(s.list().to_string()));
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+async fn show_index(State(s): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
+    match s.show(&name) {
+        Some(_) => asset("text/html; charset=utf-8", INDEX_HTML),
+        None => s.no_show(&name),
+    }
+}
+
+/// The latest preview image of `show`.
+fn preview_of(show: &ShowState) -> Response {
+    let (seq, jpeg) = show.preview.latest();
     if seq == 0 {
         return (StatusCode::NOT_FOUND, "no preview image yet\n").into_response();
     }
@@ -320,11 +528,48 @@ async fn preview(State(s): State<Arc<Shared>>) -> Response {
     (h, Body::from(jpeg.as_ref().clone())).into_response()
 }
 
-async fn ws(State(s): State<Arc<Shared>>, upgrade: WebSocketUpgrade) -> Response {
+async fn preview(State(s): State<Arc<Shared>>) -> Response {
+    if s.several() {
+        return s.which_show("/preview.jpg");
+    }
+    preview_of(&s.shows[0])
+}
+
+async fn show_preview(State(s): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
+    match s.show(&name) {
+        Some(show) => preview_of(show),
+        None => s.no_show(&name),
+    }
+}
+
+/// Upgrades to a page's WebSocket on show `i`.
+fn upgrade(s: Arc<Shared>, i: usize, upgrade: WebSocketUpgrade) -> Response {
     upgrade
         .max_message_size(MAX_MESSAGE)
         .max_frame_size(MAX_MESSAGE)
-        .on_upgrade(move |socket| client(socket, s))
+        .on_upgrade(move |socket| client(socket, s, i))
+}
+
+/// A WebSocket upgrade, or why the request is not one (answered after the show is known,
+/// so that a request for no show is told so).
+type Upgrade = std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>;
+
+async fn ws(State(s): State<Arc<Shared>>, up: Upgrade) -> Response {
+    if s.several() {
+        return s.which_show("/ws");
+    }
+    match up {
+        Ok(up) => upgrade(s, 0, up),
+        Err(r) => r.into_response(),
+    }
+}
+
+async fn show_ws(State(s): State<Arc<Shared>>, Path(name): Path<String>, up: Upgrade) -> Response {
+    match (s.index.get(&name).copied(), up) {
+        (Some(i), Ok(up)) => upgrade(s, i, up),
+        (Some(_), Err(r)) => r.into_response(),
+        (None, _) => s.no_show(&name),
+    }
 }
 
 /// A token bucket: [`RATE_PER_S`] messages a second, [`RATE_BURST`] at once.
@@ -348,8 +593,9 @@ impl Bucket {
     }
 }
 
-/// One page's task: sends what is queued for it, reads its commands.
-async fn client(mut socket: WebSocket, s: Arc<Shared>) {
+/// One page's task (a page of show `show`): sends what is queued for it, reads its commands.
+async fn client(mut socket: WebSocket, s: Arc<Shared>, show: usize) {
+    let sh = &s.shows[show];
     let id = s.next_client.fetch_add(1, Ordering::Relaxed);
     let (tx, mut rx) = mpsc::channel::<Utf8Bytes>(SEND_QUEUE);
     let resync = Arc::new(AtomicBool::new(false));
@@ -358,15 +604,15 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>) {
     // The hello and the whole state go first, then the client is listed for broadcasts.
     let hello = serde_json::json!({ "type": "hello", "client": id, "max_message": MAX_MESSAGE });
     let _ = tx.try_send(text(&hello));
-    for m in s.full_state() {
+    for m in sh.full_state() {
         if !m.is_null() {
             let _ = tx.try_send(text(&m));
         }
     }
-    if let Some(st) = lock(&s.last_stats).clone() {
+    if let Some(st) = lock(&sh.last_stats).clone() {
         let _ = tx.try_send(st);
     }
-    lock(&s.clients).push(Client {
+    lock(&sh.clients).push(Client {
         id,
         tx: tx.clone(),
         resync,
@@ -414,7 +660,7 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>) {
                                 None
                             }
                         } else {
-                            s.handle(id, t.as_str())
+                            s.handle(sh, id, t.as_str())
                         }
                     }
                     Message::Binary(_) => {
@@ -425,81 +671,116 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>) {
                     Message::Ping(_) | Message::Pong(_) => None,
                 };
                 if let Some(a) = answer {
-                    let c = lock(&s.clients).iter().find(|c| c.id == id).map(|c| (c.tx.clone(), Arc::clone(&c.resync)));
+                    let c = lock(&sh.clients).iter().find(|c| c.id == id).map(|c| (c.tx.clone(), Arc::clone(&c.resync)));
                     if let Some((tx, resync)) = c {
-                        s.send_to(&Client { id, tx, resync }, text(&a));
+                        sh.send_to(&s.web, &Client { id, tx, resync }, text(&a));
                     }
                 }
             }
         }
     }
-    lock(&s.clients).retain(|c| c.id != id);
+    lock(&sh.clients).retain(|c| c.id != id);
     s.web.clients.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// Polls the engine's view every [`POLL`] and pushes what changed to every page; stats every
-/// fourth poll; the whole state to pages that lost a message.
+/// What the pump keeps of one show between polls.
+struct Pumped {
+    graph: Arc<framepipe_runtime::GraphView>,
+    cur: ValuesView,
+    prev: Option<ValuesView>,
+    last_frames: (u64, Instant),
+    fps: f64,
+}
+
+/// Polls every show's view every [`POLL`] (one task, one wake-up for every show) and pushes
+/// what changed to its pages; stats every fourth poll; the whole state to pages that lost a
+/// message. A show without pages is not read (only its frame rate is measured, from atomics,
+/// for the list).
 async fn pump(s: Arc<Shared>) {
     let mut interval = tokio::time::interval(POLL);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut graph = s.view.graph();
-    let mut cur = ValuesView::default();
-    let mut prev: Option<ValuesView> = None;
+    let mut state: Vec<Pumped> = s
+        .shows
+        .iter()
+        .map(|sh| Pumped {
+            graph: sh.view.graph(),
+            cur: ValuesView::default(),
+            prev: None,
+            last_frames: (sh.counters.frames_out(), Instant::now()),
+            fps: 0.0,
+        })
+        .collect();
     let mut tick = 0u64;
-    let mut last_frames = (s.counters.frames_out(), Instant::now());
-    let mut fps = 0.0;
     loop {
         interval.tick().await;
         tick += 1;
-        let g = s.view.graph();
-        if g.version != graph.version {
-            graph = g;
-            prev = None;
-            s.broadcast(&protocol::graph_msg(&graph, s.preview_tap.as_deref()));
+        for (sh, p) in s.shows.iter().zip(state.iter_mut()) {
+            pump_show(&s, sh, p, tick);
         }
-        if s.view.read(&mut cur) || prev.is_none() {
-            if let Some(m) = protocol::values_msg(&cur, prev.as_ref()) {
-                s.broadcast(&m);
-            }
-            match &mut prev {
-                Some(p) => p.clone_from(&cur),
-                None => prev = Some(cur.clone()),
-            }
+    }
+}
+
+/// One poll of one show.
+fn pump_show(s: &Shared, sh: &ShowState, p: &mut Pumped, tick: u64) {
+    if tick.is_multiple_of(4) {
+        let now = Instant::now();
+        let frames = sh.counters.frames_out();
+        let dt = now.duration_since(p.last_frames.1).as_secs_f64();
+        if dt > 0.0 {
+            p.fps = (frames.saturating_sub(p.last_frames.0)) as f64 / dt;
         }
-        if tick.is_multiple_of(4) {
-            let now = Instant::now();
-            let frames = s.counters.frames_out();
-            let dt = now.duration_since(last_frames.1).as_secs_f64();
-            if dt > 0.0 {
-                fps = (frames.saturating_sub(last_frames.0)) as f64 / dt;
-            }
-            last_frames = (frames, now);
-            let m = text(&protocol::stats_msg(
-                &s.counters,
-                fps,
-                &s.web.snapshot(),
-                s.preview.seq(),
-            ));
-            *lock(&s.last_stats) = Some(m.clone());
-            for c in lock(&s.clients).iter() {
-                s.send_to(c, m.clone());
-            }
+        p.last_frames = (frames, now);
+        sh.fps.store(f64::to_bits(p.fps), Ordering::Relaxed);
+    }
+    if lock(&sh.clients).is_empty() {
+        // Read again from scratch when a page comes (it gets the whole state anyway).
+        p.prev = None;
+        return;
+    }
+    let g = sh.view.graph();
+    if g.version != p.graph.version {
+        p.graph = g;
+        p.prev = None;
+        sh.broadcast(
+            &s.web,
+            &protocol::graph_msg(&p.graph, sh.preview_tap.as_deref(), Some(&sh.name)),
+        );
+    }
+    if sh.view.read(&mut p.cur) || p.prev.is_none() {
+        if let Some(m) = protocol::values_msg(&p.cur, p.prev.as_ref()) {
+            sh.broadcast(&s.web, &m);
         }
-        // Pages that lost a message get everything again (when their queue has room).
-        let behind: Vec<(u64, mpsc::Sender<Utf8Bytes>, Arc<AtomicBool>)> = lock(&s.clients)
-            .iter()
-            .filter(|c| c.resync.load(Ordering::Relaxed) && c.tx.capacity() >= 3)
-            .map(|c| (c.id, c.tx.clone(), Arc::clone(&c.resync)))
-            .collect();
-        if !behind.is_empty() {
-            let state = s.full_state();
-            for (id, tx, resync) in behind {
-                resync.store(false, Ordering::Relaxed);
-                let c = Client { id, tx, resync };
-                for m in &state {
-                    if !m.is_null() {
-                        s.send_to(&c, text(m));
-                    }
+        match &mut p.prev {
+            Some(prev) => prev.clone_from(&p.cur),
+            None => p.prev = Some(p.cur.clone()),
+        }
+    }
+    if tick.is_multiple_of(4) {
+        let m = text(&protocol::stats_msg(
+            &sh.counters,
+            p.fps,
+            &s.web.snapshot(),
+            sh.preview.seq(),
+        ));
+        *lock(&sh.last_stats) = Some(m.clone());
+        for c in lock(&sh.clients).iter() {
+            sh.send_to(&s.web, c, m.clone());
+        }
+    }
+    // Pages that lost a message get everything again (when their queue has room).
+    let behind: Vec<(u64, mpsc::Sender<Utf8Bytes>, Arc<AtomicBool>)> = lock(&sh.clients)
+        .iter()
+        .filter(|c| c.resync.load(Ordering::Relaxed) && c.tx.capacity() >= 3)
+        .map(|c| (c.id, c.tx.clone(), Arc::clone(&c.resync)))
+        .collect();
+    if !behind.is_empty() {
+        let state = sh.full_state();
+        for (id, tx, resync) in behind {
+            resync.store(false, Ordering::Relaxed);
+            let c = Client { id, tx, resync };
+            for m in &state {
+                if !m.is_null() {
+                    sh.send_to(&s.web, &c, text(m));
                 }
             }
         }

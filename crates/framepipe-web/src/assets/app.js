@@ -3,6 +3,8 @@
 
 const token = new URLSearchParams(location.search).get('token');
 const withToken = (path) => token ? path + (path.includes('?') ? '&' : '?') + 'token=' + encodeURIComponent(token) : path;
+// Where this show's routes are: `/` for the only show, `/shows/NAME/` for a show among several.
+const base = location.pathname.replace(/[^/]*$/, '');
 
 // What the page knows: the graph, the latest value of every property, stats.
 const fp = window.fp = {
@@ -25,7 +27,7 @@ const el = (tag, attrs, ...kids) => {
 // ---- the connection ------------------------------------------------------------------------
 function connect() {
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  ws = new WebSocket(withToken(proto + '//' + location.host + '/ws'));
+  ws = new WebSocket(withToken(proto + '//' + location.host + base + 'ws'));
   ws.onopen = () => { $('conn').textContent = 'connected'; $('conn').className = 'ok'; };
   ws.onclose = () => {
     $('conn').textContent = 'disconnected (retrying)'; $('conn').className = 'bad';
@@ -63,6 +65,7 @@ function onHello(m) { fp.client = m.client; }
 // ---- the graph ---------------------------------------------------------------------------
 function onGraph(m) {
   fp.graph = m;
+  if (m.show) { $('show-name').textContent = m.show; document.title = m.show + ' · framepipe'; }
   fp.values = m.nodes.map((n) => n.props.map((p) => p.default));
   fp.osc = m.nodes.map((n) => n.props.map(() => null));
   fp.bypass = m.nodes.map(() => false);
@@ -72,6 +75,8 @@ function onGraph(m) {
   const pick = $('preview-select');
   pick.textContent = '';
   const tap = m.preview_tap;
+  // No tap, no preview (several shows without --web-preview).
+  for (const id of ['preview-head', 'preview-pick', 'preview']) $(id).hidden = !tap;
   const branch = new Set(m.nodes.filter((n) => n.name === tap || n.inputs.includes(tap)).map((n) => n.name));
   for (const n of m.nodes) {
     if (n.kind !== 'sink' && !branch.has(n.name)) pick.append(el('option', { value: n.name }, n.name));
@@ -282,7 +287,7 @@ function onStats(s) {
     previewLoading = true; previewSeq = s.preview;
     const img = $('preview');
     img.onload = img.onerror = () => { previewLoading = false; };
-    img.src = withToken('/preview.jpg?seq=' + s.preview);
+    img.src = withToken(base + 'preview.jpg?seq=' + s.preview);
   }
 }
 
@@ -332,5 +337,8 @@ document.addEventListener('visibilitychange', () => {
 for (const b of document.querySelectorAll('button[data-cmd]')) b.addEventListener('click', () => send(b.dataset.cmd));
 $('speed').addEventListener('input', () => { touch($('speed')); $('speed-out').textContent = $('speed').value; sendThrottled('speed', `speed ${$('speed').value}`); });
 $('tempo').addEventListener('change', () => { touch($('tempo')); send(`tempo ${$('tempo').value}`); });
+
+// Among several shows: a link back to the list.
+if (base.startsWith('/shows/')) { const a = $('all-shows'); a.href = withToken('/shows/'); a.hidden = false; }
 
 connect();
