@@ -1,14 +1,33 @@
-//! Live parameters: values set by commands or driven by oscillators, sampled **once per frame**
-//! when the source starts that frame, and carried with it to every stage.
+//! Live parameters: values set by commands or driven by oscillators, sampled **once per frame
+//! and node**, when that node starts the frame (issue #9, low-latency control).
 //!
-//! The source's start of frame `seq` is the frame boundary: the values in force then are written
-//! into the frame's snapshot slot (`seq % in_flight`), and each stage, before processing the
-//! frame, brings its instance's properties to that snapshot. So a command takes effect on the
-//! same frame in every stage, and two stages driven by the same oscillator agree on every frame
-//! even though they process it at different moments (oscillators are evaluated at the frame's
-//! oscillator time, derived from its timestamp, never from the wall clock).
+//! A frame's beginning fixes its oscillator time (derived from its timestamp, never from the
+//! wall clock) in the frame's snapshot slot (`seq % in_flight`). Each node of the show, when
+//! it starts the frame, writes the values in force *then* for itself into that snapshot and
+//! brings its instance's properties to them. So a command reaches every frame whose node has
+//! not started yet, also frames that began before it (a fader on the last node of a long chain
+//! shows in the next frame out, not a whole chain later), and still each node uses one value
+//! per frame, and a value once shown stays (frames in order for every node):
+//!
+//! * each stage keeps the next frame it samples (`LiveStage::next`); a node starting frame
+//!   `s` first gives the frames before `s` it has not started yet (a parallel node may start
+//!   frames out of order) the same values, then samples `s`: a command assigned later is seen
+//!   from `s + 1` on, by every frame of that node;
+//! * a command is answered with its stage's next frame; commands read together (a batch, or
+//!   one frame boundary's worth) with the latest of their stages' next frames, the stages
+//!   behind it first sampling the values before the commands for the frames in between
+//!   (`Live::catch_up`): all of them are seen from the frame the reply names;
+//! * the clock commands (`speed`, `tempo`, `tap`) act on the oscillator time, fixed when a
+//!   frame begins: they apply from the next frame to begin;
+//! * the nodes of a leaky branch (a monitor, a preview) are sampled when the frame begins, as
+//!   before: the branch takes the frame's values into its own slot and runs on its own time.
+//!
+//! Two stages driven by the same oscillator agree on every frame even though they process it
+//! at different moments: the value is a function of the frame's oscillator time.
 
-use framepipe_control::{Command, OscClock, Oscillator, TapResult, TapTempo, Target};
+use std::sync::Mutex;
+
+use framepipe_control::{Command, OscClock, OscTime, Oscillator, TapResult, TapTempo, Target};
 use framepipe_core::{PropKind, PropSpec, PropValue};
 
 /// One controllable property of one stage.
@@ -67,6 +86,9 @@ pub(crate) struct LiveStage {
     pub same_shape: bool,
     pub bypass: bool,
     pub params: Vec<LiveParam>,
+    /// The next frame this stage samples: frames before it have their values, an edit
+    /// assigned now is seen from it on (see the module doc).
+    next: u64,
 }
 
 impl LiveStage {
@@ -78,6 +100,7 @@ impl LiveStage {
             same_shape,
             bypass: false,
             params: Vec::new(),
+            next: 0,
         }
     }
 
@@ -142,10 +165,12 @@ impl LiveStage {
 
 /// The values one frame is processed with. Preallocated per slot; refilled without allocating
 /// (text values reuse their buffers).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct FrameParams {
-    /// Oscillator time of the frame (ns).
-    pub osc_time_ns: i64,
+    /// The frame in this slot (set when it begins; `u64::MAX` before the first).
+    pub frame: u64,
+    /// Oscillator time and beat position of the frame.
+    pub time: OscTime,
     /// Per stage: bypassed?
     pub bypass: Vec<bool>,
     /// Per stage, per parameter: the value.
@@ -153,10 +178,11 @@ pub(crate) struct FrameParams {
 }
 
 impl FrameParams {
-    /// Copies `from`'s values of `nodes` into this snapshot, without allocating (a leaky
-    /// branch taking a frame's parameters).
+    /// Copies `from`'s frame, time and values of `nodes` into this snapshot, without
+    /// allocating (a leaky branch taking a frame's parameters).
     pub fn copy_nodes(&mut self, from: &FrameParams, nodes: &[usize]) {
-        self.osc_time_ns = from.osc_time_ns;
+        self.frame = from.frame;
+        self.time = from.time;
         for &n in nodes {
             self.bypass[n] = from.bypass[n];
             for (d, s) in self.values[n].iter_mut().zip(&from.values[n]) {
@@ -172,9 +198,9 @@ pub(crate) struct Live {
     clock: OscClock,
     /// Tap tempo over the taps' posting times.
     taps: TapTempo,
-    /// Frames sampled so far. Frames begin one at a time and in order of their sequence
-    /// number, from 0 (the scheduler's `begin_busy`), so this is also the sequence number of
-    /// the next frame to be sampled: the first that sees an edit assigned now.
+    /// Frames begun so far. Frames begin one at a time and in order of their sequence number,
+    /// from 0 (the scheduler's `begin_busy`), so this is also the sequence number of the next
+    /// frame to begin: the first whose oscillator time sees a clock command assigned now.
     sampled: u64,
     /// The graph version the stages belong to (set by a live edit's switch, with them).
     pub(crate) version: u64,
@@ -267,7 +293,8 @@ impl Live {
     /// A snapshot slot shaped for these stages.
     pub fn empty_frame(&self) -> FrameParams {
         FrameParams {
-            osc_time_ns: 0,
+            frame: u64::MAX,
+            time: OscTime::default(),
             bypass: vec![false; self.stages.len()],
             values: self
                 .stages
@@ -277,25 +304,102 @@ impl Live {
         }
     }
 
-    /// Samples every parameter for the frame with timestamp `pts_ns` into `out`. Called once
-    /// per frame, in frame order, when the frame begins.
-    pub fn sample(&mut self, pts_ns: i64, out: &mut FrameParams) {
+    /// Frame `out` begins (its timestamp `pts_ns`): the oscillator clock advances to it, and
+    /// its number and time go into its snapshot; the nodes of leaky branches (`branch_nodes`)
+    /// sample their values for it now. Called once per frame, in frame order.
+    pub fn begin(
+        &mut self,
+        pts_ns: i64,
+        out: &mut FrameParams,
+        branch_nodes: impl Iterator<Item = usize>,
+    ) -> u64 {
         let seq = self.sampled;
         self.sampled += 1;
         self.clock.advance(pts_ns);
-        let t = self.clock.time();
-        out.osc_time_ns = t.ns;
-        for (s, st) in self.stages.iter_mut().enumerate() {
-            out.bypass[s] = st.bypass;
-            for (j, p) in st.params.iter_mut().enumerate() {
-                match (&p.osc, &mut p.ramp) {
-                    (Some(osc), _) => p.last = typed(&p.spec.kind, osc.value_in(t), &p.base),
-                    (None, Some(ramp)) => p.last = typed(&p.spec.kind, ramp.at(seq), &p.base),
-                    (None, None) => assign(&mut p.last, &p.base),
-                }
-                settle(&p.spec, &mut p.last);
-                assign(&mut out.values[s][j], &p.last);
+        out.frame = seq;
+        out.time = self.clock.time();
+        for s in branch_nodes {
+            self.sample_stage(s, out);
+            self.stages[s].next = seq + 1;
+        }
+        seq
+    }
+
+    /// Node `s` starts frame `seq`, whose snapshot is `snaps[slot]` (one per frame slot, `cap`
+    /// of them, then the leaky branches'): unless the frame has its values already (a later
+    /// frame of the node started first and sampled it with its own), the frames before it
+    /// that the node has not started get the values in force now, and so does this one.
+    /// Returns whether it sampled. Not for the nodes of leaky branches (see [`Live::begin`]).
+    pub fn start_node(
+        &mut self,
+        s: usize,
+        seq: u64,
+        slot: usize,
+        snaps: &[Mutex<FrameParams>],
+        cap: usize,
+    ) -> bool {
+        if seq < self.stages[s].next {
+            return false;
+        }
+        self.catch_up(s, seq, snaps, cap);
+        let mut snap = lock(&snaps[slot]);
+        debug_assert_eq!(snap.frame, seq, "a started frame's snapshot names it");
+        self.sample_stage(s, &mut snap);
+        self.stages[s].next = seq + 1;
+        true
+    }
+
+    /// Brings stage `s` to frame `until`: the frames from its next one to `until - 1` that are
+    /// still in flight (their slot's snapshot names them) get the values in force now, and
+    /// the stage's next frame becomes `until`. Nothing when it is there already. At most `cap`
+    /// frames (no more are in flight); assignments only, no allocation.
+    pub fn catch_up(&mut self, s: usize, until: u64, snaps: &[Mutex<FrameParams>], cap: usize) {
+        let next = self.stages[s].next;
+        if until <= next {
+            return;
+        }
+        let cap64 = cap.max(1) as u64;
+        for seq in next.max(until.saturating_sub(cap64))..until {
+            let mut snap = lock(&snaps[(seq % cap64) as usize]);
+            if snap.frame == seq {
+                self.sample_stage(s, &mut snap);
             }
+        }
+        self.stages[s].next = until;
+    }
+
+    /// The first frame that sees `edit` if it is assigned now: its stage's next frame, or for
+    /// the clock commands the next frame to begin.
+    pub fn first_frame_of(&self, edit: &Edit) -> u64 {
+        match edit.stage() {
+            Some(s) => self.stages[s].next,
+            None => self.sampled,
+        }
+    }
+
+    /// After a live edit's switch at frame `at` (no frame of the old version in flight): the
+    /// stages are `version`'s, and each samples from frame `at` on.
+    pub fn switched(&mut self, version: u64, at: u64) {
+        self.version = version;
+        for st in &mut self.stages {
+            st.next = at;
+        }
+    }
+
+    /// Samples stage `s`'s parameters for the frame of snapshot `out` (at its oscillator
+    /// time) into it.
+    fn sample_stage(&mut self, s: usize, out: &mut FrameParams) {
+        let (seq, t) = (out.frame, out.time);
+        let st = &mut self.stages[s];
+        out.bypass[s] = st.bypass;
+        for (j, p) in st.params.iter_mut().enumerate() {
+            match (&p.osc, &mut p.ramp) {
+                (Some(osc), _) => p.last = typed(&p.spec.kind, osc.value_in(t), &p.base),
+                (None, Some(ramp)) => p.last = typed(&p.spec.kind, ramp.at(seq), &p.base),
+                (None, None) => assign(&mut p.last, &p.base),
+            }
+            settle(&p.spec, &mut p.last);
+            assign(&mut out.values[s][j], &p.last);
         }
     }
 
@@ -355,15 +459,16 @@ impl Live {
         self.clock.tempo()
     }
 
-    /// The sequence number of the next frame to be sampled: an edit applied now is seen from
-    /// that frame on, by every stage, and by no earlier frame.
+    /// The sequence number of the next frame to begin: every stage samples its values for
+    /// that frame and later ones after now (an edit assigned now is seen from there at the
+    /// latest; see [`Live::first_frame_of`] for the exact frame).
     pub fn next_frame(&self) -> u64 {
         self.sampled
     }
 
     /// Applies a resolved edit: assignments only (no parsing, no formatting, no allocation: a
     /// new value is swapped in and the old one is left in `edit`, to be dropped by the caller
-    /// after unlocking). Seen from the next frame the source starts.
+    /// after unlocking). Seen from [`Live::first_frame_of`] on.
     pub fn apply(&mut self, edit: &mut Edit) {
         match edit {
             Edit::Set {
@@ -443,6 +548,24 @@ pub(crate) enum Edit {
     Tempo(f64),
     /// A tap, posted at `at_ns` (monotonic), `lag_ns` before it was resolved.
     Tap { at_ns: i64, lag_ns: i64 },
+}
+
+impl Edit {
+    /// The stage it changes (`None`: the oscillator clock's speed, tempo or beat).
+    pub(crate) fn stage(&self) -> Option<usize> {
+        match self {
+            Edit::Set { stage, .. }
+            | Edit::Attach { stage, .. }
+            | Edit::Unosc { stage, .. }
+            | Edit::Bypass { stage, .. } => Some(*stage),
+            Edit::Speed(_) | Edit::Tempo(_) | Edit::Tap { .. } => None,
+        }
+    }
+}
+
+/// Locks a snapshot (never poisoned in practice: nothing panics while holding one).
+pub(crate) fn lock(m: &Mutex<FrameParams>) -> std::sync::MutexGuard<'_, FrameParams> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One stage's names and property specs (immutable once prepared).
@@ -612,7 +735,8 @@ mod tests {
         let mut out = live.empty_frame();
         (0..frames)
             .map(|k| {
-                live.sample(k * 40_000_000, &mut out);
+                live.begin(k * 40_000_000, &mut out, std::iter::empty());
+                live.sample_stage(0, &mut out);
                 out.values[0][0].clone()
             })
             .collect()
@@ -712,5 +836,107 @@ mod tests {
                 "base {base}"
             );
         }
+    }
+
+    /// Two stages, `cap` snapshot slots, frames `0..begun` begun.
+    fn two_stages(cap: usize, begun: u64) -> (Live, Vec<Mutex<FrameParams>>) {
+        let float = PropKind::Float { min: 0.0, max: 1.0 };
+        let stages = ["a", "b"]
+            .into_iter()
+            .map(|n| {
+                let mut st = LiveStage::new(n.into(), n.into(), true, true);
+                st.add_param(
+                    PropSpec::new("p", float.clone(), PropValue::Float(0.0), ""),
+                    PropValue::Float(0.0),
+                );
+                st
+            })
+            .collect();
+        let mut live = Live::new(stages);
+        let snaps: Vec<_> = (0..cap).map(|_| Mutex::new(live.empty_frame())).collect();
+        for seq in 0..begun {
+            let mut snap = lock(&snaps[seq as usize % cap]);
+            live.begin(seq as i64 * 40_000_000, &mut snap, std::iter::empty());
+        }
+        (live, snaps)
+    }
+
+    fn set(stage: usize, x: f64) -> Edit {
+        Edit::Set {
+            stage,
+            param: 0,
+            value: PropValue::Float(x),
+        }
+    }
+
+    fn value(snaps: &[Mutex<FrameParams>], seq: u64, stage: usize) -> (u64, PropValue) {
+        let snap = lock(&snaps[seq as usize % snaps.len()]);
+        (snap.frame, snap.values[stage][0].clone())
+    }
+
+    /// Issue #9, per-node sampling: a node starting a frame ahead of earlier ones (a parallel
+    /// node) gives those the values in force then, and samples none of them again, so a `set`
+    /// assigned after is seen from the node's next frame, which is what its reply names.
+    #[test]
+    fn a_node_starting_a_later_frame_first_fixes_the_earlier_ones_and_a_set_follows_it() {
+        let (mut live, snaps) = two_stages(4, 4);
+        assert_eq!(live.first_frame_of(&set(0, 0.5)), 0);
+        assert!(live.start_node(0, 2, 2, &snaps, 4));
+        let mut e = set(0, 0.5);
+        assert_eq!(live.first_frame_of(&e), 3);
+        live.apply(&mut e);
+        // Frames 0 and 1 were given the old value when frame 2 started; starting them now
+        // samples nothing.
+        assert!(!live.start_node(0, 0, 0, &snaps, 4));
+        assert!(!live.start_node(0, 1, 1, &snaps, 4));
+        assert!(live.start_node(0, 3, 3, &snaps, 4));
+        let got: Vec<_> = (0..4).map(|k| value(&snaps, k, 0).1).collect();
+        let want: Vec<_> = [0.0, 0.0, 0.0, 0.5]
+            .into_iter()
+            .map(PropValue::Float)
+            .collect();
+        assert_eq!(got, want);
+        // The other stage has started nothing: a `set` on it is seen from frame 0.
+        assert_eq!(live.first_frame_of(&set(1, 0.5)), 0);
+        // A clock command applies from the next frame to begin.
+        assert_eq!(live.first_frame_of(&Edit::Speed(2.0)), 4);
+    }
+
+    /// Issue #9: commands read together apply from the latest of their stages' next frames;
+    /// the stage behind first takes its old values for the frames in between. A slot already
+    /// reused by a later frame is left alone.
+    #[test]
+    fn catching_up_gives_the_frames_in_between_the_old_values_and_skips_reused_slots() {
+        let (mut live, snaps) = two_stages(4, 6);
+        // Frames 2..6 in flight (slots 2, 3, 0, 1); stage a has started frame 4, b nothing
+        // since frame 2 (its next).
+        live.stages[1].next = 2;
+        assert!(live.start_node(0, 4, 0, &snaps, 4));
+        let mut batch = [set(0, 0.25), set(1, 0.75)];
+        let first = batch.iter().map(|e| live.first_frame_of(e)).max().unwrap();
+        assert_eq!(first, 5);
+        for e in &mut batch {
+            live.catch_up(e.stage().unwrap(), first, &snaps, 4);
+            live.apply(e);
+        }
+        // b: frames 2, 3 and 4 have the old value (0.0), and its next frame is 5.
+        for k in 2..5 {
+            assert_eq!(value(&snaps, k, 1), (k, PropValue::Float(0.0)), "frame {k}");
+        }
+        assert!(!live.start_node(1, 4, 0, &snaps, 4));
+        assert!(live.start_node(1, 5, 1, &snaps, 4));
+        assert_eq!(value(&snaps, 5, 1), (5, PropValue::Float(0.75)));
+        assert!(live.start_node(0, 5, 1, &snaps, 4));
+        assert_eq!(value(&snaps, 5, 0), (5, PropValue::Float(0.25)));
+        // Catching a stage up over frames whose slots now hold later frames touches nothing
+        // of them: slot 0 holds frame 4, not frame 0.
+        let (mut live, snaps) = two_stages(4, 6);
+        {
+            let mut s = lock(&snaps[0]);
+            s.values[1][0] = PropValue::Float(0.9);
+        }
+        live.catch_up(1, 4, &snaps, 4);
+        assert_eq!(value(&snaps, 4, 1), (4, PropValue::Float(0.9)));
+        assert_eq!(live.stages[1].next, 4);
     }
 }

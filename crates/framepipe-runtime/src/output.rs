@@ -2,8 +2,9 @@
 //!
 //! It is the thread that called [`Prepared::run`](crate::Prepared::run), so it adds no thread
 //! to the process. Once per frame boundary it reads the command queue (lock-free), applies
-//! transport commands itself and parameter commands to the live state (they reach the next frame
-//! the source starts), and answers each command on the queue's return path (lock-free, no
+//! transport commands itself and parameter commands to the live state (they reach every frame
+//! whose node has not started yet: a node samples its values when it starts a frame, see
+//! live.rs), and answers each command on the queue's return path (lock-free, no
 //! allocation) with the frame it applies from, or the reason it was refused, waits for the next frame in order, waits for its deadline on the frame
 //! clock when the run is paced, and hands it to the sink. It also notices stalled stages.
 //!
@@ -909,7 +910,7 @@ fn apply_commands(
         match ver.live_spec.resolve(&p.command) {
             Ok(edit) => {
                 if batch.edits.len() == batch.edits.capacity() {
-                    assign_edits(shared, ver.number, reader, batch);
+                    assign_edits(shared, ver, reader, batch);
                 }
                 batch.edits.push(edit);
                 batch.posted.push(p);
@@ -917,7 +918,7 @@ fn apply_commands(
             Err(reason) => refuse(shared, reader, p, reason),
         }
     }
-    assign_edits(shared, ver.number, reader, batch);
+    assign_edits(shared, ver, reader, batch);
     stop
 }
 
@@ -940,7 +941,7 @@ fn apply_batch(
     // Room for all of it in this assignment (a batch has at most MAX_BATCH commands, and the
     // buffer holds EDIT_BATCH >= MAX_BATCH, so this never grows it).
     if batch.edits.len() + n > batch.edits.capacity() {
-        assign_edits(shared, ver.number, reader, batch);
+        assign_edits(shared, ver, reader, batch);
     }
     let start = batch.edits.len();
     let mut refused = None;
@@ -967,27 +968,38 @@ fn apply_batch(
     batch.posted.push(p);
 }
 
-/// Assigns the batch's edits under the live lock, noting the first frame that will see them;
-/// after unlocking, the old values they then hold are dropped and their commands answered with
-/// that frame.
+/// Assigns the batch's edits under the live lock, from the first frame that can show all of
+/// them: the latest of their stages' next frames (the next frame to begin for a clock
+/// command), the stages behind it first sampling their current values for the frames in
+/// between (`Live::catch_up`; see live.rs). After unlocking, the old values they then hold
+/// are dropped and their commands answered with that frame.
 ///
-/// The edits were resolved (node and property indices) against graph version `version`; if a
+/// The edits were resolved (node and property indices) against graph version `ver`; if a
 /// live edit switched versions since (another thread may make the switch between the output
 /// thread's look at the version and this), they would name other nodes, or none: they are
 /// refused instead.
-fn assign_edits(shared: &Shared, version: u64, reader: &mut CommandReader, batch: &mut Batch<'_>) {
+fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch: &mut Batch<'_>) {
     if batch.edits.is_empty() {
         return;
     }
     let frame = {
         let mut live = shared.live.lock();
-        if live.version == version {
+        if live.version == ver.number {
+            let first = batch
+                .edits
+                .iter()
+                .map(|e| live.first_frame_of(e))
+                .max()
+                .expect("not empty");
             for e in batch.edits.iter_mut() {
+                if let Some(s) = e.stage() {
+                    live.catch_up(s, first, &ver.snapshots, ver.topo.cap);
+                }
                 live.apply(e);
             }
             let mbpm = (live.tempo() * 1000.0).round() as u64;
             shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
-            Some(live.next_frame())
+            Some(first)
         } else {
             None
         }

@@ -112,11 +112,11 @@ pub struct Options {
     pub stall_timeout_ns: u64,
     /// Try to run the output thread under `SCHED_FIFO` (falls back quietly when not permitted).
     pub realtime: bool,
-    /// Paced runs: how long before its deadline a frame may begin (its parameters sampled, its
-    /// sources read): the bound on how late a command can reach the output. 0 = automatic: the
-    /// graph's measured latency (the slowest of the last frames from beginning to ready) plus a
-    /// quarter and half a period (at least 2 ms). Never more frames than `in_flight`. Unpaced
-    /// runs are not held back.
+    /// Paced runs: how long before its deadline a frame may begin (its sources read; each node
+    /// takes the live values when it starts the frame): the bound on how late a command can
+    /// reach the output. 0 = automatic: the graph's measured latency (the slowest of the last
+    /// frames from beginning to ready) plus a quarter and 2 ms. Never more frames than
+    /// `in_flight`. Unpaced runs are not held back.
     pub latency_ns: u64,
 }
 

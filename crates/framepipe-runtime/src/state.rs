@@ -9,8 +9,8 @@
 //! *runnable* for a frame when its last input is ready; a serial node then waits for its turn
 //! (frames strictly in order, one at a time), parking the frame meanwhile; a parallel node runs
 //! at once on any worker, one instance per worker. Independent branches of one frame are
-//! runnable together and run on different workers. A frame *begins* (a job that samples its
-//! live parameters) when fewer than `in_flight` frames are in flight; then every source of the
+//! runnable together and run on different workers. A frame *begins* (a job that fixes its
+//! oscillator time; each node samples its live parameters when it starts the frame) when fewer than `in_flight` frames are in flight; then every source of the
 //! graph is runnable for it (sources advance in lockstep), and every feedback node as soon as
 //! the node it feeds back has finished the previous frame. A frame leaves flight when every
 //! node of the show has finished it.
@@ -187,7 +187,8 @@ impl Inputs {
 // inline): boxing them would allocate on every job.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Job {
-    /// Frame `slot`'s boundary: sample its live parameters (for its timestamp).
+    /// Frame `slot`'s boundary: fix its oscillator time (for its timestamp); the nodes sample
+    /// their parameters when they start it.
     Begin { slot: usize, pts_ns: i64 },
     Node {
         node: usize,
@@ -1093,7 +1094,7 @@ impl State {
                 }
             }
             std::mem::swap(&mut live.stages, &mut p.live_stages);
-            live.version = p.state.ver.number;
+            live.switched(p.state.ver.number, n);
         }
         let next = &mut p.state;
         std::mem::swap(&mut self.ver, &mut next.ver);

@@ -6,7 +6,8 @@
 //! Two parts, written differently:
 //! - the graph ([`GraphView`]) changes only when the graph does (a new version, made off the
 //!   frame path); it is an `Arc` replaced whole, and readers clone the `Arc`;
-//! - the values ([`ValuesView`]) are written by the worker beginning a frame, at most every
+//! - the values ([`ValuesView`]) are written by a worker starting a node's frame (the node
+//!   samples its values then, see `live.rs`), at most every
 //!   [`PUBLISH_EVERY_NS`], with a `try_lock`: if a reader is copying them at that moment the
 //!   engine skips this publication instead of waiting (the next frame publishes). Readers copy
 //!   into their own [`ValuesView`] (no allocation once it has the graph's shape).
@@ -74,9 +75,13 @@ impl GraphView {
 pub struct ValuesView {
     /// The graph version these values belong to (index them with that [`GraphView`]).
     pub version: u64,
-    /// The frame they were sampled for (its sequence number).
+    /// The frame they were sampled for (its sequence number): the latest frame the node that
+    /// published them started. Each node samples its values when it starts a frame, so every
+    /// node's values are those of the latest frame *it* started (a node further down the
+    /// graph may be a frame or so behind).
     pub frame: u64,
-    /// Per node, per property (as in [`NodeView::props`]): the value the frame used.
+    /// Per node, per property (as in [`NodeView::props`]): the value the node used for the
+    /// latest frame it started.
     pub values: Vec<Vec<PropValue>>,
     /// Per node, per property: the oscillator driving it, if any.
     pub oscillators: Vec<Vec<Option<Oscillator>>>,
@@ -167,7 +172,7 @@ impl ShowView {
     }
 
     /// Publishes `live`'s values for frame `frame`, if it is time to and no reader holds them
-    /// (never waits). Called by the worker beginning a frame, under the live lock.
+    /// (never waits). Called by a worker starting a node's frame, under the live lock.
     pub(crate) fn publish(&self, live: &Live, frame: u64, now_ns: i64) {
         let last = self.inner.last_ns.load(Ordering::Relaxed);
         if now_ns.saturating_sub(last) < PUBLISH_EVERY_NS {

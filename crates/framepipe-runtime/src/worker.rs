@@ -14,7 +14,7 @@ use framepipe_core::{Error, Frame, Result};
 
 use crate::events::Event;
 use crate::graph::{OnEnd, MAX_INPUTS};
-use crate::live::assign;
+use crate::live::{assign, lock};
 use crate::slices::{PanicPayload, PoolSlices};
 use crate::state::{Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst, Version};
 
@@ -320,7 +320,7 @@ impl Shared {
                 Done::Slice(slot, job.call_caught(index))
             }
             Job::Begin { slot, pts_ns } => {
-                self.sample_live(ver, slot, pts_ns);
+                self.begin_frame(ver, slot, pts_ns);
                 Done::Begin { slot }
             }
             Job::Node {
@@ -452,7 +452,11 @@ impl Shared {
             inst.used = true;
             ver.stages[node].add_instance();
         }
-        // Bring the instance to this frame's parameter values (sampled at its boundary).
+        // This node's values for this frame: those in force now, unless it has them already
+        // (see live.rs); then the instance is brought to them.
+        if slot < ver.topo.cap {
+            self.start_node(ver, node, slot, ctx.seq);
+        }
         let synced = guard(name, || Ok(self.sync_params(ver, node, &mut inst, slot)));
         let result = synced.and_then(|(bypass, rejected)| {
             // Reported with no lock held (the snapshot's included): the callback is user code.
@@ -492,18 +496,25 @@ impl Shared {
         (inst, result)
     }
 
-    /// The frame boundary: the worker beginning frame `slot` writes the values in force now into
-    /// its snapshot, for every node. Under the live lock (shared only with command
-    /// assignment), never under the scheduler lock. Frames begin one at a time, in order.
-    fn sample_live(&self, ver: &Version, slot: usize, pts_ns: i64) {
+    /// The frame boundary: the worker beginning frame `slot` fixes its oscillator time in its
+    /// snapshot (and the values of the leaky branches' nodes, which take the frame's values
+    /// with them). Under the live lock (shared only with command assignment), never under the
+    /// scheduler lock. Frames begin one at a time, in order.
+    fn begin_frame(&self, ver: &Version, slot: usize, pts_ns: i64) {
         let mut live = self.live.lock();
-        let mut snap = ver.snapshots[slot]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        live.sample(pts_ns, &mut snap);
-        drop(snap);
-        self.view
-            .publish(&live, live.next_frame().saturating_sub(1), now_ns());
+        let mut snap = lock(&ver.snapshots[slot]);
+        let branches = ver.topo.branches.iter().flatten().copied();
+        live.begin(pts_ns, &mut snap, branches);
+    }
+
+    /// Node `node` starts frame `seq` (in frame slot `slot`): it samples its values, unless a
+    /// later frame of it sampled them already (`Live::start_node`), and publishes them for
+    /// the control surfaces (at most every `PUBLISH_EVERY_NS`, never waiting).
+    fn start_node(&self, ver: &Version, node: usize, slot: usize, seq: u64) {
+        let mut live = self.live.lock();
+        if live.start_node(node, seq, slot, &ver.snapshots, ver.topo.cap) {
+            self.view.publish(&live, seq, now_ns());
+        }
     }
 
     /// Sets on `inst` the properties whose value in snapshot `slot` differs from what it has.
@@ -520,9 +531,7 @@ impl Shared {
         // element with no lock held: a branch copying this snapshot under the scheduler lock
         // never waits for element code.
         let bypass = {
-            let snap = ver.snapshots[slot]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let snap = lock(&ver.snapshots[slot]);
             for (j, value) in snap.values[node].iter().enumerate() {
                 inst.changed[j] = inst.applied[j] != *value;
                 if inst.changed[j] {

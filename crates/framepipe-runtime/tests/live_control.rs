@@ -1017,3 +1017,127 @@ fn the_worst_lateness_of_each_second_is_published_while_running() {
         "the held frame's second shows it: {worst} µs"
     );
 }
+
+/// Holds frame `at` until the test lets it go, saying when it has it. Serial: the frames after
+/// it wait behind it, so the nodes after the gate have run only the frames before `at`.
+struct Gate {
+    at: u64,
+    state: GateState,
+}
+
+/// (the gate holds its frame, the test let it go), and the condition variable for both.
+type GateState = Arc<(Mutex<(bool, bool)>, std::sync::Condvar)>;
+
+impl EffectFactory for Gate {
+    fn name(&self) -> &str {
+        "gate"
+    }
+    fn default_mode(&self) -> Mode {
+        Mode::Serial
+    }
+    fn negotiate(&mut self, input: VideoInfo) -> Result<VideoInfo> {
+        Ok(input)
+    }
+    fn instantiate(&self) -> Result<Box<dyn Effect>> {
+        Ok(Box::new(Gate {
+            at: self.at,
+            state: self.state.clone(),
+        }))
+    }
+}
+
+impl Effect for Gate {
+    fn process(
+        &mut self,
+        ctx: &FrameCtx,
+        input: &Frame,
+        output: &mut FrameMut,
+        _slices: &dyn SliceRunner,
+    ) -> Result<()> {
+        if ctx.seq == self.at {
+            let (m, cv) = &*self.state;
+            let mut s = m.lock().unwrap();
+            s.0 = true;
+            cv.notify_all();
+            // (Bounded, so that a broken test fails instead of hanging.)
+            let (s, _) = cv
+                .wait_timeout_while(s, Duration::from_secs(20), |s| !s.1)
+                .unwrap();
+            assert!(s.1, "the test never let frame {} go", self.at);
+        }
+        output.copy_from(input.data());
+        Ok(())
+    }
+}
+
+/// Issue #9 (low-latency control), per-node sampling: a `set` posted while frame N has begun
+/// and is held before the node it changes shows from frame N itself, and its reply names N.
+/// (When the values were sampled as a frame began, it came a frame or more later: frame N had
+/// begun, the reply named a later one.) By frame numbers, at 1, 2 and 3 threads.
+#[test]
+fn issue_9_a_set_reaches_a_frame_begun_before_it_whose_node_had_not_run() {
+    use framepipe_control::Outcome;
+    const AT: u64 = 20;
+    for threads in [1, 2, 3] {
+        let seen = Seen::default();
+        let state = GateState::default();
+        let (tx, rx) = command_queue(16);
+        let replies = tx.replies();
+        let gate = EffectStage::new(
+            Box::new(Gate {
+                at: AT,
+                state: state.clone(),
+            }),
+            Mode::Serial,
+        );
+        let setup = Setup {
+            frames: 40,
+            rate: 100,
+            options: Options {
+                threads,
+                ..Options::default()
+            },
+            stages: vec![
+                ("gate".into(), gate),
+                ("b".into(), probe_stage(&seen, None, vec![], Mode::Parallel)),
+            ],
+        };
+        let poster = std::thread::spawn(move || {
+            let (m, cv) = &*state;
+            let held = cv
+                .wait_timeout_while(m.lock().unwrap(), Duration::from_secs(20), |s| !s.0)
+                .unwrap()
+                .0;
+            assert!(held.0, "the gate never got frame {AT}");
+            drop(held);
+            let ticket = tx.post(Command::parse("set b.value 1").unwrap()).unwrap();
+            let t0 = Instant::now();
+            let outcome = loop {
+                if let Some(r) = std::iter::from_fn(|| replies.take()).find(|r| r.ticket == ticket)
+                {
+                    break r.outcome;
+                }
+                assert!(t0.elapsed() < Duration::from_secs(20), "no reply");
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            m.lock().unwrap().1 = true;
+            cv.notify_all();
+            outcome
+        });
+        let (r, released) = run(setup, Some(rx), None);
+        let outcome = poster.join().unwrap();
+        r.unwrap();
+        assert_eq!(released.lock().unwrap().len(), 40);
+        let values = by_seq(&seen);
+        assert_eq!(
+            outcome,
+            Outcome::Applied { frame: AT },
+            "threads {threads}: the reply names the frame held before the node"
+        );
+        assert_eq!(values[AT as usize - 1], 0.0, "threads {threads}");
+        assert!(
+            values[AT as usize..].iter().all(|&v| v == 1.0),
+            "threads {threads}: shown from frame {AT} on: {values:?}"
+        );
+    }
+}
