@@ -20,7 +20,8 @@
 //!   (each show's surface with its project's own mappings), each posting to a show's own queue
 //!   and reading its published view. Each show's command queue is small ([`SHOW_QUEUE`]
 //!   commands).
-//! * **Stats.** `--stats FILE`: `{"shows": [{"name": ..., ...one show's object...}], "isolated": [...]}`.
+//! * **Stats.** `--stats FILE`: `{"shows": [{"name": ..., ...one show's object...}], "isolated": [...],
+//!   "pools": [...]}` (`pools`: the frame pools the shows share, one per frame size).
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -572,6 +573,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     if !quiet {
         say!("framepipe: {n} shows on {threads} shared worker threads");
     }
+    let pools = host.pools();
     let results = host.run(|r| {
         running.fetch_sub(1, Ordering::Relaxed);
         report_end(r, quiet);
@@ -631,7 +633,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         .filter(|r| r.result.is_err())
         .map(|r| r.name.as_str())
         .collect();
-    write_all_stats(&args, &kept, &results, &isolation)?;
+    write_all_stats(&args, &kept, &results, &isolation, &pools)?;
     if !quiet || !failed.is_empty() {
         let ended = n - failed.len();
         if failed.is_empty() {
@@ -779,6 +781,7 @@ fn write_all_stats(
     kept: &[Kept],
     results: &[ShowResult],
     isolation: &[framepipe_frei0r::isolate::Summary],
+    pools: &framepipe_runtime::SharedPools,
 ) -> Result<()> {
     let mut all = Vec::with_capacity(kept.len());
     for (k, r) in kept.iter().zip(results) {
@@ -803,9 +806,27 @@ fn write_all_stats(
         all.push(named);
     }
     if let Some(path) = &args.stats {
+        let pools: Vec<serde_json::Value> = pools
+            .stats()
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "width": p.width,
+                    "height": p.height,
+                    "shared_memory": p.shared_memory,
+                    "shows": p.shows,
+                    "capacity": p.capacity,
+                    "target": p.target,
+                    "allocated": p.allocated,
+                    "peak": p.peak,
+                    "grown_on_acquire": p.grown_on_acquire,
+                })
+            })
+            .collect();
         let doc = serde_json::json!({
             "shows": all,
             "isolated": crate::isolation_json(isolation),
+            "pools": pools,
         });
         std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
             .with_context(|| format!("writing stats to '{path}'"))?;

@@ -121,6 +121,102 @@ fn shows_with_their_own_rates_and_chains_write_what_they_write_alone() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Three shows of one frame size with different pictures and chains share one frame pool
+/// (`--stats`'s `pools`: one, three shows, fewer frames made than their quotas add up to), and
+/// each still writes exactly the frames it writes alone: no frame passes from one to another.
+#[test]
+fn shows_of_one_size_share_one_pool_and_write_what_they_write_alone() {
+    let dir = tmpdir("shows-one-size");
+    let pipelines = [
+        (
+            "plain",
+            "testsrc width=64 height=48 frames=30 ! stamp ! rawsink location={out}",
+        ),
+        (
+            "bars",
+            "testsrc width=64 height=48 pattern=bars frames=30 ! invert ! rawsink location={out}",
+        ),
+        (
+            "sobel",
+            "testsrc width=64 height=48 frames=30 ! frei0r-sobel ! stamp ! rawsink location={out}",
+        ),
+    ];
+    let at = |name: &str| dir.join(format!("{name}.raw")).display().to_string();
+    let stats_path = dir.join("stats.json");
+    let mut args = vec![
+        "run".to_string(),
+        "--fps".into(),
+        "100".into(),
+        "-q".into(),
+        "--stats".into(),
+        stats_path.display().to_string(),
+    ];
+    args.extend(pipelines.iter().map(|(n, p)| p.replace("{out}", &at(n))));
+    framepipe(&args.iter().map(String::as_str).collect::<Vec<_>>(), 0);
+    for (name, p) in pipelines {
+        let got = std::fs::read(dir.join(format!("{name}.raw"))).unwrap();
+        assert!(
+            got == alone(p, &dir, name),
+            "show {name}: its frames differ from the same pipeline run alone"
+        );
+    }
+    let s = stats(&stats_path);
+    let pools = s["pools"].as_array().expect("a list of pools");
+    assert_eq!(pools.len(), 1, "one pool for one frame size: {s}");
+    let pool = &pools[0];
+    assert_eq!(
+        (&pool["width"], &pool["height"], &pool["shows"]),
+        (&64.into(), &48.into(), &3.into())
+    );
+    let (made, capacity) = (
+        pool["allocated"].as_u64().unwrap(),
+        pool["capacity"].as_u64().unwrap(),
+    );
+    assert!(pool["peak"].as_u64().unwrap() >= 1, "{pool}");
+    assert!(made < capacity, "every frame of the quotas made: {pool}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Isolated plugins (their frames in shared memory, read and written in place by a child
+/// process) in three shows of one size: one shared-memory pool for the three, and each show
+/// still writes exactly what it writes alone.
+#[test]
+fn isolated_shows_of_one_size_share_one_shared_memory_pool() {
+    let dir = tmpdir("shows-one-size-isolated");
+    let pipeline = |pattern: &str| {
+        format!(
+            "testsrc width=64 height=48 frames=20 pattern={pattern} ! frei0r-sobel isolate=true \
+             ! stamp ! rawsink location={{out}}"
+        )
+    };
+    let shows = [("grad", pipeline("gradient")), ("noise", pipeline("noise"))];
+    let at = |name: &str| dir.join(format!("{name}.raw")).display().to_string();
+    let stats_path = dir.join("stats.json");
+    let mut args = vec![
+        "run".to_string(),
+        "--fps".into(),
+        "100".into(),
+        "-q".into(),
+        "--stats".into(),
+        stats_path.display().to_string(),
+    ];
+    args.extend(shows.iter().map(|(n, p)| p.replace("{out}", &at(n))));
+    framepipe(&args.iter().map(String::as_str).collect::<Vec<_>>(), 0);
+    for (name, p) in &shows {
+        let got = std::fs::read(dir.join(format!("{name}.raw"))).unwrap();
+        assert!(
+            got == alone(p, &dir, name),
+            "show {name}: its frames differ from the same pipeline run alone"
+        );
+    }
+    let s = stats(&stats_path);
+    let pools = s["pools"].as_array().expect("a list of pools");
+    assert_eq!(pools.len(), 1, "one pool for one frame size: {s}");
+    assert_eq!(pools[0]["shared_memory"], true, "{s}");
+    assert_eq!(pools[0]["shows"], 2, "{s}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Two identical shows, started paused; `@show-1 bypass i on` then `@* resume` on stdin: show 1
 /// is inverted until the frame its reply names and plain from there, show 2 inverted
 /// throughout. A line without `@NAME` and an unknown name are refused, saying how to address.

@@ -18,6 +18,17 @@
 //! frei0r plugins do: no copy per frame). Both are allocated and touched the same way, once per
 //! buffer.
 //!
+//! A pool may be shared by several users, each with a **quota** ([`FramePool::with_quota`]): a
+//! handle on the same frames that may hold at most that many at once. A host of many shows makes
+//! one pool per frame size for all of them and gives each show such a handle (the frames its own
+//! plan says it holds at most), so that the frames made are what the shows have out *together*,
+//! not the sum of their quotas, and one show cannot starve the others. A quota handle counts its
+//! frames out in one atomic counter per handle (taken before a frame is popped, given back after
+//! it is pushed back): acquiring and returning a frame stay lock-free and allocation-free. A pool made
+//! by [`FramePool::new`] or [`FramePool::lazy`] has no quota: its frames are counted only by the
+//! pool's capacity, as before. A frame's quota account is noted in its slot, not in its handles:
+//! cloning and dropping frames costs what it did.
+//!
 //! Ownership is in the types:
 //! * [`FrameMut`] is the only handle to its buffer; only it can write the pixels.
 //! * [`Frame`] is a shared, read-only handle; cloning it bumps a reference count. To write, turn it
@@ -49,7 +60,7 @@
 
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crossbeam_queue::ArrayQueue;
@@ -82,6 +93,26 @@ struct Slot {
     /// `FramePool::fill`), before any handle to it exists; never replaced or freed before the
     /// pool.
     data: OnceLock<Buffer>,
+    /// The account (index in `PoolInner::accounts`) of the handle that took the frame now in
+    /// this slot, or [`NO_ACCOUNT`]. Written by the acquirer before the frame exists, read by
+    /// the releaser of its last handle before the slot goes back to the free list.
+    owner: AtomicU32,
+}
+
+/// `Slot::owner` of a frame taken through a handle without a quota, and `FramePool::account`
+/// of such a handle.
+const NO_ACCOUNT: u32 = u32::MAX;
+
+/// One user's share of a pool ([`FramePool::with_quota`]).
+#[derive(Debug, Default)]
+struct Account {
+    /// The most frames this user may hold at once (set once, when the handle is made).
+    quota: AtomicUsize,
+    /// Frames held now: acquired and not yet back in the free list (counted from just before a
+    /// frame is popped to just after it is pushed back, so never less than what is out).
+    held: AtomicUsize,
+    /// Acquisitions refused because `held` had reached `quota`.
+    refused: AtomicU64,
 }
 
 struct PoolInner {
@@ -105,6 +136,15 @@ struct PoolInner {
     /// Bytes from the start of a shared slot to its first pixel (the pixels end at the slot's
     /// end).
     pad: usize,
+    /// The quota handles' accounts: made by the first [`FramePool::with_quota`], one per slot
+    /// (each quota is at least one frame); the first `next_account` are taken.
+    accounts: OnceLock<Box<[Account]>>,
+    next_account: AtomicUsize,
+    /// The most frames out at once, as seen by acquires through quota handles.
+    peak: AtomicUsize,
+    /// Buffers made by [`FramePool::acquire`] itself (no free frame; not by `fill`): the frames
+    /// a background filler did not make in time.
+    grown_on_acquire: AtomicUsize,
 }
 
 // SAFETY: a slot's buffer is written only through the one `FrameMut` that holds it (refs == 1,
@@ -212,13 +252,44 @@ impl PoolInner {
     }
 
     fn release(&self, idx: usize) {
-        if self.slots[idx].refs.fetch_sub(1, Ordering::Release) == 1 {
+        let slot = &self.slots[idx];
+        if slot.refs.fetch_sub(1, Ordering::Release) == 1 {
             // Make every other holder's reads happen before the next owner's writes.
             fence(Ordering::Acquire);
+            // Read before the push: then the slot may be someone else's.
+            let owner = slot.owner.load(Ordering::Relaxed);
             // Cannot fail: the queue holds every slot index at most once and has room for all.
             let _ = self.free.push(idx);
+            // After the push: a quota never counts fewer frames than are out of the free list,
+            // so the pool always has a frame for a user within its quota (its capacity is the
+            // sum of the quotas).
+            if owner != NO_ACCOUNT {
+                self.account(owner).held.fetch_sub(1, Ordering::Release);
+            }
         }
     }
+
+    /// Account `k` (a quota handle exists for it, so the table does).
+    fn account(&self, k: u32) -> &Account {
+        &self
+            .accounts
+            .get()
+            .expect("a quota handle made the accounts")[k as usize]
+    }
+}
+
+/// How a pool is shared through quota handles ([`FramePool::sharing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PoolSharing {
+    /// Quota handles made on the pool ([`FramePool::with_quota`]): one per show in a host.
+    pub handles: usize,
+    /// Frames out through quota handles now.
+    pub out: usize,
+    /// The most frames out through quota handles at once so far.
+    pub peak: usize,
+    /// Buffers made by an acquire that found no free frame (rather than by a filler ahead of
+    /// need), over every handle.
+    pub grown_on_acquire: usize,
 }
 
 /// A pool of equally sized RGBA frames, each allocated and touched once, up front or the first
@@ -228,6 +299,9 @@ impl PoolInner {
 #[derive(Clone)]
 pub struct FramePool {
     inner: Arc<PoolInner>,
+    /// A quota handle's account ([`with_quota`](Self::with_quota)); [`NO_ACCOUNT`]: the whole
+    /// pool.
+    account: u32,
 }
 
 impl std::fmt::Debug for FramePool {
@@ -238,6 +312,7 @@ impl std::fmt::Debug for FramePool {
             .field("capacity", &self.capacity())
             .field("allocated", &self.allocated())
             .field("available", &self.available())
+            .field("quota", &self.quota())
             .finish()
     }
 }
@@ -302,6 +377,7 @@ impl FramePool {
             .map(|_| Slot {
                 refs: AtomicUsize::new(0),
                 data: OnceLock::new(),
+                owner: AtomicU32::new(NO_ACCOUNT),
             })
             .collect();
         Ok(FramePool {
@@ -316,8 +392,84 @@ impl FramePool {
                 shared,
                 span,
                 pad,
+                accounts: OnceLock::new(),
+                next_account: AtomicUsize::new(0),
+                peak: AtomicUsize::new(0),
+                grown_on_acquire: AtomicUsize::new(0),
             }),
+            account: NO_ACCOUNT,
         })
+    }
+
+    /// A handle on this pool's frames that may hold at most `quota` of them at once: its
+    /// [`acquire`](Self::acquire) returns `None` (and [`try_acquire`](Self::try_acquire)
+    /// [`Error::PoolExhausted`] with `quota` as the capacity) while `quota` frames taken through
+    /// it (or through its clones, or copies made by [`Frame::into_mut`] of its frames) are out,
+    /// whatever the pool has free. Several handles share the pool's buffers: the pool makes only
+    /// as many as they hold together. For a pool shared this way, make its capacity the sum of
+    /// the quotas: then a handle within its quota always gets a frame.
+    ///
+    /// A frame's handle counts in its slot (no reference count of its own: a frame taken through
+    /// a quota handle costs one compare-and-swap more on acquire, one decrement more on return).
+    ///
+    /// # Panics
+    /// If `quota` is zero, or the pool already has as many quota handles as it has frames
+    /// (each quota is at least one frame: the capacity is too small for the sum of the quotas).
+    pub fn with_quota(&self, quota: usize) -> FramePool {
+        assert!(quota > 0, "a frame quota of zero");
+        let inner = &*self.inner;
+        let table = inner
+            .accounts
+            .get_or_init(|| (0..inner.slots.len()).map(|_| Account::default()).collect());
+        let k = inner.next_account.fetch_add(1, Ordering::Relaxed);
+        assert!(
+            k < table.len(),
+            "more quota handles than the {} frames of the pool",
+            table.len()
+        );
+        table[k].quota.store(quota, Ordering::Relaxed);
+        FramePool {
+            inner: Arc::clone(&self.inner),
+            account: u32::try_from(k).expect("fewer accounts than slots"),
+        }
+    }
+
+    fn my_account(&self) -> Option<&Account> {
+        (self.account != NO_ACCOUNT).then(|| self.inner.account(self.account))
+    }
+
+    /// This handle's quota (`None`: a handle on the whole pool).
+    pub fn quota(&self) -> Option<usize> {
+        self.my_account().map(|a| a.quota.load(Ordering::Relaxed))
+    }
+
+    /// Frames out through this handle now: for a quota handle, what it holds; for the whole
+    /// pool, every frame made and not free.
+    pub fn in_use(&self) -> usize {
+        match self.my_account() {
+            Some(a) => a.held.load(Ordering::Acquire),
+            None => self.allocated().saturating_sub(self.available()),
+        }
+    }
+
+    /// Acquisitions this quota handle refused because its quota was reached (0 for a handle on
+    /// the whole pool).
+    pub fn refused(&self) -> u64 {
+        self.my_account()
+            .map_or(0, |a| a.refused.load(Ordering::Relaxed))
+    }
+
+    /// How the pool is shared: quota handles made on it, frames out now and the most at once
+    /// (as seen by acquires through quota handles), and the buffers `acquire` had to make itself
+    /// (no free frame).
+    pub fn sharing(&self) -> PoolSharing {
+        let i = &*self.inner;
+        PoolSharing {
+            handles: i.next_account.load(Ordering::Relaxed),
+            out: self.allocated().saturating_sub(self.available()),
+            peak: i.peak.load(Ordering::Relaxed),
+            grown_on_acquire: i.grown_on_acquire.load(Ordering::Relaxed),
+        }
     }
 
     /// Allocates (and touches) buffers until `target` exist (at most the capacity), putting them
@@ -351,6 +503,51 @@ impl FramePool {
     /// capacity yet.
     pub fn acquire(&self) -> Option<FrameMut> {
         let inner = &*self.inner;
+        let Some(account) = self.my_account() else {
+            let idx = self.take_slot()?;
+            inner.slots[idx].owner.store(NO_ACCOUNT, Ordering::Relaxed);
+            return Some(FrameMut {
+                pool: Arc::clone(&self.inner),
+                idx,
+            });
+        };
+        // The quota first: a user at its quota takes nothing from the others.
+        let quota = account.quota.load(Ordering::Relaxed);
+        let reserved = account
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < quota).then_some(n + 1)
+            });
+        if reserved.is_err() {
+            account.refused.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let Some(idx) = self.take_slot() else {
+            // Only when the pool is smaller than the sum of its quotas.
+            account.held.fetch_sub(1, Ordering::Release);
+            account.refused.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        inner.slots[idx]
+            .owner
+            .store(self.account, Ordering::Relaxed);
+        // Loads only, but when a new high comes.
+        let out = inner
+            .created
+            .load(Ordering::Relaxed)
+            .saturating_sub(inner.free.len());
+        if out > inner.peak.load(Ordering::Relaxed) {
+            inner.peak.fetch_max(out, Ordering::Relaxed);
+        }
+        Some(FrameMut {
+            pool: Arc::clone(&self.inner),
+            idx,
+        })
+    }
+
+    /// A free slot (growing the pool when none is and it may), its handle count set to 1.
+    fn take_slot(&self) -> Option<usize> {
+        let inner = &*self.inner;
         let idx = loop {
             if let Some(idx) = inner.free.pop() {
                 break idx;
@@ -362,6 +559,7 @@ impl FramePool {
                 continue;
             }
             if let Some(idx) = inner.grow() {
+                inner.grown_on_acquire.fetch_add(1, Ordering::Relaxed);
                 break idx;
             }
             if inner.filling.load(Ordering::SeqCst) == 0 {
@@ -370,10 +568,7 @@ impl FramePool {
             }
         };
         inner.slots[idx].refs.store(1, Ordering::Relaxed);
-        Some(FrameMut {
-            pool: Arc::clone(&self.inner),
-            idx,
-        })
+        Some(idx)
     }
 
     /// Like [`acquire`](Self::acquire), but an exhausted pool is an [`Error::PoolExhausted`].
@@ -395,17 +590,24 @@ impl FramePool {
         self.inner.height
     }
 
-    /// The most frames the pool may hold.
+    /// The most frames this handle may hold: its quota, or the pool's capacity.
     pub fn capacity(&self) -> usize {
+        self.quota().unwrap_or(self.inner.slots.len())
+    }
+
+    /// The most frames the pool may hold, over every handle (its capacity, whatever the quota
+    /// of this handle).
+    pub fn pool_capacity(&self) -> usize {
         self.inner.slots.len()
     }
 
-    /// Frames whose buffer has been allocated so far (at most [`capacity`](Self::capacity)).
+    /// Frames whose buffer has been allocated so far (at most
+    /// [`pool_capacity`](Self::pool_capacity)), over every handle.
     pub fn allocated(&self) -> usize {
         self.inner.created.load(Ordering::Relaxed)
     }
 
-    /// Frames allocated and free right now.
+    /// Frames allocated and free right now, over every handle.
     pub fn available(&self) -> usize {
         self.inner.free.len()
     }
@@ -415,9 +617,15 @@ impl FramePool {
         self.inner.shared.is_some()
     }
 
-    /// Whether `other` is a handle to the same pool.
+    /// Whether `other` is a handle to the same pool (whatever their quotas).
     pub fn same_pool(&self, other: &FramePool) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Whether `other` is this very handle or a clone of it: the same pool and the same quota
+    /// account (two handles made by two [`with_quota`](Self::with_quota) calls are not).
+    pub fn same_handle(&self, other: &FramePool) -> bool {
+        self.same_pool(other) && self.account == other.account
     }
 
     /// Handles to this pool (the pool, its clones and every frame from it), for a helper that
@@ -460,6 +668,7 @@ macro_rules! common_accessors {
         pub fn pool(&self) -> FramePool {
             FramePool {
                 inner: Arc::clone(&self.pool),
+                account: self.pool.slots[self.idx].owner.load(Ordering::Relaxed),
             }
         }
     };
@@ -797,6 +1006,96 @@ mod tests {
             assert_eq!(offs.len(), 8, "every holder has its own slot");
             assert!(pool.acquire().is_none());
         }
+    }
+
+    #[test]
+    fn quota_handles_share_the_buffers_and_never_hold_more_than_their_quota() {
+        let pool = FramePool::lazy(8, 8, 5);
+        let (a, b) = (pool.with_quota(2), pool.with_quota(3));
+        assert_eq!(
+            (a.quota(), a.capacity(), a.pool_capacity()),
+            (Some(2), 2, 5)
+        );
+        assert_eq!(pool.quota(), None);
+        // One frame out and back through each: the second reuses the first's buffer.
+        let first = a.acquire().unwrap();
+        let ptr = first.data().as_ptr();
+        drop(first);
+        assert_eq!(b.acquire().unwrap().data().as_ptr(), ptr);
+        assert_eq!(pool.allocated(), 1, "made for what is held together");
+        // `a` at its quota is refused while the pool has room; `b` goes on.
+        let held_a: Vec<FrameMut> = (0..2).map(|_| a.acquire().unwrap()).collect();
+        assert!(a.acquire().is_none(), "a third frame over a quota of two");
+        assert!(matches!(
+            a.try_acquire(),
+            Err(Error::PoolExhausted { capacity: 2, .. })
+        ));
+        assert_eq!(a.refused(), 2);
+        assert_eq!((a.in_use(), b.in_use()), (2, 0));
+        let held_b: Vec<FrameMut> = (0..3).map(|_| b.acquire().unwrap()).collect();
+        assert!(b.acquire().is_none());
+        assert_eq!(b.refused(), 1);
+        let sharing = pool.sharing();
+        assert_eq!((sharing.handles, sharing.out, sharing.peak), (2, 5, 5));
+        // Clones and shared handles count once; the frame's last handle gives its quota back.
+        let mut held_a = held_a.into_iter();
+        let shared = held_a.next().unwrap().freeze();
+        drop(held_a);
+        assert_eq!(a.in_use(), 1, "the other frame of `a` went back");
+        let clone = shared.clone();
+        assert_eq!(a.in_use(), 1, "a clone is no second frame");
+        drop(shared);
+        assert_eq!(a.in_use(), 1);
+        drop(clone);
+        assert_eq!(a.in_use(), 0);
+        drop(held_b);
+        assert_eq!(
+            (b.in_use(), pool.sharing().out, pool.available()),
+            (0, 0, 5)
+        );
+    }
+
+    #[test]
+    fn a_copy_on_write_counts_against_the_frames_quota() {
+        let pool = FramePool::lazy(8, 8, 4);
+        let q = pool.with_quota(1);
+        let f = q.acquire().unwrap().freeze();
+        let other = f.clone();
+        // A copy would be a second frame of a quota of one: refused, the frame handed back.
+        let (back, err) = f.into_mut().unwrap_err();
+        assert!(matches!(err, Error::PoolExhausted { capacity: 1, .. }));
+        drop(other);
+        let m = back.try_into_mut().expect("the last handle");
+        assert_eq!(m.pool().quota(), Some(1), "a frame knows its quota handle");
+        assert!(m.pool().same_handle(&q) && !m.pool().same_handle(&pool.with_quota(1)));
+        drop(m);
+        assert_eq!(q.in_use(), 0);
+    }
+
+    #[test]
+    fn quota_handles_on_several_threads_stay_within_their_quotas() {
+        let pool = FramePool::lazy(16, 16, 6);
+        let handles: Vec<FramePool> = (0..3).map(|_| pool.with_quota(2)).collect();
+        std::thread::scope(|s| {
+            for h in &handles {
+                for _ in 0..2 {
+                    s.spawn(move || {
+                        for _ in 0..2000 {
+                            if let Some(f) = h.acquire() {
+                                assert!(h.in_use() <= 2, "over the quota");
+                                drop(f.freeze().clone());
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        for h in &handles {
+            assert_eq!(h.in_use(), 0);
+        }
+        assert!(pool.allocated() <= 6);
+        assert_eq!(pool.available(), pool.allocated());
+        assert!(pool.sharing().peak <= 6);
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub use element::{
     MixerFactory, Mode, Registry, RegistryEntry, Sink, SliceRunner, Source,
 };
 pub use error::{Error, Result};
-pub use frame::{Frame, FrameMut, FramePool};
+pub use frame::{Frame, FrameMut, FramePool, PoolSharing};
 pub use info::{FrameCtx, LoopOrigin, Rational, VideoInfo};
 pub use limits::Limits;
 pub use props::{PropKind, PropSpec, PropValue, Props};

@@ -436,9 +436,7 @@ impl Buried {
             return false;
         };
         ver.first_frames.iter_mut().for_each(|f| *f = None);
-        ver.pools.iter().enumerate().all(|(i, pool)| {
-            ver.pools[..i].iter().any(|q| q.same_pool(pool)) || pool.available() == pool.allocated()
-        })
+        ver.pools.iter().all(|pool| pool.in_use() == 0)
     }
 }
 

@@ -26,8 +26,9 @@
 //!   joined, its result reported by name) while the others go on.
 //!
 //! What a show still has of its own: its follower output threads (a sink other than the
-//! master, unpaced, blocking only in its own I/O), its edit thread when it has an editor, and
-//! the pool-filling helper during its first frames. The master sink runs on the clock thread:
+//! master, unpaced, blocking only in its own I/O) and its edit thread when it has an editor.
+//! Its frame pools are quota handles on the host's, one per frame size (`SharedPools`,
+//! `pools.rs`). The master sink runs on the clock thread:
 //! a sink that blocks (a full pipe, a peer applying back-pressure) delays every show's clock.
 
 use std::cmp::Reverse;
@@ -43,6 +44,7 @@ use framepipe_core::{Error, Result, Sink};
 
 use crate::output::{Next, Output, PacingStats};
 use crate::pipeline::{conclude, Prepared, Side, JOIN_GRACE};
+use crate::pools::SharedPools;
 use crate::state::Shared;
 use crate::stats::RunStats;
 use crate::worker::panic_message;
@@ -62,6 +64,8 @@ pub struct ShowResult {
 pub struct Host {
     threads: usize,
     shows: Vec<(String, Prepared)>,
+    /// One frame pool per frame shape for every show, each show with its quota (`pools.rs`).
+    pools: SharedPools,
 }
 
 impl Host {
@@ -75,7 +79,14 @@ impl Host {
         Host {
             threads,
             shows: Vec::new(),
+            pools: SharedPools::new(),
         }
+    }
+
+    /// The frame pools the shows share: one per frame shape (see [`SharedPools`]); a clone that
+    /// stays valid after [`run`](Self::run), for their figures.
+    pub fn pools(&self) -> SharedPools {
+        self.pools.clone()
     }
 
     /// The worker threads the shows share. Each show must be prepared with this many
@@ -110,6 +121,8 @@ impl Host {
                 self.threads
             )));
         }
+        let mut show = show;
+        show.share_pools(&self.pools);
         self.shows.push((name, show));
         Ok(())
     }
@@ -138,6 +151,7 @@ impl Host {
                 want_realtime |= p.options.pace.is_some() && p.options.realtime;
             }
             shared.lock().host = true;
+            p.start_pools();
             let mut side = p.start_side();
             let link = side.link.take();
             let start = Start {

@@ -15,15 +15,15 @@ use framepipe_clock::{PiCondvar, PiMutex};
 
 use framepipe_control::{CommandReader, Oscillator};
 use framepipe_core::{
-    EffectFactory, Error, Frame, Mode, PropSpec, PropValue, Rational, Result, Sink, VideoInfo,
+    EffectFactory, Error, Frame, FramePool, Mode, PropSpec, PropValue, Rational, Result, Sink,
+    VideoInfo,
 };
 
 use crate::events::EventFn;
 use crate::graph::{Graph, OnEnd};
 use crate::live::{FrameParams, Live, LiveStage};
 use crate::plan::{Part, Plan};
-use crate::pools::PoolNeeds;
-use crate::pools::PoolNode;
+use crate::pools::{PoolNeeds, PoolNode, PoolPlan, SharedPools, ShowPools};
 use crate::state::{
     new_state, Instance, Kind, NodeState, PortSignal, Proc, Shared, SourceInst, Topo, TopoNode,
     Version,
@@ -186,6 +186,7 @@ impl Graph {
             port_nodes,
             graph_view,
             moves: _,
+            pool_plans,
         } = built;
         let ports = port_nodes.len();
         let stages = Arc::clone(&ver.stages);
@@ -221,6 +222,8 @@ impl Graph {
             stall_timeout_ns,
             commands: None,
             editor: None,
+            own_pools: pool_plans,
+            pool_share: None,
         })
     }
 }
@@ -285,6 +288,8 @@ pub(crate) struct Built {
     pub graph_view: GraphView,
     /// Live edits: (running node, new node) whose instances, source or ring move in.
     pub moves: Vec<(usize, usize)>,
+    /// Each distinct pool of `ver.pools` once, with its plan.
+    pub pool_plans: Vec<(FramePool, PoolPlan)>,
 }
 
 /// Builds a graph version from its plan: pools, live parameters, instances of every effect and
@@ -380,12 +385,14 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             }
         })
         .collect();
-    let pools = crate::pools::frame_pools(&PoolNeeds {
+    let ShowPools {
+        per_node: pools,
+        distinct: pool_plans,
+    } = crate::pools::frame_pools(&PoolNeeds {
         nodes: &pool_nodes,
         chain,
         threads,
         in_flight,
-        paced: options.pace.is_some(),
         keep_last,
     })?;
     drop(pool_nodes);
@@ -687,6 +694,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
         port_nodes,
         graph_view,
         moves,
+        pool_plans,
     })
 }
 
@@ -729,6 +737,7 @@ pub(crate) fn prepare_edit(
         port_nodes,
         graph_view,
         moves,
+        pool_plans: _,
     } = built;
     // The new pools' buffers are made (allocated, every page touched) here: left lazy, they
     // would be made by the workers running the first frames after the switch.
@@ -773,6 +782,11 @@ pub struct Prepared {
     pub(crate) stall_timeout_ns: u64,
     pub(crate) commands: Option<CommandReader>,
     pub(crate) editor: Option<Box<dyn crate::Editor>>,
+    /// Its own pools (each once, with its plan): lazy, nothing made until the run starts
+    /// ([`start_pools`](Self::start_pools)).
+    own_pools: Vec<(FramePool, PoolPlan)>,
+    /// A host's shared pools it was enrolled in ([`share_pools`](Self::share_pools)).
+    pool_share: Option<SharedPools>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -850,7 +864,9 @@ impl Prepared {
         let shared = Arc::clone(&self.shared);
         let options = self.options;
         let stall = self.stall_timeout_ns;
-        // Before the workers: the IO thread must have the blocking sources' first jobs.
+        // Before the workers: the IO thread must have the blocking sources' first jobs (and
+        // both the frame pools).
+        self.start_pools();
         let mut side = self.start_side();
         let mut workers = Vec::with_capacity(self.threads);
         for w in 0..self.threads {
@@ -978,6 +994,69 @@ impl Prepared {
             followers,
             edit_thread,
             link,
+        }
+    }
+
+    /// Enrolls this show's pools in a host's shared pools (at `Host::add`): when the host
+    /// starts, [`start_pools`](Self::start_pools) replaces them with quota handles on those.
+    pub(crate) fn share_pools(&mut self, pools: &SharedPools) {
+        if pools.enroll(&self.own_pools, self.options.pace.is_some()) {
+            self.pool_share = Some(pools.clone());
+        }
+    }
+
+    /// Readies the frame pools as the run starts, before its first frame. In a host
+    /// ([`share_pools`](Self::share_pools)): every pool of the show is replaced by a handle on
+    /// the host's pool of its shape, with the show's own capacity as its quota (a feedback's
+    /// frame 0 is copied over). Alone (or for a pool the host has none for): a paced run's own
+    /// pools are filled by a helper thread while the first frames flow.
+    pub(crate) fn start_pools(&mut self) {
+        let own = std::mem::take(&mut self.own_pools);
+        let mut keep = own;
+        if let Some(shared) = self.pool_share.take() {
+            let mut st = self.shared.lock();
+            // Only the state holds the version before the run; were it otherwise, the show
+            // keeps its own pools.
+            if self.options.pace.is_some() {
+                // A paced show begins its frame 0 only, then each frame just in time for its
+                // deadline (the output raises the limit as it releases frames, once it has
+                // measured the show's latency). Without this, every show would begin all its
+                // frames in flight at once as it starts (or while paused), and the shared
+                // pools would have to hold every show's frames in flight: the sum of the
+                // quotas, nothing saved.
+                st.begin_limit = 0;
+            }
+            if let Some(ver) = Arc::get_mut(&mut st.ver) {
+                let pools: Vec<FramePool> = keep.iter().map(|(p, _)| p.clone()).collect();
+                let handles = shared.bind(&pools, self.threads);
+                for pool in &mut ver.pools {
+                    let k = pools.iter().position(|p| p.same_pool(pool));
+                    if let Some(h) = k.and_then(|k| handles[k].clone()) {
+                        *pool = h;
+                    }
+                }
+                for (frame, pool) in ver.first_frames.iter_mut().zip(&ver.pools) {
+                    let Some(old) = frame.as_ref() else { continue };
+                    if old.pool().same_pool(pool) {
+                        continue;
+                    }
+                    // Within the quota (the show holds nothing else yet); on failure the
+                    // frame stays in its own pool, which it keeps alive.
+                    if let Ok(mut copy) = pool.try_acquire() {
+                        copy.copy_from(old.data());
+                        *frame = Some(copy.freeze());
+                    }
+                }
+                // What the show still fills of its own: the pools it kept.
+                keep.retain(|(p, _)| ver.pools.iter().any(|q| q.same_handle(p)));
+            }
+        }
+        if self.options.pace.is_some() {
+            ShowPools {
+                per_node: Vec::new(),
+                distinct: keep,
+            }
+            .fill_in_background();
         }
     }
 

@@ -65,6 +65,11 @@
 //! frame allocates or faults in a page again.
 //! Measured with `scripts/bench-memory` (docs/RELIABILITY.md).
 //!
+//! # In a host
+//!
+//! Several shows in one process share their pools: one per frame shape, each show holding a
+//! quota handle with the capacity computed above as its quota ([`SharedPools`]).
+//!
 //! # Where the frames live
 //!
 //! On the heap, unless something in the process runs frames in a child process (an isolated
@@ -74,6 +79,7 @@
 //! of through copies (docs/ISOLATION.md). Allocation and touching are the same either way.
 
 use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
 
 use framepipe_core::limits::{frame_bytes, human_bytes};
 use framepipe_core::{FramePool, Limits, Result, VideoInfo};
@@ -147,8 +153,6 @@ pub(crate) struct PoolNeeds<'a> {
     pub threads: usize,
     /// Frames in flight at most (already resolved, see [`in_flight`]).
     pub in_flight: usize,
-    /// Paced output: pools are filled to capacity during the warm-up.
-    pub paced: bool,
     /// The output thread keeps its last frame (paced, `--overload live`).
     pub keep_last: bool,
 }
@@ -163,6 +167,11 @@ pub(crate) struct PoolPlan {
     /// keep. No framepipe sink keeps one; a sink that does keeps it from its first frame on, so
     /// it grows the pool during the warm-up anyway, and the others do not pay for it.
     pub fill: usize,
+    /// Frames a paced show holds of this pool while no worker runs it: a frame done and waiting
+    /// for its deadline (the master's pool: its frame; in a graph, each node's output), the
+    /// output thread's last frame, what nodes keep (`extra`), one per leaky branch. What a
+    /// host's shared pool is filled with per show ([`SharedPools`]).
+    pub idle: usize,
 }
 
 impl PoolNeeds<'_> {
@@ -183,6 +192,7 @@ impl PoolNeeds<'_> {
                         height: info.height,
                         capacity: 0,
                         fill: 0,
+                        idle: 0,
                     });
                     plans.len() - 1
                 }
@@ -220,6 +230,17 @@ impl PoolNeeds<'_> {
                 .saturating_add(extra)
                 .saturating_add(last);
             plan.capacity = plan.fill.saturating_add(sink_keeps);
+            let feeds_master = of_pool().any(|i| self.nodes[i].feeds_master);
+            let waiting = if self.chain {
+                usize::from(feeds_master)
+            } else {
+                show_writers
+            };
+            plan.idle = waiting
+                .saturating_add(branch)
+                .saturating_add(extra)
+                .saturating_add(last)
+                .min(plan.capacity);
         }
         (plans, node_pool)
     }
@@ -259,11 +280,33 @@ impl PoolNeeds<'_> {
     }
 }
 
+/// A run's pools: per node, the pool its output comes from; and each distinct pool once with
+/// its plan (what [`ShowPools::fill_in_background`] fills, what a host's [`SharedPools`] counts).
+#[derive(Debug, Default)]
+pub(crate) struct ShowPools {
+    pub per_node: Vec<FramePool>,
+    pub distinct: Vec<(FramePool, PoolPlan)>,
+}
+
+impl ShowPools {
+    /// A paced run's pools are filled to their `fill` by a helper thread while the first frames
+    /// flow (see the module documentation).
+    pub fn fill_in_background(self) {
+        fill_in_background(
+            self.distinct
+                .into_iter()
+                .map(|(pool, plan)| (pool, plan.fill))
+                .collect(),
+        );
+    }
+}
+
 /// Checks the run's frames against the memory budget, then makes one lazy pool per distinct
-/// frame size and returns, for each node, the pool its output comes from. Nothing frame-sized
-/// is allocated before the checks pass; a paced run's pools are then filled to capacity by a
-/// helper thread.
-pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<Vec<FramePool>> {
+/// frame size: for each node, the pool its output comes from, and each pool once with its plan.
+/// Nothing frame-sized is allocated before the checks pass, nor here: a paced run's pools are
+/// filled by a helper thread once it starts ([`ShowPools::fill_in_background`]), or replaced by
+/// a host's shared pools ([`SharedPools`]).
+pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<ShowPools> {
     let limits = Limits::current();
     for node in needs.nodes {
         limits.check_frame(node.name, node.info.width, node.info.height)?;
@@ -282,11 +325,10 @@ pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<Vec<FramePool>> {
             }
         })
         .collect::<Result<_>>()?;
-    if needs.paced {
-        let targets = pools.iter().cloned().zip(plans.iter().map(|p| p.fill));
-        fill_in_background(targets.collect());
-    }
-    Ok(node_pool.into_iter().map(|i| pools[i].clone()).collect())
+    Ok(ShowPools {
+        per_node: node_pool.into_iter().map(|i| pools[i].clone()).collect(),
+        distinct: pools.into_iter().zip(plans).collect(),
+    })
 }
 
 /// Fills every pool to its target on a short-lived helper thread, one frame at a time, the
@@ -303,6 +345,224 @@ fn fill_in_background(pools: Vec<(FramePool, usize)>) {
                         return;
                     }
                     pool.fill(pool.allocated() + 1);
+                }
+            }
+        });
+}
+
+/// How often a host's pool filler looks whether a shared pool still has frames to spare.
+const TOP_UP_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The frame pools of a [`Host`](crate::Host)'s shows: **one pool per frame shape** (width,
+/// height, and whether its frames are in shared memory: what makes two frames interchangeable;
+/// the format and stride are always RGBA, `width * 4`) for every show, each show holding a
+/// quota handle on it ([`FramePool::with_quota`]) whose quota is the capacity its own plan
+/// gives it. The pool's capacity is the sum of the quotas (a show within its quota always gets a
+/// frame, one at its quota is refused as its own pool's end would refuse it), but frames are
+/// made only for what the shows hold *together*: a helper thread (`fp-pool-fill`) fills each
+/// pool, as the run starts, with what the paced shows hold between their frames (each show's
+/// `idle` frames: the frame waiting for its deadline, the output's last frame, what nodes keep)
+/// plus two frames per worker (a running stage's input and output), then keeps at least one
+/// frame per worker free every [`TOP_UP_EVERY`] until the host ends.
+///
+/// Shows are enrolled when they are added to the host (their plans only) and bound when the
+/// host starts: the pools are made then, at their final capacity, and each show's pools are
+/// replaced by handles before its first frame. A live edit of a show in a host makes the new
+/// version's pools of its own, as a show alone does.
+///
+/// Cloning it is cheap: a clone sees the same pools ([`stats`](Self::stats)).
+#[derive(Debug, Clone, Default)]
+pub struct SharedPools {
+    inner: Arc<Mutex<Registry>>,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    shapes: Vec<Shape>,
+    /// The pools are made (the host started): no more shows may be enrolled.
+    open: bool,
+}
+
+#[derive(Debug)]
+struct Shape {
+    width: u32,
+    height: u32,
+    shared: bool,
+    /// Shows enrolled with a pool of this shape.
+    shows: usize,
+    /// The sum of their quotas: the pool's capacity.
+    quota: usize,
+    /// What the filler makes ahead of need.
+    target: usize,
+    pool: Option<FramePool>,
+}
+
+/// One shared pool of a host, as [`SharedPools::stats`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedPoolStats {
+    /// Frame width in pixels.
+    pub width: u32,
+    /// Frame height in pixels.
+    pub height: u32,
+    /// Its frames are in shared memory (an isolated plugin runs in the process).
+    pub shared_memory: bool,
+    /// Shows holding a quota handle on it.
+    pub shows: usize,
+    /// The sum of their quotas: the most frames it may make.
+    pub capacity: usize,
+    /// What its filler makes ahead of need (see [`SharedPools`]).
+    pub target: usize,
+    /// Frames made so far.
+    pub allocated: usize,
+    /// Frames the shows hold now.
+    pub in_use: usize,
+    /// The most frames the shows held at once so far.
+    pub peak: usize,
+    /// Frames made by a show's acquire (no free frame) rather than by the filler.
+    pub grown_on_acquire: usize,
+}
+
+impl SharedPools {
+    /// No pools yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One line per pool, in the order their shapes were first enrolled.
+    pub fn stats(&self) -> Vec<SharedPoolStats> {
+        let reg = self.lock();
+        reg.shapes
+            .iter()
+            .map(|s| {
+                let (allocated, in_use, peak, grown) = s.pool.as_ref().map_or((0, 0, 0, 0), |p| {
+                    let sh = p.sharing();
+                    (p.allocated(), sh.out, sh.peak, sh.grown_on_acquire)
+                });
+                SharedPoolStats {
+                    width: s.width,
+                    height: s.height,
+                    shared_memory: s.shared,
+                    shows: s.shows,
+                    capacity: s.quota,
+                    target: s.target,
+                    allocated,
+                    in_use,
+                    peak,
+                    grown_on_acquire: grown,
+                }
+            })
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts a show's pools in (at `Host::add`): `paced` shows add their plans' `idle` frames
+    /// to what is made ahead of need. `false` once the pools are made (the host started).
+    pub(crate) fn enroll(&self, pools: &[(FramePool, PoolPlan)], paced: bool) -> bool {
+        let mut reg = self.lock();
+        if reg.open {
+            return false;
+        }
+        for (pool, plan) in pools {
+            let (w, h, shared) = (pool.width(), pool.height(), pool.is_shared());
+            let i = match reg
+                .shapes
+                .iter()
+                .position(|s| (s.width, s.height, s.shared) == (w, h, shared))
+            {
+                Some(i) => i,
+                None => {
+                    reg.shapes.push(Shape {
+                        width: w,
+                        height: h,
+                        shared,
+                        shows: 0,
+                        quota: 0,
+                        target: 0,
+                        pool: None,
+                    });
+                    reg.shapes.len() - 1
+                }
+            };
+            let shape = &mut reg.shapes[i];
+            shape.shows += 1;
+            shape.quota = shape.quota.saturating_add(pool.capacity());
+            if paced {
+                shape.target = shape.target.saturating_add(plan.idle);
+            }
+        }
+        true
+    }
+
+    /// A show's handles, one per pool it enrolled (same order), each with that pool's capacity
+    /// as its quota. The first call makes every pool (at the sum of the quotas enrolled) and
+    /// starts the filler; `threads`: the host's workers. `None` for a pool that was not
+    /// enrolled or could not be made (the show keeps its own).
+    pub(crate) fn bind(&self, own: &[FramePool], threads: usize) -> Vec<Option<FramePool>> {
+        let mut reg = self.lock();
+        let mut fill = Vec::new();
+        if !reg.open {
+            reg.open = true;
+            for shape in &mut reg.shapes {
+                let made = if shape.shared {
+                    FramePool::lazy_shared(shape.width, shape.height, shape.quota).ok()
+                } else {
+                    Some(FramePool::lazy(shape.width, shape.height, shape.quota))
+                };
+                if let Some(pool) = &made {
+                    shape.target = shape.target.saturating_add(2 * threads).min(shape.quota);
+                    fill.push((pool.clone(), shape.target));
+                }
+                shape.pool = made;
+            }
+        }
+        let handles = own
+            .iter()
+            .map(|p| {
+                let key = (p.width(), p.height(), p.is_shared());
+                reg.shapes
+                    .iter()
+                    .find(|s| (s.width, s.height, s.shared) == key)
+                    .and_then(|s| s.pool.as_ref())
+                    .map(|pool| pool.with_quota(p.capacity()))
+            })
+            .collect();
+        // Started once this show holds its handles (it stops when no show holds any).
+        keep_filled(fill, threads);
+        handles
+    }
+}
+
+/// A host's filler (see [`SharedPools`]): fills each pool to its target, then keeps `spare`
+/// frames free in each (up to its capacity), looking every [`TOP_UP_EVERY`], until only this
+/// thread and the registry hold the pools (the shows are gone).
+fn keep_filled(pools: Vec<(FramePool, usize)>, spare: usize) {
+    if pools.is_empty() {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("fp-pool-fill".into())
+        .spawn(move || {
+            let gone = |pools: &[(FramePool, usize)]| pools.iter().all(|(p, _)| p.handles() <= 2);
+            for (pool, target) in &pools {
+                while pool.allocated() < *target {
+                    if gone(&pools) {
+                        return;
+                    }
+                    pool.fill(pool.allocated() + 1);
+                }
+            }
+            loop {
+                std::thread::sleep(TOP_UP_EVERY);
+                if gone(&pools) {
+                    return;
+                }
+                for (pool, _) in &pools {
+                    while pool.available() < spare && pool.allocated() < pool.pool_capacity() {
+                        pool.fill(pool.allocated() + 1);
+                    }
                 }
             }
         });
@@ -360,7 +620,6 @@ mod tests {
             chain: true,
             threads: 2,
             in_flight: f,
-            paced: false,
             keep_last: false,
         };
         let (plans, node_pool) = needs.plan();
@@ -405,7 +664,6 @@ mod tests {
             chain: true,
             threads: 4,
             in_flight: 10,
-            paced: true,
             keep_last: true,
         };
         let (plans, node_pool) = needs.plan();
@@ -455,7 +713,6 @@ mod tests {
             chain: false,
             threads: 2,
             in_flight: 6,
-            paced: false,
             keep_last: false,
         };
         let (plans, _) = needs.plan();
@@ -476,7 +733,6 @@ mod tests {
             chain: true,
             threads: 2,
             in_flight: 1_000_000_000,
-            paced: false,
             keep_last: false,
         };
         let e = frame_pools(&needs).unwrap_err().to_string();
@@ -496,11 +752,10 @@ mod tests {
             chain: true,
             threads: 2,
             in_flight: 2,
-            paced: false,
             keep_last: false,
         };
         framepipe_core::shm::request_shared_pools();
-        let pools = frame_pools(&needs).unwrap();
+        let pools = frame_pools(&needs).unwrap().per_node;
         assert!(pools[0].is_shared());
         let f = pools[0].acquire().unwrap();
         assert!(f.shared().is_some());
@@ -511,19 +766,20 @@ mod tests {
     fn lazy_pools_allocate_nothing_until_used_and_paced_ones_fill_up() {
         let infos = [info(32, 32), info(32, 32)];
         let nodes = chain(&infos, &[2]);
-        let mut needs = PoolNeeds {
+        let needs = PoolNeeds {
             nodes: &nodes,
             chain: true,
             threads: 2,
             in_flight: 4,
-            paced: false,
             keep_last: false,
         };
-        let pools = frame_pools(&needs).unwrap();
+        let pools = frame_pools(&needs).unwrap().per_node;
         assert!(pools[0].same_pool(&pools[1]));
         assert_eq!((pools[0].capacity(), pools[0].allocated()), (4 + 2 + 1, 0));
-        needs.paced = true;
-        let pools = frame_pools(&needs).unwrap();
+        // A paced run's, once it starts.
+        let planned = frame_pools(&needs).unwrap();
+        let pools = planned.per_node.clone();
+        planned.fill_in_background();
         let t0 = std::time::Instant::now();
         while pools[0].allocated() < 6 {
             assert!(
