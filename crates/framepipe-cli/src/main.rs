@@ -497,14 +497,7 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     };
     let oscquery = match (oscquery_addr, &osc_input) {
         (Some(addr), Some(input)) => {
-            let options = framepipe_oscquery::ServeOptions {
-                addr,
-                info: framepipe_oscquery::HostInfo {
-                    name: format!("framepipe-{}", std::process::id()),
-                    osc: Some(input.local),
-                },
-                mdns: !args.no_mdns,
-            };
+            let options = input.query_options(addr, args.no_mdns);
             let show = framepipe_oscquery::LiveShow::new(prepared.view(), prepared.counters());
             let server =
                 framepipe_oscquery::serve(options, show, Some(tx.clone())).context("--oscquery")?;

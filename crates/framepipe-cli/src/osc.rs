@@ -72,6 +72,23 @@ pub struct OscInput {
 }
 
 impl OscInput {
+    /// How `--oscquery ADDR` serves this input: this process's name, the OSC port clients
+    /// send to, and the mDNS advert unless `--no-mdns`.
+    pub fn query_options(
+        &self,
+        addr: SocketAddr,
+        no_mdns: bool,
+    ) -> framepipe_oscquery::ServeOptions {
+        framepipe_oscquery::ServeOptions {
+            addr,
+            info: framepipe_oscquery::HostInfo {
+                name: format!("framepipe-{}", std::process::id()),
+                osc: Some(self.local),
+            },
+            mdns: !no_mdns,
+        }
+    }
+
     /// Stops the thread (within [`POLL`]) and waits for it; its sender is dropped.
     pub fn finish(self) {
         self.stop.store(true, Ordering::Relaxed);

@@ -453,14 +453,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     };
     let oscquery = match (oscquery_addr, &osc_input) {
         (Some(addr), Some(input)) => {
-            let options = framepipe_oscquery::ServeOptions {
-                addr,
-                info: framepipe_oscquery::HostInfo {
-                    name: format!("framepipe-{}", std::process::id()),
-                    osc: Some(input.local),
-                },
-                mdns: !args.no_mdns,
-            };
+            let options = input.query_options(addr, args.no_mdns);
             let server =
                 framepipe_oscquery::serve_shows(options, query_shows).context("--oscquery")?;
             let local = server.local_addr();

@@ -8,21 +8,11 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Collect, Counter, H, W};
+use common::{bounded, Collect, Counter, H, W};
 use framepipe_core::{Frame, FrameCtx, FrameMut, Rational, Result, Sink, Source, VideoInfo};
 use framepipe_runtime::{Host, Options, Pipeline, Prepared, ShowResult};
 
 const THREADS: usize = 2;
-
-/// Runs `f` on its own thread and fails the test if it does not return within `limit`.
-fn bounded<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(limit)
-        .unwrap_or_else(|_| panic!("the host did not end within {limit:?}, or panicked"))
-}
 
 fn show(source: Box<dyn Source>, sink: Box<dyn Sink>, pace: Option<u32>) -> Prepared {
     Pipeline::new(("src".into(), source), vec![], ("out".into(), sink))

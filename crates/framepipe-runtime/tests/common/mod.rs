@@ -155,3 +155,13 @@ impl Collect {
         got.into_iter().map(|g| g.1).collect()
     }
 }
+
+/// Runs `f` on its own thread and fails the test if it does not return within `limit`.
+pub fn bounded<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("the host did not end within {limit:?}, or panicked"))
+}
