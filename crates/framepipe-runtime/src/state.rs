@@ -644,22 +644,17 @@ impl State {
         Some(self.node_job(&v, node, slot))
     }
 
-    /// The IO thread has started: blocking sources' jobs go to it from now on (any already
-    /// queued for the compute workers move over).
+    /// The IO thread has started: blocking sources' jobs go to it from now on. None can be
+    /// queued for the workers yet: it starts before the workers, or (on the edit thread)
+    /// before a version with a blocking source switches in, the running one having none.
     pub(crate) fn start_io(&mut self) {
+        debug_assert!(
+            self.ready
+                .iter()
+                .all(|&(n, _)| !self.ver.topo.nodes[n].blocks),
+            "a blocking source's job was queued for the workers before the IO thread started"
+        );
         self.io = true;
-        let v = Arc::clone(&self.ver);
-        let mut i = 0;
-        while i < self.ready.len() {
-            let (node, slot) = self.ready[i];
-            if v.topo.nodes[node].blocks {
-                self.ready.remove(i);
-                self.io_ready.push_back((node, slot));
-                self.wake.io = true;
-            } else {
-                i += 1;
-            }
-        }
     }
 
     /// The job of runnable `node` at `slot`: its inputs and an instance.
