@@ -84,9 +84,14 @@ use crate::Event;
 pub(crate) enum ToEditor {
     /// Build the next version for this `Command::Edit`.
     Build(Posted),
-    /// The engine switched to the version last built: publish its graph, tell the editor, and
-    /// drop what the switch replaced (here, off the frame path).
-    Switched(Box<Pending>),
+    /// The engine switched to the version last built, at this frame: publish its graph and
+    /// tell the editor (the next edit is built against it).
+    Switched {
+        frame: u64,
+        graph_view: Option<crate::view::GraphView>,
+    },
+    /// What a switch replaced, once its frames are done: dropped here, off the frame path.
+    Bury(Box<Pending>),
 }
 
 /// From the edit thread.
@@ -131,7 +136,8 @@ pub(crate) fn spawn(
     shared: Arc<Shared>,
     options: Options,
 ) -> std::io::Result<(EditLink, JoinHandle<()>)> {
-    let (tx, from_output) = sync_channel::<ToEditor>(2);
+    // At most: an answered switch, the next edit, the replaced version of the first.
+    let (tx, from_output) = sync_channel::<ToEditor>(4);
     let (to_output, rx) = sync_channel::<FromEditor>(2);
     let ready = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&ready);
@@ -224,16 +230,17 @@ pub(crate) fn spawn(
                             }
                         }
                     }
-                    ToEditor::Switched(mut p) => {
-                        if let Some(g) = p.graph_view.take() {
+                    ToEditor::Bury(p) => {
+                        // What the switch replaced is dropped here: instances of removed
+                        // nodes, the old pools and slots, once nothing else holds them.
+                        graveyard.push(Buried::new(p));
+                    }
+                    ToEditor::Switched { frame, graph_view } => {
+                        if let Some(g) = graph_view {
                             let live = shared.live.lock();
                             shared.view.set_graph(g, &live);
                         }
                         editor.settled(true);
-                        let frame = p.frame;
-                        // What the switch replaced is dropped here: instances of removed
-                        // nodes, the old pools and slots, once nothing else holds them.
-                        graveyard.push(Buried::new(p));
                         fading = match std::mem::replace(&mut fading, Fading::No) {
                             // The crossfade runs from `frame`: the version after it is built
                             // now, against it, and waits for the fade's last frame to begin.

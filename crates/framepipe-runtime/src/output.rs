@@ -255,6 +255,10 @@ pub(crate) struct Output {
     /// A live edit switched in: (its first frame, its drain in ns, the repeat count when it
     /// was armed), until that frame is released (`Counters::record_edit`).
     edit_watch: Option<(u64, i64, u64)>,
+    /// The master: a live edit switched in and was answered; what it replaced is not yet
+    /// handed to the edit thread (an overlapping switch's replaced version still finishes its
+    /// frames): looked for at every boundary until then.
+    retire_due: bool,
 }
 
 impl Output {
@@ -328,6 +332,7 @@ impl Output {
             edit_repeats_at_arm: 0,
             edit_sent: None,
             edit_watch: None,
+            retire_due: false,
         })
     }
 
@@ -524,27 +529,45 @@ impl Output {
         let port = self.port;
         // A live edit switched versions: look at the new one (and, the master, answer the
         // edit and hand what the switch replaced to the edit thread).
-        if shared.version.load(Ordering::Acquire) != self.ver.number {
+        let changed = shared.version.load(Ordering::Acquire) != self.ver.number;
+        if changed || self.retire_due {
             let mut st = shared.lock_output();
-            self.ver = Arc::clone(&st.ver);
-            self.sink_stage = st.ports[port].node;
-            let switched = if port == 0 { st.switched.take() } else { None };
+            if changed {
+                self.ver = Arc::clone(&st.ver);
+                self.sink_stage = st.ports[port].node;
+            }
+            let (news, switched) = if port == 0 {
+                (st.news.take(), st.switched.take())
+            } else {
+                (None, None)
+            };
             drop(st);
-            self.sink_counter = Arc::clone(&self.ver.stages[self.sink_stage]);
-            if let Some(mut sw) = switched {
+            if changed {
+                self.sink_counter = Arc::clone(&self.ver.stages[self.sink_stage]);
+            }
+            // Answered at the switch (the next edit may be built then, against the new
+            // version); what it replaced goes to the edit thread once its frames are done (at
+            // once when the switch waited for them).
+            if let Some(news) = news {
                 shared.counters.set_stages(Arc::clone(&self.ver.stages));
-                self.edit_watch = Some((
-                    sw.frame,
-                    sw.switched_ns - sw.armed_ns,
-                    self.edit_repeats_at_arm,
-                ));
-                if let (Some(p), Some(reader)) = (sw.posted.take(), self.commands.as_mut()) {
-                    reader.reply(p, Outcome::Applied { frame: sw.frame });
+                self.edit_watch = Some((news.frame, news.drain_ns, self.edit_repeats_at_arm));
+                if let (Some(p), Some(reader)) = (news.posted, self.commands.as_mut()) {
+                    reader.reply(p, Outcome::Applied { frame: news.frame });
                 }
                 if let Some(l) = self.edits_link.as_mut() {
                     l.busy = false;
-                    // Full (cannot be: one edit at a time): dropped here instead.
-                    let _ = l.tx.try_send(ToEditor::Switched(sw));
+                    // Full (cannot be: see the channel's size): dropped here instead.
+                    let _ = l.tx.try_send(ToEditor::Switched {
+                        frame: news.frame,
+                        graph_view: news.graph_view,
+                    });
+                }
+                self.retire_due = true;
+            }
+            if let Some(sw) = switched {
+                self.retire_due = false;
+                if let Some(l) = self.edits_link.as_mut() {
+                    let _ = l.tx.try_send(ToEditor::Bury(sw));
                 }
             }
         }
@@ -773,11 +796,13 @@ impl Output {
         }
         // An edit built but not switched in before the end: say so.
         if let Some(reader) = self.commands.as_mut() {
-            let (pending, switched) = {
+            let (pending, switched, news) = {
                 let mut st = shared.lock_output();
-                (st.pending.take(), st.switched.take())
+                (st.pending.take(), st.switched.take(), st.news.take())
             };
-            let in_state = pending.is_some() || switched.is_some();
+            // (An edit answered whose replaced version had not finished: nothing to wait for.)
+            let in_state =
+                pending.is_some() || switched.is_some() || news.is_some() || self.retire_due;
             if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
                 refuse(shared, reader, p, ENDED_BEFORE_EDIT.into());
             }
@@ -801,11 +826,12 @@ impl Output {
                     }
                 }
             }
-            if let Some(mut sw) = switched {
-                if let Some(p) = sw.posted.take() {
-                    reader.reply(p, Outcome::Applied { frame: sw.frame });
+            if let Some(news) = news {
+                if let Some(p) = news.posted {
+                    reader.reply(p, Outcome::Applied { frame: news.frame });
                 }
             }
+            drop(switched);
         }
         drop(self.last.take());
         let budget = self.budget;

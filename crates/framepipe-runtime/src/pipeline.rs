@@ -510,6 +510,8 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             free: Vec::new(),
             source: None,
             ring: Vec::new(),
+            owed: 0,
+            held: false,
         };
         // A source whose `fill` may wait on the outside world: run by the IO thread.
         let mut blocks = false;

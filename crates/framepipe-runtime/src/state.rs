@@ -195,6 +195,9 @@ pub(crate) enum Job {
         /// The slot the output goes to (a frame's, or a leaky branch's), also the index of
         /// the parameter snapshot the node uses.
         slot: usize,
+        /// The number of the graph version the job belongs to (two run at once while a live
+        /// edit's replaced version finishes its frames).
+        version: u64,
         ctx: FrameCtx,
         inputs: Inputs,
         inst: Inst,
@@ -216,6 +219,8 @@ pub(crate) enum Done {
     Node {
         node: usize,
         slot: usize,
+        /// As in [`Job::Node`].
+        version: u64,
         inst: Inst,
         result: Result<Option<Frame>>,
     },
@@ -258,6 +263,14 @@ pub(crate) struct NodeState {
     /// Feedback nodes: the node fed back's output per frame, `(seq, frame)` at `seq % cap`,
     /// until the next frame takes it.
     pub ring: Vec<Option<(u64, Option<Frame>)>>,
+    /// Frames in flight (begun, or taken into its leaky branch) that this node has not
+    /// finished yet: a live edit hands a kept node over to the next version once the replaced
+    /// version's count is 0.
+    pub owed: u32,
+    /// A kept node of a version switched in while the replaced version still owed it frames:
+    /// it runs nothing (its runnable frames are parked) until it is handed over (its
+    /// instances, source, ring moved in; `State::hand_over`).
+    pub held: bool,
 }
 
 /// A step of the bookkeeping, queued so that one completion can trigger many without recursion.
@@ -278,9 +291,17 @@ pub(crate) struct State {
     pub(crate) switch_at: u64,
     /// The first frame of the running version (0, or the frame a live edit switched at).
     pub(crate) ver_first: u64,
-    /// After a switch: what it replaced (and the edit's command), for the master output thread
-    /// to answer and hand to the edit thread, which drops it off the frame path.
+    /// After a switch, once the replaced version has no frame left: what it replaced, for
+    /// the master output thread to hand to the edit thread, which drops it off the frame path.
     pub(crate) switched: Option<Box<Pending>>,
+    /// A switch happened: the edit's command and the frame it is visible from, for the
+    /// master output thread to answer (at the switch, before the replaced version is done).
+    pub(crate) news: Option<SwitchNews>,
+    /// An overlapping switch's replaced version, still finishing its frames (see
+    /// `maybe_switch`): its state (`old.state`: version, nodes, slots, queues, counts) runs
+    /// beside the running one's until its last frame has left every node, then it goes to
+    /// `switched`. Its jobs name its version number.
+    pub(crate) old: Option<Box<Pending>>,
     pub(crate) nodes: Vec<NodeState>,
     /// Frame slots `0..cap`, then one per leaky branch.
     pub(crate) slots: Vec<Slot>,
@@ -351,6 +372,18 @@ pub(crate) struct Pending {
     /// When it was armed and when it switched (monotonic ns): the drain, for the figures.
     pub(crate) armed_ns: i64,
     pub(crate) switched_ns: i64,
+}
+
+/// What the master output thread answers a switched edit with.
+pub(crate) struct SwitchNews {
+    /// The edit's command.
+    pub(crate) posted: Option<framepipe_control::Posted>,
+    /// The first frame of the new version.
+    pub(crate) frame: u64,
+    /// From its arming to its switch (ns).
+    pub(crate) drain_ns: i64,
+    /// The new graph, to publish.
+    pub(crate) graph_view: Option<crate::view::GraphView>,
 }
 
 /// One sink's hand-off: the frame whose turn it is at that sink.
@@ -526,7 +559,46 @@ impl State {
                 && self.in_flight == 0
                 && !self.begin_busy
                 && self.running == 0
+                && self.old.is_none()
                 && !self.branch_busy.iter().any(|&b| b))
+    }
+
+    /// Node jobs running on workers (and the IO thread), of every version.
+    pub(crate) fn running_jobs(&self) -> usize {
+        self.running + self.old.as_ref().map_or(0, |p| p.state.running)
+    }
+
+    /// The replaced version's jobs waiting for a worker (none when there is none).
+    fn old_ready(&self) -> usize {
+        self.old.as_ref().map_or(0, |p| p.state.ready.len())
+    }
+
+    /// The version job `job` belongs to (a worker runs it with that one).
+    pub(crate) fn job_ver(&self, job: &Job) -> &Arc<Version> {
+        if let Job::Node { version, .. } = job {
+            if let Some(p) = self.old.as_ref().filter(|p| p.state.ver.number == *version) {
+                return &p.state.ver;
+            }
+        }
+        &self.ver
+    }
+
+    /// Swaps the replaced version's state (`old`) with the running one's: the state machine's
+    /// code then works on the replaced version. Moves only (pointers and counts); always
+    /// undone before the lock is released (`with_old`).
+    fn swap_old(&mut self) {
+        if let Some(mut p) = self.old.take() {
+            swap_versions(self, &mut p.state);
+            self.old = Some(p);
+        }
+    }
+
+    /// Runs `f` on the replaced version's state (see `swap_old`).
+    fn with_old<R>(&mut self, f: impl FnOnce(&mut State) -> R) -> R {
+        self.swap_old();
+        let r = f(self);
+        self.swap_old();
+        r
     }
 
     /// Whether a worker may be idle, waiting for this show's work (in a host: always).
@@ -535,7 +607,10 @@ impl State {
     }
 
     pub(crate) fn has_work(&self) -> bool {
-        !self.ready.is_empty() || self.begin_runnable() || self.slice_pending().is_some()
+        !self.ready.is_empty()
+            || self.old_ready() > 0
+            || self.begin_runnable()
+            || self.slice_pending().is_some()
     }
 
     fn begin_runnable(&self) -> bool {
@@ -592,6 +667,16 @@ impl State {
             let job = s.job.expect("pending slot has a job");
             return Some(Job::Slice { slot, index, job });
         }
+        // The replaced version's frames are older: theirs first (its jobs are all the show's:
+        // a version with leaky branches is not switched while it has frames in flight).
+        if self.old_ready() > 0 {
+            return self.with_old(|st| {
+                let pos = (0..st.ready.len()).max_by_key(|&i| st.ready[i].0)?;
+                let (node, slot) = st.ready.remove(pos).expect("index in range");
+                let v = Arc::clone(&st.ver);
+                Some(st.node_job(&v, node, slot))
+            });
+        }
         let cap = v.topo.cap;
         let show = (0..self.ready.len())
             .filter(|&i| self.ready[i].1 < cap)
@@ -619,6 +704,9 @@ impl State {
                 s.missing[i] = t.inputs.len() as u32;
                 s.uses[i] = t.consumers.len() as u32;
                 debug_assert!(s.outputs[i].is_none(), "a freed slot holds no frame");
+                if t.branch.is_none() {
+                    self.nodes[i].owed += 1;
+                }
             }
             for &g in &v.topo.gated {
                 s.missing[g] += v.topo.sources.len() as u32;
@@ -638,6 +726,9 @@ impl State {
 
     /// The next job for the IO thread: a blocking source's frame, the oldest first.
     pub(crate) fn next_io_job(&mut self) -> Option<Job> {
+        if self.old.as_ref().is_some_and(|p| !p.state.io_ready.is_empty()) {
+            return self.with_old(State::next_io_job);
+        }
         let (node, slot) = self.io_ready.pop_front()?;
         let v = Arc::clone(&self.ver);
         self.io_busy = true;
@@ -682,6 +773,7 @@ impl State {
         Job::Node {
             node,
             slot,
+            version: v.number,
             ctx: self.slots[slot].ctx,
             inputs,
             inst,
@@ -713,6 +805,12 @@ impl State {
     /// `node` may run for `slot` now (its inputs are ready, or it is a root of a begun frame).
     fn runnable(&mut self, v: &Version, node: usize, slot: usize) {
         if self.abort {
+            return;
+        }
+        if self.nodes[node].held {
+            // Kept by a live edit, still finishing the replaced version's frames: this one
+            // runs once it is handed over (`hand_over`).
+            self.nodes[node].parked[slot] = true;
             return;
         }
         let t = &v.topo.nodes[node];
@@ -832,6 +930,7 @@ impl State {
                 let n = &v.topo.nodes[i];
                 s.missing[i] = n.inputs.len() as u32;
                 s.uses[i] = n.consumers.len() as u32;
+                self.nodes[i].owed += 1;
             }
         }
         let mut inputs = Inputs::new();
@@ -862,6 +961,8 @@ impl State {
     /// `node` has finished `slot` with `output` (none: an empty frame).
     fn finished_node(&mut self, v: &Version, node: usize, slot: usize, output: Option<Frame>) {
         let t = &v.topo.nodes[node];
+        debug_assert!(self.nodes[node].owed > 0, "a node finishes a frame it owes");
+        self.nodes[node].owed = self.nodes[node].owed.saturating_sub(1);
         if t.serial && t.branch.is_none() {
             self.release_serial(node);
         }
@@ -969,8 +1070,17 @@ impl State {
         self.ports[port].ready.take()
     }
 
-    /// Drops every frame in flight (they go back to their pools) and what waits for them.
+    /// Drops every frame in flight (they go back to their pools) and what waits for them, of
+    /// every version.
     pub(crate) fn drop_pending(&mut self) {
+        self.drop_own();
+        if self.old.is_some() {
+            self.with_old(State::drop_own);
+        }
+    }
+
+    /// `drop_pending` for the version swapped in.
+    fn drop_own(&mut self) {
         self.ready.clear();
         self.io_ready.clear();
         self.steps.clear();
@@ -987,6 +1097,7 @@ impl State {
         for n in &mut self.nodes {
             n.parked.iter_mut().for_each(|p| *p = false);
             n.ring.iter_mut().for_each(|r| *r = None);
+            n.owed = 0;
         }
         for b in &mut self.branch_inputs {
             b.clear();
@@ -1010,6 +1121,20 @@ impl State {
             let node = self.ports[port].node;
             self.steps.push_back(Step::Finished(node, slot, None));
             self.drain();
+        } else if !self.abort
+            && self
+                .old
+                .as_ref()
+                .is_some_and(|p| p.state.ver.number == version)
+        {
+            // A frame of the version an overlapping switch replaced, still finishing: its
+            // sink may now be handed over to the running version.
+            self.with_old(|st| {
+                let node = st.ports[port].node;
+                st.steps.push_back(Step::Finished(node, slot, None));
+                st.drain();
+            });
+            self.hand_over();
         } else if !self.abort && self.ports[port].held_over {
             self.ports[port].held_over = false;
             let node = self.ports[port].node;
@@ -1028,18 +1153,21 @@ impl State {
         if self.abort {
             self.drop_pending();
         }
+        self.maybe_retire();
         self.maybe_switch(shared);
+        self.maybe_retire();
+        let old_in_flight = self.old.as_ref().map_or(0, |p| p.state.in_flight);
         shared
             .counters
             .in_flight
-            .store(self.in_flight, Ordering::Relaxed);
+            .store(self.in_flight + old_in_flight, Ordering::Relaxed);
         if self.finished() {
             self.wake.work_all = true;
             self.wake.ports = true;
             self.wake.io = true;
         } else if self.workers_idle() && self.has_work() {
             // Several independent jobs (branches of one frame): wake every idle worker.
-            if self.ready.len() + usize::from(self.begin_runnable()) > 1 {
+            if self.ready.len() + self.old_ready() + usize::from(self.begin_runnable()) > 1 {
                 self.wake.work_all = true;
             } else {
                 self.wake.work_one = true;
@@ -1081,12 +1209,21 @@ impl State {
             || self.abort
             || self.broken
             || self.begin_busy
-            || self.running > 0
+            || self.switched.is_some()
+            || self.old.is_some()
+            || self.news.is_some()
+            || self.next_seq < self.switch_at
+        {
+            return;
+        }
+        if self.can_overlap() {
+            self.switch_overlapping(shared);
+            return;
+        }
+        if self.running > 0
             || !self.ready.is_empty()
             || !self.io_ready.is_empty()
             || self.slice_pending().is_some()
-            || self.switched.is_some()
-            || self.next_seq < self.switch_at
             || !self.only_held_at_sinks()
         {
             return;
@@ -1150,9 +1287,150 @@ impl State {
         p.frame = n;
         p.switched_ns = now_ns();
         shared.version.store(self.ver.number, Ordering::Release);
+        self.news = Some(SwitchNews {
+            posted: p.posted.take(),
+            frame: n,
+            drain_ns: p.switched_ns - p.armed_ns,
+            graph_view: p.graph_view.take(),
+        });
         self.switched = Some(p);
         self.wake.ports = true;
         self.wake.work_all = true;
+    }
+
+    /// Whether the pending version may switch in while the running one still has frames in
+    /// flight (`switch_overlapping`): neither has a leaky branch or a feedback (a branch's
+    /// slot and a feedback's ring are not handed over node by node), and no sink still waits
+    /// for a frame of an earlier switch. Otherwise the switch waits for the frames in flight
+    /// to be made.
+    fn can_overlap(&self) -> bool {
+        let Some(next) = self.pending.as_ref().map(|p| &p.state) else {
+            return false;
+        };
+        let simple = |v: &Version| {
+            v.topo.branches.is_empty()
+                && v.topo
+                    .nodes
+                    .iter()
+                    .all(|t| !matches!(t.kind, Kind::Feedback { .. }))
+        };
+        simple(&self.ver) && simple(&next.ver) && !self.ports.iter().any(|p| p.held_over)
+    }
+
+    /// Switches to the pending version at frame `n` (the next to begin) at once, while the
+    /// running version's frames before `n` are still being made: those finish in their
+    /// version, which moves to `old` and runs beside the new one (its jobs name it; its frames
+    /// go first) until its last frame has left every node (`maybe_retire`). A kept node the
+    /// old version still owes frames to is *held* in the new one (its frames from `n` park)
+    /// and handed over (instances, source: one of each, moved) once it has finished the old
+    /// version's last frame (`hand_over`), so it still takes every frame once, in order; a
+    /// kept sink likewise takes `n` only after the old version's last frame. The old frames'
+    /// nodes that have not started yet take their parameter values now (the live stages go
+    /// to the new version). Moves and assignments only, like the waiting switch.
+    fn switch_overlapping(&mut self, shared: &Shared) {
+        let mut p = self.pending.take().expect("checked");
+        let n = self.next_seq;
+        let next = &mut p.state;
+        for &(o, j) in &p.moves {
+            let (old, new) = (&mut self.nodes[o], &mut next.nodes[j]);
+            new.first_seq = old.first_seq;
+            if old.owed == 0 {
+                std::mem::swap(&mut new.free, &mut old.free);
+                std::mem::swap(&mut new.source, &mut old.source);
+                std::mem::swap(&mut new.ring, &mut old.ring);
+            } else {
+                new.held = true;
+            }
+        }
+        for (j, st) in next.nodes.iter_mut().enumerate() {
+            st.next_seq = n;
+            if !p.moved[j] {
+                st.first_seq = n;
+                if let Some(src) = st.source.as_mut() {
+                    src.origin = n;
+                }
+            }
+        }
+        {
+            let mut live = shared.live.lock();
+            let cap = self.ver.topo.cap;
+            for s in 0..live.stages.len() {
+                live.catch_up(s, n, &self.ver.snapshots, cap);
+            }
+            for &(o, j) in &p.moves {
+                if let Some(old) = live.stages.get_mut(o) {
+                    std::mem::swap(&mut old.params, &mut p.live_stages[j].params);
+                    p.live_stages[j].bypass = old.bypass;
+                }
+            }
+            std::mem::swap(&mut live.stages, &mut p.live_stages);
+            live.switched(p.state.ver.number, n);
+        }
+        swap_versions(self, &mut p.state);
+        self.switch_at = u64::MAX;
+        self.ver_first = n;
+        p.frame = n;
+        p.switched_ns = now_ns();
+        shared.version.store(self.ver.number, Ordering::Release);
+        self.news = Some(SwitchNews {
+            posted: p.posted.take(),
+            frame: n,
+            drain_ns: p.switched_ns - p.armed_ns,
+            graph_view: p.graph_view.take(),
+        });
+        self.old = Some(p);
+        self.wake.ports = true;
+        self.wake.work_all = true;
+    }
+
+    /// Hands the kept nodes that the replaced version no longer owes a frame over to the
+    /// running one: their instances, source and ring move in, and their parked frames become
+    /// runnable (in order: a serial node parks again what is not its turn).
+    fn hand_over(&mut self) {
+        let Some(mut p) = self.old.take() else {
+            return;
+        };
+        let mut any = false;
+        for &(o, j) in &p.moves {
+            if !self.nodes[j].held || p.state.nodes[o].owed > 0 {
+                continue;
+            }
+            let (old, new) = (&mut p.state.nodes[o], &mut self.nodes[j]);
+            std::mem::swap(&mut new.free, &mut old.free);
+            std::mem::swap(&mut new.source, &mut old.source);
+            std::mem::swap(&mut new.ring, &mut old.ring);
+            new.held = false;
+            for (k, parked) in new.parked.iter_mut().enumerate() {
+                if *parked && self.slots[k].active {
+                    *parked = false;
+                    self.steps.push_back(Step::Runnable(j, k));
+                    any = true;
+                }
+            }
+        }
+        self.old = Some(p);
+        if any {
+            self.drain();
+        }
+    }
+
+    /// The replaced version of an overlapping switch has no frame left in flight and no job
+    /// running: it goes to `switched`, for the master output thread to hand to the edit thread
+    /// (which drops it off the frame path).
+    fn maybe_retire(&mut self) {
+        let done = self
+            .old
+            .as_ref()
+            .is_some_and(|p| p.state.in_flight == 0 && p.state.running == 0);
+        if !done || self.switched.is_some() {
+            return;
+        }
+        debug_assert!(
+            self.abort || self.nodes.iter().all(|n| !n.held),
+            "every kept node was handed over"
+        );
+        self.switched = self.old.take();
+        self.wake.ports = true;
     }
 
     /// Whether the running version's frames in flight have left every node but the show's
@@ -1206,13 +1484,36 @@ impl State {
     /// Records a job's outcome (the IO thread's way: it takes no compute job next); whether
     /// the caller may take another job.
     pub(crate) fn record(&mut self, done: Done, shared: &Shared) -> bool {
+        if let Done::Slice(slot, panicked) = done {
+            self.count_slice(slot, panicked);
+            self.after_change(shared);
+            return false;
+        }
+        let of_old = match &done {
+            Done::Node { version, .. } if *version != self.ver.number => {
+                debug_assert!(
+                    self.old.as_ref().is_some_and(|p| p.state.ver.number == *version),
+                    "a job's version is the running one or the one it replaced"
+                );
+                self.old.is_some()
+            }
+            _ => false,
+        };
+        if of_old {
+            self.with_old(|st| st.record_own(done));
+            self.hand_over();
+        } else {
+            self.record_own(done);
+        }
+        self.after_change(shared);
+        !self.abort
+    }
+
+    /// `record`'s bookkeeping in the version swapped in (a node's or a beginning's outcome).
+    fn record_own(&mut self, done: Done) {
         let v = Arc::clone(&self.ver);
         match done {
-            Done::Slice(slot, panicked) => {
-                self.count_slice(slot, panicked);
-                self.after_change(shared);
-                return false;
-            }
+            Done::Slice(..) => unreachable!("counted by `record`"),
             Done::Begin { slot } => {
                 self.begin_busy = false;
                 if !self.abort {
@@ -1231,6 +1532,7 @@ impl State {
                 slot,
                 inst,
                 result,
+                ..
             } => {
                 self.running -= 1;
                 match inst {
@@ -1268,8 +1570,6 @@ impl State {
             }
         }
         self.drain();
-        self.after_change(shared);
-        !self.abort
     }
 
     /// A source ended at frame `seq`: no frame begins from then on, and frames from it on that
@@ -1329,6 +1629,27 @@ impl Shared {
     }
 }
 
+/// Swaps what belongs to one graph version between two states: the version, its nodes,
+/// slots, queues, frames in flight and running jobs, and the sinks' nodes of the ports. What
+/// is the show's whatever the version stays (frame numbers, the end, the ports' frames, the
+/// IO thread, slices, wake-ups). Moves only.
+fn swap_versions(a: &mut State, b: &mut State) {
+    std::mem::swap(&mut a.ver, &mut b.ver);
+    std::mem::swap(&mut a.nodes, &mut b.nodes);
+    std::mem::swap(&mut a.slots, &mut b.slots);
+    std::mem::swap(&mut a.ready, &mut b.ready);
+    std::mem::swap(&mut a.io_ready, &mut b.io_ready);
+    std::mem::swap(&mut a.steps, &mut b.steps);
+    std::mem::swap(&mut a.branch_busy, &mut b.branch_busy);
+    std::mem::swap(&mut a.branch_inputs, &mut b.branch_inputs);
+    std::mem::swap(&mut a.in_flight, &mut b.in_flight);
+    std::mem::swap(&mut a.max_in_flight, &mut b.max_in_flight);
+    std::mem::swap(&mut a.running, &mut b.running);
+    for (x, y) in a.ports.iter_mut().zip(b.ports.iter_mut()) {
+        std::mem::swap(&mut x.node, &mut y.node);
+    }
+}
+
 /// A fresh state for `topo`: every queue at its final capacity.
 pub(crate) fn new_state(
     ver: Arc<Version>,
@@ -1358,6 +1679,8 @@ pub(crate) fn new_state(
         switch_at: u64::MAX,
         ver_first: 0,
         switched: None,
+        news: None,
+        old: None,
         ver: Arc::clone(&ver),
         nodes,
         slots: (0..topo.cap + nb).map(|_| slot()).collect(),

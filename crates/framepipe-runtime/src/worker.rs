@@ -41,14 +41,12 @@ impl Shared {
 
     fn worker_loop(&self, worker: usize, claimed: &Cell<Option<usize>>) {
         let mut st = self.lock();
-        // The graph version of the jobs this worker runs: the current one when it takes a job
-        // (a live edit switches versions only when no job of the old one is left).
+        // The graph version of the job this worker runs: the one the job names (while a live
+        // edit's replaced version finishes its frames, two versions have jobs).
         let mut ver = Arc::clone(&st.ver);
         loop {
             if let Some(mut job) = st.next_job(self) {
-                if !Arc::ptr_eq(&ver, &st.ver) {
-                    ver = Arc::clone(&st.ver);
-                }
+                follow(&mut ver, st.job_ver(&job));
                 drop(st);
                 loop {
                     if let Job::Slice { slot, .. } = &job {
@@ -61,11 +59,7 @@ impl Shared {
                     claimed.set(None);
                     match st.complete(done, self) {
                         Some(next) => {
-                            // The completion may have switched versions (the job just done
-                            // was the old one's last): the next job is of the current one.
-                            if !Arc::ptr_eq(&ver, &st.ver) {
-                                ver = Arc::clone(&st.ver);
-                            }
+                            follow(&mut ver, st.job_ver(&next));
                             drop(st);
                             job = next;
                         }
@@ -103,7 +97,7 @@ impl Shared {
             let Some(mut job) = st.next_job(self) else {
                 return;
             };
-            let mut ver = Arc::clone(&st.ver);
+            let mut ver = Arc::clone(st.job_ver(&job));
             if st.has_work() {
                 st.announce_work();
             }
@@ -117,9 +111,7 @@ impl Shared {
                 claimed.set(None);
                 match st.complete(done, self) {
                     Some(next) => {
-                        if !Arc::ptr_eq(&ver, &st.ver) {
-                            ver = Arc::clone(&st.ver);
-                        }
+                        follow(&mut ver, st.job_ver(&next));
                         if st.has_work() {
                             st.announce_work();
                         }
@@ -183,7 +175,7 @@ impl Shared {
         // The IO thread's job is not a host worker's (it has its own grace, `join_io_thread`).
         let busy = |sh: &Self| {
             let st = sh.lock();
-            st.running > usize::from(st.io_busy) || st.begin_busy
+            st.running_jobs() > usize::from(st.io_busy) || st.begin_busy
         };
         while busy(self) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
@@ -246,7 +238,7 @@ impl Shared {
             loop {
                 let mut st = self.lock();
                 if let Some(job) = st.next_io_job() {
-                    let ver = Arc::clone(&st.ver);
+                    let ver = Arc::clone(st.job_ver(&job));
                     drop(st);
                     let done = self.run_job(&ver, job, io);
                     let mut st = self.lock();
@@ -326,6 +318,7 @@ impl Shared {
             Job::Node {
                 node,
                 slot,
+                version,
                 ctx,
                 inputs,
                 inst,
@@ -353,6 +346,7 @@ impl Shared {
                 Done::Node {
                     node,
                     slot,
+                    version,
                     inst,
                     result,
                 }
@@ -512,6 +506,11 @@ impl Shared {
     /// the control surfaces (at most every `PUBLISH_EVERY_NS`, never waiting).
     fn start_node(&self, ver: &Version, node: usize, slot: usize, seq: u64) {
         let mut live = self.live.lock();
+        if live.version != ver.number {
+            // A frame of the version a live edit replaced: its values were sampled at the
+            // switch (the live stages are the new version's now).
+            return;
+        }
         if live.start_node(node, seq, slot, &ver.snapshots, ver.topo.cap) {
             self.view.publish(&live, seq, now_ns());
         }
@@ -557,6 +556,13 @@ impl Shared {
             }
         }
         (bypass, rejected)
+    }
+}
+
+/// Makes `ver` the version `want` (the job's), cloning the reference only when it changed.
+fn follow(ver: &mut Arc<Version>, want: &Arc<Version>) {
+    if !Arc::ptr_eq(ver, want) {
+        *ver = Arc::clone(want);
     }
 }
 
