@@ -25,6 +25,18 @@
 //! (its inputs and its parameters) into its slot and runs on its own time. So a slow tap never
 //! holds back the master output.
 //!
+//! # Live edits
+//! A live edit's next version (built off the frame path) is armed: no frame begins in the
+//! running version from then on. When neither version has a leaky branch or a feedback, it
+//! switches in at once, at the next frame to begin, N (`switch_overlapping`): the running
+//! version's frames before N go on in their version, which is kept beside the new one
+//! (`State::old`) until its last frame has left every node. Jobs name their version; the old
+//! version's jobs go first. A node the edit keeps is handed over (its one set of instances,
+//! its source, moved) once the old version no longer owes it a frame (`NodeState::owed`);
+//! until then its frames from N on park (`NodeState::held`), so it still takes every frame
+//! once and in order. Otherwise the switch waits for the frames in flight to be made
+//! (`maybe_switch`, `only_held_at_sinks`).
+//!
 //! # The lock
 //! Everything here runs under the one scheduler mutex, taken by a worker between jobs and by
 //! an output thread once per frame. Under it: bookkeeping only, a few dozen steps per node and
