@@ -143,6 +143,11 @@ struct RunArgs {
     /// Do not try SCHED_FIFO for the output thread.
     #[arg(long)]
     no_realtime: bool,
+    /// Several shows: no standby clock thread. By default a second pacing thread, pinned to
+    /// another CPU, releases any frame the clock thread has not released 0.25 ms after its
+    /// deadline (it lost its CPU); this saves its wake-ups on a machine that never does that.
+    #[arg(long)]
+    no_standby: bool,
     /// Start paused: nothing is output until a `step` or `resume` command.
     #[arg(long)]
     start_paused: bool,
@@ -964,8 +969,12 @@ fn stats_json(
         doc["late_frames"] = p
             .late_log
             .frames()
-            .map(|(deadline, late)| {
-                serde_json::json!({"deadline_s": deadline as f64 / 1e9, "late_us": late as f64 / 1e3})
+            .map(|(deadline, late, ready)| {
+                serde_json::json!({
+                    "deadline_s": deadline as f64 / 1e9,
+                    "late_us": late as f64 / 1e3,
+                    "ready_us": ready as f64 / 1e3,
+                })
             })
             .collect();
         doc["repeated"] = serde_json::json!(p.lateness.repeated);

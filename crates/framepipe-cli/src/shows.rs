@@ -225,6 +225,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     };
     let threads = flags::threads(args.threads.unwrap_or(0), "--threads")?;
     let mut host = Host::new(threads);
+    host.set_standby(!args.no_standby);
     let threads = host.threads();
     framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
     let shows = load(&args.shows)?;
@@ -567,6 +568,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         say!("framepipe: {n} shows on {threads} shared worker threads");
     }
     let pools = host.pools();
+    let clock = host.clock_counters();
     let results = host.run(|r| {
         running.fetch_sub(1, Ordering::Relaxed);
         report_end(r, quiet);
@@ -626,7 +628,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         .filter(|r| r.result.is_err())
         .map(|r| r.name.as_str())
         .collect();
-    write_all_stats(&args, &kept, &results, &isolation, &pools)?;
+    write_all_stats(&args, &kept, &results, &isolation, &pools, &clock)?;
     if !quiet || !failed.is_empty() {
         let ended = n - failed.len();
         if failed.is_empty() {
@@ -775,6 +777,7 @@ fn write_all_stats(
     results: &[ShowResult],
     isolation: &[framepipe_frei0r::isolate::Summary],
     pools: &framepipe_runtime::SharedPools,
+    clock: &framepipe_runtime::ClockCounters,
 ) -> Result<()> {
     let mut all = Vec::with_capacity(kept.len());
     for (k, r) in kept.iter().zip(results) {
@@ -816,10 +819,21 @@ fn write_all_stats(
                 })
             })
             .collect();
+        let cpu = |c: &std::sync::atomic::AtomicUsize| {
+            let c = c.load(Ordering::Relaxed);
+            (c != usize::MAX).then_some(c)
+        };
         let doc = serde_json::json!({
             "shows": all,
             "isolated": crate::isolation_json(isolation),
             "pools": pools,
+            "clock": {
+                "standby": clock.standby.load(Ordering::Relaxed),
+                "clock_cpu": cpu(&clock.clock_cpu),
+                "standby_cpu": cpu(&clock.standby_cpu),
+                "standby_wakeups": clock.standby_wakeups.load(Ordering::Relaxed),
+                "rescued_deadlines": clock.rescued.load(Ordering::Relaxed),
+            },
         });
         std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
             .with_context(|| format!("writing stats to '{path}'"))?;

@@ -145,6 +145,38 @@ impl Drop for ThreadSetup {
     }
 }
 
+/// The CPUs the calling thread may run on (`sched_getaffinity`), in increasing order; empty when
+/// the call fails.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; all zeros is a valid (empty) set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable cpu_set_t of the size passed; pid 0 is this thread.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE, the set's size in CPUs.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// Pins the calling thread to CPU `cpu` (`sched_setaffinity`); whether it was done. The
+/// pinning lasts as long as the thread (threads made for pacing are pinned for their life).
+pub fn pin_current_thread(cpu: usize) -> bool {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return false;
+    }
+    // SAFETY: cpu_set_t is plain data; all zeros is a valid (empty) set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so the bit is inside `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    rc == 0
+}
+
 /// Prepares the calling thread for pacing: timer slack 1 ns, and `SCHED_FIFO` (priority 10,
 /// above ordinary threads but below kernel interrupt threads) when `want_realtime` and the
 /// process is permitted. Never fails: what could not be done is reported as `false`. Keep the
@@ -210,6 +242,26 @@ mod tests {
         let a = now_ns();
         let b = now_ns();
         assert!(a > 0 && b >= a, "{a} then {b}");
+    }
+
+    #[test]
+    fn a_pinned_thread_runs_on_its_cpu_only() {
+        let cpus = allowed_cpus();
+        assert!(!cpus.is_empty(), "sched_getaffinity gave no CPU");
+        let last = *cpus.last().expect("checked");
+        let (allowed, ran_on) = std::thread::spawn(move || {
+            assert!(pin_current_thread(last), "pinning to CPU {last}");
+            // SAFETY: sched_getcpu takes no argument and only reads the current CPU.
+            let on = unsafe { libc::sched_getcpu() };
+            (allowed_cpus(), on)
+        })
+        .join()
+        .expect("pinned thread");
+        assert_eq!(allowed, vec![last]);
+        assert_eq!(ran_on, last as i32);
+        // The spawning thread keeps its own set.
+        assert_eq!(allowed_cpus(), cpus);
+        assert!(!pin_current_thread(libc::CPU_SETSIZE as usize));
     }
 
     #[test]

@@ -21,6 +21,12 @@
 //!   on the same instant. Wake-ups that need no precision are rounded up to a 1 ms grid, and a
 //!   show's signal wakes the clock only when it would sleep more than 0.5 ms. Deadlines are
 //!   served before every other wake-up due at the same moment.
+//! * **The standby.** With paced shows and two CPUs, a second thread (`fp-clock-standby`) is
+//!   pinned to another CPU than the clock thread's. It sleeps to 0.25 ms after the earliest
+//!   deadline not yet served and, if it is still not served then (the clock thread lost its
+//!   CPU: on a VM, for up to milliseconds), serves what is due in the clock thread's place.
+//!   The shows' state machines and wake-ups are behind one lock (`Core`), which neither thread
+//!   holds while it sleeps or spins.
 //! * **Ends.** A show ends by itself (its source's end, an error, its `stop`); its end is
 //!   concluded on the calling thread (its sinks finished, its edit thread and follower sinks
 //!   joined, its result reported by name) while the others go on.
@@ -66,6 +72,11 @@ pub struct Host {
     shows: Vec<(String, Prepared)>,
     /// One frame pool per frame shape for every show, each show with its quota (`pools.rs`).
     pools: SharedPools,
+    /// Whether the clock thread has a standby thread (on by default; see [`Host::set_standby`]).
+    standby: bool,
+    clock: Arc<ClockCounters>,
+    /// Fault injection for tests: (after, for how long) the clock thread stays away once.
+    stall: Option<(Duration, Duration)>,
 }
 
 impl Host {
@@ -80,7 +91,31 @@ impl Host {
             threads,
             shows: Vec::new(),
             pools: SharedPools::new(),
+            standby: true,
+            clock: Arc::new(ClockCounters::default()),
+            stall: None,
         }
+    }
+
+    /// Fault injection, for tests: once `after` has passed since the clock thread started, the
+    /// clock thread stays away for `stall` (a sleep where it would wait for a deadline), as if
+    /// its CPU were taken away, so that what the standby does can be seen.
+    #[doc(hidden)]
+    pub fn inject_clock_stall(&mut self, after: Duration, stall: Duration) {
+        self.stall = Some((after, stall));
+    }
+
+    /// Whether the clock thread gets a standby thread, pinned to another CPU, that serves a
+    /// deadline the clock thread missed by [`STANDBY_AFTER_NS`] (default: yes; it needs paced
+    /// shows and two CPUs). It costs a wake-up per group deadline (see docs/SHOWS.md).
+    pub fn set_standby(&mut self, on: bool) {
+        self.standby = on;
+    }
+
+    /// The clock's figures (standby, rescued deadlines); a handle that stays valid after
+    /// [`run`](Self::run).
+    pub fn clock_counters(&self) -> Arc<ClockCounters> {
+        Arc::clone(&self.clock)
     }
 
     /// The frame pools the shows share: one per frame shape (see [`SharedPools`]); a clone that
@@ -217,9 +252,15 @@ impl Host {
         }
         let clock = {
             let signals = Arc::clone(&signals);
+            let setup = ClockSetup {
+                realtime: want_realtime,
+                standby: self.standby,
+                counters: Arc::clone(&self.clock),
+                stall: self.stall,
+            };
             std::thread::Builder::new()
                 .name("fp-clock".into())
-                .spawn(move || clock_loop(&signals, starts, want_realtime, &tx))
+                .spawn(move || clock_loop(&signals, starts, &setup, &tx))
         };
         let mut results: Vec<Option<ShowResult>> = (0..n).map(|_| None).collect();
         for (i, e) in unstarted {
@@ -507,6 +548,17 @@ impl Timers {
         None
     }
 
+    /// The earliest live deadline (stale entries at the top are dropped on the way).
+    fn next_deadline(&mut self, shows: &[Option<Live>]) -> Option<i64> {
+        while let Some(&Reverse((t, g, i))) = self.deadlines.peek() {
+            if shows[i].as_ref().is_some_and(|s| s.generation == g) {
+                return Some(t);
+            }
+            self.deadlines.pop();
+        }
+        None
+    }
+
     /// The earliest live wake-up, and whether it is a deadline (stale entries at the top are
     /// dropped on the way).
     fn next(&mut self, shows: &[Option<Live>]) -> Option<(i64, bool)> {
@@ -528,15 +580,144 @@ impl Timers {
     }
 }
 
+/// What the clock threads work on: every show's output state machine and the wake-ups, behind
+/// one lock so that the standby thread can serve a deadline the clock thread missed. Neither
+/// thread holds it while it sleeps or spins.
+struct Core {
+    shows: Vec<Option<Live>>,
+    timers: Timers,
+    /// The signalled shows being served (swapped with `HostSignals::raised`).
+    raised: Vec<usize>,
+    /// Shows not ended yet.
+    running: usize,
+}
+
+impl Core {
+    /// Serves everything due now: deadlines first, then the signalled shows, then the other
+    /// wake-ups whose time has come (deadlines still first). Returns how many deadlines it
+    /// served.
+    fn serve(&mut self, signals: &HostSignals, tx: &Sender<Ended>) -> u64 {
+        let mut deadlines = 0;
+        // Deadlines first: a release waits for nothing else that is due (a frame's beginning
+        // or a command poll of another group rounded to the same millisecond, a signal).
+        while let Some(i) = self.timers.pop_due(now_ns(), true, &self.shows) {
+            deadlines += 1;
+            self.running -= poll(&mut self.shows, &mut self.timers, i, tx);
+        }
+        // Shows whose port was signalled.
+        std::mem::swap(&mut *signals.raised.lock(), &mut self.raised);
+        for k in 0..self.raised.len() {
+            let i = self.raised[k];
+            self.running -= poll(&mut self.shows, &mut self.timers, i, tx);
+        }
+        self.raised.clear();
+        // The other wake-ups whose time has come, deadlines still first.
+        loop {
+            let now = now_ns();
+            let due = match self.timers.pop_due(now, true, &self.shows) {
+                Some(i) => {
+                    deadlines += 1;
+                    Some(i)
+                }
+                None => self.timers.pop_due(now, false, &self.shows),
+            };
+            let Some(i) = due else { break };
+            self.running -= poll(&mut self.shows, &mut self.timers, i, tx);
+        }
+        deadlines
+    }
+
+    /// Publishes the earliest deadline still to serve for the standby thread (after serving,
+    /// before the lock is let go).
+    fn publish(&mut self, standby: &Standby) {
+        let d = self.timers.next_deadline(&self.shows).unwrap_or(i64::MAX);
+        standby.pending.store(d, Ordering::SeqCst);
+        if d != i64::MAX
+            && d.saturating_add(STANDBY_AFTER_NS) < standby.wakes_at.load(Ordering::SeqCst)
+        {
+            // The standby sleeps past this deadline's rescue time: it must look earlier.
+            if let Some(t) = standby.thread.get() {
+                t.unpark();
+            }
+        }
+    }
+}
+
+/// How the clock thread runs (from the [`Host`]).
+struct ClockSetup {
+    realtime: bool,
+    standby: bool,
+    counters: Arc<ClockCounters>,
+    stall: Option<(Duration, Duration)>,
+}
+
+/// How long after a deadline the standby thread looks whether it was served: a release it
+/// makes then is late by this plus its own wake-up, under the 1 ms a frame is judged late by.
+const STANDBY_AFTER_NS: i64 = 250_000;
+
+/// The standby thread's side of the clock: what it watches and what it counts.
+struct Standby {
+    /// The earliest deadline not served when a thread last let go of the core (`i64::MAX`:
+    /// none).
+    pending: AtomicI64,
+    /// When the standby thread wakes up by itself (`i64::MAX` while awake or without a
+    /// deadline to watch beyond its idle poll).
+    wakes_at: AtomicI64,
+    thread: OnceLock<Thread>,
+    /// The clock thread is gone: the standby leaves too.
+    over: AtomicBool,
+    counters: Arc<ClockCounters>,
+}
+
+/// The host clock's figures (`--stats` `clock`), readable after [`Host::run`].
+#[derive(Debug, Default)]
+pub struct ClockCounters {
+    /// Whether a standby thread ran beside the clock thread.
+    pub standby: AtomicBool,
+    /// The CPUs the clock thread and the standby were pinned to (`usize::MAX`: not pinned).
+    pub clock_cpu: std::sync::atomic::AtomicUsize,
+    /// See `clock_cpu`.
+    pub standby_cpu: std::sync::atomic::AtomicUsize,
+    /// Times the standby thread woke up to watch a deadline.
+    pub standby_wakeups: std::sync::atomic::AtomicU64,
+    /// Deadlines the standby thread served because the clock thread had not served them
+    /// [`STANDBY_AFTER_NS`] after their time (it had lost its CPU).
+    pub rescued: std::sync::atomic::AtomicU64,
+}
+
 /// The clock thread: polls each show's master output at its deadlines, its signals and its
-/// command polls, until every show has ended.
+/// command polls, until every show has ended. With paced shows, two CPUs and `standby`, a
+/// standby thread pinned to another CPU than the clock thread's serves any deadline the clock
+/// thread has not served [`STANDBY_AFTER_NS`] after its time: a virtual machine's host (or
+/// anything else) taking the clock thread's CPU away for milliseconds then delays no release
+/// by more than that, as long as the other CPU runs.
 fn clock_loop(
     signals: &HostSignals,
     starts: Vec<Option<Start>>,
-    realtime: bool,
+    how: &ClockSetup,
     tx: &Sender<Ended>,
 ) {
+    let ClockSetup {
+        realtime,
+        standby: standby_wanted,
+        ref counters,
+        stall,
+    } = *how;
+    let mut stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
     let _ = signals.clock.set(std::thread::current());
+    let cpus = framepipe_clock::allowed_cpus();
+    let paced = starts.iter().flatten().any(|s| s.options.pace.is_some());
+    let with_standby = standby_wanted && paced && cpus.len() >= 2;
+    counters.clock_cpu.store(usize::MAX, Ordering::Relaxed);
+    counters.standby_cpu.store(usize::MAX, Ordering::Relaxed);
+    if with_standby {
+        // The clock thread on the last CPU, the standby on the one before: two CPUs whose
+        // losses (a VM's vCPUs taken back) are mostly not at the same moments.
+        let cpu = cpus[cpus.len() - 1];
+        if framepipe_clock::pin_current_thread(cpu) {
+            counters.clock_cpu.store(cpu, Ordering::Relaxed);
+        }
+    }
     // Kept to the end: dropping it restores this thread's policy and timer slack.
     let setup = prepare_pacing_thread(realtime);
     let n = starts.len();
@@ -545,7 +726,6 @@ fn clock_loop(
         deadlines: BinaryHeap::with_capacity(2 * n + 16),
         others: BinaryHeap::with_capacity(4 * n + 16),
     };
-    let mut raised: Vec<usize> = Vec::with_capacity(2 * n + 16);
     let mut margin = WakeMargin::default();
     let now = now_ns();
     // Shows of the same period spread their first deadlines over it: (period, shows of it,
@@ -616,67 +796,156 @@ fn clock_loop(
             }
         }
     }
-    let mut running = shows.iter().filter(|s| s.is_some()).count();
-    while running > 0 {
-        // Deadlines first: a release waits for nothing else that is due (a frame's beginning
-        // or a command poll of another group rounded to the same millisecond, a signal).
-        while let Some(i) = timers.pop_due(now_ns(), true, &shows) {
-            running -= poll(&mut shows, &mut timers, i, tx);
+    let running = shows.iter().filter(|s| s.is_some()).count();
+    let core = PiMutex::new(Core {
+        shows,
+        timers,
+        raised: Vec::with_capacity(2 * n + 16),
+        running,
+    });
+    let standby = Standby {
+        pending: AtomicI64::new(i64::MAX),
+        wakes_at: AtomicI64::new(i64::MAX),
+        thread: OnceLock::new(),
+        over: AtomicBool::new(false),
+        counters: Arc::clone(counters),
+    };
+    let (core, standby) = (&core, &standby);
+    std::thread::scope(|scope| {
+        if with_standby {
+            let standby_cpu = cpus[cpus.len() - 2];
+            let spawned = std::thread::Builder::new()
+                .name("fp-clock-standby".into())
+                .spawn_scoped(scope, move || {
+                    standby_loop(core, standby, signals, standby_cpu, realtime, tx)
+                });
+            if spawned.is_ok() {
+                counters.standby.store(true, Ordering::Relaxed);
+            }
         }
-        // Shows whose port was signalled.
-        std::mem::swap(&mut *signals.raised.lock(), &mut raised);
-        for &i in &raised {
-            running -= poll(&mut shows, &mut timers, i, tx);
-        }
-        raised.clear();
-        // The other wake-ups whose time has come, deadlines still first.
         loop {
-            let now = now_ns();
-            let due = timers
-                .pop_due(now, true, &shows)
-                .or_else(|| timers.pop_due(now, false, &shows));
-            let Some(i) = due else { break };
-            running -= poll(&mut shows, &mut timers, i, tx);
-        }
-        // Sleep to the next one (a signal unparks), and spin the last stretch of a deadline.
-        let Some((t, precise)) = timers.next(&shows) else {
-            if running > 0 {
+            // The lock is let go before sleeping or spinning.
+            let next = {
+                let mut guard = core.lock();
+                let c = &mut *guard;
+                c.serve(signals, tx);
+                if c.running == 0 {
+                    break;
+                }
+                let next = c.timers.next(&c.shows);
+                c.publish(standby);
+                next
+            };
+            // Sleep to the next one (a signal unparks), and spin the last stretch of a
+            // deadline.
+            let Some((t, precise)) = next else {
                 std::thread::park_timeout(Duration::from_millis(2));
+                continue;
+            };
+            let now = now_ns();
+            if let Some((_, d)) = stall.filter(|&(at, _)| precise && now >= at) {
+                stall = None;
+                std::thread::sleep(d);
+                continue;
             }
-            continue;
-        };
-        let now = now_ns();
-        let sleep_to = if precise {
-            t - margin.ns().min(MAX_SPIN_NS)
-        } else {
-            t
-        };
-        if sleep_to > now {
-            // Announce the sleep, then look at the signals once more (a signal raised before
-            // the announcement did not unpark: it must be seen here).
-            signals.clock_wakes_at.store(sleep_to, Ordering::SeqCst);
-            if !signals.raised.lock().is_empty() {
+            let sleep_to = if precise {
+                t - margin.ns().min(MAX_SPIN_NS)
+            } else {
+                t
+            };
+            if sleep_to > now {
+                // Announce the sleep, then look at the signals once more (a signal raised
+                // before the announcement did not unpark: it must be seen here).
+                signals.clock_wakes_at.store(sleep_to, Ordering::SeqCst);
+                if !signals.raised.lock().is_empty() {
+                    signals.clock_wakes_at.store(0, Ordering::SeqCst);
+                    continue;
+                }
+                std::thread::park_timeout(Duration::from_nanos((sleep_to - now) as u64));
                 signals.clock_wakes_at.store(0, Ordering::SeqCst);
-                continue;
-            }
-            std::thread::park_timeout(Duration::from_nanos((sleep_to - now) as u64));
-            signals.clock_wakes_at.store(0, Ordering::SeqCst);
-            let woke = now_ns();
-            if woke < sleep_to {
-                // Unparked: a show was signalled.
-                continue;
+                let woke = now_ns();
+                if woke < sleep_to {
+                    // Unparked: a show was signalled.
+                    continue;
+                }
+                if precise {
+                    margin.learn(woke - sleep_to);
+                }
             }
             if precise {
-                margin.learn(woke - sleep_to);
+                while now_ns() < t {
+                    std::hint::spin_loop();
+                }
             }
         }
-        if precise {
-            while now_ns() < t {
-                std::hint::spin_loop();
+        standby.over.store(true, Ordering::SeqCst);
+        if let Some(t) = standby.thread.get() {
+            t.unpark();
+        }
+    });
+    drop(setup);
+}
+
+/// The standby thread (see [`clock_loop`]): sleeps to [`STANDBY_AFTER_NS`] after the earliest
+/// deadline the clock thread has still to serve; if it is still pending then, serves what is
+/// due in its place. It never spins, and takes the core's lock only to serve.
+fn standby_loop(
+    core: &PiMutex<Core>,
+    standby: &Standby,
+    signals: &HostSignals,
+    cpu: usize,
+    realtime: bool,
+    tx: &Sender<Ended>,
+) {
+    let _ = standby.thread.set(std::thread::current());
+    if framepipe_clock::pin_current_thread(cpu) {
+        standby.counters.standby_cpu.store(cpu, Ordering::Relaxed);
+    }
+    let _setup = prepare_pacing_thread(realtime);
+    // Without a deadline to watch, it looks again this often (a deadline published meanwhile
+    // unparks it anyway).
+    const IDLE: i64 = 100_000_000;
+    while !standby.over.load(Ordering::SeqCst) {
+        let d = standby.pending.load(Ordering::SeqCst);
+        let now = now_ns();
+        if d != i64::MAX && now >= d + STANDBY_AFTER_NS {
+            // The clock thread has not served a deadline that long after its time.
+            let mut c = core.lock();
+            let served = c.serve(signals, tx);
+            standby
+                .counters
+                .rescued
+                .fetch_add(served, Ordering::Relaxed);
+            if c.running == 0 {
+                drop(c);
+                if let Some(t) = signals.clock.get() {
+                    t.unpark();
+                }
+                return;
             }
+            c.publish(standby);
+            continue;
+        }
+        let wake = if d == i64::MAX {
+            now + IDLE
+        } else {
+            d + STANDBY_AFTER_NS
+        };
+        standby.wakes_at.store(wake, Ordering::SeqCst);
+        if standby.pending.load(Ordering::SeqCst) != d {
+            // A deadline was published meanwhile, maybe an earlier one.
+            standby.wakes_at.store(i64::MAX, Ordering::SeqCst);
+            continue;
+        }
+        std::thread::park_timeout(Duration::from_nanos((wake - now) as u64));
+        standby.wakes_at.store(i64::MAX, Ordering::SeqCst);
+        if d != i64::MAX {
+            standby
+                .counters
+                .standby_wakeups
+                .fetch_add(1, Ordering::Relaxed);
         }
     }
-    drop(setup);
 }
 
 /// Polls show `i` until it waits for something (a timer is queued for it) or ends (handed

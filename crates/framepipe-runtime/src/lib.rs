@@ -47,7 +47,7 @@ mod worker;
 pub use edit::{Editor, Fade};
 pub use events::{Event, EventFn};
 pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
-pub use host::{Host, ShowResult};
+pub use host::{ClockCounters, Host, ShowResult};
 pub use lockstats::LockSummary;
 pub use output::{LateLog, PacingStats};
 pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};

@@ -67,10 +67,10 @@ pub struct PacingStats {
 }
 
 /// The last [`LateLog::CAP`] late frames (released more than the late threshold after their
-/// deadline), kept without allocating: a ring of (deadline, lateness).
+/// deadline), kept without allocating: a ring of (deadline, lateness, ready).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LateLog {
-    frames: [(i64, i64); LateLog::CAP],
+    frames: [(i64, i64, i64); LateLog::CAP],
     n: u64,
 }
 
@@ -78,13 +78,16 @@ impl LateLog {
     /// How many late frames are kept (the latest).
     pub const CAP: usize = 16;
 
-    fn push(&mut self, deadline_ns: i64, lateness_ns: i64) {
-        self.frames[(self.n % Self::CAP as u64) as usize] = (deadline_ns, lateness_ns);
+    fn push(&mut self, deadline_ns: i64, lateness_ns: i64, ready_ns: i64) {
+        self.frames[(self.n % Self::CAP as u64) as usize] = (deadline_ns, lateness_ns, ready_ns);
         self.n += 1;
     }
 
-    /// The kept late frames, oldest first: (deadline, `CLOCK_MONOTONIC` ns; lateness, ns).
-    pub fn frames(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+    /// The kept late frames, oldest first: (deadline, `CLOCK_MONOTONIC` ns; lateness, ns; when
+    /// the frame was ready at the sink, ns after its deadline, negative when before). A frame
+    /// ready in time but released late was late for the pacing thread (it did not run); one
+    /// ready late, for the pipeline (its workers).
+    pub fn frames(&self) -> impl Iterator<Item = (i64, i64, i64)> + '_ {
         let k = self.n.min(Self::CAP as u64);
         (self.n - k..self.n).map(|i| self.frames[(i % Self::CAP as u64) as usize])
     }
@@ -708,13 +711,18 @@ impl Output {
         let Due {
             item, frame_late, ..
         } = due;
+        let ready_ns = item.ready_ns;
         if let Some(p) = self.pacer.as_mut() {
             // The deadline has passed (the driver waited for it): no wait here.
             let tick = p.wait_next();
             self.last_release_ns = Some(tick.released_ns);
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
                 shared.counters.late.fetch_add(1, Ordering::Relaxed);
-                self.late_log.push(tick.deadline_ns, tick.lateness_ns);
+                self.late_log.push(
+                    tick.deadline_ns,
+                    tick.lateness_ns,
+                    ready_ns - tick.deadline_ns,
+                );
             }
             // The worst lateness of each whole second, for live displays (two atomic stores a
             // second).
@@ -1133,15 +1141,15 @@ mod tests {
     fn the_late_log_keeps_the_latest_frames_in_order() {
         let mut log = LateLog::default();
         assert_eq!(log.frames().count(), 0);
-        log.push(10, 2_000_000);
-        assert_eq!(log.frames().collect::<Vec<_>>(), [(10, 2_000_000)]);
+        log.push(10, 2_000_000, -5);
+        assert_eq!(log.frames().collect::<Vec<_>>(), [(10, 2_000_000, -5)]);
         for i in 1..40 {
-            log.push(10 + i, 1_000_001 + i);
+            log.push(10 + i, 1_000_001 + i, i);
         }
         let kept: Vec<_> = log.frames().collect();
         assert_eq!(kept.len(), LateLog::CAP);
         let want: Vec<_> = (40 - LateLog::CAP as i64..40)
-            .map(|i| (10 + i, 1_000_001 + i))
+            .map(|i| (10 + i, 1_000_001 + i, i))
             .collect();
         assert_eq!(kept, want);
     }

@@ -477,3 +477,92 @@ fn a_sink_waiting_on_its_reader_holds_back_its_own_show_only() {
     // Every frame once, in order: the live policy's default (slow) waited for the sink.
     assert_eq!(stuck.values(), (500..520).collect::<Vec<u32>>());
 }
+
+/// A sink that notes the name of the thread that released each frame, in order.
+#[derive(Clone, Default)]
+struct ReleasedBy {
+    frames: Arc<Mutex<Vec<(u64, String)>>>,
+}
+
+impl Sink for ReleasedBy {
+    fn start(&mut self, _info: VideoInfo) -> Result<()> {
+        Ok(())
+    }
+    fn consume(&mut self, ctx: &FrameCtx, _frame: &framepipe_core::Frame) -> Result<()> {
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        self.frames.lock().unwrap().push((ctx.seq, name));
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs two paced shows whose clock thread is kept away for 300 ms (7 deadlines at 25 fps)
+/// after 1 s; returns each show's (frame, releasing thread) in order, and the deadlines the
+/// standby rescued.
+fn stalled_clock(standby: bool) -> (Vec<Vec<(u64, String)>>, u64) {
+    let sinks = [ReleasedBy::default(), ReleasedBy::default()];
+    let mut host = Host::new(THREADS);
+    host.set_standby(standby);
+    host.inject_clock_stall(Duration::from_secs(1), Duration::from_millis(300));
+    for (k, sink) in sinks.iter().enumerate() {
+        host.add(
+            format!("show-{k}"),
+            show(counter(k as u32, 50, 25), Box::new(sink.clone()), Some(25)),
+        )
+        .unwrap();
+    }
+    let clock = host.clock_counters();
+    let results = bounded(Duration::from_secs(60), move || host.run(|_| {}));
+    for r in &results {
+        assert!(r.result.is_ok(), "{}: {:?}", r.name, r.result);
+    }
+    let frames = sinks
+        .iter()
+        .map(|s| s.frames.lock().unwrap().clone())
+        .collect();
+    (
+        frames,
+        clock.rescued.load(std::sync::atomic::Ordering::Relaxed),
+    )
+}
+
+/// Issue 11 (late frames on a VM whose host takes a vCPU away for milliseconds): while the
+/// clock thread is away, the standby thread, pinned to the other CPU, releases the frames
+/// that fall due, every frame once and in order. Without the standby every frame waits for
+/// the clock thread (the control: the stall is seen, no frame is released by anything else).
+#[test]
+fn the_standby_releases_the_frames_due_while_the_clock_thread_is_away() {
+    if framepipe_clock::allowed_cpus().len() < 2 {
+        eprintln!("skipped: the standby needs two CPUs, this process may use one");
+        return;
+    }
+    let (with, rescued) = stalled_clock(true);
+    for frames in &with {
+        let seqs: Vec<u64> = frames.iter().map(|f| f.0).collect();
+        assert_eq!(
+            seqs,
+            (0..50).collect::<Vec<_>>(),
+            "every frame once, in order"
+        );
+        let by_standby = frames.iter().filter(|f| f.1 == "fp-clock-standby").count();
+        assert!(
+            by_standby >= 1,
+            "no frame released by the standby: {frames:?}"
+        );
+        assert!(frames
+            .iter()
+            .all(|f| f.1 == "fp-clock" || f.1 == "fp-clock-standby"));
+    }
+    assert!(rescued >= 2, "rescued {rescued} deadlines");
+    let (without, rescued) = stalled_clock(false);
+    assert_eq!(rescued, 0);
+    for frames in &without {
+        assert_eq!(frames.len(), 50);
+        assert!(
+            frames.iter().all(|f| f.1 == "fp-clock"),
+            "released by another thread than the clock: {frames:?}"
+        );
+    }
+}
