@@ -738,7 +738,11 @@ impl State {
 
     /// The next job for the IO thread: a blocking source's frame, the oldest first.
     pub(crate) fn next_io_job(&mut self) -> Option<Job> {
-        if self.old.as_ref().is_some_and(|p| !p.state.io_ready.is_empty()) {
+        if self
+            .old
+            .as_ref()
+            .is_some_and(|p| !p.state.io_ready.is_empty())
+        {
             return self.with_old(State::next_io_job);
         }
         let (node, slot) = self.io_ready.pop_front()?;
@@ -1504,7 +1508,9 @@ impl State {
         let of_old = match &done {
             Done::Node { version, .. } if *version != self.ver.number => {
                 debug_assert!(
-                    self.old.as_ref().is_some_and(|p| p.state.ver.number == *version),
+                    self.old
+                        .as_ref()
+                        .is_some_and(|p| p.state.ver.number == *version),
                     "a job's version is the running one or the one it replaced"
                 );
                 self.old.is_some()
