@@ -580,6 +580,15 @@ impl State {
         self.running + self.old.as_ref().map_or(0, |p| p.state.running)
     }
 
+    /// While a replaced version still has frames in flight, the new version's node jobs take
+    /// at most all workers but one (all of one worker): a worker stays free for the old
+    /// frames' next nodes, which are due first and would otherwise wait for a new frame's job
+    /// to end (jobs are not preempted).
+    fn new_jobs_held_back(&self) -> bool {
+        self.old.as_ref().is_some_and(|p| p.state.in_flight > 0)
+            && self.running >= self.slices.len().saturating_sub(1).max(1)
+    }
+
     /// The replaced version's jobs waiting for a worker (none when there is none).
     fn old_ready(&self) -> usize {
         self.old.as_ref().map_or(0, |p| p.state.ready.len())
@@ -619,7 +628,7 @@ impl State {
     }
 
     pub(crate) fn has_work(&self) -> bool {
-        !self.ready.is_empty()
+        (!self.ready.is_empty() && !self.new_jobs_held_back())
             || self.old_ready() > 0
             || self.begin_runnable()
             || self.slice_pending().is_some()
@@ -690,8 +699,9 @@ impl State {
             });
         }
         let cap = v.topo.cap;
+        let held_back = self.new_jobs_held_back();
         let show = (0..self.ready.len())
-            .filter(|&i| self.ready[i].1 < cap)
+            .filter(|&i| self.ready[i].1 < cap && !held_back)
             .max_by_key(|&i| self.ready[i].0);
         if let Some(pos) = show {
             let (node, slot) = self.ready.remove(pos).expect("index in range");
@@ -729,6 +739,9 @@ impl State {
         // Leaky branches last: they run on workers the show leaves idle, so a slow tap takes
         // no worker the show could use (in a paced show, workers wait for the clock most of
         // the time; an unpaced run may leave a preview behind until its end).
+        if held_back {
+            return None;
+        }
         if let Some(pos) = (0..self.ready.len()).max_by_key(|&i| self.ready[i].0) {
             let (node, slot) = self.ready.remove(pos).expect("index in range");
             return Some(self.node_job(&v, node, slot));
