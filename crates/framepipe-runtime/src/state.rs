@@ -31,11 +31,12 @@
 //! switches in at once, at the next frame to begin, N (`switch_overlapping`): the running
 //! version's frames before N go on in their version, which is kept beside the new one
 //! (`State::old`) until its last frame has left every node. Jobs name their version; the old
-//! version's jobs go first, and the new one's leave it a worker (`new_jobs_held_back`). A node the edit keeps is handed over (its one set of instances,
-//! its source, moved) once the old version no longer owes it a frame (`NodeState::owed`);
-//! until then its frames from N on park (`NodeState::held`), so it still takes every frame
-//! once and in order. Otherwise the switch waits for the frames in flight to be made
-//! (`maybe_switch`, `only_held_at_sinks`).
+//! version's jobs go first, and the new one's leave it a worker (`new_jobs_held_back`). A
+//! node the edit keeps is handed over (its one set of instances, its source, moved) once the
+//! old version no longer owes it a frame (`NodeState::owed`); until then its frames from N
+//! on park (`NodeState::held`), so it still takes every frame once and in order. Otherwise
+//! the switch waits for the frames in flight to be made (`maybe_switch`,
+//! `only_held_at_sinks`).
 //!
 //! # The lock
 //! Everything here runs under the one scheduler mutex, taken by a worker between jobs and by
