@@ -143,8 +143,8 @@ struct RunArgs {
     /// Do not try SCHED_FIFO for the output thread.
     #[arg(long)]
     no_realtime: bool,
-    /// Paced runs: no standby pacing thread. By default a second pacing thread, pinned to
-    /// another CPU than the output (or a host's clock) thread, releases any frame that thread
+    /// Paced runs: no standby pacing thread. By default a second pacing thread, kept off
+    /// the CPU of the output (or a host's clock) thread, releases any frame that thread
     /// has not released 0.25 ms after its deadline (it lost its CPU, as on a busy VM); this
     /// saves the standby's wake-up per deadline on a machine that never does that.
     #[arg(long)]

@@ -821,18 +821,12 @@ fn write_all_stats(
                 })
             })
             .collect();
-        let cpu = |c: &std::sync::atomic::AtomicUsize| {
-            let c = c.load(Ordering::Relaxed);
-            (c != usize::MAX).then_some(c)
-        };
         let doc = serde_json::json!({
             "shows": all,
             "isolated": crate::isolation_json(isolation),
             "pools": pools,
             "clock": {
                 "standby": clock.standby.load(Ordering::Relaxed),
-                "clock_cpu": cpu(&clock.clock_cpu),
-                "standby_cpu": cpu(&clock.standby_cpu),
                 "standby_wakeups": clock.standby_wakeups.load(Ordering::Relaxed),
                 "rescued_frames": clock.rescued.load(Ordering::Relaxed),
             },

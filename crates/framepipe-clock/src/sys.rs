@@ -169,14 +169,28 @@ pub fn pin_current_thread(cpu: usize) -> bool {
     set_thread_cpus(&[cpu])
 }
 
+/// The CPU the calling thread runs on now (`sched_getcpu`, served by the vDSO), if known.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no argument and only reads the current CPU.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
 /// Lets the calling thread run on `cpus` only (`sched_setaffinity`); whether it was done.
 pub fn set_thread_cpus(cpus: &[usize]) -> bool {
-    if cpus.is_empty() || cpus.iter().any(|&c| c >= libc::CPU_SETSIZE as usize) {
+    set_thread_cpus_except(cpus, usize::MAX)
+}
+
+/// Lets the calling thread run on `cpus` but `except` only; whether it was done (not when
+/// that leaves no CPU). No allocation: for a thread that moves away from another's CPU often.
+pub fn set_thread_cpus_except(cpus: &[usize], except: usize) -> bool {
+    let max = libc::CPU_SETSIZE as usize;
+    if cpus.iter().any(|&c| c >= max) || !cpus.iter().any(|&c| c != except) {
         return false;
     }
     // SAFETY: cpu_set_t is plain data; all zeros is a valid (empty) set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in cpus {
+    for &cpu in cpus.iter().filter(|&&c| c != except) {
         // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so the bit is inside `set`.
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
@@ -280,6 +294,19 @@ mod tests {
         .expect("thread given its CPUs back");
         assert_eq!(back, cpus);
         assert!(!set_thread_cpus(&[]));
+        // Every CPU but one; never none.
+        if cpus.len() >= 2 {
+            let (first, all) = (cpus[0], cpus.clone());
+            let (left, on) = std::thread::spawn(move || {
+                assert!(set_thread_cpus_except(&all, first));
+                (allowed_cpus(), current_cpu())
+            })
+            .join()
+            .expect("thread moved off a CPU");
+            assert_eq!(left, cpus[1..]);
+            assert!(on.is_some_and(|c| c != first), "on {on:?}");
+        }
+        assert!(!set_thread_cpus_except(&[last], last));
         assert!(!pin_current_thread(libc::CPU_SETSIZE as usize));
     }
 

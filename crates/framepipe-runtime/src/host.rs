@@ -21,8 +21,8 @@
 //!   on the same instant. Wake-ups that need no precision are rounded up to a 1 ms grid, and a
 //!   show's signal wakes the clock only when it would sleep more than 0.5 ms. Deadlines are
 //!   served before every other wake-up due at the same moment.
-//! * **The standby.** With paced shows and two CPUs, a second thread (`fp-clock-standby`) is
-//!   pinned to another CPU than the clock thread's. It sleeps to 0.25 ms after the earliest
+//! * **The standby.** With paced shows and two CPUs, a second thread (`fp-clock-standby`)
+//!   keeps off the CPU the clock thread runs on (`standby.rs`). It sleeps to 0.25 ms after the earliest
 //!   deadline not yet served and, if it is still not served then (the clock thread lost its
 //!   CPU: on a VM, for up to milliseconds), serves what is due in the clock thread's place.
 //!   The shows' state machines and wake-ups are behind one lock (`Core`), which neither thread
@@ -106,7 +106,7 @@ impl Host {
         self.stall = Some((after, stall));
     }
 
-    /// Whether the clock thread gets a standby thread, pinned to another CPU, that serves a
+    /// Whether the clock thread gets a standby thread, on another CPU, that serves a
     /// deadline the clock thread missed by 0.25 ms (default: yes; it needs paced
     /// shows and two CPUs). It costs a wake-up per group deadline (see docs/SHOWS.md).
     pub fn set_standby(&mut self, on: bool) {
@@ -647,10 +647,6 @@ struct ClockSetup {
 pub struct ClockCounters {
     /// Whether a standby thread ran beside the clock thread.
     pub standby: AtomicBool,
-    /// The CPUs the clock thread and the standby were pinned to (`usize::MAX`: not pinned).
-    pub clock_cpu: std::sync::atomic::AtomicUsize,
-    /// See `clock_cpu`.
-    pub standby_cpu: std::sync::atomic::AtomicUsize,
     /// Times the standby thread woke up to watch a wake-up of the clock thread.
     pub standby_wakeups: std::sync::atomic::AtomicU64,
     /// Frames the standby thread released because the clock thread had not woken up 0.25 ms
@@ -660,7 +656,7 @@ pub struct ClockCounters {
 
 /// The clock thread: polls each show's master output at its deadlines, its signals and its
 /// command polls, until every show has ended. With paced shows, two CPUs and `standby`, a
-/// standby thread pinned to another CPU than the clock thread's serves any deadline the clock
+/// standby thread on another CPU than the clock thread's serves any deadline the clock
 /// thread has not served 0.25 ms after its time: a virtual machine's host (or
 /// anything else) taking the clock thread's CPU away for milliseconds then delays no release
 /// by more than that, as long as the other CPU runs.
@@ -679,16 +675,7 @@ fn clock_loop(
     let mut stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
     let _ = signals.clock.set(std::thread::current());
     let paced = starts.iter().flatten().any(|s| s.options.pace.is_some());
-    let pair = standby::cpus().filter(|_| standby_wanted && paced);
-    counters.clock_cpu.store(usize::MAX, Ordering::Relaxed);
-    counters.standby_cpu.store(usize::MAX, Ordering::Relaxed);
-    if let Some((cpu, _)) = pair {
-        // The clock thread on one CPU, the standby on another: two CPUs whose losses (a VM's
-        // vCPUs taken back) are mostly not at the same moments.
-        if framepipe_clock::pin_current_thread(cpu) {
-            counters.clock_cpu.store(cpu, Ordering::Relaxed);
-        }
-    }
+    let with_standby = standby_wanted && paced && standby::possible();
     // Kept to the end: dropping it restores this thread's policy and timer slack.
     let setup = prepare_pacing_thread(realtime);
     let n = starts.len();
@@ -777,13 +764,10 @@ fn clock_loop(
     let watch = Watch::default();
     let (core, standby) = (&core, &watch);
     std::thread::scope(|scope| {
-        if let Some((_, standby_cpu)) = pair {
+        if with_standby {
             let spawned = std::thread::Builder::new()
                 .name("fp-clock-standby".into())
                 .spawn_scoped(scope, move || {
-                    if framepipe_clock::pin_current_thread(standby_cpu) {
-                        counters.standby_cpu.store(standby_cpu, Ordering::Relaxed);
-                    }
                     let _setup = prepare_pacing_thread(realtime);
                     standby.stand_by(|| {
                         let mut c = core.lock();

@@ -870,17 +870,9 @@ pub(crate) fn run_output(
         Err(e) => return (None, Err(e)),
     };
     // The paced master output gets a standby thread on another CPU (`standby.rs`).
-    let pair = crate::standby::cpus().filter(|_| port == 0 && options.pace.is_some());
-    if let Some(pair) = pair.filter(|_| !options.no_standby) {
-        let (out, rescued) = drive_with_standby(
-            shared,
-            signal,
-            out,
-            sink,
-            pair,
-            realtime,
-            options.inject_stall,
-        );
+    if port == 0 && options.pace.is_some() && !options.no_standby && crate::standby::possible() {
+        let (out, rescued) =
+            drive_with_standby(shared, signal, out, sink, realtime, options.inject_stall);
         let (mut pacing, result) = out.finish(shared);
         if let Some(p) = pacing.as_mut() {
             p.standby_rescued = Some(rescued);
@@ -933,23 +925,19 @@ fn watch_time(out: &mut Output, next: &Next, now: i64) -> Option<i64> {
 }
 
 /// [`run_output`]'s loop for a paced master output, with a standby thread (`fp-out-standby`,
-/// see `standby.rs`): the calling thread is pinned to CPU `cpus.0` for the loop (its previous
-/// CPUs are given back after), the standby to `cpus.1`; the standby releases a frame the
-/// calling thread has not released 0.25 ms after its deadline (it lost its CPU). The calling
-/// thread sleeps and spins with its own wake-up margin, not holding the lock. Returns the
-/// output (to be finished) and how many frames the standby released.
+/// see `standby.rs`) that keeps off the calling thread's CPU and releases a frame the calling
+/// thread has not released 0.25 ms after its deadline (it lost its CPU). The calling thread
+/// sleeps and spins with its own wake-up margin, not holding the lock. Returns the output (to
+/// be finished) and how many frames the standby released.
 fn drive_with_standby(
     shared: &Shared,
     signal: &crate::state::PortSignal,
     out: Output,
     sink: &mut dyn Sink,
-    cpus: (usize, usize),
     realtime: bool,
     stall: Option<(Duration, Duration)>,
 ) -> (Output, u64) {
     let mut stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
-    let before = framepipe_clock::allowed_cpus();
-    let pinned = framepipe_clock::pin_current_thread(cpus.0);
     let core = framepipe_clock::PiMutex::new(Driven {
         out: Some(out),
         sink,
@@ -961,7 +949,6 @@ fn drive_with_standby(
         let _ = std::thread::Builder::new()
             .name("fp-out-standby".into())
             .spawn_scoped(scope, move || {
-                framepipe_clock::pin_current_thread(cpus.1);
                 let _setup = prepare_pacing_thread(realtime);
                 watch_ref.stand_by(|| {
                     let mut d = core_ref.lock();
@@ -1020,9 +1007,6 @@ fn drive_with_standby(
         }
         watch_ref.finish();
     });
-    if pinned && !before.is_empty() {
-        framepipe_clock::set_thread_cpus(&before);
-    }
     let rescued = watch.rescued.load(Ordering::Relaxed);
     let out = core.lock().out.take().expect("taken once");
     (out, rescued)

@@ -1,6 +1,7 @@
-//! The standby pacing thread: a second thread, pinned to another CPU than the pacing thread
+//! The standby pacing thread: a second thread, on another CPU than the pacing thread
 //! (a host's clock thread, a run's master output thread), that releases a frame the pacing
-//! thread has not released [`STANDBY_AFTER_NS`] after its deadline.
+//! thread has not released [`STANDBY_AFTER_NS`] after its deadline. It keeps off the CPU the
+//! pacing thread last ran on (that thread publishes it; neither is pinned).
 //!
 //! Why: on a virtual machine the host takes a vCPU away for up to milliseconds at a time
 //! (`framepipe doctor`'s noise floor: a spinning thread losing 3–10 % of its time, up to
@@ -24,7 +25,7 @@
 //! cover: a frame made ready while the pacing thread is away is seen at the next timed
 //! wake-up, not at once (the port's signal wakes the pacing thread only).
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::thread::Thread;
 use std::time::Duration;
@@ -39,11 +40,9 @@ pub(crate) const STANDBY_AFTER_NS: i64 = 250_000;
 /// meanwhile unparks it anyway).
 const IDLE_NS: i64 = 100_000_000;
 
-/// The two CPUs for the pacing thread and its standby: the last two this process may use
-/// (`None` with fewer than two).
-pub(crate) fn cpus() -> Option<(usize, usize)> {
-    let cpus = framepipe_clock::allowed_cpus();
-    (cpus.len() >= 2).then(|| (cpus[cpus.len() - 1], cpus[cpus.len() - 2]))
+/// Whether a standby can run apart from the pacing thread: this process may use two CPUs.
+pub(crate) fn possible() -> bool {
+    framepipe_clock::allowed_cpus().len() >= 2
 }
 
 /// What the pacing thread and its standby share besides the pacing state's lock.
@@ -55,6 +54,8 @@ pub(crate) struct Watch {
     /// When the standby wakes up by itself (`i64::MAX` while awake).
     wakes_at: AtomicI64,
     thread: OnceLock<Thread>,
+    /// The CPU the pacing thread last published from (`usize::MAX`: not known).
+    cpu: AtomicUsize,
     /// The pacing thread is done: the standby leaves too.
     over: AtomicBool,
     /// Times the standby woke up to watch a wake-up of the pacing thread.
@@ -69,6 +70,7 @@ impl Default for Watch {
             pending: AtomicI64::new(i64::MAX),
             wakes_at: AtomicI64::new(i64::MAX),
             thread: OnceLock::new(),
+            cpu: AtomicUsize::new(usize::MAX),
             over: AtomicBool::new(false),
             wakeups: AtomicU64::new(0),
             rescued: AtomicU64::new(0),
@@ -81,6 +83,10 @@ impl Watch {
     /// the pacing state's lock is let go. Unparks the standby only when it would look too late
     /// for this one.
     pub(crate) fn publish(&self, deadline: Option<i64>) {
+        let cpu = framepipe_clock::current_cpu().unwrap_or(usize::MAX);
+        if self.cpu.load(Ordering::Relaxed) != cpu {
+            self.cpu.store(cpu, Ordering::Relaxed);
+        }
         let d = deadline.unwrap_or(i64::MAX);
         self.pending.store(d, Ordering::SeqCst);
         if d != i64::MAX
@@ -107,6 +113,9 @@ impl Watch {
     /// `rescue` says so.
     pub(crate) fn stand_by(&self, mut rescue: impl FnMut() -> (u64, bool)) {
         let _ = self.thread.set(std::thread::current());
+        let cpus = framepipe_clock::allowed_cpus();
+        // The pacing thread's CPU this thread keeps off (`usize::MAX`: none yet).
+        let mut avoiding = usize::MAX;
         // The wake-up last rescued: never rescued twice (a time that a rescue leaves pending
         // waits for the pacing thread, instead of a busy loop).
         let mut rescued_for = i64::MIN;
@@ -131,6 +140,15 @@ impl Watch {
             } else {
                 d + STANDBY_AFTER_NS
             };
+            // Off the pacing thread's CPU: a timer armed there would fire late when that CPU
+            // is taken away, as the pacing thread's own does. (The pacing thread is not pinned,
+            // so that threads of other processes are not piled on one CPU: it moves seldom, and
+            // this follows it, one system call when it did.)
+            let on = self.cpu.load(Ordering::Relaxed);
+            if on != avoiding && on != usize::MAX {
+                framepipe_clock::set_thread_cpus_except(&cpus, on);
+                avoiding = on;
+            }
             // Announce the sleep, then look once more (a deadline published before the
             // announcement did not unpark).
             self.wakes_at.store(wake, Ordering::SeqCst);
