@@ -37,7 +37,7 @@ pub(crate) mod shm;
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use framepipe_core::{Frame, FrameMut, PropKind, PropSpec, PropValue, Props};
 
 pub use host::host_main_if_asked;
-use shm::{futex_wait, publish, Shm};
+use shm::{futex_wait, Shm};
 
 use crate::plugin::{ParamValue, Plugin};
 
@@ -318,6 +318,14 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
     }
 }
 
+/// A running child and the two pipes of its hand-off: its stdin carries parameter lines and one
+/// empty line per frame asked for, its stdout one byte per frame done (read without blocking).
+struct ChildIo {
+    child: Child,
+    stdin: ChildStdin,
+    done: ChildStdout,
+}
+
 /// One plugin instance living in a child process, restarted when it fails. Never fails a
 /// frame: what the plugin did not deliver is replaced ([`OnCrash`]).
 pub struct Isolated {
@@ -331,7 +339,7 @@ pub struct Isolated {
     /// Every parameter as last set (index, value): given to each new child.
     params: Vec<(usize, ParamValue)>,
     shm: Shm,
-    child: Option<(Child, ChildStdin)>,
+    child: Option<ChildIo>,
     /// The last frame number asked for (the `req` word).
     seq: u32,
     /// The output slot holding the last good output.
@@ -421,18 +429,26 @@ impl Isolated {
             .arg(std::process::id().to_string())
             .arg(self.shm.file().as_raw_fd().to_string())
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| Failure::Spawn(format!("cannot start {}: {e}", exe.display())))?;
         let mut stdin = child.stdin.take().expect("stdin was piped");
+        let done = child.stdout.take().expect("stdout was piped");
+        // The parent's end of the done pipe is read without blocking (`wait_done` polls it).
+        // SAFETY: fcntl on a descriptor we own, flags read then written back.
+        unsafe {
+            let fd = done.as_raw_fd();
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
         let mut lines = String::new();
         for (i, v) in &self.params {
             lines.push_str(&encode_param(*i, v));
         }
         // A dead child shows at the first frame; a failed write here says nothing more.
         let _ = stdin.write_all(lines.as_bytes());
-        self.child = Some((child, stdin));
+        self.child = Some(ChildIo { child, stdin, done });
         self.served = 0;
         let deadline = Instant::now() + self.settings.stall.max(STARTUP_TIMEOUT);
         loop {
@@ -452,8 +468,8 @@ impl Isolated {
 
     /// `Some` when the child has died (reaped) or `deadline` passed (then it is killed).
     fn check_child(&mut self, deadline: Instant) -> Option<Failure> {
-        let (child, _) = self.child.as_mut()?;
-        if let Ok(Some(status)) = child.try_wait() {
+        let io = self.child.as_mut()?;
+        if let Ok(Some(status)) = io.child.try_wait() {
             self.child = None;
             return Some(Failure::Died(describe_exit(status)));
         }
@@ -465,8 +481,14 @@ impl Isolated {
     }
 
     fn kill(&mut self) {
-        if let Some((mut child, stdin)) = self.child.take() {
+        if let Some(ChildIo {
+            mut child,
+            stdin,
+            done,
+        }) = self.child.take()
+        {
             drop(stdin);
+            drop(done);
             // Our own child, by its handle; reaped so that it cannot touch the memory again.
             let _ = child.kill();
             let _ = child.wait();
@@ -518,8 +540,8 @@ impl Isolated {
 
     /// Updates a parameter: now in the running child, and in every child started later.
     pub(crate) fn set_param(&mut self, index: usize, value: ParamValue) {
-        if let Some((_, stdin)) = self.child.as_mut() {
-            let _ = stdin.write_all(encode_param(index, &value).as_bytes());
+        if let Some(io) = self.child.as_mut() {
+            let _ = io.stdin.write_all(encode_param(index, &value).as_bytes());
         }
         match self.params.iter_mut().find(|(i, _)| *i == index) {
             Some(p) => p.1 = value,
@@ -607,17 +629,59 @@ impl Isolated {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         // Release: the places above, and the inputs' pixels, before the child sees `req`.
-        publish(&header.req, seq);
+        header.req.store(seq, Ordering::Release);
+        // The wake-up: an empty line on the child's stdin (after any parameter line, so the
+        // child applies those first). A pipe, not a futex, because a pipe write wakes the reader
+        // as a *synchronous* wake-up: the scheduler is told that this thread is about to sleep,
+        // and puts the child on this CPU instead of queueing it behind a busy one while this
+        // CPU goes idle (docs/ISOLATION.md, "Cost"). A failed write (the child died) shows below.
+        if let Some(io) = self.child.as_mut() {
+            let _ = io.stdin.write_all(b"\n");
+        }
+        self.wait_done(seq).map(|()| slot)
+    }
+
+    /// Waits until the child has stored `seq` in `done` (its byte on the done pipe wakes this
+    /// thread), it died, or the stall timeout passed (it is then killed). Without a wake-up it
+    /// checks every [`POLL`] whether the child is still alive.
+    fn wait_done(&mut self, seq: u32) -> Result<(), Failure> {
+        use std::os::fd::AsRawFd;
         let deadline = Instant::now() + self.settings.stall;
+        // The done pipe was closed: the child is dying (its exit closes it before it can be
+        // reaped); from then on, wait by sleeping a little.
+        let mut closed = false;
         loop {
-            let header = self.shm.header();
-            let done = header.done.load(Ordering::Acquire);
-            if done == seq {
-                return Ok(slot);
+            if self.shm.header().done.load(Ordering::Acquire) == seq {
+                return Ok(());
             }
-            futex_wait(&header.done, done, POLL);
-            if header.done.load(Ordering::Acquire) == seq {
-                return Ok(slot);
+            let Some(io) = self.child.as_mut() else {
+                return Err(Failure::Died("gone".into()));
+            };
+            let wait = POLL.min(deadline.saturating_duration_since(Instant::now()));
+            if closed {
+                std::thread::sleep(wait.min(Duration::from_millis(1)));
+            } else {
+                let mut pfd = libc::pollfd {
+                    fd: io.done.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd for the call's duration.
+                let n = unsafe { libc::poll(&mut pfd, 1, wait.as_millis().max(1) as libc::c_int) };
+                if n > 0 {
+                    // Take the bytes waiting (one per frame done; `done` says which frame).
+                    let mut buf = [0u8; 64];
+                    // SAFETY: reads into our own buffer, at most its length.
+                    let r = unsafe {
+                        libc::read(io.done.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len())
+                    };
+                    if r == 0 {
+                        closed = true;
+                    }
+                }
+            }
+            if self.shm.header().done.load(Ordering::Acquire) == seq {
+                return Ok(());
             }
             if let Some(f) = self.check_child(deadline) {
                 return Err(f);
