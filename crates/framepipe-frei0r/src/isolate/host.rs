@@ -1,15 +1,13 @@
 //! The child side of an isolated plugin: what `framepipe __frei0r-host ...` (or the `frei0r-host`
 //! binary) runs. It maps the shared memory its parent made, loads the plugin, makes one instance,
-//! says `ready`, and then serves frames. Its stdin carries parameter lines and, after them, one
-//! empty line per frame asked for: it waits for stdin, applies the parameter lines in order, and
-//! at each empty line runs the plugin from the inputs into the output the header names (frames of
-//! the parent's shared pools, mapped here by `poolmap.rs`, read in place and the output written in
-//! place; or the instance's own buffers), stores `done` and writes one byte to its stdout, which
-//! wakes the parent. (Both pipes are taken off descriptors 0 and 1 first, which then read and
-//! write `/dev/null`: what a plugin prints cannot reach the parent.) It exits when its parent goes
-//! away (stdin closed; also checked twice a second while idle); the parent kills it when it
-//! stalls.
-
+//! says `ready`, and then serves frames: wait until stdin has something (parameter lines, and a
+//! [`WAKE`] byte per frame asked for), apply the parameter lines, and when `req` holds a new frame
+//! number run the plugin from the inputs into the output the header names (frames of the parent's
+//! shared pools, mapped here by `poolmap.rs`, read in place and the output written in place; or
+//! the instance's own buffers), store `done` and write one byte to stdout, which wakes the parent.
+//! (Both pipes are taken off descriptors 0 and 1 first, which then read and write `/dev/null`:
+//! what a plugin prints cannot reach the parent.) It exits when its parent goes away (stdin
+//! closed; also checked twice a second while idle); the parent kills it when it stalls.
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -18,7 +16,7 @@ use std::sync::atomic::Ordering;
 
 use super::poolmap::PoolMaps;
 use super::shm::{publish, Shm};
-use super::{decode_param, HOST_ARG};
+use super::{decode_param, HOST_ARG, WAKE};
 use crate::plugin::{ColorModel, Instance, Plugin, PluginKind};
 
 /// Runs the host with the process's arguments when the first one is [`HOST_ARG`]; returns `None`
@@ -91,15 +89,34 @@ fn serve(args: &[String]) -> Result<(), String> {
     let bytes = words * 4;
     let mut pending = Vec::<u8>::with_capacity(4096);
     let mut chunk = [0u8; 4096];
-    // Bytes of `pending` already looked at (up to the next line end).
-    let mut parsed = 0;
     let header = shm.header();
+    // The last request before this child: read before saying `ready`, after which the parent
+    // may ask for the next frame at any moment.
+    let mut last = header.req.load(Ordering::Acquire);
     publish(&header.ready, 1);
     loop {
-        // The next empty line asks for a frame; lines before it are parameter changes, applied
-        // in the order the parent wrote them.
-        let Some(nl) = pending[parsed..].iter().position(|&b| b == b'\n') else {
-            parsed = pending.len();
+        // `req` first: the parent writes a frame's parameter lines before it stores the frame's
+        // number, so once the number is seen, reading stdin to its end gets them all.
+        let req = header.req.load(Ordering::Acquire);
+        loop {
+            match requests.read(&mut chunk) {
+                Ok(0) => return Ok(()), // the parent closed our stdin: done
+                // The wake-up bytes (NUL) are dropped here: only parameter text reaches
+                // `pending` (heap memory a broken plugin may scribble on).
+                Ok(n) => pending.extend(chunk[..n].iter().filter(|&&b| b != WAKE)),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("reading requests: {e}")),
+            }
+        }
+        while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
+            let line = String::from_utf8_lossy(&pending[..nl]).into_owned();
+            pending.drain(..=nl);
+            let (index, value) =
+                decode_param(&line).ok_or_else(|| format!("bad parameter line '{line}'"))?;
+            inst.set_param(index, &value).map_err(|e| e.to_string())?;
+        }
+        if req == last {
             let mut pfd = libc::pollfd {
                 fd: requests.as_raw_fd(),
                 events: libc::POLLIN,
@@ -111,30 +128,9 @@ fn serve(args: &[String]) -> Result<(), String> {
             if n == 0 && unsafe { libc::getppid() } != ppid {
                 return Ok(());
             }
-            loop {
-                match requests.read(&mut chunk) {
-                    Ok(0) => return Ok(()), // the parent closed our stdin: done
-                    Ok(n) => pending.extend_from_slice(&chunk[..n]),
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(format!("reading requests: {e}")),
-                }
-            }
-            continue;
-        };
-        let end = parsed + nl;
-        parsed = 0;
-        if end > 0 {
-            let line = String::from_utf8_lossy(&pending[..end]).into_owned();
-            pending.drain(..=end);
-            let (index, value) =
-                decode_param(&line).ok_or_else(|| format!("bad parameter line '{line}'"))?;
-            inst.set_param(index, &value).map_err(|e| e.to_string())?;
             continue;
         }
-        pending.drain(..1);
-        // A frame: the parent stored its number in `req` (release) before the empty line.
-        let req = header.req.load(Ordering::Acquire);
+        last = req;
         let time = f64::from_bits(header.time.load(Ordering::Acquire));
         let slot = header.slot.load(Ordering::Acquire) as usize & 1;
         // Where this frame's inputs and output are: every lookup (which may map a pool) before

@@ -71,6 +71,10 @@ pub const DEFAULT_STALL_MS: i64 = 1000;
 /// A child gets at least this long to load the plugin and make its instance.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The byte that wakes a child for a frame, on its stdin between parameter lines (which are
+/// text: it never occurs in them).
+pub(crate) const WAKE: u8 = 0;
+
 /// How often a waiting parent checks whether the child is still alive.
 const POLL: Duration = Duration::from_millis(10);
 
@@ -319,7 +323,7 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
 }
 
 /// A running child and the two pipes of its hand-off: its stdin carries parameter lines and one
-/// empty line per frame asked for, its stdout one byte per frame done (read without blocking).
+/// [`WAKE`] byte per frame asked for, its stdout one byte per frame done (read without blocking).
 struct ChildIo {
     child: Child,
     stdin: ChildStdin,
@@ -340,6 +344,8 @@ pub struct Isolated {
     params: Vec<(usize, ParamValue)>,
     shm: Shm,
     child: Option<ChildIo>,
+    /// A child started and not yet known ready: the deadline for its instance.
+    starting: Option<Instant>,
     /// The last frame number asked for (the `req` word).
     seq: u32,
     /// The output slot holding the last good output.
@@ -360,10 +366,11 @@ impl std::fmt::Debug for Isolated {
 }
 
 impl Isolated {
-    /// Makes the shared memory and starts the child, waiting until its instance exists. A child
-    /// that fails at once (the plugin crashes in `f0r_construct`) is reported and restarted like
-    /// any other failure; an error only when the host program cannot be started at all or the
-    /// shared memory not made.
+    /// Makes the shared memory and starts the child; its first frame waits until its instance
+    /// exists (the children of a graph start side by side). A child that fails at once (the
+    /// plugin crashes in `f0r_construct`) is reported at that frame and restarted like any other
+    /// failure; an error only when the host program cannot be started at all or the shared memory
+    /// not made.
     pub(crate) fn new(
         name: &str,
         plugin: &Arc<Plugin>,
@@ -399,6 +406,7 @@ impl Isolated {
             params: params.to_vec(),
             shm,
             child: None,
+            starting: None,
             seq: 0,
             last_good: None,
             failures: 0,
@@ -414,7 +422,8 @@ impl Isolated {
         Ok(me)
     }
 
-    /// Starts a child and waits until it is ready.
+    /// Starts a child (and writes it every parameter); [`await_ready`](Self::await_ready) waits
+    /// for its instance before its first frame.
     fn start(&mut self) -> Result<(), Failure> {
         self.shm.header().ready.store(0, Ordering::Release);
         let exe = host_program().map_err(|e| Failure::Spawn(format!("no host program: {e}")))?;
@@ -450,17 +459,29 @@ impl Isolated {
         let _ = stdin.write_all(lines.as_bytes());
         self.child = Some(ChildIo { child, stdin, done });
         self.served = 0;
-        let deadline = Instant::now() + self.settings.stall.max(STARTUP_TIMEOUT);
+        self.starting = Some(Instant::now() + self.settings.stall.max(STARTUP_TIMEOUT));
+        Ok(())
+    }
+
+    /// Waits until a child just started is ready (its instance made), if it is not yet: at its
+    /// first frame, so that the children of a graph start side by side, while it is prepared.
+    fn await_ready(&mut self) -> Result<(), Failure> {
+        let Some(deadline) = self.starting else {
+            return Ok(());
+        };
         loop {
             let header = self.shm.header();
             if header.ready.load(Ordering::Acquire) == 1 {
+                self.starting = None;
                 return Ok(());
             }
             futex_wait(&header.ready, 0, POLL);
             if header.ready.load(Ordering::Acquire) == 1 {
+                self.starting = None;
                 return Ok(());
             }
             if let Some(f) = self.check_child(deadline) {
+                self.starting = None;
                 return Err(f);
             }
         }
@@ -481,6 +502,7 @@ impl Isolated {
     }
 
     fn kill(&mut self) {
+        self.starting = None;
         if let Some(ChildIo {
             mut child,
             stdin,
@@ -562,7 +584,10 @@ impl Isolated {
             }
         }
         if self.child.is_some() {
-            match self.exchange(time, inputs, out) {
+            match self
+                .await_ready()
+                .and_then(|()| self.exchange(time, inputs, out))
+            {
                 Ok(slot) => {
                     let bytes = out.data().len() as u64;
                     if out.shared().is_none() {
@@ -630,13 +655,13 @@ impl Isolated {
         let seq = self.seq;
         // Release: the places above, and the inputs' pixels, before the child sees `req`.
         header.req.store(seq, Ordering::Release);
-        // The wake-up: an empty line on the child's stdin (after any parameter line, so the
-        // child applies those first). A pipe, not a futex, because a pipe write wakes the reader
+        // The wake-up: a byte on the child's stdin (after any parameter line: the child reads
+        // those before it runs the frame). A pipe, not a futex, because a pipe write wakes the reader
         // as a *synchronous* wake-up: the scheduler is told that this thread is about to sleep,
         // and puts the child on this CPU instead of queueing it behind a busy one while this
         // CPU goes idle (docs/ISOLATION.md, "Cost"). A failed write (the child died) shows below.
         if let Some(io) = self.child.as_mut() {
-            let _ = io.stdin.write_all(b"\n");
+            let _ = io.stdin.write_all(&[WAKE]);
         }
         self.wait_done(seq).map(|()| slot)
     }
