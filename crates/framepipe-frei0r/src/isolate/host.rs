@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 
 use super::poolmap::PoolMaps;
 use super::shm::{publish, Shm};
-use super::{decode_param, HOST_ARG, WAKE};
+use super::{decode_param, own_cpus, unpin_self, HOST_ARG, WAKE};
 use crate::plugin::{ColorModel, Instance, Plugin, PluginKind};
 
 /// Runs the host with the process's arguments when the first one is [`HOST_ARG`]; returns `None`
@@ -89,6 +89,7 @@ fn serve(args: &[String]) -> Result<(), String> {
     let bytes = words * 4;
     let mut pending = Vec::<u8>::with_capacity(4096);
     let mut chunk = [0u8; 4096];
+    let cpus = own_cpus();
     let header = shm.header();
     // The last request before this child: read before saying `ready`, after which the parent
     // may ask for the next frame at any moment.
@@ -131,6 +132,10 @@ fn serve(args: &[String]) -> Result<(), String> {
             continue;
         }
         last = req;
+        // The parent pinned this process to its own CPU to wake it there; free again.
+        if let Some(cpus) = &cpus {
+            unpin_self(cpus);
+        }
         let time = f64::from_bits(header.time.load(Ordering::Acquire));
         let slot = header.slot.load(Ordering::Acquire) as usize & 1;
         // Where this frame's inputs and output are: every lookup (which may map a pool) before

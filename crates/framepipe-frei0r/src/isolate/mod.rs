@@ -661,6 +661,7 @@ impl Isolated {
         // and puts the child on this CPU instead of queueing it behind a busy one while this
         // CPU goes idle (docs/ISOLATION.md, "Cost"). A failed write (the child died) shows below.
         if let Some(io) = self.child.as_mut() {
+            pin_to_this_cpu(io.child.id());
             let _ = io.stdin.write_all(&[WAKE]);
         }
         self.wait_done(seq).map(|()| slot)
@@ -712,6 +713,51 @@ impl Isolated {
                 return Err(f);
             }
         }
+    }
+}
+
+/// Restricts the (sleeping) child to the CPU this thread runs on, just before waking it: this
+/// thread sleeps right after, so the child takes its CPU. Left to itself the scheduler often
+/// queues the child on the other, busy core (its last one) and this core goes idle, which the
+/// load balancer is slow to notice (docs/ISOLATION.md, "Cost"). The child lifts the restriction
+/// as soon as it runs ([`unpin_self`]). Best effort: a failure changes nothing else.
+fn pin_to_this_cpu(child: u32) {
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu < 0 {
+        return;
+    }
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET stays inside it (cpu < CPU_SETSIZE,
+    // checked); sched_setaffinity reads `size_of` bytes of it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if (cpu as usize) < 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            libc::CPU_SET(cpu as usize, &mut set);
+            libc::sched_setaffinity(
+                child as libc::pid_t,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                &set,
+            );
+        }
+    }
+}
+
+/// The child's CPUs as it was started (before any [`pin_to_this_cpu`]).
+pub(crate) fn own_cpus() -> Option<libc::cpu_set_t> {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity writes at most `size_of` bytes.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+            .then_some(set)
+    }
+}
+
+/// Lifts [`pin_to_this_cpu`]'s restriction (the child, once running): the child stays where it
+/// is and the scheduler may move it again.
+pub(crate) fn unpin_self(cpus: &libc::cpu_set_t) {
+    // SAFETY: sched_setaffinity reads `size_of` bytes of a valid set.
+    unsafe {
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), cpus);
     }
 }
 
