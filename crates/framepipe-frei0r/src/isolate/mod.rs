@@ -8,14 +8,24 @@
 //! they are: building an isolated node asks for shared frame pools
 //! ([`framepipe_core::shm::request_shared_pools`]), so the runtime's pools keep their buffers in
 //! memfds, and per frame the parent writes where the inputs and the output are (pool, offset) into
-//! the instance's header ([`shm`]), stores the frame number in a futex word and wakes the child;
-//! the child (which maps each pool once, read-only with guard pages, and makes the output frame
-//! alone writable while it runs the plugin: `poolmap.rs`) reads the inputs and writes the output
-//! in place, stores the number in another futex word and wakes the parent. No copy, two futex
-//! wake-ups and no socket or pipe traffic per frame. A frame from a heap pool (a caller that made
-//! its own pool) is copied into or out of the instance's own buffers instead, and `on-crash=hold`
-//! keeps a copy of each delivered output (the pool frame itself goes on down the graph).
-//! Parameter changes go down the child's stdin (a text line each; rare) before the next frame.
+//! the instance's header ([`shm`]), stores the frame number in a shared word (`req`), pins the
+//! child to its own CPU and wakes it with one byte on its stdin; the child (which maps each pool
+//! once, read-only with guard pages, and makes the output frame alone writable while it runs the
+//! plugin: `poolmap.rs`) unpins itself, reads the inputs and writes the output in place, stores
+//! the number in another shared word (`done`) and wakes the parent with one byte on its stdout.
+//! No copy per frame: two one-byte pipe wake-ups and two `sched_setaffinity` calls. A frame from
+//! a heap pool (a caller that made its own pool) is copied into or out of the instance's own
+//! buffers instead, and `on-crash=hold` keeps a copy of each delivered output (the pool frame
+//! itself goes on down the graph). Parameter changes go down the child's stdin too (a text line
+//! each, before the frame's wake-up byte).
+//!
+//! Why pipes and a pin rather than futexes: the worker sleeps while its child works, so the
+//! child should take the worker's CPU. With futex wake-ups the scheduler often queued the child
+//! behind the other (busy) core instead, and the worker's core idled until the load balancer
+//! noticed: 13–17 % of the cores' time idle in the benchmark's chain on an otherwise idle 2-core
+//! machine, against 0.3 % in process. A pipe write is a *synchronous* wake-up (the waker is
+//! about to sleep), which took that to 9–12 %; pinning the child to the waker's CPU for its
+//! wake-up, to about 3 % (docs/ISOLATION.md, "Cost", `scripts/bench-isolate --sched`).
 //!
 //! When the child dies (a signal, an exit) or does not answer within the stall timeout
 //! (`stall-ms`; it is then killed), the frame is replaced as `on-crash` says: `bypass` copies
@@ -26,9 +36,11 @@
 //! has served [`HEALTHY_FRAMES`] frames. A plugin that keeps state between frames loses it at a
 //! restart (the report line says so).
 //!
-//! Real-time contract: in the steady state, a frame costs two futex calls (and the copies above
-//! for heap frames or `hold`) and, only when the plugin takes more than 10 ms, a
-//! `waitpid(WNOHANG)` per 10 ms waited; nothing is allocated. A failure (report line, kill, restart: fork+exec of the host) allocates and
+//! Real-time contract: in the steady state, a frame costs a one-byte write, a `poll` and a read
+//! (and `sched_getcpu` and `sched_setaffinity`) in the parent, the copies above for heap frames
+//! or `hold` and, only when the plugin takes more than 10 ms, a `waitpid(WNOHANG)` per 10 ms
+//! waited; nothing is allocated. A child that dies closes its end of the done pipe, which wakes
+//! the parent at once. A failure (report line, kill, restart: fork+exec of the host) allocates and
 //! blocks, on that node's worker only, for at most the stall timeout plus the new child's start.
 
 mod host;
@@ -656,10 +668,10 @@ impl Isolated {
         // Release: the places above, and the inputs' pixels, before the child sees `req`.
         header.req.store(seq, Ordering::Release);
         // The wake-up: a byte on the child's stdin (after any parameter line: the child reads
-        // those before it runs the frame). A pipe, not a futex, because a pipe write wakes the reader
-        // as a *synchronous* wake-up: the scheduler is told that this thread is about to sleep,
-        // and puts the child on this CPU instead of queueing it behind a busy one while this
-        // CPU goes idle (docs/ISOLATION.md, "Cost"). A failed write (the child died) shows below.
+        // those before it runs the frame), with the child pinned to this CPU, which this thread
+        // leaves right after (see the module's doc for why: a core idling while the child waits
+        // on the other). A pipe write is also a synchronous wake-up, which the scheduler takes
+        // the same way when it can. A failed write (the child died) shows below.
         if let Some(io) = self.child.as_mut() {
             pin_to_this_cpu(io.child.id());
             let _ = io.stdin.write_all(&[WAKE]);
