@@ -22,10 +22,10 @@
 //! Why pipes and a pin rather than futexes: the worker sleeps while its child works, so the
 //! child should take the worker's CPU. With futex wake-ups the scheduler often queued the child
 //! behind the other (busy) core instead, and the worker's core idled until the load balancer
-//! noticed: 13–17 % of the cores' time idle in the benchmark's chain on an otherwise idle 2-core
-//! machine, against 0.3 % in process. A pipe write is a *synchronous* wake-up (the waker is
-//! about to sleep), which took that to 9–12 %; pinning the child to the waker's CPU for its
-//! wake-up, to about 3 % (docs/ISOLATION.md, "Cost", `scripts/bench-isolate --sched`).
+//! noticed: 10–17 % of the cores' time idle in the benchmark's chain on an otherwise quiet
+//! 2-core machine, against 0.3–2.8 % in process. A pipe write is a *synchronous* wake-up (the
+//! waker is about to sleep), which took that to 9–12 %; pinning the child to the waker's CPU for
+//! its wake-up, to 1.3–3.2 % (docs/ISOLATION.md, "Cost", `scripts/bench-isolate --sched`).
 //!
 //! When the child dies (a signal, an exit) or does not answer within the stall timeout
 //! (`stall-ms`; it is then killed), the frame is replaced as `on-crash` says: `bypass` copies
