@@ -143,9 +143,10 @@ struct RunArgs {
     /// Do not try SCHED_FIFO for the output thread.
     #[arg(long)]
     no_realtime: bool,
-    /// Several shows: no standby clock thread. By default a second pacing thread, pinned to
-    /// another CPU, releases any frame the clock thread has not released 0.25 ms after its
-    /// deadline (it lost its CPU); this saves its wake-ups on a machine that never does that.
+    /// Paced runs: no standby pacing thread. By default a second pacing thread, kept off
+    /// the CPU of the output (or a host's clock) thread, releases any frame that thread
+    /// has not released 0.25 ms after its deadline (it lost its CPU, as on a busy VM); this
+    /// saves the standby's wake-up per deadline on a machine that never does that.
     #[arg(long)]
     no_standby: bool,
     /// Start paused: nothing is output until a `step` or `resume` command.
@@ -440,6 +441,8 @@ fn run_one(args: RunArgs) -> Result<Exit> {
         stall_timeout_ns,
         realtime: !args.no_realtime,
         latency_ns,
+        no_standby: args.no_standby,
+        inject_stall: None,
     };
     let mut prepared = graph.prepare(options)?;
     let stdout_sink = writes_stdout(&desc, &registry);
@@ -978,6 +981,7 @@ fn stats_json(
             })
             .collect();
         doc["repeated"] = serde_json::json!(p.lateness.repeated);
+        doc["standby_rescued"] = serde_json::json!(p.standby_rescued);
         doc["output_thread_cpu_share"] = serde_json::json!(p.cpu_share);
         doc["latency"] = serde_json::json!({
             "budget_ms": p.latency_budget_ms,

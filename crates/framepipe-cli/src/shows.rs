@@ -153,6 +153,8 @@ fn options_for(
         stall_timeout_ns: global.stall_timeout_ns,
         realtime: !args.no_realtime,
         latency_ns: global.latency_ns,
+        no_standby: args.no_standby,
+        inject_stall: None,
     })
 }
 
@@ -819,20 +821,14 @@ fn write_all_stats(
                 })
             })
             .collect();
-        let cpu = |c: &std::sync::atomic::AtomicUsize| {
-            let c = c.load(Ordering::Relaxed);
-            (c != usize::MAX).then_some(c)
-        };
         let doc = serde_json::json!({
             "shows": all,
             "isolated": crate::isolation_json(isolation),
             "pools": pools,
             "clock": {
                 "standby": clock.standby.load(Ordering::Relaxed),
-                "clock_cpu": cpu(&clock.clock_cpu),
-                "standby_cpu": cpu(&clock.standby_cpu),
                 "standby_wakeups": clock.standby_wakeups.load(Ordering::Relaxed),
-                "rescued_deadlines": clock.rescued.load(Ordering::Relaxed),
+                "rescued_frames": clock.rescued.load(Ordering::Relaxed),
             },
         });
         std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")

@@ -34,8 +34,9 @@ pub use pacer::{Pacer, Tick, WakeMargin};
 pub use pi::{PiCondvar, PiGuard, PiMutex};
 pub use stats::{LatenessStats, LatenessSummary, DEFAULT_LATE_THRESHOLD_NS};
 pub use sys::{
-    allowed_cpus, now_ns, pin_current_thread, prepare_pacing_thread, set_timer_slack_ns,
-    sleep_until_ns, thread_cpu_ns, timer_slack_of_self, try_realtime, CpuMeter, ThreadSetup,
+    allowed_cpus, current_cpu, now_ns, pin_current_thread, prepare_pacing_thread, set_thread_cpus,
+    set_thread_cpus_except, set_timer_slack_ns, sleep_until_ns, thread_cpu_ns, timer_slack_of_self,
+    try_realtime, CpuMeter, ThreadSetup,
 };
 
 /// Errors of the clock crate.

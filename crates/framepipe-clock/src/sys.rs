@@ -163,15 +163,37 @@ pub fn allowed_cpus() -> Vec<usize> {
 }
 
 /// Pins the calling thread to CPU `cpu` (`sched_setaffinity`); whether it was done. The
-/// pinning lasts as long as the thread (threads made for pacing are pinned for their life).
+/// pinning lasts until changed again ([`set_thread_cpus`] with what [`allowed_cpus`] gave
+/// before gives the thread its CPUs back).
 pub fn pin_current_thread(cpu: usize) -> bool {
-    if cpu >= libc::CPU_SETSIZE as usize {
+    set_thread_cpus(&[cpu])
+}
+
+/// The CPU the calling thread runs on now (`sched_getcpu`, served by the vDSO), if known.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no argument and only reads the current CPU.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+/// Lets the calling thread run on `cpus` only (`sched_setaffinity`); whether it was done.
+pub fn set_thread_cpus(cpus: &[usize]) -> bool {
+    set_thread_cpus_except(cpus, usize::MAX)
+}
+
+/// Lets the calling thread run on `cpus` but `except` only; whether it was done (not when
+/// that leaves no CPU). No allocation: for a thread that moves away from another's CPU often.
+pub fn set_thread_cpus_except(cpus: &[usize], except: usize) -> bool {
+    let max = libc::CPU_SETSIZE as usize;
+    if cpus.iter().any(|&c| c >= max) || !cpus.iter().any(|&c| c != except) {
         return false;
     }
     // SAFETY: cpu_set_t is plain data; all zeros is a valid (empty) set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so the bit is inside `set`.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus.iter().filter(|&&c| c != except) {
+        // SAFETY: `cpu` is below CPU_SETSIZE (checked above), so the bit is inside `set`.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     rc == 0
@@ -261,6 +283,30 @@ mod tests {
         assert_eq!(ran_on, last as i32);
         // The spawning thread keeps its own set.
         assert_eq!(allowed_cpus(), cpus);
+        // A pinned thread gets its CPUs back.
+        let back = std::thread::spawn(move || {
+            let before = allowed_cpus();
+            assert!(pin_current_thread(last));
+            assert!(set_thread_cpus(&before));
+            allowed_cpus()
+        })
+        .join()
+        .expect("thread given its CPUs back");
+        assert_eq!(back, cpus);
+        assert!(!set_thread_cpus(&[]));
+        // Every CPU but one; never none.
+        if cpus.len() >= 2 {
+            let (first, all) = (cpus[0], cpus.clone());
+            let (left, on) = std::thread::spawn(move || {
+                assert!(set_thread_cpus_except(&all, first));
+                (allowed_cpus(), current_cpu())
+            })
+            .join()
+            .expect("thread moved off a CPU");
+            assert_eq!(left, cpus[1..]);
+            assert!(on.is_some_and(|c| c != first), "on {on:?}");
+        }
+        assert!(!set_thread_cpus_except(&[last], last));
         assert!(!pin_current_thread(libc::CPU_SETSIZE as usize));
     }
 

@@ -21,8 +21,8 @@
 //!   on the same instant. Wake-ups that need no precision are rounded up to a 1 ms grid, and a
 //!   show's signal wakes the clock only when it would sleep more than 0.5 ms. Deadlines are
 //!   served before every other wake-up due at the same moment.
-//! * **The standby.** With paced shows and two CPUs, a second thread (`fp-clock-standby`) is
-//!   pinned to another CPU than the clock thread's. It sleeps to 0.25 ms after the earliest
+//! * **The standby.** With paced shows and two CPUs, a second thread (`fp-clock-standby`)
+//!   keeps off the CPU the clock thread runs on (`standby.rs`). It sleeps to 0.25 ms after the earliest
 //!   deadline not yet served and, if it is still not served then (the clock thread lost its
 //!   CPU: on a VM, for up to milliseconds), serves what is due in the clock thread's place.
 //!   The shows' state machines and wake-ups are behind one lock (`Core`), which neither thread
@@ -51,6 +51,7 @@ use framepipe_core::{Error, Result, Sink};
 use crate::output::{Next, Output, PacingStats};
 use crate::pipeline::{conclude, Prepared, Side, JOIN_GRACE};
 use crate::pools::SharedPools;
+use crate::standby::{self, Watch};
 use crate::state::Shared;
 use crate::stats::RunStats;
 use crate::worker::panic_message;
@@ -105,8 +106,8 @@ impl Host {
         self.stall = Some((after, stall));
     }
 
-    /// Whether the clock thread gets a standby thread, pinned to another CPU, that serves a
-    /// deadline the clock thread missed by [`STANDBY_AFTER_NS`] (default: yes; it needs paced
+    /// Whether the clock thread gets a standby thread, on another CPU, that serves a
+    /// deadline the clock thread missed by 0.25 ms (default: yes; it needs paced
     /// shows and two CPUs). It costs a wake-up per group deadline (see docs/SHOWS.md).
     pub fn set_standby(&mut self, on: bool) {
         self.standby = on;
@@ -548,17 +549,6 @@ impl Timers {
         None
     }
 
-    /// The earliest live deadline (stale entries at the top are dropped on the way).
-    fn next_deadline(&mut self, shows: &[Option<Live>]) -> Option<i64> {
-        while let Some(&Reverse((t, g, i))) = self.deadlines.peek() {
-            if shows[i].as_ref().is_some_and(|s| s.generation == g) {
-                return Some(t);
-            }
-            self.deadlines.pop();
-        }
-        None
-    }
-
     /// The earliest live wake-up, and whether it is a deadline (stale entries at the top are
     /// dropped on the way).
     fn next(&mut self, shows: &[Option<Live>]) -> Option<(i64, bool)> {
@@ -594,52 +584,53 @@ struct Core {
 
 impl Core {
     /// Serves everything due now: deadlines first, then the signalled shows, then the other
-    /// wake-ups whose time has come (deadlines still first). Returns how many deadlines it
-    /// served.
+    /// wake-ups whose time has come (deadlines still first). Returns how many frames it
+    /// released.
     fn serve(&mut self, signals: &HostSignals, tx: &Sender<Ended>) -> u64 {
-        let mut deadlines = 0;
+        let mut released = 0;
         // Deadlines first: a release waits for nothing else that is due (a frame's beginning
         // or a command poll of another group rounded to the same millisecond, a signal).
         while let Some(i) = self.timers.pop_due(now_ns(), true, &self.shows) {
-            deadlines += 1;
-            self.running -= poll(&mut self.shows, &mut self.timers, i, tx);
+            released += self.poll(i, tx);
         }
         // Shows whose port was signalled.
         std::mem::swap(&mut *signals.raised.lock(), &mut self.raised);
         for k in 0..self.raised.len() {
-            let i = self.raised[k];
-            self.running -= poll(&mut self.shows, &mut self.timers, i, tx);
+            released += self.poll(self.raised[k], tx);
         }
         self.raised.clear();
         // The other wake-ups whose time has come, deadlines still first.
         loop {
             let now = now_ns();
-            let due = match self.timers.pop_due(now, true, &self.shows) {
-                Some(i) => {
-                    deadlines += 1;
-                    Some(i)
-                }
-                None => self.timers.pop_due(now, false, &self.shows),
-            };
+            let due = self
+                .timers
+                .pop_due(now, true, &self.shows)
+                .or_else(|| self.timers.pop_due(now, false, &self.shows));
             let Some(i) = due else { break };
-            self.running -= poll(&mut self.shows, &mut self.timers, i, tx);
+            released += self.poll(i, tx);
         }
-        deadlines
+        released
     }
 
-    /// Publishes the earliest deadline still to serve for the standby thread (after serving,
-    /// before the lock is let go).
-    fn publish(&mut self, standby: &Standby) {
-        let d = self.timers.next_deadline(&self.shows).unwrap_or(i64::MAX);
-        standby.pending.store(d, Ordering::SeqCst);
-        if d != i64::MAX
-            && d.saturating_add(STANDBY_AFTER_NS) < standby.wakes_at.load(Ordering::SeqCst)
-        {
-            // The standby sleeps past this deadline's rescue time: it must look earlier.
-            if let Some(t) = standby.thread.get() {
-                t.unpark();
-            }
-        }
+    /// Polls show `i` (see [`poll`]); returns how many frames it released.
+    fn poll(&mut self, i: usize, tx: &Sender<Ended>) -> u64 {
+        let out = |shows: &[Option<Live>]| {
+            shows[i]
+                .as_ref()
+                .map_or(0, |l| l.shared.counters.frames_out.load(Ordering::Relaxed))
+        };
+        let before = out(&self.shows);
+        let (ended, after) = poll(&mut self.shows, &mut self.timers, i, tx);
+        self.running -= ended;
+        after
+            .unwrap_or_else(|| out(&self.shows))
+            .saturating_sub(before)
+    }
+
+    /// Publishes the clock thread's next timed wake-up for the standby thread (after serving,
+    /// before the lock is let go): a deadline, or what leads to one (a frame's beginning).
+    fn publish(&mut self, watch: &Watch) {
+        watch.publish(self.timers.next(&self.shows).map(|(t, _)| t));
     }
 }
 
@@ -651,44 +642,22 @@ struct ClockSetup {
     stall: Option<(Duration, Duration)>,
 }
 
-/// How long after a deadline the standby thread looks whether it was served: a release it
-/// makes then is late by this plus its own wake-up, under the 1 ms a frame is judged late by.
-const STANDBY_AFTER_NS: i64 = 250_000;
-
-/// The standby thread's side of the clock: what it watches and what it counts.
-struct Standby {
-    /// The earliest deadline not served when a thread last let go of the core (`i64::MAX`:
-    /// none).
-    pending: AtomicI64,
-    /// When the standby thread wakes up by itself (`i64::MAX` while awake or without a
-    /// deadline to watch beyond its idle poll).
-    wakes_at: AtomicI64,
-    thread: OnceLock<Thread>,
-    /// The clock thread is gone: the standby leaves too.
-    over: AtomicBool,
-    counters: Arc<ClockCounters>,
-}
-
 /// The host clock's figures (`--stats` `clock`), readable after [`Host::run`].
 #[derive(Debug, Default)]
 pub struct ClockCounters {
     /// Whether a standby thread ran beside the clock thread.
     pub standby: AtomicBool,
-    /// The CPUs the clock thread and the standby were pinned to (`usize::MAX`: not pinned).
-    pub clock_cpu: std::sync::atomic::AtomicUsize,
-    /// See `clock_cpu`.
-    pub standby_cpu: std::sync::atomic::AtomicUsize,
-    /// Times the standby thread woke up to watch a deadline.
+    /// Times the standby thread woke up to watch a wake-up of the clock thread.
     pub standby_wakeups: std::sync::atomic::AtomicU64,
-    /// Deadlines the standby thread served because the clock thread had not served them
-    /// [`STANDBY_AFTER_NS`] after their time (it had lost its CPU).
+    /// Frames the standby thread released because the clock thread had not woken up 0.25 ms
+    /// after its time (it had lost its CPU).
     pub rescued: std::sync::atomic::AtomicU64,
 }
 
 /// The clock thread: polls each show's master output at its deadlines, its signals and its
 /// command polls, until every show has ended. With paced shows, two CPUs and `standby`, a
-/// standby thread pinned to another CPU than the clock thread's serves any deadline the clock
-/// thread has not served [`STANDBY_AFTER_NS`] after its time: a virtual machine's host (or
+/// standby thread on another CPU than the clock thread's serves any deadline the clock
+/// thread has not served 0.25 ms after its time: a virtual machine's host (or
 /// anything else) taking the clock thread's CPU away for milliseconds then delays no release
 /// by more than that, as long as the other CPU runs.
 fn clock_loop(
@@ -705,19 +674,8 @@ fn clock_loop(
     } = *how;
     let mut stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
     let _ = signals.clock.set(std::thread::current());
-    let cpus = framepipe_clock::allowed_cpus();
     let paced = starts.iter().flatten().any(|s| s.options.pace.is_some());
-    let with_standby = standby_wanted && paced && cpus.len() >= 2;
-    counters.clock_cpu.store(usize::MAX, Ordering::Relaxed);
-    counters.standby_cpu.store(usize::MAX, Ordering::Relaxed);
-    if with_standby {
-        // The clock thread on the last CPU, the standby on the one before: two CPUs whose
-        // losses (a VM's vCPUs taken back) are mostly not at the same moments.
-        let cpu = cpus[cpus.len() - 1];
-        if framepipe_clock::pin_current_thread(cpu) {
-            counters.clock_cpu.store(cpu, Ordering::Relaxed);
-        }
-    }
+    let with_standby = standby_wanted && paced && standby::possible();
     // Kept to the end: dropping it restores this thread's policy and timer slack.
     let setup = prepare_pacing_thread(realtime);
     let n = starts.len();
@@ -803,21 +761,27 @@ fn clock_loop(
         raised: Vec::with_capacity(2 * n + 16),
         running,
     });
-    let standby = Standby {
-        pending: AtomicI64::new(i64::MAX),
-        wakes_at: AtomicI64::new(i64::MAX),
-        thread: OnceLock::new(),
-        over: AtomicBool::new(false),
-        counters: Arc::clone(counters),
-    };
-    let (core, standby) = (&core, &standby);
+    let watch = Watch::default();
+    let (core, standby) = (&core, &watch);
     std::thread::scope(|scope| {
         if with_standby {
-            let standby_cpu = cpus[cpus.len() - 2];
             let spawned = std::thread::Builder::new()
                 .name("fp-clock-standby".into())
                 .spawn_scoped(scope, move || {
-                    standby_loop(core, standby, signals, standby_cpu, realtime, tx)
+                    let _setup = prepare_pacing_thread(realtime);
+                    standby.stand_by(|| {
+                        let mut c = core.lock();
+                        let served = c.serve(signals, tx);
+                        if c.running == 0 {
+                            drop(c);
+                            if let Some(t) = signals.clock.get() {
+                                t.unpark();
+                            }
+                            return (served, false);
+                        }
+                        c.publish(standby);
+                        (served, true)
+                    })
                 });
             if spawned.is_ok() {
                 counters.standby.store(true, Ordering::Relaxed);
@@ -878,81 +842,27 @@ fn clock_loop(
                 }
             }
         }
-        standby.over.store(true, Ordering::SeqCst);
-        if let Some(t) = standby.thread.get() {
-            t.unpark();
-        }
+        standby.finish();
     });
+    counters
+        .standby_wakeups
+        .store(watch.wakeups.load(Ordering::Relaxed), Ordering::Relaxed);
+    counters
+        .rescued
+        .store(watch.rescued.load(Ordering::Relaxed), Ordering::Relaxed);
     drop(setup);
 }
 
-/// The standby thread (see [`clock_loop`]): sleeps to [`STANDBY_AFTER_NS`] after the earliest
-/// deadline the clock thread has still to serve; if it is still pending then, serves what is
-/// due in its place. It never spins, and takes the core's lock only to serve.
-fn standby_loop(
-    core: &PiMutex<Core>,
-    standby: &Standby,
-    signals: &HostSignals,
-    cpu: usize,
-    realtime: bool,
-    tx: &Sender<Ended>,
-) {
-    let _ = standby.thread.set(std::thread::current());
-    if framepipe_clock::pin_current_thread(cpu) {
-        standby.counters.standby_cpu.store(cpu, Ordering::Relaxed);
-    }
-    let _setup = prepare_pacing_thread(realtime);
-    // Without a deadline to watch, it looks again this often (a deadline published meanwhile
-    // unparks it anyway).
-    const IDLE: i64 = 100_000_000;
-    while !standby.over.load(Ordering::SeqCst) {
-        let d = standby.pending.load(Ordering::SeqCst);
-        let now = now_ns();
-        if d != i64::MAX && now >= d + STANDBY_AFTER_NS {
-            // The clock thread has not served a deadline that long after its time.
-            let mut c = core.lock();
-            let served = c.serve(signals, tx);
-            standby
-                .counters
-                .rescued
-                .fetch_add(served, Ordering::Relaxed);
-            if c.running == 0 {
-                drop(c);
-                if let Some(t) = signals.clock.get() {
-                    t.unpark();
-                }
-                return;
-            }
-            c.publish(standby);
-            continue;
-        }
-        let wake = if d == i64::MAX {
-            now + IDLE
-        } else {
-            d + STANDBY_AFTER_NS
-        };
-        standby.wakes_at.store(wake, Ordering::SeqCst);
-        if standby.pending.load(Ordering::SeqCst) != d {
-            // A deadline was published meanwhile, maybe an earlier one.
-            standby.wakes_at.store(i64::MAX, Ordering::SeqCst);
-            continue;
-        }
-        std::thread::park_timeout(Duration::from_nanos((wake - now) as u64));
-        standby.wakes_at.store(i64::MAX, Ordering::SeqCst);
-        if d != i64::MAX {
-            standby
-                .counters
-                .standby_wakeups
-                .fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
 /// Polls show `i` until it waits for something (a timer is queued for it) or ends (handed
-/// back to be concluded); returns 1 when it ended.
-fn poll(shows: &mut [Option<Live>], timers: &mut Timers, i: usize, tx: &Sender<Ended>) -> usize {
+/// back to be concluded); returns 1 when it ended (0 otherwise), and then its frames out.
+fn poll(
+    shows: &mut [Option<Live>],
+    timers: &mut Timers,
+    i: usize,
+    tx: &Sender<Ended>,
+) -> (usize, Option<u64>) {
     let Some(live) = shows[i].as_mut() else {
-        return 0;
+        return (0, None);
     };
     live.generation += 1;
     let g = live.generation;
@@ -994,8 +904,9 @@ fn poll(shows: &mut [Option<Live>], timers: &mut Timers, i: usize, tx: &Sender<E
         }
     };
     if !ended {
-        return 0;
+        return (0, None);
     }
+    let frames_out = live.shared.counters.frames_out.load(Ordering::Relaxed);
     let Live {
         shared,
         sink,
@@ -1018,5 +929,5 @@ fn poll(shows: &mut [Option<Live>], timers: &mut Timers, i: usize, tx: &Sender<E
         output,
         side,
     });
-    1
+    (1, Some(frames_out))
 }

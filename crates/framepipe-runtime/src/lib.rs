@@ -39,6 +39,7 @@ mod pipeline;
 mod plan;
 mod pools;
 mod slices;
+mod standby;
 mod state;
 mod stats;
 mod view;

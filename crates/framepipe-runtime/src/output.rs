@@ -64,6 +64,9 @@ pub struct PacingStats {
     /// The last late frames: when each was due and how late it left, to find what made them
     /// late (a pause, an edit, another process at that moment).
     pub late_log: LateLog,
+    /// Frames the standby thread released because the output thread had not 0.25 ms after
+    /// their deadline (`None`: no standby; see `standby.rs`).
+    pub standby_rescued: Option<u64>,
 }
 
 /// The last [`LateLog::CAP`] late frames (released more than the late threshold after their
@@ -859,6 +862,7 @@ impl Output {
             }),
             frame_latency_ms: self.window.max().map_or(0.0, |ns| ns as f64 / 1e6),
             late_log: self.late_log,
+            standby_rescued: None,
         });
         (pacing, Ok(()))
     }
@@ -891,6 +895,17 @@ pub(crate) fn run_output(
         Ok(o) => o,
         Err(e) => return (None, Err(e)),
     };
+    // The paced master output gets a standby thread on another CPU (`standby.rs`).
+    if port == 0 && options.pace.is_some() && !options.no_standby && crate::standby::possible() {
+        let (out, rescued) =
+            drive_with_standby(shared, signal, out, sink, realtime, options.inject_stall);
+        let (mut pacing, result) = out.finish(shared);
+        if let Some(p) = pacing.as_mut() {
+            p.standby_rescued = Some(rescued);
+        }
+        drop(setup);
+        return (pacing, result);
+    }
     loop {
         let now = now_ns();
         match out.poll(shared, sink, now) {
@@ -910,6 +925,117 @@ pub(crate) fn run_output(
     let r = out.finish(shared);
     drop(setup);
     r
+}
+
+/// The output state machine and its sink, as the master output thread and its standby share
+/// them (one at a time, under a lock).
+struct Driven<'a> {
+    /// Taken back at the end.
+    out: Option<Output>,
+    sink: &'a mut dyn Sink,
+}
+
+/// When the standby should look whether the output thread came back (see `standby.rs`): its
+/// next timed wake-up, or the next deadline if that is sooner (a frame that becomes ready
+/// meanwhile signals the output thread only).
+fn watch_time(out: &mut Output, next: &Next, now: i64) -> Option<i64> {
+    let wake = match *next {
+        Next::Deadline(at) | Next::Wait(at) | Next::Sleep(at) => Some(at),
+        Next::Again | Next::Done => None,
+    };
+    let deadline = out
+        .pacer_mut()
+        .and_then(|p| p.next_deadline())
+        .filter(|&d| d > now && !matches!(next, Next::Done));
+    wake.into_iter().chain(deadline).min()
+}
+
+/// [`run_output`]'s loop for a paced master output, with a standby thread (`fp-out-standby`,
+/// see `standby.rs`) that keeps off the calling thread's CPU and releases a frame the calling
+/// thread has not released 0.25 ms after its deadline (it lost its CPU). The calling thread
+/// sleeps and spins with its own wake-up margin, not holding the lock. Returns the output (to
+/// be finished) and how many frames the standby released.
+fn drive_with_standby(
+    shared: &Shared,
+    signal: &crate::state::PortSignal,
+    out: Output,
+    sink: &mut dyn Sink,
+    realtime: bool,
+    stall: Option<(Duration, Duration)>,
+) -> (Output, u64) {
+    let mut stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
+    let core = framepipe_clock::PiMutex::new(Driven {
+        out: Some(out),
+        sink,
+    });
+    let watch = crate::standby::Watch::default();
+    let mut margin = framepipe_clock::WakeMargin::default();
+    let (core_ref, watch_ref) = (&core, &watch);
+    std::thread::scope(|scope| {
+        let _ = std::thread::Builder::new()
+            .name("fp-out-standby".into())
+            .spawn_scoped(scope, move || {
+                let _setup = prepare_pacing_thread(realtime);
+                watch_ref.stand_by(|| {
+                    let mut d = core_ref.lock();
+                    let d = &mut *d;
+                    let released = shared.counters.frames_out.load(Ordering::Relaxed);
+                    let out = d.out.as_mut().expect("until the end");
+                    let next = loop {
+                        match out.poll(shared, &mut *d.sink, now_ns()) {
+                            Next::Again => continue,
+                            next => break next,
+                        }
+                    };
+                    let served = shared
+                        .counters
+                        .frames_out
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(released);
+                    watch_ref.publish(watch_time(out, &next, now_ns()));
+                    (served, !matches!(next, Next::Done))
+                })
+            });
+        loop {
+            let (next, now) = {
+                let mut d = core_ref.lock();
+                let d = &mut *d;
+                let now = now_ns();
+                let out = d.out.as_mut().expect("until the end");
+                let next = out.poll(shared, &mut *d.sink, now);
+                watch_ref.publish(watch_time(out, &next, now));
+                (next, now)
+            };
+            match next {
+                Next::Again => {}
+                Next::Deadline(_) if stall.is_some_and(|(t, _)| now >= t) => {
+                    let (_, d) = stall.take().expect("checked");
+                    std::thread::sleep(d);
+                }
+                Next::Deadline(at) => {
+                    let sleep_to = at - margin.ns();
+                    if sleep_to > now {
+                        framepipe_clock::sleep_until_ns(sleep_to);
+                        margin.learn(now_ns() - sleep_to);
+                    }
+                    while now_ns() < at {
+                        std::hint::spin_loop();
+                    }
+                }
+                Next::Wait(at) => {
+                    signal.wait(Duration::from_nanos((at - now).max(0) as u64));
+                }
+                Next::Sleep(at) => {
+                    std::thread::sleep(Duration::from_nanos((at - now).max(0) as u64))
+                }
+                Next::Done => break,
+            }
+        }
+        watch_ref.finish();
+    });
+    let rescued = watch.rescued.load(Ordering::Relaxed);
+    let out = core.lock().out.take().expect("taken once");
+    (out, rescued)
 }
 
 /// Parameter edits waiting to be assigned, with their commands (answered once assigned).

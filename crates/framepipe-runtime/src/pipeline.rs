@@ -118,6 +118,15 @@ pub struct Options {
     /// frames from beginning to ready) plus a quarter and 2 ms. Never more frames than
     /// `in_flight`. Unpaced runs are not held back.
     pub latency_ns: u64,
+    /// Paced runs: no standby pacing thread. By default, with two CPUs, a second thread kept
+    /// off the output thread's CPU releases a frame the output thread has not
+    /// released 0.25 ms after its deadline (it lost its CPU: a VM's host took it).
+    pub no_standby: bool,
+    /// Fault injection, for tests: once the first `Duration` has passed since the master
+    /// output began, its thread stays away for the second (a sleep where it would wait for a
+    /// deadline), as if its CPU were taken away. Only with the standby (see `no_standby`).
+    #[doc(hidden)]
+    pub inject_stall: Option<(std::time::Duration, std::time::Duration)>,
 }
 
 impl Options {

@@ -1,21 +1,22 @@
 //! The child side of an isolated plugin: what `framepipe __frei0r-host ...` (or the `frei0r-host`
 //! binary) runs. It maps the shared memory its parent made, loads the plugin, makes one instance,
-//! says `ready`, and then serves frames: wait on the `req` futex, apply the parameter changes
-//! waiting on stdin, run the plugin from the inputs into the output the header names (frames of
-//! the parent's shared pools, mapped here by `poolmap.rs`, read in place and the output written in
-//! place; or the instance's own buffers), store `done`, wake the parent. It exits when its parent goes away (checked twice
-//! a second while idle) or stdin is closed; the parent kills it when it stalls.
-
+//! says `ready`, and then serves frames: wait until stdin has something (parameter lines, and a
+//! [`WAKE`] byte per frame asked for), apply the parameter lines, and when `req` holds a new frame
+//! number run the plugin from the inputs into the output the header names (frames of the parent's
+//! shared pools, mapped here by `poolmap.rs`, read in place and the output written in place; or
+//! the instance's own buffers), store `done` and write one byte to stdout, which wakes the parent.
+//! (Both pipes are taken off descriptors 0 and 1 first, which then read and write `/dev/null`:
+//! what a plugin prints cannot reach the parent.) It exits when its parent goes away (stdin
+//! closed; also checked twice a second while idle); the parent kills it when it stalls.
 use std::fs::File;
-use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use super::poolmap::PoolMaps;
-use super::shm::{futex_wait, publish, Shm};
-use super::{decode_param, HOST_ARG};
+use super::shm::{publish, Shm};
+use super::{decode_param, own_cpus, unpin_self, HOST_ARG, WAKE};
 use crate::plugin::{ColorModel, Instance, Plugin, PluginKind};
 
 /// Runs the host with the process's arguments when the first one is [`HOST_ARG`]; returns `None`
@@ -83,42 +84,30 @@ fn serve(args: &[String]) -> Result<(), String> {
     } else {
         Vec::new()
     };
-    let mut stdin = std::io::stdin().lock();
-    // Parameter changes are read without blocking before each frame.
-    // SAFETY: fcntl on our own stdin descriptor; flags read then written back.
-    unsafe {
-        let fd0 = stdin.as_raw_fd();
-        let flags = libc::fcntl(fd0, libc::F_GETFL);
-        libc::fcntl(fd0, libc::F_SETFL, flags | libc::O_NONBLOCK);
-    }
+    let (mut requests, mut done_pipe) = take_pipes()?;
     let mut pools = PoolMaps::new(ppid);
     let bytes = words * 4;
     let mut pending = Vec::<u8>::with_capacity(4096);
     let mut chunk = [0u8; 4096];
+    let cpus = own_cpus();
     let header = shm.header();
     // The last request before this child: read before saying `ready`, after which the parent
     // may ask for the next frame at any moment.
     let mut last = header.req.load(Ordering::Acquire);
     publish(&header.ready, 1);
     loop {
+        // `req` first: the parent writes a frame's parameter lines before it stores the frame's
+        // number, so once the number is seen, reading stdin to its end gets them all.
         let req = header.req.load(Ordering::Acquire);
-        if req == last {
-            futex_wait(&header.req, last, Duration::from_millis(500));
-            // SAFETY: getppid cannot fail.
-            if unsafe { libc::getppid() } != ppid {
-                return Ok(());
-            }
-            continue;
-        }
-        last = req;
-        // The parent wrote any parameter change before asking for this frame.
         loop {
-            match stdin.read(&mut chunk) {
+            match requests.read(&mut chunk) {
                 Ok(0) => return Ok(()), // the parent closed our stdin: done
-                Ok(n) => pending.extend_from_slice(&chunk[..n]),
+                // The wake-up bytes (NUL) are dropped here: only parameter text reaches
+                // `pending` (heap memory a broken plugin may scribble on).
+                Ok(n) => pending.extend(chunk[..n].iter().filter(|&&b| b != WAKE)),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("reading parameters: {e}")),
+                Err(e) => return Err(format!("reading requests: {e}")),
             }
         }
         while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
@@ -127,6 +116,25 @@ fn serve(args: &[String]) -> Result<(), String> {
             let (index, value) =
                 decode_param(&line).ok_or_else(|| format!("bad parameter line '{line}'"))?;
             inst.set_param(index, &value).map_err(|e| e.to_string())?;
+        }
+        if req == last {
+            let mut pfd = libc::pollfd {
+                fd: requests.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd for the call's duration.
+            let n = unsafe { libc::poll(&mut pfd, 1, 500) };
+            // SAFETY: getppid cannot fail.
+            if n == 0 && unsafe { libc::getppid() } != ppid {
+                return Ok(());
+            }
+            continue;
+        }
+        last = req;
+        // The parent pinned this process to its own CPU to wake it there; free again.
+        if let Some(cpus) = &cpus {
+            unpin_self(cpus);
         }
         let time = f64::from_bits(header.time.load(Ordering::Acquire));
         let slot = header.slot.load(Ordering::Acquire) as usize & 1;
@@ -190,7 +198,45 @@ fn serve(args: &[String]) -> Result<(), String> {
             pools.set_writable(f, false)?;
         }
         heap_probe();
-        publish(&header.done, req);
+        header.done.store(req, Ordering::Release);
+        // The byte wakes the parent (a synchronous wake-up: see `Isolated::exchange`). A parent
+        // gone is noticed on stdin.
+        let _ = done_pipe.write_all(b"\n");
+    }
+}
+
+/// Takes the request pipe (stdin) and the done pipe (stdout) off descriptors 0 and 1 onto
+/// private descriptors (close-on-exec; the request end non-blocking), and points 0 and 1 at
+/// `/dev/null`, so that a plugin reading stdin or printing to stdout cannot take a request or
+/// fake a done.
+fn take_pipes() -> Result<(File, File), String> {
+    let err = |what: &str| format!("{what}: {}", std::io::Error::last_os_error());
+    // SAFETY: descriptor calls on this process's own descriptors 0 and 1 and on the new ones
+    // they return, each checked; `from_raw_fd` takes sole ownership of a descriptor just made.
+    unsafe {
+        let req = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3);
+        if req < 0 {
+            return Err(err("cannot take the request pipe"));
+        }
+        let requests = File::from_raw_fd(req);
+        let done = libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3);
+        if done < 0 {
+            return Err(err("cannot take the done pipe"));
+        }
+        let done = File::from_raw_fd(done);
+        let flags = libc::fcntl(req, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(req, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(err("cannot make the request pipe non-blocking"));
+        }
+        let null = File::options()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+        if libc::dup2(null.as_raw_fd(), 0) < 0 || libc::dup2(null.as_raw_fd(), 1) < 0 {
+            return Err(err("cannot point stdin and stdout at /dev/null"));
+        }
+        Ok((requests, done))
     }
 }
 

@@ -8,14 +8,24 @@
 //! they are: building an isolated node asks for shared frame pools
 //! ([`framepipe_core::shm::request_shared_pools`]), so the runtime's pools keep their buffers in
 //! memfds, and per frame the parent writes where the inputs and the output are (pool, offset) into
-//! the instance's header ([`shm`]), stores the frame number in a futex word and wakes the child;
-//! the child (which maps each pool once, read-only with guard pages, and makes the output frame
-//! alone writable while it runs the plugin: `poolmap.rs`) reads the inputs and writes the output
-//! in place, stores the number in another futex word and wakes the parent. No copy, two futex
-//! wake-ups and no socket or pipe traffic per frame. A frame from a heap pool (a caller that made
-//! its own pool) is copied into or out of the instance's own buffers instead, and `on-crash=hold`
-//! keeps a copy of each delivered output (the pool frame itself goes on down the graph).
-//! Parameter changes go down the child's stdin (a text line each; rare) before the next frame.
+//! the instance's header ([`shm`]), stores the frame number in a shared word (`req`), pins the
+//! child to its own CPU and wakes it with one byte on its stdin; the child (which maps each pool
+//! once, read-only with guard pages, and makes the output frame alone writable while it runs the
+//! plugin: `poolmap.rs`) unpins itself, reads the inputs and writes the output in place, stores
+//! the number in another shared word (`done`) and wakes the parent with one byte on its stdout.
+//! No copy per frame: two one-byte pipe wake-ups and two `sched_setaffinity` calls. A frame from
+//! a heap pool (a caller that made its own pool) is copied into or out of the instance's own
+//! buffers instead, and `on-crash=hold` keeps a copy of each delivered output (the pool frame
+//! itself goes on down the graph). Parameter changes go down the child's stdin too (a text line
+//! each, before the frame's wake-up byte).
+//!
+//! Why pipes and a pin rather than futexes: the worker sleeps while its child works, so the
+//! child should take the worker's CPU. With futex wake-ups the scheduler often queued the child
+//! behind the other (busy) core instead, and the worker's core idled until the load balancer
+//! noticed: 10–17 % of the cores' time idle in the benchmark's chain on an otherwise quiet
+//! 2-core machine, against 0.3–2.8 % in process. A pipe write is a *synchronous* wake-up (the
+//! waker is about to sleep), which took that to 9–12 %; pinning the child to the waker's CPU for
+//! its wake-up, to 1.3–3.2 % (docs/ISOLATION.md, "Cost", `scripts/bench-isolate --sched`).
 //!
 //! When the child dies (a signal, an exit) or does not answer within the stall timeout
 //! (`stall-ms`; it is then killed), the frame is replaced as `on-crash` says: `bypass` copies
@@ -26,9 +36,11 @@
 //! has served [`HEALTHY_FRAMES`] frames. A plugin that keeps state between frames loses it at a
 //! restart (the report line says so).
 //!
-//! Real-time contract: in the steady state, a frame costs two futex calls (and the copies above
-//! for heap frames or `hold`) and, only when the plugin takes more than 10 ms, a
-//! `waitpid(WNOHANG)` per 10 ms waited; nothing is allocated. A failure (report line, kill, restart: fork+exec of the host) allocates and
+//! Real-time contract: in the steady state, a frame costs a one-byte write, a `poll` and a read
+//! (and `sched_getcpu` and `sched_setaffinity`) in the parent, the copies above for heap frames
+//! or `hold` and, only when the plugin takes more than 10 ms, a `waitpid(WNOHANG)` per 10 ms
+//! waited; nothing is allocated. A child that dies closes its end of the done pipe, which wakes
+//! the parent at once. A failure (report line, kill, restart: fork+exec of the host) allocates and
 //! blocks, on that node's worker only, for at most the stall timeout plus the new child's start.
 
 mod host;
@@ -37,7 +49,7 @@ pub(crate) mod shm;
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -45,7 +57,7 @@ use std::time::{Duration, Instant};
 use framepipe_core::{Frame, FrameMut, PropKind, PropSpec, PropValue, Props};
 
 pub use host::host_main_if_asked;
-use shm::{futex_wait, publish, Shm};
+use shm::{futex_wait, Shm};
 
 use crate::plugin::{ParamValue, Plugin};
 
@@ -70,6 +82,10 @@ pub const DEFAULT_STALL_MS: i64 = 1000;
 
 /// A child gets at least this long to load the plugin and make its instance.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The byte that wakes a child for a frame, on its stdin between parameter lines (which are
+/// text: it never occurs in them).
+pub(crate) const WAKE: u8 = 0;
 
 /// How often a waiting parent checks whether the child is still alive.
 const POLL: Duration = Duration::from_millis(10);
@@ -318,6 +334,14 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
     }
 }
 
+/// A running child and the two pipes of its hand-off: its stdin carries parameter lines and one
+/// [`WAKE`] byte per frame asked for, its stdout one byte per frame done (read without blocking).
+struct ChildIo {
+    child: Child,
+    stdin: ChildStdin,
+    done: ChildStdout,
+}
+
 /// One plugin instance living in a child process, restarted when it fails. Never fails a
 /// frame: what the plugin did not deliver is replaced ([`OnCrash`]).
 pub struct Isolated {
@@ -331,7 +355,9 @@ pub struct Isolated {
     /// Every parameter as last set (index, value): given to each new child.
     params: Vec<(usize, ParamValue)>,
     shm: Shm,
-    child: Option<(Child, ChildStdin)>,
+    child: Option<ChildIo>,
+    /// A child started and not yet known ready: the deadline for its instance.
+    starting: Option<Instant>,
     /// The last frame number asked for (the `req` word).
     seq: u32,
     /// The output slot holding the last good output.
@@ -352,10 +378,11 @@ impl std::fmt::Debug for Isolated {
 }
 
 impl Isolated {
-    /// Makes the shared memory and starts the child, waiting until its instance exists. A child
-    /// that fails at once (the plugin crashes in `f0r_construct`) is reported and restarted like
-    /// any other failure; an error only when the host program cannot be started at all or the
-    /// shared memory not made.
+    /// Makes the shared memory and starts the child; its first frame waits until its instance
+    /// exists (the children of a graph start side by side). A child that fails at once (the
+    /// plugin crashes in `f0r_construct`) is reported at that frame and restarted like any other
+    /// failure; an error only when the host program cannot be started at all or the shared memory
+    /// not made.
     pub(crate) fn new(
         name: &str,
         plugin: &Arc<Plugin>,
@@ -391,6 +418,7 @@ impl Isolated {
             params: params.to_vec(),
             shm,
             child: None,
+            starting: None,
             seq: 0,
             last_good: None,
             failures: 0,
@@ -406,7 +434,8 @@ impl Isolated {
         Ok(me)
     }
 
-    /// Starts a child and waits until it is ready.
+    /// Starts a child (and writes it every parameter); [`await_ready`](Self::await_ready) waits
+    /// for its instance before its first frame.
     fn start(&mut self) -> Result<(), Failure> {
         self.shm.header().ready.store(0, Ordering::Release);
         let exe = host_program().map_err(|e| Failure::Spawn(format!("no host program: {e}")))?;
@@ -421,30 +450,50 @@ impl Isolated {
             .arg(std::process::id().to_string())
             .arg(self.shm.file().as_raw_fd().to_string())
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| Failure::Spawn(format!("cannot start {}: {e}", exe.display())))?;
         let mut stdin = child.stdin.take().expect("stdin was piped");
+        let done = child.stdout.take().expect("stdout was piped");
+        // The parent's end of the done pipe is read without blocking (`wait_done` polls it).
+        // SAFETY: fcntl on a descriptor we own, flags read then written back.
+        unsafe {
+            let fd = done.as_raw_fd();
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
         let mut lines = String::new();
         for (i, v) in &self.params {
             lines.push_str(&encode_param(*i, v));
         }
         // A dead child shows at the first frame; a failed write here says nothing more.
         let _ = stdin.write_all(lines.as_bytes());
-        self.child = Some((child, stdin));
+        self.child = Some(ChildIo { child, stdin, done });
         self.served = 0;
-        let deadline = Instant::now() + self.settings.stall.max(STARTUP_TIMEOUT);
+        self.starting = Some(Instant::now() + self.settings.stall.max(STARTUP_TIMEOUT));
+        Ok(())
+    }
+
+    /// Waits until a child just started is ready (its instance made), if it is not yet: at its
+    /// first frame, so that the children of a graph start side by side, while it is prepared.
+    fn await_ready(&mut self) -> Result<(), Failure> {
+        let Some(deadline) = self.starting else {
+            return Ok(());
+        };
         loop {
             let header = self.shm.header();
             if header.ready.load(Ordering::Acquire) == 1 {
+                self.starting = None;
                 return Ok(());
             }
             futex_wait(&header.ready, 0, POLL);
             if header.ready.load(Ordering::Acquire) == 1 {
+                self.starting = None;
                 return Ok(());
             }
             if let Some(f) = self.check_child(deadline) {
+                self.starting = None;
                 return Err(f);
             }
         }
@@ -452,8 +501,8 @@ impl Isolated {
 
     /// `Some` when the child has died (reaped) or `deadline` passed (then it is killed).
     fn check_child(&mut self, deadline: Instant) -> Option<Failure> {
-        let (child, _) = self.child.as_mut()?;
-        if let Ok(Some(status)) = child.try_wait() {
+        let io = self.child.as_mut()?;
+        if let Ok(Some(status)) = io.child.try_wait() {
             self.child = None;
             return Some(Failure::Died(describe_exit(status)));
         }
@@ -465,8 +514,15 @@ impl Isolated {
     }
 
     fn kill(&mut self) {
-        if let Some((mut child, stdin)) = self.child.take() {
+        self.starting = None;
+        if let Some(ChildIo {
+            mut child,
+            stdin,
+            done,
+        }) = self.child.take()
+        {
             drop(stdin);
+            drop(done);
             // Our own child, by its handle; reaped so that it cannot touch the memory again.
             let _ = child.kill();
             let _ = child.wait();
@@ -518,8 +574,8 @@ impl Isolated {
 
     /// Updates a parameter: now in the running child, and in every child started later.
     pub(crate) fn set_param(&mut self, index: usize, value: ParamValue) {
-        if let Some((_, stdin)) = self.child.as_mut() {
-            let _ = stdin.write_all(encode_param(index, &value).as_bytes());
+        if let Some(io) = self.child.as_mut() {
+            let _ = io.stdin.write_all(encode_param(index, &value).as_bytes());
         }
         match self.params.iter_mut().find(|(i, _)| *i == index) {
             Some(p) => p.1 = value,
@@ -540,7 +596,10 @@ impl Isolated {
             }
         }
         if self.child.is_some() {
-            match self.exchange(time, inputs, out) {
+            match self
+                .await_ready()
+                .and_then(|()| self.exchange(time, inputs, out))
+            {
                 Ok(slot) => {
                     let bytes = out.data().len() as u64;
                     if out.shared().is_none() {
@@ -607,22 +666,110 @@ impl Isolated {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         // Release: the places above, and the inputs' pixels, before the child sees `req`.
-        publish(&header.req, seq);
+        header.req.store(seq, Ordering::Release);
+        // The wake-up: a byte on the child's stdin (after any parameter line: the child reads
+        // those before it runs the frame), with the child pinned to this CPU, which this thread
+        // leaves right after (see the module's doc for why: a core idling while the child waits
+        // on the other). A pipe write is also a synchronous wake-up, which the scheduler takes
+        // the same way when it can. A failed write (the child died) shows below.
+        if let Some(io) = self.child.as_mut() {
+            pin_to_this_cpu(io.child.id());
+            let _ = io.stdin.write_all(&[WAKE]);
+        }
+        self.wait_done(seq).map(|()| slot)
+    }
+
+    /// Waits until the child has stored `seq` in `done` (its byte on the done pipe wakes this
+    /// thread), it died, or the stall timeout passed (it is then killed). Without a wake-up it
+    /// checks every [`POLL`] whether the child is still alive.
+    fn wait_done(&mut self, seq: u32) -> Result<(), Failure> {
+        use std::os::fd::AsRawFd;
         let deadline = Instant::now() + self.settings.stall;
+        // The done pipe was closed: the child is dying (its exit closes it before it can be
+        // reaped); from then on, wait by sleeping a little.
+        let mut closed = false;
         loop {
-            let header = self.shm.header();
-            let done = header.done.load(Ordering::Acquire);
-            if done == seq {
-                return Ok(slot);
+            if self.shm.header().done.load(Ordering::Acquire) == seq {
+                return Ok(());
             }
-            futex_wait(&header.done, done, POLL);
-            if header.done.load(Ordering::Acquire) == seq {
-                return Ok(slot);
+            let Some(io) = self.child.as_mut() else {
+                return Err(Failure::Died("gone".into()));
+            };
+            let wait = POLL.min(deadline.saturating_duration_since(Instant::now()));
+            if closed {
+                std::thread::sleep(wait.min(Duration::from_millis(1)));
+            } else {
+                let mut pfd = libc::pollfd {
+                    fd: io.done.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd for the call's duration.
+                let n = unsafe { libc::poll(&mut pfd, 1, wait.as_millis().max(1) as libc::c_int) };
+                if n > 0 {
+                    // Take the bytes waiting (one per frame done; `done` says which frame).
+                    let mut buf = [0u8; 64];
+                    // SAFETY: reads into our own buffer, at most its length.
+                    let r = unsafe {
+                        libc::read(io.done.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len())
+                    };
+                    if r == 0 {
+                        closed = true;
+                    }
+                }
+            }
+            if self.shm.header().done.load(Ordering::Acquire) == seq {
+                return Ok(());
             }
             if let Some(f) = self.check_child(deadline) {
                 return Err(f);
             }
         }
+    }
+}
+
+/// Restricts the (sleeping) child to the CPU this thread runs on, just before waking it: this
+/// thread sleeps right after, so the child takes its CPU. Left to itself the scheduler often
+/// queues the child on the other, busy core (its last one) and this core goes idle, which the
+/// load balancer is slow to notice (docs/ISOLATION.md, "Cost"). The child lifts the restriction
+/// as soon as it runs ([`unpin_self`]). Best effort: a failure changes nothing else.
+fn pin_to_this_cpu(child: u32) {
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    if cpu < 0 {
+        return;
+    }
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET stays inside it (cpu < CPU_SETSIZE,
+    // checked); sched_setaffinity reads `size_of` bytes of it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if (cpu as usize) < 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            libc::CPU_SET(cpu as usize, &mut set);
+            libc::sched_setaffinity(
+                child as libc::pid_t,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                &set,
+            );
+        }
+    }
+}
+
+/// The child's CPUs as it was started (before any [`pin_to_this_cpu`]).
+pub(crate) fn own_cpus() -> Option<libc::cpu_set_t> {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity writes at most `size_of` bytes.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+            .then_some(set)
+    }
+}
+
+/// Lifts [`pin_to_this_cpu`]'s restriction (the child, once running): the child stays where it
+/// is and the scheduler may move it again.
+pub(crate) fn unpin_self(cpus: &libc::cpu_set_t) {
+    // SAFETY: sched_setaffinity reads `size_of` bytes of a valid set.
+    unsafe {
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), cpus);
     }
 }
 

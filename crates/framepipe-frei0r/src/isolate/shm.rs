@@ -1,7 +1,8 @@
 //! The memory an isolated plugin shares with its host process: one `memfd` per instance, mapped
 //! by both, holding a small header (the handshake words and where this frame's inputs and output
-//! are) and the instance's own frame buffers; and the futex calls the handshake waits and wakes
-//! with.
+//! are) and the instance's own frame buffers; and the futex calls with which the parent waits
+//! for a new child's `ready` (frames themselves are asked for and reported over pipes: see
+//! `Isolated::exchange`).
 //!
 //! A frame from a shared pool ([`framepipe_core::FramePool::lazy_shared`], what the runtime makes
 //! once an isolated node exists) is not copied: the header names its place in the pool's memfd
