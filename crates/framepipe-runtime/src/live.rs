@@ -377,8 +377,9 @@ impl Live {
         }
     }
 
-    /// After a live edit's switch at frame `at` (no frame of the old version in flight): the
-    /// stages are `version`'s, and each samples from frame `at` on.
+    /// After a live edit's switch at frame `at`: the stages are `version`'s, and each samples
+    /// from frame `at` on. Frames of the old version still in flight (an overlapping switch)
+    /// took their values at the switch, for the nodes that had not started them (state.rs).
     pub fn switched(&mut self, version: u64, at: u64) {
         self.version = version;
         for st in &mut self.stages {
