@@ -493,15 +493,6 @@ const LAZY_NS: i64 = 500_000;
 /// grid, so that the shows of a group, whose times are close, share one wake-up.
 const GRID_NS: i64 = 1_000_000;
 
-/// A show in a host begins its frames this much earlier than its latency budget says (besides
-/// the wake-up grid): a group's frames (16 shows, or more groups at once) queue on the shared
-/// workers, and on a VM a worker that loses its vCPU for a millisecond or two holds up the
-/// frames queued behind it. Measured with P8 at N = 400 (`scripts/bench-shows`, quiet
-/// machine): with the default budget alone (~2.5 ms for these frames) 0.36–0.44 % late, most of
-/// them frames ready late; with `--latency 6`, 0.063 %, 13 of 157 ready late. Control
-/// latency in a host grows by as much.
-const HOST_MARGIN_NS: i64 = 3_000_000;
-
 /// How often a show waiting for its frame looks at commands and stalls, in a host. Its
 /// commands are read anyway when its next frame may begin and at every frame boundary.
 const HOST_POLL: Duration = Duration::from_millis(20);
@@ -585,61 +576,40 @@ impl Timers {
 struct Core {
     shows: Vec<Option<Live>>,
     timers: Timers,
+    /// The signalled shows being served (swapped with `HostSignals::raised`).
+    raised: Vec<usize>,
     /// Shows not ended yet.
     running: usize,
 }
 
 impl Core {
-    /// Serves everything due now, taking `core`'s lock for each show polled (never for a whole
-    /// round: a thread that loses its CPU holding it holds up one show's poll, not the other
-    /// thread's rescue of the rest): deadlines first, then the signalled shows (`raised`: this
-    /// thread's buffer, swapped with `HostSignals::raised`), then the other wake-ups whose time
-    /// has come (deadlines still first). Returns how many frames it released; then, under the
-    /// lock, publishes the next wake-up to `watch` and returns it, or `None` when every show
-    /// has ended.
-    fn serve(
-        core: &PiMutex<Core>,
-        raised: &mut Vec<usize>,
-        signals: &HostSignals,
-        watch: &Watch,
-        tx: &Sender<Ended>,
-    ) -> (u64, Option<Option<(i64, bool)>>) {
+    /// Serves everything due now: deadlines first, then the signalled shows, then the other
+    /// wake-ups whose time has come (deadlines still first). Returns how many frames it
+    /// released.
+    fn serve(&mut self, signals: &HostSignals, tx: &Sender<Ended>) -> u64 {
         let mut released = 0;
         // Deadlines first: a release waits for nothing else that is due (a frame's beginning
         // or a command poll of another group rounded to the same millisecond, a signal).
-        loop {
-            let mut guard = core.lock();
-            let c = &mut *guard;
-            let Some(i) = c.timers.pop_due(now_ns(), true, &c.shows) else {
-                break;
-            };
-            released += c.poll(i, tx);
+        while let Some(i) = self.timers.pop_due(now_ns(), true, &self.shows) {
+            released += self.poll(i, tx);
         }
         // Shows whose port was signalled.
-        std::mem::swap(&mut *signals.raised.lock(), raised);
-        for &i in raised.iter() {
-            released += core.lock().poll(i, tx);
+        std::mem::swap(&mut *signals.raised.lock(), &mut self.raised);
+        for k in 0..self.raised.len() {
+            released += self.poll(self.raised[k], tx);
         }
-        raised.clear();
+        self.raised.clear();
         // The other wake-ups whose time has come, deadlines still first.
         loop {
-            let mut guard = core.lock();
-            let c = &mut *guard;
             let now = now_ns();
-            let due = c
+            let due = self
                 .timers
-                .pop_due(now, true, &c.shows)
-                .or_else(|| c.timers.pop_due(now, false, &c.shows));
-            let Some(i) = due else {
-                if c.running == 0 {
-                    return (released, None);
-                }
-                let next = c.timers.next(&c.shows);
-                watch.publish(next.map(|(t, _)| t));
-                return (released, Some(next));
-            };
-            released += c.poll(i, tx);
+                .pop_due(now, true, &self.shows)
+                .or_else(|| self.timers.pop_due(now, false, &self.shows));
+            let Some(i) = due else { break };
+            released += self.poll(i, tx);
         }
+        released
     }
 
     /// Polls show `i` (see [`poll`]); returns how many frames it released.
@@ -655,6 +625,12 @@ impl Core {
         after
             .unwrap_or_else(|| out(&self.shows))
             .saturating_sub(before)
+    }
+
+    /// Publishes the clock thread's next timed wake-up for the standby thread (after serving,
+    /// before the lock is let go): a deadline, or what leads to one (a frame's beginning).
+    fn publish(&mut self, watch: &Watch) {
+        watch.publish(self.timers.next(&self.shows).map(|(t, _)| t));
     }
 }
 
@@ -747,7 +723,7 @@ fn clock_loop(
         ) {
             Ok(mut out) => {
                 out.set_poll(HOST_POLL);
-                out.set_begin_slack(Duration::from_nanos((GRID_NS + HOST_MARGIN_NS) as u64));
+                out.set_begin_slack(Duration::from_nanos(GRID_NS as u64));
                 if let Some(rate) = options.pace {
                     let period = rate.period_ns();
                     if let Some((_, m, k)) = periods.iter_mut().find(|(p, _, _)| *p == period) {
@@ -782,28 +758,28 @@ fn clock_loop(
     let core = PiMutex::new(Core {
         shows,
         timers,
+        raised: Vec::with_capacity(2 * n + 16),
         running,
     });
     let watch = Watch::default();
     let (core, standby) = (&core, &watch);
-    let mut raised = Vec::with_capacity(2 * n + 16);
     std::thread::scope(|scope| {
         if with_standby {
             let spawned = std::thread::Builder::new()
                 .name("fp-clock-standby".into())
                 .spawn_scoped(scope, move || {
                     let _setup = prepare_pacing_thread(realtime);
-                    // Its own buffer for the signalled shows (the three buffers rotate through
-                    // `HostSignals::raised`, each made with room for them all).
-                    let mut raised = Vec::with_capacity(2 * n + 16);
                     standby.stand_by(|| {
-                        let (served, next) = Core::serve(core, &mut raised, signals, standby, tx);
-                        if next.is_none() {
+                        let mut c = core.lock();
+                        let served = c.serve(signals, tx);
+                        if c.running == 0 {
+                            drop(c);
                             if let Some(t) = signals.clock.get() {
                                 t.unpark();
                             }
                             return (served, false);
                         }
+                        c.publish(standby);
                         (served, true)
                     })
                 });
@@ -813,8 +789,17 @@ fn clock_loop(
         }
         loop {
             // The lock is let go before sleeping or spinning.
-            let (_, next) = Core::serve(core, &mut raised, signals, standby, tx);
-            let Some(next) = next else { break };
+            let next = {
+                let mut guard = core.lock();
+                let c = &mut *guard;
+                c.serve(signals, tx);
+                if c.running == 0 {
+                    break;
+                }
+                let next = c.timers.next(&c.shows);
+                c.publish(standby);
+                next
+            };
             // Sleep to the next one (a signal unparks), and spin the last stretch of a
             // deadline.
             let Some((t, precise)) = next else {
