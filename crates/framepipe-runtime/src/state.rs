@@ -1312,20 +1312,8 @@ impl State {
         // The frames still held by sinks are the replaced version's (its pools', its slots'):
         // the new version's frames are counted afresh.
         self.in_flight = 0;
-        self.switch_at = u64::MAX;
-        self.ver_first = n;
-        p.frame = n;
-        p.switched_ns = now_ns();
-        shared.version.store(self.ver.number, Ordering::Release);
-        self.news = Some(SwitchNews {
-            posted: p.posted.take(),
-            frame: n,
-            drain_ns: p.switched_ns - p.armed_ns,
-            graph_view: p.graph_view.take(),
-        });
+        self.announce_switch(shared, &mut p, n);
         self.switched = Some(p);
-        self.wake.ports = true;
-        self.wake.work_all = true;
     }
 
     /// Whether the pending version may switch in while the running one still has frames in
@@ -1397,6 +1385,14 @@ impl State {
             live.switched(p.state.ver.number, n);
         }
         swap_versions(self, &mut p.state);
+        self.announce_switch(shared, &mut p, n);
+        self.old = Some(p);
+    }
+
+    /// The end of both switches, at frame `n`: the version is `p`'s now (published for the
+    /// stats readers), its first frame `n`; the switch's news (the replies, the drain, the
+    /// graph's view) is left for the output thread, and every port and worker looks again.
+    fn announce_switch(&mut self, shared: &Shared, p: &mut Pending, n: u64) {
         self.switch_at = u64::MAX;
         self.ver_first = n;
         p.frame = n;
@@ -1408,7 +1404,6 @@ impl State {
             drain_ns: p.switched_ns - p.armed_ns,
             graph_view: p.graph_view.take(),
         });
-        self.old = Some(p);
         self.wake.ports = true;
         self.wake.work_all = true;
     }
