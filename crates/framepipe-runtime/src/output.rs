@@ -935,19 +935,23 @@ struct Driven<'a> {
     sink: &'a mut dyn Sink,
 }
 
-/// When the standby should look whether the output thread came back (see `standby.rs`): its
-/// next timed wake-up, or the next deadline if that is sooner (a frame that becomes ready
-/// meanwhile signals the output thread only).
+/// When the standby should look whether the output thread came back (see `standby.rs`): the
+/// next time a frame must be released (the frame held for its deadline, or the clock's next
+/// deadline) or may begin, whichever is sooner. Not the output thread's other wake-ups (its
+/// polls while a frame is on its way, every few ms): the standby would wake for each, and
+/// a wake-up costs it tens of µs of CPU on a VM.
 fn watch_time(out: &mut Output, next: &Next, now: i64) -> Option<i64> {
-    let wake = match *next {
-        Next::Deadline(at) | Next::Wait(at) | Next::Sleep(at) => Some(at),
-        Next::Again | Next::Done => None,
-    };
-    let deadline = out
-        .pacer_mut()
-        .and_then(|p| p.next_deadline())
-        .filter(|&d| d > now && !matches!(next, Next::Done));
-    wake.into_iter().chain(deadline).min()
+    if matches!(next, Next::Done) {
+        return None;
+    }
+    let due = out.due.as_ref().map(|d| d.at);
+    let begin = out.begin_at;
+    let deadline = out.pacer_mut().and_then(|p| p.next_deadline());
+    due.into_iter()
+        .chain(begin)
+        .chain(deadline)
+        .filter(|&t| t > now)
+        .min()
 }
 
 /// [`run_output`]'s loop for a paced master output, with a standby thread (`fp-out-standby`,

@@ -1275,26 +1275,8 @@ impl State {
             std::mem::swap(&mut new.ring, &mut old.ring);
             new.first_seq = old.first_seq;
         }
-        for (j, st) in next.nodes.iter_mut().enumerate() {
-            st.next_seq = n;
-            if !p.moved[j] {
-                st.first_seq = n;
-                if let Some(src) = st.source.as_mut() {
-                    src.origin = n;
-                }
-            }
-        }
-        {
-            let mut live = shared.live.lock();
-            for &(o, j) in &p.moves {
-                if let Some(old) = live.stages.get_mut(o) {
-                    std::mem::swap(&mut old.params, &mut p.live_stages[j].params);
-                    p.live_stages[j].bypass = old.bypass;
-                }
-            }
-            std::mem::swap(&mut live.stages, &mut p.live_stages);
-            live.switched(p.state.ver.number, n);
-        }
+        start_new_nodes(next, &p.moved, n);
+        move_live_stages(&mut shared.live.lock(), &mut p, n);
         let next = &mut p.state;
         std::mem::swap(&mut self.ver, &mut next.ver);
         std::mem::swap(&mut self.nodes, &mut next.nodes);
@@ -1360,29 +1342,14 @@ impl State {
                 new.held = true;
             }
         }
-        for (j, st) in next.nodes.iter_mut().enumerate() {
-            st.next_seq = n;
-            if !p.moved[j] {
-                st.first_seq = n;
-                if let Some(src) = st.source.as_mut() {
-                    src.origin = n;
-                }
-            }
-        }
+        start_new_nodes(next, &p.moved, n);
         {
             let mut live = shared.live.lock();
             let cap = self.ver.topo.cap;
             for s in 0..live.stages.len() {
                 live.catch_up(s, n, &self.ver.snapshots, cap);
             }
-            for &(o, j) in &p.moves {
-                if let Some(old) = live.stages.get_mut(o) {
-                    std::mem::swap(&mut old.params, &mut p.live_stages[j].params);
-                    p.live_stages[j].bypass = old.bypass;
-                }
-            }
-            std::mem::swap(&mut live.stages, &mut p.live_stages);
-            live.switched(p.state.ver.number, n);
+            move_live_stages(&mut live, &mut p, n);
         }
         swap_versions(self, &mut p.state);
         self.announce_switch(shared, &mut p, n);
@@ -1660,6 +1627,33 @@ impl Shared {
 /// slots, queues, frames in flight and running jobs, and the sinks' nodes of the ports. What
 /// is the show's whatever the version stays (frame numbers, the end, the ports' frames, the
 /// IO thread, slices, wake-ups). Moves only.
+/// Both switches: the new version's nodes take frames from `n`; those not kept from the old
+/// one (`moved[j]` false) also count their first frame (and a source its origin) from `n`.
+fn start_new_nodes(next: &mut State, moved: &[bool], n: u64) {
+    for (j, st) in next.nodes.iter_mut().enumerate() {
+        st.next_seq = n;
+        if !moved[j] {
+            st.first_seq = n;
+            if let Some(src) = st.source.as_mut() {
+                src.origin = n;
+            }
+        }
+    }
+}
+
+/// Both switches: the kept nodes' live parameters (values, oscillators, bypass) move to their
+/// place in the new version's stages, which become the live ones, sampling from frame `n`.
+fn move_live_stages(live: &mut crate::live::Live, p: &mut Pending, n: u64) {
+    for &(o, j) in &p.moves {
+        if let Some(old) = live.stages.get_mut(o) {
+            std::mem::swap(&mut old.params, &mut p.live_stages[j].params);
+            p.live_stages[j].bypass = old.bypass;
+        }
+    }
+    std::mem::swap(&mut live.stages, &mut p.live_stages);
+    live.switched(p.state.ver.number, n);
+}
+
 fn swap_versions(a: &mut State, b: &mut State) {
     std::mem::swap(&mut a.ver, &mut b.ver);
     std::mem::swap(&mut a.nodes, &mut b.nodes);
