@@ -381,8 +381,13 @@ impl DescEditor {
     /// Each node of `next`'s [`Fate`], or why the edit cannot run (a sink added, removed or
     /// changed).
     fn fates(&self, next: &GraphDesc) -> Result<Vec<Fate>> {
+        self.fates_against(&self.desc, next)
+    }
+
+    /// [`fates`](Self::fates) against `running` instead of the running description.
+    fn fates_against(&self, running: &GraphDesc, next: &GraphDesc) -> Result<Vec<Fate>> {
         let sink = |d: &NodeDescr| kind_of(&self.registry, d) == Some(ElementKind::Sink);
-        for old in self.desc.nodes.iter().filter(|d| sink(d)) {
+        for old in running.nodes.iter().filter(|d| sink(d)) {
             if next.find(&old.name).is_none() {
                 bail!(
                     "sinks cannot be added, removed or changed while running: the edit removes \
@@ -394,10 +399,9 @@ impl DescEditor {
         next.nodes
             .iter()
             .map(|d| {
-                let same = self
-                    .desc
+                let same = running
                     .find(&d.name)
-                    .map(|i| &self.desc.nodes[i])
+                    .map(|i| &running.nodes[i])
                     .filter(|old| old.element == d.element && old.props == d.props);
                 Ok(match kind_of(&self.registry, d) {
                     Some(ElementKind::Sink) => {
@@ -405,7 +409,7 @@ impl DescEditor {
                             bail!(
                                 "sinks cannot be added, removed or changed while running: {} ({})",
                                 d.name,
-                                if self.desc.find(&d.name).is_some() {
+                                if running.find(&d.name).is_some() {
                                     format!("changed to {d}")
                                 } else {
                                     format!("new: {d}")
@@ -487,6 +491,17 @@ impl Editor for DescEditor {
             }
             Err(e) => Err(crate::one_line(&e)),
         }
+    }
+
+    fn peek_after_fade(&self) -> Option<std::result::Result<Graph, String>> {
+        // As `after_fade` will build it once the crossfade's description runs.
+        let (Some(fading), Some((_, after))) = (&self.next, &self.fade) else {
+            return None;
+        };
+        let built = self
+            .fates_against(fading, after)
+            .and_then(|fates| build_with(after, &self.registry, Purpose::Run, &|i| fates[i]));
+        Some(built.map_err(|e| crate::one_line(&e)))
     }
 }
 

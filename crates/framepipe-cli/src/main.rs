@@ -954,6 +954,14 @@ fn stats_json(
             "build_repeated": s.edits.build_repeated,
             "build_mean_ms": s.edits.build_mean_ms,
         },
+        // What the show holds against --max-memory as the budget counts it (every graph
+        // version alive: during a live edit, both), bytes.
+        "memory": {
+            "max_memory": s.memory.max_memory,
+            "held": s.memory.held,
+            "held_max": s.memory.held_max,
+            "edits_refused": s.memory.edits_refused,
+        },
     });
     if let Some(w) = web {
         doc["web"] = serde_json::to_value(w.snapshot())?;

@@ -529,3 +529,168 @@ fn issue_9_load_under_overload_live_does_not_exhaust_a_frame_pool() {
     assert!(!err.contains("exhausted"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What one version of `pipeline` holds against `--max-memory` with `threads` workers (its
+/// pools at full capacity and its instances' estimate), read from the run's own refusal under
+/// a budget just big enough for a frame (97K: one 64x48 frame is 1/8 of it), bytes.
+fn one_version(threads: usize, pipeline: &str) -> u64 {
+    let out = run(
+        Command::new(FP).args([
+            "run",
+            "-q",
+            "--threads",
+            &threads.to_string(),
+            "--max-memory",
+            "97K",
+            pipeline,
+        ]),
+        Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "not refused under 97K: {err}");
+    let at = err
+        .find(" would take ")
+        .unwrap_or_else(|| panic!("no figure in: {err}"))
+        + " would take ".len();
+    let mut words = err[at..].split_whitespace();
+    let (num, unit) = (words.next().unwrap(), words.next().unwrap());
+    let unit = match unit.trim_end_matches(',') {
+        "KiB" => 1u64 << 10,
+        "MiB" => 1 << 20,
+        other => panic!("unit {other} in: {err}"),
+    };
+    let bytes = num.parse::<f64>().unwrap() * unit as f64;
+    // Three significant digits at least ("132 KiB"): whole KiB at this size.
+    assert!(num.len() >= 3 && !num.contains('.'), "{err}");
+    bytes as u64
+}
+
+/// The `memory` object of a run's `--stats` file.
+fn stats_memory(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    doc["memory"].clone()
+}
+
+/// Issue #9 with `--max-memory`: a live edit builds the next version while the running one
+/// goes on, and both are held until the switch is over. With a budget of exactly the running
+/// project's need and the new one's (what a cut holds), a crossfade (both projects and their
+/// mixers, beside the running graph) is refused with the figures and what to do, and the show
+/// goes on unchanged: every frame once, in order (stamped). The same `load` without `fade=` is
+/// applied, the new project from the frame its reply names; `--stats` counted both versions
+/// at once, within the budget.
+#[test]
+fn issue_9_a_crossfade_over_max_memory_is_refused_and_a_cut_that_fits_is_applied() {
+    let dir = tmpdir("live-fade-memory");
+    std::fs::write(
+        dir.join("new.toml"),
+        format!("pipeline = \"{}\"\n", new_project()),
+    )
+    .unwrap();
+    let old = one_version(2, &old_project());
+    let new = one_version(2, &new_project());
+    let limit = old + new;
+    let mut show = Show::start_with(
+        &dir,
+        2,
+        30,
+        &["--max-memory", &limit.to_string(), "--stats", "stats.json"],
+        &old_project(),
+    );
+    let fade = "load new.toml fade=1s";
+    let cut = "load new.toml";
+    std::thread::sleep(Duration::from_millis(500));
+    show.send(fade);
+    show.wait_for(&format!("'{fade}'"));
+    std::thread::sleep(Duration::from_millis(300));
+    show.send(cut);
+    show.wait_for(&format!("'{cut}'"));
+    std::thread::sleep(Duration::from_millis(300));
+    let err = show.stop();
+    let refusal = err
+        .lines()
+        .find(|l| l.contains(&format!("refused '{fade}'")))
+        .unwrap_or_else(|| panic!("the crossfade was not refused: {err}"));
+    for part in [
+        "the running graph (",
+        "the crossfade's graph",
+        "would take",
+        "over the limit of",
+        "raise --max-memory, or load without fade=",
+    ] {
+        assert!(refusal.contains(part), "{part:?} not in: {refusal}");
+    }
+    let at = applied_at(&err, cut);
+    // The old project up to the cut, the new one from its frame 0 there.
+    let out = std::fs::read(dir.join("out.rgba")).unwrap();
+    assert_eq!(out.len() % FRAME, 0, "{} bytes", out.len());
+    let frames = out.len() / FRAME;
+    assert!(0 < at && at < frames, "cut at {at} of {frames}: {err}");
+    let a = render(&dir, "old.rgba", &old_project(), frames);
+    let b = render(&dir, "new.rgba", &new_project(), frames - at);
+    assert_ne!(a[..FRAME], a[FRAME..2 * FRAME], "stamped frames differ");
+    for k in 0..frames {
+        let (want, j) = if k < at { (&a, k) } else { (&b, k - at) };
+        assert!(
+            out[k * FRAME..(k + 1) * FRAME] == want[j * FRAME..(j + 1) * FRAME],
+            "frame {k} (cut at {at}) is not the expected one"
+        );
+    }
+    let memory = stats_memory(&dir.join("stats.json"));
+    let held_max = memory["held_max"].as_u64().unwrap();
+    assert!(
+        (old + new..=limit).contains(&held_max),
+        "held_max {held_max}: both versions ({old} + {new}) at once, within {limit}: {memory}"
+    );
+    assert_eq!(memory["max_memory"].as_u64(), Some(limit), "{memory}");
+    assert_eq!(memory["edits_refused"].as_u64(), Some(1), "{memory}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue #9 with `--max-memory` under the overlapping switch (a chain: the new version's first
+/// frame begins while the old one's are still made): an `add` makes the next version's pools
+/// whole, for every node, beside the running version's. With a budget between one version's
+/// need and two, it is refused with the figures, and the show goes on unchanged, every frame
+/// once, in order.
+#[test]
+fn issue_9_an_add_whose_version_would_not_fit_beside_the_running_one_is_refused() {
+    let dir = tmpdir("live-add-memory");
+    let one = one_version(2, &old_project());
+    let limit = one + one / 2;
+    let mut show = Show::start_with(
+        &dir,
+        2,
+        30,
+        &["--max-memory", &limit.to_string(), "--stats", "stats.json"],
+        &old_project(),
+    );
+    let add = "add invert name=inv after stamp";
+    std::thread::sleep(Duration::from_millis(400));
+    show.send(add);
+    show.wait_for(&format!("'{add}'"));
+    std::thread::sleep(Duration::from_millis(300));
+    let err = show.stop();
+    let refusal = err
+        .lines()
+        .find(|l| l.contains(&format!("refused '{add}'")))
+        .unwrap_or_else(|| panic!("the add was not refused: {err}"));
+    for part in [
+        "the running graph (",
+        "the new one (",
+        "while the edit switches, would take",
+        "over the limit of",
+        "raise --max-memory",
+    ] {
+        assert!(refusal.contains(part), "{part:?} not in: {refusal}");
+    }
+    let out = std::fs::read(dir.join("out.rgba")).unwrap();
+    assert_eq!(out.len() % FRAME, 0, "{} bytes", out.len());
+    let frames = out.len() / FRAME;
+    assert!(frames > 15, "{frames} frames");
+    let a = render(&dir, "old.rgba", &old_project(), frames);
+    assert!(out == a, "the output is not the old project's frames, once each, in order");
+    let memory = stats_memory(&dir.join("stats.json"));
+    assert_eq!(memory["held_max"].as_u64(), Some(one), "{memory}");
+    assert_eq!(memory["edits_refused"].as_u64(), Some(1), "{memory}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -40,6 +40,15 @@ pub trait Editor: Send {
     fn after_fade(&mut self) -> std::result::Result<Graph, String> {
         Err("this editor makes no crossfades".into())
     }
+
+    /// After a successful [`build`](Self::build) of a crossfade: the graph
+    /// [`after_fade`](Self::after_fade) will give once the crossfade's graph runs, without
+    /// settling anything, so that the engine can check before the fade begins that the
+    /// version after it will fit in the memory budget beside the crossfade's. Default: none
+    /// (then that version is checked only when it is built, during the fade).
+    fn peek_after_fade(&self) -> Option<std::result::Result<Graph, String>> {
+        None
+    }
 }
 
 /// A crossfade between the running graph and the next (see [`Editor::fade`]).
@@ -76,7 +85,7 @@ use std::time::{Duration, Instant};
 
 use framepipe_control::{Command, Posted};
 
-use crate::pipeline::{prepare_edit, Options};
+use crate::pipeline::{fill_edit_pools, need_after, prepare_edit, Admit, Options};
 use crate::state::{Pending, Shared};
 use crate::Event;
 
@@ -165,7 +174,7 @@ pub(crate) fn spawn(
                         let wait = fade_poll(&shared, options, *end);
                         Some(if empty { wait } else { wait.min(BURY_POLL) })
                     }
-                    (_, false) => Some(BURY_POLL),
+                    (Fading::Waiting { .. }, _) | (_, false) => Some(BURY_POLL),
                     (_, true) => None,
                 };
                 let msg = if let Some(poll) = poll {
@@ -181,6 +190,18 @@ pub(crate) fn spawn(
                     }
                 };
                 graveyard.retain_mut(|b| !b.released());
+                // The version after a crossfade, waiting for the version the crossfade
+                // replaced to be dropped: built once it fits (or once that had time enough;
+                // then its own check says why it does not).
+                if let Fading::Waiting { need, since, .. } = &fading {
+                    if shared.counters.memory.fits(*need) || since.elapsed() > BURY_MAX {
+                        if let Fading::Waiting { fade, end, .. } =
+                            std::mem::replace(&mut fading, Fading::No)
+                        {
+                            fading = build_after_fade(&mut *editor, &shared, options, fade, end);
+                        }
+                    }
+                }
                 // Every frame of a crossfade has begun: the version after it (the new project
                 // alone) may take over. It is armed at the next frame boundary, so no frame of
                 // the fade begins in it; frames after the fade's end show the new project
@@ -208,16 +229,24 @@ pub(crate) fn spawn(
                         let built = guarded(|| {
                             let g = editor.build(edit)?;
                             let fade = editor.fade();
-                            let mut p = prepare_edit(g, &shared, options).map_err(one_line)?;
+                            let admit = match fade {
+                                Some(_) => Admit::FadeStart,
+                                None => Admit::Edit,
+                            };
+                            let mut p =
+                                prepare_edit(g, &shared, options, admit).map_err(one_line)?;
+                            let mut after = 0;
                             if let Some(fade) = &fade {
                                 start_fade(&mut p, fade, fade.frames(shared.rate))?;
+                                after = after_fade_fits(&*editor, &p, &shared, options)?;
                             }
-                            Ok((p, fade))
+                            fill_edit_pools(&p);
+                            Ok((p, fade, after))
                         });
                         match built {
-                            Ok((mut p, fade)) => {
+                            Ok((mut p, fade, after)) => {
                                 if let Some(fade) = fade {
-                                    fading = Fading::Starting(fade);
+                                    fading = Fading::Starting { fade, after };
                                 }
                                 p.posted = Some(posted);
                                 send(FromEditor::Ready(p));
@@ -243,30 +272,20 @@ pub(crate) fn spawn(
                         editor.settled(true);
                         fading = match std::mem::replace(&mut fading, Fading::No) {
                             // The crossfade runs from `frame`: the version after it is built
-                            // now, against it, and waits for the fade's last frame to begin.
-                            Fading::Starting(fade) => {
+                            // against it, and waits for the fade's last frame to begin. Built
+                            // now if it fits beside what is held; else once the version the
+                            // crossfade replaced is dropped (three versions are never held
+                            // at once for a fade).
+                            Fading::Starting { fade, after } => {
                                 let end = frame.saturating_add(fade.frames(shared.rate));
-                                let next = guarded(|| {
-                                    let g = editor.after_fade()?;
-                                    prepare_edit(g, &shared, options).map_err(one_line)
-                                });
-                                match next {
-                                    Ok(next) => Fading::Running {
-                                        to: fade.to,
+                                if shared.counters.memory.fits(after) {
+                                    build_after_fade(&mut *editor, &shared, options, fade, end)
+                                } else {
+                                    Fading::Waiting {
+                                        fade,
                                         end,
-                                        next: Some(next),
-                                    },
-                                    Err(reason) => {
-                                        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                                            editor.settled(false)
-                                        }));
-                                        // The show goes on in the crossfade's graph, whose
-                                        // amounts stay at 1: the output is the new project.
-                                        shared.emit(Event::FadeStuck {
-                                            to: fade.to,
-                                            reason,
-                                        });
-                                        Fading::No
+                                        need: after,
+                                        since: Instant::now(),
                                     }
                                 }
                             }
@@ -303,12 +322,86 @@ fn guarded<T>(
     })
 }
 
+/// Checks, before a crossfade begins (`p`: its version, built, its pools not filled yet), that
+/// the version after it will fit beside it: both are held at the fade's end (the version after
+/// it is built during the fade). Returns what that version will add (0 when the editor cannot
+/// say).
+fn after_fade_fits(
+    editor: &dyn Editor,
+    p: &Pending,
+    shared: &Shared,
+    options: Options,
+) -> std::result::Result<u64, String> {
+    let Some(graph) = editor.peek_after_fade() else {
+        return Ok(0);
+    };
+    let need = need_after(graph?, p, shared, options).map_err(one_line)?;
+    let fade = p.state.ver.pool_bytes + p.state.ver.instance_bytes;
+    shared
+        .counters
+        .memory
+        .refuse_over(
+            [
+                ("the crossfade's graph (both projects)", fade),
+                ("the new project's", need.added()),
+            ],
+            "at the fade's end",
+            ", or load without fade= (a cut holds the running graph and the new one only)",
+        )
+        .map_err(one_line)?;
+    Ok(need.added())
+}
+
+/// Builds the version after a crossfade (the new project alone, against the crossfade's
+/// version, which runs from its frame `end - LEN`): it then waits for frame `end - 1` to
+/// begin. A refusal leaves the show in the crossfade's graph (its amounts stay at 1: the
+/// output is the new project) and is reported.
+fn build_after_fade(
+    editor: &mut dyn Editor,
+    shared: &Arc<Shared>,
+    options: Options,
+    fade: Fade,
+    end: u64,
+) -> Fading {
+    let next = guarded(|| {
+        let g = editor.after_fade()?;
+        let p = prepare_edit(g, shared, options, Admit::FadeEnd).map_err(one_line)?;
+        fill_edit_pools(&p);
+        Ok(p)
+    });
+    match next {
+        Ok(next) => Fading::Running {
+            to: fade.to,
+            end,
+            next: Some(next),
+        },
+        Err(reason) => {
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| editor.settled(false)));
+            shared.emit(Event::FadeStuck {
+                to: fade.to,
+                reason,
+            });
+            Fading::No
+        }
+    }
+}
+
 /// Where a crossfade is, on the edit thread.
 enum Fading {
     /// None under way.
     No,
-    /// The crossfading version was sent to the output thread; its switch is awaited.
-    Starting(Fade),
+    /// The crossfading version was sent to the output thread; its switch is awaited. `after`:
+    /// what the version after it will add to what is held (see `after_fade_fits`).
+    Starting { fade: Fade, after: u64 },
+    /// The crossfading version runs; the version after it waits to be built until it fits
+    /// beside what is held (`need`), which it does once the version the crossfade replaced is
+    /// dropped.
+    Waiting {
+        fade: Fade,
+        end: u64,
+        need: u64,
+        since: Instant,
+    },
     /// The crossfading version runs; the version after it (`next`, until it is sent) waits
     /// for frame `end - 1`, the fade's last, to have begun.
     Running {
@@ -334,7 +427,8 @@ impl Fading {
     fn refusal(&self) -> Option<String> {
         let (to, end) = match self {
             Fading::No => return None,
-            Fading::Starting(f) => (&f.to, None),
+            Fading::Starting { fade, .. } => (&fade.to, None),
+            Fading::Waiting { fade, end, .. } => (&fade.to, Some(*end)),
             Fading::Running { to, end, .. } | Fading::Ending { to, end } => (to, Some(*end)),
         };
         Some(format!(

@@ -53,6 +53,6 @@ pub use lockstats::LockSummary;
 pub use output::{LateLog, PacingStats};
 pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
 pub use plan::Layout;
-pub use pools::{SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
+pub use pools::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
 pub use stats::{Counters, EditStats, RunStats, StageCounters, StageStats};
 pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};

@@ -170,6 +170,7 @@ impl Graph {
             })
             .flatten();
         let in_flight = crate::pools::in_flight(threads, asked_in_flight, &infos, len_hint);
+        let memory = Arc::new(crate::pools::MemoryBook::default());
         let built = build_version(
             plan,
             &VersionCtx {
@@ -178,6 +179,8 @@ impl Graph {
                 options,
                 number: 0,
                 running: None,
+                memory: &memory,
+                admit: Admit::First,
             },
         )?;
         let source_rate = rate;
@@ -215,7 +218,7 @@ impl Graph {
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
-            counters: Arc::new(Counters::new(stages)),
+            counters: Arc::new(Counters::new(stages, memory)),
             view,
             host: std::sync::OnceLock::new(),
             io_signal: PortSignal::default(),
@@ -246,6 +249,180 @@ pub(crate) struct VersionCtx<'a> {
     pub number: u64,
     /// A live edit: the running version, whose kept nodes move in.
     pub running: Option<&'a RunningVersion<'a>>,
+    /// The show's memory book: what the version holds is counted there.
+    pub memory: &'a Arc<crate::pools::MemoryBook>,
+    /// What a live edit's version is, for its memory check (see [`Admit`]).
+    pub admit: Admit,
+}
+
+/// What a version is, for the memory check of a live edit: what it holds is added to what
+/// the show holds already (the running version, and one an edit replaced that is not dropped
+/// yet), since the running version goes on while the new one is built and until the switch is
+/// over ([`MemoryBook::admit`](crate::pools::MemoryBook::admit)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// A run's first version: checked alone (the pools' own check).
+    First,
+    /// An edit (`add`, `remove`, `replace`, `link`, `load` without `fade=`).
+    Edit,
+    /// A crossfade's version (both projects), switched in from the running one.
+    FadeStart,
+    /// The version after a crossfade (the new project alone), built while the fade runs.
+    FadeEnd,
+}
+
+/// What the budget counts for a version: its pools at full capacity, the instances it makes
+/// (the nodes an edit keeps bring theirs), and all of its nodes' instances.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Need {
+    pub pools: u64,
+    pub new_instances: u64,
+    pub all_instances: u64,
+}
+
+impl Need {
+    /// What building it adds to what is held: its pools and its new instances.
+    pub(crate) fn added(&self) -> u64 {
+        self.pools.saturating_add(self.new_instances)
+    }
+}
+
+/// Effect and mixer instances a node has (0 for the others).
+fn instances_of(e: &crate::plan::ExecNode, threads: usize) -> usize {
+    match &e.part {
+        Part::Effect(_) | Part::Mixer(_) => {
+            if e.serial {
+                1
+            } else {
+                threads
+            }
+        }
+        _ => 0,
+    }
+}
+
+/// Per node: the running node it continues with its instances, source or ring (a live edit's
+/// kept node), if any.
+fn kept_nodes(plan: &Plan, running: Option<&RunningVersion<'_>>) -> Vec<Option<usize>> {
+    let infos: Vec<VideoInfo> = plan.nodes.iter().map(|e| e.info).collect();
+    plan.nodes
+        .iter()
+        .map(|e| {
+            let named = running.and_then(|r| r.index_of(&e.was));
+            match e.part {
+                // A running source or sink is the one of that name (its shape is checked when
+                // the version is built).
+                Part::Running { .. } => named,
+                _ => named.filter(|&o| running.is_some_and(|r| r.same_node(o, e, &infos))),
+            }
+        })
+        .collect()
+}
+
+/// The frames each node keeps beyond the frames in flight, and what the pools are sized from
+/// (see `pools.rs`).
+fn pool_layout<'p>(
+    plan: &'p Plan,
+    ctx: &VersionCtx<'_>,
+) -> (Vec<usize>, Vec<PoolNode<'p>>, bool, bool) {
+    let (threads, in_flight, options) = (ctx.threads, ctx.in_flight, ctx.options);
+    let rate = plan.rate;
+    let chain = plan
+        .nodes
+        .iter()
+        .all(|e| e.inputs.len() <= 1 && e.consumers.len() <= 1 && e.feeds.is_empty());
+    let keep_last = options.pace.is_some() && options.overload == Overload::Live;
+    // Per node: the frames of its own output it keeps beyond the frames in flight (a source's
+    // last frame, when it may give it again). A running source carried into a live edit's
+    // version keeps its policy, and takes its frames from the new version's pools.
+    let holds: Vec<usize> = plan
+        .nodes
+        .iter()
+        .map(|e| match &e.part {
+            Part::Source { on_end, source } => {
+                usize::from(*on_end == OnEnd::Hold || source.info().rate != rate)
+            }
+            Part::Running { sink: false } => ctx
+                .running
+                .and_then(|r| r.index_of(&e.was).map(|o| r.ver.holds[o]))
+                .unwrap_or(0),
+            _ => 0,
+        })
+        .collect();
+    let pool_nodes: Vec<PoolNode<'_>> = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            // A live edit's running sink is a sink like a new one: it may keep a clone of
+            // its frame, and the master output's thread keeps its last frame under `live`,
+            // both taken from this version's pools after the switch.
+            let sinks: Vec<&crate::plan::ExecNode> = e
+                .consumers
+                .iter()
+                .map(|&c| &plan.nodes[c])
+                .filter(|c| matches!(c.part, Part::Sink(_) | Part::Running { sink: true }))
+                .collect();
+            let extra = holds[i]
+                + match &e.part {
+                    // Frame 0's frame.
+                    Part::Feedback { .. } => 1,
+                    _ => 0,
+                }
+                + if e.feeds.is_empty() { 0 } else { in_flight }
+                // A leaky branch reading it keeps the frame it took (its first node's
+                // input) after that frame left flight, one at a time per branch.
+                + plan
+                    .heads
+                    .iter()
+                    .filter(|&&h| plan.nodes[h].inputs.contains(&i))
+                    .count();
+            PoolNode {
+                info: e.info,
+                name: &e.name,
+                writes: !matches!(e.part, Part::Sink(_) | Part::Feedback { .. }),
+                instances: instances_of(e, threads),
+                in_branch: e.branch.is_some(),
+                sinks_fed: sinks.len(),
+                feeds_master: sinks.iter().any(|s| s.master),
+                extra,
+            }
+        })
+        .collect();
+    (holds, pool_nodes, chain, keep_last)
+}
+
+/// What the budget would count for a version of `plan` (nothing is made): see [`Need`].
+pub(crate) fn need_of(plan: &Plan, ctx: &VersionCtx<'_>) -> Need {
+    let (_, pool_nodes, chain, keep_last) = pool_layout(plan, ctx);
+    let needs = PoolNeeds {
+        nodes: &pool_nodes,
+        chain,
+        threads: ctx.threads,
+        in_flight: ctx.in_flight,
+        keep_last,
+    };
+    let (plans, _) = needs.plan();
+    let kept = kept_nodes(plan, ctx.running);
+    let bytes = |e: &crate::plan::ExecNode| {
+        (instances_of(e, ctx.threads) as u64)
+            .saturating_mul(framepipe_core::limits::frame_bytes(e.info.width, e.info.height))
+    };
+    Need {
+        pools: crate::pools::pool_bytes(&plans),
+        new_instances: plan
+            .nodes
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| k.is_none())
+            .map(|(e, _)| bytes(e))
+            .fold(0, u64::saturating_add),
+        all_instances: plan
+            .nodes
+            .iter()
+            .map(bytes)
+            .fold(0, u64::saturating_add),
+    }
 }
 
 /// The running version as a live edit sees it.
@@ -306,10 +483,7 @@ pub(crate) struct Built {
 /// scheduler's shape of it. Everything that allocates for a version happens here.
 pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
     let VersionCtx {
-        threads,
-        in_flight,
-        options,
-        ..
+        threads, in_flight, ..
     } = *ctx;
     let rate = plan.rate;
     let n = plan.nodes.len();
@@ -322,81 +496,34 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
     let elements: Vec<String> = plan.nodes.iter().map(|e| e.element.clone()).collect();
     let kinds: Vec<&'static str> = plan.nodes.iter().map(|e| e.kind_word()).collect();
     let mut moves = Vec::new();
-    let chain = plan
-        .nodes
-        .iter()
-        .all(|e| e.inputs.len() <= 1 && e.consumers.len() <= 1 && e.feeds.is_empty());
-    let instances_of = |e: &crate::plan::ExecNode| match &e.part {
-        Part::Effect(_) | Part::Mixer(_) => {
-            if e.serial {
-                1
-            } else {
-                threads
-            }
+    let need = need_of(&plan, ctx);
+    let kept = kept_nodes(&plan, ctx.running);
+    // A live edit's version is made while the running one goes on, and both live until the
+    // switch is over: what it adds must fit besides what the show holds already (checked
+    // before anything of it is made; a frame over its share of the budget is named first).
+    if let Some(r) = ctx.running {
+        let limits = framepipe_core::Limits::current();
+        for e in &plan.nodes {
+            limits.check_frame(&e.name, e.info.width, e.info.height)?;
         }
-        _ => 0,
-    };
-    let keep_last = options.pace.is_some() && options.overload == Overload::Live;
-    // Per node: the frames of its own output it keeps beyond the frames in flight (a source's
-    // last frame, when it may give it again). A running source carried into a live edit's
-    // version keeps its policy, and takes its frames from the new version's pools.
-    let holds: Vec<usize> = plan
-        .nodes
-        .iter()
-        .map(|e| match &e.part {
-            Part::Source { on_end, source } => {
-                usize::from(*on_end == OnEnd::Hold || source.info().rate != rate)
-            }
-            Part::Running { sink: false } => ctx
-                .running
-                .and_then(|r| r.index_of(&e.was).map(|o| r.ver.holds[o]))
-                .unwrap_or(0),
-            _ => 0,
-        })
-        .collect();
-    let pool_nodes: Vec<PoolNode<'_>> = plan
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            // A live edit's running sink is a sink like a new one: it may keep a clone of
-            // its frame, and the master output's thread keeps its last frame under `live`,
-            // both taken from this version's pools after the switch.
-            let sinks: Vec<&crate::plan::ExecNode> = e
-                .consumers
-                .iter()
-                .map(|&c| &plan.nodes[c])
-                .filter(|c| matches!(c.part, Part::Sink(_) | Part::Running { sink: true }))
-                .collect();
-            let extra = holds[i]
-                + match &e.part {
-                    // Frame 0's frame.
-                    Part::Feedback { .. } => 1,
-                    _ => 0,
-                }
-                + if e.feeds.is_empty() { 0 } else { in_flight }
-                // A leaky branch reading it keeps the frame it took (its first node's
-                // input) after that frame left flight, one at a time per branch.
-                + plan
-                    .heads
-                    .iter()
-                    .filter(|&&h| plan.nodes[h].inputs.contains(&i))
-                    .count();
-            PoolNode {
-                info: e.info,
-                name: &e.name,
-                writes: !matches!(e.part, Part::Sink(_) | Part::Feedback { .. }),
-                instances: instances_of(e),
-                in_branch: e.branch.is_some(),
-                sinks_fed: sinks.len(),
-                feeds_master: sinks.iter().any(|s| s.master),
-                extra,
-            }
-        })
-        .collect();
+        let running = r.ver.pool_bytes.saturating_add(r.ver.instance_bytes);
+        let (name, during, hint) = match ctx.admit {
+            Admit::First | Admit::Edit => ("the new one", "while the edit switches", ""),
+            Admit::FadeStart => (
+                "the crossfade's graph (both projects)",
+                "as the fade begins",
+                ", or load without fade= (a cut holds the running graph and the new one only)",
+            ),
+            Admit::FadeEnd => ("the new project's graph", "at the fade's end", ""),
+        };
+        ctx.memory
+            .admit(running, need.added(), name, during, hint)?;
+    }
+    let (holds, pool_nodes, chain, keep_last) = pool_layout(&plan, ctx);
     let ShowPools {
         per_node: pools,
         distinct: pool_plans,
+        bytes: pool_bytes,
     } = crate::pools::frame_pools(&PoolNeeds {
         nodes: &pool_nodes,
         chain,
@@ -405,6 +532,8 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
         keep_last,
     })?;
     drop(pool_nodes);
+    debug_assert_eq!(pool_bytes, need.pools);
+    let pools_held = ctx.memory.hold(pool_bytes);
 
     // Live parameters, one stage per node.
     let mut live_stages = Vec::with_capacity(n);
@@ -501,12 +630,9 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
     let mut branches: Vec<Vec<usize>> = vec![Vec::new(); nb];
     let mut show_nodes = 0;
     for (i, e) in plan.nodes.into_iter().enumerate() {
-        let named = ctx.running.and_then(|r| r.index_of(&e.was));
-        let old = match e.part {
-            // A running source or sink is the one of that name (its shape is checked below).
-            Part::Running { .. } => named,
-            _ => named.filter(|&o| ctx.running.is_some_and(|r| r.same_node(o, &e, &infos))),
-        };
+        // A running source or sink is the one of that name (its shape is checked below).
+        let old = kept[i];
+        let instance_bytes = framepipe_core::limits::frame_bytes(e.info.width, e.info.height);
         let counter = match (old, ctx.running) {
             (Some(o), Some(r)) => Arc::clone(&r.ver.stages[o]),
             _ => Arc::new(StageCounters::new(&e.name, e.mode())),
@@ -554,6 +680,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                     st.free.push(Instance::new(
                         Proc::Effect(stage.factory.instantiate()?),
                         &initial.values[i],
+                        ctx.memory.hold(instance_bytes),
                     ));
                 }
                 Kind::Process
@@ -564,6 +691,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                     st.free.push(Instance::new(
                         Proc::Mixer(stage.factory.instantiate()?),
                         &initial.values[i],
+                        ctx.memory.hold(instance_bytes),
                     ));
                 }
                 Kind::Process
@@ -698,6 +826,9 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             kinds,
             ports: port_nodes.clone(),
             holds,
+            pool_bytes: need.pools,
+            instance_bytes: need.all_instances,
+            _pools_held: pools_held,
         },
         live,
         node_states,
@@ -716,6 +847,7 @@ pub(crate) fn prepare_edit(
     graph: Graph,
     shared: &Arc<Shared>,
     options: Options,
+    admit: Admit,
 ) -> Result<Box<crate::state::Pending>> {
     let ver = Arc::clone(&shared.lock().ver);
     let running = RunningVersion {
@@ -738,6 +870,8 @@ pub(crate) fn prepare_edit(
             options,
             number: ver.number + 1,
             running: Some(&running),
+            memory: &shared.counters.memory,
+            admit,
         },
     )?;
     let Built {
@@ -750,13 +884,6 @@ pub(crate) fn prepare_edit(
         moves,
         pool_plans: _,
     } = built;
-    // The new pools' buffers are made (allocated, every page touched) here: left lazy, they
-    // would be made by the workers running the first frames after the switch.
-    for (i, pool) in next.pools.iter().enumerate() {
-        if !next.pools[..i].iter().any(|q| q.same_pool(pool)) {
-            pool.fill(pool.capacity());
-        }
-    }
     // A source that blocks runs on the IO thread: started now if the show had none.
     if next.topo.nodes.iter().any(|t| t.blocks) {
         shared
@@ -779,6 +906,53 @@ pub(crate) fn prepare_edit(
         armed_ns: 0,
         switched_ns: 0,
     }))
+}
+
+/// Makes a live edit's new pools' buffers (allocated, every page touched), on the edit thread:
+/// left lazy, they would be made by the workers running the first frames after the switch.
+pub(crate) fn fill_edit_pools(p: &crate::state::Pending) {
+    let pools = &p.state.ver.pools;
+    for (i, pool) in pools.iter().enumerate() {
+        if !pools[..i].iter().any(|q| q.same_pool(pool)) {
+            pool.fill(pool.capacity());
+        }
+    }
+}
+
+/// What the budget would count for the version `graph` makes once `p` runs (a crossfade's
+/// version, not switched in yet; `graph`: the version after the fade), nothing built: its
+/// plan against `p`'s version, as [`prepare_edit`] will plan it then.
+pub(crate) fn need_after(
+    graph: Graph,
+    p: &crate::state::Pending,
+    shared: &Shared,
+    options: Options,
+) -> Result<Need> {
+    let ver = &p.state.ver;
+    let running = RunningVersion {
+        ver,
+        ports: &ver.ports,
+    };
+    let info = |name: &str| running.index_of(name).map(|o| ver.infos[o]);
+    let plan = Plan::build(
+        graph,
+        Some(&crate::plan::RunningGraph {
+            rate: shared.rate,
+            info: &info,
+        }),
+    )?;
+    Ok(need_of(
+        &plan,
+        &VersionCtx {
+            threads: shared.threads,
+            in_flight: ver.topo.cap,
+            options,
+            number: ver.number + 1,
+            running: Some(&running),
+            memory: &shared.counters.memory,
+            admit: Admit::FadeEnd,
+        },
+    ))
 }
 
 /// A negotiated pipeline, ready to run.
@@ -1066,6 +1240,7 @@ impl Prepared {
             ShowPools {
                 per_node: Vec::new(),
                 distinct: keep,
+                bytes: 0,
             }
             .fill_in_background();
         }

@@ -130,11 +130,15 @@ pub(crate) struct Instance {
     pub(crate) refused: Vec<bool>,
     /// Scratch for `sync_params`: which values differ on this frame.
     pub(crate) changed: Vec<bool>,
+    /// Its share of the memory budget (one output frame), counted while it lives: it moves
+    /// with the instance when a live edit keeps its node.
+    _held: crate::pools::Held,
 }
 
 impl Instance {
-    pub(crate) fn new(proc: Proc, initial: &[PropValue]) -> Self {
+    pub(crate) fn new(proc: Proc, initial: &[PropValue], held: crate::pools::Held) -> Self {
         Instance {
+            _held: held,
             proc,
             used: false,
             applied: initial.to_vec(),
@@ -527,6 +531,13 @@ pub(crate) struct Version {
     /// Per node: frames of its own output it keeps beyond the frames in flight (a source's
     /// last frame under `hold` or resampling), counted again when a live edit carries it over.
     pub(crate) holds: Vec<usize>,
+    /// What the budget counts for it: its pools at full capacity, and the estimate of every
+    /// node's instances (one output frame each; they move with the nodes a live edit keeps).
+    pub(crate) pool_bytes: u64,
+    pub(crate) instance_bytes: u64,
+    /// Its pools' share of the show's [`MemoryBook`](crate::pools::MemoryBook), counted until
+    /// it is dropped (a replaced version: on the edit thread).
+    pub(crate) _pools_held: crate::pools::Held,
 }
 
 pub(crate) struct Shared {

@@ -125,10 +125,15 @@ pub struct Counters {
     pub(crate) edit_builds: AtomicU64,
     pub(crate) edit_build_repeats: AtomicU64,
     pub(crate) edit_build_us_sum: AtomicU64,
+    /// What the show holds against `--max-memory` (every graph version alive, its instances).
+    pub(crate) memory: Arc<crate::pools::MemoryBook>,
 }
 
 impl Counters {
-    pub(crate) fn new(stages: Arc<[Arc<StageCounters>]>) -> Self {
+    pub(crate) fn new(
+        stages: Arc<[Arc<StageCounters>]>,
+        memory: Arc<crate::pools::MemoryBook>,
+    ) -> Self {
         Counters {
             stages: Mutex::new(stages),
             in_flight: AtomicUsize::new(0),
@@ -150,6 +155,7 @@ impl Counters {
             edit_builds: AtomicU64::new(0),
             edit_build_repeats: AtomicU64::new(0),
             edit_build_us_sum: AtomicU64::new(0),
+            memory,
         }
     }
 
@@ -248,6 +254,11 @@ impl Counters {
         self.tempo_mbpm.load(Ordering::Relaxed) as f64 / 1000.0
     }
 
+    /// What the show holds against `--max-memory` now, as the budget counts it.
+    pub fn memory(&self) -> crate::pools::MemoryStats {
+        self.memory.stats()
+    }
+
     /// Frames in flight right now (between leaving the source and leaving the sink).
     pub fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Relaxed)
@@ -277,6 +288,7 @@ impl Counters {
             lock_hold_us: self.lock_hold.summary(),
             output_lock_wait_us: self.output_lock_wait.summary(),
             edits: self.edits(),
+            memory: self.memory.stats(),
         }
     }
 }
@@ -328,4 +340,7 @@ pub struct RunStats {
     pub output_lock_wait_us: LockSummary,
     /// What the live edits cost at the master output.
     pub edits: EditStats,
+    /// What the show holds against `--max-memory`, as the budget counts it: during a live
+    /// edit, both versions.
+    pub memory: crate::pools::MemoryStats,
 }
