@@ -548,21 +548,25 @@ fn one_version(threads: usize, pipeline: &str) -> u64 {
     );
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success(), "not refused under 97K: {err}");
-    let at = err
-        .find(" would take ")
-        .unwrap_or_else(|| panic!("no figure in: {err}"))
-        + " would take ".len();
-    let mut words = err[at..].split_whitespace();
+    bytes_after(&err, " would take ")
+}
+
+/// The size written right after `marker` in `text` ("132 KiB", as framepipe writes sizes of
+/// 100 units and more: whole units, three digits at least), bytes.
+fn bytes_after(text: &str, marker: &str) -> u64 {
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker:?} in: {text}"))
+        + marker.len();
+    let mut words = text[at..].split_whitespace();
     let (num, unit) = (words.next().unwrap(), words.next().unwrap());
-    let unit = match unit.trim_end_matches(',') {
+    let unit = match unit.trim_end_matches([',', ')']) {
         "KiB" => 1u64 << 10,
         "MiB" => 1 << 20,
-        other => panic!("unit {other} in: {err}"),
+        other => panic!("unit {other} in: {text}"),
     };
-    let bytes = num.parse::<f64>().unwrap() * unit as f64;
-    // Three significant digits at least ("132 KiB"): whole KiB at this size.
-    assert!(num.len() >= 3 && !num.contains('.'), "{err}");
-    bytes as u64
+    assert!(num.len() >= 3 && !num.contains('.'), "{num} in: {text}");
+    num.parse::<u64>().unwrap() * unit
 }
 
 /// The `memory` object of a run's `--stats` file.
@@ -578,7 +582,9 @@ fn stats_memory(path: &std::path::Path) -> serde_json::Value {
 /// mixers, beside the running graph) is refused with the figures and what to do, and the show
 /// goes on unchanged: every frame once, in order (stamped). The same `load` without `fade=` is
 /// applied, the new project from the frame its reply names; `--stats` counted both versions
-/// at once, within the budget.
+/// at once, within the budget. Then, with a budget over the crossfade's graph alone but under
+/// it beside the running one (what the check counted one version of before), the crossfade
+/// is refused too and the output is the old project's, every frame once, in order.
 #[test]
 fn issue_9_a_crossfade_over_max_memory_is_refused_and_a_cut_that_fits_is_applied() {
     let dir = tmpdir("live-fade-memory");
@@ -644,6 +650,40 @@ fn issue_9_a_crossfade_over_max_memory_is_refused_and_a_cut_that_fits_is_applied
     );
     assert_eq!(memory["max_memory"].as_u64(), Some(limit), "{memory}");
     assert_eq!(memory["edits_refused"].as_u64(), Some(1), "{memory}");
+
+    // The crossfade's graph alone fits; beside the running graph it does not.
+    let crossfade = bytes_after(refusal, "the crossfade's graph (both projects) (");
+    let limit = crossfade + old / 2;
+    let _ = std::fs::remove_file(dir.join("out.rgba"));
+    let mut show = Show::start_with(
+        &dir,
+        2,
+        30,
+        &["--max-memory", &limit.to_string()],
+        &old_project(),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    show.send(fade);
+    show.wait_for(&format!("'{fade}'"));
+    std::thread::sleep(Duration::from_millis(300));
+    let err = show.stop();
+    let refusal = err
+        .lines()
+        .find(|l| l.contains(&format!("refused '{fade}'")))
+        .unwrap_or_else(|| panic!("the crossfade was not refused under {limit}: {err}"));
+    assert!(
+        refusal.contains("held at once as the fade begins"),
+        "{refusal}"
+    );
+    let out = std::fs::read(dir.join("out.rgba")).unwrap();
+    assert_eq!(out.len() % FRAME, 0, "{} bytes", out.len());
+    let frames = out.len() / FRAME;
+    assert!(frames > 15, "{frames} frames");
+    let a = render(&dir, "old.rgba", &old_project(), frames);
+    assert!(
+        out == a,
+        "the output is not the old project's frames, once each, in order"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
