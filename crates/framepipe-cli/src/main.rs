@@ -844,7 +844,7 @@ fn status_line(
         flags.push_str(&format!(" {:.1}bpm", counters.tempo_bpm()));
         let budget = counters.latency_budget_ms();
         if budget > 0.0 {
-            flags.push_str(&format!(" latency {budget:.0}ms"));
+            flags.push_str(&format!(" latency {budget:.1}ms"));
         }
         let (late, rep) = (counters.late(), counters.repeated());
         if late + rep > 0 {
@@ -995,6 +995,8 @@ fn stats_json(
             "budget_ms": p.latency_budget_ms,
             "frames_ahead": p.frames_ahead,
             "graph_ms": p.frame_latency_ms,
+            "margin_ms": p.latency_margin_ms,
+            "margin_peak_ms": p.latency_margin_peak_ms,
         });
     }
     Ok(doc)

@@ -29,6 +29,7 @@ use framepipe_clock::{now_ns, prepare_pacing_thread, CpuMeter, LatenessSummary, 
 use framepipe_control::{Command, CommandReader, Outcome, Posted, Release, Transport};
 use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
+use crate::budget::Margin;
 use crate::edit::{EditLink, FromEditor, ToEditor};
 use crate::events::Event;
 use crate::live::Edit;
@@ -61,6 +62,11 @@ pub struct PacingStats {
     /// The graph's latency (a frame's beginning to ready at the master sink), the slowest of
     /// the last frames, at the end of the run (ms).
     pub frame_latency_ms: f64,
+    /// The default budget's adaptive margin at the end of the run (ms; see `budget.rs`): what
+    /// the budget adds to the graph's latency and a quarter of it.
+    pub latency_margin_ms: f64,
+    /// The largest the adaptive margin was during the run (ms).
+    pub latency_margin_peak_ms: f64,
     /// The last late frames: when each was due and how late it left, to find what made them
     /// late (a pause, an edit, another process at that moment).
     pub late_log: LateLog,
@@ -117,14 +123,13 @@ impl LatencyWindow {
 
 /// How long before its deadline a frame begins, in a paced run: the asked latency, or by
 /// default the measured one with a margin (see [`crate::budget::default_budget`]: a quarter
-/// of it and 2 ms, in whole periods beyond a period). `None` (no limit) until a latency is
-/// known.
-fn latency_budget(asked_ns: u64, window: &LatencyWindow) -> Option<u64> {
+/// of it and the adaptive margin). `None` (no limit) until a latency is known.
+fn latency_budget(asked_ns: u64, window: &LatencyWindow, margin: &Margin) -> Option<u64> {
     if asked_ns > 0 {
         return Some(asked_ns);
     }
     let max = window.max()? as u64;
-    Some(crate::budget::default_budget(max))
+    Some(crate::budget::default_budget(max, margin.ns()))
 }
 
 /// The last frame that may have begun at `now`: every frame whose deadline is at most `budget`
@@ -239,6 +244,10 @@ pub(crate) struct Output {
     gate: bool,
     period_ns: u64,
     window: LatencyWindow,
+    /// The default budget's adaptive margin, fed with each frame's slack.
+    margin: Margin,
+    /// When the margin last saw a frame (its deadline, ns).
+    margin_seen: Option<i64>,
     released_seq: Option<u64>,
     budget: Option<u64>,
     /// When the next frame may begin (a paced master wakes up then to let it); set where the
@@ -327,6 +336,8 @@ impl Output {
             done: None,
             period_ns,
             window: LatencyWindow { ns: [0; 32], n: 0 },
+            margin: Margin::new(period_ns),
+            margin_seen: None,
             released_seq: None,
             budget: None,
             begin_at: None,
@@ -423,7 +434,7 @@ impl Output {
         };
         if self.gate {
             self.window.push(item.ready_ns - item.begun_ns);
-            self.budget = latency_budget(self.options.latency_ns, &self.window);
+            self.budget = latency_budget(self.options.latency_ns, &self.window, &self.margin);
             shared
                 .counters
                 .latency_budget_us
@@ -485,6 +496,17 @@ impl Output {
         // the sink stage, not when this output looked, so that a preempted output thread does
         // not pass for an overloaded pipeline.
         let frame_late = item.ready_ns > d + framepipe_clock::DEFAULT_LATE_THRESHOLD_NS;
+        // Its slack feeds the default budget's margin, once frames are held back (the warm-up
+        // and a pause's held frame say nothing about how early a frame must begin).
+        if self.gate && self.released_seq.is_some() && self.options.latency_ns == 0 {
+            let elapsed = self.margin_seen.map_or(0, |t| (d - t).max(0) as u64);
+            self.margin.observe(d - item.ready_ns, elapsed);
+            self.margin_seen = Some(d);
+            shared
+                .counters
+                .latency_margin_us
+                .store(self.margin.ns() / 1000, Ordering::Relaxed);
+        }
         // After the driver lost the CPU, deadlines may already have passed: keep the grid (no
         // drift) but release no closer than half a period after the previous frame, so the
         // output catches up without a burst.
@@ -861,6 +883,8 @@ impl Output {
                     .min(cap)
             }),
             frame_latency_ms: self.window.max().map_or(0.0, |ns| ns as f64 / 1e6),
+            latency_margin_ms: self.margin.ns() as f64 / 1e6,
+            latency_margin_peak_ms: self.margin.peak_ns() as f64 / 1e6,
             late_log: self.late_log,
             standby_rescued: None,
         });

@@ -104,6 +104,8 @@ pub struct Counters {
     pub(crate) realtime: AtomicBool,
     /// Paced runs: how long before its deadline a frame begins, µs.
     pub(crate) latency_budget_us: AtomicU64,
+    /// Paced runs: the default budget's adaptive margin now, µs (see `budget.rs`).
+    pub(crate) latency_margin_us: AtomicU64,
     /// Paced runs: the worst lateness of a frame in the last whole second, µs.
     pub(crate) lateness_peak_us: AtomicU64,
     pub(crate) paused: AtomicBool,
@@ -143,6 +145,7 @@ impl Counters {
             repeated: AtomicU64::new(0),
             realtime: AtomicBool::new(false),
             latency_budget_us: AtomicU64::new(0),
+            latency_margin_us: AtomicU64::new(0),
             lateness_peak_us: AtomicU64::new(0),
             paused: AtomicBool::new(false),
             tempo_mbpm: AtomicU64::new((framepipe_control::beat::DEFAULT_BPM * 1000.0) as u64),
@@ -220,6 +223,13 @@ impl Counters {
     /// latency is known): the bound on how late a command reaches the output.
     pub fn latency_budget_ms(&self) -> f64 {
         self.latency_budget_us.load(Ordering::Relaxed) as f64 / 1000.0
+    }
+
+    /// Paced runs with the default budget: its adaptive margin now (ms; 0 until frames are
+    /// held back, and with `--latency`): what the budget adds to the graph's latency and a
+    /// quarter of it, grown by frames that were ready with little to spare.
+    pub fn latency_margin_ms(&self) -> f64 {
+        self.latency_margin_us.load(Ordering::Relaxed) as f64 / 1000.0
     }
 
     /// Paced runs: the worst lateness of a released frame during the last whole second, µs

@@ -149,6 +149,7 @@ pub fn stats_msg(c: &Counters, fps: f64, web: &WebCountsSnapshot, preview_seq: u
         "realtime": c.realtime(),
         "tempo": c.tempo_bpm(),
         "latency_budget_ms": c.latency_budget_ms(),
+        "latency_margin_ms": c.latency_margin_ms(),
         "late": c.late(),
         "lateness_peak_us": c.lateness_peak_us(),
         "repeated": c.repeated(),

@@ -265,7 +265,7 @@ function onStats(s) {
   $('st-late').textContent = s.late;
   $('st-repeated').textContent = s.repeated;
   $('st-tempo').textContent = s.tempo.toFixed(1) + ' bpm';
-  $('st-budget').textContent = s.latency_budget_ms ? s.latency_budget_ms.toFixed(0) + ' ms' : '–';
+  $('st-budget').textContent = s.latency_budget_ms ? s.latency_budget_ms.toFixed(1) + ' ms' : '–';
   $('btn-pause').classList.toggle('on', s.paused);
   const tempo = $('tempo'); if (!busy(tempo)) tempo.value = s.tempo.toFixed(1);
   const body = $('stages').tBodies[0];
