@@ -728,7 +728,10 @@ fn issue_9_an_add_whose_version_would_not_fit_beside_the_running_one_is_refused(
     let frames = out.len() / FRAME;
     assert!(frames > 15, "{frames} frames");
     let a = render(&dir, "old.rgba", &old_project(), frames);
-    assert!(out == a, "the output is not the old project's frames, once each, in order");
+    assert!(
+        out == a,
+        "the output is not the old project's frames, once each, in order"
+    );
     let memory = stats_memory(&dir.join("stats.json"));
     assert_eq!(memory["held_max"].as_u64(), Some(one), "{memory}");
     assert_eq!(memory["edits_refused"].as_u64(), Some(1), "{memory}");

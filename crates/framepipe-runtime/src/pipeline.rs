@@ -405,8 +405,10 @@ pub(crate) fn need_of(plan: &Plan, ctx: &VersionCtx<'_>) -> Need {
     let (plans, _) = needs.plan();
     let kept = kept_nodes(plan, ctx.running);
     let bytes = |e: &crate::plan::ExecNode| {
-        (instances_of(e, ctx.threads) as u64)
-            .saturating_mul(framepipe_core::limits::frame_bytes(e.info.width, e.info.height))
+        (instances_of(e, ctx.threads) as u64).saturating_mul(framepipe_core::limits::frame_bytes(
+            e.info.width,
+            e.info.height,
+        ))
     };
     Need {
         pools: crate::pools::pool_bytes(&plans),
@@ -417,11 +419,7 @@ pub(crate) fn need_of(plan: &Plan, ctx: &VersionCtx<'_>) -> Need {
             .filter(|(_, k)| k.is_none())
             .map(|(e, _)| bytes(e))
             .fold(0, u64::saturating_add),
-        all_instances: plan
-            .nodes
-            .iter()
-            .map(bytes)
-            .fold(0, u64::saturating_add),
+        all_instances: plan.nodes.iter().map(bytes).fold(0, u64::saturating_add),
     }
 }
 

@@ -752,6 +752,62 @@ mod tests {
     }
 
     #[test]
+    fn the_memory_book_counts_what_is_held_until_dropped_and_names_both_parts() {
+        let limit = Limits::current().max_memory;
+        let book = Arc::new(MemoryBook::default());
+        let running = book.hold(limit / 2);
+        let instance = book.hold(limit / 8);
+        assert_eq!(book.held(), limit / 2 + limit / 8);
+        // The new version would add half the budget: over it beside what is held.
+        let e = book
+            .admit(
+                limit / 2 + limit / 8,
+                limit / 2,
+                "the new one",
+                "while the edit switches",
+                "",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("the running graph ("), "{e}");
+        assert!(e.contains("and the new one ("), "{e}");
+        assert!(
+            e.contains("held at once while the edit switches, would take"),
+            "{e}"
+        );
+        assert!(e.ends_with("raise --max-memory"), "{e}");
+        // A replaced version still held is named apart from the running one.
+        let e = book
+            .admit(
+                limit / 2,
+                limit / 2,
+                "the new one",
+                "while the edit switches",
+                "",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("an earlier edit replaced, not freed yet"), "{e}");
+        assert!(book.fits(limit / 4) && !book.fits(limit / 2));
+        drop(running);
+        assert_eq!(book.held(), limit / 8);
+        assert!(book
+            .admit(
+                limit / 8,
+                limit / 2,
+                "the new one",
+                "while the edit switches",
+                ""
+            )
+            .is_ok());
+        let stats = book.stats();
+        assert_eq!(stats.held_max, limit / 2 + limit / 8);
+        assert_eq!(stats.edits_refused, 2);
+        drop(instance);
+        assert_eq!(book.held(), 0);
+    }
+
+    #[test]
     fn a_one_frame_run_gets_pools_for_one_frame() {
         let infos = [info(64, 64), info(64, 64)];
         let f = in_flight(2, 0, &infos, Some(1));
