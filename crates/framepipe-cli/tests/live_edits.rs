@@ -737,3 +737,62 @@ fn issue_9_an_add_whose_version_would_not_fit_beside_the_running_one_is_refused(
     assert_eq!(memory["edits_refused"].as_u64(), Some(1), "{memory}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue #9 with `--max-memory`: a crossfade holds the running graph beside the crossfade's as
+/// it begins, then the crossfade's beside the version after it (built as the fade begins),
+/// never all three: with a budget of exactly the first pair (read from a refusal under a
+/// smaller budget), the fade is applied and ends, frame-exact, and `--stats` never counted
+/// more than the budget (the version after the fade waited for the running graph to be
+/// dropped; built at once, beside both, it did not fit and the fade got stuck).
+#[test]
+fn issue_9_a_crossfade_holds_two_versions_at_once_never_three() {
+    let dir = tmpdir("live-fade-two");
+    std::fs::write(
+        dir.join("new.toml"),
+        format!("pipeline = \"{}\"\n", new_project()),
+    )
+    .unwrap();
+    let fade = "load new.toml fade=1s";
+    let small = one_version(2, &old_project()) + one_version(2, &new_project());
+    let mut show = Show::start_with(
+        &dir,
+        2,
+        30,
+        &["--max-memory", &small.to_string()],
+        &old_project(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    show.send(fade);
+    show.wait_for(&format!("'{fade}'"));
+    let err = show.stop();
+    let refusal = err
+        .lines()
+        .find(|l| l.contains(&format!("refused '{fade}'")))
+        .unwrap_or_else(|| panic!("the crossfade was not refused under {small}: {err}"));
+    let limit = bytes_after(refusal, " would take ");
+    let _ = std::fs::remove_file(dir.join("out.rgba"));
+    let mut show = Show::start_with(
+        &dir,
+        2,
+        30,
+        &["--max-memory", &limit.to_string(), "--stats", "stats.json"],
+        &old_project(),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    show.send(fade);
+    show.wait_for(&format!("ok '{fade}' from frame"));
+    show.wait_for("fade to new.toml done at frame");
+    std::thread::sleep(Duration::from_millis(300));
+    let err = show.stop();
+    assert!(!err.contains("cannot end"), "{err}");
+    let start = applied_at(&err, fade);
+    let frames = check_crossfade(&dir, start, 30);
+    assert!(start + 30 < frames, "fade from {start}, {frames} frames");
+    let memory = stats_memory(&dir.join("stats.json"));
+    let held_max = memory["held_max"].as_u64().unwrap();
+    assert!(
+        held_max <= limit,
+        "held_max {held_max} over the budget {limit}: {memory}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
