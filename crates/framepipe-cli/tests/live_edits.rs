@@ -652,7 +652,7 @@ fn issue_9_a_crossfade_over_max_memory_is_refused_and_a_cut_that_fits_is_applied
     assert_eq!(memory["edits_refused"].as_u64(), Some(1), "{memory}");
 
     // The crossfade's graph alone fits; beside the running graph it does not.
-    let crossfade = bytes_after(refusal, "the crossfade's graph (both projects) (");
+    let crossfade = bytes_after(refusal, "the crossfade's graph of both projects (");
     let limit = crossfade + old / 2;
     let _ = std::fs::remove_file(dir.join("out.rgba"));
     let mut show = Show::start_with(

@@ -342,7 +342,7 @@ fn after_fade_fits(
         .memory
         .refuse_over(
             [
-                ("the crossfade's graph (both projects)", fade),
+                ("the crossfade's graph of both projects", fade),
                 ("the new project's", need.added()),
             ],
             "at the fade's end",

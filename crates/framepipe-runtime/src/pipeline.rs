@@ -508,7 +508,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
         let (name, during, hint) = match ctx.admit {
             Admit::First | Admit::Edit => ("the new one", "while the edit switches", ""),
             Admit::FadeStart => (
-                "the crossfade's graph (both projects)",
+                "the crossfade's graph of both projects",
                 "as the fade begins",
                 ", or load without fade= (a cut holds the running graph and the new one only)",
             ),
