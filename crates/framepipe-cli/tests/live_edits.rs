@@ -796,3 +796,69 @@ fn issue_9_a_crossfade_holds_two_versions_at_once_never_three() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue #9 with `--max-memory`: an edit sent while the version an earlier edit replaced is
+/// still held (a paused show keeps its last frames) would fit beside the running version
+/// alone: it waits for that version to be freed (here: `resume`) instead of being refused, and
+/// is applied; every frame is output once, in order, each edit from the frame its reply
+/// names; `--stats` never counted more than the budget.
+#[test]
+fn issue_9_an_edit_waits_for_the_version_an_earlier_edit_replaced_to_be_freed() {
+    let dir = tmpdir("live-edit-waits");
+    let pipeline = format!(
+        "testsrc width={W} height={H} ! stamp name=st ! rawsink name=out location=out.rgba"
+    );
+    // The running graph and the next (as big, and an instance more) fit; three do not.
+    let limit = 2 * one_version(2, &pipeline);
+    let mut show = Show::start_with(
+        &dir,
+        2,
+        30,
+        &["--max-memory", &limit.to_string(), "--stats", "stats.json"],
+        &pipeline,
+    );
+    let (add, remove) = ("add invert name=inv after st", "remove inv");
+    std::thread::sleep(Duration::from_millis(400));
+    show.send("pause");
+    show.wait_for("'pause'");
+    show.send(add);
+    show.wait_for(&format!("'{add}'"));
+    show.send(remove);
+    // Built, found over the budget beside the version the add replaced (held while paused),
+    // and parked: resuming frees that version.
+    std::thread::sleep(Duration::from_millis(300));
+    show.send("resume");
+    show.wait_for(&format!("'{remove}'"));
+    std::thread::sleep(Duration::from_millis(300));
+    let err = show.stop();
+    assert!(!err.contains(&format!("refused '{remove}'")), "{err}");
+    let (added, removed) = (applied_at(&err, add), applied_at(&err, remove));
+    let out = std::fs::read(dir.join("out.rgba")).unwrap();
+    assert_eq!(out.len() % FRAME, 0, "{} bytes", out.len());
+    let frames = out.len() / FRAME;
+    assert!(
+        0 < added && added < removed && removed < frames,
+        "add at {added}, remove at {removed}, {frames} frames: {err}"
+    );
+    let plain = reference(&dir, "plain.rgba", "! stamp", frames);
+    let inverted = reference(&dir, "inverted.rgba", "! stamp ! invert", frames);
+    for k in 0..frames {
+        let want = if (added..removed).contains(&k) {
+            &inverted
+        } else {
+            &plain
+        };
+        assert!(
+            out[k * FRAME..(k + 1) * FRAME] == want[k * FRAME..(k + 1) * FRAME],
+            "frame {k} (add at {added}, remove at {removed}) is not the expected one"
+        );
+    }
+    let memory = stats_memory(&dir.join("stats.json"));
+    let held_max = memory["held_max"].as_u64().unwrap();
+    assert!(
+        held_max <= limit,
+        "held_max {held_max} over {limit}: {memory}"
+    );
+    assert_eq!(memory["edits_refused"].as_u64(), Some(0), "{memory}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -163,8 +163,12 @@ pub(crate) fn spawn(
             // `Buried`): then they are dropped here, never on a worker or an output thread.
             let mut graveyard: Vec<Buried> = Vec::new();
             let mut fading = Fading::No;
+            // An edit that would fit once a version an earlier edit replaced is freed: built
+            // again then (see `try_edit`).
+            let mut parked: Option<Parked> = None;
             loop {
                 let poll = match (&fading, graveyard.is_empty()) {
+                    _ if parked.is_some() => Some(BURY_POLL),
                     (
                         Fading::Running {
                             end, next: Some(_), ..
@@ -190,6 +194,23 @@ pub(crate) fn spawn(
                     }
                 };
                 graveyard.retain_mut(|b| !b.released());
+                // A parked edit is built again once something was freed (or refused once it
+                // waited long enough).
+                if let Some(p) = &parked {
+                    if shared.counters.memory.held() < p.held || p.since.elapsed() > BURY_MAX {
+                        let p = parked.take().expect("checked");
+                        try_edit(
+                            &mut *editor,
+                            &shared,
+                            options,
+                            p.posted,
+                            p.since,
+                            &mut fading,
+                            &mut parked,
+                            &send,
+                        );
+                    }
+                }
                 // The version after a crossfade, waiting for the version the crossfade
                 // replaced to be dropped: built once it fits (or once that had time enough;
                 // then its own check says why it does not).
@@ -216,48 +237,20 @@ pub(crate) fn spawn(
                 let Some(msg) = msg else { continue };
                 match msg {
                     ToEditor::Build(posted) => {
-                        let Command::Edit(edit) = &posted.command else {
-                            send(FromEditor::Refused(posted, "not an edit".into()));
-                            continue;
-                        };
                         if let Some(reason) = fading.refusal() {
                             send(FromEditor::Refused(posted, reason));
                             continue;
                         }
-                        // The editor and the plugins' constructors are user code: a panic
-                        // there refuses this edit; the thread goes on taking edits.
-                        let built = guarded(|| {
-                            let g = editor.build(edit)?;
-                            let fade = editor.fade();
-                            let admit = match fade {
-                                Some(_) => Admit::FadeStart,
-                                None => Admit::Edit,
-                            };
-                            let mut p =
-                                prepare_edit(g, &shared, options, admit).map_err(one_line)?;
-                            let mut after = 0;
-                            if let Some(fade) = &fade {
-                                start_fade(&mut p, fade, fade.frames(shared.rate))?;
-                                after = after_fade_fits(&*editor, &p, &shared, options)?;
-                            }
-                            fill_edit_pools(&p);
-                            Ok((p, fade, after))
-                        });
-                        match built {
-                            Ok((mut p, fade, after)) => {
-                                if let Some(fade) = fade {
-                                    fading = Fading::Starting { fade, after };
-                                }
-                                p.posted = Some(posted);
-                                send(FromEditor::Ready(p));
-                            }
-                            Err(reason) => {
-                                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                                    editor.settled(false)
-                                }));
-                                send(FromEditor::Refused(posted, reason));
-                            }
-                        }
+                        try_edit(
+                            &mut *editor,
+                            &shared,
+                            options,
+                            posted,
+                            Instant::now(),
+                            &mut fading,
+                            &mut parked,
+                            &send,
+                        );
                     }
                     ToEditor::Bury(p) => {
                         // What the switch replaced is dropped here: instances of removed
@@ -298,6 +291,12 @@ pub(crate) fn spawn(
                     }
                 }
             }
+            // The run ended (the output thread waits for this edit's answer).
+            if let Some(p) = parked.take() {
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| editor.settled(false)));
+                shared.counters.memory.count_refusal();
+                send(FromEditor::Refused(p.posted, p.reason));
+            }
         })?;
     Ok((
         EditLink {
@@ -308,6 +307,82 @@ pub(crate) fn spawn(
         },
         handle,
     ))
+}
+
+/// An edit refused for memory only because a version an earlier edit replaced is not freed
+/// yet (beside the running version alone it would fit): built again once something is freed,
+/// refused after [`BURY_MAX`] (a paused show keeps the replaced version's last frames).
+struct Parked {
+    posted: Posted,
+    /// When it first came to the edit thread.
+    since: Instant,
+    /// What the show held when it was refused.
+    held: u64,
+    /// The refusal, for when it has waited long enough.
+    reason: String,
+}
+
+/// Builds the edit `posted` (which came at `since`) and sends it to the output thread built
+/// (a crossfade's start moves `fading` on) or refused; or parks it (see [`Parked`]).
+#[allow(clippy::too_many_arguments)] // the edit thread's state, passed apart to borrow apart
+fn try_edit(
+    editor: &mut dyn Editor,
+    shared: &Arc<Shared>,
+    options: Options,
+    posted: Posted,
+    since: Instant,
+    fading: &mut Fading,
+    parked: &mut Option<Parked>,
+    send: &dyn Fn(FromEditor),
+) {
+    let Command::Edit(edit) = &posted.command else {
+        send(FromEditor::Refused(posted, "not an edit".into()));
+        return;
+    };
+    // The editor and the plugins' constructors are user code: a panic there refuses this
+    // edit; the thread goes on taking edits.
+    let built = guarded(|| {
+        let g = editor.build(edit)?;
+        let fade = editor.fade();
+        let admit = match fade {
+            Some(_) => Admit::FadeStart,
+            None => Admit::Edit,
+        };
+        let mut p = prepare_edit(g, shared, options, admit).map_err(one_line)?;
+        let mut after = 0;
+        if let Some(fade) = &fade {
+            start_fade(&mut p, fade, fade.frames(shared.rate))?;
+            after = after_fade_fits(&*editor, &p, shared, options)?;
+        }
+        fill_edit_pools(&p);
+        Ok((p, fade, after))
+    });
+    let memory = &shared.counters.memory;
+    match built {
+        Ok((mut p, fade, after)) => {
+            if let Some(fade) = fade {
+                *fading = Fading::Starting { fade, after };
+            }
+            p.posted = Some(posted);
+            send(FromEditor::Ready(p));
+        }
+        Err(reason) => {
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| editor.settled(false)));
+            if memory.take_later() {
+                if since.elapsed() <= BURY_MAX {
+                    *parked = Some(Parked {
+                        posted,
+                        since,
+                        held: memory.held(),
+                        reason,
+                    });
+                    return;
+                }
+                memory.count_refusal();
+            }
+            send(FromEditor::Refused(posted, reason));
+        }
+    }
 }
 
 /// Runs `f` (the editor's and the elements' code), a panic refusing what it was building.
@@ -377,6 +452,9 @@ fn build_after_fade(
         },
         Err(reason) => {
             let _ = std::panic::catch_unwind(AssertUnwindSafe(|| editor.settled(false)));
+            if shared.counters.memory.take_later() {
+                shared.counters.memory.count_refusal();
+            }
             shared.emit(Event::FadeStuck {
                 to: fade.to,
                 reason,

@@ -375,6 +375,9 @@ pub(crate) struct MemoryBook {
     peak: std::sync::atomic::AtomicU64,
     /// Edits refused because what they would hold with the running graph is over the budget.
     refused: std::sync::atomic::AtomicU64,
+    /// The last refusal by [`admit`](Self::admit) would not have been one with only the
+    /// running version held: it is up to the edit thread to wait or refuse (and count it).
+    later: std::sync::atomic::AtomicBool,
 }
 
 /// A show's memory as the budget counts it (`--stats`: `memory`).
@@ -438,12 +441,47 @@ impl MemoryBook {
         hint: &str,
     ) -> Result<()> {
         let held = self.held();
-        let before = if held > running {
-            "the running graph and a version an earlier edit replaced, not freed yet"
-        } else {
-            "the running graph"
-        };
-        self.refuse_over([(before, held), (new_name, new)], during, hint)
+        if held > running {
+            // Would it fit once the replaced version is freed (its last frames out)? Then
+            // the edit thread may wait for that rather than refuse.
+            let later = running.saturating_add(new) <= Limits::current().max_memory;
+            return self
+                .over(
+                    [
+                        (
+                            "the running graph and a version an earlier edit replaced, not \
+                             freed yet",
+                            held,
+                        ),
+                        (new_name, new),
+                    ],
+                    during,
+                    &format!(
+                        "{hint}, or send it again once that version is freed (when its last \
+                         frames are out: a paused show holds them)"
+                    ),
+                )
+                .inspect_err(|_| {
+                    if later {
+                        self.later.store(true, std::sync::atomic::Ordering::Relaxed);
+                    } else {
+                        self.count_refusal();
+                    }
+                });
+        }
+        self.refuse_over([("the running graph", held), (new_name, new)], during, hint)
+    }
+
+    /// Whether the last refusal would not have been one with only the running version held
+    /// (then it was not counted: see [`count_refusal`](Self::count_refusal)); clears it.
+    pub(crate) fn take_later(&self) -> bool {
+        self.later.swap(false, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts an edit refused for memory (in `--stats`).
+    pub(crate) fn count_refusal(&self) {
+        self.refused
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Refuses (counting the refusal) when the two parts, held at once `during`, would be over
@@ -456,13 +494,17 @@ impl MemoryBook {
         during: &str,
         hint: &str,
     ) -> Result<()> {
+        self.over(parts, during, hint)
+            .inspect_err(|_| self.count_refusal())
+    }
+
+    /// [`refuse_over`](Self::refuse_over) without counting.
+    fn over(&self, parts: [(&str, u64); 2], during: &str, hint: &str) -> Result<()> {
         let limit = Limits::current().max_memory;
         let total = parts[0].1.saturating_add(parts[1].1);
         if total <= limit {
             return Ok(());
         }
-        self.refused
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let [(a, a_bytes), (b, b_bytes)] = parts;
         Err(framepipe_core::Error::TooLarge {
             what: format!(
@@ -788,6 +830,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("an earlier edit replaced, not freed yet"), "{e}");
+        assert!(e.ends_with("a paused show holds them)"), "{e}");
+        // It would fit once the replaced version is freed: left to the edit thread.
+        assert!(book.take_later() && !book.take_later());
         assert!(book.fits(limit / 4) && !book.fits(limit / 2));
         drop(running);
         assert_eq!(book.held(), limit / 8);
@@ -802,7 +847,7 @@ mod tests {
             .is_ok());
         let stats = book.stats();
         assert_eq!(stats.held_max, limit / 2 + limit / 8);
-        assert_eq!(stats.edits_refused, 2);
+        assert_eq!(stats.edits_refused, 1);
         drop(instance);
         assert_eq!(book.held(), 0);
     }
