@@ -499,7 +499,10 @@ impl Output {
         // Its slack feeds the default budget's margin, once frames are held back (the warm-up
         // and a pause's held frame say nothing about how early a frame must begin).
         if self.gate && self.released_seq.is_some() && self.options.latency_ns == 0 {
-            let elapsed = self.margin_seen.map_or(0, |t| (d - t).max(0) as u64);
+            // At most two periods: a pause is not a quiet spell.
+            let elapsed = self
+                .margin_seen
+                .map_or(0, |t| ((d - t).max(0) as u64).min(2 * self.period_ns));
             self.margin.observe(d - item.ready_ns, elapsed);
             self.margin_seen = Some(d);
             shared
