@@ -494,9 +494,11 @@ const LAZY_NS: i64 = 500_000;
 /// grid, so that the shows of a group, whose times are close, share one wake-up.
 const GRID_NS: i64 = 1_000_000;
 
-/// How often a show waiting for its frame looks at commands and stalls, in a host. Its
-/// commands are read anyway when its next frame may begin and at every frame boundary.
-const HOST_POLL: Duration = Duration::from_millis(20);
+/// How often a show waiting for its frame looks at stalls, in a host. Its commands do not wait
+/// for it: a post raises the show's signal (the clock thread polls the show), and they are read
+/// at every frame boundary and when its next frame may begin. (It was 20 ms when commands were
+/// polled.)
+const HOST_POLL: Duration = Duration::from_millis(50);
 
 /// The shows' first deadlines are at least this long after the clock starts: every show's
 /// first frames (its sources starting, its pools being filled, hundreds of shows at once)
@@ -900,7 +902,7 @@ fn poll(
                 timers.push(t, g, i, true);
                 break false;
             }
-            Ok(Next::Wait(t) | Next::Sleep(t)) => {
+            Ok(Next::Wait(t)) => {
                 let t = t
                     .div_euclid(GRID_NS)
                     .saturating_add(1)

@@ -209,7 +209,9 @@ impl Graph {
             threads,
             live: PiMutex::new(live),
             version: std::sync::atomic::AtomicU64::new(0),
-            port_signals: (0..ports).map(|_| PortSignal::default()).collect(),
+            port_signals: (0..ports)
+                .map(|_| Arc::new(PortSignal::default()))
+                .collect(),
             // Workers, output threads, the IO threads.
             running: (0..threads + ports + crate::state::MAX_IO_THREADS)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))

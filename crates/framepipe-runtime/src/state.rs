@@ -550,7 +550,8 @@ pub(crate) struct Shared {
     /// scheduler lock.
     pub(crate) live: PiMutex<Live>,
     /// One per output port (sink).
-    pub(crate) port_signals: Vec<PortSignal>,
+    /// (Shared with the command queue's waker: a post raises the master's.)
+    pub(crate) port_signals: Vec<Arc<PortSignal>>,
     /// Per worker (then each output thread, then each IO thread): node + 1 it is running (0 =
     /// none) and since when (monotonic ns), for stall detection by the master output thread.
     pub(crate) running: Vec<(AtomicUsize, AtomicI64)>,
