@@ -177,15 +177,7 @@ mod cdp {
         ws: WebSocket<MaybeTlsStream<TcpStream>>,
         session: String,
         next: u64,
-        _profile: TempDir,
-    }
-
-    /// A directory removed on drop.
-    pub struct TempDir(pub PathBuf);
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+        _profile: framepipe_testkit::TestDir,
     }
 
     /// Debian's chromium, if installed.
@@ -203,7 +195,7 @@ mod cdp {
             static BROWSERS: std::sync::atomic::AtomicUsize =
                 std::sync::atomic::AtomicUsize::new(0);
             let n = BROWSERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let profile = TempDir(tmpdir(&format!("web-chromium-profile-{n}")));
+            let profile = tmpdir(&format!("web-chromium-profile-{n}"));
             let mut child = Command::new(exe)
                 .args([
                     "--headless=new",
@@ -219,7 +211,7 @@ mod cdp {
                     "--remote-debugging-port=0",
                     "--remote-allow-origins=*",
                 ])
-                .arg(format!("--user-data-dir={}", profile.0.display()))
+                .arg(format!("--user-data-dir={}", profile.display()))
                 .arg("about:blank")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -577,7 +569,6 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
         "{}",
         fp.stderr.lock().unwrap()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A raw HTTP/1.1 GET; the status code and body.
@@ -697,7 +688,6 @@ fn web_off_loopback_needs_the_token_and_refuses_foreign_origins() {
     let web = &stats_of(&stats)["web"];
     assert_eq!(web["refused_token"], 4, "{web}");
     assert_eq!(web["refused_origin"], 1, "{web}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -783,7 +773,6 @@ fn web_counts_oversized_flooding_and_bad_messages_and_the_run_goes_on() {
         FLOOD + 1,
         "every message of the flood is posted, rate-limited or refused, plus the stop: {web}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -901,7 +890,6 @@ fn web_pages_stay_in_sync_and_each_gets_its_own_reply() {
     ))
     .unwrap();
     assert!(fp.wait_exit(Duration::from_secs(10)));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Issue #11, requirement 1 ("every control surface addresses a show by name"): one `--web`
@@ -1008,5 +996,4 @@ fn issue_11_web_page_lists_the_shows_and_a_value_set_on_one_reaches_that_show_on
     });
     drop(b);
     drop(fp);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -130,7 +130,11 @@ mod tests {
         .join();
         assert!(failed.is_err());
         let path = rx.recv().unwrap();
-        assert!(!path.exists(), "{} left by a panicking test", path.display());
+        assert!(
+            !path.exists(),
+            "{} left by a panicking test",
+            path.display()
+        );
     }
 
     #[test]
