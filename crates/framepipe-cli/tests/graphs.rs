@@ -413,13 +413,12 @@ fn feedback_run(name: &str) -> (usize, Vec<u8>, Vec<u8>, Vec<u8>) {
         ),
     );
     let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
-    let out = (
+    (
         32 * 16 * 4,
         read("g.rgba"),
         read("g2.rgba"),
         read("fb.rgba"),
-    );
-    out
+    )
 }
 
 #[test]
