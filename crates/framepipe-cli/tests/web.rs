@@ -170,6 +170,7 @@ fn last_left(path: &Path) -> Option<Vec<u8>> {
 /// WebSocket with a flattened session.
 mod cdp {
     use super::*;
+    use std::os::unix::process::CommandExt;
     use tungstenite::{stream::MaybeTlsStream, Message, WebSocket};
 
     pub struct Browser {
@@ -196,6 +197,10 @@ mod cdp {
                 std::sync::atomic::AtomicUsize::new(0);
             let n = BROWSERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let profile = tmpdir(&format!("web-chromium-profile-{n}"));
+            // Chromium (and its helper processes) make `org.chromium.Chromium.*` directories in
+            // $TMPDIR and leave some behind: give it one inside the guarded profile directory.
+            let chromium_tmp = profile.join("tmp");
+            std::fs::create_dir(&chromium_tmp).unwrap();
             let mut child = Command::new(exe)
                 .args([
                     "--headless=new",
@@ -212,6 +217,10 @@ mod cdp {
                     "--remote-allow-origins=*",
                 ])
                 .arg(format!("--user-data-dir={}", profile.display()))
+                .env("TMPDIR", &chromium_tmp)
+                // Its own process group: dropping the browser kills its helpers too, so that
+                // none writes into the profile while the guard removes it.
+                .process_group(0)
                 .arg("about:blank")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -338,6 +347,9 @@ mod cdp {
     impl Drop for Browser {
         fn drop(&mut self) {
             let _ = self.ws.close(None);
+            // SAFETY: kill(2) on the process group we made for our own child (its id is the
+            // group's, and the child is not reaped yet, so the id is not reused); no memory.
+            unsafe { libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL) };
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
