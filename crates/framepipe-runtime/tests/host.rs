@@ -267,20 +267,30 @@ struct Peer {
     ran_on: Arc<Mutex<HashSet<String>>>,
 }
 
+/// What the in-test blocking sources give: `W`x`H` at 100 fps.
+fn blocking_info() -> VideoInfo {
+    VideoInfo {
+        width: W,
+        height: H,
+        rate: Rational::new(100, 1),
+    }
+}
+
+/// Notes the calling thread's name in `ran_on`.
+fn note_thread(ran_on: &Mutex<HashSet<String>>) {
+    let name = std::thread::current().name().unwrap_or("").to_string();
+    ran_on.lock().unwrap().insert(name);
+}
+
 impl Source for Peer {
     fn info(&self) -> VideoInfo {
-        VideoInfo {
-            width: W,
-            height: H,
-            rate: Rational::new(100, 1),
-        }
+        blocking_info()
     }
     fn blocks(&self) -> bool {
         true
     }
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
-        let name = std::thread::current().name().unwrap_or("").to_string();
-        self.ran_on.lock().unwrap().insert(name);
+        note_thread(&self.ran_on);
         if !self.started {
             self.go
                 .recv()
@@ -501,11 +511,7 @@ struct Meets {
 
 impl Source for Meets {
     fn info(&self) -> VideoInfo {
-        VideoInfo {
-            width: W,
-            height: H,
-            rate: Rational::new(100, 1),
-        }
+        blocking_info()
     }
     fn blocks(&self) -> bool {
         true
@@ -514,8 +520,7 @@ impl Source for Meets {
         if ctx.seq >= self.frames {
             return Ok(false);
         }
-        let name = std::thread::current().name().unwrap_or("").to_string();
-        self.ran_on.lock().unwrap().insert(name);
+        note_thread(&self.ran_on);
         let m = &self.meeting;
         let mut entered = m.entered.lock().unwrap();
         entered[self.me] = ctx.seq + 1;
