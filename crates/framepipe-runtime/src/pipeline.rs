@@ -698,6 +698,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             kinds,
             ports: port_nodes.clone(),
             holds,
+            pool_lease: None,
         },
         live,
         node_states,
@@ -741,19 +742,27 @@ pub(crate) fn prepare_edit(
         },
     )?;
     let Built {
-        ver: next,
+        ver: mut next,
         live,
         node_states,
         sinks: _,
         port_nodes,
         graph_view,
         moves,
-        pool_plans: _,
+        pool_plans,
     } = built;
+    // In a host: quota handles on the host's pools instead (a new shape's pool made here).
+    crate::pools::share_edit(
+        &mut next,
+        &pool_plans,
+        &ver,
+        pace_of(shared, options, ver.topo.cap),
+    );
     // The new pools' buffers are made (allocated, every page touched) here: left lazy, they
-    // would be made by the workers running the first frames after the switch.
+    // would be made by the workers running the first frames after the switch. (A host's
+    // shared pools, quota handles, are filled by `share_edit` and the host's filler.)
     for (i, pool) in next.pools.iter().enumerate() {
-        if !next.pools[..i].iter().any(|q| q.same_pool(pool)) {
+        if pool.quota().is_none() && !next.pools[..i].iter().any(|q| q.same_pool(pool)) {
             pool.fill(pool.capacity());
         }
     }
@@ -781,6 +790,16 @@ pub(crate) fn prepare_edit(
     }))
 }
 
+/// What a host's pool filler reads of a paced show (`None`: unpaced): its counters (the
+/// latency budget), its period and its frames in flight.
+fn pace_of(shared: &Shared, options: Options, in_flight: usize) -> Option<crate::pools::Pace> {
+    options.pace.map(|rate| crate::pools::Pace {
+        counters: Arc::clone(&shared.counters),
+        period_ns: rate.period_ns(),
+        in_flight,
+    })
+}
+
 /// A negotiated pipeline, ready to run.
 pub struct Prepared {
     pub(crate) shared: Arc<Shared>,
@@ -796,8 +815,8 @@ pub struct Prepared {
     /// Its own pools (each once, with its plan): lazy, nothing made until the run starts
     /// ([`start_pools`](Self::start_pools)).
     own_pools: Vec<(FramePool, PoolPlan)>,
-    /// A host's shared pools it was enrolled in ([`share_pools`](Self::share_pools)).
-    pool_share: Option<SharedPools>,
+    /// Its place in a host's shared pools ([`share_pools`](Self::share_pools)).
+    pool_share: Option<crate::pools::PoolLease>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -1011,9 +1030,8 @@ impl Prepared {
     /// Enrolls this show's pools in a host's shared pools (at `Host::add`): when the host
     /// starts, [`start_pools`](Self::start_pools) replaces them with quota handles on those.
     pub(crate) fn share_pools(&mut self, pools: &SharedPools) {
-        if pools.enroll(&self.own_pools, self.options.pace.is_some()) {
-            self.pool_share = Some(pools.clone());
-        }
+        let pace = pace_of(&self.shared, self.options, self.in_flight);
+        self.pool_share = pools.enroll(&self.own_pools, pace);
     }
 
     /// Readies the frame pools as the run starts, before its first frame. In a host
@@ -1024,7 +1042,7 @@ impl Prepared {
     pub(crate) fn start_pools(&mut self) {
         let own = std::mem::take(&mut self.own_pools);
         let mut keep = own;
-        if let Some(shared) = self.pool_share.take() {
+        if let Some(lease) = self.pool_share.take() {
             let mut st = self.shared.lock();
             // Only the state holds the version before the run; were it otherwise, the show
             // keeps its own pools.
@@ -1039,25 +1057,9 @@ impl Prepared {
             }
             if let Some(ver) = Arc::get_mut(&mut st.ver) {
                 let pools: Vec<FramePool> = keep.iter().map(|(p, _)| p.clone()).collect();
-                let handles = shared.bind(&pools, self.threads);
-                for pool in &mut ver.pools {
-                    let k = pools.iter().position(|p| p.same_pool(pool));
-                    if let Some(h) = k.and_then(|k| handles[k].clone()) {
-                        *pool = h;
-                    }
-                }
-                for (frame, pool) in ver.first_frames.iter_mut().zip(&ver.pools) {
-                    let Some(old) = frame.as_ref() else { continue };
-                    if old.pool().same_pool(pool) {
-                        continue;
-                    }
-                    // Within the quota (the show holds nothing else yet); on failure the
-                    // frame stays in its own pool, which it keeps alive.
-                    if let Ok(mut copy) = pool.try_acquire() {
-                        copy.copy_from(old.data());
-                        *frame = Some(copy.freeze());
-                    }
-                }
+                let handles = lease.pools().clone().bind(&lease, &pools, self.threads);
+                crate::pools::rebind(&mut ver.pools, &mut ver.first_frames, &pools, &handles);
+                ver.pool_lease = Some(lease);
                 // What the show still fills of its own: the pools it kept.
                 keep.retain(|(p, _)| ver.pools.iter().any(|q| q.same_handle(p)));
             }

@@ -527,6 +527,9 @@ pub(crate) struct Version {
     /// Per node: frames of its own output it keeps beyond the frames in flight (a source's
     /// last frame under `hold` or resampling), counted again when a live edit carries it over.
     pub(crate) holds: Vec<usize>,
+    /// In a host: its pools' quota handles on the host's shared pools, given back when it is
+    /// dropped (`pools.rs`, `PoolLease`).
+    pub(crate) pool_lease: Option<crate::pools::PoolLease>,
 }
 
 pub(crate) struct Shared {

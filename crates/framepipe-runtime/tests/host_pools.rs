@@ -212,3 +212,150 @@ fn a_show_over_its_quota_ends_as_it_would_alone_while_the_others_go_on() {
         "the hoarder held {kept} frames: {stats:?}"
     );
 }
+
+/// Real elements (framepipe-io's and framepipe-effects'), as the CLI makes them.
+fn registry() -> framepipe_core::Registry {
+    let mut r = framepipe_core::Registry::new();
+    framepipe_io::register(&mut r);
+    framepipe_effects::register(&mut r);
+    r
+}
+
+fn props(given: &[(&str, &str)]) -> Vec<(String, String)> {
+    given
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// `testsrc WxH frames=N rate=FPS`.
+fn testsrc(r: &framepipe_core::Registry, w: u32, h: u32, frames: u64, fps: u32) -> Box<dyn Source> {
+    let given = props(&[
+        ("width", &w.to_string()),
+        ("height", &h.to_string()),
+        ("frames", &frames.to_string()),
+        ("rate", &fps.to_string()),
+    ]);
+    match r.create("testsrc", &given).expect("testsrc") {
+        framepipe_core::Element::Source(s) => s,
+        _ => panic!("testsrc is not a source"),
+    }
+}
+
+fn effect(
+    r: &framepipe_core::Registry,
+    name: &str,
+    given: &[(&str, &str)],
+) -> framepipe_runtime::EffectStage {
+    match r.create(name, &props(given)).expect(name) {
+        framepipe_core::Element::Effect(f) => {
+            let mode = f.default_mode();
+            framepipe_runtime::EffectStage::new(f, mode)
+        }
+        _ => panic!("{name} is not an effect"),
+    }
+}
+
+/// What the master sink of a show saw of its frames' pool at two frames late in the run
+/// (lock-free reads of the frame's own pool: no lock, no allocation on the output thread).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct PoolMark {
+    allocated: usize,
+    grown_on_acquire: usize,
+}
+
+#[derive(Clone)]
+struct MarkPools {
+    at: [u64; 2],
+    marks: Arc<Mutex<[Option<PoolMark>; 2]>>,
+    frames: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl MarkPools {
+    fn new(at: [u64; 2]) -> Self {
+        MarkPools {
+            at,
+            marks: Arc::default(),
+            frames: Arc::default(),
+        }
+    }
+}
+
+impl Sink for MarkPools {
+    fn start(&mut self, _info: VideoInfo) -> Result<()> {
+        Ok(())
+    }
+    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        self.frames
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(k) = self.at.iter().position(|&a| a == ctx.seq) {
+            let pool = frame.pool();
+            assert!(pool.quota().is_some(), "a frame of the host's shared pool");
+            let mark = PoolMark {
+                allocated: pool.allocated(),
+                grown_on_acquire: pool.sharing().grown_on_acquire,
+            };
+            self.marks.lock().unwrap()[k] = Some(mark);
+        }
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn issue_11_at_1000_fps_no_frame_is_made_after_the_warm_up() {
+    // Three shows of `testsrc 64x64 ! stamp` at 1000 fps in one host, 2.5 s each: once warm
+    // (1 s), their shared pool makes no frame any more, neither by the filler nor by a
+    // worker's acquire (an allocation and page faults on the frame path).
+    const FPS: u32 = 1000;
+    const FRAMES: u64 = 2500;
+    let r = registry();
+    let sinks: Vec<MarkPools> = (0..3).map(|_| MarkPools::new([1000, 2400])).collect();
+    let mut host = Host::new(THREADS);
+    for (k, sink) in sinks.iter().enumerate() {
+        let p = Pipeline::new(
+            ("testsrc".into(), testsrc(&r, 64, 64, FRAMES, FPS)),
+            vec![("stamp".into(), effect(&r, "stamp", &[]))],
+            ("marks".into(), Box::new(sink.clone())),
+        )
+        .prepare(Options {
+            threads: THREADS,
+            pace: Some(Rational::new(FPS, 1)),
+            ..Options::default()
+        })
+        .expect("prepares");
+        host.add(format!("fast-{k}"), p).unwrap();
+    }
+    let pools = host.pools();
+    let results = bounded(Duration::from_secs(30), move || host.run(|_| {}));
+    for r in &results {
+        assert_eq!(ok_frames(r), FRAMES, "{}", r.name);
+    }
+    let stats = pools.stats();
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    let s = &stats[0];
+    eprintln!("pool after the run: {s:?}");
+    for (k, sink) in sinks.iter().enumerate() {
+        let [warm, late] = *sink.marks.lock().unwrap();
+        let (warm, late) = (
+            warm.expect("frame 1000 seen"),
+            late.expect("frame 2400 seen"),
+        );
+        eprintln!("fast-{k}: at frame 1000 {warm:?}, at 2400 {late:?}");
+        assert_eq!(
+            late.grown_on_acquire, warm.grown_on_acquire,
+            "fast-{k}: a worker's acquire made a frame after the warm-up: {s:?}"
+        );
+        assert_eq!(
+            late.allocated, warm.allocated,
+            "fast-{k}: frames made between frames 1000 and 2400: {s:?}"
+        );
+    }
+    assert_eq!(s.grown_on_acquire, 0, "{s:?}");
+    assert!(
+        s.allocated < s.capacity,
+        "the shows' pool made every frame of their quotas: {s:?}"
+    );
+}
