@@ -67,8 +67,10 @@
 //!
 //! # In a host
 //!
-//! Several shows in one process share their pools: one per frame shape, each show holding a
-//! quota handle with the capacity computed above as its quota ([`SharedPools`]).
+//! Several shows in one process share their pools: one per frame shape, each show (and each
+//! version a live edit makes of it) holding a quota handle with the capacity computed above as
+//! its quota; one filler makes the frames ahead of need by what the shows hold together and
+//! their latency budgets ([`SharedPools`]).
 //!
 //! # Where the frames live
 //!
@@ -505,29 +507,19 @@ struct Member {
     /// A paced show's figures (the frames it begins ahead); `None`: unpaced, it grows the pool
     /// on demand only.
     pace: Option<Pace>,
-    /// The highest latency budget the filler has read of it, ns.
-    budget_peak_ns: u64,
 }
 
 impl Member {
-    /// Reads its latency budget (lock-free) and keeps the highest.
-    fn look(&mut self) {
-        if let Some(p) = &self.pace {
-            let now = p
-                .counters
-                .latency_budget_us
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .saturating_mul(1000);
-            self.budget_peak_ns = self.budget_peak_ns.max(now);
-        }
-    }
-
     /// What it may hold at once (see [`SharedPools`]): its idle frames, and the frames it
-    /// begins ahead by the highest budget seen grown by a worker's delay; 0 when unpaced.
+    /// begins ahead by its latency budget now (read lock-free) grown by a worker's delay; 0
+    /// when unpaced.
     fn holds(&self) -> usize {
         let Some(p) = &self.pace else { return 0 };
-        let budget_ns = self
-            .budget_peak_ns
+        let budget_ns = p
+            .counters
+            .latency_budget_us
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .saturating_mul(1000)
             .saturating_add(WORKER_DELAY_NS.saturating_mul(5) / 4);
         let begun = budget_ns
             .saturating_add(HOST_BEGIN_SLACK_NS)
@@ -711,7 +703,6 @@ impl SharedPools {
                     idle: plan.idle,
                     ahead: plan.ahead,
                     pace: pace.clone(),
-                    budget_peak_ns: 0,
                 },
                 show,
             );
@@ -807,7 +798,6 @@ impl SharedPools {
                 idle: plan.idle,
                 ahead: plan.ahead,
                 pace: pace.clone(),
-                budget_peak_ns: 0,
             };
             let ahead_of_need = if new { plan.fill } else { member.holds() };
             let shape = &mut reg.shapes[s];
@@ -873,15 +863,14 @@ impl SharedPools {
 type FillWork = (FramePool, usize, usize, usize);
 
 impl Registry {
-    /// Reads every show's latency budget and every pool's evidence, and lists what to make.
+    /// Reads every show's latency budget and every pool's evidence, and lists what to make
+    /// (one atomic load per show, one per pool: no lock a show takes, nothing allocated once
+    /// `work` has room for every pool).
     fn look(&mut self, work: &mut Vec<FillWork>) {
         work.clear();
         let threads = self.threads;
         for shape in &mut self.shapes {
             let Some(pool) = &shape.pool else { continue };
-            for m in &mut shape.members {
-                m.look();
-            }
             let grown = pool.sharing().grown_on_acquire;
             if grown > shape.grown_seen {
                 shape.extra_free = shape.extra_free.saturating_add(grown - shape.grown_seen);
