@@ -492,7 +492,6 @@ impl Editor for DescEditor {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
 
     use framepipe_control::Command;
     use framepipe_project::parse_pipeline;
@@ -507,25 +506,15 @@ mod tests {
         }
     }
 
-    /// A directory for the test's files, removed on drop.
-    struct Dir(PathBuf);
+    /// A directory for the test's files, removed on drop (also when the test fails).
+    struct Dir(framepipe_testkit::TestDir);
 
     impl Dir {
         fn new(tag: &str) -> Self {
-            let dir =
-                std::env::temp_dir().join(format!("framepipe-editor-{}-{tag}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Dir(dir)
+            Dir(framepipe_testkit::tmpdir(&format!("fp-editor-{tag}")))
         }
         fn file(&self, name: &str) -> String {
-            self.0.join(name).display().to_string()
-        }
-    }
-
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
+            self.0.file(name)
         }
     }
 

@@ -995,7 +995,7 @@ fn stats_json(
 }
 
 /// A lock histogram's figures for `--stats` (µs; percentiles are power-of-two bucket bounds).
-fn lock_json(l: &framepipe_runtime::LockSummary) -> serde_json::Value {
+pub(crate) fn lock_json(l: &framepipe_runtime::LockSummary) -> serde_json::Value {
     serde_json::json!({ "p50": l.p50_us, "p99": l.p99_us, "max": l.max_us, "count": l.count })
 }
 

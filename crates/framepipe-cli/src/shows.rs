@@ -829,6 +829,7 @@ fn write_all_stats(
                 "standby": clock.standby.load(Ordering::Relaxed),
                 "standby_wakeups": clock.standby_wakeups.load(Ordering::Relaxed),
                 "rescued_frames": clock.rescued.load(Ordering::Relaxed),
+                "rounds": crate::lock_json(&clock.rounds()),
             },
         });
         std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")

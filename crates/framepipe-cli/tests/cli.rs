@@ -6,11 +6,10 @@ use std::time::{Duration, Instant};
 
 const FP: &str = env!("CARGO_BIN_EXE_framepipe");
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fp-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh temporary directory `fp-cli-NAME-XXXXXX` for one test, removed (with its files) when
+/// the returned guard drops, also when the test fails; `FP_KEEP_TMP=1` keeps it.
+fn tmpdir(name: &str) -> framepipe_testkit::TestDir {
+    framepipe_testkit::tmpdir(&format!("fp-cli-{name}"))
 }
 
 /// Runs a command with a deadline: a hang is a test failure, not a stuck suite.

@@ -230,7 +230,6 @@ fn doctor_names_the_slow_serial_node_as_the_bottleneck() {
     assert!(glow["frames"].as_u64().unwrap() > 0, "{show}");
     assert_eq!(show["target_fps"].as_f64(), Some(30.0));
     assert!(show["summary"].as_str().unwrap().contains("frei0r-glow"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The same in a project file, the slow node named and written in the middle: the bottleneck
@@ -254,7 +253,6 @@ fn doctor_names_a_project_nodes_bottleneck_by_its_name() {
     assert_eq!(show["bottleneck"].as_str(), Some("haze"), "{show}");
     assert_eq!(show["target_fps"].as_f64(), Some(25.0), "{show}");
     assert_eq!(show["sinks_replaced"].as_array().map(Vec::len), Some(0));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -285,5 +283,4 @@ fn doctor_with_a_bad_project_is_a_one_line_error_before_measuring() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("--seconds 0"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -114,5 +114,4 @@ fn issue_8_frei0r_mixers_in_a_cli_graph_match_gstreamer_at_1_2_4_threads() {
             std::fs::remove_file(dir.join("ours.rgba")).unwrap();
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,16 +2,14 @@
 //! binary and real files: each bad input ends the run with exit status 1 and one line naming the
 //! problem, never a panic (exit status 101).
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 const FP: &str = env!("CARGO_BIN_EXE_framepipe");
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("fuzz-findings-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh temporary directory `fp-fuzz-findings-NAME-XXXXXX` for one test, removed (with its files) when
+/// the returned guard drops, also when the test fails; `FP_KEEP_TMP=1` keeps it.
+fn tmpdir(name: &str) -> framepipe_testkit::TestDir {
+    framepipe_testkit::tmpdir(&format!("fp-fuzz-findings-{name}"))
 }
 
 /// Runs `framepipe run -q ARGS` (stdin closed) and expects exit status 1 with `needle` on the

@@ -73,7 +73,6 @@ fn issue_8_two_sources_mixed_and_teed_write_identical_files_at_any_thread_count(
             frame.iter().any(|&b| b != frame[0]),
             "{mixer}: a flat frame"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -108,7 +107,6 @@ fn issue_8_crossfade_at_its_ends_gives_each_input_exactly() {
     assert!(read("1") == b, "fader=1 is input 1");
     let half = read("0.5");
     assert!(half != a && half != b, "fader=0.5 is neither");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Feedback through the CLI: `feedback from=X` gives X's previous frame, and the loop's output
@@ -141,7 +139,6 @@ fn issue_8_a_feedback_loop_is_identical_at_any_thread_count() {
         f[fb..2 * fb] != plain[fb..2 * fb],
         "the feedback changed nothing"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A monitor tap writes a small preview beside the full-size show; the show gets every frame.
@@ -164,5 +161,4 @@ fn issue_8_a_monitor_tap_previews_beside_the_show() {
         preview.len()
     );
     assert!(stats.contains("skipped"), "{stats}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

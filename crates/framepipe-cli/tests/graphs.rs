@@ -172,7 +172,6 @@ fn graph_shows_every_node_and_creates_nothing() {
     assert!(!node_line(&text, "y4msink#2").contains("master"), "{text}");
     // Nothing was started: the sinks did not create their files.
     assert!(!dir.join("show.y4m").exists() && !dir.join("preview.y4m").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -197,7 +196,6 @@ fn a_node_table_project_shows_the_same_graph_as_its_string() {
     let dot_string = ok(&fp(&["graph", "--dot", pipeline]), "dot string");
     let dot_toml = ok(&fp(&["graph", "--dot", toml.to_str().unwrap()]), "dot toml");
     assert_eq!(dot_string, dot_toml);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -223,7 +221,6 @@ fn graph_dot_output_is_rendered_by_graphviz() {
     // One edge per link, the tee looked through or drawn, but every link there.
     let edges = dot.matches("->").count();
     assert!(edges >= 4, "{dot}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The issue's example with test sources instead of clips (the second at another size, so
@@ -349,7 +346,6 @@ fn the_issue_example_shows_and_runs_as_a_graph() {
     assert!(show.len() >= header_end + 4 * (6 + frame_bytes));
     let preview = std::fs::read(dir.join("preview.y4m")).unwrap();
     assert!(preview.starts_with(b"YUV4MPEG2 W80 H45 "), "preview header");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs `pipeline` unpaced in `dir` at `threads`.
@@ -395,7 +391,6 @@ fn a_tee_gives_each_branch_what_its_chain_gives() {
             "threads {threads}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs `testsrc ! frei0r-glow name=g ! rawsink` alone and with `feedback from=g color=#ff8000
@@ -418,14 +413,12 @@ fn feedback_run(name: &str) -> (usize, Vec<u8>, Vec<u8>, Vec<u8>) {
         ),
     );
     let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
-    let out = (
+    (
         32 * 16 * 4,
         read("g.rgba"),
         read("g2.rgba"),
         read("fb.rgba"),
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-    out
+    )
 }
 
 #[test]

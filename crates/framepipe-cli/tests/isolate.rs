@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -65,7 +64,7 @@ const H: usize = 64;
 const FRAMES: usize = 12;
 
 /// A scratch directory (removed on drop) with the test plugins built in it.
-struct Plugins(PathBuf);
+struct Plugins(framepipe_testkit::TestDir);
 
 impl Plugins {
     fn build(tag: &str) -> Plugins {
@@ -100,12 +99,6 @@ impl Plugins {
 
     fn path(&self, name: &str) -> String {
         self.0.join(name).display().to_string()
-    }
-}
-
-impl Drop for Plugins {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -380,7 +373,6 @@ fn issue_11_the_real_crashing_plugins_run_isolated_to_the_end() {
         "{}",
         stderr(&out)
     );
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -450,7 +442,6 @@ fn issue_11_isolated_plugins_give_the_same_bytes_as_in_process() {
             "{tag}: the plugin changed nothing, the comparison proves nothing"
         );
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]

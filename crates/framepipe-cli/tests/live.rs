@@ -8,11 +8,10 @@ use std::time::{Duration, Instant};
 
 const FP: &str = env!("CARGO_BIN_EXE_framepipe");
 
-fn tmpdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("fp-live-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh temporary directory `fp-live-NAME-XXXXXX` for one test, removed (with its files) when
+/// the returned guard drops, also when the test fails; `FP_KEEP_TMP=1` keeps it.
+fn tmpdir(name: &str) -> framepipe_testkit::TestDir {
+    framepipe_testkit::tmpdir(&format!("fp-live-{name}"))
 }
 
 fn run_ok(args: &[&str]) {

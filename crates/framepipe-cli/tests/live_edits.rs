@@ -98,7 +98,6 @@ fn issue_9_edits_on_stdin_show_from_the_frame_their_reply_names() {
     }
     // The frames differ from one to the next, so that order is checked too.
     assert_ne!(plain[..FRAME], plain[FRAME..2 * FRAME]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -153,7 +152,6 @@ fn issue_9_load_switches_scene_keeping_the_running_source_and_sink() {
             "frame {k} (loaded at {loaded}) is not the expected one"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `x / 255` rounded to nearest, as `mix` computes it (docs/ELEMENTS.md).
@@ -373,7 +371,6 @@ fn crossfade(threads: usize, fps: u32, seconds: usize) {
     );
     let frames = check_crossfade(&dir, start, len);
     assert!(start + len < frames, "fade from {start}, {frames} frames");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -424,7 +421,6 @@ fn issue_9_a_refused_fade_changes_nothing_and_stop_ends_a_fade() {
     // 10 s: the run stopped well before the fade's end.
     let frames = check_crossfade(&dir, start, 300);
     assert!(frames < start + 300, "fade from {start}, {frames} frames");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A show with a leaky preview (`monitor` into a `leaky=true` sink) beside its master: a
@@ -489,7 +485,6 @@ fn issue_9_a_crossfade_cuts_a_leaky_preview_and_fades_the_master() {
         kinds[cut..].iter().all(|u| !u),
         "the preview cut once: {kinds:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Issue #9: `load` of a project (here the very same one) under `--overload live` ended the
@@ -527,5 +522,4 @@ fn issue_9_load_under_overload_live_does_not_exhaust_a_frame_pool() {
         "{err}"
     );
     assert!(!err.contains("exhausted"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

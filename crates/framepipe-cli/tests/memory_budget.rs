@@ -5,7 +5,6 @@
 //! stays far below what the old code took* (it allocated and wrote `2 * in_flight + 4` frames
 //! per pool before the first frame).
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -19,11 +18,10 @@ const UHD_FRAME: u64 = 3840 * 2160 * 4;
 /// room: measured 14 MiB for a 64x64 run and 5 MiB for a refused one (debug build).
 const BASE_RSS: u64 = 24 * MIB;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fp-mem-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh temporary directory `fp-mem-NAME-XXXXXX` for one test, removed (with its files) when
+/// the returned guard drops, also when the test fails; `FP_KEEP_TMP=1` keeps it.
+fn tmpdir(name: &str) -> framepipe_testkit::TestDir {
+    framepipe_testkit::tmpdir(&format!("fp-mem-{name}"))
 }
 
 fn framepipe(args: &[&str]) -> Finished {

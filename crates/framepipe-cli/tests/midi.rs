@@ -351,7 +351,6 @@ fn midi_learn_binds_a_cc_and_moving_it_sets_the_property_from_a_frame_on() {
     assert!(v[0] != v[n1] && v[n1] != v[n2] && v[0] != v[n2], "{v:?}");
     let [messages, posted, _, bad, dropped, _] = counts(&stderr);
     assert_eq!((messages, posted, bad, dropped), (3, 2, 0, 0), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// CC n followed by CC n+32 is learned as a 14-bit pair; a relative encoder, told or detected,
@@ -425,7 +424,6 @@ fn midi_14_bit_pairs_and_relative_encoders() {
     assert!((down - (want - 1.0 / 127.0)).abs() < 1e-9, "{down}");
     let stderr = run.stop();
     assert_eq!(counts(&stderr)[3], 0, "no bad bytes: {stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A note toggles a node's bypass, another triggers `step` while paused: every press is one
@@ -474,7 +472,6 @@ fn midi_notes_toggle_bypass_and_trigger_steps_while_paused() {
     assert_eq!(v.len(), n + 1, "one frame per press: {stderr}");
     assert!(v[..n].iter().all(|x| *x == v[0]), "{v:?}");
     assert_eq!(v[n], 255 - v[0], "not inverted from frame {n}: {v:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `save FILE` writes a project file with `[[midi]]` tables; run from it, the mappings work
@@ -533,7 +530,6 @@ fn midi_save_writes_midi_tables_that_load_back() {
     let again = framepipe_project::parse_project(&std::fs::read_to_string(&show).unwrap()).unwrap();
     assert_eq!(again.nodes, desc.nodes);
     assert_eq!(again.midi, desc.midi[1..]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Garbage bytes, a flood of 20,000 CCs and the FIFO's writer going away and coming back: counted,
@@ -597,7 +593,6 @@ fn midi_garbage_floods_and_unplugging_are_counted_and_the_run_goes_on() {
     // At most one set per frame, not one per message.
     assert!(posted < 2_000, "{posted} posted: {stderr}");
     assert!(disconnects >= 1, "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Surface commands without `--midi` are answered, not sent to the engine.
@@ -688,7 +683,6 @@ fn midi_through_an_alsa_virtual_port() {
     run.stop();
     let v = frame_values(&out);
     assert!(v[..n].iter().all(|x| *x == v[0]) && v[n] != v[0], "{v:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Issue #11, requirement 1 ("every control surface addresses a show by name"): one `--midi`
@@ -771,5 +765,4 @@ fn issue_11_midi_mappings_of_each_project_reach_their_own_show() {
         "{v1:?}"
     );
     assert_eq!(v1[0], v2[0], "both shows start alike");
-    let _ = std::fs::remove_dir_all(&dir);
 }

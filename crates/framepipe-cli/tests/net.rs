@@ -15,10 +15,10 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 const FP: &str = env!("CARGO_BIN_EXE_framepipe");
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("framepipe-net-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh temporary directory `fp-net-NAME-XXXXXX` for one test, removed (with its files) when
+/// the returned guard drops, also when the test fails; `FP_KEEP_TMP=1` keeps it.
+fn tmpdir(name: &str) -> framepipe_testkit::TestDir {
+    framepipe_testkit::tmpdir(&format!("fp-net-{name}"))
 }
 
 fn sh(args: &[&str]) -> Output {

@@ -522,7 +522,6 @@ fn an_osc_bundle_lands_at_one_frame_or_not_at_all() {
         );
     }
     assert_eq!(seen.last(), Some(&states[1]));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The mDNS advert, seen by a real browser, where this machine's multicast works (a probe
@@ -822,5 +821,4 @@ fn issue_11_oscquery_has_one_subtree_per_show_and_a_set_reaches_one_show() {
     assert_eq!(value_of("show-2"), 7.0);
     drop(ws);
     drop(fp);
-    let _ = std::fs::remove_dir_all(&dir);
 }

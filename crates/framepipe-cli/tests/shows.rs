@@ -118,7 +118,6 @@ fn shows_with_their_own_rates_and_chains_write_what_they_write_alone() {
         own.get("shows").is_none() && own.get("name").is_none(),
         "{own}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Three shows of one frame size with different pictures and chains share one frame pool
@@ -174,7 +173,6 @@ fn shows_of_one_size_share_one_pool_and_write_what_they_write_alone() {
     );
     assert!(pool["peak"].as_u64().unwrap() >= 1, "{pool}");
     assert!(made < capacity, "every frame of the quotas made: {pool}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Isolated plugins (their frames in shared memory, read and written in place by a child
@@ -214,7 +212,6 @@ fn isolated_shows_of_one_size_share_one_shared_memory_pool() {
     assert_eq!(pools.len(), 1, "one pool for one frame size: {s}");
     assert_eq!(pools[0]["shared_memory"], true, "{s}");
     assert_eq!(pools[0]["shows"], 2, "{s}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Two identical shows, started paused; `@show-1 bypass i on` then `@* resume` on stdin: show 1
@@ -274,7 +271,6 @@ fn commands_addressed_by_name_reach_only_that_show() {
         std::fs::read(at("b")).unwrap() == inverted,
         "show-2 changed: a command for show-1 reached it"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The frame number after `prefix` in `text`.
@@ -334,7 +330,6 @@ fn one_failing_show_ends_only_itself() {
     assert_eq!(shows[1]["frames"], 30, "{s}");
     assert_eq!(shows[2]["frames"], 3, "{s}");
     assert!(shows[1].get("error").is_none() && shows[2].get("error").is_none());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// What cannot run is refused before anything runs, naming the show: a show that cannot be
@@ -421,7 +416,6 @@ fn what_cannot_run_is_refused_naming_the_show() {
         err.contains("show show-2") && err.contains("invert") && !err.contains("show show-1"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// OSC addresses are prefixed with the show's name: `/show-1/framepipe/i/bypass` reaches show 1
@@ -524,7 +518,6 @@ fn osc_addresses_name_the_show() {
         std::fs::read(at("b")).unwrap() == inverted,
         "show-2 changed"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// SIGINT stops every show at a frame boundary: each file holds whole frames, `--stats` has
@@ -573,7 +566,6 @@ fn sigint_stops_every_show() {
         assert!((3..100000).contains(&frames), "{s}");
         assert_eq!(len, frames * 32 * 16 * 4, "show {name}: not whole frames");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Fifty small shows paced at 25 fps in one process all complete, each with its own figures.
@@ -603,5 +595,4 @@ fn fifty_paced_shows_complete() {
         assert_eq!(show["frames"], 25, "{show}");
         assert_eq!(show["paced_fps"], 25.0, "{show}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -170,6 +170,7 @@ fn last_left(path: &Path) -> Option<Vec<u8>> {
 /// WebSocket with a flattened session.
 mod cdp {
     use super::*;
+    use std::os::unix::process::CommandExt;
     use tungstenite::{stream::MaybeTlsStream, Message, WebSocket};
 
     pub struct Browser {
@@ -177,15 +178,7 @@ mod cdp {
         ws: WebSocket<MaybeTlsStream<TcpStream>>,
         session: String,
         next: u64,
-        _profile: TempDir,
-    }
-
-    /// A directory removed on drop.
-    pub struct TempDir(pub PathBuf);
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+        _profile: framepipe_testkit::TestDir,
     }
 
     /// Debian's chromium, if installed.
@@ -203,7 +196,11 @@ mod cdp {
             static BROWSERS: std::sync::atomic::AtomicUsize =
                 std::sync::atomic::AtomicUsize::new(0);
             let n = BROWSERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let profile = TempDir(tmpdir(&format!("web-chromium-profile-{n}")));
+            let profile = tmpdir(&format!("web-chromium-profile-{n}"));
+            // Chromium (and its helper processes) make `org.chromium.Chromium.*` directories in
+            // $TMPDIR and leave some behind: give it one inside the guarded profile directory.
+            let chromium_tmp = profile.join("tmp");
+            std::fs::create_dir(&chromium_tmp).unwrap();
             let mut child = Command::new(exe)
                 .args([
                     "--headless=new",
@@ -219,7 +216,11 @@ mod cdp {
                     "--remote-debugging-port=0",
                     "--remote-allow-origins=*",
                 ])
-                .arg(format!("--user-data-dir={}", profile.0.display()))
+                .arg(format!("--user-data-dir={}", profile.display()))
+                .env("TMPDIR", &chromium_tmp)
+                // Its own process group: dropping the browser kills its helpers too, so that
+                // none writes into the profile while the guard removes it.
+                .process_group(0)
                 .arg("about:blank")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -346,6 +347,9 @@ mod cdp {
     impl Drop for Browser {
         fn drop(&mut self) {
             let _ = self.ws.close(None);
+            // SAFETY: kill(2) on the process group we made for our own child (its id is the
+            // group's, and the child is not reaped yet, so the id is not reused); no memory.
+            unsafe { libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL) };
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
@@ -577,7 +581,6 @@ fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previe
         "{}",
         fp.stderr.lock().unwrap()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A raw HTTP/1.1 GET; the status code and body.
@@ -697,7 +700,6 @@ fn web_off_loopback_needs_the_token_and_refuses_foreign_origins() {
     let web = &stats_of(&stats)["web"];
     assert_eq!(web["refused_token"], 4, "{web}");
     assert_eq!(web["refused_origin"], 1, "{web}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -783,7 +785,6 @@ fn web_counts_oversized_flooding_and_bad_messages_and_the_run_goes_on() {
         FLOOD + 1,
         "every message of the flood is posted, rate-limited or refused, plus the stop: {web}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -901,7 +902,6 @@ fn web_pages_stay_in_sync_and_each_gets_its_own_reply() {
     ))
     .unwrap();
     assert!(fp.wait_exit(Duration::from_secs(10)));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Issue #11, requirement 1 ("every control surface addresses a show by name"): one `--web`
@@ -1008,5 +1008,4 @@ fn issue_11_web_page_lists_the_shows_and_a_value_set_on_one_reaches_that_show_on
     });
     drop(b);
     drop(fp);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -225,7 +225,6 @@ fn frame0(pipeline_src: &str, w: u32, h: u32) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     let bytes = std::fs::read(&path).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(bytes.len(), (w * h * 4) as usize);
     bytes
 }
@@ -475,7 +474,6 @@ fn keys_pause_step_resume_and_quit_through_the_command_queue() {
     x.tool("xdotool", &["key", "q"]);
     let (status, err) = fp.finish();
     assert!(status.success(), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Sends `WM_DELETE_WINDOW` to window `id`, as a window manager does when its close button is
@@ -551,7 +549,6 @@ fn closing_the_window_stops_the_run_cleanly() {
         frames >= stopped_at,
         "{frames} frames recorded, stop at {stopped_at}: {err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -593,7 +590,6 @@ fn a_leaky_preview_window_runs_beside_the_master_output() {
     let shown = monitor["frames"].as_u64().unwrap();
     let skipped = monitor["skipped"].as_u64().unwrap();
     assert_eq!(shown + skipped, 120, "{monitor}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Waits (at most 20 s) until window `id`'s geometry is `want`.

@@ -292,17 +292,21 @@ mod tests {
         // 200 frames at 500 fps = 0.4 s.
         let mut p = Pacer::new(Rational::new(500, 1)).unwrap();
         p.start_at(now_ns() + 1_000_000);
+        let mut best = i64::MAX;
         for _ in 0..200 {
             let t = p.wait_next();
             assert!(t.lateness_ns >= 0, "released {} ns early", -t.lateness_ns);
             assert!(now_ns() >= t.deadline_ns);
+            best = best.min(t.lateness_ns);
         }
         let s = p.stats().summary();
         assert_eq!(s.frames, 200);
         assert_eq!(s.early, 0);
-        // Lenient: this machine is shared and noisy. A working pacer is within a few µs at the
-        // median; a broken one (sleeping a period too long, or not at all) is off by ~2 ms.
-        assert!(s.p50_us < 500.0, "median lateness {} µs", s.p50_us);
+        // A working pacer releases within a few µs of the deadline whenever it has its CPU; a
+        // broken one (sleeping a period too long) is ~2 ms late every time. Judged by the best
+        // frame, not the median: on a loaded machine (the suite beside two builds) the thread,
+        // not real-time here, lost its CPU for most frames (median 23 ms once), never for all.
+        assert!(best < 500_000, "the least late frame was {best} ns late");
         // Spread is measured by the pacing benchmark, not asserted here.
     }
 

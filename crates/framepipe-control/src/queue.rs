@@ -27,7 +27,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crossbeam_queue::ArrayQueue;
 
@@ -168,9 +168,19 @@ struct Shared {
     gone: AtomicBool,
     /// The frame a `stop` was applied at ([`NOT_STOPPED`]: none).
     stopped_at: AtomicU64,
+    /// Called after every post (and a `stop`, and the last sender's going): wakes the reader's
+    /// thread, so that it need not poll the queue ([`CommandReader::set_waker`]).
+    waker: OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl Shared {
+    /// Wakes the reader, if it said how.
+    fn wake(&self) {
+        if let Some(w) = self.waker.get() {
+            w();
+        }
+    }
+
     /// Puts `r` on the return path, or counts it as dropped (and drops it) when full.
     fn reply(&self, r: Reply) {
         if self.replies.push(r).is_err() {
@@ -264,6 +274,7 @@ pub fn command_queue(capacity: usize) -> (CommandSender, CommandReader) {
         senders: AtomicUsize::new(1),
         gone: AtomicBool::new(false),
         stopped_at: AtomicU64::new(NOT_STOPPED),
+        waker: OnceLock::new(),
     });
     (
         CommandSender {
@@ -296,7 +307,10 @@ impl Clone for CommandSender {
 impl Drop for CommandSender {
     fn drop(&mut self) {
         // Release: every push of this sender happens before the reader sees the count fall.
-        self.shared.senders.fetch_sub(1, Ordering::Release);
+        if self.shared.senders.fetch_sub(1, Ordering::Release) == 1 {
+            // The reader has an end of input to read.
+            self.shared.wake();
+        }
     }
 }
 
@@ -380,6 +394,7 @@ impl CommandSender {
         if self.shared.gone.load(Ordering::SeqCst) {
             self.shared.flush_unread();
         }
+        self.shared.wake();
     }
 
     /// A handle that can only post `stop` (for a signal handler), and does not count as a
@@ -464,6 +479,7 @@ impl Stopper {
     /// Asks the run to stop at the next frame boundary; read before every queued command.
     pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake();
     }
 }
 
@@ -611,6 +627,13 @@ impl CommandReader {
         });
     }
 
+    /// Says how to wake the reading thread: `wake` is called after every post, a `stop` and
+    /// the last sender's going (from the posting thread: it must be cheap and never block, e.g.
+    /// an unpark). Set once; `false` if a waker was set already.
+    pub fn set_waker(&self, wake: impl Fn() + Send + Sync + 'static) -> bool {
+        self.shared.waker.set(Box::new(wake)).is_ok()
+    }
+
     /// Commands waiting, side channel and [`Command::EndOfInput`] included: when it is not
     /// zero, [`pop`](Self::pop) has something.
     pub fn pending(&self) -> usize {
@@ -626,6 +649,39 @@ impl CommandReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reader's waker is called after every post that the reader has something to read
+    /// for: a command, one refused with the ring full (no: nothing to read), `stop` by a sender
+    /// and by a stopper, a `pause` in the side channel, and the last sender's going (the end
+    /// of input); and only once set.
+    #[test]
+    fn the_waker_is_called_for_everything_the_reader_must_read() {
+        let (tx, rx) = command_queue(1);
+        let woken = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&woken);
+        assert!(rx.set_waker(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        }));
+        assert!(!rx.set_waker(|| {}), "set once");
+        let n = || woken.load(Ordering::SeqCst);
+        tx.post(Command::parse("set a.b 1").unwrap()).unwrap();
+        assert_eq!(n(), 1);
+        // The ring is full: refused, nothing new to read.
+        assert!(tx.post(Command::parse("set a.b 2").unwrap()).is_err());
+        assert_eq!(n(), 1);
+        // `pause` goes to the side channel when the ring is full.
+        tx.post(Command::Pause).unwrap();
+        assert_eq!(n(), 2);
+        tx.post(Command::Stop).unwrap();
+        assert_eq!(n(), 3);
+        tx.stopper().stop();
+        assert_eq!(n(), 4);
+        let other = tx.clone();
+        drop(tx);
+        assert_eq!(n(), 4, "another sender is left");
+        drop(other);
+        assert_eq!(n(), 5, "the last sender went: end of input to read");
+    }
 
     /// The command of what was popped.
     fn c(p: Option<Posted>) -> Option<Command> {

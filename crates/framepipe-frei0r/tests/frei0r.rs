@@ -109,10 +109,8 @@ fn testsrc2(w: u32, h: u32, frames: u32) -> Vec<u8> {
 
 /// ffmpeg's `-vf` on raw RGBA frames (written to a temp file), output as raw RGBA.
 fn ffmpeg_filter(w: u32, h: u32, input: &[u8], vf: &str, tag: &str) -> Vec<u8> {
-    let path = std::env::temp_dir().join(format!(
-        "framepipe-frei0r-{}-{tag}.rgba",
-        std::process::id()
-    ));
+    let dir = framepipe_testkit::tmpdir(&format!("fp-frei0r-{tag}"));
+    let path = dir.join("in.rgba");
     std::fs::write(&path, input).unwrap();
     let out = ffmpeg(&[
         "-f",
@@ -133,7 +131,6 @@ fn ffmpeg_filter(w: u32, h: u32, input: &[u8], vf: &str, tag: &str) -> Vec<u8> {
         "rawvideo",
         "-",
     ]);
-    let _ = std::fs::remove_file(&path);
     out
 }
 
@@ -257,8 +254,9 @@ fn glow_sobel_vignette_properties_and_defaults() {
 
 #[test]
 fn a_shared_object_that_is_not_a_plugin_gives_a_clear_error() {
-    let dir = std::env::temp_dir().join(format!("framepipe-frei0r-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed (with the copies) when the guard drops, also when the test fails.
+    let guard = framepipe_testkit::tmpdir("fp-frei0r-bad");
+    let dir = guard.to_path_buf();
     let libm = [
         "/lib/x86_64-linux-gnu/libm.so.6",
         "/usr/lib/x86_64-linux-gnu/libm.so.6",
@@ -298,7 +296,6 @@ fn a_shared_object_that_is_not_a_plugin_gives_a_clear_error() {
         r.create("frei0r-glow", &[("blur".into(), "0.3".into())]),
         Ok(Element::Effect(_))
     ));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

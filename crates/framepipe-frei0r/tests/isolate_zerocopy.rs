@@ -76,13 +76,11 @@ fn ctx(k: u64) -> FrameCtx {
 }
 
 /// A scratch directory with the plugin built in it, removed on drop.
-struct Built(PathBuf);
+struct Built(framepipe_testkit::TestDir);
 
 impl Built {
     fn new() -> Built {
-        let dir = std::env::temp_dir().join(format!("fp-zerocopy-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = framepipe_testkit::tmpdir("fp-zerocopy");
         let src = dir.join("stray.c");
         std::fs::write(&src, STRAY_FILTER_C).unwrap();
         let st = Command::new("cc")
@@ -93,12 +91,6 @@ impl Built {
             .expect("run cc");
         assert!(st.success(), "cc failed");
         Built(dir)
-    }
-}
-
-impl Drop for Built {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

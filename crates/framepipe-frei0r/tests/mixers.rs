@@ -62,24 +62,16 @@ fn mixer(r: &Registry, name: &str, props: &[(&str, &str)]) -> Box<dyn MixerFacto
 }
 
 /// A scratch directory for one test's files, removed on drop.
-struct Scratch(PathBuf);
+struct Scratch(framepipe_testkit::TestDir);
 
 impl Scratch {
     fn new(tag: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("framepipe-f0mix-{}-{tag}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
+        Scratch(framepipe_testkit::tmpdir(&format!("fp-f0mix-{tag}")))
     }
     fn file(&self, name: &str, data: &[u8]) -> PathBuf {
         let p = self.0.join(name);
         std::fs::write(&p, data).unwrap();
         p
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -469,7 +461,7 @@ fn issue_8_probe_tells_a_stateful_mixer_from_a_stateless_one() {
 
     // Through the element: the first input is the plugin's first input.
     let mut r = Registry::new();
-    let warnings = register_from(&mut r, std::slice::from_ref(&scratch.0));
+    let warnings = register_from(&mut r, &[scratch.0.to_path_buf()]);
     assert!(warnings.is_empty(), "{warnings:?}");
     let (w, h) = (32u32, 16u32);
     let data: Vec<Vec<u8>> = (1..=2)

@@ -2,7 +2,6 @@
 //! source to a sink like the runtime's serial ends do, run the real ffmpeg tools.
 #![allow(dead_code)] // each test file uses a different part
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use framepipe_core::{Element, FrameCtx, FramePool, Registry, Sink, Source};
@@ -106,12 +105,10 @@ pub fn pump(src: &mut dyn Source, sink: &mut dyn Sink, max: u64) -> (u64, Option
     (n, err)
 }
 
-/// A fresh directory for one test.
-pub fn dir(test: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("io-{test}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh temporary directory `fp-io-TEST-XXXXXX` for one test, removed (with its files) when
+/// the returned guard drops, also when the test fails; `FP_KEEP_TMP=1` keeps it.
+pub fn dir(test: &str) -> framepipe_testkit::TestDir {
+    framepipe_testkit::tmpdir(&format!("fp-io-{test}"))
 }
 
 pub fn s(p: &std::path::Path) -> &str {

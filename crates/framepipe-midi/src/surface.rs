@@ -1309,9 +1309,7 @@ mod tests {
 
     #[test]
     fn save_writes_mappings_that_load_back() {
-        let dir = std::env::temp_dir().join(format!("fp-midi-save-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = framepipe_testkit::tmpdir("fp-midi-save");
         let desc = framepipe_project::parse_pipeline("testsrc ! frei0r-glow name=glow ! nullsink")
             .unwrap();
         let mut s = Surface::new(
@@ -1359,6 +1357,5 @@ mod tests {
             framepipe_project::parse_project(&std::fs::read_to_string(&file).unwrap()).unwrap();
         assert_eq!(again.midi.len(), 2);
         assert_eq!(again.midi[1].target, "step");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

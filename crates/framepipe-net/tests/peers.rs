@@ -20,10 +20,12 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("framepipe-net-peers-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// `name` in a fresh temporary directory, which goes (with the file) when the returned guard
+/// drops, also when the test fails.
+fn tmp(name: &str) -> (framepipe_testkit::TestDir, PathBuf) {
+    let dir = framepipe_testkit::tmpdir("fp-net-peers");
+    let file = dir.join(name);
+    (dir, file)
 }
 
 /// Waits for `child` up to `secs`, killing it (our own child, by handle) when it overruns.
@@ -67,7 +69,7 @@ fn to_rgba(rgb: &[u8]) -> Vec<u8> {
 #[test]
 fn ffmpeg_receives_raw_rgb24_from_tcpsink() {
     let port = free_port();
-    let out = tmp("from-tcpsink.rgb");
+    let (_dir, out) = tmp("from-tcpsink.rgb");
     let mut ff = Command::new("ffmpeg")
         .args([
             "-hide_banner",
@@ -127,7 +129,7 @@ fn ffmpeg_receives_raw_rgb24_from_tcpsink() {
 fn tcpsrc_receives_raw_rgb24_from_ffmpeg_listening() {
     let port = free_port();
     let lavfi = format!("testsrc2=size={W}x{H}:rate=30");
-    let reference = tmp("ffmpeg-ref.rgb");
+    let (_dir, reference) = tmp("ffmpeg-ref.rgb");
     let st = Command::new("ffmpeg")
         .args([
             "-hide_banner",
@@ -190,7 +192,7 @@ fn tcpsrc_receives_raw_rgb24_from_ffmpeg_listening() {
 #[test]
 fn tcpsrc_receives_raw_frames_from_gstreamer_tcpserversink() {
     let caps = format!("video/x-raw,format=RGB,width={W},height={H},framerate=30/1");
-    let reference = tmp("gst-ref.rgb");
+    let (_dir, reference) = tmp("gst-ref.rgb");
     let st = Command::new("gst-launch-1.0")
         .args([
             "-q",

@@ -678,24 +678,18 @@ mod tests {
         assert!(e.contains("unknown node 'clipD'"), "{e}");
     }
 
-    /// A project file in the temp directory, removed on drop.
-    struct TempProject(std::path::PathBuf);
+    /// A project file in a temporary directory of its own, removed on drop (also when the test
+    /// fails).
+    struct TempProject(framepipe_testkit::TestDir);
 
     impl TempProject {
         fn new(tag: &str, text: &str) -> Self {
-            let path = std::env::temp_dir()
-                .join(format!("framepipe-edit-{}-{tag}.toml", std::process::id()));
-            std::fs::write(&path, text).unwrap();
-            TempProject(path)
+            let dir = framepipe_testkit::tmpdir(&format!("fp-edit-{tag}"));
+            std::fs::write(dir.join("project.toml"), text).unwrap();
+            TempProject(dir)
         }
         fn path(&self) -> String {
-            self.0.display().to_string()
-        }
-    }
-
-    impl Drop for TempProject {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
+            self.0.file("project.toml")
         }
     }
 

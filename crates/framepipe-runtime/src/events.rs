@@ -43,8 +43,8 @@ pub enum Event {
         /// Stage name.
         stage: Arc<str>,
         /// The worker (`fp-worker-N`), or for a follower sink's output thread `fp-out-P`,
-        /// `threads + P`, or for the IO thread `fp-io` (which runs the sources that block),
-        /// `threads + sinks`.
+        /// `threads + P`, or for IO thread K `fp-io` (the IO threads run the sources that
+        /// block, one per such source), `threads + sinks + K`.
         worker: usize,
     },
     /// A crossfade (`load FILE fade=`) is over: from `frame` on the output is the new project

@@ -48,6 +48,7 @@ use std::time::Duration;
 use framepipe_clock::{now_ns, prepare_pacing_thread, PiCondvar, PiMutex, WakeMargin};
 use framepipe_core::{Error, Result, Sink};
 
+use crate::lockstats::{LockSummary, Log2Histogram};
 use crate::output::{Next, Output, PacingStats};
 use crate::pipeline::{conclude, Prepared, Side, JOIN_GRACE};
 use crate::pools::SharedPools;
@@ -493,9 +494,11 @@ const LAZY_NS: i64 = 500_000;
 /// grid, so that the shows of a group, whose times are close, share one wake-up.
 const GRID_NS: i64 = 1_000_000;
 
-/// How often a show waiting for its frame looks at commands and stalls, in a host. Its
-/// commands are read anyway when its next frame may begin and at every frame boundary.
-const HOST_POLL: Duration = Duration::from_millis(20);
+/// How often a show waiting for its frame looks at stalls, in a host. Its commands do not wait
+/// for it: a post raises the show's signal (the clock thread polls the show), and they are read
+/// at every frame boundary and when its next frame may begin. (It was 20 ms when commands were
+/// polled.)
+const HOST_POLL: Duration = Duration::from_millis(50);
 
 /// The shows' first deadlines are at least this long after the clock starts: every show's
 /// first frames (its sources starting, its pools being filled, hundreds of shows at once)
@@ -652,6 +655,17 @@ pub struct ClockCounters {
     /// Frames the standby thread released because the clock thread had not woken up 0.25 ms
     /// after its time (it had lost its CPU).
     pub rescued: std::sync::atomic::AtomicU64,
+    /// How long each round of the clock threads (releases, signalled shows, beginnings, command
+    /// polls due at once) held the shows' lock: with hundreds of shows, the last release of a
+    /// long round leaves that much after the first.
+    rounds: Log2Histogram,
+}
+
+impl ClockCounters {
+    /// The clock rounds' lengths (see the field): count, p50, p99, max.
+    pub fn rounds(&self) -> LockSummary {
+        self.rounds.summary()
+    }
 }
 
 /// The clock thread: polls each show's master output at its deadlines, its signals and its
@@ -771,7 +785,9 @@ fn clock_loop(
                     let _setup = prepare_pacing_thread(realtime);
                     standby.stand_by(|| {
                         let mut c = core.lock();
+                        let t0 = now_ns();
                         let served = c.serve(signals, tx);
+                        counters.rounds.record((now_ns() - t0).max(0) as u64);
                         if c.running == 0 {
                             drop(c);
                             if let Some(t) = signals.clock.get() {
@@ -792,7 +808,9 @@ fn clock_loop(
             let next = {
                 let mut guard = core.lock();
                 let c = &mut *guard;
+                let t0 = now_ns();
                 c.serve(signals, tx);
+                counters.rounds.record((now_ns() - t0).max(0) as u64);
                 if c.running == 0 {
                     break;
                 }
@@ -884,7 +902,7 @@ fn poll(
                 timers.push(t, g, i, true);
                 break false;
             }
-            Ok(Next::Wait(t) | Next::Sleep(t)) => {
+            Ok(Next::Wait(t)) => {
                 let t = t
                     .div_euclid(GRID_NS)
                     .saturating_add(1)

@@ -15,6 +15,12 @@ pub(crate) struct Log2Histogram {
     max_ns: AtomicU64,
 }
 
+impl Default for Log2Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Log2Histogram {
     pub(crate) const fn new() -> Self {
         Log2Histogram {

@@ -37,8 +37,11 @@ use crate::pipeline::{Options, Overload};
 use crate::state::{PortItem, Shared, Version};
 use crate::worker::guard;
 
-/// How often the output thread looks at commands and stalls while it has nothing else to do.
-const POLL: Duration = Duration::from_millis(2);
+/// How often the output thread looks at stalls while it has nothing else to do. Commands do not
+/// wait for it: a post raises the master port's signal (the command queue's waker), which
+/// wakes the output thread (in a host, has the clock thread poll the show). It was 2 ms when
+/// commands were polled: 20 wake-ups a frame at 25 fps, for nothing most of the time.
+const POLL: Duration = Duration::from_millis(50);
 
 /// Figures of the frame clock for a paced run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -178,11 +181,9 @@ pub(crate) enum Next {
     /// A frame is due at this deadline (`CLOCK_MONOTONIC` ns): poll again then, and not
     /// before; the driver sleeps, then spins the last stretch.
     Deadline(i64),
-    /// Nothing to do before this time, or before the port's signal (a frame ready, the end),
-    /// whichever comes first: no precision needed.
+    /// Nothing to do before this time, or before the port's signal (a frame ready, the end, a
+    /// command posted), whichever comes first: no precision needed.
     Wait(i64),
-    /// Nothing to do before this time whatever happens (held while paused).
-    Sleep(i64),
     /// The output loop is over: call [`Output::finish`].
     Done,
 }
@@ -305,6 +306,12 @@ impl Output {
             }
         };
         let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns());
+        if let Some(reader) = commands.as_ref().filter(|_| port == 0) {
+            // A post wakes the master output thread (in a host, the clock thread for this
+            // show): commands are not polled.
+            let signal = Arc::clone(&shared.port_signals[0]);
+            reader.set_waker(move || signal.raise());
+        }
         if port == 0 {
             shared.counters.realtime.store(realtime, Ordering::Relaxed);
         }
@@ -453,7 +460,8 @@ impl Output {
             Release::Hold => {
                 self.held = Some(item);
                 check_stalls(shared, &self.ver, self.stall_ns, now);
-                return Next::Sleep(now + self.poll_ns);
+                // A command (`resume`) raises the port's signal.
+                return Next::Wait(now + self.poll_ns);
             }
             Release::Stop => {
                 drop(item);
@@ -499,7 +507,10 @@ impl Output {
         // Its slack feeds the default budget's margin, once frames are held back (the warm-up
         // and a pause's held frame say nothing about how early a frame must begin).
         if self.gate && self.released_seq.is_some() && self.options.latency_ns == 0 {
-            let elapsed = self.margin_seen.map_or(0, |t| (d - t).max(0) as u64);
+            // At most two periods: a pause is not a quiet spell.
+            let elapsed = self
+                .margin_seen
+                .map_or(0, |t| ((d - t).max(0) as u64).min(2 * self.period_ns));
             self.margin.observe(d - item.ready_ns, elapsed);
             self.margin_seen = Some(d);
             shared
@@ -942,7 +953,6 @@ pub(crate) fn run_output(
             Next::Wait(at) => {
                 signal.wait(Duration::from_nanos((at - now).max(0) as u64));
             }
-            Next::Sleep(at) => std::thread::sleep(Duration::from_nanos((at - now).max(0) as u64)),
             Next::Done => break,
         }
     }
@@ -1052,9 +1062,6 @@ fn drive_with_standby(
                 }
                 Next::Wait(at) => {
                     signal.wait(Duration::from_nanos((at - now).max(0) as u64));
-                }
-                Next::Sleep(at) => {
-                    std::thread::sleep(Duration::from_nanos((at - now).max(0) as u64))
                 }
                 Next::Done => break,
             }

@@ -209,17 +209,21 @@ impl Graph {
             threads,
             live: PiMutex::new(live),
             version: std::sync::atomic::AtomicU64::new(0),
-            port_signals: (0..ports).map(|_| PortSignal::default()).collect(),
-            // Workers, output threads, the IO thread.
-            running: (0..threads + ports + 1)
+            port_signals: (0..ports)
+                .map(|_| Arc::new(PortSignal::default()))
+                .collect(),
+            // Workers, output threads, the IO threads.
+            running: (0..threads + ports + crate::state::MAX_IO_THREADS)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
             counters: Arc::new(Counters::new(stages)),
             view,
             host: std::sync::OnceLock::new(),
-            io_signal: PortSignal::default(),
-            io_thread: std::sync::Mutex::new(None),
+            io_signals: (0..crate::state::MAX_IO_THREADS)
+                .map(|_| PortSignal::default())
+                .collect(),
+            io_threads: std::sync::Mutex::new(Vec::new()),
         };
         Ok(Prepared {
             shared: Arc::new(shared),
@@ -766,11 +770,13 @@ pub(crate) fn prepare_edit(
             pool.fill(pool.capacity());
         }
     }
-    // A source that blocks runs on the IO thread: started now if the show had none.
-    if next.topo.nodes.iter().any(|t| t.blocks) {
+    // A source that blocks runs on an IO thread, one per such source: started now if the
+    // show had fewer.
+    let blocking = next.topo.nodes.iter().filter(|t| t.blocks).count();
+    if blocking > 0 {
         shared
-            .ensure_io_thread()
-            .map_err(|e| Error::io("starting the IO thread", e))?;
+            .ensure_io_threads(blocking)
+            .map_err(|e| Error::io("starting an IO thread", e))?;
     }
     let mut moved = vec![false; next.topo.nodes.len()];
     for &(_, j) in &moves {
@@ -996,9 +1002,17 @@ impl Prepared {
                 }
             }
         }
-        if shared.lock().ver.topo.nodes.iter().any(|t| t.blocks) {
-            if let Err(e) = shared.ensure_io_thread() {
-                let e = Error::io("starting the IO thread", e);
+        let blocking = shared
+            .lock()
+            .ver
+            .topo
+            .nodes
+            .iter()
+            .filter(|t| t.blocks)
+            .count();
+        if blocking > 0 {
+            if let Err(e) = shared.ensure_io_threads(blocking) {
+                let e = Error::io("starting an IO thread", e);
                 let mut st = shared.lock();
                 st.fail(e);
                 st.after_change(&shared);
@@ -1145,7 +1159,7 @@ pub(crate) fn conclude(
         Some(workers) => shared.join_workers(workers, JOIN_GRACE),
         None => shared.leave_host(JOIN_GRACE),
     }
-    shared.join_io_thread(JOIN_GRACE);
+    shared.join_io_threads(JOIN_GRACE);
     let (error, source_error) = {
         let mut st = shared.lock();
         (st.error.take(), st.source_error.take())

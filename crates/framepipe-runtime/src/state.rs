@@ -320,12 +320,12 @@ pub(crate) struct State {
     pub(crate) slots: Vec<Slot>,
     /// Jobs whose inputs are ready (and whose turn it is, for serial nodes): (node, slot).
     pub(crate) ready: VecDeque<(usize, usize)>,
-    /// An IO thread serves this show's blocking sources (`TopoNode::blocks`): their jobs wait
-    /// in `io_ready` for it, not in `ready` for the compute workers.
+    /// IO threads serve this show's blocking sources (`TopoNode::blocks`): their jobs wait in
+    /// `io_ready` for them, not in `ready` for the compute workers.
     pub(crate) io: bool,
     pub(crate) io_ready: VecDeque<(usize, usize)>,
-    /// The IO thread is running a job (counted in `running` too).
-    pub(crate) io_busy: bool,
+    /// IO threads running a job (counted in `running` too).
+    pub(crate) io_busy: usize,
     /// Per leaky branch: holds a frame; the inputs its first node took.
     pub(crate) branch_busy: Vec<bool>,
     pub(crate) branch_inputs: Vec<Inputs>,
@@ -426,6 +426,12 @@ pub(crate) struct PortItem {
     /// then has nothing to update.
     pub(crate) version: u64,
 }
+
+/// The most IO threads a show runs: one per blocking source (`Source::blocks`), so that one
+/// source waiting on its camera, pipe or peer does not hold back another's read; a show with
+/// more blocking sources than this shares them (any IO thread takes any blocking source's
+/// job, the oldest first).
+pub(crate) const MAX_IO_THREADS: usize = 8;
 
 /// What the output thread of a port waits on instead of the scheduler mutex: a flag set (after
 /// unlocking) whenever its port or the run's end changed, and an unpark of its thread. It
@@ -547,9 +553,10 @@ pub(crate) struct Shared {
     /// scheduler lock.
     pub(crate) live: PiMutex<Live>,
     /// One per output port (sink).
-    pub(crate) port_signals: Vec<PortSignal>,
-    /// Per worker (and each output thread, after them): node + 1 it is running (0 = none) and
-    /// since when (monotonic ns), for stall detection by the master output thread.
+    /// (Shared with the command queue's waker: a post raises the master's.)
+    pub(crate) port_signals: Vec<Arc<PortSignal>>,
+    /// Per worker (then each output thread, then each IO thread): node + 1 it is running (0 =
+    /// none) and since when (monotonic ns), for stall detection by the master output thread.
     pub(crate) running: Vec<(AtomicUsize, AtomicI64)>,
     pub(crate) events: Option<EventFn>,
     pub(crate) counters: Arc<Counters>,
@@ -560,11 +567,12 @@ pub(crate) struct Shared {
     pub(crate) view: crate::view::ShowView,
     /// In a host: where this show's work is announced to the host's workers, and its index.
     pub(crate) host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
-    /// What the IO thread waits on: raised when a blocking source's job is queued (and at the
-    /// end).
-    pub(crate) io_signal: PortSignal,
-    /// The IO thread, once started (`Shared::ensure_io_thread`); joined at the run's end.
-    pub(crate) io_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// What the IO threads wait on, one each ([`MAX_IO_THREADS`]): all raised when a blocking
+    /// source's job is queued (and at the end).
+    pub(crate) io_signals: Vec<PortSignal>,
+    /// The IO threads started so far (`Shared::ensure_io_threads`), one per blocking source
+    /// up to [`MAX_IO_THREADS`]; joined at the run's end.
+    pub(crate) io_threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 impl State {
@@ -753,7 +761,7 @@ impl State {
         None
     }
 
-    /// The next job for the IO thread: a blocking source's frame, the oldest first.
+    /// The next job for an IO thread: a blocking source's frame, the oldest first.
     pub(crate) fn next_io_job(&mut self) -> Option<Job> {
         if self
             .old
@@ -764,13 +772,14 @@ impl State {
         }
         let (node, slot) = self.io_ready.pop_front()?;
         let v = Arc::clone(&self.ver);
-        self.io_busy = true;
+        self.io_busy += 1;
         Some(self.node_job(&v, node, slot))
     }
 
-    /// The IO thread has started: blocking sources' jobs go to it from now on. None can be
-    /// queued for the workers yet: it starts before the workers, or (on the edit thread)
-    /// before a version with a blocking source switches in, the running one having none.
+    /// The first IO thread has started: blocking sources' jobs go to the IO threads from now
+    /// on. None can be queued for the workers yet: it starts before the workers, or (on the
+    /// edit thread) before a version with a blocking source switches in, the running one
+    /// having none.
     pub(crate) fn start_io(&mut self) {
         debug_assert!(
             self.ready
@@ -1616,7 +1625,9 @@ impl Shared {
             self.slice_done.notify_all();
         }
         if w.io {
-            self.io_signal.raise();
+            for s in &self.io_signals {
+                s.raise();
+            }
         }
         if w.ports {
             for p in &self.port_signals {
@@ -1710,7 +1721,7 @@ pub(crate) fn new_state(
         slots: (0..topo.cap + nb).map(|_| slot()).collect(),
         ready: VecDeque::with_capacity(n * (topo.cap + nb) + 1),
         io: false,
-        io_busy: false,
+        io_busy: 0,
         io_ready: VecDeque::with_capacity(topo.sources.len() * topo.cap + 1),
         branch_busy: vec![false; nb],
         branch_inputs: (0..nb).map(|_| Inputs::new()).collect(),

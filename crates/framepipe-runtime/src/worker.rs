@@ -16,9 +16,11 @@ use crate::events::Event;
 use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::{assign, lock};
 use crate::slices::{PanicPayload, PoolSlices};
-use crate::state::{Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst, Version};
+use crate::state::{
+    Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst, Version, MAX_IO_THREADS,
+};
 
-/// The longest the IO thread sleeps without a signal.
+/// The longest an IO thread sleeps without a signal.
 const IO_POLL: Duration = Duration::from_millis(100);
 
 impl Shared {
@@ -172,10 +174,11 @@ impl Shared {
     /// as [`Event::LeftRunning`]: the host goes on without it until the element returns.
     pub(crate) fn leave_host(&self, grace: Duration) {
         let deadline = Instant::now() + grace;
-        // The IO thread's job is not a host worker's (it has its own grace, `join_io_thread`).
+        // The IO threads' jobs are not a host worker's (they have their own grace,
+        // `join_io_threads`).
         let busy = |sh: &Self| {
             let st = sh.lock();
-            st.running_jobs() > usize::from(st.io_busy) || st.begin_busy
+            st.running_jobs() > st.io_busy || st.begin_busy
         };
         while busy(self) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
@@ -202,38 +205,41 @@ impl Shared {
         )
     }
 
-    /// The `running` slot of the IO thread (after the workers' and the output threads').
-    fn io_slot(&self) -> usize {
-        self.running.len() - 1
+    /// The `running` slot of IO thread `k` (after the workers' and the output threads').
+    fn io_slot(&self, k: usize) -> usize {
+        self.running.len() - MAX_IO_THREADS + k
     }
 
-    /// Starts the show's IO thread, unless it runs already: from then on the show's blocking
-    /// sources (`Source::blocks`) run on it, so that a source waiting on a socket or a pipe
-    /// holds no compute worker (in a host, none of the workers every show shares). Called
-    /// off the frame path: at the start, and by the edit thread before a version with a
-    /// blocking source can switch in.
-    pub(crate) fn ensure_io_thread(self: &Arc<Self>) -> std::io::Result<()> {
-        let mut slot = self
-            .io_thread
+    /// Starts IO threads until the show has one per blocking source of a version with
+    /// `sources` of them (at most [`MAX_IO_THREADS`]; never fewer than it has): from then on
+    /// the show's blocking sources (`Source::blocks`) run on them, so that a source waiting on
+    /// a socket or a pipe holds no compute worker (in a host, none of the workers every show
+    /// shares), nor another blocking source's read. Called off the frame path: at the start,
+    /// and by the edit thread before a version with more blocking sources can switch in.
+    pub(crate) fn ensure_io_threads(self: &Arc<Self>, sources: usize) -> std::io::Result<()> {
+        let mut threads = self
+            .io_threads
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if slot.is_none() {
-            let sh = Arc::clone(self);
+        while threads.len() < sources.min(MAX_IO_THREADS) {
+            let (sh, k) = (Arc::clone(self), threads.len());
             let h = std::thread::Builder::new()
                 .name("fp-io".into())
-                .spawn(move || sh.io_thread())?;
-            *slot = Some(h);
-            // From now on (not from when the thread gets to run): no worker takes them.
-            self.lock().start_io();
+                .spawn(move || sh.io_thread(k))?;
+            threads.push(h);
+            if k == 0 {
+                // From now on (not from when the thread gets to run): no worker takes them.
+                self.lock().start_io();
+            }
         }
         Ok(())
     }
 
-    /// The IO thread's body: runs blocking sources' jobs, one at a time, until the run ends.
+    /// IO thread `k`'s body: runs blocking sources' jobs, one at a time, until the run ends.
     /// A panic outside the element guards ends the run, as a worker's does.
-    fn io_thread(&self) {
-        self.io_signal.register_current();
-        let io = self.io_slot();
+    fn io_thread(&self, k: usize) {
+        self.io_signals[k].register_current();
+        let io = self.io_slot(k);
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
             loop {
                 let mut st = self.lock();
@@ -242,7 +248,7 @@ impl Shared {
                     drop(st);
                     let done = self.run_job(&ver, job, io);
                     let mut st = self.lock();
-                    st.io_busy = false;
+                    st.io_busy -= 1;
                     st.record(done, self);
                     continue;
                 }
@@ -252,7 +258,7 @@ impl Shared {
                 drop(st);
                 // Raised when a job is queued, at the end and on abort; the timeout only
                 // bounds what a lost wake-up could cost.
-                self.io_signal.wait(IO_POLL);
+                self.io_signals[k].wait(IO_POLL);
             }
         }));
         if let Err(p) = r {
@@ -265,31 +271,31 @@ impl Shared {
         }
     }
 
-    /// At the run's end: waits up to `grace` for the IO thread to leave; one blocked inside a
-    /// source then is left running, detached, and reported as [`Event::LeftRunning`].
-    pub(crate) fn join_io_thread(&self, grace: Duration) {
-        let Some(h) = self
-            .io_thread
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        else {
-            return;
-        };
+    /// At the run's end: waits up to `grace` for the IO threads to leave; one blocked inside
+    /// a source then is left running, detached, and reported as [`Event::LeftRunning`].
+    pub(crate) fn join_io_threads(&self, grace: Duration) {
+        let threads = std::mem::take(
+            &mut *self
+                .io_threads
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
         let deadline = Instant::now() + grace;
-        while !h.is_finished() && Instant::now() < deadline {
+        while threads.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
-        if h.is_finished() {
-            let _ = h.join();
-        } else {
-            let stage = self
-                .running_stage(self.io_slot())
-                .unwrap_or_else(|| Arc::from("(scheduler)"));
-            self.emit(Event::LeftRunning {
-                stage,
-                worker: self.io_slot(),
-            });
+        for (k, h) in threads.into_iter().enumerate() {
+            if h.is_finished() {
+                let _ = h.join();
+            } else {
+                let stage = self
+                    .running_stage(self.io_slot(k))
+                    .unwrap_or_else(|| Arc::from("(scheduler)"));
+                self.emit(Event::LeftRunning {
+                    stage,
+                    worker: self.io_slot(k),
+                });
+            }
         }
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{bounded, Collect, Counter, H, W};
 use framepipe_control::{command_queue, Command};
-use framepipe_core::{Error, FrameCtx, FrameMut, Rational, Result, Sink, Source, VideoInfo};
+use framepipe_core::{Error, FrameCtx, FrameMut, Mode, Rational, Result, Sink, Source, VideoInfo};
 use framepipe_runtime::{Host, Options, Pipeline, Prepared, ShowResult};
 
 const THREADS: usize = 2;
@@ -267,20 +267,30 @@ struct Peer {
     ran_on: Arc<Mutex<HashSet<String>>>,
 }
 
+/// What the in-test blocking sources give: `W`x`H` at 100 fps.
+fn blocking_info() -> VideoInfo {
+    VideoInfo {
+        width: W,
+        height: H,
+        rate: Rational::new(100, 1),
+    }
+}
+
+/// Notes the calling thread's name in `ran_on`.
+fn note_thread(ran_on: &Mutex<HashSet<String>>) {
+    let name = std::thread::current().name().unwrap_or("").to_string();
+    ran_on.lock().unwrap().insert(name);
+}
+
 impl Source for Peer {
     fn info(&self) -> VideoInfo {
-        VideoInfo {
-            width: W,
-            height: H,
-            rate: Rational::new(100, 1),
-        }
+        blocking_info()
     }
     fn blocks(&self) -> bool {
         true
     }
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
-        let name = std::thread::current().name().unwrap_or("").to_string();
-        self.ran_on.lock().unwrap().insert(name);
+        note_thread(&self.ran_on);
         if !self.started {
             self.go
                 .recv()
@@ -476,4 +486,119 @@ fn a_sink_waiting_on_its_reader_holds_back_its_own_show_only() {
     assert!(s.pacing.is_some(), "paced on its own thread");
     // Every frame once, in order: the live policy's default (slow) waited for the sink.
     assert_eq!(stuck.values(), (500..520).collect::<Vec<u32>>());
+}
+
+/// Where two blocking sources meet: each `fill` of frame k waits (up to [`MEET_WAIT`]) until
+/// the other source is inside its `fill` of frame k too, as two cameras' reads overlap.
+#[derive(Default)]
+struct Meeting {
+    /// Per source: the last frame whose `fill` it has entered (+ 1; 0 = none).
+    entered: Mutex<[u64; 2]>,
+    cv: std::sync::Condvar,
+    /// Frames for which a source gave up waiting for the other.
+    missed: Mutex<Vec<(usize, u64)>>,
+}
+
+const MEET_WAIT: Duration = Duration::from_millis(500);
+
+/// A blocking source whose reads must overlap with its partner's ([`Meeting`]).
+struct Meets {
+    me: usize,
+    frames: u64,
+    meeting: Arc<Meeting>,
+    ran_on: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Source for Meets {
+    fn info(&self) -> VideoInfo {
+        blocking_info()
+    }
+    fn blocks(&self) -> bool {
+        true
+    }
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        if ctx.seq >= self.frames {
+            return Ok(false);
+        }
+        note_thread(&self.ran_on);
+        let m = &self.meeting;
+        let mut entered = m.entered.lock().unwrap();
+        entered[self.me] = ctx.seq + 1;
+        m.cv.notify_all();
+        let (entered, timeout) =
+            m.cv.wait_timeout_while(entered, MEET_WAIT, |e| e[1 - self.me] < ctx.seq + 1)
+                .unwrap();
+        drop(entered);
+        if timeout.timed_out() {
+            m.missed.lock().unwrap().push((self.me, ctx.seq));
+        }
+        frame
+            .words_mut()
+            .fill(1000 * (self.me as u32 + 1) + ctx.seq as u32);
+        Ok(true)
+    }
+}
+
+/// Issue 11: "Sources that block (network, pipes) do not hold a compute worker" — nor each
+/// other. Two blocking sources of one show (two cameras into a mixer) each wait, in every
+/// frame's read, until the other is reading that frame too: they meet only if each has a
+/// thread of its own. With one IO thread per show, as before, the first read waited for a read
+/// that could not start, every frame (a stalled camera then stalled the other's reads too).
+#[test]
+fn two_blocking_sources_of_one_show_read_at_the_same_time() {
+    use framepipe_runtime::{Graph, MixerStage, Node, NodeKind, OnEnd};
+    const FRAMES: u64 = 6;
+    let meeting = Arc::new(Meeting::default());
+    let ran_on: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let source = |me: usize| {
+        Node::new(
+            if me == 0 { "cam0" } else { "cam1" },
+            NodeKind::Source {
+                source: Box::new(Meets {
+                    me,
+                    frames: FRAMES,
+                    meeting: Arc::clone(&meeting),
+                    ran_on: Arc::clone(&ran_on),
+                }),
+                on_end: OnEnd::Stop,
+            },
+            vec![],
+        )
+    };
+    let mut mix = MixerStage::new(Box::new(common::Weigh { sleep_us: 0 }), Mode::Parallel);
+    mix.inputs = (2, 2);
+    let sink = Collect::default();
+    let nodes = vec![
+        source(0),
+        source(1),
+        Node::new("mix", NodeKind::Mixer(mix), vec![0, 1]),
+        Node::new(
+            "out",
+            NodeKind::Sink {
+                sink: Box::new(sink.clone()),
+                master: true,
+            },
+            vec![2],
+        ),
+    ];
+    let prepared = Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads: THREADS,
+            ..Options::default()
+        })
+        .unwrap();
+    let stats = bounded(Duration::from_secs(30), move || prepared.run()).expect("runs");
+    assert_eq!(stats.frames, FRAMES);
+    assert_eq!(sink.values().len(), FRAMES as usize);
+    assert_eq!(
+        *meeting.missed.lock().unwrap(),
+        vec![],
+        "(source, frame) whose read waited {MEET_WAIT:?} for the other's in vain"
+    );
+    assert_eq!(
+        *ran_on.lock().unwrap(),
+        HashSet::from(["fp-io".to_string()]),
+        "blocking sources ran on these threads"
+    );
 }

@@ -20,9 +20,6 @@ use std::time::{Duration, Instant};
 /// GNU time: runs the command as its own child and writes its exit and peak RSS to a file.
 const GNU_TIME: &str = "/usr/bin/time";
 
-/// Numbers the report files of concurrent runs.
-static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 /// What a finished child did.
 #[derive(Debug)]
 pub struct Finished {
@@ -45,11 +42,9 @@ pub struct Finished {
 // The child is reaped with `wait4` (for its rusage), which std's lint cannot see.
 #[allow(clippy::zombie_processes)]
 pub fn run(cmd: &mut Command, timeout: Duration) -> Finished {
-    let report = std::env::temp_dir().join(format!(
-        "fp-child-{}-{}.time",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
+    // GNU time's report, in a directory removed on drop (also when this panics on a timeout).
+    let report_dir = crate::tmpdir("fp-child");
+    let report = report_dir.join("report.time");
     let mut wrapped;
     let cmd: &mut Command = if Path::new(GNU_TIME).exists() {
         wrapped = Command::new(GNU_TIME);

@@ -2,7 +2,8 @@
 //! allocation per frame" tests instead of a copy in every test file, and [`child::run`], which
 //! runs a child process with a time limit and reads its peak RSS (the memory-budget tests);
 //! [`fuzz`]: seeded random inputs for the parsers' quick randomized tests; [`xvfb`]: a private X
-//! server for the window tests.
+//! server for the window tests; [`tmp`]: temporary directories removed when the test ends, also
+//! when it fails (`FP_KEEP_TMP=1` keeps them).
 //!
 //! A test binary installs it with
 //!
@@ -19,7 +20,10 @@
 pub mod child;
 pub mod frames;
 pub mod fuzz;
+pub mod tmp;
 pub mod xvfb;
+
+pub use tmp::{tmpdir, TestDir};
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -3,18 +3,15 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const FP: &str = env!("CARGO_BIN_EXE_framepipe");
 
-/// A fresh temporary directory for one test.
-pub fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fp-hard-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh temporary directory `fp-hard-NAME-XXXXXX` for one test, removed (with its files) when
+/// the returned guard drops, also when the test fails; `FP_KEEP_TMP=1` keeps it.
+pub fn tmpdir(name: &str) -> framepipe_testkit::TestDir {
+    framepipe_testkit::tmpdir(&format!("fp-hard-{name}"))
 }
 
 /// `framepipe ARGS` with stdin, stdout and stderr piped.
