@@ -392,11 +392,14 @@ const EDIT_ROOM: usize = 2;
 /// until the last show is gone, and makes frames (on its own thread, never on a worker or an
 /// output thread) up to a target: per paced show, what it holds between frames (its plan's
 /// `idle`: the frame waiting for its deadline, the output's last frame, what nodes keep) plus
-/// the frames it begins ahead beyond that one, `min(in_flight, 1 + (budget + 1 ms) / period) - 1`
-/// (the latency budget is read lock-free from the show's counters, `latency_budget_us`; the
-/// 1 ms is how much earlier a host lets a frame begin), plus two frames per worker (a running
-/// stage's input and output); then at least one frame per worker free. At 25 fps the frames
-/// ahead are the one waiting frame (a budget under a period); at 1000 fps, several.
+/// the frames it begins ahead beyond that one,
+/// `min(in_flight, 1 + (budget + 12.5 ms + 1 ms) / period) - 1` (the latency budget now, read
+/// lock-free from the show's counters, `latency_budget_us`; 12.5 ms is what a worker held up
+/// for [`WORKER_DELAY_NS`] adds to the default budget; 1 ms is how much earlier a host lets a
+/// frame begin), plus two frames per worker (a running stage's input and output); then at least
+/// one frame per worker free, and one more for every frame a worker's acquire had to make. At
+/// 25 fps the frames ahead are the one waiting frame (a budget under 26.5 ms); at 1000 fps,
+/// every frame in flight.
 ///
 /// Why the budget and not the pool's own evidence (its peak, or `grown_on_acquire`): the
 /// evidence comes only once a worker has already needed the frame, while the budget comes
