@@ -831,6 +831,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             pool_bytes: need.pools,
             instance_bytes: need.all_instances,
             _pools_held: pools_held,
+            pool_lease: None,
         },
         live,
         node_states,
@@ -877,15 +878,22 @@ pub(crate) fn prepare_edit(
         },
     )?;
     let Built {
-        ver: next,
+        ver: mut next,
         live,
         node_states,
         sinks: _,
         port_nodes,
         graph_view,
         moves,
-        pool_plans: _,
+        pool_plans,
     } = built;
+    // In a host: quota handles on the host's pools instead (a new shape's pool made here).
+    crate::pools::share_edit(
+        &mut next,
+        &pool_plans,
+        &ver,
+        pace_of(shared, options, ver.topo.cap),
+    );
     // A source that blocks runs on an IO thread, one per such source: started now if the
     // show had fewer. (The new pools are filled by the edit thread once the edit's memory
     // checks pass: `fill_edit_pools`.)
@@ -914,11 +922,12 @@ pub(crate) fn prepare_edit(
 }
 
 /// Makes a live edit's new pools' buffers (allocated, every page touched), on the edit thread:
-/// left lazy, they would be made by the workers running the first frames after the switch.
+/// left lazy, they would be made by the workers running the first frames after the switch. (A
+/// host's shared pools, quota handles, are filled by `share_edit` and the host's filler.)
 pub(crate) fn fill_edit_pools(p: &crate::state::Pending) {
     let pools = &p.state.ver.pools;
     for (i, pool) in pools.iter().enumerate() {
-        if !pools[..i].iter().any(|q| q.same_pool(pool)) {
+        if pool.quota().is_none() && !pools[..i].iter().any(|q| q.same_pool(pool)) {
             pool.fill(pool.capacity());
         }
     }
@@ -960,6 +969,16 @@ pub(crate) fn need_after(
     ))
 }
 
+/// What a host's pool filler reads of a paced show (`None`: unpaced): its counters (the
+/// latency budget), its period and its frames in flight.
+fn pace_of(shared: &Shared, options: Options, in_flight: usize) -> Option<crate::pools::Pace> {
+    options.pace.map(|rate| crate::pools::Pace {
+        counters: Arc::clone(&shared.counters),
+        period_ns: rate.period_ns(),
+        in_flight,
+    })
+}
+
 /// A negotiated pipeline, ready to run.
 pub struct Prepared {
     pub(crate) shared: Arc<Shared>,
@@ -975,8 +994,8 @@ pub struct Prepared {
     /// Its own pools (each once, with its plan): lazy, nothing made until the run starts
     /// ([`start_pools`](Self::start_pools)).
     own_pools: Vec<(FramePool, PoolPlan)>,
-    /// A host's shared pools it was enrolled in ([`share_pools`](Self::share_pools)).
-    pool_share: Option<SharedPools>,
+    /// Its place in a host's shared pools ([`share_pools`](Self::share_pools)).
+    pool_share: Option<crate::pools::PoolLease>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -1198,9 +1217,8 @@ impl Prepared {
     /// Enrolls this show's pools in a host's shared pools (at `Host::add`): when the host
     /// starts, [`start_pools`](Self::start_pools) replaces them with quota handles on those.
     pub(crate) fn share_pools(&mut self, pools: &SharedPools) {
-        if pools.enroll(&self.own_pools, self.options.pace.is_some()) {
-            self.pool_share = Some(pools.clone());
-        }
+        let pace = pace_of(&self.shared, self.options, self.in_flight);
+        self.pool_share = pools.enroll(&self.own_pools, pace);
     }
 
     /// Readies the frame pools as the run starts, before its first frame. In a host
@@ -1211,7 +1229,7 @@ impl Prepared {
     pub(crate) fn start_pools(&mut self) {
         let own = std::mem::take(&mut self.own_pools);
         let mut keep = own;
-        if let Some(shared) = self.pool_share.take() {
+        if let Some(lease) = self.pool_share.take() {
             let mut st = self.shared.lock();
             // Only the state holds the version before the run; were it otherwise, the show
             // keeps its own pools.
@@ -1226,25 +1244,9 @@ impl Prepared {
             }
             if let Some(ver) = Arc::get_mut(&mut st.ver) {
                 let pools: Vec<FramePool> = keep.iter().map(|(p, _)| p.clone()).collect();
-                let handles = shared.bind(&pools, self.threads);
-                for pool in &mut ver.pools {
-                    let k = pools.iter().position(|p| p.same_pool(pool));
-                    if let Some(h) = k.and_then(|k| handles[k].clone()) {
-                        *pool = h;
-                    }
-                }
-                for (frame, pool) in ver.first_frames.iter_mut().zip(&ver.pools) {
-                    let Some(old) = frame.as_ref() else { continue };
-                    if old.pool().same_pool(pool) {
-                        continue;
-                    }
-                    // Within the quota (the show holds nothing else yet); on failure the
-                    // frame stays in its own pool, which it keeps alive.
-                    if let Ok(mut copy) = pool.try_acquire() {
-                        copy.copy_from(old.data());
-                        *frame = Some(copy.freeze());
-                    }
-                }
+                let handles = lease.pools().clone().bind(&lease, &pools, self.threads);
+                crate::pools::rebind(&mut ver.pools, &mut ver.first_frames, &pools, &handles);
+                ver.pool_lease = Some(lease);
                 // What the show still fills of its own: the pools it kept.
                 keep.retain(|(p, _)| ver.pools.iter().any(|q| q.same_handle(p)));
             }

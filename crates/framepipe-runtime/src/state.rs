@@ -544,6 +544,9 @@ pub(crate) struct Version {
     /// Its pools' share of the show's [`MemoryBook`](crate::pools::MemoryBook), counted until
     /// it is dropped (a replaced version: on the edit thread).
     pub(crate) _pools_held: crate::pools::Held,
+    /// In a host: its pools' quota handles on the host's shared pools, given back when it is
+    /// dropped (`pools.rs`, `PoolLease`).
+    pub(crate) pool_lease: Option<crate::pools::PoolLease>,
 }
 
 pub(crate) struct Shared {

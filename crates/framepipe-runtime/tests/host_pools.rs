@@ -212,3 +212,471 @@ fn a_show_over_its_quota_ends_as_it_would_alone_while_the_others_go_on() {
         "the hoarder held {kept} frames: {stats:?}"
     );
 }
+
+/// Real elements (framepipe-io's and framepipe-effects'), as the CLI makes them.
+fn registry() -> framepipe_core::Registry {
+    let mut r = framepipe_core::Registry::new();
+    framepipe_io::register(&mut r);
+    framepipe_effects::register(&mut r);
+    r
+}
+
+fn props(given: &[(&str, &str)]) -> Vec<(String, String)> {
+    given
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// `testsrc WxH frames=N rate=FPS`.
+fn testsrc(r: &framepipe_core::Registry, w: u32, h: u32, frames: u64, fps: u32) -> Box<dyn Source> {
+    let given = props(&[
+        ("width", &w.to_string()),
+        ("height", &h.to_string()),
+        ("frames", &frames.to_string()),
+        ("rate", &fps.to_string()),
+    ]);
+    match r.create("testsrc", &given).expect("testsrc") {
+        framepipe_core::Element::Source(s) => s,
+        _ => panic!("testsrc is not a source"),
+    }
+}
+
+fn effect(
+    r: &framepipe_core::Registry,
+    name: &str,
+    given: &[(&str, &str)],
+) -> framepipe_runtime::EffectStage {
+    match r.create(name, &props(given)).expect(name) {
+        framepipe_core::Element::Effect(f) => {
+            let mode = f.default_mode();
+            framepipe_runtime::EffectStage::new(f, mode)
+        }
+        _ => panic!("{name} is not an effect"),
+    }
+}
+
+/// What the master sink of a show saw of its frames' pool at two frames late in the run
+/// (lock-free reads of the frame's own pool: no lock, no allocation on the output thread).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct PoolMark {
+    allocated: usize,
+    grown_on_acquire: usize,
+}
+
+#[derive(Clone)]
+struct MarkPools {
+    at: [u64; 2],
+    marks: Arc<Mutex<[Option<PoolMark>; 2]>>,
+    frames: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl MarkPools {
+    fn new(at: [u64; 2]) -> Self {
+        MarkPools {
+            at,
+            marks: Arc::default(),
+            frames: Arc::default(),
+        }
+    }
+}
+
+impl Sink for MarkPools {
+    fn start(&mut self, _info: VideoInfo) -> Result<()> {
+        Ok(())
+    }
+    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        self.frames
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(k) = self.at.iter().position(|&a| a == ctx.seq) {
+            let pool = frame.pool();
+            assert!(pool.quota().is_some(), "a frame of the host's shared pool");
+            let mark = PoolMark {
+                allocated: pool.allocated(),
+                grown_on_acquire: pool.sharing().grown_on_acquire,
+            };
+            self.marks.lock().unwrap()[k] = Some(mark);
+        }
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn issue_11_at_1000_fps_no_frame_is_made_after_the_warm_up() {
+    // Three shows of `testsrc 64x64 ! stamp` at 1000 fps in one host, 2.5 s each: once warm
+    // (1 s), their shared pool makes no frame any more, neither by the filler nor by a
+    // worker's acquire (an allocation and page faults on the frame path).
+    const FPS: u32 = 1000;
+    const FRAMES: u64 = 2500;
+    let r = registry();
+    let sinks: Vec<MarkPools> = (0..3).map(|_| MarkPools::new([1000, 2400])).collect();
+    let mut host = Host::new(THREADS);
+    for (k, sink) in sinks.iter().enumerate() {
+        let p = Pipeline::new(
+            ("testsrc".into(), testsrc(&r, 64, 64, FRAMES, FPS)),
+            vec![("stamp".into(), effect(&r, "stamp", &[]))],
+            ("marks".into(), Box::new(sink.clone())),
+        )
+        .prepare(Options {
+            threads: THREADS,
+            pace: Some(Rational::new(FPS, 1)),
+            ..Options::default()
+        })
+        .expect("prepares");
+        host.add(format!("fast-{k}"), p).unwrap();
+    }
+    let pools = host.pools();
+    let results = bounded(Duration::from_secs(30), move || host.run(|_| {}));
+    for r in &results {
+        assert_eq!(ok_frames(r), FRAMES, "{}", r.name);
+    }
+    let stats = pools.stats();
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    let s = &stats[0];
+    eprintln!("pool after the run: {s:?}");
+    for (k, sink) in sinks.iter().enumerate() {
+        let [warm, late] = *sink.marks.lock().unwrap();
+        let (warm, late) = (
+            warm.expect("frame 1000 seen"),
+            late.expect("frame 2400 seen"),
+        );
+        eprintln!("fast-{k}: at frame 1000 {warm:?}, at 2400 {late:?}");
+        assert_eq!(
+            late.grown_on_acquire, warm.grown_on_acquire,
+            "fast-{k}: a worker's acquire made a frame after the warm-up: {s:?}"
+        );
+        assert_eq!(
+            late.allocated, warm.allocated,
+            "fast-{k}: frames made between frames 1000 and 2400: {s:?}"
+        );
+    }
+    assert_eq!(s.grown_on_acquire, 0, "{s:?}");
+    assert!(
+        s.allocated < s.capacity,
+        "the shows' pool made every frame of their quotas: {s:?}"
+    );
+}
+
+/// Counts the allocations of exactly one frame buffer of [`EDIT_W`] x [`EDIT_H`] (no other
+/// test of this file uses that size): every frame of that size made in the process, whatever
+/// pool it is for.
+struct FrameAllocs;
+
+static EDIT_FRAMES_MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+const EDIT_W: u32 = 96;
+const EDIT_H: u32 = 72;
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl std::alloc::GlobalAlloc for FrameAllocs {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.size() == (EDIT_W * EDIT_H * 4) as usize {
+            EDIT_FRAMES_MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // SAFETY: the caller's layout, as given.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: allocated by `alloc` above, with this layout.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: FrameAllocs = FrameAllocs;
+
+type Build = Box<dyn FnOnce() -> std::result::Result<framepipe_runtime::Graph, String> + Send>;
+
+/// Hands out the next versions in order (the CLI's editor turns edits into graphs; this one
+/// checks the engine's side).
+struct Script(std::collections::VecDeque<Build>);
+
+impl framepipe_runtime::Editor for Script {
+    fn build(
+        &mut self,
+        _edit: &framepipe_control::GraphEdit,
+    ) -> std::result::Result<framepipe_runtime::Graph, String> {
+        (self.0.pop_front().expect("a build per edit"))()
+    }
+    fn settled(&mut self, _accepted: bool) {}
+}
+
+/// A frame's number, its quota handle's quota, whether it came from frame 0's pool.
+type FramePoolSeen = (u64, Option<usize>, bool);
+
+/// What the master sink of the edited show saw of each frame's pool: its quota handle's quota
+/// (`None`: a show's own pool) and whether it is the pool of the show's frame 0.
+#[derive(Clone, Default)]
+struct PoolOf {
+    first: Arc<Mutex<Option<framepipe_core::FramePool>>>,
+    seen: Arc<Mutex<Vec<FramePoolSeen>>>,
+}
+
+impl Sink for PoolOf {
+    fn start(&mut self, _info: VideoInfo) -> Result<()> {
+        Ok(())
+    }
+    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        let pool = frame.pool();
+        let mut first = self.first.lock().unwrap();
+        let first = first.get_or_insert_with(|| pool.clone());
+        let same = first.same_pool(&pool);
+        self.seen
+            .lock()
+            .unwrap()
+            .push((ctx.seq, pool.quota(), same));
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+fn edit_shape(
+    pools: &framepipe_runtime::SharedPools,
+    w: u32,
+    h: u32,
+) -> Vec<framepipe_runtime::SharedPoolStats> {
+    pools
+        .stats()
+        .into_iter()
+        .filter(|s| (s.width, s.height) == (w, h))
+        .collect()
+}
+
+/// Waits until the pools of `w`x`h` have `holders` quota handles in all (a replaced version's
+/// is given back once it is dropped, on the edit thread).
+fn wait_holders(pools: &framepipe_runtime::SharedPools, w: u32, h: u32, holders: usize) {
+    let t0 = std::time::Instant::now();
+    while edit_shape(pools, w, h)
+        .iter()
+        .map(|s| s.holders)
+        .sum::<usize>()
+        != holders
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the replaced version's quota was not given back: {:?}",
+            pools.stats()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn issue_11_a_live_edit_in_a_host_takes_its_frames_from_the_shared_pools() {
+    use framepipe_control::{command_queue, Command, GraphEdit, Outcome};
+    use framepipe_runtime::{Graph, Node, NodeKind, OnEnd};
+    const FPS: u32 = 100;
+    const FRAMES: u64 = 300;
+    let (w, h) = (EDIT_W, EDIT_H);
+    let r = Arc::new(registry());
+    let node = |r: &framepipe_core::Registry,
+                name: &str,
+                element: &str,
+                given: &[(&str, &str)],
+                input: usize,
+                keep: bool| {
+        let mut n = Node::new(
+            name,
+            NodeKind::Effect(effect(r, element, given)),
+            vec![input],
+        );
+        n.keep = keep;
+        n
+    };
+    let running = |name: &str, sink: bool, inputs: Vec<usize>| {
+        Node::new(name, NodeKind::Running { sink }, inputs)
+    };
+    let paced = Options {
+        threads: THREADS,
+        pace: Some(Rational::new(FPS, 1)),
+        ..Options::default()
+    };
+    // The edited show: testsrc ! invert name=a ! out.
+    let out = PoolOf::default();
+    let mut edited = Graph::new(vec![
+        Node::new(
+            "src",
+            NodeKind::Source {
+                source: testsrc(&r, w, h, FRAMES, FPS),
+                on_end: OnEnd::Stop,
+            },
+            vec![],
+        ),
+        node(&r, "a", "invert", &[], 0, false),
+        Node::new(
+            "out",
+            NodeKind::Sink {
+                sink: Box::new(out.clone()),
+                master: true,
+            },
+            vec![1],
+        ),
+    ])
+    .unwrap()
+    .prepare(paced)
+    .unwrap();
+    // Edit 1 (`add stamp after a`): the same frame size. Edit 2 (`replace`): a 48x36 stage.
+    let (r1, r2) = (Arc::clone(&r), Arc::clone(&r));
+    let builds: Vec<Build> = vec![
+        Box::new(move || {
+            Graph::new(vec![
+                running("src", false, vec![]),
+                node(&r1, "a", "invert", &[], 0, true),
+                node(&r1, "b", "stamp", &[], 1, false),
+                running("out", true, vec![2]),
+            ])
+            .map_err(|e| e.to_string())
+        }),
+        Box::new(move || {
+            let (hw, hh) = ((w / 2).to_string(), (h / 2).to_string());
+            let (fw, fh) = (w.to_string(), h.to_string());
+            Graph::new(vec![
+                running("src", false, vec![]),
+                node(
+                    &r2,
+                    "down",
+                    "scale",
+                    &[("width", &hw), ("height", &hh)],
+                    0,
+                    false,
+                ),
+                node(
+                    &r2,
+                    "up",
+                    "scale",
+                    &[("width", &fw), ("height", &fh)],
+                    1,
+                    false,
+                ),
+                running("out", true, vec![2]),
+            ])
+            .map_err(|e| e.to_string())
+        }),
+    ];
+    let (tx, rx) = command_queue(16);
+    let replies = tx.replies();
+    edited.set_commands(rx);
+    edited.set_editor(Box::new(Script(builds.into())));
+    // Another show of the same size shares the pool.
+    let other = Pipeline::new(
+        ("testsrc".into(), testsrc(&r, w, h, FRAMES, FPS)),
+        vec![],
+        ("marks".into(), Box::new(PoolOf::default())),
+    )
+    .prepare(paced)
+    .unwrap();
+    let mut host = Host::new(THREADS);
+    host.add("edited", edited).unwrap();
+    host.add("other", other).unwrap();
+    let pools = host.pools();
+    let quota0 = edit_shape(&pools, w, h)[0].quota;
+
+    let watch = out.clone();
+    let stats = pools.clone();
+    let poster = std::thread::spawn(move || {
+        let t0 = std::time::Instant::now();
+        let frames_seen = || watch.seen.lock().unwrap().len();
+        let wait_frames = |at: usize| {
+            while frames_seen() < at {
+                assert!(t0.elapsed() < Duration::from_secs(20), "the show stalled");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        let edit = || {
+            tx.post(Command::Edit(GraphEdit::Remove { node: "x".into() }))
+                .unwrap();
+            loop {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(20),
+                    "no answer to the edit"
+                );
+                if let Some(r) = replies.take() {
+                    match r.outcome {
+                        Outcome::Applied { frame } => return frame,
+                        other => panic!("the edit was not applied: {other:?}"),
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        wait_frames(40);
+        let before = (
+            EDIT_FRAMES_MADE.load(std::sync::atomic::Ordering::SeqCst),
+            edit_shape(&stats, w, h)[0].allocated,
+        );
+        let f1 = edit();
+        wait_holders(&stats, w, h, 2);
+        let after = (
+            EDIT_FRAMES_MADE.load(std::sync::atomic::Ordering::SeqCst),
+            edit_shape(&stats, w, h)[0].allocated,
+        );
+        let after_1 = edit_shape(&stats, w, h);
+        wait_frames(120);
+        let f2 = edit();
+        wait_holders(&stats, w, h, 2);
+        wait_holders(&stats, w / 2, h / 2, 1);
+        (f1, f2, before, after, after_1, stats.stats())
+    });
+    let results = bounded(Duration::from_secs(40), move || host.run(|_| {}));
+    for r in &results {
+        assert_eq!(ok_frames(r), FRAMES, "{}", r.name);
+    }
+    let (f1, f2, before, after, after_1, during_2) = poster.join().expect("the edits");
+    let seen = out.seen.lock().unwrap().clone();
+    assert_eq!(seen.len() as u64, FRAMES);
+    // Every frame the edited show released, before and after both edits, came from the one
+    // shared pool of its size, through a quota handle.
+    for &(seq, quota, same) in &seen {
+        assert!(
+            quota.is_some() && same,
+            "frame {seq}: not from the shared pool"
+        );
+    }
+    let quota_of = |from: u64, to: u64| {
+        let q: Vec<usize> = seen
+            .iter()
+            .filter(|(s, _, _)| (from..to).contains(s))
+            .filter_map(|(_, q, _)| *q)
+            .collect();
+        assert!(q.windows(2).all(|p| p[0] == p[1]), "{q:?}");
+        q[0]
+    };
+    let (q_v0, q_v1) = (quota_of(0, f1), quota_of(f1, f2));
+    eprintln!(
+        "edits at frames {f1} and {f2}; quotas {q_v0} then {q_v1}; frames of {w}x{h} made \
+         during edit 1: {} in the process, {} in the shared pool; after edit 1: {after_1:?}; \
+         after edit 2: {during_2:?}",
+        after.0 - before.0,
+        after.1 - before.1
+    );
+    // Edit 1 kept the frame size: its version got a quota handle on the same pool, and made no
+    // frame of that size outside it (the show's own pools of the new version were not made).
+    assert_eq!(after_1.len(), 1, "one pool of {w}x{h}: {after_1:?}");
+    let s = &after_1[0];
+    assert_eq!((s.shows, s.holders), (2, 2), "{s:?}");
+    assert_eq!(
+        after.0 - before.0,
+        after.1 - before.1,
+        "frames of {w}x{h} made during the edit outside the shared pool: {s:?}"
+    );
+    // The replaced version's quota was given back: the quotas in force are the other show's
+    // and the new version's.
+    assert_eq!(s.quota, quota0 - q_v0 + q_v1, "{s:?}");
+    // Edit 2 added a 48x36 stage: a shared pool of that shape, made and filled on the edit
+    // thread (no worker's acquire made a frame of it), the show's frames still of its size.
+    let half: Vec<_> = during_2
+        .iter()
+        .filter(|p| (p.width, p.height) == (w / 2, h / 2))
+        .collect();
+    assert_eq!(half.len(), 1, "{during_2:?}");
+    assert_eq!((half[0].shows, half[0].holders), (1, 1), "{half:?}");
+    let half = edit_shape(&pools, w / 2, h / 2);
+    assert!(half[0].peak >= 1 && half[0].allocated >= 1, "{half:?}");
+    assert_eq!(half[0].grown_on_acquire, 0, "{half:?}");
+    assert_eq!(edit_shape(&pools, w, h).len(), 1, "{:?}", pools.stats());
+}
