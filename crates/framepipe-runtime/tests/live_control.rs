@@ -252,33 +252,74 @@ fn two_stages_on_one_oscillator_agree_on_every_frame() {
     assert_eq!(released.lock().unwrap().len(), 90);
 }
 
+/// Posts commands from inside the sink's `consume` of one frame (on the output thread, so that
+/// they are all waiting when it next reads its queue), then records like [`Record`].
+struct PostAt {
+    record: Record,
+    at: u64,
+    tx: Option<framepipe_control::CommandSender>,
+    commands: Vec<&'static str>,
+}
+
+impl Sink for PostAt {
+    fn start(&mut self, info: VideoInfo) -> Result<()> {
+        self.record.start(info)
+    }
+    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        if ctx.seq == self.at {
+            let tx = self.tx.take().expect("posts once");
+            for c in &self.commands {
+                tx.post(Command::parse(c).unwrap()).unwrap();
+            }
+        }
+        self.record.consume(ctx, frame)
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.record.finish()
+    }
+}
+
+/// Two commands read at one boundary apply from the same frame, though their stages are at
+/// different frames (a parallel one ahead of a serial one). They are posted while the output
+/// thread is inside the sink (frame 40), so both wait for its next read. (Posted from another
+/// thread, the first one's post now wakes the output thread, which may read it alone.)
 #[test]
 fn a_set_command_lands_on_one_frame_boundary() {
     let a = Seen::default();
     let b = Seen::default();
     let (tx, rx) = command_queue(16);
-    let setup = Setup {
-        frames: 120,
-        rate: 25,
-        options: Options {
-            threads: 2,
-            ..Options::default()
-        },
-        stages: vec![
+    let released = Released::default();
+    let p = Pipeline::new(
+        (
+            "counter".into(),
+            Box::new(Counter {
+                frames: 120,
+                rate: 25,
+            }),
+        ),
+        vec![
             ("a".into(), probe_stage(&a, None, vec![], Mode::Parallel)),
             ("b".into(), probe_stage(&b, None, vec![], Mode::Serial)),
         ],
-    };
-    let poster = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(30));
-        tx.post(Command::parse("set a.value 0.25").unwrap())
-            .unwrap();
-        tx.post(Command::parse("set 2.value 0.75").unwrap())
-            .unwrap();
-    });
-    let (r, _) = run(setup, Some(rx), None);
-    poster.join().unwrap();
-    r.unwrap();
+        (
+            "record".into(),
+            Box::new(PostAt {
+                record: Record(released.clone()),
+                at: 40,
+                tx: Some(tx),
+                commands: vec!["set a.value 0.25", "set 2.value 0.75"],
+            }),
+        ),
+    );
+    let mut prepared = p
+        .prepare(Options {
+            threads: 2,
+            ..Options::default()
+        })
+        .unwrap();
+    prepared.set_commands(rx);
+    prepared.run().unwrap();
+    assert_eq!(released.lock().unwrap().len(), 120);
     let va = by_seq(&a);
     let vb = by_seq(&b);
     let ka = va
@@ -295,7 +336,10 @@ fn a_set_command_lands_on_one_frame_boundary() {
         ka, kb,
         "commands read at one boundary apply from the same frame"
     );
-    assert!(ka > 0 && ka < 120, "took effect mid-run (frame {ka})");
+    assert!(
+        ka > 40 && ka < 120,
+        "took effect after frame 40 (frame {ka})"
+    );
 }
 
 #[test]
