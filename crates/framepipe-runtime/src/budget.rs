@@ -180,7 +180,7 @@ mod tests {
     /// A frame ready with less than half the margin to spare grows it to 1.5 times what the
     /// delay took; a late frame (negative slack) likewise; never beyond half a period.
     #[test]
-    fn a_frame_nearly_late_grows_the_margin_to_twice_its_delay() {
+    fn a_frame_nearly_late_grows_the_margin_to_one_and_a_half_times_its_delay() {
         let mut m = Margin::new(P30);
         m.observe(START_MARGIN_NS as i64 / 2 + 1, P30);
         assert!(m.ns() < START_MARGIN_NS, "room to spare: decays");

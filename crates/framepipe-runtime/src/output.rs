@@ -368,10 +368,9 @@ impl Output {
         self.grid = Some((anchor, phase_ns.max(0)));
     }
 
-    /// How often it looks at commands and stalls while it waits for a frame or is paused
-    /// (2 ms by default; a host's clock thread, which serves many shows, asks for less: a
-    /// paced show's commands are read anyway when its next frame may begin and at every frame
-    /// boundary).
+    /// How often it looks at stalls while it waits for a frame or is paused (50 ms by default,
+    /// as a host's clock thread asks too). Commands are not polled: a post raises the master
+    /// port's signal (the command queue's waker).
     pub(crate) fn set_poll(&mut self, every: Duration) {
         self.poll_ns = every.as_nanos() as i64;
     }
@@ -410,7 +409,13 @@ impl Output {
             return self.release(shared, sink, due);
         }
 
-        // 1. Commands, once per frame boundary (and while waiting for a frame).
+        // 1. Commands, once per frame boundary (and while waiting for a frame). The master's
+        //    signal is cleared first: in a host a raise queues the show for the clock thread
+        //    only while it is clear, and a paused show never gets to `take` (which clears it
+        //    too), so a `resume` posted after any other raise would wait for the next poll.
+        if self.port == 0 {
+            shared.port_signals[0].take();
+        }
         if self.read_commands(shared) {
             // At once, even while waiting for a frame that does not come (a blocked source, a
             // pause): every frame the sink got was whole; no new frame is started; the frames
@@ -971,8 +976,8 @@ struct Driven<'a> {
 
 /// When the standby should look whether the output thread came back (see `standby.rs`): the
 /// next time a frame must be released (the frame held for its deadline, or the clock's next
-/// deadline) or may begin, whichever is sooner. Not the output thread's other wake-ups (its
-/// polls while a frame is on its way, every few ms): the standby would wake for each, and
+/// deadline) or may begin, whichever is sooner. Not the output thread's other wake-ups (a
+/// frame ready, a command posted, its 50 ms stall poll): the standby would wake for each, and
 /// a wake-up costs it tens of µs of CPU on a VM.
 fn watch_time(out: &mut Output, next: &Next, now: i64) -> Option<i64> {
     if matches!(next, Next::Done) {
@@ -1295,7 +1300,25 @@ fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64) {
 
 #[cfg(test)]
 mod tests {
-    use super::{on_grid, LateLog};
+    use super::{latency_budget, on_grid, LateLog, LatencyWindow};
+    use crate::budget::Margin;
+
+    /// The default budget is the slowest recent frame's latency, a quarter, and the adaptive
+    /// margin as it is now (grown by a late frame); `--latency` replaces all of it.
+    #[test]
+    fn the_default_budget_carries_the_adaptive_margin() {
+        const MS: u64 = 1_000_000;
+        let mut window = LatencyWindow { ns: [0; 32], n: 0 };
+        let mut margin = Margin::new(33_333_333);
+        assert_eq!(latency_budget(0, &window, &margin), None, "no latency yet");
+        window.push(4 * MS as i64);
+        assert_eq!(latency_budget(0, &window, &margin), Some(5 * MS + 2 * MS));
+        // A frame 6 ms late: the margin grows to 1.5 x (2 + 6) ms, and the budget with it.
+        margin.observe(-6 * MS as i64, 33_333_333);
+        assert_eq!(margin.ns(), 12 * MS);
+        assert_eq!(latency_budget(0, &window, &margin), Some(5 * MS + 12 * MS));
+        assert_eq!(latency_budget(9 * MS, &window, &margin), Some(9 * MS));
+    }
 
     /// The log keeps the latest late frames, oldest first, once it has wrapped too.
     #[test]
