@@ -44,6 +44,18 @@ fn reference(dir: &std::path::Path, name: &str, chain: &str, frames: usize) -> V
     std::fs::read(path).unwrap()
 }
 
+/// Every frame of `out` is the frame of the same number in `inside` within `span` (an edit's
+/// frames: from the add's to the remove's) and in `outside` elsewhere.
+fn assert_span(out: &[u8], span: std::ops::Range<usize>, inside: &[u8], outside: &[u8]) {
+    for k in 0..out.len() / FRAME {
+        let want = if span.contains(&k) { inside } else { outside };
+        assert!(
+            out[k * FRAME..(k + 1) * FRAME] == want[k * FRAME..(k + 1) * FRAME],
+            "frame {k} (edit span {span:?}) is not the expected one"
+        );
+    }
+}
+
 #[test]
 fn issue_9_edits_on_stdin_show_from_the_frame_their_reply_names() {
     let dir = tmpdir("live-edits");
@@ -85,17 +97,7 @@ fn issue_9_edits_on_stdin_show_from_the_frame_their_reply_names() {
     // edit's span and twice (as the source) inside it.
     let plain = reference(&dir, "plain.rgba", "", frames);
     let inverted = reference(&dir, "inverted.rgba", "! invert", frames);
-    for k in 0..frames {
-        let want = if (added..removed).contains(&k) {
-            &plain
-        } else {
-            &inverted
-        };
-        assert!(
-            out[k * FRAME..(k + 1) * FRAME] == want[k * FRAME..(k + 1) * FRAME],
-            "frame {k} (add at {added}, remove at {removed}) is not the expected one"
-        );
-    }
+    assert_span(&out, added..removed, &plain, &inverted);
     // The frames differ from one to the next, so that order is checked too.
     assert_ne!(plain[..FRAME], plain[FRAME..2 * FRAME]);
 }
@@ -833,17 +835,7 @@ fn issue_9_an_edit_waits_for_the_version_an_earlier_edit_replaced_to_be_freed() 
     );
     let plain = reference(&dir, "plain.rgba", "! stamp", frames);
     let inverted = reference(&dir, "inverted.rgba", "! stamp ! invert", frames);
-    for k in 0..frames {
-        let want = if (added..removed).contains(&k) {
-            &inverted
-        } else {
-            &plain
-        };
-        assert!(
-            out[k * FRAME..(k + 1) * FRAME] == want[k * FRAME..(k + 1) * FRAME],
-            "frame {k} (add at {added}, remove at {removed}) is not the expected one"
-        );
-    }
+    assert_span(&out, added..removed, &inverted, &plain);
     let memory = stats_memory(&dir.join("stats.json"));
     let held_max = memory["held_max"].as_u64().unwrap();
     assert!(

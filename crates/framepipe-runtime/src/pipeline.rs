@@ -843,6 +843,24 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
     })
 }
 
+/// Plans `graph` as the next version of `ver` (its sources' and sinks' shapes as they run).
+fn plan_against(
+    graph: Graph,
+    ver: &Version,
+    rate: framepipe_core::Rational,
+) -> Result<(RunningVersion<'_>, Plan)> {
+    let running = RunningVersion {
+        ver,
+        ports: &ver.ports,
+    };
+    let info = |name: &str| running.index_of(name).map(|o| ver.infos[o]);
+    let plan = Plan::build(
+        graph,
+        Some(&crate::plan::RunningGraph { rate, info: &info }),
+    )?;
+    Ok((running, plan))
+}
+
 /// Builds a live edit's next version of the running graph (on the edit thread, never on a
 /// worker or an output thread): negotiation against the running sources' and sinks' shapes,
 /// new pools, instances of the new nodes, and the scheduler state, ready to be switched in.
@@ -853,18 +871,7 @@ pub(crate) fn prepare_edit(
     admit: Admit,
 ) -> Result<Box<crate::state::Pending>> {
     let ver = Arc::clone(&shared.lock().ver);
-    let running = RunningVersion {
-        ver: &ver,
-        ports: &ver.ports,
-    };
-    let info = |name: &str| running.index_of(name).map(|o| ver.infos[o]);
-    let plan = Plan::build(
-        graph,
-        Some(&crate::plan::RunningGraph {
-            rate: shared.rate,
-            info: &info,
-        }),
-    )?;
+    let (running, plan) = plan_against(graph, &ver, shared.rate)?;
     let built = build_version(
         plan,
         &VersionCtx {
@@ -943,18 +950,7 @@ pub(crate) fn need_after(
     options: Options,
 ) -> Result<Need> {
     let ver = &p.state.ver;
-    let running = RunningVersion {
-        ver,
-        ports: &ver.ports,
-    };
-    let info = |name: &str| running.index_of(name).map(|o| ver.infos[o]);
-    let plan = Plan::build(
-        graph,
-        Some(&crate::plan::RunningGraph {
-            rate: shared.rate,
-            info: &info,
-        }),
-    )?;
+    let (running, plan) = plan_against(graph, ver, shared.rate)?;
     Ok(need_of(
         &plan,
         &VersionCtx {
