@@ -46,6 +46,13 @@ fn reference(dir: &std::path::Path, name: &str, chain: &str, frames: usize) -> V
 
 /// Every frame of `out` is the frame of the same number in `inside` within `span` (an edit's
 /// frames: from the add's to the remove's) and in `outside` elsewhere.
+/// The line of the run's stderr `err` that says `command` was refused; else fails with `what`.
+fn refusal_of<'a>(err: &'a str, command: &str, what: &str) -> &'a str {
+    err.lines()
+        .find(|l| l.contains(&format!("refused '{command}'")))
+        .unwrap_or_else(|| panic!("{what}: {err}"))
+}
+
 fn assert_span(out: &[u8], span: std::ops::Range<usize>, inside: &[u8], outside: &[u8]) {
     for k in 0..out.len() / FRAME {
         let want = if span.contains(&k) { inside } else { outside };
@@ -609,10 +616,7 @@ fn issue_9_a_crossfade_over_max_memory_is_refused_and_a_cut_that_fits_is_applied
     show.wait_for(&format!("'{cut}'"));
     std::thread::sleep(Duration::from_millis(300));
     let err = show.stop();
-    let refusal = err
-        .lines()
-        .find(|l| l.contains(&format!("refused '{fade}'")))
-        .unwrap_or_else(|| panic!("the crossfade was not refused: {err}"));
+    let refusal = refusal_of(&err, fade, "the crossfade was not refused");
     for part in [
         "the running graph (",
         "the crossfade's graph",
@@ -663,10 +667,11 @@ fn issue_9_a_crossfade_over_max_memory_is_refused_and_a_cut_that_fits_is_applied
     show.wait_for(&format!("'{fade}'"));
     std::thread::sleep(Duration::from_millis(300));
     let err = show.stop();
-    let refusal = err
-        .lines()
-        .find(|l| l.contains(&format!("refused '{fade}'")))
-        .unwrap_or_else(|| panic!("the crossfade was not refused under {limit}: {err}"));
+    let refusal = refusal_of(
+        &err,
+        fade,
+        &format!("the crossfade was not refused under {limit}"),
+    );
     assert!(
         refusal.contains("held at once as the fade begins"),
         "{refusal}"
@@ -705,10 +710,7 @@ fn issue_9_an_add_whose_version_would_not_fit_beside_the_running_one_is_refused(
     show.wait_for(&format!("'{add}'"));
     std::thread::sleep(Duration::from_millis(300));
     let err = show.stop();
-    let refusal = err
-        .lines()
-        .find(|l| l.contains(&format!("refused '{add}'")))
-        .unwrap_or_else(|| panic!("the add was not refused: {err}"));
+    let refusal = refusal_of(&err, add, "the add was not refused");
     for part in [
         "the running graph (",
         "the new one (",
@@ -759,10 +761,11 @@ fn issue_9_a_crossfade_holds_two_versions_at_once_never_three() {
     show.send(fade);
     show.wait_for(&format!("'{fade}'"));
     let err = show.stop();
-    let refusal = err
-        .lines()
-        .find(|l| l.contains(&format!("refused '{fade}'")))
-        .unwrap_or_else(|| panic!("the crossfade was not refused under {small}: {err}"));
+    let refusal = refusal_of(
+        &err,
+        fade,
+        &format!("the crossfade was not refused under {small}"),
+    );
     let limit = bytes_after(refusal, " would take ");
     let _ = std::fs::remove_file(dir.join("out.rgba"));
     let mut show = Show::start_with(

@@ -172,6 +172,33 @@ fn run(
     (seen.values, replies, seen.settled)
 }
 
+/// A thread that posts `remove a` once `outs()` (frames out so far) reaches 2, and returns
+/// its answer.
+fn remove_a_after_two_outputs(
+    tx: framepipe_control::CommandSender,
+    replies: framepipe_control::Replies,
+    outs: impl Fn() -> usize + Send + 'static,
+) -> std::thread::JoinHandle<Outcome> {
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while outs() < 2 {
+            assert!(t0.elapsed() < Duration::from_secs(30), "the run stalled");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let t = tx
+            .post(Command::Edit(GraphEdit::Remove { node: "a".into() }))
+            .unwrap();
+        loop {
+            assert!(t0.elapsed() < Duration::from_secs(30), "no answer");
+            if let Some(r) = replies.take() {
+                assert_eq!(r.ticket, t);
+                break r.outcome;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    })
+}
+
 fn frame_of(o: &Outcome) -> usize {
     match o {
         Outcome::Applied { frame } => *frame as usize,
@@ -1588,27 +1615,9 @@ fn issue_9_an_edits_first_frame_begins_before_the_last_old_frame_is_released() {
             settle_delay: Duration::ZERO,
         }));
         let watch = Arc::clone(&log);
-        let poster = std::thread::spawn(move || {
-            let t0 = Instant::now();
-            let outs = || {
-                let log = watch.lock().unwrap();
-                log.iter().filter(|e| matches!(e, Seen2::Out(..))).count()
-            };
-            while outs() < 2 {
-                assert!(t0.elapsed() < Duration::from_secs(30), "the run stalled");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            let t = tx
-                .post(Command::Edit(GraphEdit::Remove { node: "a".into() }))
-                .unwrap();
-            loop {
-                assert!(t0.elapsed() < Duration::from_secs(30), "no answer");
-                if let Some(r) = replies.take() {
-                    assert_eq!(r.ticket, t);
-                    break r.outcome;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
+        let poster = remove_a_after_two_outputs(tx, replies, move || {
+            let log = watch.lock().unwrap();
+            log.iter().filter(|e| matches!(e, Seen2::Out(..))).count()
         });
         prepared.run().unwrap();
         let n = frame_of(&poster.join().unwrap()) as u64;
@@ -1877,27 +1886,9 @@ fn issue_9_an_edits_first_frame_begins_while_the_old_frames_are_still_made() {
             settle_delay: Duration::ZERO,
         }));
         let watch = Arc::clone(&log);
-        let poster = std::thread::spawn(move || {
-            let t0 = Instant::now();
-            let outs = || {
-                let log = watch.lock().unwrap();
-                log.iter().filter(|e| matches!(e, Seen3::Out(..))).count()
-            };
-            while outs() < 2 {
-                assert!(t0.elapsed() < Duration::from_secs(30), "the run stalled");
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            let t = tx
-                .post(Command::Edit(GraphEdit::Remove { node: "a".into() }))
-                .unwrap();
-            loop {
-                assert!(t0.elapsed() < Duration::from_secs(30), "no answer");
-                if let Some(r) = replies.take() {
-                    assert_eq!(r.ticket, t);
-                    break r.outcome;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
+        let poster = remove_a_after_two_outputs(tx, replies, move || {
+            let log = watch.lock().unwrap();
+            log.iter().filter(|e| matches!(e, Seen3::Out(..))).count()
         });
         prepared.run().unwrap();
         let n = frame_of(&poster.join().unwrap()) as u64;
