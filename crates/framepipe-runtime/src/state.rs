@@ -330,6 +330,9 @@ pub(crate) struct State {
     pub(crate) io_ready: VecDeque<(usize, usize)>,
     /// IO threads running a job (counted in `running` too).
     pub(crate) io_busy: usize,
+    /// IO threads waiting for a job, bit K for IO thread K: a queued job wakes one of them
+    /// (the others would only find it taken).
+    pub(crate) io_idle: u8,
     /// Per leaky branch: holds a frame; the inputs its first node took.
     pub(crate) branch_busy: Vec<bool>,
     pub(crate) branch_inputs: Vec<Inputs>,
@@ -496,13 +499,14 @@ pub(crate) struct Wake {
     work_all: bool,
     slices: bool,
     ports: bool,
-    io: bool,
+    /// The IO threads to wake, bit K for IO thread K (all: the end).
+    io: u8,
 }
 
 impl Wake {
     /// Whether any wake-up is pending.
     fn any(self) -> bool {
-        self.work_one || self.work_all || self.slices || self.ports || self.io
+        self.work_one || self.work_all || self.slices || self.ports || self.io != 0
     }
 }
 
@@ -684,7 +688,7 @@ impl State {
         self.abort = true;
         self.wake.work_all = true;
         self.wake.ports = true;
-        self.wake.io = true;
+        self.wake.io = u8::MAX;
     }
 
     /// Ends the run early without an error (a `stop` command): no new frames; frames in flight
@@ -696,7 +700,7 @@ impl State {
         // Idle workers leave (see `worker_loop`); output threads see the end.
         self.wake.work_all = true;
         self.wake.ports = true;
-        self.wake.io = true;
+        self.wake.io = u8::MAX;
     }
 
     /// The next job for an idle worker: slices of a frame being worked on first (they hold a
@@ -886,7 +890,10 @@ impl State {
                     self.steps.push_back(Step::Finished(node, slot, None));
                 } else if t.blocks && self.io {
                     self.io_ready.push_back((node, slot));
-                    self.wake.io = true;
+                    // One idle IO thread (none idle: a busy one takes it after its job).
+                    let one = self.io_idle & self.io_idle.wrapping_neg();
+                    self.io_idle &= !one;
+                    self.wake.io |= one;
                 } else {
                     self.ready.push_back((node, slot));
                 }
@@ -1217,7 +1224,7 @@ impl State {
         if self.finished() {
             self.wake.work_all = true;
             self.wake.ports = true;
-            self.wake.io = true;
+            self.wake.io = u8::MAX;
         } else if self.workers_idle() && self.has_work() {
             // Several independent jobs (branches of one frame): wake every idle worker.
             if self.ready.len() + self.old_ready() + usize::from(self.begin_runnable()) > 1 {
@@ -1635,8 +1642,8 @@ impl Shared {
         if w.slices {
             self.slice_done.notify_all();
         }
-        if w.io {
-            for s in &self.io_signals {
+        for (k, s) in self.io_signals.iter().enumerate() {
+            if w.io & (1 << k) != 0 {
                 s.raise();
             }
         }
@@ -1733,6 +1740,7 @@ pub(crate) fn new_state(
         ready: VecDeque::with_capacity(n * (topo.cap + nb) + 1),
         io: false,
         io_busy: 0,
+        io_idle: 0,
         io_ready: VecDeque::with_capacity(topo.sources.len() * topo.cap + 1),
         branch_busy: vec![false; nb],
         branch_inputs: (0..nb).map(|_| Inputs::new()).collect(),

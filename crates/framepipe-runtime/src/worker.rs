@@ -244,6 +244,7 @@ impl Shared {
             loop {
                 let mut st = self.lock();
                 if let Some(job) = st.next_io_job() {
+                    st.io_idle &= !(1 << k);
                     let ver = Arc::clone(st.job_ver(&job));
                     drop(st);
                     let done = self.run_job(&ver, job, io);
@@ -255,9 +256,10 @@ impl Shared {
                 if st.finished() || st.abort {
                     return;
                 }
+                // Woken (its bit taken) when a job is queued for it; every IO thread at the
+                // end and on abort. The timeout only bounds what a lost wake-up could cost.
+                st.io_idle |= 1 << k;
                 drop(st);
-                // Raised when a job is queued, at the end and on abort; the timeout only
-                // bounds what a lost wake-up could cost.
                 self.io_signals[k].wait(IO_POLL);
             }
         }));
