@@ -176,9 +176,14 @@ pub(crate) fn spawn(
                         empty,
                     ) => {
                         let wait = fade_poll(&shared, options, *end);
-                        Some(if empty { wait } else { wait.min(BURY_POLL) })
+                        Some(if empty {
+                            wait
+                        } else {
+                            wait.min(bury_poll(&graveyard))
+                        })
                     }
-                    (Fading::Waiting { .. }, _) | (_, false) => Some(BURY_POLL),
+                    (Fading::Waiting { .. }, _) => Some(BURY_POLL),
+                    (_, false) => Some(bury_poll(&graveyard)),
                     (_, true) => None,
                 };
                 let msg = if let Some(poll) = poll {
@@ -354,7 +359,7 @@ fn try_edit(
             start_fade(&mut p, fade, fade.frames(shared.rate))?;
             after = after_fade_fits(&*editor, &p, shared, options)?;
         }
-        fill_edit_pools(&p);
+        fill_edit_pools(&mut p, shared, options);
         Ok((p, fade, after))
     });
     let memory = &shared.counters.memory;
@@ -440,8 +445,8 @@ fn build_after_fade(
 ) -> Fading {
     let next = guarded(|| {
         let g = editor.after_fade()?;
-        let p = prepare_edit(g, shared, options, Admit::FadeEnd).map_err(one_line)?;
-        fill_edit_pools(&p);
+        let mut p = prepare_edit(g, shared, options, Admit::FadeEnd).map_err(one_line)?;
+        fill_edit_pools(&mut p, shared, options);
         Ok(p)
     });
     match next {
@@ -570,20 +575,40 @@ fn start_fade(p: &mut Pending, fade: &Fade, frames: u64) -> std::result::Result<
     Ok(())
 }
 
-/// How often the edit thread looks whether a replaced version can be dropped.
+/// How often the edit thread looks whether a replaced version can be dropped, in its first
+/// [`BURY_MAX`].
 const BURY_POLL: Duration = Duration::from_millis(2);
 
-/// The longest a replaced version is kept waiting for its last frame (a frame it made may be
-/// kept by the new version for a long time: a held source's last frame); after that it is
-/// dropped anyway, and its pool's buffers go when that frame does.
+/// How often it looks after that (a frame of the version kept for long: a held source's last
+/// frame, a paused show): it keeps the version until it can be dropped, cheaply.
+const BURY_POLL_SLOW: Duration = Duration::from_millis(50);
+
+/// How long the edit thread waits for what a parked edit or a crossfade's end wait for (a
+/// version an earlier edit replaced to be freed) before it refuses, or builds and lets the
+/// check say why not; and how long a buried version is looked at every [`BURY_POLL`].
 const BURY_MAX: Duration = Duration::from_secs(2);
 
+/// How long the edit thread may wait before it looks at its buried versions again.
+fn bury_poll(graveyard: &[Buried]) -> Duration {
+    if graveyard.iter().any(|b| b.since.elapsed() <= BURY_MAX) {
+        BURY_POLL
+    } else {
+        BURY_POLL_SLOW
+    }
+}
+
 /// A version a switch replaced. Threads may still hold it for a moment (a worker's or an output
-/// thread's reference, taken before the switch and let go at its next job or frame), and
-/// frames of its pools may live on in the new version (the master's last frame under the
-/// `live` policy, a feedback ring, a source's last frame): whoever let go of the last of them
-/// would free the version, or a pool's buffers, on the frame path. So it is dropped here only
-/// once the edit thread holds the only reference and every frame of its pools is back.
+/// thread's reference, taken before the switch and let go at its next job or frame; a paused
+/// show's output thread until it runs again), and frames of its pools may live on in the new
+/// version (the master's last frame under the `live` policy, a feedback ring, a held source's
+/// last frame): whoever let go of the last of them would free the version, or a pool's
+/// buffers, on the frame path, and in a host give the version's quota on the shared pools back
+/// while its frame is out. So it is kept here, however long that takes, and dropped on this
+/// thread only once it holds the only reference and every frame of its pools is back (its
+/// quota handles hold nothing). The edit thread looks every [`BURY_POLL`], then every
+/// [`BURY_POLL_SLOW`]; it never waits for it at the show's end: a version still buried then is
+/// dropped as the edit thread ends (its frames are the ending show's; in a host its lease keeps
+/// the quota counted until they are back, `pools.rs`).
 struct Buried {
     p: Box<Pending>,
     since: Instant,
@@ -608,9 +633,6 @@ impl Buried {
 
     /// Whether it may be dropped now (then it is dropped by the caller, on this thread).
     fn released(&mut self) -> bool {
-        if self.since.elapsed() > BURY_MAX {
-            return true;
-        }
         let Some(ver) = Arc::get_mut(&mut self.p.state.ver) else {
             return false;
         };

@@ -830,7 +830,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             holds,
             pool_bytes: need.pools,
             instance_bytes: need.all_instances,
-            _pools_held: pools_held,
+            pools_held: Some(pools_held),
             pool_lease: None,
         },
         live,
@@ -885,7 +885,7 @@ pub(crate) fn prepare_edit(
         },
     )?;
     let Built {
-        ver: mut next,
+        ver: next,
         live,
         node_states,
         sinks: _,
@@ -894,16 +894,9 @@ pub(crate) fn prepare_edit(
         moves,
         pool_plans,
     } = built;
-    // In a host: quota handles on the host's pools instead (a new shape's pool made here).
-    crate::pools::share_edit(
-        &mut next,
-        &pool_plans,
-        &ver,
-        pace_of(shared, options, ver.topo.cap),
-    );
     // A source that blocks runs on an IO thread, one per such source: started now if the
-    // show had fewer. (The new pools are filled by the edit thread once the edit's memory
-    // checks pass: `fill_edit_pools`.)
+    // show had fewer. (The new pools are filled, or in a host replaced by quota handles on the
+    // host's, by the edit thread once every check of the edit has passed: `fill_edit_pools`.)
     let blocking = next.topo.nodes.iter().filter(|t| t.blocks).count();
     if blocking > 0 {
         shared
@@ -922,16 +915,29 @@ pub(crate) fn prepare_edit(
         moved,
         posted: None,
         graph_view: Some(graph_view),
+        edit_pools: pool_plans,
         frame: 0,
         armed_ns: 0,
         switched_ns: 0,
     }))
 }
 
-/// Makes a live edit's new pools' buffers (allocated, every page touched), on the edit thread:
-/// left lazy, they would be made by the workers running the first frames after the switch. (A
-/// host's shared pools, quota handles, are filled by `share_edit` and the host's filler.)
-pub(crate) fn fill_edit_pools(p: &crate::state::Pending) {
+/// Readies a live edit's new pools on the edit thread, once every check of the edit has passed
+/// (its memory checks, a crossfade's): nothing is made for an edit that is refused. In a host,
+/// they are replaced by quota handles on the host's pools (a new shape's pool made and filled
+/// here: `share_edit`; the host's filler does the rest); alone, or for a pool the host has
+/// none for, their buffers are made (allocated, every page touched): left lazy, they would be
+/// made by the workers running the first frames after the switch.
+pub(crate) fn fill_edit_pools(p: &mut crate::state::Pending, shared: &Shared, options: Options) {
+    let own = std::mem::take(&mut p.edit_pools);
+    let running = Arc::clone(&shared.lock().ver);
+    // Only the edit thread holds the new version before it is sent (`new_state` kept one
+    // reference); were it otherwise, it keeps its own pools.
+    if let Some(next) = Arc::get_mut(&mut p.state.ver) {
+        let pace = pace_of(shared, options, running.topo.cap);
+        crate::pools::share_edit(next, &own, &running, pace);
+    }
+    drop(running);
     let pools = &p.state.ver.pools;
     for (i, pool) in pools.iter().enumerate() {
         if pool.quota().is_none() && !pools[..i].iter().any(|q| q.same_pool(pool)) {
@@ -1242,6 +1248,9 @@ impl Prepared {
                 let pools: Vec<FramePool> = keep.iter().map(|(p, _)| p.clone()).collect();
                 let handles = lease.pools().clone().bind(&lease, &pools, self.threads);
                 crate::pools::rebind(&mut ver.pools, &mut ver.first_frames, &pools, &handles);
+                if let Some(held) = ver.pools_held.take() {
+                    lease.count(held);
+                }
                 ver.pool_lease = Some(lease);
                 // What the show still fills of its own: the pools it kept.
                 keep.retain(|(p, _)| ver.pools.iter().any(|q| q.same_handle(p)));

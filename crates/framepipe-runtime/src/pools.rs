@@ -643,8 +643,8 @@ struct Shape {
     /// `grown_on_acquire` at the filler's last look.
     grown_seen: usize,
     pool: Option<FramePool>,
-    /// A pool of this shape that had no member left and a newer pool of its shape: dropped
-    /// (its frames freed as they come back); its last figures.
+    /// The pool was dropped (no version held a quota handle on it any more and every frame of
+    /// it was back: see [`Registry::sweep`]); its last figures.
     retired: Option<(usize, usize, usize)>,
 }
 
@@ -687,6 +687,12 @@ impl Shape {
 struct Member {
     id: u64,
     quota: usize,
+    /// A clone of the version's quota handle (`None` while enrolled: the pool is not made
+    /// yet): what it holds is read before its quota is given back.
+    handle: Option<FramePool>,
+    /// Its lease's life: once the lease is dropped, the member leaves at the registry's next
+    /// sweep after every frame of its handle is back.
+    life: Arc<LeaseLife>,
     /// Frames of this pool the show holds between frames (`PoolPlan::idle`).
     idle: usize,
     /// Frames of this pool each frame begun ahead holds (`PoolPlan::ahead`).
@@ -733,7 +739,13 @@ pub(crate) struct Pace {
 }
 
 /// A version's place in a host's [`SharedPools`]: its members (one per pool it uses), counted
-/// until it is dropped (the quotas and the filler's target are given back then).
+/// until it is dropped and every frame taken through its handles is back (then the quotas, the
+/// filler's target and the memory its version counted are given back, at the registry's next
+/// sweep: [`Registry::sweep`]).
+///
+/// Dropping it takes no lock and frees nothing (one atomic store): whoever drops the version
+/// last, even a worker or an output thread, does not touch the registry, and a frame of the
+/// version still out keeps its quota counted (a show within its quota always gets a frame).
 #[derive(Debug)]
 pub(crate) struct PoolLease {
     reg: SharedPools,
@@ -741,6 +753,15 @@ pub(crate) struct PoolLease {
     show: u64,
     /// (shape, member id) per pool of the version, in its order.
     ids: Vec<(usize, u64)>,
+    life: Arc<LeaseLife>,
+}
+
+/// What a [`PoolLease`]'s members share with it: whether it was dropped, and the memory its
+/// version counted for its pools ([`Held`]), kept counted until its last member leaves.
+#[derive(Debug, Default)]
+struct LeaseLife {
+    dropped: std::sync::atomic::AtomicBool,
+    held: std::sync::OnceLock<Held>,
 }
 
 impl PoolLease {
@@ -748,40 +769,20 @@ impl PoolLease {
     pub(crate) fn pools(&self) -> &SharedPools {
         &self.reg
     }
+
+    /// Keeps `held` (what the version's pools count in its show's memory book) counted until
+    /// the lease's last member has left, its frames back, rather than until the version is
+    /// dropped.
+    pub(crate) fn count(&self, held: Held) {
+        let _ = self.life.held.set(held);
+    }
 }
 
 impl Drop for PoolLease {
     fn drop(&mut self) {
-        let mut reg = self.reg.lock();
-        for &(s, id) in &self.ids {
-            let Some(shape) = reg.shapes.get_mut(s) else {
-                continue;
-            };
-            if let Some(k) = shape.members.iter().position(|m| m.id == id) {
-                let m = shape.members.swap_remove(k);
-                shape.quota = shape.quota.saturating_sub(m.quota);
-            }
-        }
-        // A pool nobody holds a handle on and that a newer pool of its shape replaces is
-        // dropped (its frames are freed as they come back): edits cannot pile pools up.
-        let n = reg.shapes.len();
-        for s in 0..n {
-            let (key, idle) = {
-                let shape = &reg.shapes[s];
-                (
-                    shape.key(),
-                    shape.members.is_empty() && shape.pool.is_some(),
-                )
-            };
-            let newer = reg.shapes[s + 1..].iter().any(|o| o.key() == key);
-            if idle && newer && reg.open {
-                let shape = &mut reg.shapes[s];
-                if let Some(p) = shape.pool.take() {
-                    let sh = p.sharing();
-                    shape.retired = Some((p.allocated(), sh.peak, sh.grown_on_acquire));
-                }
-            }
-        }
+        self.life
+            .dropped
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 }
 
@@ -798,7 +799,8 @@ pub struct SharedPoolStats {
     /// counts once, whatever its live edits).
     pub shows: usize,
     /// Quota handles on it now: one per running show, two for a show between a live edit's
-    /// switch and the drop of the version it replaced.
+    /// switch and the drop of the version it replaced (once that version is dropped and every
+    /// frame of it is back, at the registry's next sweep: within 20 ms).
     pub holders: usize,
     /// The most frames the quotas in force ever added up to (the shows' own pools' capacity).
     pub capacity: usize,
@@ -814,6 +816,10 @@ pub struct SharedPoolStats {
     pub peak: usize,
     /// Frames made by a show's acquire (no free frame) rather than by the filler.
     pub grown_on_acquire: usize,
+    /// The pool was dropped, its frames freed: no version held a quota handle on it any more
+    /// (an edit changed the frame size, its shows ended) and every frame of it was back. Its
+    /// figures are its last.
+    pub dropped: bool,
 }
 
 impl SharedPools {
@@ -849,6 +855,7 @@ impl SharedPools {
                     in_use,
                     peak,
                     grown_on_acquire: grown,
+                    dropped: s.pool.is_none() && s.retired.is_some(),
                 }
             })
             .collect()
@@ -872,6 +879,7 @@ impl SharedPools {
         let mut ids = Vec::with_capacity(pools.len());
         let show = reg.next_show;
         reg.next_show += 1;
+        let life = Arc::new(LeaseLife::default());
         for (pool, plan) in pools {
             let key = (pool.width(), pool.height(), pool.is_shared());
             let s = match reg.shapes.iter().position(|s| s.key() == key) {
@@ -887,6 +895,8 @@ impl SharedPools {
                 Member {
                     id,
                     quota: pool.capacity(),
+                    handle: None,
+                    life: Arc::clone(&life),
                     idle: plan.idle,
                     ahead: plan.ahead,
                     pace: pace.clone(),
@@ -899,6 +909,7 @@ impl SharedPools {
             reg: self.clone(),
             show,
             ids,
+            life,
         })
     }
 
@@ -915,6 +926,8 @@ impl SharedPools {
         let mut reg = self.lock();
         let mut first = Vec::new();
         if !reg.open {
+            // Shows dropped since they were enrolled are not counted.
+            reg.sweep(&mut Vec::new());
             reg.open = true;
             reg.threads = threads;
             for shape in &mut reg.shapes {
@@ -928,11 +941,16 @@ impl SharedPools {
         let handles = own
             .iter()
             .zip(&lease.ids)
-            .map(|(p, &(s, _))| {
-                reg.shapes[s]
+            .map(|(p, &(s, id))| {
+                let shape = &mut reg.shapes[s];
+                let handle = shape
                     .pool
                     .as_ref()
-                    .map(|pool| pool.with_quota(p.capacity()))
+                    .map(|pool| pool.with_quota(p.capacity()));
+                if let Some(m) = shape.members.iter_mut().find(|m| m.id == id) {
+                    m.handle.clone_from(&handle);
+                }
+                handle
             })
             .collect();
         drop(reg);
@@ -953,10 +971,14 @@ impl SharedPools {
         own: &[(FramePool, PoolPlan)],
         pace: Option<Pace>,
     ) -> (Vec<Option<FramePool>>, PoolLease) {
+        let mut gone = Vec::new();
         let mut reg = self.lock();
+        // Quotas given back and pools dropped since the filler's last look count now.
+        reg.sweep(&mut gone);
         let mut handles = Vec::with_capacity(own.len());
         let mut ids = Vec::with_capacity(own.len());
         let mut fill = Vec::new();
+        let life = Arc::new(LeaseLife::default());
         for (own_pool, plan) in own {
             let key = (own_pool.width(), own_pool.height(), own_pool.is_shared());
             let quota = own_pool.capacity();
@@ -979,9 +1001,16 @@ impl SharedPools {
             };
             let id = reg.next_id;
             reg.next_id += 1;
+            let pool = reg.shapes[s]
+                .pool
+                .clone()
+                .expect("a shape with room has its pool");
+            let handle = pool.with_quota(quota);
             let member = Member {
                 id,
                 quota,
+                handle: Some(handle.clone()),
+                life: Arc::clone(&life),
                 idle: plan.idle,
                 ahead: plan.ahead,
                 pace: pace.clone(),
@@ -989,8 +1018,6 @@ impl SharedPools {
             let ahead_of_need = if new { plan.fill } else { member.holds() };
             let shape = &mut reg.shapes[s];
             shape.join(member, show);
-            let pool = shape.pool.as_ref().expect("a shape with room has its pool");
-            let handle = pool.with_quota(quota);
             let cap = shape.quota;
             fill.push((pool.clone(), ahead_of_need, cap));
             handles.push(Some(handle));
@@ -998,6 +1025,8 @@ impl SharedPools {
         }
         self.keep_filled(&mut reg);
         drop(reg);
+        // Dropped here, on the edit thread, outside the lock (a pool nobody holds any more).
+        drop(gone);
         // Made here, on the edit thread, outside the lock: enough free frames for what the
         // new version holds ahead of need (never more than the quotas in force).
         for (pool, free, cap) in fill {
@@ -1008,12 +1037,13 @@ impl SharedPools {
             reg: self.clone(),
             show,
             ids,
+            life,
         };
         (handles, lease)
     }
 
-    /// Starts the filler unless it runs (see [`SharedPools`]); it ends when no show holds a
-    /// handle any more.
+    /// Starts the filler unless it runs (see [`SharedPools`]); it ends when no version holds a
+    /// handle any more and every pool is dropped.
     fn keep_filled(&self, reg: &mut Registry) {
         if reg.filling {
             return;
@@ -1025,20 +1055,32 @@ impl SharedPools {
         reg.filling = started.is_ok();
     }
 
-    /// The filler's loop: every [`TOP_UP_EVERY`], each pool to its target, then enough frames
-    /// free (within the quotas in force). Nothing is allocated per look once its list has grown
-    /// to the number of pools.
+    /// The filler's loop: every [`TOP_UP_EVERY`], the registry's sweep (the members of dropped
+    /// versions whose frames are back leave; pools nobody holds any more are dropped, here),
+    /// then each pool to its target, then enough frames free (within the quotas in force).
+    /// Nothing is allocated per look once its lists have grown to the number of pools.
     fn filler(&self) {
         let mut work = Vec::new();
+        let mut gone = Vec::new();
         loop {
+            work.clear();
             {
                 let mut reg = self.lock();
-                if reg.shapes.iter().all(|s| s.members.is_empty()) {
+                reg.sweep(&mut gone);
+                if reg
+                    .shapes
+                    .iter()
+                    .all(|s| s.members.is_empty() && s.pool.is_none())
+                {
                     reg.filling = false;
+                    drop(reg);
+                    gone.clear();
                     return;
                 }
                 reg.look(&mut work);
             }
+            // Their buffers are freed here, outside the lock.
+            gone.clear();
             fill_all(&work);
             std::thread::sleep(TOP_UP_EVERY);
         }
@@ -1050,6 +1092,38 @@ impl SharedPools {
 type FillWork = (FramePool, usize, usize, usize);
 
 impl Registry {
+    /// Members whose lease was dropped (their version is gone) leave once every frame taken
+    /// through their handle is back: their quota, their part of the filler's target and the
+    /// memory their version counted ([`PoolLease::count`]) are given back then, never while a
+    /// frame of theirs is out. A pool with no member left and no frame out is dropped: moved
+    /// to `gone`, whose caller lets go of it outside the lock (the filler's or the edit
+    /// thread: never a worker or an output thread; its buffers are freed there unless a
+    /// handle is still held elsewhere). Only once the pools are made (the host started).
+    fn sweep(&mut self, gone: &mut Vec<FramePool>) {
+        use std::sync::atomic::Ordering::Acquire;
+        for shape in &mut self.shapes {
+            let mut k = 0;
+            while k < shape.members.len() {
+                let m = &shape.members[k];
+                let home = m.handle.as_ref().is_none_or(|h| h.in_use() == 0);
+                if m.life.dropped.load(Acquire) && home {
+                    let m = shape.members.swap_remove(k);
+                    shape.quota = shape.quota.saturating_sub(m.quota);
+                } else {
+                    k += 1;
+                }
+            }
+            if !self.open || !shape.members.is_empty() {
+                continue;
+            }
+            if let Some(p) = shape.pool.take_if(|p| p.sharing().out == 0) {
+                let sh = p.sharing();
+                shape.retired = Some((p.allocated(), sh.peak, sh.grown_on_acquire));
+                gone.push(p);
+            }
+        }
+    }
+
     /// Reads every show's latency budget and every pool's evidence, and lists what to make
     /// (one atomic load per show, one per pool: no lock a show takes, nothing allocated once
     /// `work` has room for every pool).
@@ -1137,26 +1211,32 @@ pub(crate) fn rebind(
     }
 }
 
-/// A live edit's new version of a show in a host (on the edit thread, before its pools are
-/// filled): its pools become quota handles on the host's ([`SharedPools::join`]), held until
-/// the version is dropped. A show alone (no lease on the running version) keeps its own.
+/// A live edit's new version of a show in a host (on the edit thread, once the edit's checks
+/// have passed: nothing is made for an edit that is refused): its pools become quota handles
+/// on the host's ([`SharedPools::join`]), held until the version is dropped and its frames are
+/// back, and the memory its pools count stays counted as long. A show alone (no lease on the
+/// running version) keeps its own; returns whether the version's pools are the host's.
 pub(crate) fn share_edit(
     next: &mut crate::state::Version,
     own: &[(FramePool, PoolPlan)],
     running: &crate::state::Version,
     pace: Option<Pace>,
-) {
+) -> bool {
     let Some((reg, show)) = running
         .pool_lease
         .as_ref()
         .map(|l| (l.pools().clone(), l.show))
     else {
-        return;
+        return false;
     };
     let (handles, lease) = reg.join(show, own, pace);
     let own: Vec<FramePool> = own.iter().map(|(p, _)| p.clone()).collect();
     rebind(&mut next.pools, &mut next.first_frames, &own, &handles);
+    if let Some(held) = next.pools_held.take() {
+        lease.count(held);
+    }
     next.pool_lease = Some(lease);
+    true
 }
 
 #[cfg(test)]

@@ -387,6 +387,10 @@ pub(crate) struct Pending {
     pub(crate) posted: Option<framepipe_control::Posted>,
     /// The new graph, published once switched.
     pub(crate) graph_view: Option<crate::view::GraphView>,
+    /// The new version's own pools, each once with its plan, until the edit's checks have
+    /// passed: then (`pipeline::fill_edit_pools`) replaced by quota handles on a host's pools
+    /// or filled.
+    pub(crate) edit_pools: Vec<(framepipe_core::FramePool, crate::pools::PoolPlan)>,
     /// The frame the switch happened at.
     pub(crate) frame: u64,
     /// When it was armed and when it switched (monotonic ns): the drain, for the figures.
@@ -546,10 +550,13 @@ pub(crate) struct Version {
     pub(crate) pool_bytes: u64,
     pub(crate) instance_bytes: u64,
     /// Its pools' share of the show's [`MemoryBook`](crate::pools::MemoryBook), counted until
-    /// it is dropped (a replaced version: on the edit thread).
-    pub(crate) _pools_held: crate::pools::Held,
-    /// In a host: its pools' quota handles on the host's shared pools, given back when it is
-    /// dropped (`pools.rs`, `PoolLease`).
+    /// it is dropped (a replaced version: on the edit thread, once its frames are back). In a
+    /// host it moves into the pool lease (`None` here), counted until the lease's frames are
+    /// back.
+    pub(crate) pools_held: Option<crate::pools::Held>,
+    /// In a host: its pools' quota handles on the host's shared pools, given back once it is
+    /// dropped and every frame taken through them is back (`pools.rs`, `PoolLease`). Declared
+    /// last: the version's handles and frames go before it.
     pub(crate) pool_lease: Option<crate::pools::PoolLease>,
 }
 

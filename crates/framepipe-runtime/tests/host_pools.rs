@@ -680,3 +680,436 @@ fn issue_11_a_live_edit_in_a_host_takes_its_frames_from_the_shared_pools() {
     assert_eq!(half[0].grown_on_acquire, 0, "{half:?}");
     assert_eq!(edit_shape(&pools, w, h).len(), 1, "{:?}", pools.stats());
 }
+
+// The known gaps of live edits in a host (docs/SHOWS.md): what a refused edit makes, a pool
+// no version holds any more, a replaced version whose frame outlives its burial. Each test has
+// a frame size of its own (tests of this file run at once, on hosts of their own).
+
+/// `mix mode=crossfade` (framepipe-effects'), as the CLI makes it.
+fn crossfade_mixer(r: &framepipe_core::Registry) -> framepipe_runtime::MixerStage {
+    match r
+        .create("mix", &props(&[("mode", "crossfade")]))
+        .expect("mix")
+    {
+        framepipe_core::Element::Mixer(f) => {
+            let mode = f.default_mode();
+            framepipe_runtime::MixerStage::new(f, mode)
+        }
+        _ => panic!("mix is not a mixer"),
+    }
+}
+
+/// A live edit's answer, waited for (at most 20 s).
+fn answer(
+    tx: &framepipe_control::CommandSender,
+    replies: &framepipe_control::Replies,
+    command: framepipe_control::Command,
+) -> framepipe_control::Outcome {
+    let t0 = std::time::Instant::now();
+    tx.post(command).unwrap();
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no answer to the command"
+        );
+        if let Some(r) = replies.take() {
+            return r.outcome;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Any edit: the test's editor decides what it builds.
+fn an_edit() -> framepipe_control::Command {
+    framepipe_control::Command::Edit(framepipe_control::GraphEdit::Remove { node: "x".into() })
+}
+
+/// Waits (at most 10 s) until `ok` holds of the host's pools.
+fn wait_pools(
+    pools: &framepipe_runtime::SharedPools,
+    what: &str,
+    ok: impl Fn(&[framepipe_runtime::SharedPoolStats]) -> bool,
+) {
+    let t0 = std::time::Instant::now();
+    while !ok(&pools.stats()) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{what}: {:?}",
+            pools.stats()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Waits until the show's sink has seen `frames` frames.
+fn wait_seen(sink: &PoolOf, frames: usize) {
+    let t0 = std::time::Instant::now();
+    while sink.seen.lock().unwrap().len() < frames {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the show stalled");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// `src` (a `testsrc` of `w`x`h`, `frames` frames at `fps`, ending as `on_end` says) ! `out`,
+/// in a host of its own with `editor`; its command sender and replies.
+fn edited_show(
+    r: &framepipe_core::Registry,
+    (w, h): (u32, u32),
+    (frames, fps): (u64, u32),
+    on_end: framepipe_runtime::OnEnd,
+    out: &PoolOf,
+    editor: Box<dyn framepipe_runtime::Editor>,
+) -> (
+    Prepared,
+    framepipe_control::CommandSender,
+    framepipe_control::Replies,
+) {
+    use framepipe_runtime::{Graph, Node, NodeKind};
+    let mut show = Graph::new(vec![
+        Node::new(
+            "src",
+            NodeKind::Source {
+                source: testsrc(r, w, h, frames, fps),
+                on_end,
+            },
+            vec![],
+        ),
+        Node::new(
+            "out",
+            NodeKind::Sink {
+                sink: Box::new(out.clone()),
+                master: true,
+            },
+            vec![0],
+        ),
+    ])
+    .unwrap()
+    .prepare(Options {
+        threads: THREADS,
+        pace: Some(Rational::new(fps, 1)),
+        ..Options::default()
+    })
+    .unwrap();
+    let (tx, rx) = framepipe_control::command_queue(16);
+    let replies = tx.replies();
+    show.set_commands(rx);
+    show.set_editor(editor);
+    (show, tx, replies)
+}
+
+/// Crossfades from the running `src` to a `testsrc` of half its size: refused by the
+/// crossfade's own check (its frames for the running sink are of another size), after the
+/// version is built and its memory admitted.
+struct HalfSizeFade(Arc<framepipe_core::Registry>, (u32, u32));
+
+impl framepipe_runtime::Editor for HalfSizeFade {
+    fn build(
+        &mut self,
+        _edit: &framepipe_control::GraphEdit,
+    ) -> std::result::Result<framepipe_runtime::Graph, String> {
+        use framepipe_runtime::{Graph, Node, NodeKind, OnEnd};
+        let (w, h) = self.1;
+        let mut old = Node::new("old:src", NodeKind::Running { sink: false }, vec![]);
+        old.was = Some("src".into());
+        let mut g = Graph::new(vec![
+            old,
+            Node::new(
+                "src2",
+                NodeKind::Source {
+                    source: testsrc(&self.0, w / 2, h / 2, 1000, 100),
+                    on_end: OnEnd::Stop,
+                },
+                vec![],
+            ),
+            Node::new("fade:out", NodeKind::Mixer(crossfade_mixer(&self.0)), vec![0, 1]),
+            Node::new("out", NodeKind::Running { sink: true }, vec![2]),
+        ])
+        .map_err(|e| e.to_string())?;
+        g.set_auto_scale(Box::new(|w, h| {
+            let given = props(&[("width", &w.to_string()), ("height", &h.to_string())]);
+            match registry().create("scale", &given)? {
+                framepipe_core::Element::Effect(f) => Ok(f),
+                _ => panic!("scale is not an effect"),
+            }
+        }));
+        Ok(g)
+    }
+    fn settled(&mut self, accepted: bool) {
+        assert!(!accepted, "the crossfade is refused");
+    }
+    fn fade(&self) -> Option<framepipe_runtime::Fade> {
+        Some(framepipe_runtime::Fade {
+            to: "half.toml".into(),
+            ns: 1_000_000_000,
+            ramps: vec![("fade:out".into(), "fader".into())],
+        })
+    }
+}
+
+#[test]
+fn issue_11_a_refused_crossfade_in_a_host_makes_nothing_in_its_pools() {
+    // Gap 1: the edit thread took its quota handles (making and filling the new shape's
+    // shared pool) before the crossfade's own checks, so a refused crossfade had made that
+    // pool's frames already. Now nothing is taken before every check has passed.
+    const FRAMES: u64 = 150;
+    let (w, h) = (80, 60);
+    let r = Arc::new(registry());
+    let out = PoolOf::default();
+    let editor = Box::new(HalfSizeFade(Arc::clone(&r), (w, h)));
+    let (show, tx, replies) = edited_show(
+        &r,
+        (w, h),
+        (FRAMES, 100),
+        framepipe_runtime::OnEnd::Stop,
+        &out,
+        editor,
+    );
+    let mut host = Host::new(THREADS);
+    host.add("edited", show).unwrap();
+    let pools = host.pools();
+    let watch = out.clone();
+    let stats = pools.clone();
+    let poster = std::thread::spawn(move || {
+        wait_seen(&watch, 20);
+        let before = stats.stats();
+        let outcome = answer(&tx, &replies, an_edit());
+        (before, outcome, stats.stats())
+    });
+    let results = bounded(Duration::from_secs(30), move || host.run(|_| {}));
+    assert_eq!(ok_frames(&results[0]), FRAMES, "the show went on unchanged");
+    let (before, outcome, after) = poster.join().expect("the edit");
+    eprintln!("before the crossfade: {before:?}; after its refusal: {after:?}");
+    match outcome {
+        framepipe_control::Outcome::Refused { reason } => assert!(
+            reason.contains("cannot crossfade to half.toml"),
+            "{reason}"
+        ),
+        other => panic!("the crossfade was not refused: {other:?}"),
+    }
+    // No pool of the new project's shape was made, no frame of it: the host holds what it
+    // held before the edit.
+    let half: Vec<_> = after
+        .iter()
+        .filter(|p| (p.width, p.height) == (w / 2, h / 2))
+        .collect();
+    assert!(
+        half.is_empty(),
+        "the refused crossfade made a pool of {}x{}: {half:?}",
+        w / 2,
+        h / 2
+    );
+    assert_eq!(after.len(), before.len(), "{after:?}");
+    let quota = |s: &[framepipe_runtime::SharedPoolStats]| s.iter().map(|p| p.quota).sum::<usize>();
+    assert_eq!(quota(&after), quota(&before), "{after:?}");
+}
+
+/// The next versions of `src ! out`, in order: each a chain of these effects between the
+/// running source and the running sink.
+fn chains(r: &Arc<framepipe_core::Registry>, steps: Vec<Vec<(&'static str, Vec<(String, String)>)>>) -> Script {
+    use framepipe_runtime::{Graph, Node, NodeKind};
+    let builds = steps.into_iter().map(|chain| {
+        let r = Arc::clone(r);
+        Box::new(move || {
+            let mut nodes = vec![Node::new("src", NodeKind::Running { sink: false }, vec![])];
+            for (k, (element, given)) in chain.iter().enumerate() {
+                let given: Vec<(&str, &str)> =
+                    given.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+                nodes.push(Node::new(
+                    format!("e{k}"),
+                    NodeKind::Effect(effect(&r, element, &given)),
+                    vec![k],
+                ));
+            }
+            let last = nodes.len() - 1;
+            nodes.push(Node::new("out", NodeKind::Running { sink: true }, vec![last]));
+            Graph::new(nodes).map_err(|e| e.to_string())
+        }) as Build
+    });
+    Script(builds.collect())
+}
+
+fn scale_to(w: u32, h: u32) -> (&'static str, Vec<(String, String)>) {
+    ("scale", props(&[("width", &w.to_string()), ("height", &h.to_string())]))
+}
+
+fn applied(outcome: framepipe_control::Outcome) -> u64 {
+    match outcome {
+        framepipe_control::Outcome::Applied { frame } => frame,
+        other => panic!("the edit was not applied: {other:?}"),
+    }
+}
+
+fn of_shape(
+    stats: &[framepipe_runtime::SharedPoolStats],
+    (w, h): (u32, u32),
+) -> Vec<framepipe_runtime::SharedPoolStats> {
+    stats
+        .iter()
+        .filter(|s| (s.width, s.height) == (w, h))
+        .copied()
+        .collect()
+}
+
+#[test]
+fn issue_11_a_pool_no_version_holds_any_more_is_dropped_once_its_frames_are_back() {
+    // Gap 2: a pool no version held any more was dropped only when a newer pool of its shape
+    // existed, so a frame size an edit stopped using kept its frames until the host ended
+    // (and the memory book no longer counted them). Now it is dropped (on the filler's or the
+    // edit thread) once no version holds it and every frame of it is back.
+    const FRAMES: u64 = 400;
+    let (w, h) = (112, 64);
+    let half = (w / 2, h / 2);
+    let r = Arc::new(registry());
+    let out = PoolOf::default();
+    // Edit 1: a stage of half the size (a pool of that shape); edit 2: back to `src ! out`.
+    let editor = chains(&r, vec![vec![scale_to(half.0, half.1), scale_to(w, h)], vec![]]);
+    let (show, tx, replies) = edited_show(
+        &r,
+        (w, h),
+        (FRAMES, 100),
+        framepipe_runtime::OnEnd::Stop,
+        &out,
+        Box::new(editor),
+    );
+    let counters = show.counters();
+    let mut host = Host::new(THREADS);
+    host.add("edited", show).unwrap();
+    let pools = host.pools();
+    let watch = out.clone();
+    let stats = pools.clone();
+    let poster = std::thread::spawn(move || {
+        wait_seen(&watch, 20);
+        let held_0 = counters.memory().held;
+        applied(answer(&tx, &replies, an_edit()));
+        // The half-size pool is in use, the replaced version's quota given back.
+        wait_pools(&stats, "edit 1 settled", |s| {
+            of_shape(s, half).iter().map(|p| p.holders).sum::<usize>() == 1
+                && of_shape(s, (w, h)).iter().map(|p| p.holders).sum::<usize>() == 1
+        });
+        let made = of_shape(&stats.stats(), half)[0];
+        let held_1 = counters.memory().held;
+        applied(answer(&tx, &replies, an_edit()));
+        // No version uses that size any more: its pool is dropped, and until then the memory
+        // book counts it (the version that used it is counted until its frames are back).
+        let t0 = std::time::Instant::now();
+        loop {
+            let held = counters.memory().held;
+            let s = stats.stats();
+            let gone = of_shape(&s, half)[0].dropped
+                && of_shape(&s, (w, h)).iter().map(|p| p.holders).sum::<usize>() == 1;
+            if gone {
+                break;
+            }
+            assert!(
+                held > held_0,
+                "the half-size pool is alive but not counted ({held} bytes held): {s:?}"
+            );
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the pool no version holds was not dropped: {s:?}"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let after = stats.stats();
+        let held_2 = counters.memory().held;
+        (made, after, held_0, held_1, held_2)
+    });
+    let results = bounded(Duration::from_secs(30), move || host.run(|_| {}));
+    assert_eq!(ok_frames(&results[0]), FRAMES);
+    let (made, after, held_0, held_1, held_2) = poster.join().expect("the edits");
+    eprintln!(
+        "half-size pool in use: {made:?}; after edit 2: {after:?}; memory held {held_0}, \
+         {held_1}, {held_2}"
+    );
+    assert!(made.allocated >= 1 && !made.dropped, "{made:?}");
+    let gone = of_shape(&after, half);
+    assert_eq!(gone.len(), 1, "{after:?}");
+    assert!(gone[0].dropped, "{gone:?}");
+    assert_eq!((gone[0].holders, gone[0].quota, gone[0].in_use), (0, 0, 0), "{gone:?}");
+    // The pool of the show's own size that the running version holds is still there (the
+    // first one may have been dropped too: an edit that finds no room in a pool gets a new
+    // one of its shape).
+    let kept: Vec<_> = of_shape(&after, (w, h))
+        .into_iter()
+        .filter(|p| !p.dropped)
+        .collect();
+    assert_eq!(kept.len(), 1, "{after:?}");
+    assert_eq!(kept[0].holders, 1, "{after:?}");
+    // What the book counts is the running version's again: the graph of version 0.
+    assert!(held_1 > held_0, "the half-size stage counts: {held_0} {held_1}");
+    assert_eq!(held_2, held_0, "the book counts what version 0 counted");
+    // Every pool is dropped once the host's last show is gone.
+    wait_pools(&pools, "after the host's end", |s| s.iter().all(|p| p.dropped));
+}
+
+#[test]
+fn issue_11_a_replaced_version_keeps_its_quota_while_a_frame_of_it_is_out() {
+    // Gap 3: a replaced version whose frame outlived the edit thread's 2 s burial (here: the
+    // held source's last frame, which the new version keeps) was dropped anyway, giving its
+    // quota back while that frame was still out (then by whoever let go of the version
+    // last, on the frame path). Now the edit thread keeps it, however long, and the quota,
+    // and the memory the version counts, are given back only once the frame is home (here:
+    // at the host's end).
+    let (w, h) = (128, 48);
+    let r = Arc::new(registry());
+    let out = PoolOf::default();
+    let editor = chains(&r, vec![vec![("invert", vec![])]]);
+    // Ten frames, then the last one held (given again for every later frame) until `stop`.
+    let (show, tx, replies) = edited_show(
+        &r,
+        (w, h),
+        (10, 100),
+        framepipe_runtime::OnEnd::Hold,
+        &out,
+        Box::new(editor),
+    );
+    let counters = show.counters();
+    let mut host = Host::new(THREADS);
+    host.add("held", show).unwrap();
+    let pools = host.pools();
+    let watch = out.clone();
+    let stats = pools.clone();
+    let poster = std::thread::spawn(move || {
+        wait_seen(&watch, 30);
+        applied(answer(&tx, &replies, an_edit()));
+        let switched = std::time::Instant::now();
+        let holders = move |s: &[framepipe_runtime::SharedPoolStats]| {
+            of_shape(s, (w, h)).iter().map(|p| p.holders).sum::<usize>()
+        };
+        let quota = move |s: &[framepipe_runtime::SharedPoolStats]| {
+            of_shape(s, (w, h)).iter().map(|p| p.quota).sum::<usize>()
+        };
+        let at_switch = (stats.stats(), counters.memory().held);
+        // Past the burial's 2 s (BURY_MAX in edit.rs), when it used to give up.
+        while switched.elapsed() < Duration::from_millis(2500) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let later = (stats.stats(), counters.memory().held);
+        let stop = answer(&tx, &replies, framepipe_control::Command::Stop);
+        assert!(
+            matches!(stop, framepipe_control::Outcome::Applied { .. }),
+            "{stop:?}"
+        );
+        (at_switch, later, holders, quota)
+    });
+    let results = bounded(Duration::from_secs(30), move || host.run(|_| {}));
+    assert!(results[0].result.is_ok(), "{:?}", results[0].result);
+    let ((at_switch, held_at_switch), (later, held_later), holders, quota) =
+        poster.join().expect("the edit");
+    eprintln!("at the switch: {at_switch:?} ({held_at_switch} bytes held); 2.5 s later: {later:?} ({held_later} bytes held)");
+    assert_eq!(holders(&at_switch), 2, "{at_switch:?}");
+    // The replaced version's frame (the source's last) is still out: its quota, and what it
+    // counts against --max-memory, are kept.
+    assert_eq!(
+        holders(&later),
+        2,
+        "the replaced version's quota was given back while its frame was out: {later:?}"
+    );
+    assert_eq!(quota(&later), quota(&at_switch), "{later:?}");
+    assert_eq!(held_later, held_at_switch);
+    // The host's end tears it down: once the show is gone and that frame home, the quotas are
+    // given back and the pool dropped.
+    wait_pools(&pools, "after the host's end", |s| {
+        holders(s) == 0 && quota(s) == 0 && s.iter().all(|p| p.dropped)
+    });
+}
