@@ -70,7 +70,8 @@
 //! Several shows in one process share their pools: one per frame shape, each show (and each
 //! version a live edit makes of it) holding a quota handle with the capacity computed above as
 //! its quota; one filler makes the frames ahead of need by what the shows hold together and
-//! their latency budgets ([`SharedPools`]).
+//! their latency budgets, and drops the pools no version holds any more once their frames are
+//! back ([`SharedPools`]).
 //!
 //! # Where the frames live
 //!
@@ -598,9 +599,14 @@ const EDIT_ROOM: usize = 2;
 /// replaced by quota handles before its first frame. A live edit of a show in a host gets its
 /// new version's handles here too, on the edit thread: a quota handle on the pool of each shape
 /// the new version uses (the same pool when the shape is kept; a new pool, made and filled on
-/// the edit thread, for a new shape or when the pool has no room left). What a version holds
-/// (its quota, its part of the filler's target) is given back when the version is dropped (a
-/// replaced one: on the edit thread, once its frames are back).
+/// the edit thread, for a new shape or when the pool has no room left), once every check of the
+/// edit has passed. What a version holds (its quota, its part of the filler's target, the
+/// memory its pools count in its show's book) is given back once the version is dropped (a
+/// replaced one: on the edit thread, once its frames are back) and every frame taken through
+/// its handles is back, at the registry's next sweep (`Registry::sweep`: the filler's look,
+/// an edit joining); a pool no version holds any more is dropped then, once no frame of it is
+/// out, its buffers freed on the filler's or the edit thread. Dropping a version takes no lock
+/// (`PoolLease`).
 ///
 /// Cloning it is cheap: a clone sees the same pools ([`stats`](Self::stats)).
 #[derive(Debug, Clone, Default)]

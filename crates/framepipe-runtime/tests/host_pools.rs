@@ -821,7 +821,11 @@ impl framepipe_runtime::Editor for HalfSizeFade {
                 },
                 vec![],
             ),
-            Node::new("fade:out", NodeKind::Mixer(crossfade_mixer(&self.0)), vec![0, 1]),
+            Node::new(
+                "fade:out",
+                NodeKind::Mixer(crossfade_mixer(&self.0)),
+                vec![0, 1],
+            ),
             Node::new("out", NodeKind::Running { sink: true }, vec![2]),
         ])
         .map_err(|e| e.to_string())?;
@@ -880,10 +884,9 @@ fn issue_11_a_refused_crossfade_in_a_host_makes_nothing_in_its_pools() {
     let (before, outcome, after) = poster.join().expect("the edit");
     eprintln!("before the crossfade: {before:?}; after its refusal: {after:?}");
     match outcome {
-        framepipe_control::Outcome::Refused { reason } => assert!(
-            reason.contains("cannot crossfade to half.toml"),
-            "{reason}"
-        ),
+        framepipe_control::Outcome::Refused { reason } => {
+            assert!(reason.contains("cannot crossfade to half.toml"), "{reason}")
+        }
         other => panic!("the crossfade was not refused: {other:?}"),
     }
     // No pool of the new project's shape was made, no frame of it: the host holds what it
@@ -905,15 +908,20 @@ fn issue_11_a_refused_crossfade_in_a_host_makes_nothing_in_its_pools() {
 
 /// The next versions of `src ! out`, in order: each a chain of these effects between the
 /// running source and the running sink.
-fn chains(r: &Arc<framepipe_core::Registry>, steps: Vec<Vec<(&'static str, Vec<(String, String)>)>>) -> Script {
+fn chains(
+    r: &Arc<framepipe_core::Registry>,
+    steps: Vec<Vec<Step>>,
+) -> Script {
     use framepipe_runtime::{Graph, Node, NodeKind};
     let builds = steps.into_iter().map(|chain| {
         let r = Arc::clone(r);
         Box::new(move || {
             let mut nodes = vec![Node::new("src", NodeKind::Running { sink: false }, vec![])];
             for (k, (element, given)) in chain.iter().enumerate() {
-                let given: Vec<(&str, &str)> =
-                    given.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+                let given: Vec<(&str, &str)> = given
+                    .iter()
+                    .map(|(a, b)| (a.as_str(), b.as_str()))
+                    .collect();
                 nodes.push(Node::new(
                     format!("e{k}"),
                     NodeKind::Effect(effect(&r, element, &given)),
@@ -921,15 +929,25 @@ fn chains(r: &Arc<framepipe_core::Registry>, steps: Vec<Vec<(&'static str, Vec<(
                 ));
             }
             let last = nodes.len() - 1;
-            nodes.push(Node::new("out", NodeKind::Running { sink: true }, vec![last]));
+            nodes.push(Node::new(
+                "out",
+                NodeKind::Running { sink: true },
+                vec![last],
+            ));
             Graph::new(nodes).map_err(|e| e.to_string())
         }) as Build
     });
     Script(builds.collect())
 }
 
-fn scale_to(w: u32, h: u32) -> (&'static str, Vec<(String, String)>) {
-    ("scale", props(&[("width", &w.to_string()), ("height", &h.to_string())]))
+/// An effect and its properties.
+type Step = (&'static str, Vec<(String, String)>);
+
+fn scale_to(w: u32, h: u32) -> Step {
+    (
+        "scale",
+        props(&[("width", &w.to_string()), ("height", &h.to_string())]),
+    )
 }
 
 fn applied(outcome: framepipe_control::Outcome) -> u64 {
@@ -962,7 +980,10 @@ fn issue_11_a_pool_no_version_holds_any_more_is_dropped_once_its_frames_are_back
     let r = Arc::new(registry());
     let out = PoolOf::default();
     // Edit 1: a stage of half the size (a pool of that shape); edit 2: back to `src ! out`.
-    let editor = chains(&r, vec![vec![scale_to(half.0, half.1), scale_to(w, h)], vec![]]);
+    let editor = chains(
+        &r,
+        vec![vec![scale_to(half.0, half.1), scale_to(w, h)], vec![]],
+    );
     let (show, tx, replies) = edited_show(
         &r,
         (w, h),
@@ -996,7 +1017,11 @@ fn issue_11_a_pool_no_version_holds_any_more_is_dropped_once_its_frames_are_back
             let held = counters.memory().held;
             let s = stats.stats();
             let gone = of_shape(&s, half)[0].dropped
-                && of_shape(&s, (w, h)).iter().map(|p| p.holders).sum::<usize>() == 1;
+                && of_shape(&s, (w, h))
+                    .iter()
+                    .map(|p| p.holders)
+                    .sum::<usize>()
+                    == 1;
             if gone {
                 break;
             }
@@ -1025,7 +1050,11 @@ fn issue_11_a_pool_no_version_holds_any_more_is_dropped_once_its_frames_are_back
     let gone = of_shape(&after, half);
     assert_eq!(gone.len(), 1, "{after:?}");
     assert!(gone[0].dropped, "{gone:?}");
-    assert_eq!((gone[0].holders, gone[0].quota, gone[0].in_use), (0, 0, 0), "{gone:?}");
+    assert_eq!(
+        (gone[0].holders, gone[0].quota, gone[0].in_use),
+        (0, 0, 0),
+        "{gone:?}"
+    );
     // The pool of the show's own size that the running version holds is still there (the
     // first one may have been dropped too: an edit that finds no room in a pool gets a new
     // one of its shape).
@@ -1036,10 +1065,15 @@ fn issue_11_a_pool_no_version_holds_any_more_is_dropped_once_its_frames_are_back
     assert_eq!(kept.len(), 1, "{after:?}");
     assert_eq!(kept[0].holders, 1, "{after:?}");
     // What the book counts is the running version's again: the graph of version 0.
-    assert!(held_1 > held_0, "the half-size stage counts: {held_0} {held_1}");
+    assert!(
+        held_1 > held_0,
+        "the half-size stage counts: {held_0} {held_1}"
+    );
     assert_eq!(held_2, held_0, "the book counts what version 0 counted");
     // Every pool is dropped once the host's last show is gone.
-    wait_pools(&pools, "after the host's end", |s| s.iter().all(|p| p.dropped));
+    wait_pools(&pools, "after the host's end", |s| {
+        s.iter().all(|p| p.dropped)
+    });
 }
 
 #[test]
