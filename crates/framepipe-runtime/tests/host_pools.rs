@@ -908,10 +908,7 @@ fn issue_11_a_refused_crossfade_in_a_host_makes_nothing_in_its_pools() {
 
 /// The next versions of `src ! out`, in order: each a chain of these effects between the
 /// running source and the running sink.
-fn chains(
-    r: &Arc<framepipe_core::Registry>,
-    steps: Vec<Vec<Step>>,
-) -> Script {
+fn chains(r: &Arc<framepipe_core::Registry>, steps: Vec<Vec<Step>>) -> Script {
     use framepipe_runtime::{Graph, Node, NodeKind};
     let builds = steps.into_iter().map(|chain| {
         let r = Arc::clone(r);

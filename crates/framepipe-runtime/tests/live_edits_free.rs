@@ -1,6 +1,6 @@
 //! Issue #9, live edits: the next version's pools are made (allocated, touched) on the edit
 //! thread, and what a switch replaces (the old version's pools, ...) is dropped there, never
-//! on a worker or an output thread (REALTIME.md "Live edits"). A global allocator counts
+//! on a worker or an output thread (REALTIME.md "Live edits"), however long a frame of it lives on. A global allocator counts
 //! allocations and frees of frame buffers (a size no other allocation has) on the threads that
 //! run the frames.
 
@@ -76,6 +76,9 @@ unsafe impl GlobalAlloc for Watching {
 
 #[global_allocator]
 static GLOBAL: Watching = Watching;
+
+/// The tests of this file share the counters above: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn on_frame_path() {
     FRAME_PATH.with(|c| c.set(true));
@@ -193,6 +196,7 @@ fn fx(name: &str, k: u32, input: usize, keep: bool) -> Node {
 
 #[test]
 fn an_edit_neither_allocates_nor_frees_frames_on_a_worker_or_an_output_thread() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const N: u64 = 90;
     let mut failures = Vec::new();
     for overload in [Overload::Slow, Overload::Live] {
@@ -294,4 +298,128 @@ fn an_edit_neither_allocates_nor_frees_frames_on_a_worker_or_an_output_thread() 
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Keeps a clone of frame `keep_at` until frame `drop_at`, then lets it go, on the output
+/// thread (a sink may keep the frame it was given: its pool counts one for it).
+struct KeepOne {
+    got: Arc<AtomicU64>,
+    keep_at: u64,
+    drop_at: u64,
+    kept: Option<Frame>,
+}
+
+impl Sink for KeepOne {
+    fn start(&mut self, _info: VideoInfo) -> Result<()> {
+        Ok(())
+    }
+    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
+        on_frame_path();
+        if ctx.seq == self.keep_at {
+            self.kept = Some(frame.clone());
+        }
+        if ctx.seq == self.drop_at {
+            self.kept = None;
+        }
+        self.got.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        WATCH.store(false, Ordering::SeqCst);
+        FRAME_PATH.with(|c| c.set(false));
+        Ok(())
+    }
+}
+
+#[test]
+fn issue_11_a_replaced_version_whose_frame_outlives_2_s_is_still_dropped_off_the_frame_path() {
+    // The edit thread used to give up burying a replaced version after 2 s: then the version
+    // (and its pools' buffers) went with whoever let go of it last, here the output thread
+    // dropping the frame its sink kept 2.6 s after the edit. Now the edit thread keeps the
+    // version until that frame is back, and frees it itself.
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const RATE: u64 = 200;
+    const KEEP_AT: u64 = 10;
+    const DROP_AT: u64 = KEEP_AT + RATE * 26 / 10;
+    const N: u64 = DROP_AT + 20;
+    let got = Arc::new(AtomicU64::new(0));
+    let sink = KeepOne {
+        got: Arc::clone(&got),
+        keep_at: KEEP_AT,
+        drop_at: DROP_AT,
+        kept: None,
+    };
+    let nodes = vec![
+        Node::new(
+            "src",
+            NodeKind::Source {
+                source: Box::new(Src { next: 0, frames: N }),
+                on_end: framepipe_runtime::OnEnd::Stop,
+            },
+            vec![],
+        ),
+        fx("a", 1, 0, false),
+        Node::new(
+            "out",
+            NodeKind::Sink {
+                sink: Box::new(sink),
+                master: true,
+            },
+            vec![1],
+        ),
+    ];
+    let mut prepared = Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads: 2,
+            pace: Some(Rational::new(RATE as u32, 1)),
+            overload: Overload::Slow,
+            ..Options::default()
+        })
+        .unwrap();
+    let builds: Vec<Build> = vec![Box::new(|| {
+        Graph::new(vec![
+            Node::new("src", NodeKind::Running { sink: false }, vec![]),
+            fx("a", 10, 0, false),
+            Node::new("out", NodeKind::Running { sink: true }, vec![1]),
+        ])
+        .map_err(|e| e.to_string())
+    })];
+    prepared.set_editor(Box::new(Script(builds.into())));
+    let (tx, rx) = command_queue(16);
+    let replies = tx.replies();
+    prepared.set_commands(rx);
+    FREED.store(0, Ordering::SeqCst);
+    WATCH.store(true, Ordering::SeqCst);
+    let poster = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while got.load(Ordering::SeqCst) <= KEEP_AT {
+            assert!(t0.elapsed() < Duration::from_secs(30), "stalled");
+            std::thread::sleep(Duration::from_micros(300));
+        }
+        tx.post(Command::Edit(GraphEdit::Remove { node: "x".into() }))
+            .unwrap();
+        loop {
+            assert!(t0.elapsed() < Duration::from_secs(30), "no answer");
+            if let Some(r) = replies.take() {
+                break r.outcome;
+            }
+            std::thread::sleep(Duration::from_micros(300));
+        }
+    });
+    prepared.run().unwrap();
+    let outcome = poster.join().unwrap();
+    match outcome {
+        Outcome::Applied { frame } => assert!(
+            frame > KEEP_AT && frame + RATE * 2 < DROP_AT,
+            "the edit at frame {frame}: the kept frame must be of the version it replaced, \
+             and outlive the 2 s"
+        ),
+        other => panic!("the edit was not applied: {other:?}"),
+    }
+    let freed = FREED.load(Ordering::SeqCst);
+    assert_eq!(
+        freed, 0,
+        "{freed} frame buffers of the replaced version freed on the output thread"
+    );
 }
