@@ -1,8 +1,8 @@
 //! Issue #9, live edits: the next version's pools are made (allocated, touched) on the edit
 //! thread, and what a switch replaces (the old version's pools, ...) is dropped there, never
-//! on a worker or an output thread (REALTIME.md "Live edits"), however long a frame of it lives on. A global allocator counts
-//! allocations and frees of frame buffers (a size no other allocation has) on the threads that
-//! run the frames.
+//! on a worker or an output thread (REALTIME.md "Live edits"), however long a frame of it
+//! lives on. A global allocator counts allocations and frees of frame buffers (a size no other
+//! allocation has) on the threads that run the frames.
 
 mod common;
 
