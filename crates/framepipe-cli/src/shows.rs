@@ -818,6 +818,7 @@ fn write_all_stats(
                     "allocated": p.allocated,
                     "peak": p.peak,
                     "grown_on_acquire": p.grown_on_acquire,
+                    "dropped": p.dropped,
                 })
             })
             .collect();
