@@ -971,7 +971,8 @@ fn issue_11_a_pool_no_version_holds_any_more_is_dropped_once_its_frames_are_back
     // existed, so a frame size an edit stopped using kept its frames until the host ended
     // (and the memory book no longer counted them). Now it is dropped (on the filler's or the
     // edit thread) once no version holds it and every frame of it is back.
-    const FRAMES: u64 = 250;
+    // 4 s at 100 fps: time enough for both edits on a loaded machine (they take milliseconds).
+    const FRAMES: u64 = 400;
     let (w, h) = (112, 64);
     let half = (w / 2, h / 2);
     let r = Arc::new(registry());
