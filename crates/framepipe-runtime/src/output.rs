@@ -78,11 +78,31 @@ pub struct PacingStats {
     pub standby_rescued: Option<u64>,
 }
 
+/// One late frame of a [`LateLog`]. Times after the deadline are in ns, negative when before
+/// it. A frame ready in time but released late was late for the pacing thread (it did not
+/// run); one ready late, for the pipeline: it began late (`begun_ns` well after
+/// `-budget_ns`: the pacing thread or a worker came late to begin it) or took long (its
+/// workers lost their CPU, or the graph was slower than its budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LateFrame {
+    /// Its deadline (`CLOCK_MONOTONIC` ns).
+    pub deadline_ns: i64,
+    /// How late it was released (ns).
+    pub lateness_ns: i64,
+    /// When it was ready at the sink, after its deadline.
+    pub ready_ns: i64,
+    /// When it began (its source's job started), after its deadline.
+    pub begun_ns: i64,
+    /// The latency budget when it was released (0: none, an unpaced run or the warm-up): a
+    /// frame may begin `budget_ns` before its deadline.
+    pub budget_ns: i64,
+}
+
 /// The last [`LateLog::CAP`] late frames (released more than the late threshold after their
-/// deadline), kept without allocating: a ring of (deadline, lateness, ready).
+/// deadline), kept without allocating.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LateLog {
-    frames: [(i64, i64, i64); LateLog::CAP],
+    frames: [LateFrame; LateLog::CAP],
     n: u64,
 }
 
@@ -90,16 +110,13 @@ impl LateLog {
     /// How many late frames are kept (the latest).
     pub const CAP: usize = 16;
 
-    fn push(&mut self, deadline_ns: i64, lateness_ns: i64, ready_ns: i64) {
-        self.frames[(self.n % Self::CAP as u64) as usize] = (deadline_ns, lateness_ns, ready_ns);
+    fn push(&mut self, frame: LateFrame) {
+        self.frames[(self.n % Self::CAP as u64) as usize] = frame;
         self.n += 1;
     }
 
-    /// The kept late frames, oldest first: (deadline, `CLOCK_MONOTONIC` ns; lateness, ns; when
-    /// the frame was ready at the sink, ns after its deadline, negative when before). A frame
-    /// ready in time but released late was late for the pacing thread (it did not run); one
-    /// ready late, for the pipeline (its workers).
-    pub fn frames(&self) -> impl Iterator<Item = (i64, i64, i64)> + '_ {
+    /// The kept late frames, oldest first.
+    pub fn frames(&self) -> impl Iterator<Item = LateFrame> + '_ {
         let k = self.n.min(Self::CAP as u64);
         (self.n - k..self.n).map(|i| self.frames[(i % Self::CAP as u64) as usize])
     }
@@ -752,18 +769,21 @@ impl Output {
         let Due {
             item, frame_late, ..
         } = due;
-        let ready_ns = item.ready_ns;
+        let (ready_ns, begun_ns) = (item.ready_ns, item.begun_ns);
+        let budget_ns = self.budget.unwrap_or(0).min(i64::MAX as u64) as i64;
         if let Some(p) = self.pacer.as_mut() {
             // The deadline has passed (the driver waited for it): no wait here.
             let tick = p.wait_next();
             self.last_release_ns = Some(tick.released_ns);
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
                 shared.counters.late.fetch_add(1, Ordering::Relaxed);
-                self.late_log.push(
-                    tick.deadline_ns,
-                    tick.lateness_ns,
-                    ready_ns - tick.deadline_ns,
-                );
+                self.late_log.push(LateFrame {
+                    deadline_ns: tick.deadline_ns,
+                    lateness_ns: tick.lateness_ns,
+                    ready_ns: ready_ns - tick.deadline_ns,
+                    begun_ns: begun_ns - tick.deadline_ns,
+                    budget_ns,
+                });
             }
             // The worst lateness of each whole second, for live displays (two atomic stores a
             // second).
