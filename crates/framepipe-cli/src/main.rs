@@ -987,6 +987,7 @@ fn stats_json(
                     "ready_us": f.ready_ns as f64 / 1e3,
                     "begun_us": f.begun_ns as f64 / 1e3,
                     "budget_us": f.budget_ns as f64 / 1e3,
+                    "allowed_us": f.allowed_ns.map(|t| t as f64 / 1e3),
                 })
             })
             .collect();

@@ -25,8 +25,11 @@
 //!   keeps off the CPU the clock thread runs on (`standby.rs`). It sleeps to 0.25 ms after the earliest
 //!   deadline not yet served and, if it is still not served then (the clock thread lost its
 //!   CPU: on a VM, for up to milliseconds), serves what is due in the clock thread's place.
-//!   The shows' state machines and wake-ups are behind one lock (`Core`), which neither thread
-//!   holds while it sleeps or spins.
+//!   Each show's state machine is behind a lock of its own and the wake-ups behind a short
+//!   one (`Core`), so that both threads can serve at once, different shows: a clock thread
+//!   that loses its CPU in the middle of one show's poll holds back that show only. Neither
+//!   thread holds a lock while it sleeps or spins, nor waits for a show's lock (it asks the
+//!   holder to poll that show again).
 //! * **Ends.** A show ends by itself (its source's end, an error, its `stop`); its end is
 //!   concluded on the calling thread (its sinks finished, its edit thread and follower sinks
 //!   joined, its result reported by name) while the others go on.
@@ -734,16 +737,15 @@ impl Core {
             out,
             side,
         } = slot.take().expect("polled");
-        let output =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| out.finish(&shared)))
-                .unwrap_or_else(|p| {
-                    let e = Error::element(
-                        "output of the clock thread",
-                        format!("panicked: {}", panic_message(&*p)),
-                    );
-                    shared.break_run(e, None);
-                    (None, Ok(()))
-                });
+        let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| out.finish(&shared)))
+            .unwrap_or_else(|p| {
+                let e = Error::element(
+                    "output of the clock thread",
+                    format!("panicked: {}", panic_message(&*p)),
+                );
+                shared.break_run(e, None);
+                (None, Ok(()))
+            });
         let _ = tx.send(Ended {
             index: i,
             sink,
@@ -787,8 +789,9 @@ pub struct ClockCounters {
     /// Frames the standby thread released because the clock thread had not woken up 0.25 ms
     /// after its time (it had lost its CPU).
     pub rescued: std::sync::atomic::AtomicU64,
-    /// How long each round of the clock threads (releases, signalled shows, beginnings, command
-    /// polls due at once) held the shows' lock: with hundreds of shows, the last release of a
+    /// How long each round of a clock thread (releases, signalled shows, beginnings, command
+    /// polls due at once) took (until each show had a lock of its own: how long it held the
+    /// one lock of every show): with hundreds of shows, the last release of a
     /// long round leaves that much after the first.
     rounds: Log2Histogram,
 }
@@ -870,6 +873,7 @@ fn clock_loop(
             Ok(mut out) => {
                 out.set_poll(HOST_POLL);
                 out.set_begin_slack(Duration::from_nanos(GRID_NS as u64));
+                out.set_margin_floor(Duration::from_nanos(crate::budget::HOST_MIN_MARGIN_NS));
                 if let Some(rate) = options.pace {
                     let period = rate.period_ns();
                     if let Some((_, m, k)) = periods.iter_mut().find(|(p, _, _)| *p == period) {
@@ -1000,4 +1004,3 @@ fn clock_loop(
         .store(watch.rescued.load(Ordering::Relaxed), Ordering::Relaxed);
     drop(setup);
 }
-

@@ -96,6 +96,30 @@ pub struct LateFrame {
     /// The latency budget when it was released (0: none, an unpaced run or the warm-up): a
     /// frame may begin `budget_ns` before its deadline.
     pub budget_ns: i64,
+    /// When the master output let it begin, after its deadline (`None`: not known, e.g. in
+    /// the warm-up, when frames are not held back). Well after `-budget_ns`: the pacing
+    /// thread came late to let it; in time but `begun_ns` late: no worker began it in time.
+    pub allowed_ns: Option<i64>,
+}
+
+/// When the master output last raised the begin limit: (the limit, when), the latest
+/// [`ALLOWED_KEPT`], to say when a late frame was let begin.
+const ALLOWED_KEPT: usize = 8;
+
+/// When frame `seq` was let begin, from the ring `allowed` of the begin limit's last raises
+/// (`n` raises so far, the latest [`ALLOWED_KEPT`] kept): the earliest kept raise to `seq` or
+/// beyond, if the raise before it (kept too) was below `seq`.
+fn allowed_at(allowed: &[(u64, i64); ALLOWED_KEPT], n: usize, seq: u64) -> Option<i64> {
+    let k = n.min(ALLOWED_KEPT);
+    let mut below = false;
+    for i in n - k..n {
+        let (limit, at) = allowed[i % ALLOWED_KEPT];
+        if limit >= seq {
+            return below.then_some(at);
+        }
+        below = true;
+    }
+    None
 }
 
 /// The last [`LateLog::CAP`] late frames (released more than the late threshold after their
@@ -280,6 +304,9 @@ pub(crate) struct Output {
     /// Added to the latency budget when letting frames begin: how late the driver may wake up
     /// for a frame's beginning (a host rounds such wake-ups up to a grid).
     begin_slack_ns: u64,
+    /// The begin limit's last raises: (limit, when), a ring ([`ALLOWED_KEPT`]).
+    allowed: [(u64, i64); ALLOWED_KEPT],
+    allowed_n: usize,
     /// The master's repeat count when it armed the last live edit.
     edit_repeats_at_arm: u64,
     /// A live edit handed to the edit thread: when (monotonic ns) and the repeat count then,
@@ -370,6 +397,8 @@ impl Output {
             ended: false,
             poll_ns: POLL.as_nanos() as i64,
             begin_slack_ns: 0,
+            allowed: [(0, 0); ALLOWED_KEPT],
+            allowed_n: 0,
             edit_repeats_at_arm: 0,
             edit_sent: None,
             edit_watch: None,
@@ -390,6 +419,12 @@ impl Output {
     /// port's signal (the command queue's waker).
     pub(crate) fn set_poll(&mut self, every: Duration) {
         self.poll_ns = every.as_nanos() as i64;
+    }
+
+    /// The default budget's adaptive margin never goes below `floor` (a show in a host:
+    /// [`crate::budget::HOST_MIN_MARGIN_NS`]). Before the first frame only.
+    pub(crate) fn set_margin_floor(&mut self, floor: Duration) {
+        self.margin = Margin::with_floor(self.period_ns, floor.as_nanos() as u64);
     }
 
     /// Frames begin this much earlier than the latency budget says: the driver wakes up that
@@ -575,6 +610,8 @@ impl Output {
             if limit > st.begin_limit || st.begin_limit == u64::MAX {
                 st.begin_limit = limit;
                 st.after_change(shared);
+                self.allowed[self.allowed_n % ALLOWED_KEPT] = (limit, now);
+                self.allowed_n += 1;
             }
             self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit));
         }
@@ -771,6 +808,7 @@ impl Output {
         } = due;
         let (ready_ns, begun_ns) = (item.ready_ns, item.begun_ns);
         let budget_ns = self.budget.unwrap_or(0).min(i64::MAX as u64) as i64;
+        let allowed_at = allowed_at(&self.allowed, self.allowed_n, item.ctx.seq);
         if let Some(p) = self.pacer.as_mut() {
             // The deadline has passed (the driver waited for it): no wait here.
             let tick = p.wait_next();
@@ -783,6 +821,7 @@ impl Output {
                     ready_ns: ready_ns - tick.deadline_ns,
                     begun_ns: begun_ns - tick.deadline_ns,
                     budget_ns,
+                    allowed_ns: allowed_at.map(|t| t - tick.deadline_ns),
                 });
             }
             // The worst lateness of each whole second, for live displays (two atomic stores a
@@ -1320,7 +1359,9 @@ fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64) {
 
 #[cfg(test)]
 mod tests {
-    use super::{latency_budget, on_grid, LateLog, LatencyWindow};
+    use super::{
+        allowed_at, latency_budget, on_grid, LateFrame, LateLog, LatencyWindow, ALLOWED_KEPT,
+    };
     use crate::budget::Margin;
 
     /// The default budget is the slowest recent frame's latency, a quarter, and the adaptive
@@ -1343,19 +1384,43 @@ mod tests {
     /// The log keeps the latest late frames, oldest first, once it has wrapped too.
     #[test]
     fn the_late_log_keeps_the_latest_frames_in_order() {
+        let f = |i: i64| LateFrame {
+            deadline_ns: 10 + i,
+            lateness_ns: 1_000_001 + i,
+            ready_ns: i,
+            begun_ns: i - 500,
+            budget_ns: 400,
+            allowed_ns: (i % 2 == 0).then_some(i - 600),
+        };
         let mut log = LateLog::default();
         assert_eq!(log.frames().count(), 0);
-        log.push(10, 2_000_000, -5);
-        assert_eq!(log.frames().collect::<Vec<_>>(), [(10, 2_000_000, -5)]);
+        log.push(f(-5));
+        assert_eq!(log.frames().collect::<Vec<_>>(), [f(-5)]);
         for i in 1..40 {
-            log.push(10 + i, 1_000_001 + i, i);
+            log.push(f(i));
         }
         let kept: Vec<_> = log.frames().collect();
         assert_eq!(kept.len(), LateLog::CAP);
-        let want: Vec<_> = (40 - LateLog::CAP as i64..40)
-            .map(|i| (10 + i, 1_000_001 + i, i))
-            .collect();
+        let want: Vec<_> = (40 - LateLog::CAP as i64..40).map(f).collect();
         assert_eq!(kept, want);
+    }
+
+    /// A late frame's "let begin" time is the raise of the begin limit that first reached it,
+    /// known only when the raise before it (below it) is kept too.
+    #[test]
+    fn a_frame_is_let_begin_by_the_first_raise_that_reaches_it() {
+        let mut allowed = [(0, 0); ALLOWED_KEPT];
+        let raises = [(5u64, 100i64), (6, 200), (8, 300), (9, 400)];
+        for (k, r) in raises.iter().enumerate() {
+            allowed[k] = *r;
+        }
+        let at = |seq| allowed_at(&allowed, raises.len(), seq);
+        assert_eq!(at(5), None, "the raise before it is not kept");
+        assert_eq!(at(6), Some(200));
+        assert_eq!(at(7), Some(300));
+        assert_eq!(at(8), Some(300));
+        assert_eq!(at(9), Some(400));
+        assert_eq!(at(10), None, "not let begin yet");
     }
 
     /// A host's shows of one group share the grid: whenever each (re)starts its clock, its
