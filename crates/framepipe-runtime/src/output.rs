@@ -147,21 +147,42 @@ impl LateLog {
 }
 
 /// The last frames' latencies (beginning to ready at the master sink), without allocating.
+///
+/// The warm-up's frames (begun before the first release, when nothing is held back: every
+/// frame in flight begun at once, each waiting behind the others) took far longer than a frame
+/// held back does: counted, they kept the budget at several periods for the next 32 frames
+/// (3.2 s at 10 fps; measured with `scripts/bench-control` on the 720p chain: commands waited
+/// up to 3.4 periods for their frame then). So once [`HELD_ENOUGH`] frames begun held back
+/// have come, the window forgets the warm-up's.
+#[derive(Default)]
 struct LatencyWindow {
     ns: [i64; 32],
     n: usize,
+    /// Frames pushed that began held back (after the warm-up).
+    held: usize,
 }
 
+/// Frames begun held back after which the warm-up's latencies no longer count.
+const HELD_ENOUGH: usize = 4;
+
 impl LatencyWindow {
-    fn push(&mut self, ns: i64) {
+    /// A frame's latency; `held_back`: it began after the warm-up (frames come in order: the
+    /// warm-up's first).
+    fn push(&mut self, ns: i64, held_back: bool) {
         self.ns[self.n % self.ns.len()] = ns.max(0);
         self.n += 1;
+        self.held += usize::from(held_back);
     }
 
-    /// The slowest of the last frames.
+    /// The slowest of the last frames (of those begun held back, once there are enough).
     fn max(&self) -> Option<i64> {
-        let k = self.n.min(self.ns.len());
-        self.ns[..k].iter().copied().max()
+        let mut k = self.n.min(self.ns.len());
+        if self.held >= HELD_ENOUGH {
+            k = k.min(self.held);
+        }
+        (self.n - k..self.n)
+            .map(|i| self.ns[i % self.ns.len()])
+            .max()
     }
 }
 
@@ -286,6 +307,8 @@ pub(crate) struct Output {
     gate: bool,
     period_ns: u64,
     window: LatencyWindow,
+    /// When the first frame was released (frames begun since were held back by the budget).
+    gate_opened_ns: Option<i64>,
     /// The default budget's adaptive margin, fed with each frame's slack.
     margin: Margin,
     /// When the margin last saw a frame (its deadline, ns).
@@ -386,7 +409,8 @@ impl Output {
             edited: Vec::with_capacity(EDIT_BATCH),
             done: None,
             period_ns,
-            window: LatencyWindow { ns: [0; 32], n: 0 },
+            window: LatencyWindow::default(),
+            gate_opened_ns: None,
             margin: Margin::new(period_ns),
             margin_seen: None,
             released_seq: None,
@@ -497,7 +521,8 @@ impl Output {
             },
         };
         if self.gate {
-            self.window.push(item.ready_ns - item.begun_ns);
+            let held_back = self.gate_opened_ns.is_some_and(|t| item.begun_ns >= t);
+            self.window.push(item.ready_ns - item.begun_ns, held_back);
             self.budget = latency_budget(self.options.latency_ns, &self.window, &self.margin);
             shared
                 .counters
@@ -884,6 +909,9 @@ impl Output {
         }
         let failed = result.is_err();
         self.released_seq = Some(ctx.seq);
+        if self.gate_opened_ns.is_none() {
+            self.gate_opened_ns = Some(now_ns());
+        }
         self.done = Some((slot, version, result));
         if failed {
             self.ended = true;
@@ -1361,6 +1389,7 @@ fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64) {
 mod tests {
     use super::{
         allowed_at, latency_budget, on_grid, LateFrame, LateLog, LatencyWindow, ALLOWED_KEPT,
+        HELD_ENOUGH,
     };
     use crate::budget::Margin;
 
@@ -1369,16 +1398,46 @@ mod tests {
     #[test]
     fn the_default_budget_carries_the_adaptive_margin() {
         const MS: u64 = 1_000_000;
-        let mut window = LatencyWindow { ns: [0; 32], n: 0 };
+        let mut window = LatencyWindow::default();
         let mut margin = Margin::new(33_333_333);
         assert_eq!(latency_budget(0, &window, &margin), None, "no latency yet");
-        window.push(4 * MS as i64);
+        window.push(4 * MS as i64, true);
         assert_eq!(latency_budget(0, &window, &margin), Some(5 * MS + 2 * MS));
         // A frame 6 ms late: the margin grows to 1.5 x (2 + 6) ms, and the budget with it.
         margin.observe(-6 * MS as i64, 33_333_333);
         assert_eq!(margin.ns(), 12 * MS);
         assert_eq!(latency_budget(0, &window, &margin), Some(5 * MS + 12 * MS));
         assert_eq!(latency_budget(9 * MS, &window, &margin), Some(9 * MS));
+    }
+
+    /// The warm-up's frames count until enough frames begun held back have come; then only
+    /// those do, the slowest of the last 32 of them.
+    #[test]
+    fn the_latency_window_forgets_the_warm_up_once_frames_are_held_back() {
+        const MS: i64 = 1_000_000;
+        let mut window = LatencyWindow::default();
+        assert_eq!(window.max(), None);
+        for k in 0..6 {
+            // Frames begun at once: each waits behind the ones before.
+            window.push((50 + 40 * k) * MS, false);
+        }
+        assert_eq!(window.max(), Some(250 * MS));
+        for k in 0..HELD_ENOUGH as i64 {
+            assert_eq!(window.max(), Some(250 * MS), "after {k} held back");
+            window.push((55 + k) * MS, true);
+        }
+        assert_eq!(window.max(), Some(58 * MS));
+        for _ in 0..40 {
+            window.push(60 * MS, true);
+        }
+        window.push(70 * MS, true);
+        assert_eq!(window.max(), Some(70 * MS));
+        for _ in 0..31 {
+            window.push(60 * MS, true);
+        }
+        assert_eq!(window.max(), Some(70 * MS), "still one of the last 32");
+        window.push(60 * MS, true);
+        assert_eq!(window.max(), Some(60 * MS));
     }
 
     /// The log keeps the latest late frames, oldest first, once it has wrapped too.
