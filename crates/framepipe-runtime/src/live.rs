@@ -21,6 +21,11 @@
 //!   frame begins: they apply from the next frame to begin;
 //! * the nodes of a leaky branch (a monitor, a preview) are sampled when the frame begins, as
 //!   before: the branch takes the frame's values into its own slot and runs on its own time.
+//! * a command read while a live edit is on its way applies at once to the running node; its
+//!   reply stays true across the switch: a node the edit replaces by one of the same element
+//!   takes the values set since the edit was read ([`Live::carry`]), one it removes shows the
+//!   command until the switch, which waits for the command's frame ([`Live::arm`]), or the
+//!   command is refused when no frame of the node is left ([`Live::gone`]).
 //!
 //! Two stages driven by the same oscillator agree on every frame even though they process it
 //! at different moments: the value is a function of the frame's oscillator time.
@@ -93,6 +98,10 @@ pub(crate) struct LiveStage {
     pub params: Vec<LiveParam>,
     /// What the armed live edit does to this node (see [`Live::arm`]).
     pub(crate) fate: Fate,
+    /// The latest first frame of a command on it read since the live edit on its way was read
+    /// (`None`: none): if the edit removes the node, it switches after that frame, which then
+    /// shows the command (see [`Live::arm`]).
+    since_edit: Option<u64>,
     /// The next frame this stage samples: frames before it have their values, an edit
     /// assigned now is seen from it on (see the module doc).
     next: u64,
@@ -109,6 +118,7 @@ impl LiveStage {
             bypass_touched: 0,
             params: Vec::new(),
             fate: Fate::GoesOn,
+            since_edit: None,
             next: 0,
         }
     }
@@ -230,9 +240,6 @@ pub(crate) struct Live {
     /// what it changes with it, so that the switch knows which values were set while the edit
     /// was on its way (read after it: see [`Live::carry`]).
     epoch: u64,
-    /// The latest first frame of a node's command read since the live edit on its way was read
-    /// (`None`: none): the edit switches after that frame, which then shows the command.
-    since_edit: Option<u64>,
     /// The armed live edit's switch frame (no frame from it on begins in these stages'
     /// version), while one is armed.
     pub(crate) switch_at: Option<u64>,
@@ -320,7 +327,6 @@ impl Live {
             sampled: 0,
             version: 0,
             epoch: 1,
-            since_edit: None,
             switch_at: None,
         }
     }
@@ -330,26 +336,30 @@ impl Live {
     /// node (see [`Live::carry`]).
     pub fn edit_read(&mut self) {
         self.epoch += 1;
-        self.since_edit = None;
+        for st in &mut self.stages {
+            st.since_edit = None;
+        }
     }
 
-    /// A node's commands were assigned from frame `first` (their reply's frame).
-    pub fn commanded(&mut self, first: u64) {
-        self.since_edit = Some(self.since_edit.map_or(first, |f| f.max(first)));
+    /// A command on stage `s` was assigned from frame `first` (its reply's frame).
+    pub fn commanded(&mut self, s: usize, first: u64) {
+        let st = &mut self.stages[s];
+        st.since_edit = Some(st.since_edit.map_or(first, |f| f.max(first)));
     }
 
     /// The edit on its way is armed (under the scheduler lock, which is taken first): it may
     /// switch at frame `at` at the earliest, but after the first frame of the commands read
-    /// since it was read (so that a command on a node it removes, answered with that frame,
-    /// shows there). Notes each running node's `fates` (indexed like the stages; an edit
+    /// since it was read on the nodes it removes or replaces by another element (so that such
+    /// a command, answered with that frame, shows there; a node that goes on shows it in
+    /// either version). Notes each running node's `fates` (indexed like the stages; an edit
     /// without them changes no fate) and the switch frame; returns that frame.
     pub fn arm(&mut self, at: u64, fates: &[Fate]) -> u64 {
-        let at = match self.since_edit {
-            Some(f) => at.max(f.saturating_add(1)),
-            None => at,
-        };
+        let mut at = at;
         for (st, &f) in self.stages.iter_mut().zip(fates) {
             st.fate = f;
+            if let (Fate::Removed | Fate::Replaced, Some(first)) = (f, st.since_edit) {
+                at = at.max(first.saturating_add(1));
+            }
         }
         self.switch_at = Some(at);
         at
@@ -512,7 +522,6 @@ impl Live {
         }
         // The commands from now on are the new version's.
         self.epoch += 1;
-        self.since_edit = None;
         self.switch_at = None;
     }
 
@@ -1164,15 +1173,17 @@ mod tests {
         assert_eq!(values(&next[0]), vec![PropValue::Float(0.5); 2]);
     }
 
-    /// Issue #9: an edit armed after a command read since it (answered "from frame 5", not
-    /// begun yet) switches after that frame; once armed, a command on a node it removes whose
+    /// Issue #9: an edit armed after a command read since it on a node it removes (answered
+    /// "from frame 5", not begun yet) switches after that frame; once armed, a command on a node it removes whose
     /// first frame would be the switch frame is refused, one before it is not, and a node that
     /// goes on is never refused.
     #[test]
     fn issue_9_an_armed_edit_switches_after_the_commands_read_since_it_and_ends_its_nodes() {
         let mut live = Live::new(vec![pq("fx", 0.0, 0.0), pq("kept", 0.0, 0.0)]);
         live.edit_read();
-        live.commanded(5);
+        live.commanded(0, 5);
+        live.commanded(1, 8);
+        // (A node that goes on holds nothing back: frame 8 shows its command in either version.)
         assert_eq!(live.arm(5, &[Fate::Removed, Fate::GoesOn]), 6);
         assert_eq!(live.gone(0, 5), None);
         assert_eq!(live.gone(0, 6), Some((Fate::Removed, 6)));
@@ -1183,7 +1194,7 @@ mod tests {
         );
         // Without a command since the edit, it switches at the frame it is armed at.
         let mut live = Live::new(vec![pq("fx", 0.0, 0.0)]);
-        live.commanded(9);
+        live.commanded(0, 9);
         live.edit_read();
         assert_eq!(live.arm(7, &[Fate::Replaced]), 7);
         assert_eq!(live.gone(0, 7), Some((Fate::Replaced, 7)));

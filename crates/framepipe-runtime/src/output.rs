@@ -1292,21 +1292,17 @@ fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batc
             }
             if let Some(first) = first {
                 let mut k = 0;
-                let mut staged = false;
                 for &(n, gone) in batch.of.iter() {
                     if gone.is_none() {
                         for e in batch.edits[k..k + n].iter_mut() {
                             if let Some(s) = e.stage() {
                                 live.catch_up(s, first, &ver.snapshots, ver.topo.cap);
-                                staged = true;
+                                live.commanded(s, first);
                             }
                             live.apply(e);
                         }
                     }
                     k += n;
-                }
-                if staged {
-                    live.commanded(first);
                 }
                 let mbpm = (live.tempo() * 1000.0).round() as u64;
                 shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
