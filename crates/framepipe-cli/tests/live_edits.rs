@@ -899,17 +899,29 @@ fn which<'a>(out: &[u8], k: usize, refs: &[(&'a str, &[u8])]) -> &'a str {
 /// after the replace, so it is the performer's last word on `fx.value`, in the old instance
 /// from N and in the new one from M (whose other property, 2 decimals, shows that it is the
 /// new one). Before the fix the new instance started with the replace's own `value=0.5`: the
-/// set's reply named frame N = M, and no frame showed 0.9.
-fn set_racing_replace(threads: usize) {
-    let dir = tmpdir(&format!("stale-replace-{threads}"));
+/// set's reply named frame N = M, and no frame showed 0.9. With `load` (a project whose `fx`
+/// has those properties), the same.
+fn set_racing_replace(threads: usize, load: bool) {
+    let dir = tmpdir(&format!("stale-replace-{threads}-{load}"));
+    let fx = "stamp what=value decimals=2 value=0.5 scale=2";
+    std::fs::write(
+        dir.join("scene2.toml"),
+        format!(
+            "pipeline = \"testsrc width={W} height={H} ! {fx} name=fx \
+             ! rawsink name=out location=out.rgba\"\n"
+        ),
+    )
+    .unwrap();
     let mut show = value_show(&dir, threads);
     std::thread::sleep(Duration::from_millis(300));
     show.send("pause");
     show.wait_for("'pause'");
-    let (replace, set) = (
-        "replace fx stamp what=value decimals=2 value=0.5 scale=2",
-        "set fx.value 0.9",
-    );
+    let replace = if load {
+        "load scene2.toml".to_string()
+    } else {
+        format!("replace fx {fx}")
+    };
+    let set = "set fx.value 0.9";
     // One write: the set is read while the replace is being built.
     show.send(&format!("{replace}\n{set}"));
     show.wait_for(&format!("'{set}'"));
@@ -918,7 +930,7 @@ fn set_racing_replace(threads: usize) {
     show.wait_for(&format!("'{replace}'"));
     std::thread::sleep(Duration::from_millis(300));
     let err = show.stop();
-    let (n, m) = (applied_at(&err, set), applied_at(&err, replace));
+    let (n, m) = (applied_at(&err, set), applied_at(&err, &replace));
     let (out, frames) = recorded(&dir);
     assert!(
         0 < n && n <= m && m < frames,
@@ -947,12 +959,17 @@ fn set_racing_replace(threads: usize) {
 
 #[test]
 fn issue_9_a_set_read_while_a_replace_is_pending_shows_from_its_frame_one_thread() {
-    set_racing_replace(1);
+    set_racing_replace(1, false);
 }
 
 #[test]
 fn issue_9_a_set_read_while_a_replace_is_pending_shows_from_its_frame_two_threads() {
-    set_racing_replace(2);
+    set_racing_replace(2, false);
+}
+
+#[test]
+fn issue_9_a_set_read_while_a_load_is_pending_shows_from_its_frame() {
+    set_racing_replace(2, true);
 }
 
 /// Issue #9, a `set` racing the live edit that removes its node: read after `remove fx` (the

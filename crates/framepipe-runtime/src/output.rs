@@ -240,7 +240,7 @@ pub(crate) struct Output {
     edited: Vec<Posted>,
     /// Per command of `edited`: how many of `edits` are its, and whether it is refused (its
     /// node ended by the armed live edit: the fate and the switch frame).
-    edited_of: Vec<(usize, Option<(usize, Fate, u64)>)>,
+    edited_of: Vec<Of>,
     /// The nodes the last live edit removed, and its first frame: a command naming one is
     /// refused saying so.
     removed: (Vec<Arc<str>>, u64),
@@ -660,6 +660,7 @@ impl Output {
                 edits: &mut self.edits,
                 posted: &mut self.edited,
                 of: &mut self.edited_of,
+                removed: (&self.removed.0, self.removed.1),
             };
             let building = self.edits_link.as_ref().is_some_and(|l| l.busy);
             stop = apply_commands(
@@ -670,7 +671,6 @@ impl Output {
                 &mut self.transport,
                 &mut batch,
                 boundary,
-                (&self.removed.0, self.removed.1),
             );
             if !building && self.edits_link.as_ref().is_some_and(|l| l.busy) {
                 let repeated = shared.counters.repeated.load(Ordering::Relaxed);
@@ -1095,13 +1095,20 @@ fn drive_with_standby(
     (out, rescued)
 }
 
+/// Per command waiting to be assigned: how many of the batch's edits are its, and whether it
+/// is refused because the armed live edit ends its node before its frame (that node's stage,
+/// the fate, the switch frame).
+type Of = (usize, Option<(usize, Fate, u64)>);
+
 /// Parameter edits waiting to be assigned, with their commands (answered once assigned).
 /// Every vector has room for [`EDIT_BATCH`] from the start.
 struct Batch<'a> {
     edits: &'a mut Vec<Edit>,
     posted: &'a mut Vec<Posted>,
     /// Per command of `posted`: how many of `edits` are its; whether it is refused.
-    of: &'a mut Vec<(usize, Option<(usize, Fate, u64)>)>,
+    of: &'a mut Vec<Of>,
+    /// The nodes the last live edit removed, and its first frame (for the refusals).
+    removed: (&'a [Arc<str>], u64),
 }
 
 /// Applies the commands pending now: transport ones here, answered with `boundary` (the next
@@ -1119,7 +1126,6 @@ fn apply_commands(
     transport: &mut Transport,
     batch: &mut Batch<'_>,
     boundary: u64,
-    ended: (&[Arc<str>], u64),
 ) -> bool {
     let pending = reader.pending();
     let mut stop = false;
@@ -1182,7 +1188,7 @@ fn apply_commands(
             }
             Err(reason) => {
                 let on_its_way = link.as_deref().is_some_and(|l| l.busy);
-                let reason = not_yet(reason, &p.command, on_its_way, ended);
+                let reason = not_yet(reason, &p.command, on_its_way, batch.removed);
                 refuse(shared, reader, p, reason);
             }
         }
@@ -1258,8 +1264,7 @@ fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batc
         let mut live = shared.live.lock();
         let next_frame = live.next_frame();
         let frame = if live.version == ver.number {
-            let first_of = |live: &crate::live::Live,
-                            of: &[(usize, Option<(usize, Fate, u64)>)]| {
+            let first_of = |live: &crate::live::Live, of: &[Of]| {
                 let mut k = 0;
                 let mut first = None::<u64>;
                 for &(n, gone) in of {
