@@ -900,7 +900,8 @@ fn which<'a>(out: &[u8], k: usize, refs: &[(&'a str, &[u8])]) -> &'a str {
 /// from N and in the new one from M (whose other property, 2 decimals, shows that it is the
 /// new one). Before the fix the new instance started with the replace's own `value=0.5`: the
 /// set's reply named frame N = M, and no frame showed 0.9. With `load` (a project whose `fx`
-/// has those properties), the same.
+/// has those properties), the same. A set sent after the edit's reply shows in the new node
+/// from its frame.
 fn set_racing_replace(threads: usize, load: bool) {
     let dir = tmpdir(&format!("stale-replace-{threads}-{load}"));
     let fx = "stamp what=value decimals=2 value=0.5 scale=2";
@@ -928,31 +929,40 @@ fn set_racing_replace(threads: usize, load: bool) {
     // (The switch may wait for the set's frame to begin: after the resume.)
     show.send("resume");
     show.wait_for(&format!("'{replace}'"));
-    std::thread::sleep(Duration::from_millis(300));
+    // A command sent after the edit's reply is the new node's.
+    std::thread::sleep(Duration::from_millis(200));
+    let later = "set fx.value 0.7";
+    show.send(later);
+    show.wait_for(&format!("'{later}'"));
+    std::thread::sleep(Duration::from_millis(200));
     let err = show.stop();
     let (n, m) = (applied_at(&err, set), applied_at(&err, &replace));
+    let l = applied_at(&err, later);
     let (out, frames) = recorded(&dir);
     assert!(
-        0 < n && n <= m && m < frames,
-        "set {n}, replace {m}, {frames}: {err}"
+        0 < n && n <= m && m < l && l < frames,
+        "set {n}, replace {m}, later set {l}, {frames}: {err}"
     );
     let refs = [
         ("0.0", valued(&dir, "0", 1, frames)),
         ("0.9", valued(&dir, "0.9", 1, frames)),
         ("0.90", valued(&dir, "0.9", 2, frames)),
         ("0.50", valued(&dir, "0.5", 2, frames)),
+        ("0.70", valued(&dir, "0.7", 2, frames)),
+        ("0.7", valued(&dir, "0.7", 1, frames)),
     ];
     let refs: Vec<(&str, &[u8])> = refs.iter().map(|(n, r)| (*n, &r[..])).collect();
     for k in 0..frames {
         let want = match k {
             k if k < n => "0.0",
             k if k < m => "0.9",
-            _ => "0.90",
+            k if k < l => "0.90",
+            _ => "0.70",
         };
         let got = which(&out, k, &refs);
         assert_eq!(
             got, want,
-            "frame {k} (set from {n}, replace from {m}): {err}"
+            "frame {k} (set from {n}, replace from {m}, later set from {l}): {err}"
         );
     }
 }
