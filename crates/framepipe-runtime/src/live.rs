@@ -1171,6 +1171,21 @@ mod tests {
         let mut next = vec![pq("fx", 0.5, 0.5)];
         live.carry(&mut next, &[false], &[]);
         assert_eq!(values(&next[0]), vec![PropValue::Float(0.5); 2]);
+        // An oscillator attached after the edit was read goes with the node too; one on a
+        // property of another type does not (the same name, another element's spec).
+        let osc = Oscillator::new(framepipe_control::Shape::Sine).with_range(0.0, 1.0);
+        live.apply(&mut Edit::Attach {
+            stage: 0,
+            param: 1,
+            osc,
+        });
+        let mut next = vec![pq("fx", 0.5, 0.5)];
+        next[0].params[1].spec.kind = PropKind::Int { min: 0, max: 9 };
+        let mut same = vec![pq("fx", 0.5, 0.5)];
+        live.carry(&mut next, &[false], &[]);
+        assert!(next[0].params[1].osc.is_none(), "another type: not carried");
+        live.carry(&mut same, &[false], &[]);
+        assert_eq!(same[0].params[1].osc, Some(osc));
     }
 
     /// Issue #9: an edit armed after a command read since it on a node it removes (answered
