@@ -32,7 +32,7 @@ use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 use crate::budget::Margin;
 use crate::edit::{EditLink, FromEditor, ToEditor};
 use crate::events::Event;
-use crate::live::Edit;
+use crate::live::{Edit, Fate};
 use crate::pipeline::{Options, Overload};
 use crate::state::{PortItem, Shared, Version};
 use crate::worker::guard;
@@ -300,6 +300,12 @@ pub(crate) struct Output {
     edits: Vec<Edit>,
     /// The commands of `edits`, answered once assigned.
     edited: Vec<Posted>,
+    /// Per command of `edited`: how many of `edits` are its, and whether it is refused (its
+    /// node ended by the armed live edit: the fate and the switch frame).
+    edited_of: Vec<Of>,
+    /// The nodes the last live edit removed, and its first frame: a command naming one is
+    /// refused saying so.
+    removed: (Vec<Arc<str>>, u64),
     /// The outcome of the frame last given to the sink (its slot), returned to the scheduler in
     /// the next critical section (with the taking of the next frame).
     done: Option<(usize, u64, Result<()>)>,
@@ -407,6 +413,8 @@ impl Output {
             last: None,
             edits: Vec::with_capacity(EDIT_BATCH),
             edited: Vec::with_capacity(EDIT_BATCH),
+            edited_of: Vec::with_capacity(EDIT_BATCH),
+            removed: (Vec::new(), 0),
             done: None,
             period_ns,
             window: LatencyWindow::default(),
@@ -650,6 +658,32 @@ impl Output {
     /// Reads the commands and the edit thread's answers; whether `stop` was read.
     fn read_commands(&mut self, shared: &Shared) -> bool {
         let port = self.port;
+        // The edit thread's answer first: an edit armed now may switch at once, and the
+        // commands read below must know it.
+        if let (Some(l), Some(reader)) = (self.edits_link.as_mut(), self.commands.as_mut()) {
+            match l.take() {
+                Some(FromEditor::Ready(p)) => {
+                    let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                    self.edit_repeats_at_arm = repeated;
+                    if let Some((sent_ns, at_send)) = self.edit_sent.take() {
+                        let build_ns = now_ns() - sent_ns;
+                        let repeats = repeated.saturating_sub(at_send);
+                        shared.counters.record_edit_build(build_ns, repeats);
+                    }
+                    // (It may switch at once, e.g. in a paused show: the commands below are
+                    // then read against the new version.)
+                    let mut st = shared.lock_output();
+                    st.arm_switch(p, shared);
+                    st.after_change(shared);
+                }
+                Some(FromEditor::Refused(p, reason)) => {
+                    l.busy = false;
+                    self.edit_sent = None;
+                    refuse(shared, reader, p, reason);
+                }
+                None => {}
+            }
+        }
         // A live edit switched versions: look at the new one (and, the master, answer the
         // edit and hand what the switch replaced to the edit thread).
         let changed = shared.version.load(Ordering::Acquire) != self.ver.number;
@@ -671,8 +705,10 @@ impl Output {
             // Answered at the switch (the next edit may be built then, against the new
             // version); what it replaced goes to the edit thread once its frames are done (at
             // once when the switch waited for them).
-            if let Some(news) = news {
+            if let Some(mut news) = news {
                 shared.counters.set_stages(Arc::clone(&self.ver.stages));
+                std::mem::swap(&mut self.removed.0, &mut news.removed);
+                self.removed.1 = news.frame;
                 self.edit_watch = Some((news.frame, news.drain_ns, self.edit_repeats_at_arm));
                 if let (Some(p), Some(reader)) = (news.posted, self.commands.as_mut()) {
                     reader.reply(p, Outcome::Applied { frame: news.frame });
@@ -683,6 +719,7 @@ impl Output {
                     let _ = l.tx.try_send(ToEditor::Switched {
                         frame: news.frame,
                         graph_view: news.graph_view,
+                        dropped: news.removed,
                     });
                 }
                 self.retire_due = true;
@@ -694,28 +731,6 @@ impl Output {
                 }
             }
         }
-        if let (Some(l), Some(reader)) = (self.edits_link.as_mut(), self.commands.as_mut()) {
-            match l.take() {
-                Some(FromEditor::Ready(p)) => {
-                    let repeated = shared.counters.repeated.load(Ordering::Relaxed);
-                    self.edit_repeats_at_arm = repeated;
-                    if let Some((sent_ns, at_send)) = self.edit_sent.take() {
-                        let build_ns = now_ns() - sent_ns;
-                        let repeats = repeated.saturating_sub(at_send);
-                        shared.counters.record_edit_build(build_ns, repeats);
-                    }
-                    let mut st = shared.lock_output();
-                    st.arm_switch(p);
-                    st.after_change(shared);
-                }
-                Some(FromEditor::Refused(p, reason)) => {
-                    l.busy = false;
-                    self.edit_sent = None;
-                    refuse(shared, reader, p, reason);
-                }
-                None => {}
-            }
-        }
         let mut stop = false;
         if let Some(reader) = self.commands.as_mut() {
             // The boundary is named by the next frame to be released (see `Outcome::Applied`).
@@ -723,6 +738,8 @@ impl Output {
             let mut batch = Batch {
                 edits: &mut self.edits,
                 posted: &mut self.edited,
+                of: &mut self.edited_of,
+                removed: (&self.removed.0, self.removed.1),
             };
             let building = self.edits_link.as_ref().is_some_and(|l| l.busy);
             stop = apply_commands(
@@ -1165,11 +1182,20 @@ fn drive_with_standby(
     (out, rescued)
 }
 
+/// Per command waiting to be assigned: how many of the batch's edits are its, and whether it
+/// is refused because the armed live edit ends its node before its frame (that node's stage,
+/// the fate, the switch frame).
+type Of = (usize, Option<(usize, Fate, u64)>);
+
 /// Parameter edits waiting to be assigned, with their commands (answered once assigned).
-/// Both vectors have room for [`EDIT_BATCH`] from the start.
+/// Every vector has room for [`EDIT_BATCH`] from the start.
 struct Batch<'a> {
     edits: &'a mut Vec<Edit>,
     posted: &'a mut Vec<Posted>,
+    /// Per command of `posted`: how many of `edits` are its; whether it is refused.
+    of: &'a mut Vec<Of>,
+    /// The nodes the last live edit removed, and its first frame (for the refusals).
+    removed: (&'a [Arc<str>], u64),
 }
 
 /// Applies the commands pending now: transport ones here, answered with `boundary` (the next
@@ -1202,6 +1228,10 @@ fn apply_commands(
                 Some(l) => match l.tx.try_send(ToEditor::Build(p)) {
                     Ok(()) => {
                         l.busy = true;
+                        // The commands read before it are assigned first: the ones after it
+                        // are those its switch carries into a node it replaces.
+                        assign_edits(shared, ver, reader, batch);
+                        shared.live.lock().edit_read();
                         continue;
                     }
                     Err(
@@ -1241,8 +1271,13 @@ fn apply_commands(
                 }
                 batch.edits.push(edit);
                 batch.posted.push(p);
+                batch.of.push((1, None));
             }
-            Err(reason) => refuse(shared, reader, p, reason),
+            Err(reason) => {
+                let on_its_way = link.as_deref().is_some_and(|l| l.busy);
+                let reason = not_yet(reason, &p.command, on_its_way, batch.removed);
+                refuse(shared, reader, p, reason);
+            }
         }
     }
     assign_edits(shared, ver, reader, batch);
@@ -1293,6 +1328,7 @@ fn apply_batch(
         transport.apply(c);
     }
     batch.posted.push(p);
+    batch.of.push((batch.edits.len() - start, None));
 }
 
 /// Assigns the batch's edits under the live lock, from the first frame that can show all of
@@ -1304,44 +1340,129 @@ fn apply_batch(
 /// The edits were resolved (node and property indices) against graph version `ver`; if a
 /// live edit switched versions since (another thread may make the switch between the output
 /// thread's look at the version and this), they would name other nodes, or none: they are
-/// refused instead.
+/// refused instead. A command on a node that the armed live edit removes (or replaces by
+/// another element) is refused when that frame would be the switch's or later: no frame
+/// would show it (`Live::gone`).
 fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch: &mut Batch<'_>) {
     if batch.edits.is_empty() {
         return;
     }
-    let frame = {
+    let (frame, next_frame) = {
         let mut live = shared.live.lock();
-        if live.version == ver.number {
-            let first = batch
-                .edits
-                .iter()
-                .map(|e| live.first_frame_of(e))
-                .max()
-                .expect("not empty");
-            for e in batch.edits.iter_mut() {
-                if let Some(s) = e.stage() {
-                    live.catch_up(s, first, &ver.snapshots, ver.topo.cap);
+        let next_frame = live.next_frame();
+        let frame = if live.version == ver.number {
+            let first_of = |live: &crate::live::Live, of: &[Of]| {
+                let mut k = 0;
+                let mut first = None::<u64>;
+                for &(n, gone) in of {
+                    if gone.is_none() {
+                        for e in &batch.edits[k..k + n] {
+                            let f = live.first_frame_of(e);
+                            first = Some(first.map_or(f, |g| g.max(f)));
+                        }
+                    }
+                    k += n;
                 }
-                live.apply(e);
+                first
+            };
+            let mut first = first_of(&live, batch.of);
+            if let Some(f) = first {
+                // Commands on nodes the armed edit ends before that frame: refused.
+                let mut k = 0;
+                let mut any = false;
+                for (n, gone) in batch.of.iter_mut() {
+                    *gone = batch.edits[k..k + *n].iter().find_map(|e| {
+                        let s = e.stage()?;
+                        live.gone(s, f).map(|(fate, at)| (s, fate, at))
+                    });
+                    any |= gone.is_some();
+                    k += *n;
+                }
+                if any {
+                    first = first_of(&live, batch.of);
+                }
             }
-            let mbpm = (live.tempo() * 1000.0).round() as u64;
-            shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
+            if let Some(first) = first {
+                let mut k = 0;
+                for &(n, gone) in batch.of.iter() {
+                    if gone.is_none() {
+                        for e in batch.edits[k..k + n].iter_mut() {
+                            if let Some(s) = e.stage() {
+                                live.catch_up(s, first, &ver.snapshots, ver.topo.cap);
+                                live.commanded(s, first);
+                            }
+                            live.apply(e);
+                        }
+                    }
+                    k += n;
+                }
+                let mbpm = (live.tempo() * 1000.0).round() as u64;
+                shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
+            }
             Some(first)
         } else {
             None
-        }
+        };
+        (frame, next_frame)
     };
     batch.edits.clear();
-    for p in batch.posted.drain(..) {
-        let outcome = match frame {
-            Some(frame) => Outcome::Applied { frame },
-            None => Outcome::Refused {
-                reason: "the graph changed (a live edit) while this command was read; send it \
-                         again"
-                    .into(),
-            },
-        };
-        reader.reply(p, outcome);
+    for (p, (_, gone)) in batch.posted.drain(..).zip(batch.of.drain(..)) {
+        match (frame, gone) {
+            (Some(_), Some((s, fate, at))) => {
+                let reason = crate::live::gone_reason(ver.live_spec.label(s), fate, at);
+                refuse(shared, reader, p, reason);
+            }
+            // (None: only commands without edits are left, transport ones of a batch.)
+            (Some(frame), None) => reader.reply(
+                p,
+                Outcome::Applied {
+                    frame: frame.unwrap_or(next_frame),
+                },
+            ),
+            (None, _) => reader.reply(
+                p,
+                Outcome::Refused {
+                    reason: "the graph changed (a live edit) while this command was read; \
+                             send it again"
+                        .into(),
+                },
+            ),
+        }
+    }
+}
+
+/// A command's refusal `reason` when `command` names a node the running graph does not have:
+/// one the last live edit removed (`ended`: their names, its first frame) is named so; else a
+/// word on the live edit on its way (`on_its_way`), which may bring it.
+fn not_yet(
+    reason: String,
+    command: &Command,
+    on_its_way: bool,
+    ended: (&[Arc<str>], u64),
+) -> String {
+    if !reason.starts_with("no element '") {
+        return reason;
+    }
+    let named = match command {
+        Command::Set { element, .. }
+        | Command::Osc { element, .. }
+        | Command::Unosc { element, .. }
+        | Command::Bypass { element, .. } => match element {
+            framepipe_control::Target::Name(n) => Some(n.as_str()),
+            framepipe_control::Target::Index(_) => None,
+        },
+        _ => None,
+    };
+    if let Some(n) = named.filter(|n| ended.0.iter().any(|e| &**e == *n)) {
+        return format!("no node '{n}' (removed at frame {})", ended.1);
+    }
+    if on_its_way {
+        format!(
+            "{reason} (a live edit is on its way: a node it adds takes commands once it is \
+             answered)"
+        )
+    } else {
+        reason
     }
 }
 
