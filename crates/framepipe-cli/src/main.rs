@@ -980,11 +980,14 @@ fn stats_json(
         doc["late_frames"] = p
             .late_log
             .frames()
-            .map(|(deadline, late, ready)| {
+            .map(|f| {
                 serde_json::json!({
-                    "deadline_s": deadline as f64 / 1e9,
-                    "late_us": late as f64 / 1e3,
-                    "ready_us": ready as f64 / 1e3,
+                    "deadline_s": f.deadline_ns as f64 / 1e9,
+                    "late_us": f.lateness_ns as f64 / 1e3,
+                    "ready_us": f.ready_ns as f64 / 1e3,
+                    "begun_us": f.begun_ns as f64 / 1e3,
+                    "budget_us": f.budget_ns as f64 / 1e3,
+                    "allowed_us": f.allowed_ns.map(|t| t as f64 / 1e3),
                 })
             })
             .collect();

@@ -847,3 +847,242 @@ fn issue_9_an_edit_waits_for_the_version_an_earlier_edit_replaced_to_be_freed() 
     );
     assert_eq!(memory["edits_refused"].as_u64(), Some(0), "{memory}");
 }
+
+/// The show of the stale-reply tests: the source's moving bars with `value` printed on them by
+/// `stamp` (a live parameter that shows in the pixels), one decimal, 0 to begin with.
+fn value_show(dir: &std::path::Path, threads: usize) -> Show {
+    let pipeline = format!(
+        "testsrc width={W} height={H} ! stamp name=fx what=value decimals=1 value=0 scale=2 \
+         ! rawsink name=out location=out.rgba"
+    );
+    Show::start(dir, threads, 30, &pipeline)
+}
+
+/// `frames` frames of the source with `value` printed by `stamp` with `decimals` decimals.
+fn valued(dir: &std::path::Path, value: &str, decimals: u32, frames: usize) -> Vec<u8> {
+    reference(
+        dir,
+        &format!("v{value}-{decimals}.rgba"),
+        &format!("! stamp what=value decimals={decimals} value={value} scale=2"),
+        frames,
+    )
+}
+
+/// The recorded `out.rgba` of a show in `dir`, and its number of frames.
+fn recorded(dir: &std::path::Path) -> (Vec<u8>, usize) {
+    let out = std::fs::read(dir.join("out.rgba")).unwrap();
+    assert_eq!(out.len() % FRAME, 0, "{} bytes", out.len());
+    let frames = out.len() / FRAME;
+    (out, frames)
+}
+
+/// Which of `refs` (name, frames) frame `k` of `out` is (they differ in every frame).
+fn which<'a>(out: &[u8], k: usize, refs: &[(&'a str, &[u8])]) -> &'a str {
+    for (i, (a, x)) in refs.iter().enumerate() {
+        for (b, y) in &refs[i + 1..] {
+            assert_ne!(
+                x[k * FRAME..(k + 1) * FRAME],
+                y[k * FRAME..(k + 1) * FRAME],
+                "{a}, {b}"
+            );
+        }
+    }
+    let f = &out[k * FRAME..(k + 1) * FRAME];
+    refs.iter()
+        .find(|(_, r)| r[k * FRAME..(k + 1) * FRAME] == *f)
+        .map_or("none of them", |(n, _)| n)
+}
+
+/// Issue #9, a `set` racing the live edit that replaces its node: a paused show reads
+/// `replace fx ...` and, before that edit is built and switched in, `set fx.value 0.9`. The
+/// set is answered "from frame N" and the replace "from frame M" (N <= M): the set was read
+/// after the replace, so it is the performer's last word on `fx.value`, in the old instance
+/// from N and in the new one from M (whose other property, 2 decimals, shows that it is the
+/// new one). Before the fix the new instance started with the replace's own `value=0.5`: the
+/// set's reply named frame N = M, and no frame showed 0.9. With `load` (a project whose `fx`
+/// has those properties), the same. A set sent after the edit's reply shows in the new node
+/// from its frame.
+fn set_racing_replace(threads: usize, load: bool) {
+    let dir = tmpdir(&format!("stale-replace-{threads}-{load}"));
+    let fx = "stamp what=value decimals=2 value=0.5 scale=2";
+    std::fs::write(
+        dir.join("scene2.toml"),
+        format!(
+            "pipeline = \"testsrc width={W} height={H} ! {fx} name=fx \
+             ! rawsink name=out location=out.rgba\"\n"
+        ),
+    )
+    .unwrap();
+    let mut show = value_show(&dir, threads);
+    std::thread::sleep(Duration::from_millis(300));
+    show.send("pause");
+    show.wait_for("'pause'");
+    let replace = if load {
+        "load scene2.toml".to_string()
+    } else {
+        format!("replace fx {fx}")
+    };
+    let set = "set fx.value 0.9";
+    // One write: the set is read while the replace is being built.
+    show.send(&format!("{replace}\n{set}"));
+    show.wait_for(&format!("'{set}'"));
+    // (The switch may wait for the set's frame to begin: after the resume.)
+    show.send("resume");
+    show.wait_for(&format!("'{replace}'"));
+    // A command sent after the edit's reply is the new node's.
+    std::thread::sleep(Duration::from_millis(200));
+    let later = "set fx.value 0.7";
+    show.send(later);
+    show.wait_for(&format!("'{later}'"));
+    std::thread::sleep(Duration::from_millis(200));
+    let err = show.stop();
+    let (n, m) = (applied_at(&err, set), applied_at(&err, &replace));
+    let l = applied_at(&err, later);
+    let (out, frames) = recorded(&dir);
+    assert!(
+        0 < n && n <= m && m < l && l < frames,
+        "set {n}, replace {m}, later set {l}, {frames}: {err}"
+    );
+    let refs = [
+        ("0.0", valued(&dir, "0", 1, frames)),
+        ("0.9", valued(&dir, "0.9", 1, frames)),
+        ("0.90", valued(&dir, "0.9", 2, frames)),
+        ("0.50", valued(&dir, "0.5", 2, frames)),
+        ("0.70", valued(&dir, "0.7", 2, frames)),
+        ("0.7", valued(&dir, "0.7", 1, frames)),
+    ];
+    let refs: Vec<(&str, &[u8])> = refs.iter().map(|(n, r)| (*n, &r[..])).collect();
+    for k in 0..frames {
+        let want = match k {
+            k if k < n => "0.0",
+            k if k < m => "0.9",
+            k if k < l => "0.90",
+            _ => "0.70",
+        };
+        let got = which(&out, k, &refs);
+        assert_eq!(
+            got, want,
+            "frame {k} (set from {n}, replace from {m}, later set from {l}): {err}"
+        );
+    }
+}
+
+#[test]
+fn issue_9_a_set_read_while_a_replace_is_pending_shows_from_its_frame_one_thread() {
+    set_racing_replace(1, false);
+}
+
+#[test]
+fn issue_9_a_set_read_while_a_replace_is_pending_shows_from_its_frame_two_threads() {
+    set_racing_replace(2, false);
+}
+
+#[test]
+fn issue_9_a_set_read_while_a_load_is_pending_shows_from_its_frame() {
+    set_racing_replace(2, true);
+}
+
+/// Issue #9, a `set` racing the live edit that removes its node: read after `remove fx` (the
+/// show paused, so that no frame begins in between), it is either answered "from frame N" and
+/// shown from N until the remove's frame M > N, or refused because `fx` is gone by then,
+/// naming the frame, and shown nowhere. Before the fix it was answered "from frame N" with
+/// N = M: no frame showed it.
+fn set_racing_remove(threads: usize) {
+    let dir = tmpdir(&format!("stale-remove-{threads}"));
+    let mut show = value_show(&dir, threads);
+    std::thread::sleep(Duration::from_millis(300));
+    show.send("pause");
+    show.wait_for("'pause'");
+    let (remove, set) = ("remove fx", "set fx.value 0.9");
+    show.send(&format!("{remove}\n{set}"));
+    show.wait_for(&format!("'{set}'"));
+    show.send("resume");
+    show.wait_for(&format!("'{remove}'"));
+    std::thread::sleep(Duration::from_millis(300));
+    let err = show.stop();
+    let m = applied_at(&err, remove);
+    let (out, frames) = recorded(&dir);
+    let refs = [
+        ("0.0", valued(&dir, "0", 1, frames)),
+        ("0.9", valued(&dir, "0.9", 1, frames)),
+        ("plain", reference(&dir, "plain.rgba", "", frames)),
+    ];
+    let refs: Vec<(&str, &[u8])> = refs.iter().map(|(n, r)| (*n, &r[..])).collect();
+    // From the set's frame (none when refused) to the remove's: 0.9.
+    let n = if err.contains(&format!("ok '{set}' from frame ")) {
+        let n = applied_at(&err, set);
+        assert!(
+            n < m,
+            "set from {n}, remove from {m}: no frame shows the set: {err}"
+        );
+        n
+    } else {
+        let refusal = refusal_of(&err, set, "the set is neither applied nor refused");
+        assert!(
+            refusal.contains(&format!("no node 'fx' (removed at frame {m})")),
+            "{refusal}"
+        );
+        m
+    };
+    assert!(0 < m && m < frames, "remove from {m}, {frames}: {err}");
+    for k in 0..frames {
+        let want = match k {
+            k if k < n => "0.0",
+            k if k < m => "0.9",
+            _ => "plain",
+        };
+        let got = which(&out, k, &refs);
+        assert_eq!(
+            got, want,
+            "frame {k} (set from {n}, remove from {m}): {err}"
+        );
+    }
+}
+
+#[test]
+fn issue_9_a_set_read_while_a_remove_is_pending_is_shown_or_refused_one_thread() {
+    set_racing_remove(1);
+}
+
+#[test]
+fn issue_9_a_set_read_while_a_remove_is_pending_is_shown_or_refused_two_threads() {
+    set_racing_remove(2);
+}
+
+/// Issue #9, the reverse: a `set` on the node that a pending `add` brings is refused (the node
+/// is not there yet when the set is read) with a reason that says so, and shows nowhere; the
+/// add itself is applied.
+#[test]
+fn issue_9_a_set_on_a_node_a_pending_add_brings_is_refused_saying_so() {
+    let dir = tmpdir("stale-add");
+    let mut show = value_show(&dir, 2);
+    std::thread::sleep(Duration::from_millis(300));
+    show.send("pause");
+    show.wait_for("'pause'");
+    let (add, set) = (
+        "add stamp name=new what=value decimals=2 value=0.5 y=30 scale=2 after fx",
+        "set new.value 0.9",
+    );
+    show.send(&format!("{add}\n{set}"));
+    show.wait_for(&format!("'{set}'"));
+    show.send("resume");
+    show.wait_for(&format!("'{add}'"));
+    std::thread::sleep(Duration::from_millis(300));
+    let err = show.stop();
+    let refusal = refusal_of(&err, set, "the set on the added node is not refused");
+    assert!(
+        refusal.contains("no element 'new'") && refusal.contains("once it is answered"),
+        "{refusal}"
+    );
+    let m = applied_at(&err, add);
+    let (out, frames) = recorded(&dir);
+    assert!(0 < m && m < frames, "add from {m}, {frames}: {err}");
+    let before = valued(&dir, "0", 1, frames);
+    let after = reference(
+        &dir,
+        "added.rgba",
+        "! stamp what=value decimals=1 value=0 scale=2 ! stamp what=value decimals=2 value=0.5 y=30 scale=2",
+        frames,
+    );
+    assert_span(&out, m..frames, &after, &before);
+}

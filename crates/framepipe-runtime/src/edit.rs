@@ -98,6 +98,9 @@ pub(crate) enum ToEditor {
     Switched {
         frame: u64,
         graph_view: Option<crate::view::GraphView>,
+        /// The names of the nodes the switch before removed, which the output thread kept
+        /// until now (for its refusals): dropped here.
+        dropped: Vec<Arc<str>>,
     },
     /// What a switch replaced, once its frames are done: dropped here, off the frame path.
     Bury(Box<Pending>),
@@ -262,7 +265,12 @@ pub(crate) fn spawn(
                         // nodes, the old pools and slots, once nothing else holds them.
                         graveyard.push(Buried::new(p));
                     }
-                    ToEditor::Switched { frame, graph_view } => {
+                    ToEditor::Switched {
+                        frame,
+                        graph_view,
+                        dropped,
+                    } => {
+                        drop(dropped);
                         if let Some(g) = graph_view {
                             let live = shared.live.lock();
                             shared.view.set_graph(g, &live);

@@ -25,8 +25,11 @@
 //!   keeps off the CPU the clock thread runs on (`standby.rs`). It sleeps to 0.25 ms after the earliest
 //!   deadline not yet served and, if it is still not served then (the clock thread lost its
 //!   CPU: on a VM, for up to milliseconds), serves what is due in the clock thread's place.
-//!   The shows' state machines and wake-ups are behind one lock (`Core`), which neither thread
-//!   holds while it sleeps or spins.
+//!   Each show's state machine is behind a lock of its own and the wake-ups behind a short
+//!   one (`Core`), so that both threads can serve at once, different shows: a clock thread
+//!   that loses its CPU in the middle of one show's poll holds back that show only. Neither
+//!   thread holds a lock while it sleeps or spins, nor waits for a show's lock (it asks the
+//!   holder to poll that show again).
 //! * **Ends.** A show ends by itself (its source's end, an error, its `stop`); its end is
 //!   concluded on the calling thread (its sinks finished, its edit thread and follower sinks
 //!   joined, its result reported by name) while the others go on.
@@ -39,9 +42,9 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, TryLockError};
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
@@ -470,8 +473,6 @@ struct Live {
     sink: Box<dyn Sink>,
     out: Output,
     side: Side,
-    /// Bumped at every poll: a heap entry of an older generation is stale.
-    generation: u64,
 }
 
 /// Most shows of one period whose deadlines fall together: the shows of a period are put in
@@ -534,7 +535,7 @@ impl Timers {
     }
 
     /// The next show whose deadline (`deadline`) or other wake-up is due at `now`.
-    fn pop_due(&mut self, now: i64, deadline: bool, shows: &[Option<Live>]) -> Option<usize> {
+    fn pop_due(&mut self, now: i64, deadline: bool, slots: &[Slot]) -> Option<usize> {
         let heap = if deadline {
             &mut self.deadlines
         } else {
@@ -545,7 +546,7 @@ impl Timers {
                 return None;
             }
             heap.pop();
-            if shows[i].as_ref().is_some_and(|s| s.generation == g) {
+            if slots[i].current(g) {
                 return Some(i);
             }
         }
@@ -554,10 +555,10 @@ impl Timers {
 
     /// The earliest live wake-up, and whether it is a deadline (stale entries at the top are
     /// dropped on the way).
-    fn next(&mut self, shows: &[Option<Live>]) -> Option<(i64, bool)> {
+    fn next(&mut self, slots: &[Slot]) -> Option<(i64, bool)> {
         let live = |heap: &mut BinaryHeap<Timer>| {
             while let Some(&Reverse((t, g, i))) = heap.peek() {
-                if shows[i].as_ref().is_some_and(|s| s.generation == g) {
+                if slots[i].current(g) {
                     return Some(t);
                 }
                 heap.pop();
@@ -573,67 +574,200 @@ impl Timers {
     }
 }
 
-/// What the clock threads work on: every show's output state machine and the wake-ups, behind
-/// one lock so that the standby thread can serve a deadline the clock thread missed. Neither
-/// thread holds it while it sleeps or spins.
+/// One show on the clock threads: its output state machine behind a lock of its own, so that a
+/// clock thread that loses its CPU while it polls one show (inside its sink's `consume`, its
+/// output's bookkeeping) holds back that show alone: the other thread serves the others.
+struct Slot {
+    /// The show, `None` once it ended (or if its output could not start). Never waited for:
+    /// a thread that finds it held raises `wanted` and goes on (see [`Core::poll`]).
+    live: Mutex<Option<Live>>,
+    /// The generation of the show's wake-ups, bumped at every poll: a heap entry of another
+    /// generation is stale. [`ENDED`] once the show ended.
+    generation: AtomicU64,
+    /// A poll was asked for while another thread held `live`: the holder polls once more
+    /// before it lets go, so that no due wake-up or signal is lost.
+    wanted: AtomicBool,
+}
+
+/// A slot's generation once its show ended: every wake-up of it is stale.
+const ENDED: u64 = u64::MAX;
+
+impl Slot {
+    fn new(live: Option<Live>) -> Self {
+        Slot {
+            generation: AtomicU64::new(if live.is_some() { 0 } else { ENDED }),
+            live: Mutex::new(live),
+            wanted: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a wake-up of generation `g` is the show's current one.
+    fn current(&self, g: u64) -> bool {
+        g != ENDED && self.generation.load(Ordering::Acquire) == g
+    }
+}
+
+/// What the clock threads (the clock thread and its standby) share: every show's [`Slot`], the
+/// wake-ups behind a short lock of their own (`timers`: a pop or a push, never held across a
+/// show's poll), and how many shows still run. Both threads may serve at once, different
+/// shows; neither holds a lock while it sleeps or spins. (Until this change one lock held
+/// every show and the heaps: a clock thread that lost its CPU in the middle of a round held
+/// back every show, and the standby waited on that lock instead of serving them; measured as
+/// rounds of 2–22 ms in P8.)
 struct Core {
-    shows: Vec<Option<Live>>,
-    timers: Timers,
-    /// The signalled shows being served (swapped with `HostSignals::raised`).
-    raised: Vec<usize>,
+    slots: Vec<Slot>,
+    timers: PiMutex<Timers>,
     /// Shows not ended yet.
-    running: usize,
+    running: AtomicUsize,
 }
 
 impl Core {
-    /// Serves everything due now: deadlines first, then the signalled shows, then the other
-    /// wake-ups whose time has come (deadlines still first). Returns how many frames it
-    /// released.
-    fn serve(&mut self, signals: &HostSignals, tx: &Sender<Ended>) -> u64 {
+    /// Serves everything due now: deadlines first, then the signalled shows (`raised`: this
+    /// thread's buffer, swapped with `HostSignals::raised`), then the other wake-ups whose
+    /// time has come (deadlines still first). Returns how many frames it released.
+    fn serve(&self, raised: &mut Vec<usize>, signals: &HostSignals, tx: &Sender<Ended>) -> u64 {
         let mut released = 0;
         // Deadlines first: a release waits for nothing else that is due (a frame's beginning
         // or a command poll of another group rounded to the same millisecond, a signal).
-        while let Some(i) = self.timers.pop_due(now_ns(), true, &self.shows) {
+        loop {
+            let due = self.timers.lock().pop_due(now_ns(), true, &self.slots);
+            let Some(i) = due else { break };
             released += self.poll(i, tx);
         }
         // Shows whose port was signalled.
-        std::mem::swap(&mut *signals.raised.lock(), &mut self.raised);
-        for k in 0..self.raised.len() {
-            released += self.poll(self.raised[k], tx);
+        std::mem::swap(&mut *signals.raised.lock(), raised);
+        for &i in raised.iter() {
+            released += self.poll(i, tx);
         }
-        self.raised.clear();
+        raised.clear();
         // The other wake-ups whose time has come, deadlines still first.
         loop {
-            let now = now_ns();
-            let due = self
-                .timers
-                .pop_due(now, true, &self.shows)
-                .or_else(|| self.timers.pop_due(now, false, &self.shows));
+            let due = {
+                let now = now_ns();
+                let mut timers = self.timers.lock();
+                timers
+                    .pop_due(now, true, &self.slots)
+                    .or_else(|| timers.pop_due(now, false, &self.slots))
+            };
             let Some(i) = due else { break };
             released += self.poll(i, tx);
         }
         released
     }
 
-    /// Polls show `i` (see [`poll`]); returns how many frames it released.
-    fn poll(&mut self, i: usize, tx: &Sender<Ended>) -> u64 {
-        let out = |shows: &[Option<Live>]| {
-            shows[i]
-                .as_ref()
-                .map_or(0, |l| l.shared.counters.frames_out.load(Ordering::Relaxed))
-        };
-        let before = out(&self.shows);
-        let (ended, after) = poll(&mut self.shows, &mut self.timers, i, tx);
-        self.running -= ended;
-        after
-            .unwrap_or_else(|| out(&self.shows))
-            .saturating_sub(before)
+    /// Polls show `i` if no other thread is polling it, else asks that thread to poll it once
+    /// more; returns how many frames this thread released.
+    fn poll(&self, i: usize, tx: &Sender<Ended>) -> u64 {
+        let slot = &self.slots[i];
+        slot.wanted.store(true, Ordering::SeqCst);
+        let mut released = 0;
+        loop {
+            let mut live = match slot.live.try_lock() {
+                Ok(g) => g,
+                // A panic is caught inside `poll_locked`: the state is whole.
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                // The holder sees `wanted` before it lets go, or after (below).
+                Err(TryLockError::WouldBlock) => return released,
+            };
+            while slot.wanted.swap(false, Ordering::SeqCst) {
+                released += self.poll_locked(&mut live, i, tx);
+            }
+            drop(live);
+            // Raised between the last swap and the unlock, by a thread that found the lock
+            // held: it went on, so this thread polls again.
+            if !slot.wanted.load(Ordering::SeqCst) {
+                return released;
+            }
+        }
     }
 
-    /// Publishes the clock thread's next timed wake-up for the standby thread (after serving,
-    /// before the lock is let go): a deadline, or what leads to one (a frame's beginning).
-    fn publish(&mut self, watch: &Watch) {
-        watch.publish(self.timers.next(&self.shows).map(|(t, _)| t));
+    /// Polls show `i`, held by this thread, until it waits for something (a wake-up is queued
+    /// for it) or ends (handed back to be concluded); returns how many frames it released.
+    fn poll_locked(&self, slot: &mut Option<Live>, i: usize, tx: &Sender<Ended>) -> u64 {
+        let Some(live) = slot.as_mut() else {
+            return 0;
+        };
+        let before = live.shared.counters.frames_out.load(Ordering::Relaxed);
+        let g = self.slots[i].generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let mut again = 0;
+        let ended = loop {
+            let now = now_ns();
+            let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                live.out.poll(&live.shared, &mut *live.sink, now)
+            }));
+            match next {
+                Ok(Next::Again) => {
+                    again += 1;
+                    if again >= AGAIN_LIMIT {
+                        self.timers.lock().push(now, g, i, false);
+                        break false;
+                    }
+                }
+                Ok(Next::Deadline(t)) => {
+                    self.timers.lock().push(t, g, i, true);
+                    break false;
+                }
+                Ok(Next::Wait(t)) => {
+                    let t = t
+                        .div_euclid(GRID_NS)
+                        .saturating_add(1)
+                        .saturating_mul(GRID_NS);
+                    self.timers.lock().push(t, g, i, false);
+                    break false;
+                }
+                Ok(Next::Done) => break true,
+                Err(p) => {
+                    let e = Error::element(
+                        "output of the clock thread",
+                        format!("panicked: {}", panic_message(&*p)),
+                    );
+                    live.shared.break_run(e, None);
+                    break true;
+                }
+            }
+        };
+        let frames_out = live.shared.counters.frames_out.load(Ordering::Relaxed);
+        if !ended {
+            return frames_out.saturating_sub(before);
+        }
+        self.slots[i].generation.store(ENDED, Ordering::Release);
+        let Live {
+            shared,
+            sink,
+            out,
+            side,
+        } = slot.take().expect("polled");
+        let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| out.finish(&shared)))
+            .unwrap_or_else(|p| {
+                let e = Error::element(
+                    "output of the clock thread",
+                    format!("panicked: {}", panic_message(&*p)),
+                );
+                shared.break_run(e, None);
+                (None, Ok(()))
+            });
+        let _ = tx.send(Ended {
+            index: i,
+            sink,
+            output,
+            side,
+        });
+        self.running.fetch_sub(1, Ordering::AcqRel);
+        frames_out.saturating_sub(before)
+    }
+
+    /// The next timed wake-up of any show, published for the standby thread (under the
+    /// timers' lock, so that what the two threads publish comes in the order they computed
+    /// it): a deadline, or what leads to one (a frame's beginning).
+    fn publish(&self, watch: &Watch) -> Option<(i64, bool)> {
+        let mut timers = self.timers.lock();
+        let next = timers.next(&self.slots);
+        watch.publish(next.map(|(t, _)| t));
+        next
+    }
+
+    fn running(&self) -> usize {
+        self.running.load(Ordering::Acquire)
     }
 }
 
@@ -655,8 +789,9 @@ pub struct ClockCounters {
     /// Frames the standby thread released because the clock thread had not woken up 0.25 ms
     /// after its time (it had lost its CPU).
     pub rescued: std::sync::atomic::AtomicU64,
-    /// How long each round of the clock threads (releases, signalled shows, beginnings, command
-    /// polls due at once) held the shows' lock: with hundreds of shows, the last release of a
+    /// How long each round of a clock thread (releases, signalled shows, beginnings, command
+    /// polls due at once) took (until each show had a lock of its own: how long it held the
+    /// one lock of every show): with hundreds of shows, the last release of a
     /// long round leaves that much after the first.
     rounds: Log2Histogram,
 }
@@ -738,6 +873,7 @@ fn clock_loop(
             Ok(mut out) => {
                 out.set_poll(HOST_POLL);
                 out.set_begin_slack(Duration::from_nanos(GRID_NS as u64));
+                out.set_margin_floor(Duration::from_nanos(crate::budget::HOST_MIN_MARGIN_NS));
                 if let Some(rate) = options.pace {
                     let period = rate.period_ns();
                     if let Some((_, m, k)) = periods.iter_mut().find(|(p, _, _)| *p == period) {
@@ -753,7 +889,6 @@ fn clock_loop(
                     sink,
                     out,
                     side,
-                    generation: 0,
                 }));
                 timers.push(now, 0, i, false);
             }
@@ -769,12 +904,11 @@ fn clock_loop(
         }
     }
     let running = shows.iter().filter(|s| s.is_some()).count();
-    let core = PiMutex::new(Core {
-        shows,
-        timers,
-        raised: Vec::with_capacity(2 * n + 16),
-        running,
-    });
+    let core = Core {
+        slots: shows.into_iter().map(Slot::new).collect(),
+        timers: PiMutex::new(timers),
+        running: AtomicUsize::new(running),
+    };
     let watch = Watch::default();
     let (core, standby) = (&core, &watch);
     std::thread::scope(|scope| {
@@ -783,41 +917,41 @@ fn clock_loop(
                 .name("fp-clock-standby".into())
                 .spawn_scoped(scope, move || {
                     let _setup = prepare_pacing_thread(realtime);
+                    let mut raised = Vec::with_capacity(2 * n + 16);
                     standby.stand_by(|| {
-                        let mut c = core.lock();
                         let t0 = now_ns();
-                        let served = c.serve(signals, tx);
+                        let served = core.serve(&mut raised, signals, tx);
                         counters.rounds.record((now_ns() - t0).max(0) as u64);
-                        if c.running == 0 {
-                            drop(c);
+                        let wake_clock = if core.running() == 0 {
+                            true
+                        } else {
+                            // A wake-up this round queued before the clock thread's sleep
+                            // ends (it computed its sleep before): wake it up for it.
+                            let next = core.publish(standby);
+                            let sleeps_to = signals.clock_wakes_at.load(Ordering::SeqCst);
+                            next.is_some_and(|(t, _)| sleeps_to != 0 && t < sleeps_to)
+                        };
+                        if wake_clock {
                             if let Some(t) = signals.clock.get() {
                                 t.unpark();
                             }
-                            return (served, false);
                         }
-                        c.publish(standby);
-                        (served, true)
+                        (served, core.running() != 0)
                     })
                 });
             if spawned.is_ok() {
                 counters.standby.store(true, Ordering::Relaxed);
             }
         }
+        let mut raised = Vec::with_capacity(2 * n + 16);
         loop {
-            // The lock is let go before sleeping or spinning.
-            let next = {
-                let mut guard = core.lock();
-                let c = &mut *guard;
-                let t0 = now_ns();
-                c.serve(signals, tx);
-                counters.rounds.record((now_ns() - t0).max(0) as u64);
-                if c.running == 0 {
-                    break;
-                }
-                let next = c.timers.next(&c.shows);
-                c.publish(standby);
-                next
-            };
+            let t0 = now_ns();
+            core.serve(&mut raised, signals, tx);
+            counters.rounds.record((now_ns() - t0).max(0) as u64);
+            if core.running() == 0 {
+                break;
+            }
+            let next = core.publish(standby);
             // Sleep to the next one (a signal unparks), and spin the last stretch of a
             // deadline.
             let Some((t, precise)) = next else {
@@ -869,83 +1003,4 @@ fn clock_loop(
         .rescued
         .store(watch.rescued.load(Ordering::Relaxed), Ordering::Relaxed);
     drop(setup);
-}
-
-/// Polls show `i` until it waits for something (a timer is queued for it) or ends (handed
-/// back to be concluded); returns 1 when it ended (0 otherwise), and then its frames out.
-fn poll(
-    shows: &mut [Option<Live>],
-    timers: &mut Timers,
-    i: usize,
-    tx: &Sender<Ended>,
-) -> (usize, Option<u64>) {
-    let Some(live) = shows[i].as_mut() else {
-        return (0, None);
-    };
-    live.generation += 1;
-    let g = live.generation;
-    let mut again = 0;
-    let ended = loop {
-        let now = now_ns();
-        let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            live.out.poll(&live.shared, &mut *live.sink, now)
-        }));
-        match next {
-            Ok(Next::Again) => {
-                again += 1;
-                if again >= AGAIN_LIMIT {
-                    timers.push(now, g, i, false);
-                    break false;
-                }
-            }
-            Ok(Next::Deadline(t)) => {
-                timers.push(t, g, i, true);
-                break false;
-            }
-            Ok(Next::Wait(t)) => {
-                let t = t
-                    .div_euclid(GRID_NS)
-                    .saturating_add(1)
-                    .saturating_mul(GRID_NS);
-                timers.push(t, g, i, false);
-                break false;
-            }
-            Ok(Next::Done) => break true,
-            Err(p) => {
-                let e = Error::element(
-                    "output of the clock thread",
-                    format!("panicked: {}", panic_message(&*p)),
-                );
-                live.shared.break_run(e, None);
-                break true;
-            }
-        }
-    };
-    if !ended {
-        return (0, None);
-    }
-    let frames_out = live.shared.counters.frames_out.load(Ordering::Relaxed);
-    let Live {
-        shared,
-        sink,
-        out,
-        side,
-        ..
-    } = shows[i].take().expect("polled");
-    let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| out.finish(&shared)))
-        .unwrap_or_else(|p| {
-            let e = Error::element(
-                "output of the clock thread",
-                format!("panicked: {}", panic_message(&*p)),
-            );
-            shared.break_run(e, None);
-            (None, Ok(()))
-        });
-    let _ = tx.send(Ended {
-        index: i,
-        sink,
-        output,
-        side,
-    });
-    (1, Some(frames_out))
 }

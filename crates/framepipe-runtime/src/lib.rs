@@ -50,7 +50,7 @@ pub use events::{Event, EventFn};
 pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
 pub use host::{ClockCounters, Host, ShowResult};
 pub use lockstats::LockSummary;
-pub use output::{LateLog, PacingStats};
+pub use output::{LateFrame, LateLog, PacingStats};
 pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
 pub use plan::Layout;
 pub use pools::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};

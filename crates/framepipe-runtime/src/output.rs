@@ -32,7 +32,7 @@ use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 use crate::budget::Margin;
 use crate::edit::{EditLink, FromEditor, ToEditor};
 use crate::events::Event;
-use crate::live::Edit;
+use crate::live::{Edit, Fate};
 use crate::pipeline::{Options, Overload};
 use crate::state::{PortItem, Shared, Version};
 use crate::worker::guard;
@@ -78,11 +78,55 @@ pub struct PacingStats {
     pub standby_rescued: Option<u64>,
 }
 
+/// One late frame of a [`LateLog`]. Times after the deadline are in ns, negative when before
+/// it. A frame ready in time but released late was late for the pacing thread (it did not
+/// run); one ready late, for the pipeline: it began late (`begun_ns` well after
+/// `-budget_ns`: the pacing thread or a worker came late to begin it) or took long (its
+/// workers lost their CPU, or the graph was slower than its budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LateFrame {
+    /// Its deadline (`CLOCK_MONOTONIC` ns).
+    pub deadline_ns: i64,
+    /// How late it was released (ns).
+    pub lateness_ns: i64,
+    /// When it was ready at the sink, after its deadline.
+    pub ready_ns: i64,
+    /// When it began (its source's job started), after its deadline.
+    pub begun_ns: i64,
+    /// The latency budget when it was released (0: none, an unpaced run or the warm-up): a
+    /// frame may begin `budget_ns` before its deadline.
+    pub budget_ns: i64,
+    /// When the master output let it begin, after its deadline (`None`: not known, e.g. in
+    /// the warm-up, when frames are not held back). Well after `-budget_ns`: the pacing
+    /// thread came late to let it; in time but `begun_ns` late: no worker began it in time.
+    pub allowed_ns: Option<i64>,
+}
+
+/// When the master output last raised the begin limit: (the limit, when), the latest
+/// [`ALLOWED_KEPT`], to say when a late frame was let begin.
+const ALLOWED_KEPT: usize = 8;
+
+/// When frame `seq` was let begin, from the ring `allowed` of the begin limit's last raises
+/// (`n` raises so far, the latest [`ALLOWED_KEPT`] kept): the earliest kept raise to `seq` or
+/// beyond, if the raise before it (kept too) was below `seq`.
+fn allowed_at(allowed: &[(u64, i64); ALLOWED_KEPT], n: usize, seq: u64) -> Option<i64> {
+    let k = n.min(ALLOWED_KEPT);
+    let mut below = false;
+    for i in n - k..n {
+        let (limit, at) = allowed[i % ALLOWED_KEPT];
+        if limit >= seq {
+            return below.then_some(at);
+        }
+        below = true;
+    }
+    None
+}
+
 /// The last [`LateLog::CAP`] late frames (released more than the late threshold after their
-/// deadline), kept without allocating: a ring of (deadline, lateness, ready).
+/// deadline), kept without allocating.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LateLog {
-    frames: [(i64, i64, i64); LateLog::CAP],
+    frames: [LateFrame; LateLog::CAP],
     n: u64,
 }
 
@@ -90,37 +134,55 @@ impl LateLog {
     /// How many late frames are kept (the latest).
     pub const CAP: usize = 16;
 
-    fn push(&mut self, deadline_ns: i64, lateness_ns: i64, ready_ns: i64) {
-        self.frames[(self.n % Self::CAP as u64) as usize] = (deadline_ns, lateness_ns, ready_ns);
+    fn push(&mut self, frame: LateFrame) {
+        self.frames[(self.n % Self::CAP as u64) as usize] = frame;
         self.n += 1;
     }
 
-    /// The kept late frames, oldest first: (deadline, `CLOCK_MONOTONIC` ns; lateness, ns; when
-    /// the frame was ready at the sink, ns after its deadline, negative when before). A frame
-    /// ready in time but released late was late for the pacing thread (it did not run); one
-    /// ready late, for the pipeline (its workers).
-    pub fn frames(&self) -> impl Iterator<Item = (i64, i64, i64)> + '_ {
+    /// The kept late frames, oldest first.
+    pub fn frames(&self) -> impl Iterator<Item = LateFrame> + '_ {
         let k = self.n.min(Self::CAP as u64);
         (self.n - k..self.n).map(|i| self.frames[(i % Self::CAP as u64) as usize])
     }
 }
 
 /// The last frames' latencies (beginning to ready at the master sink), without allocating.
+///
+/// The warm-up's frames (begun before the first release, when nothing is held back: every
+/// frame in flight begun at once, each waiting behind the others) took far longer than a frame
+/// held back does: counted, they kept the budget at several periods for the next 32 frames
+/// (3.2 s at 10 fps; measured with `scripts/bench-control` on the 720p chain: commands waited
+/// up to 3.4 periods for their frame then). So once [`HELD_ENOUGH`] frames begun held back
+/// have come, the window forgets the warm-up's.
+#[derive(Default)]
 struct LatencyWindow {
     ns: [i64; 32],
     n: usize,
+    /// Frames pushed that began held back (after the warm-up).
+    held: usize,
 }
 
+/// Frames begun held back after which the warm-up's latencies no longer count.
+const HELD_ENOUGH: usize = 4;
+
 impl LatencyWindow {
-    fn push(&mut self, ns: i64) {
+    /// A frame's latency; `held_back`: it began after the warm-up (frames come in order: the
+    /// warm-up's first).
+    fn push(&mut self, ns: i64, held_back: bool) {
         self.ns[self.n % self.ns.len()] = ns.max(0);
         self.n += 1;
+        self.held += usize::from(held_back);
     }
 
-    /// The slowest of the last frames.
+    /// The slowest of the last frames (of those begun held back, once there are enough).
     fn max(&self) -> Option<i64> {
-        let k = self.n.min(self.ns.len());
-        self.ns[..k].iter().copied().max()
+        let mut k = self.n.min(self.ns.len());
+        if self.held >= HELD_ENOUGH {
+            k = k.min(self.held);
+        }
+        (self.n - k..self.n)
+            .map(|i| self.ns[i % self.ns.len()])
+            .max()
     }
 }
 
@@ -238,6 +300,12 @@ pub(crate) struct Output {
     edits: Vec<Edit>,
     /// The commands of `edits`, answered once assigned.
     edited: Vec<Posted>,
+    /// Per command of `edited`: how many of `edits` are its, and whether it is refused (its
+    /// node ended by the armed live edit: the fate and the switch frame).
+    edited_of: Vec<Of>,
+    /// The nodes the last live edit removed, and its first frame: a command naming one is
+    /// refused saying so.
+    removed: (Vec<Arc<str>>, u64),
     /// The outcome of the frame last given to the sink (its slot), returned to the scheduler in
     /// the next critical section (with the taking of the next frame).
     done: Option<(usize, u64, Result<()>)>,
@@ -245,6 +313,8 @@ pub(crate) struct Output {
     gate: bool,
     period_ns: u64,
     window: LatencyWindow,
+    /// When the first frame was released (frames begun since were held back by the budget).
+    gate_opened_ns: Option<i64>,
     /// The default budget's adaptive margin, fed with each frame's slack.
     margin: Margin,
     /// When the margin last saw a frame (its deadline, ns).
@@ -263,6 +333,9 @@ pub(crate) struct Output {
     /// Added to the latency budget when letting frames begin: how late the driver may wake up
     /// for a frame's beginning (a host rounds such wake-ups up to a grid).
     begin_slack_ns: u64,
+    /// The begin limit's last raises: (limit, when), a ring ([`ALLOWED_KEPT`]).
+    allowed: [(u64, i64); ALLOWED_KEPT],
+    allowed_n: usize,
     /// The master's repeat count when it armed the last live edit.
     edit_repeats_at_arm: u64,
     /// A live edit handed to the edit thread: when (monotonic ns) and the repeat count then,
@@ -340,9 +413,12 @@ impl Output {
             last: None,
             edits: Vec::with_capacity(EDIT_BATCH),
             edited: Vec::with_capacity(EDIT_BATCH),
+            edited_of: Vec::with_capacity(EDIT_BATCH),
+            removed: (Vec::new(), 0),
             done: None,
             period_ns,
-            window: LatencyWindow { ns: [0; 32], n: 0 },
+            window: LatencyWindow::default(),
+            gate_opened_ns: None,
             margin: Margin::new(period_ns),
             margin_seen: None,
             released_seq: None,
@@ -353,6 +429,8 @@ impl Output {
             ended: false,
             poll_ns: POLL.as_nanos() as i64,
             begin_slack_ns: 0,
+            allowed: [(0, 0); ALLOWED_KEPT],
+            allowed_n: 0,
             edit_repeats_at_arm: 0,
             edit_sent: None,
             edit_watch: None,
@@ -373,6 +451,12 @@ impl Output {
     /// port's signal (the command queue's waker).
     pub(crate) fn set_poll(&mut self, every: Duration) {
         self.poll_ns = every.as_nanos() as i64;
+    }
+
+    /// The default budget's adaptive margin never goes below `floor` (a show in a host:
+    /// [`crate::budget::HOST_MIN_MARGIN_NS`]). Before the first frame only.
+    pub(crate) fn set_margin_floor(&mut self, floor: Duration) {
+        self.margin = Margin::with_floor(self.period_ns, floor.as_nanos() as u64);
     }
 
     /// Frames begin this much earlier than the latency budget says: the driver wakes up that
@@ -445,7 +529,8 @@ impl Output {
             },
         };
         if self.gate {
-            self.window.push(item.ready_ns - item.begun_ns);
+            let held_back = self.gate_opened_ns.is_some_and(|t| item.begun_ns >= t);
+            self.window.push(item.ready_ns - item.begun_ns, held_back);
             self.budget = latency_budget(self.options.latency_ns, &self.window, &self.margin);
             shared
                 .counters
@@ -558,6 +643,8 @@ impl Output {
             if limit > st.begin_limit || st.begin_limit == u64::MAX {
                 st.begin_limit = limit;
                 st.after_change(shared);
+                self.allowed[self.allowed_n % ALLOWED_KEPT] = (limit, now);
+                self.allowed_n += 1;
             }
             self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit));
         }
@@ -571,6 +658,32 @@ impl Output {
     /// Reads the commands and the edit thread's answers; whether `stop` was read.
     fn read_commands(&mut self, shared: &Shared) -> bool {
         let port = self.port;
+        // The edit thread's answer first: an edit armed now may switch at once, and the
+        // commands read below must know it.
+        if let (Some(l), Some(reader)) = (self.edits_link.as_mut(), self.commands.as_mut()) {
+            match l.take() {
+                Some(FromEditor::Ready(p)) => {
+                    let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                    self.edit_repeats_at_arm = repeated;
+                    if let Some((sent_ns, at_send)) = self.edit_sent.take() {
+                        let build_ns = now_ns() - sent_ns;
+                        let repeats = repeated.saturating_sub(at_send);
+                        shared.counters.record_edit_build(build_ns, repeats);
+                    }
+                    // (It may switch at once, e.g. in a paused show: the commands below are
+                    // then read against the new version.)
+                    let mut st = shared.lock_output();
+                    st.arm_switch(p, shared);
+                    st.after_change(shared);
+                }
+                Some(FromEditor::Refused(p, reason)) => {
+                    l.busy = false;
+                    self.edit_sent = None;
+                    refuse(shared, reader, p, reason);
+                }
+                None => {}
+            }
+        }
         // A live edit switched versions: look at the new one (and, the master, answer the
         // edit and hand what the switch replaced to the edit thread).
         let changed = shared.version.load(Ordering::Acquire) != self.ver.number;
@@ -592,8 +705,10 @@ impl Output {
             // Answered at the switch (the next edit may be built then, against the new
             // version); what it replaced goes to the edit thread once its frames are done (at
             // once when the switch waited for them).
-            if let Some(news) = news {
+            if let Some(mut news) = news {
                 shared.counters.set_stages(Arc::clone(&self.ver.stages));
+                std::mem::swap(&mut self.removed.0, &mut news.removed);
+                self.removed.1 = news.frame;
                 self.edit_watch = Some((news.frame, news.drain_ns, self.edit_repeats_at_arm));
                 if let (Some(p), Some(reader)) = (news.posted, self.commands.as_mut()) {
                     reader.reply(p, Outcome::Applied { frame: news.frame });
@@ -604,6 +719,7 @@ impl Output {
                     let _ = l.tx.try_send(ToEditor::Switched {
                         frame: news.frame,
                         graph_view: news.graph_view,
+                        dropped: news.removed,
                     });
                 }
                 self.retire_due = true;
@@ -615,28 +731,6 @@ impl Output {
                 }
             }
         }
-        if let (Some(l), Some(reader)) = (self.edits_link.as_mut(), self.commands.as_mut()) {
-            match l.take() {
-                Some(FromEditor::Ready(p)) => {
-                    let repeated = shared.counters.repeated.load(Ordering::Relaxed);
-                    self.edit_repeats_at_arm = repeated;
-                    if let Some((sent_ns, at_send)) = self.edit_sent.take() {
-                        let build_ns = now_ns() - sent_ns;
-                        let repeats = repeated.saturating_sub(at_send);
-                        shared.counters.record_edit_build(build_ns, repeats);
-                    }
-                    let mut st = shared.lock_output();
-                    st.arm_switch(p);
-                    st.after_change(shared);
-                }
-                Some(FromEditor::Refused(p, reason)) => {
-                    l.busy = false;
-                    self.edit_sent = None;
-                    refuse(shared, reader, p, reason);
-                }
-                None => {}
-            }
-        }
         let mut stop = false;
         if let Some(reader) = self.commands.as_mut() {
             // The boundary is named by the next frame to be released (see `Outcome::Applied`).
@@ -644,6 +738,8 @@ impl Output {
             let mut batch = Batch {
                 edits: &mut self.edits,
                 posted: &mut self.edited,
+                of: &mut self.edited_of,
+                removed: (&self.removed.0, self.removed.1),
             };
             let building = self.edits_link.as_ref().is_some_and(|l| l.busy);
             stop = apply_commands(
@@ -752,18 +848,23 @@ impl Output {
         let Due {
             item, frame_late, ..
         } = due;
-        let ready_ns = item.ready_ns;
+        let (ready_ns, begun_ns) = (item.ready_ns, item.begun_ns);
+        let budget_ns = self.budget.unwrap_or(0).min(i64::MAX as u64) as i64;
+        let allowed_at = allowed_at(&self.allowed, self.allowed_n, item.ctx.seq);
         if let Some(p) = self.pacer.as_mut() {
             // The deadline has passed (the driver waited for it): no wait here.
             let tick = p.wait_next();
             self.last_release_ns = Some(tick.released_ns);
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
                 shared.counters.late.fetch_add(1, Ordering::Relaxed);
-                self.late_log.push(
-                    tick.deadline_ns,
-                    tick.lateness_ns,
-                    ready_ns - tick.deadline_ns,
-                );
+                self.late_log.push(LateFrame {
+                    deadline_ns: tick.deadline_ns,
+                    lateness_ns: tick.lateness_ns,
+                    ready_ns: ready_ns - tick.deadline_ns,
+                    begun_ns: begun_ns - tick.deadline_ns,
+                    budget_ns,
+                    allowed_ns: allowed_at.map(|t| t - tick.deadline_ns),
+                });
             }
             // The worst lateness of each whole second, for live displays (two atomic stores a
             // second).
@@ -825,6 +926,9 @@ impl Output {
         }
         let failed = result.is_err();
         self.released_seq = Some(ctx.seq);
+        if self.gate_opened_ns.is_none() {
+            self.gate_opened_ns = Some(now_ns());
+        }
         self.done = Some((slot, version, result));
         if failed {
             self.ended = true;
@@ -1078,11 +1182,20 @@ fn drive_with_standby(
     (out, rescued)
 }
 
+/// Per command waiting to be assigned: how many of the batch's edits are its, and whether it
+/// is refused because the armed live edit ends its node before its frame (that node's stage,
+/// the fate, the switch frame).
+type Of = (usize, Option<(usize, Fate, u64)>);
+
 /// Parameter edits waiting to be assigned, with their commands (answered once assigned).
-/// Both vectors have room for [`EDIT_BATCH`] from the start.
+/// Every vector has room for [`EDIT_BATCH`] from the start.
 struct Batch<'a> {
     edits: &'a mut Vec<Edit>,
     posted: &'a mut Vec<Posted>,
+    /// Per command of `posted`: how many of `edits` are its; whether it is refused.
+    of: &'a mut Vec<Of>,
+    /// The nodes the last live edit removed, and its first frame (for the refusals).
+    removed: (&'a [Arc<str>], u64),
 }
 
 /// Applies the commands pending now: transport ones here, answered with `boundary` (the next
@@ -1115,6 +1228,10 @@ fn apply_commands(
                 Some(l) => match l.tx.try_send(ToEditor::Build(p)) {
                     Ok(()) => {
                         l.busy = true;
+                        // The commands read before it are assigned first: the ones after it
+                        // are those its switch carries into a node it replaces.
+                        assign_edits(shared, ver, reader, batch);
+                        shared.live.lock().edit_read();
                         continue;
                     }
                     Err(
@@ -1154,8 +1271,13 @@ fn apply_commands(
                 }
                 batch.edits.push(edit);
                 batch.posted.push(p);
+                batch.of.push((1, None));
             }
-            Err(reason) => refuse(shared, reader, p, reason),
+            Err(reason) => {
+                let on_its_way = link.as_deref().is_some_and(|l| l.busy);
+                let reason = not_yet(reason, &p.command, on_its_way, batch.removed);
+                refuse(shared, reader, p, reason);
+            }
         }
     }
     assign_edits(shared, ver, reader, batch);
@@ -1206,6 +1328,7 @@ fn apply_batch(
         transport.apply(c);
     }
     batch.posted.push(p);
+    batch.of.push((batch.edits.len() - start, None));
 }
 
 /// Assigns the batch's edits under the live lock, from the first frame that can show all of
@@ -1217,44 +1340,129 @@ fn apply_batch(
 /// The edits were resolved (node and property indices) against graph version `ver`; if a
 /// live edit switched versions since (another thread may make the switch between the output
 /// thread's look at the version and this), they would name other nodes, or none: they are
-/// refused instead.
+/// refused instead. A command on a node that the armed live edit removes (or replaces by
+/// another element) is refused when that frame would be the switch's or later: no frame
+/// would show it (`Live::gone`).
 fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch: &mut Batch<'_>) {
     if batch.edits.is_empty() {
         return;
     }
-    let frame = {
+    let (frame, next_frame) = {
         let mut live = shared.live.lock();
-        if live.version == ver.number {
-            let first = batch
-                .edits
-                .iter()
-                .map(|e| live.first_frame_of(e))
-                .max()
-                .expect("not empty");
-            for e in batch.edits.iter_mut() {
-                if let Some(s) = e.stage() {
-                    live.catch_up(s, first, &ver.snapshots, ver.topo.cap);
+        let next_frame = live.next_frame();
+        let frame = if live.version == ver.number {
+            let first_of = |live: &crate::live::Live, of: &[Of]| {
+                let mut k = 0;
+                let mut first = None::<u64>;
+                for &(n, gone) in of {
+                    if gone.is_none() {
+                        for e in &batch.edits[k..k + n] {
+                            let f = live.first_frame_of(e);
+                            first = Some(first.map_or(f, |g| g.max(f)));
+                        }
+                    }
+                    k += n;
                 }
-                live.apply(e);
+                first
+            };
+            let mut first = first_of(&live, batch.of);
+            if let Some(f) = first {
+                // Commands on nodes the armed edit ends before that frame: refused.
+                let mut k = 0;
+                let mut any = false;
+                for (n, gone) in batch.of.iter_mut() {
+                    *gone = batch.edits[k..k + *n].iter().find_map(|e| {
+                        let s = e.stage()?;
+                        live.gone(s, f).map(|(fate, at)| (s, fate, at))
+                    });
+                    any |= gone.is_some();
+                    k += *n;
+                }
+                if any {
+                    first = first_of(&live, batch.of);
+                }
             }
-            let mbpm = (live.tempo() * 1000.0).round() as u64;
-            shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
+            if let Some(first) = first {
+                let mut k = 0;
+                for &(n, gone) in batch.of.iter() {
+                    if gone.is_none() {
+                        for e in batch.edits[k..k + n].iter_mut() {
+                            if let Some(s) = e.stage() {
+                                live.catch_up(s, first, &ver.snapshots, ver.topo.cap);
+                                live.commanded(s, first);
+                            }
+                            live.apply(e);
+                        }
+                    }
+                    k += n;
+                }
+                let mbpm = (live.tempo() * 1000.0).round() as u64;
+                shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
+            }
             Some(first)
         } else {
             None
-        }
+        };
+        (frame, next_frame)
     };
     batch.edits.clear();
-    for p in batch.posted.drain(..) {
-        let outcome = match frame {
-            Some(frame) => Outcome::Applied { frame },
-            None => Outcome::Refused {
-                reason: "the graph changed (a live edit) while this command was read; send it \
-                         again"
-                    .into(),
-            },
-        };
-        reader.reply(p, outcome);
+    for (p, (_, gone)) in batch.posted.drain(..).zip(batch.of.drain(..)) {
+        match (frame, gone) {
+            (Some(_), Some((s, fate, at))) => {
+                let reason = crate::live::gone_reason(ver.live_spec.label(s), fate, at);
+                refuse(shared, reader, p, reason);
+            }
+            // (None: only commands without edits are left, transport ones of a batch.)
+            (Some(frame), None) => reader.reply(
+                p,
+                Outcome::Applied {
+                    frame: frame.unwrap_or(next_frame),
+                },
+            ),
+            (None, _) => reader.reply(
+                p,
+                Outcome::Refused {
+                    reason: "the graph changed (a live edit) while this command was read; \
+                             send it again"
+                        .into(),
+                },
+            ),
+        }
+    }
+}
+
+/// A command's refusal `reason` when `command` names a node the running graph does not have:
+/// one the last live edit removed (`ended`: their names, its first frame) is named so; else a
+/// word on the live edit on its way (`on_its_way`), which may bring it.
+fn not_yet(
+    reason: String,
+    command: &Command,
+    on_its_way: bool,
+    ended: (&[Arc<str>], u64),
+) -> String {
+    if !reason.starts_with("no element '") {
+        return reason;
+    }
+    let named = match command {
+        Command::Set { element, .. }
+        | Command::Osc { element, .. }
+        | Command::Unosc { element, .. }
+        | Command::Bypass { element, .. } => match element {
+            framepipe_control::Target::Name(n) => Some(n.as_str()),
+            framepipe_control::Target::Index(_) => None,
+        },
+        _ => None,
+    };
+    if let Some(n) = named.filter(|n| ended.0.iter().any(|e| &**e == *n)) {
+        return format!("no node '{n}' (removed at frame {})", ended.1);
+    }
+    if on_its_way {
+        format!(
+            "{reason} (a live edit is on its way: a node it adds takes commands once it is \
+             answered)"
+        )
+    } else {
+        reason
     }
 }
 
@@ -1300,7 +1508,10 @@ fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64) {
 
 #[cfg(test)]
 mod tests {
-    use super::{latency_budget, on_grid, LateLog, LatencyWindow};
+    use super::{
+        allowed_at, latency_budget, on_grid, LateFrame, LateLog, LatencyWindow, ALLOWED_KEPT,
+        HELD_ENOUGH,
+    };
     use crate::budget::Margin;
 
     /// The default budget is the slowest recent frame's latency, a quarter, and the adaptive
@@ -1308,10 +1519,10 @@ mod tests {
     #[test]
     fn the_default_budget_carries_the_adaptive_margin() {
         const MS: u64 = 1_000_000;
-        let mut window = LatencyWindow { ns: [0; 32], n: 0 };
+        let mut window = LatencyWindow::default();
         let mut margin = Margin::new(33_333_333);
         assert_eq!(latency_budget(0, &window, &margin), None, "no latency yet");
-        window.push(4 * MS as i64);
+        window.push(4 * MS as i64, true);
         assert_eq!(latency_budget(0, &window, &margin), Some(5 * MS + 2 * MS));
         // A frame 6 ms late: the margin grows to 1.5 x (2 + 6) ms, and the budget with it.
         margin.observe(-6 * MS as i64, 33_333_333);
@@ -1320,22 +1531,76 @@ mod tests {
         assert_eq!(latency_budget(9 * MS, &window, &margin), Some(9 * MS));
     }
 
+    /// The warm-up's frames count until enough frames begun held back have come; then only
+    /// those do, the slowest of the last 32 of them.
+    #[test]
+    fn the_latency_window_forgets_the_warm_up_once_frames_are_held_back() {
+        const MS: i64 = 1_000_000;
+        let mut window = LatencyWindow::default();
+        assert_eq!(window.max(), None);
+        for k in 0..6 {
+            // Frames begun at once: each waits behind the ones before.
+            window.push((50 + 40 * k) * MS, false);
+        }
+        assert_eq!(window.max(), Some(250 * MS));
+        for k in 0..HELD_ENOUGH as i64 {
+            assert_eq!(window.max(), Some(250 * MS), "after {k} held back");
+            window.push((55 + k) * MS, true);
+        }
+        assert_eq!(window.max(), Some(58 * MS));
+        for _ in 0..40 {
+            window.push(60 * MS, true);
+        }
+        window.push(70 * MS, true);
+        assert_eq!(window.max(), Some(70 * MS));
+        for _ in 0..31 {
+            window.push(60 * MS, true);
+        }
+        assert_eq!(window.max(), Some(70 * MS), "still one of the last 32");
+        window.push(60 * MS, true);
+        assert_eq!(window.max(), Some(60 * MS));
+    }
+
     /// The log keeps the latest late frames, oldest first, once it has wrapped too.
     #[test]
     fn the_late_log_keeps_the_latest_frames_in_order() {
+        let f = |i: i64| LateFrame {
+            deadline_ns: 10 + i,
+            lateness_ns: 1_000_001 + i,
+            ready_ns: i,
+            begun_ns: i - 500,
+            budget_ns: 400,
+            allowed_ns: (i % 2 == 0).then_some(i - 600),
+        };
         let mut log = LateLog::default();
         assert_eq!(log.frames().count(), 0);
-        log.push(10, 2_000_000, -5);
-        assert_eq!(log.frames().collect::<Vec<_>>(), [(10, 2_000_000, -5)]);
+        log.push(f(-5));
+        assert_eq!(log.frames().collect::<Vec<_>>(), [f(-5)]);
         for i in 1..40 {
-            log.push(10 + i, 1_000_001 + i, i);
+            log.push(f(i));
         }
         let kept: Vec<_> = log.frames().collect();
         assert_eq!(kept.len(), LateLog::CAP);
-        let want: Vec<_> = (40 - LateLog::CAP as i64..40)
-            .map(|i| (10 + i, 1_000_001 + i, i))
-            .collect();
+        let want: Vec<_> = (40 - LateLog::CAP as i64..40).map(f).collect();
         assert_eq!(kept, want);
+    }
+
+    /// A late frame's "let begin" time is the raise of the begin limit that first reached it,
+    /// known only when the raise before it (below it) is kept too.
+    #[test]
+    fn a_frame_is_let_begin_by_the_first_raise_that_reaches_it() {
+        let mut allowed = [(0, 0); ALLOWED_KEPT];
+        let raises = [(5u64, 100i64), (6, 200), (8, 300), (9, 400)];
+        for (k, r) in raises.iter().enumerate() {
+            allowed[k] = *r;
+        }
+        let at = |seq| allowed_at(&allowed, raises.len(), seq);
+        assert_eq!(at(5), None, "the raise before it is not kept");
+        assert_eq!(at(6), Some(200));
+        assert_eq!(at(7), Some(300));
+        assert_eq!(at(8), Some(300));
+        assert_eq!(at(9), Some(400));
+        assert_eq!(at(10), None, "not let begin yet");
     }
 
     /// A host's shows of one group share the grid: whenever each (re)starts its clock, its

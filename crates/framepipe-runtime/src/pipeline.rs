@@ -864,6 +864,25 @@ fn plan_against(
 /// Builds a live edit's next version of the running graph (on the edit thread, never on a
 /// worker or an output thread): negotiation against the running sources' and sinks' shapes,
 /// new pools, instances of the new nodes, and the scheduler state, ready to be switched in.
+/// What the edit from `running` to `next` does to each running node, for the commands on it
+/// (see `Live::gone`): it goes on when it moves (`moves`) or `next` has a node of its name and
+/// element (a replaced one, which takes what commands set on it meanwhile: `Live::carry`).
+fn fates_of(running: &Version, next: &Version, moves: &[(usize, usize)]) -> Vec<crate::live::Fate> {
+    use crate::live::Fate;
+    (0..running.names.len())
+        .map(|o| {
+            if moves.iter().any(|&(from, _)| from == o) {
+                return Fate::GoesOn;
+            }
+            match next.names.iter().position(|n| *n == running.names[o]) {
+                None => Fate::Removed,
+                Some(j) if next.elements[j] == running.elements[o] => Fate::GoesOn,
+                Some(_) => Fate::Replaced,
+            }
+        })
+        .collect()
+}
+
 pub(crate) fn prepare_edit(
     graph: Graph,
     shared: &Arc<Shared>,
@@ -907,11 +926,18 @@ pub(crate) fn prepare_edit(
     for &(_, j) in &moves {
         moved[j] = true;
     }
+    let fates = fates_of(&ver, &next, &moves);
+    let removed = (0..fates.len())
+        .filter(|&o| fates[o] == crate::live::Fate::Removed)
+        .map(|o| Arc::clone(&ver.names[o]))
+        .collect();
     let state = new_state(Arc::new(next), shared.threads, port_nodes, node_states);
     Ok(Box::new(crate::state::Pending {
         state,
         live_stages: live.stages,
         moves,
+        fates,
+        removed,
         moved,
         posted: None,
         graph_view: Some(graph_view),

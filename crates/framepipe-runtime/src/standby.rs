@@ -11,8 +11,10 @@
 //! stalls over 1 ms on one of them 15–80 times in 20 s, on both at once 2–14 times), so a
 //! thread sleeping on the other CPU can step in.
 //!
-//! How: the pacing thread keeps its state (what to release, and when) behind one lock that it
-//! never holds while it sleeps or spins, and after each round publishes when it will next
+//! How: the pacing thread keeps its state (what to release, and when) behind locks that it
+//! never holds while it sleeps or spins (a host: one per show and a short one for the
+//! wake-ups, so that the standby can serve the other shows while the clock thread is stuck in
+//! one show's poll; a run of its own: one), and after each round publishes when it will next
 //! wake up ([`Watch::publish`]: the earliest of its timed wake-ups, deadlines and the others
 //! that lead to them, a frame's beginning above all; a run's next deadline too). The standby
 //! sleeps (never spins) to that time plus [`STANDBY_AFTER_NS`]; if the same time is still

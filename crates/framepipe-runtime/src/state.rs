@@ -381,6 +381,12 @@ pub(crate) struct Pending {
     pub(crate) live_stages: Vec<crate::live::LiveStage>,
     /// (running node, new node) carried over: instances, source, feedback ring, live values.
     pub(crate) moves: Vec<(usize, usize)>,
+    /// Per running node: what the edit does to it, for the commands read once it is armed
+    /// (`Live::arm`, `Live::gone`).
+    pub(crate) fates: Vec<crate::live::Fate>,
+    /// The running nodes the edit removes (their names), for the refusals of commands on
+    /// them after the switch.
+    pub(crate) removed: Vec<Arc<str>>,
     /// Per new node: carried over (else it starts at the switch frame).
     pub(crate) moved: Vec<bool>,
     /// The edit's command, answered once switched (or refused).
@@ -408,6 +414,8 @@ pub(crate) struct SwitchNews {
     pub(crate) drain_ns: i64,
     /// The new graph, to publish.
     pub(crate) graph_view: Option<crate::view::GraphView>,
+    /// The nodes the switch removed (`Pending::removed`).
+    pub(crate) removed: Vec<Arc<str>>,
 }
 
 /// One sink's hand-off: the frame whose turn it is at that sink.
@@ -1244,19 +1252,23 @@ impl State {
 
     /// Arms a live edit's switch: no frame begins in the running version from now on; once
     /// the frames in flight have left every node but the sinks holding them, the next version
-    /// takes over (`maybe_switch`).
-    pub(crate) fn arm_switch(&mut self, mut p: Box<Pending>) {
+    /// takes over (`maybe_switch`). The live lock is taken inside (as at the switch): a
+    /// command read since the edit was read is shown from the frame its reply named, so the
+    /// switch comes after that frame (`Live::arm`), and the commands read from now on know
+    /// the switch frame and which nodes it ends (`Live::gone`).
+    pub(crate) fn arm_switch(&mut self, mut p: Box<Pending>, shared: &Shared) {
         debug_assert!(self.pending.is_none());
         p.armed_ns = now_ns();
-        self.pending = Some(p);
         // A version an edit switched in shows at least its first frame: an edit armed before
         // that frame began switches after it (else its reply would name a frame that shows
         // the next edit's graph instead).
-        self.switch_at = if self.ver.number > 0 {
+        let at = if self.ver.number > 0 {
             self.next_seq.max(self.ver_first + 1)
         } else {
             self.next_seq
         };
+        self.switch_at = shared.live.lock().arm(at, &p.fates);
+        self.pending = Some(p);
     }
 
     /// Switches to the pending version once the running one's frames are done with: every
@@ -1407,6 +1419,7 @@ impl State {
             frame: n,
             drain_ns: p.switched_ns - p.armed_ns,
             graph_view: p.graph_view.take(),
+            removed: std::mem::take(&mut p.removed),
         });
         self.wake.ports = true;
         self.wake.work_all = true;
@@ -1681,8 +1694,11 @@ fn start_new_nodes(next: &mut State, moved: &[bool], n: u64) {
 }
 
 /// Both switches: the kept nodes' live parameters (values, oscillators, bypass) move to their
-/// place in the new version's stages, which become the live ones, sampling from frame `n`.
+/// place in the new version's stages, which become the live ones, sampling from frame `n`; a
+/// node replaced by one of the same name and element first takes what commands read after the
+/// edit set on it (`Live::carry`).
 fn move_live_stages(live: &mut crate::live::Live, p: &mut Pending, n: u64) {
+    live.carry(&mut p.live_stages, &p.moved, &p.moves);
     for &(o, j) in &p.moves {
         if let Some(old) = live.stages.get_mut(o) {
             std::mem::swap(&mut old.params, &mut p.live_stages[j].params);

@@ -712,7 +712,7 @@ fn issue_9_a_delayed_frame_grows_the_latency_margin() {
     let late: Vec<_> = pacing.late_log.frames().collect();
     // Frame 100 was late (whatever the margin then: at most half a period, 16.7 ms).
     assert!(
-        late.iter().any(|(_, _, ready)| *ready > 2_000_000),
+        late.iter().any(|f| f.ready_ns > 2_000_000),
         "the delayed frame was not late: {late:?}"
     );
     // What its delay took (~20 ms less the budget, more than 10) times 1.5, capped at 16.7.

@@ -192,3 +192,103 @@ fn a_runs_standby_releases_the_frames_due_while_its_output_thread_is_away() {
         "released by another thread than the output thread: {frames:?}"
     );
 }
+
+/// A sink on the clock thread (it says it does not block, as a null sink or a file does) that
+/// gets stuck in one `consume`: at frame `at` it waits until the other show has had
+/// `frames_wanted` frames released by the standby since, or [`STUCK_MAX`] has passed.
+struct StuckOnce {
+    at: u64,
+    other: ReleasedBy,
+    frames_wanted: usize,
+    /// How many frames the standby released to the other show while this sink was stuck.
+    seen: Arc<Mutex<Option<usize>>>,
+    inner: ReleasedBy,
+}
+
+const STUCK_MAX: Duration = Duration::from_secs(3);
+
+impl Sink for StuckOnce {
+    fn start(&mut self, info: VideoInfo) -> Result<()> {
+        self.inner.start(info)
+    }
+    fn consume(&mut self, ctx: &FrameCtx, frame: &framepipe_core::Frame) -> Result<()> {
+        if ctx.seq == self.at {
+            let by_standby = |r: &ReleasedBy| {
+                r.frames
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .filter(|f| f.1 == "fp-clock-standby")
+                    .count()
+            };
+            let before = by_standby(&self.other);
+            let until = std::time::Instant::now() + STUCK_MAX;
+            let mut got = 0;
+            while std::time::Instant::now() < until {
+                got = by_standby(&self.other) - before;
+                if got >= self.frames_wanted {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            *self.seen.lock().unwrap() = Some(got);
+        }
+        self.inner.consume(ctx, frame)
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Issue 11 (P8's late frames): the clock thread stuck inside one show's poll (here its sink's
+/// `consume`, on a VM: the clock thread losing its CPU in the middle of a round) holds back
+/// that show only. The standby serves the other shows meanwhile: each show's state is behind
+/// a lock of its own, and the wake-ups behind a short one. (With one lock over every show, as
+/// before, the standby waited on it and the other show got no frame until the stuck one let
+/// go: `seen` stayed 0 and the stuck sink waited the whole `STUCK_MAX`.)
+#[test]
+fn a_clock_thread_stuck_in_one_show_holds_back_that_show_only() {
+    if !two_cpus() {
+        return;
+    }
+    let other = ReleasedBy::default();
+    let stuck = ReleasedBy::default();
+    let seen = Arc::new(Mutex::new(None));
+    let mut host = Host::new(THREADS);
+    host.set_standby(true);
+    host.add(
+        "stuck",
+        show(
+            counter(1, 40, 25),
+            Box::new(StuckOnce {
+                at: 20,
+                other: other.clone(),
+                frames_wanted: 3,
+                seen: Arc::clone(&seen),
+                inner: stuck.clone(),
+            }),
+            paced(25),
+        ),
+    )
+    .unwrap();
+    host.add(
+        "other",
+        show(counter(2, 60, 25), Box::new(other.clone()), paced(25)),
+    )
+    .unwrap();
+    let results = bounded(Duration::from_secs(60), move || host.run(|_| {}));
+    for r in &results {
+        assert!(r.result.is_ok(), "{}: {:?}", r.name, r.result);
+    }
+    let seen = seen.lock().unwrap().expect("the stuck sink got frame 20");
+    assert!(
+        seen >= 3,
+        "frames of the other show released by the standby while the clock thread was stuck in \
+         the first show's sink: {seen} (the standby waited on the stuck show)"
+    );
+    // Both shows: every frame once, in order, whoever released it.
+    for (sink, n) in [(&stuck, 40), (&other, 60)] {
+        let seqs: Vec<u64> = sink.frames.lock().unwrap().iter().map(|f| f.0).collect();
+        assert_eq!(seqs, (0..n).collect::<Vec<_>>());
+    }
+}
