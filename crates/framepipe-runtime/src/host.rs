@@ -622,10 +622,11 @@ struct Core {
 }
 
 impl Core {
-    /// Serves everything due now: deadlines first, then the signalled shows (`raised`: this
-    /// thread's buffer, swapped with `HostSignals::raised`), then the other wake-ups whose
+    /// Serves everything due now: deadlines first, then the signalled shows (taken from
+    /// `HostSignals::raised` one at a time, so that what this thread has not taken yet stays
+    /// there for the other one, should this one lose its CPU), then the other wake-ups whose
     /// time has come (deadlines still first). Returns how many frames it released.
-    fn serve(&self, raised: &mut Vec<usize>, signals: &HostSignals, tx: &Sender<Ended>) -> u64 {
+    fn serve(&self, signals: &HostSignals, tx: &Sender<Ended>) -> u64 {
         let mut released = 0;
         // Deadlines first: a release waits for nothing else that is due (a frame's beginning
         // or a command poll of another group rounded to the same millisecond, a signal).
@@ -634,12 +635,13 @@ impl Core {
             let Some(i) = due else { break };
             released += self.poll(i, tx);
         }
-        // Shows whose port was signalled.
-        std::mem::swap(&mut *signals.raised.lock(), raised);
-        for &i in raised.iter() {
+        // Shows whose port was signalled (a show signalled again while being polled is queued
+        // again: the loop ends once no signal is left).
+        loop {
+            let raised = signals.raised.lock().pop();
+            let Some(i) = raised else { break };
             released += self.poll(i, tx);
         }
-        raised.clear();
         // The other wake-ups whose time has come, deadlines still first.
         loop {
             let due = {
@@ -660,6 +662,9 @@ impl Core {
     fn poll(&self, i: usize, tx: &Sender<Ended>) -> u64 {
         let slot = &self.slots[i];
         slot.wanted.store(true, Ordering::SeqCst);
+        // Orders the store before the try_lock's load (store then load on both sides: the
+        // holder's unlock and load of `wanted` below): one of the two threads sees the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
         let mut released = 0;
         loop {
             let mut live = match slot.live.try_lock() {
@@ -673,6 +678,7 @@ impl Core {
                 released += self.poll_locked(&mut live, i, tx);
             }
             drop(live);
+            std::sync::atomic::fence(Ordering::SeqCst);
             // Raised between the last swap and the unlock, by a thread that found the lock
             // held: it went on, so this thread polls again.
             if !slot.wanted.load(Ordering::SeqCst) {
@@ -758,12 +764,23 @@ impl Core {
 
     /// The next timed wake-up of any show, published for the standby thread (under the
     /// timers' lock, so that what the two threads publish comes in the order they computed
-    /// it): a deadline, or what leads to one (a frame's beginning).
-    fn publish(&self, watch: &Watch) -> Option<(i64, bool)> {
+    /// it): a deadline, or what leads to one (a frame's beginning). `clock`: published by the
+    /// clock thread (with its CPU, which the standby keeps off), else by the standby.
+    fn publish(&self, watch: &Watch, clock: bool) -> Option<(i64, bool)> {
         let mut timers = self.timers.lock();
         let next = timers.next(&self.slots);
-        watch.publish(next.map(|(t, _)| t));
+        let t = next.map(|(t, _)| t);
+        if clock {
+            watch.publish(t);
+        } else {
+            watch.publish_from_standby(t);
+        }
         next
+    }
+
+    /// The earliest timed wake-up of any show now.
+    fn next(&self) -> Option<(i64, bool)> {
+        self.timers.lock().next(&self.slots)
     }
 
     fn running(&self) -> usize {
@@ -786,8 +803,9 @@ pub struct ClockCounters {
     pub standby: AtomicBool,
     /// Times the standby thread woke up to watch a wake-up of the clock thread.
     pub standby_wakeups: std::sync::atomic::AtomicU64,
-    /// Frames the standby thread released because the clock thread had not woken up 0.25 ms
-    /// after its time (it had lost its CPU).
+    /// Frames the standby thread released because the clock thread had not served a wake-up
+    /// 0.25 ms after its time (it had lost its CPU, or was still busy in a long round: the
+    /// standby then serves the shows beside it).
     pub rescued: std::sync::atomic::AtomicU64,
     /// How long each round of a clock thread (releases, signalled shows, beginnings, command
     /// polls due at once) took (until each show had a lock of its own: how long it held the
@@ -917,17 +935,16 @@ fn clock_loop(
                 .name("fp-clock-standby".into())
                 .spawn_scoped(scope, move || {
                     let _setup = prepare_pacing_thread(realtime);
-                    let mut raised = Vec::with_capacity(2 * n + 16);
                     standby.stand_by(|| {
                         let t0 = now_ns();
-                        let served = core.serve(&mut raised, signals, tx);
+                        let served = core.serve(signals, tx);
                         counters.rounds.record((now_ns() - t0).max(0) as u64);
                         let wake_clock = if core.running() == 0 {
                             true
                         } else {
                             // A wake-up this round queued before the clock thread's sleep
                             // ends (it computed its sleep before): wake it up for it.
-                            let next = core.publish(standby);
+                            let next = core.publish(standby, false);
                             let sleeps_to = signals.clock_wakes_at.load(Ordering::SeqCst);
                             next.is_some_and(|(t, _)| sleeps_to != 0 && t < sleeps_to)
                         };
@@ -943,19 +960,26 @@ fn clock_loop(
                 counters.standby.store(true, Ordering::Relaxed);
             }
         }
-        let mut raised = Vec::with_capacity(2 * n + 16);
         loop {
             let t0 = now_ns();
-            core.serve(&mut raised, signals, tx);
+            core.serve(signals, tx);
             counters.rounds.record((now_ns() - t0).max(0) as u64);
             if core.running() == 0 {
                 break;
             }
-            let next = core.publish(standby);
+            let next = core.publish(standby, true);
             // Sleep to the next one (a signal unparks), and spin the last stretch of a
             // deadline.
             let Some((t, precise)) = next else {
-                std::thread::park_timeout(Duration::from_millis(2));
+                // Announced like a timed sleep, so that a signal or the standby (a wake-up it
+                // queued) unparks it.
+                signals
+                    .clock_wakes_at
+                    .store(now_ns() + 2_000_000, Ordering::SeqCst);
+                if signals.raised.lock().is_empty() && core.next().is_none() {
+                    std::thread::park_timeout(Duration::from_millis(2));
+                }
+                signals.clock_wakes_at.store(0, Ordering::SeqCst);
                 continue;
             };
             let now = now_ns();
@@ -970,10 +994,11 @@ fn clock_loop(
                 t
             };
             if sleep_to > now {
-                // Announce the sleep, then look at the signals once more (a signal raised
-                // before the announcement did not unpark: it must be seen here).
+                // Announce the sleep, then look at the signals and the wake-ups once more (a
+                // signal raised, or a wake-up the standby queued, before the announcement did
+                // not unpark: it must be seen here).
                 signals.clock_wakes_at.store(sleep_to, Ordering::SeqCst);
-                if !signals.raised.lock().is_empty() {
+                if !signals.raised.lock().is_empty() || core.next().is_some_and(|(u, _)| u < t) {
                     signals.clock_wakes_at.store(0, Ordering::SeqCst);
                     continue;
                 }

@@ -93,8 +93,9 @@ pub struct LateFrame {
     pub ready_ns: i64,
     /// When it began (its source's job started), after its deadline.
     pub begun_ns: i64,
-    /// The latency budget when it was released (0: none, an unpaced run or the warm-up): a
-    /// frame may begin `budget_ns` before its deadline.
+    /// The latency budget in force when it was let begin (when that is not known, when it was
+    /// released, which counts its own latency already; 0: none, an unpaced run or the
+    /// warm-up): a frame may begin `budget_ns` before its deadline.
     pub budget_ns: i64,
     /// When the master output let it begin, after its deadline (`None`: not known, e.g. in
     /// the warm-up, when frames are not held back). Well after `-budget_ns`: the pacing
@@ -102,20 +103,23 @@ pub struct LateFrame {
     pub allowed_ns: Option<i64>,
 }
 
-/// When the master output last raised the begin limit: (the limit, when), the latest
-/// [`ALLOWED_KEPT`], to say when a late frame was let begin.
+/// When the master output last raised the begin limit: (the limit, when, the budget then),
+/// the latest [`ALLOWED_KEPT`], to say when a late frame was let begin.
 const ALLOWED_KEPT: usize = 8;
 
-/// When frame `seq` was let begin, from the ring `allowed` of the begin limit's last raises
-/// (`n` raises so far, the latest [`ALLOWED_KEPT`] kept): the earliest kept raise to `seq` or
-/// beyond, if the raise before it (kept too) was below `seq`.
-fn allowed_at(allowed: &[(u64, i64); ALLOWED_KEPT], n: usize, seq: u64) -> Option<i64> {
+/// One raise of the begin limit: (the limit, when, the budget then).
+type Raise = (u64, i64, u64);
+
+/// When frame `seq` was let begin and the budget then, from the ring `allowed` of the begin
+/// limit's last raises (`n` raises so far, the latest [`ALLOWED_KEPT`] kept): the earliest kept
+/// raise to `seq` or beyond, if the raise before it (kept too) was below `seq`.
+fn allowed_at(allowed: &[Raise; ALLOWED_KEPT], n: usize, seq: u64) -> Option<(i64, u64)> {
     let k = n.min(ALLOWED_KEPT);
     let mut below = false;
     for i in n - k..n {
-        let (limit, at) = allowed[i % ALLOWED_KEPT];
+        let (limit, at, budget) = allowed[i % ALLOWED_KEPT];
         if limit >= seq {
-            return below.then_some(at);
+            return below.then_some((at, budget));
         }
         below = true;
     }
@@ -334,7 +338,7 @@ pub(crate) struct Output {
     /// for a frame's beginning (a host rounds such wake-ups up to a grid).
     begin_slack_ns: u64,
     /// The begin limit's last raises: (limit, when), a ring ([`ALLOWED_KEPT`]).
-    allowed: [(u64, i64); ALLOWED_KEPT],
+    allowed: [Raise; ALLOWED_KEPT],
     allowed_n: usize,
     /// The master's repeat count when it armed the last live edit.
     edit_repeats_at_arm: u64,
@@ -429,7 +433,7 @@ impl Output {
             ended: false,
             poll_ns: POLL.as_nanos() as i64,
             begin_slack_ns: 0,
-            allowed: [(0, 0); ALLOWED_KEPT],
+            allowed: [(0, 0, 0); ALLOWED_KEPT],
             allowed_n: 0,
             edit_repeats_at_arm: 0,
             edit_sent: None,
@@ -637,13 +641,14 @@ impl Output {
             self.budget,
             self.pacer.as_ref().and_then(|p| p.next_deadline()),
         ) {
+            let budget = b;
             // A host rounds this output's wake-ups up to its grid: begin that much earlier.
             let b = b.saturating_add(self.begin_slack_ns);
             let limit = begin_limit(seq, d, self.period_ns, b, now);
             if limit > st.begin_limit || st.begin_limit == u64::MAX {
                 st.begin_limit = limit;
                 st.after_change(shared);
-                self.allowed[self.allowed_n % ALLOWED_KEPT] = (limit, now);
+                self.allowed[self.allowed_n % ALLOWED_KEPT] = (limit, now, budget);
                 self.allowed_n += 1;
             }
             self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit));
@@ -849,8 +854,12 @@ impl Output {
             item, frame_late, ..
         } = due;
         let (ready_ns, begun_ns) = (item.ready_ns, item.begun_ns);
-        let budget_ns = self.budget.unwrap_or(0).min(i64::MAX as u64) as i64;
         let allowed_at = allowed_at(&self.allowed, self.allowed_n, item.ctx.seq);
+        let budget_ns = allowed_at
+            .map(|(_, b)| b)
+            .or(self.budget)
+            .unwrap_or(0)
+            .min(i64::MAX as u64) as i64;
         if let Some(p) = self.pacer.as_mut() {
             // The deadline has passed (the driver waited for it): no wait here.
             let tick = p.wait_next();
@@ -863,7 +872,7 @@ impl Output {
                     ready_ns: ready_ns - tick.deadline_ns,
                     begun_ns: begun_ns - tick.deadline_ns,
                     budget_ns,
-                    allowed_ns: allowed_at.map(|t| t - tick.deadline_ns),
+                    allowed_ns: allowed_at.map(|(t, _)| t - tick.deadline_ns),
                 });
             }
             // The worst lateness of each whole second, for live displays (two atomic stores a
@@ -1139,7 +1148,7 @@ fn drive_with_standby(
                         .frames_out
                         .load(Ordering::Relaxed)
                         .saturating_sub(released);
-                    watch_ref.publish(watch_time(out, &next, now_ns()));
+                    watch_ref.publish_from_standby(watch_time(out, &next, now_ns()));
                     (served, !matches!(next, Next::Done))
                 })
             });
@@ -1589,17 +1598,17 @@ mod tests {
     /// known only when the raise before it (below it) is kept too.
     #[test]
     fn a_frame_is_let_begin_by_the_first_raise_that_reaches_it() {
-        let mut allowed = [(0, 0); ALLOWED_KEPT];
-        let raises = [(5u64, 100i64), (6, 200), (8, 300), (9, 400)];
+        let mut allowed = [(0, 0, 0); ALLOWED_KEPT];
+        let raises = [(5u64, 100i64, 7u64), (6, 200, 8), (8, 300, 9), (9, 400, 10)];
         for (k, r) in raises.iter().enumerate() {
             allowed[k] = *r;
         }
         let at = |seq| allowed_at(&allowed, raises.len(), seq);
         assert_eq!(at(5), None, "the raise before it is not kept");
-        assert_eq!(at(6), Some(200));
-        assert_eq!(at(7), Some(300));
-        assert_eq!(at(8), Some(300));
-        assert_eq!(at(9), Some(400));
+        assert_eq!(at(6), Some((200, 8)));
+        assert_eq!(at(7), Some((300, 9)));
+        assert_eq!(at(8), Some((300, 9)));
+        assert_eq!(at(9), Some((400, 10)));
         assert_eq!(at(10), None, "not let begin yet");
     }
 

@@ -749,9 +749,11 @@ pub(crate) struct Pace {
 /// filler's target and the memory its version counted are given back, at the registry's next
 /// sweep: [`Registry::sweep`]).
 ///
-/// Dropping it takes no lock and frees nothing (one atomic store): whoever drops the version
-/// last, even a worker or an output thread, does not touch the registry, and a frame of the
-/// version still out keeps its quota counted (a show within its quota always gets a frame).
+/// Dropping it takes no lock and frees no frame buffer (one atomic store, its small list of
+/// member ids, and two `Arc` counts: at a host's teardown the last of those may free the
+/// registry on whichever thread drops it): whoever drops the version last, even a worker or an
+/// output thread, does not touch the registry's lock, and a frame of the version still out
+/// keeps its quota counted (a show within its quota always gets a frame).
 #[derive(Debug)]
 pub(crate) struct PoolLease {
     reg: SharedPools,

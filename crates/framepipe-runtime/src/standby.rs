@@ -23,7 +23,7 @@
 //! A time is rescued once at most (a rescue that leaves it pending waits for the pacing
 //! thread). When the pacing thread comes back it finds those frames released and goes on.
 //! Cost: one wake-up of the standby per wake-up of the pacing thread, and an uncontended lock
-//! per round of the pacing thread; the standby takes the lock only to rescue. What it cannot
+//! per round of the pacing thread; the standby takes the locks only to rescue. What it cannot
 //! cover: a frame made ready while the pacing thread is away is seen at the next timed
 //! wake-up, not at once (the port's signal wakes the pacing thread only).
 
@@ -82,13 +82,24 @@ impl Default for Watch {
 
 impl Watch {
     /// Publishes when the pacing thread wakes up next (`None`: only when signalled), before
-    /// the pacing state's lock is let go. Unparks the standby only when it would look too late
-    /// for this one.
+    /// the pacing state's lock is let go, and the CPU it runs on (which the standby keeps
+    /// off). Unparks the standby only when it would look too late for this one.
     pub(crate) fn publish(&self, deadline: Option<i64>) {
         let cpu = framepipe_clock::current_cpu().unwrap_or(usize::MAX);
         if self.cpu.load(Ordering::Relaxed) != cpu {
             self.cpu.store(cpu, Ordering::Relaxed);
         }
+        self.publish_next(deadline);
+    }
+
+    /// As [`publish`](Self::publish), from the standby after a rescue: the pacing thread's
+    /// next wake-up only, not the CPU (the standby's own: recorded, it would move the standby
+    /// onto the pacing thread's CPU, the one just taken away).
+    pub(crate) fn publish_from_standby(&self, deadline: Option<i64>) {
+        self.publish_next(deadline);
+    }
+
+    fn publish_next(&self, deadline: Option<i64>) {
         let d = deadline.unwrap_or(i64::MAX);
         self.pending.store(d, Ordering::SeqCst);
         if d != i64::MAX

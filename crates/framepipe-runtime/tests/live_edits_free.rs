@@ -335,12 +335,12 @@ impl Sink for KeepOne {
 fn issue_11_a_replaced_version_whose_frame_outlives_2_s_is_still_dropped_off_the_frame_path() {
     // The edit thread used to give up burying a replaced version after 2 s: then the version
     // (and its pools' buffers) went with whoever let go of it last, here the output thread
-    // dropping the frame its sink kept 2.6 s after the edit. Now the edit thread keeps the
+    // dropping the frame its sink kept 3 s after the edit. Now the edit thread keeps the
     // version until that frame is back, and frees it itself.
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const RATE: u64 = 200;
     const KEEP_AT: u64 = 10;
-    const DROP_AT: u64 = KEEP_AT + RATE * 26 / 10;
+    const DROP_AT: u64 = KEEP_AT + RATE * 3;
     const N: u64 = DROP_AT + 20;
     let got = Arc::new(AtomicU64::new(0));
     let sink = KeepOne {

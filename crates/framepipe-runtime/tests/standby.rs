@@ -195,12 +195,15 @@ fn a_runs_standby_releases_the_frames_due_while_its_output_thread_is_away() {
 
 /// A sink on the clock thread (it says it does not block, as a null sink or a file does) that
 /// gets stuck in one `consume`: at frame `at` it waits until the other show has had
-/// `frames_wanted` frames released by the standby since, or [`STUCK_MAX`] has passed.
+/// `frames_wanted` frames released by the other clock thread since (whichever of the two is
+/// stuck here: usually the clock thread, the standby if it happened to release this frame), or
+/// [`STUCK_MAX`] has passed.
 struct StuckOnce {
     at: u64,
     other: ReleasedBy,
     frames_wanted: usize,
-    /// How many frames the standby released to the other show while this sink was stuck.
+    /// How many frames the other clock thread released to the other show while this sink was
+    /// stuck.
     seen: Arc<Mutex<Option<usize>>>,
     inner: ReleasedBy,
 }
@@ -213,19 +216,20 @@ impl Sink for StuckOnce {
     }
     fn consume(&mut self, ctx: &FrameCtx, frame: &framepipe_core::Frame) -> Result<()> {
         if ctx.seq == self.at {
-            let by_standby = |r: &ReleasedBy| {
+            let stuck = std::thread::current().name().unwrap_or("?").to_string();
+            let by_other_thread = |r: &ReleasedBy| {
                 r.frames
                     .lock()
                     .unwrap()
                     .iter()
-                    .filter(|f| f.1 == "fp-clock-standby")
+                    .filter(|f| f.1 != stuck)
                     .count()
             };
-            let before = by_standby(&self.other);
+            let before = by_other_thread(&self.other);
             let until = std::time::Instant::now() + STUCK_MAX;
             let mut got = 0;
             while std::time::Instant::now() < until {
-                got = by_standby(&self.other) - before;
+                got = by_other_thread(&self.other) - before;
                 if got >= self.frames_wanted {
                     break;
                 }
@@ -283,8 +287,8 @@ fn a_clock_thread_stuck_in_one_show_holds_back_that_show_only() {
     let seen = seen.lock().unwrap().expect("the stuck sink got frame 20");
     assert!(
         seen >= 3,
-        "frames of the other show released by the standby while the clock thread was stuck in \
-         the first show's sink: {seen} (the standby waited on the stuck show)"
+        "frames of the other show released by the other clock thread while one was stuck in the \
+         first show's sink: {seen} (it waited on the stuck show)"
     );
     // Both shows: every frame once, in order, whoever released it.
     for (sink, n) in [(&stuck, 40), (&other, 60)] {
