@@ -194,6 +194,50 @@ fn fx(name: &str, k: u32, input: usize, keep: bool) -> Node {
     n
 }
 
+/// `src ! a ! out`: `frames` frames of [`Src`] through `a` (adds 1) into `sink`, paced at
+/// `rate`.
+fn src_a_out(
+    frames: u64,
+    sink: Box<dyn Sink>,
+    rate: u32,
+    threads: usize,
+    overload: Overload,
+) -> framepipe_runtime::Prepared {
+    let nodes = vec![
+        Node::new(
+            "src",
+            NodeKind::Source {
+                source: Box::new(Src { next: 0, frames }),
+                on_end: framepipe_runtime::OnEnd::Stop,
+            },
+            vec![],
+        ),
+        fx("a", 1, 0, false),
+        Node::new("out", NodeKind::Sink { sink, master: true }, vec![1]),
+    ];
+    Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads,
+            pace: Some(Rational::new(rate, 1)),
+            overload,
+            ..Options::default()
+        })
+        .unwrap()
+}
+
+/// The edit that replaces `a` with one that adds `k` (new pools: a new instance).
+fn replace_a(k: u32) -> Build {
+    Box::new(move || {
+        Graph::new(vec![
+            Node::new("src", NodeKind::Running { sink: false }, vec![]),
+            fx("a", k, 0, false),
+            Node::new("out", NodeKind::Running { sink: true }, vec![1]),
+        ])
+        .map_err(|e| e.to_string())
+    })
+}
+
 #[test]
 fn an_edit_neither_allocates_nor_frees_frames_on_a_worker_or_an_output_thread() {
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -208,46 +252,8 @@ fn an_edit_neither_allocates_nor_frees_frames_on_a_worker_or_an_output_thread() 
                 got: Arc::new(AtomicU64::new(0)),
                 stop_watching_at: N - 5,
             };
-            let nodes = vec![
-                Node::new(
-                    "src",
-                    NodeKind::Source {
-                        source: Box::new(Src { next: 0, frames: N }),
-                        on_end: framepipe_runtime::OnEnd::Stop,
-                    },
-                    vec![],
-                ),
-                fx("a", 1, 0, false),
-                Node::new(
-                    "out",
-                    NodeKind::Sink {
-                        sink: Box::new(out.clone()),
-                        master: true,
-                    },
-                    vec![1],
-                ),
-            ];
-            let mut prepared = Graph::new(nodes)
-                .unwrap()
-                .prepare(Options {
-                    threads,
-                    pace: Some(Rational::new(200, 1)),
-                    overload,
-                    ..Options::default()
-                })
-                .unwrap();
-            let builds: Vec<Build> = (0..3)
-                .map(|k| -> Build {
-                    Box::new(move || {
-                        Graph::new(vec![
-                            Node::new("src", NodeKind::Running { sink: false }, vec![]),
-                            fx("a", 10 + k, 0, false),
-                            Node::new("out", NodeKind::Running { sink: true }, vec![1]),
-                        ])
-                        .map_err(|e| e.to_string())
-                    })
-                })
-                .collect();
+            let mut prepared = src_a_out(N, Box::new(out.clone()), 200, threads, overload);
+            let builds: Vec<Build> = (0..3).map(|k| replace_a(10 + k)).collect();
             prepared.set_editor(Box::new(Script(builds.into())));
             let (tx, rx) = command_queue(16);
             let replies = tx.replies();
@@ -349,42 +355,8 @@ fn issue_11_a_replaced_version_whose_frame_outlives_2_s_is_still_dropped_off_the
         drop_at: DROP_AT,
         kept: None,
     };
-    let nodes = vec![
-        Node::new(
-            "src",
-            NodeKind::Source {
-                source: Box::new(Src { next: 0, frames: N }),
-                on_end: framepipe_runtime::OnEnd::Stop,
-            },
-            vec![],
-        ),
-        fx("a", 1, 0, false),
-        Node::new(
-            "out",
-            NodeKind::Sink {
-                sink: Box::new(sink),
-                master: true,
-            },
-            vec![1],
-        ),
-    ];
-    let mut prepared = Graph::new(nodes)
-        .unwrap()
-        .prepare(Options {
-            threads: 2,
-            pace: Some(Rational::new(RATE as u32, 1)),
-            overload: Overload::Slow,
-            ..Options::default()
-        })
-        .unwrap();
-    let builds: Vec<Build> = vec![Box::new(|| {
-        Graph::new(vec![
-            Node::new("src", NodeKind::Running { sink: false }, vec![]),
-            fx("a", 10, 0, false),
-            Node::new("out", NodeKind::Running { sink: true }, vec![1]),
-        ])
-        .map_err(|e| e.to_string())
-    })];
+    let mut prepared = src_a_out(N, Box::new(sink), RATE as u32, 2, Overload::Slow);
+    let builds: Vec<Build> = vec![replace_a(10)];
     prepared.set_editor(Box::new(Script(builds.into())));
     let (tx, rx) = command_queue(16);
     let replies = tx.replies();
