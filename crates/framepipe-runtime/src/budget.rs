@@ -54,8 +54,9 @@ pub(crate) const HOST_MIN_MARGIN_NS: u64 = 5_000_000;
 /// The adaptive margin never grows beyond half a period, nor beyond this: 20 ms.
 pub(crate) const MAX_MARGIN_NS: u64 = 20_000_000;
 
-/// How fast the adaptive margin decays towards [`MIN_MARGIN_NS`] while frames are ready with
-/// room to spare: the gap to the minimum shrinks by a factor e every second (halves in 0.7 s).
+/// How fast the adaptive margin decays towards its floor ([`MIN_MARGIN_NS`], in a host
+/// [`HOST_MIN_MARGIN_NS`]) while frames are ready with room to spare: the gap to the floor
+/// shrinks by a factor e every second (halves in 0.7 s).
 /// Measured with `scripts/bench-control` (light chain, 30 and 60 fps, two rounds each, on the
 /// 2-core machine): with 5 s and a growth to twice the delay, one delay of a few ms every ten
 /// seconds or so (this virtual machine's, even when quiet) kept the margin at 2–8 ms most of the

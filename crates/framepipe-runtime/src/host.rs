@@ -379,7 +379,7 @@ pub(crate) struct HostSignals {
     pub(crate) queued: Vec<AtomicBool>,
     closing: AtomicBool,
     /// Shows whose master port was signalled since the clock last looked.
-    raised: PiMutex<Vec<usize>>,
+    raised: PiMutex<VecDeque<usize>>,
     clock: OnceLock<Thread>,
     /// When the clock thread will wake up by itself (ns; 0 while it is awake): a signal
     /// unparks it only when that is more than [`LAZY_NS`] away, so that with many shows (the
@@ -403,7 +403,7 @@ impl HostSignals {
             work_cv: PiCondvar::new(),
             queued: (0..n).map(|_| AtomicBool::new(false)).collect(),
             closing: AtomicBool::new(false),
-            raised: PiMutex::new(Vec::with_capacity(2 * n + 16)),
+            raised: PiMutex::new(VecDeque::with_capacity(2 * n + 16)),
             clock: OnceLock::new(),
             clock_wakes_at: AtomicI64::new(0),
         }
@@ -419,7 +419,7 @@ impl HostSignals {
 
     /// Show `show`'s master port was signalled: the clock thread polls it.
     pub(crate) fn port_raised(&self, show: usize) {
-        self.raised.lock().push(show);
+        self.raised.lock().push_back(show);
         if self.clock_wakes_at.load(Ordering::SeqCst) > now_ns() + LAZY_NS {
             if let Some(t) = self.clock.get() {
                 t.unpark();
@@ -493,13 +493,7 @@ const LAZY_NS: i64 = 500_000;
 
 /// Wake-ups that need no precision (a frame may begin, a command poll) are rounded up to this
 /// grid, so that the shows of a group, whose times are close, share one wake-up.
-const GRID_NS: i64 = 1_000_000;
-
-/// How often a show waiting for its frame looks at stalls, in a host. Its commands do not wait
-/// for it: a post raises the show's signal (the clock thread polls the show), and they are read
-/// at every frame boundary and when its next frame may begin. (It was 20 ms when commands were
-/// polled.)
-const HOST_POLL: Duration = Duration::from_millis(50);
+pub(crate) const GRID_NS: i64 = 1_000_000;
 
 /// The shows' first deadlines are at least this long after the clock starts: every show's
 /// first frames (its sources starting, its pools being filled, hundreds of shows at once)
@@ -610,10 +604,8 @@ impl Slot {
 /// What the clock threads (the clock thread and its standby) share: every show's [`Slot`], the
 /// wake-ups behind a short lock of their own (`timers`: a pop or a push, never held across a
 /// show's poll), and how many shows still run. Both threads may serve at once, different
-/// shows; neither holds a lock while it sleeps or spins. (Until this change one lock held
-/// every show and the heaps: a clock thread that lost its CPU in the middle of a round held
-/// back every show, and the standby waited on that lock instead of serving them; measured as
-/// rounds of 2–22 ms in P8.)
+/// shows; neither holds a lock while it sleeps or spins (docs/SHOWS.md says what one lock over
+/// every show did in P8).
 struct Core {
     slots: Vec<Slot>,
     timers: PiMutex<Timers>,
@@ -638,7 +630,8 @@ impl Core {
         // Shows whose port was signalled (a show signalled again while being polled is queued
         // again: the loop ends once no signal is left).
         loop {
-            let raised = signals.raised.lock().pop();
+            // In the order they were signalled.
+            let raised = signals.raised.lock().pop_front();
             let Some(i) = raised else { break };
             released += self.poll(i, tx);
         }
@@ -807,10 +800,9 @@ pub struct ClockCounters {
     /// 0.25 ms after its time (it had lost its CPU, or was still busy in a long round: the
     /// standby then serves the shows beside it).
     pub rescued: std::sync::atomic::AtomicU64,
-    /// How long each round of a clock thread (releases, signalled shows, beginnings, command
-    /// polls due at once) took (until each show had a lock of its own: how long it held the
-    /// one lock of every show): with hundreds of shows, the last release of a
-    /// long round leaves that much after the first.
+    /// How long each round of either clock thread (releases, signalled shows, beginnings,
+    /// command polls due at once) took: with hundreds of shows, the last release of a long
+    /// round leaves that much after the first.
     rounds: Log2Histogram,
 }
 
@@ -889,7 +881,6 @@ fn clock_loop(
             setup.realtime,
         ) {
             Ok(mut out) => {
-                out.set_poll(HOST_POLL);
                 out.set_begin_slack(Duration::from_nanos(GRID_NS as u64));
                 out.set_margin_floor(Duration::from_nanos(crate::budget::HOST_MIN_MARGIN_NS));
                 if let Some(rate) = options.pace {
@@ -1006,7 +997,8 @@ fn clock_loop(
                 signals.clock_wakes_at.store(0, Ordering::SeqCst);
                 let woke = now_ns();
                 if woke < sleep_to {
-                    // Unparked: a show was signalled.
+                    // Unparked: a show was signalled, or the standby queued an earlier
+                    // wake-up.
                     continue;
                 }
                 if precise {

@@ -41,6 +41,7 @@ use crate::worker::guard;
 /// wait for it: a post raises the master port's signal (the command queue's waker), which
 /// wakes the output thread (in a host, has the clock thread poll the show). It was 2 ms when
 /// commands were polled: 20 wake-ups a frame at 25 fps, for nothing most of the time.
+/// The same in a host (the clock thread polls the show then).
 const POLL: Duration = Duration::from_millis(50);
 
 /// Figures of the frame clock for a paced run.
@@ -337,7 +338,8 @@ pub(crate) struct Output {
     /// Added to the latency budget when letting frames begin: how late the driver may wake up
     /// for a frame's beginning (a host rounds such wake-ups up to a grid).
     begin_slack_ns: u64,
-    /// The begin limit's last raises: (limit, when), a ring ([`ALLOWED_KEPT`]).
+    /// The begin limit's last raises: (limit, when, the budget then), a ring
+    /// ([`ALLOWED_KEPT`]).
     allowed: [Raise; ALLOWED_KEPT],
     allowed_n: usize,
     /// The master's repeat count when it armed the last live edit.
@@ -448,13 +450,6 @@ impl Output {
     /// falling together.
     pub(crate) fn set_grid(&mut self, anchor: i64, phase_ns: i64) {
         self.grid = Some((anchor, phase_ns.max(0)));
-    }
-
-    /// How often it looks at stalls while it waits for a frame or is paused (50 ms by default,
-    /// as a host's clock thread asks too). Commands are not polled: a post raises the master
-    /// port's signal (the command queue's waker).
-    pub(crate) fn set_poll(&mut self, every: Duration) {
-        self.poll_ns = every.as_nanos() as i64;
     }
 
     /// The default budget's adaptive margin never goes below `floor` (a show in a host:
@@ -853,19 +848,19 @@ impl Output {
         let Due {
             item, frame_late, ..
         } = due;
-        let (ready_ns, begun_ns) = (item.ready_ns, item.begun_ns);
-        let allowed_at = allowed_at(&self.allowed, self.allowed_n, item.ctx.seq);
-        let budget_ns = allowed_at
-            .map(|(_, b)| b)
-            .or(self.budget)
-            .unwrap_or(0)
-            .min(i64::MAX as u64) as i64;
+        let (ready_ns, begun_ns, seq) = (item.ready_ns, item.begun_ns, item.ctx.seq);
         if let Some(p) = self.pacer.as_mut() {
             // The deadline has passed (the driver waited for it): no wait here.
             let tick = p.wait_next();
             self.last_release_ns = Some(tick.released_ns);
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
                 shared.counters.late.fetch_add(1, Ordering::Relaxed);
+                let allowed_at = allowed_at(&self.allowed, self.allowed_n, seq);
+                let budget_ns = allowed_at
+                    .map(|(_, b)| b)
+                    .or(self.budget)
+                    .unwrap_or(0)
+                    .min(i64::MAX as u64) as i64;
                 self.late_log.push(LateFrame {
                     deadline_ns: tick.deadline_ns,
                     lateness_ns: tick.lateness_ns,
@@ -1463,7 +1458,7 @@ fn not_yet(
         _ => None,
     };
     if let Some(n) = named.filter(|n| ended.0.iter().any(|e| &**e == *n)) {
-        return format!("no node '{n}' (removed at frame {})", ended.1);
+        return crate::live::gone_reason(n, crate::live::Fate::Removed, ended.1);
     }
     if on_its_way {
         format!(

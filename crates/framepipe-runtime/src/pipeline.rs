@@ -861,9 +861,6 @@ fn plan_against(
     Ok((running, plan))
 }
 
-/// Builds a live edit's next version of the running graph (on the edit thread, never on a
-/// worker or an output thread): negotiation against the running sources' and sinks' shapes,
-/// new pools, instances of the new nodes, and the scheduler state, ready to be switched in.
 /// What the edit from `running` to `next` does to each running node, for the commands on it
 /// (see `Live::gone`): it goes on when it moves (`moves`) or `next` has a node of its name and
 /// element (a replaced one, which takes what commands set on it meanwhile: `Live::carry`).
@@ -883,6 +880,9 @@ fn fates_of(running: &Version, next: &Version, moves: &[(usize, usize)]) -> Vec<
         .collect()
 }
 
+/// Builds a live edit's next version of the running graph (on the edit thread, never on a
+/// worker or an output thread): negotiation against the running sources' and sinks' shapes,
+/// new pools, instances of the new nodes, and the scheduler state, ready to be switched in.
 pub(crate) fn prepare_edit(
     graph: Graph,
     shared: &Arc<Shared>,

@@ -547,9 +547,9 @@ impl Drop for Held {
 const TOP_UP_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Frames a paced show in a host begins this much before its latency budget says: the host's
-/// clock rounds a show's "may begin" wake-ups up to its 1 ms grid and lets its frames begin that
-/// much earlier (`GRID_NS` and `set_begin_slack` in `host.rs`).
-const HOST_BEGIN_SLACK_NS: u64 = 1_000_000;
+/// clock rounds a show's "may begin" wake-ups up to its grid and lets its frames begin that
+/// much earlier (`set_begin_slack` in `host.rs`).
+const HOST_BEGIN_SLACK_NS: u64 = crate::host::GRID_NS as u64;
 
 /// How long a worker may be held up (its CPU taken away, other shows' frames before this
 /// one's) without the filler having seen it: the default latency budget then grows by 5/4 of
