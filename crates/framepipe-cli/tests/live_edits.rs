@@ -44,8 +44,6 @@ fn reference(dir: &std::path::Path, name: &str, chain: &str, frames: usize) -> V
     std::fs::read(path).unwrap()
 }
 
-/// Every frame of `out` is the frame of the same number in `inside` within `span` (an edit's
-/// frames: from the add's to the remove's) and in `outside` elsewhere.
 /// The line of the run's stderr `err` that says `command` was refused; else fails with `what`.
 fn refusal_of<'a>(err: &'a str, command: &str, what: &str) -> &'a str {
     err.lines()
@@ -53,6 +51,8 @@ fn refusal_of<'a>(err: &'a str, command: &str, what: &str) -> &'a str {
         .unwrap_or_else(|| panic!("{what}: {err}"))
 }
 
+/// Every frame of `out` is the frame of the same number in `inside` within `span` (an edit's
+/// frames: from the add's to the remove's) and in `outside` elsewhere.
 fn assert_span(out: &[u8], span: std::ops::Range<usize>, inside: &[u8], outside: &[u8]) {
     for k in 0..out.len() / FRAME {
         let want = if span.contains(&k) { inside } else { outside };

@@ -491,7 +491,7 @@ const MAX_SPIN_NS: i64 = 100_000;
 /// longer than this; otherwise the clock sees it when it wakes up.
 const LAZY_NS: i64 = 500_000;
 
-/// Wake-ups that need no precision (a frame may begin, a command poll) are rounded up to this
+/// Wake-ups that need no precision (a frame may begin, a stall poll) are rounded up to this
 /// grid, so that the shows of a group, whose times are close, share one wake-up.
 pub(crate) const GRID_NS: i64 = 1_000_000;
 
@@ -801,7 +801,7 @@ pub struct ClockCounters {
     /// standby then serves the shows beside it).
     pub rescued: std::sync::atomic::AtomicU64,
     /// How long each round of either clock thread (releases, signalled shows, beginnings,
-    /// command polls due at once) took: with hundreds of shows, the last release of a long
+    /// stall polls due at once) took: with hundreds of shows, the last release of a long
     /// round leaves that much after the first.
     rounds: Log2Histogram,
 }

@@ -681,7 +681,7 @@ fn issue_11_a_live_edit_in_a_host_takes_its_frames_from_the_shared_pools() {
     assert_eq!(edit_shape(&pools, w, h).len(), 1, "{:?}", pools.stats());
 }
 
-// The known gaps of live edits in a host (docs/SHOWS.md): what a refused edit makes, a pool
+// What live edits in a host got wrong before (docs/SHOWS.md, "Live edits in a host"): what a refused edit makes, a pool
 // no version holds any more, a replaced version whose frame outlives its burial. Each test has
 // a frame size of its own (tests of this file run at once, on hosts of their own).
 
