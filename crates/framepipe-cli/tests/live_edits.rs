@@ -893,6 +893,22 @@ fn which<'a>(out: &[u8], k: usize, refs: &[(&'a str, &[u8])]) -> &'a str {
         .map_or("none of them", |(n, _)| n)
 }
 
+/// Frame `k` of the `frames` in `out` is the reference (of `refs`, by name) of the first span
+/// `(until, name)` with `k < until`; `what` says where the spans come from.
+fn assert_frames(
+    out: &[u8],
+    frames: usize,
+    refs: &[(&str, &[u8])],
+    spans: &[(usize, &str)],
+    what: &str,
+) {
+    for k in 0..frames {
+        let want = spans.iter().find(|s| k < s.0).map_or("none", |s| s.1);
+        let got = which(out, k, refs);
+        assert_eq!(got, want, "frame {k} ({what})");
+    }
+}
+
 /// Issue #9, a `set` racing the live edit that replaces its node: a paused show reads
 /// `replace fx ...` and, before that edit is built and switched in, `set fx.value 0.9`. The
 /// set is answered "from frame N" and the replace "from frame M" (N <= M): the set was read
@@ -952,19 +968,13 @@ fn set_racing_replace(threads: usize, load: bool) {
         ("0.7", valued(&dir, "0.7", 1, frames)),
     ];
     let refs: Vec<(&str, &[u8])> = refs.iter().map(|(n, r)| (*n, &r[..])).collect();
-    for k in 0..frames {
-        let want = match k {
-            k if k < n => "0.0",
-            k if k < m => "0.9",
-            k if k < l => "0.90",
-            _ => "0.70",
-        };
-        let got = which(&out, k, &refs);
-        assert_eq!(
-            got, want,
-            "frame {k} (set from {n}, replace from {m}, later set from {l}): {err}"
-        );
-    }
+    assert_frames(
+        &out,
+        frames,
+        &refs,
+        &[(n, "0.0"), (m, "0.9"), (l, "0.90"), (usize::MAX, "0.70")],
+        &format!("set from {n}, replace from {m}, later set from {l}: {err}"),
+    );
 }
 
 #[test]
@@ -1025,18 +1035,13 @@ fn set_racing_remove(threads: usize) {
         m
     };
     assert!(0 < m && m < frames, "remove from {m}, {frames}: {err}");
-    for k in 0..frames {
-        let want = match k {
-            k if k < n => "0.0",
-            k if k < m => "0.9",
-            _ => "plain",
-        };
-        let got = which(&out, k, &refs);
-        assert_eq!(
-            got, want,
-            "frame {k} (set from {n}, remove from {m}): {err}"
-        );
-    }
+    assert_frames(
+        &out,
+        frames,
+        &refs,
+        &[(n, "0.0"), (m, "0.9"), (usize::MAX, "plain")],
+        &format!("set from {n}, remove from {m}: {err}"),
+    );
 }
 
 #[test]
