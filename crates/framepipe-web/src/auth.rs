@@ -31,6 +31,49 @@ pub fn same_token(given: &str, expected: &str) -> bool {
     diff == 0
 }
 
+/// The name of the cookie that carries the token for the server on `host_header`'s port
+/// (`framepipe-token-8080`): browsers share cookies between the ports of one host, so two
+/// servers on one machine keep a cookie each.
+pub fn cookie_name(host_header: &str) -> String {
+    let authority = host_header.trim();
+    let after_host = authority
+        .strip_prefix('[')
+        .and_then(|rest| rest.split_once(']').map(|(_, tail)| tail))
+        .unwrap_or(authority);
+    let port = after_host
+        .rsplit_once(':')
+        .map(|(_, p)| p)
+        .filter(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+        .unwrap_or("80");
+    format!("framepipe-token-{port}")
+}
+
+/// What the cookie holds for `token`: its bytes as hex digits (a token given with
+/// `--web-token` may hold characters that a cookie value cannot).
+pub fn cookie_value(token: &str) -> String {
+    token.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The value of cookie `name` in a `Cookie` header (`a=1; framepipe-token-80=ab`).
+pub fn cookie<'a>(cookie_header: &'a str, name: &str) -> Option<&'a str> {
+    cookie_header.split(';').find_map(|pair| {
+        let (k, v) = pair.trim().split_once('=')?;
+        (k == name).then_some(v)
+    })
+}
+
+/// The `Set-Cookie` value that lets a browser which opened the page with the token load its
+/// assets, preview and WebSocket without it: for this server only (`Path=/`, no `Domain`),
+/// unreadable by scripts (`HttpOnly`), never sent by another site's page (`SameSite=Strict`),
+/// gone when the browser closes (no `Max-Age`).
+pub fn set_cookie(host_header: &str, token: &str) -> String {
+    format!(
+        "{}={}; Path=/; HttpOnly; SameSite=Strict",
+        cookie_name(host_header),
+        cookie_value(token)
+    )
+}
+
 /// The host part of a `Host` header or URL authority (`127.0.0.1:8080` → `127.0.0.1`,
 /// `[::1]:80` → `::1`).
 fn host_part(authority: &str) -> &str {
@@ -88,6 +131,23 @@ mod tests {
         assert!(!same_token("ab", "abc"));
         assert!(!same_token("abcd", "abc"));
         assert!(!same_token("", "abc"));
+    }
+
+    #[test]
+    fn the_token_cookie_is_per_port_and_found_among_others() {
+        assert_eq!(cookie_name("127.0.0.1:8080"), "framepipe-token-8080");
+        assert_eq!(cookie_name("[::1]:9"), "framepipe-token-9");
+        assert_eq!(cookie_name("[::1]"), "framepipe-token-80");
+        assert_eq!(cookie_name("tablet.local"), "framepipe-token-80");
+        assert_eq!(cookie_value("a;b"), "613b62");
+        let header = "x=1; framepipe-token-8080=616263; framepipe-token-8081=ff";
+        assert_eq!(cookie(header, "framepipe-token-8080"), Some("616263"));
+        assert_eq!(cookie(header, "framepipe-token-80"), None);
+        let set = set_cookie("127.0.0.1:8080", "abc");
+        assert_eq!(
+            set,
+            "framepipe-token-8080=616263; Path=/; HttpOnly; SameSite=Strict"
+        );
     }
 
     #[test]

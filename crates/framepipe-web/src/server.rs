@@ -396,16 +396,14 @@ async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Respon
         )
             .into_response();
     }
-    if let Some(token) = &s.token {
-        let given = auth::query_value(req.uri().query(), "token").unwrap_or("");
-        if !auth::same_token(given, token) {
-            bump(&s.web.refused_token);
-            return (
-                StatusCode::UNAUTHORIZED,
-                "a token is required: open the URL framepipe printed (…/?token=...)\n",
-            )
-                .into_response();
-        }
+    let credential = credential(&s, &req, &host);
+    if credential == Credential::Refused {
+        bump(&s.web.refused_token);
+        return (
+            StatusCode::UNAUTHORIZED,
+            "a token is required: open the URL framepipe printed (…/?token=...)\n",
+        )
+            .into_response();
     }
     if req.uri().path().ends_with("/ws") {
         if let Some(origin) = req.headers().get(header::ORIGIN) {
@@ -422,7 +420,61 @@ async fn guard(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Respon
             }
         }
     }
-    next.run(req).await
+    let mut response = next.run(req).await;
+    if credential == Credential::Query {
+        remember_token(&s, &host, &mut response);
+    }
+    response
+}
+
+/// How a request showed the token.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Credential {
+    /// No token is required.
+    NotNeeded,
+    /// `?token=` in the URL (the address framepipe printed).
+    Query,
+    /// The cookie set when the page was opened with `?token=` (its assets, its WebSocket).
+    Cookie,
+    /// Neither.
+    Refused,
+}
+
+/// The token, from the URL or from the cookie, each compared without an early exit.
+fn credential(s: &Shared, req: &Request, host: &str) -> Credential {
+    let Some(token) = &s.token else {
+        return Credential::NotNeeded;
+    };
+    if let Some(given) = auth::query_value(req.uri().query(), "token") {
+        return if auth::same_token(given, token) {
+            Credential::Query
+        } else {
+            Credential::Refused
+        };
+    }
+    let name = auth::cookie_name(host);
+    let expected = auth::cookie_value(token);
+    let cookie_ok = req
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .filter_map(|h| auth::cookie(h, &name))
+        .any(|given| auth::same_token(given, &expected));
+    if cookie_ok {
+        Credential::Cookie
+    } else {
+        Credential::Refused
+    }
+}
+
+/// A request with the right `?token=` gets the cookie (docs/WEB.md, "Security"), so that the
+/// page's assets, preview and WebSocket, which browsers fetch without the page's query, pass.
+fn remember_token(s: &Shared, host: &str, response: &mut Response) {
+    let Some(token) = &s.token else { return };
+    if let Ok(v) = HeaderValue::from_str(&auth::set_cookie(host, token)) {
+        response.headers_mut().append(header::SET_COOKIE, v);
+    }
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -1,4 +1,6 @@
-// framepipe's control page. Vanilla JS, no build step; the protocol is in docs/WEB.md.
+// framepipe's control page. Vanilla JS, no build step; the protocol and the page's parts are in
+// docs/WEB.md. Two views of one state: "perform" (scenes, faders, pinned parameters, big
+// transport buttons) and "engineer" (the graph, every node and property).
 'use strict';
 
 const token = new URLSearchParams(location.search).get('token');
@@ -8,10 +10,9 @@ const base = location.pathname.replace(/[^/]*$/, '');
 
 // What the page knows: the graph, the latest value of every property, stats.
 const fp = window.fp = {
-  graph: null, values: [], osc: [], bypass: [], frame: 0, stats: null,
-  nextId: 1, pending: new Map(), sent: 0, replies: 0,
+  graph: null, values: [], osc: [], bypass: [], frame: 0, stats: null, scenes: [],
+  nextId: 1, pending: new Map(), sent: 0, replies: 0, connects: 0, ws: null,
 };
-let ws = null;
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, attrs, ...kids) => {
@@ -23,15 +24,31 @@ const el = (tag, attrs, ...kids) => {
   for (const k of kids) e.append(k);
   return e;
 };
+const store = {
+  get(k, d) { try { const v = localStorage.getItem(k); return v === null ? d : JSON.parse(v); } catch (e) { return d; } },
+  set(k, v) { try { localStorage.setItem(k, JSON.stringify(v)); } catch (e) { /* private mode: not kept */ } },
+};
 
 // ---- the connection ------------------------------------------------------------------------
+// A dropped socket is opened again by itself: after 0.5 s, then twice as long each failed try,
+// at most 8 s; the header says so. The server sends the whole state on connecting, so the page
+// is in sync again as soon as it is back.
+let retries = 0;
+function setConn(text, cls) { const c = $('conn'); c.textContent = text; c.className = cls; }
 function connect() {
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  ws = new WebSocket(withToken(proto + '//' + location.host + base + 'ws'));
-  ws.onopen = () => { $('conn').textContent = 'connected'; $('conn').className = 'ok'; };
+  const ws = fp.ws = new WebSocket(withToken(proto + '//' + location.host + base + 'ws'));
+  ws.onopen = () => { retries = 0; fp.connects++; setConn('connected', 'ok'); };
   ws.onclose = () => {
-    $('conn').textContent = 'disconnected (retrying)'; $('conn').className = 'bad';
-    setTimeout(connect, 1000);
+    if (fp.ws !== ws) return;
+    fp.ws = null;
+    const delay = Math.min(8000, 500 * 2 ** retries);
+    retries++;
+    let left = Math.ceil(delay / 1000);
+    const say = () => setConn(`disconnected: retrying in ${left} s (try ${retries})`, 'bad');
+    say();
+    const tick = setInterval(() => { left--; if (left > 0) say(); }, 1000);
+    setTimeout(() => { clearInterval(tick); setConn(`reconnecting (try ${retries})…`, 'bad'); connect(); }, delay);
   };
   ws.onmessage = (ev) => {
     let m; try { m = JSON.parse(ev.data); } catch (e) { return; }
@@ -41,7 +58,8 @@ function connect() {
 
 /** Posts one command line; `what` is the control it came from (for showing an error there). */
 function send(cmd, what) {
-  if (!ws || ws.readyState !== WebSocket.OPEN) return;
+  const ws = fp.ws;
+  if (!ws || ws.readyState !== WebSocket.OPEN) { log(`not sent (disconnected): ${cmd}`, 'error mine'); return; }
   const id = fp.nextId++;
   fp.pending.set(id, { cmd, what });
   if (fp.pending.size > 200) fp.pending.delete(fp.pending.keys().next().value);
@@ -60,12 +78,17 @@ function sendThrottled(key, cmd, what) {
   if (!t.timer) t.timer = setTimeout(() => { t.timer = null; t.last = performance.now(); if (t.cmd) send(t.cmd, what); t.cmd = null; }, 33);
 }
 
-function onHello(m) { fp.client = m.client; }
+// The project files the server lets `load` switch to (its `--scenes` folder), when it says.
+function onHello(m) {
+  fp.client = m.client;
+  if (Array.isArray(m.scenes)) setScenes(m.scenes);
+}
 
 // ---- the graph ---------------------------------------------------------------------------
 function onGraph(m) {
   fp.graph = m;
   if (m.show) { $('show-name').textContent = m.show; document.title = m.show + ' · framepipe'; }
+  if (Array.isArray(m.scenes)) setScenes(m.scenes);
   fp.values = m.nodes.map((n) => n.props.map((p) => p.default));
   fp.osc = m.nodes.map((n) => n.props.map(() => null));
   fp.bypass = m.nodes.map(() => false);
@@ -86,6 +109,7 @@ function onGraph(m) {
   pick.onchange = () => { if (tap) send(`link ${tap} ${pick.value}`, pick); };
   drawGraph(m);
   buildPanels(m);
+  buildPerform(m);
 }
 
 function drawGraph(g) {
@@ -94,10 +118,10 @@ function drawGraph(g) {
   const index = new Map(g.nodes.map((n, i) => [n.name, i]));
   const depth = [];
   g.nodes.forEach((n, i) => { depth[i] = n.inputs.reduce((d, name) => Math.max(d, (depth[index.get(name)] ?? -1) + 1), 0); });
-  const rows = [];
-  const pos = g.nodes.map((n, i) => { const c = depth[i]; rows[c] = (rows[c] || 0) + 1; return [c, rows[c] - 1]; });
+  const rowsAt = [];
+  const pos = g.nodes.map((n, i) => { const c = depth[i]; rowsAt[c] = (rowsAt[c] || 0) + 1; return [c, rowsAt[c] - 1]; });
   const W = 130, H = 40, GX = 40, GY = 16;
-  const width = (Math.max(0, ...depth) + 1) * (W + GX) + GX, height = Math.max(1, ...rows) * (H + GY) + GY;
+  const width = (Math.max(0, ...depth) + 1) * (W + GX) + GX, height = Math.max(1, ...rowsAt) * (H + GY) + GY;
   svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
   svg.setAttribute('height', Math.min(height, 400));
   const ns = 'http://www.w3.org/2000/svg';
@@ -127,6 +151,31 @@ function drawGraph(g) {
   });
 }
 
+// ---- which properties a panel shows -------------------------------------------------------
+// How a node runs rather than what it does: folded under "advanced" in the engineer view.
+const ADVANCED = new Set(['isolate', 'on-crash', 'stall-ms', 'leaky', 'master', 'on-end', 'threads', 'slices']);
+const advanced = (p) => ADVANCED.has(p.name) || (p.name === 'mode' && (p.options || []).includes('serial'));
+// A property that cannot change while the show runs (`live: false`); absent means live.
+const fixed = (p) => p.live === false;
+// A `mix` shows the rows its mode and inputs use: `fader` when crossfading, `blend-K` and
+// `opacity-K` for its inputs K = 1.. when layering; the other rows are accepted and unused.
+function mixUses(n, name, mode) {
+  if (name === 'mode') return true;
+  if (name === 'fader') return mode === 'crossfade';
+  const k = /^(?:blend|opacity)-(\d+)$/.exec(name);
+  if (k) return mode !== 'crossfade' && Number(k[1]) < n.inputs.length;
+  return true;
+}
+function refreshMix(ni) {
+  const n = fp.graph && fp.graph.nodes[ni];
+  if (!n || n.element !== 'mix') return;
+  const mi = n.props.findIndex((p) => p.name === 'mode');
+  const mode = mi >= 0 ? fp.values[ni][mi] : 'layers';
+  n.props.forEach((p, pi) => {
+    for (const row of rows.get(`${ni}:${pi}`) || []) if (!row._pinned) row.hidden = !mixUses(n, p.name, mode);
+  });
+}
+
 // ---- the controls ------------------------------------------------------------------------
 const hex = (c) => '#' + c.map((x) => Math.round(Math.min(1, Math.max(0, x)) * 255).toString(16).padStart(2, '0')).join('');
 const unhex = (h) => [1, 3, 5].map((i) => (parseInt(h.slice(i, i + 2), 16) / 255).toFixed(4));
@@ -136,9 +185,14 @@ const touched = new Map();
 const busy = (e) => document.activeElement === e && performance.now() - (touched.get(e) || 0) < 1500;
 const touch = (e) => touched.set(e, performance.now());
 
+// Property rows by `NODE_INDEX:PROP_INDEX`: the engineer's row and a pinned copy, if any.
+const rows = new Map();
+const addRow = (k, row) => { if (!rows.has(k)) rows.set(k, []); rows.get(k).push(row); };
+
 function buildPanels(g) {
   const root = $('nodes');
   root.textContent = '';
+  rows.clear();
   // The preview's own tap is framepipe's, not the show's: no controls for it.
   const tap = g.preview_tap;
   g.nodes.forEach((n, ni) => {
@@ -149,24 +203,33 @@ function buildPanels(g) {
     if (n.bypassable) {
       const cb = el('input', { type: 'checkbox', id: `bypass:${n.name}` });
       cb.addEventListener('change', () => { touch(cb); send(`bypass ${n.name} ${cb.checked ? 'on' : 'off'}`, cb); });
-      head.append(' ', el('label', {}, cb, ' bypass'));
+      head.append(' ', el('label', { class: 'bypass' }, cb, ' bypass'));
     }
     panel.append(head);
-    n.props.forEach((p, pi) => panel.append(propRow(n, ni, p, pi)));
+    const more = el('details', { class: 'advanced', id: `adv:${n.name}` }, el('summary', {}, 'advanced'));
+    n.props.forEach((p, pi) => (advanced(p) ? more : panel).append(propRow(n, ni, p, pi, false)));
+    if (more.children.length > 1) panel.append(more);
     root.append(panel);
+    refreshMix(ni);
   });
 }
 
-function propRow(n, ni, p, pi) {
+function propRow(n, ni, p, pi, pinned) {
   const key = `${n.name}.${p.name}`;
-  const row = el('div', { class: 'prop', id: `row:${key}`, title: p.description || '' });
+  const pre = pinned ? 'pin-' : '';
+  const row = el('div', { class: 'prop' + (pinned ? ' pinned' : ''), id: `${pre}row:${key}`, title: p.description || '' });
+  row._pinned = pinned;
   const ctl = el('div', { class: 'ctl' });
-  const err = el('div', { class: 'err', id: `err:${key}` });
+  const err = el('div', { class: 'err', id: `${pre}err:${key}` });
   const set = (text, from) => sendThrottled(key, `set ${key} ${text}`, from);
-  let update;
-  if (p.kind === 'float' || p.kind === 'int') {
-    const range = el('input', { type: 'range', id: `ctl:${key}`, min: p.min, max: p.max, step: p.kind === 'int' ? 1 : (p.max - p.min) / 1000 });
-    const num = el('input', { type: 'number', id: `num:${key}`, min: p.min, max: p.max, step: p.kind === 'int' ? 1 : 'any' });
+  const numeric = p.kind === 'float' || p.kind === 'int';
+  let update = () => {};
+  if (fixed(p)) {
+    row.classList.add('readonly');
+    ctl.append(el('span', { class: 'fixed', title: 'cannot change while the show runs: set it in the project or on the command line' }, 'fixed while running'));
+  } else if (numeric) {
+    const range = el('input', { type: 'range', id: `${pre}ctl:${key}`, min: p.min, max: p.max, step: p.kind === 'int' ? 1 : (p.max - p.min) / 1000, 'aria-label': key });
+    const num = el('input', { type: 'number', id: `${pre}num:${key}`, min: p.min, max: p.max, step: p.kind === 'int' ? 1 : 'any', 'aria-label': key });
     range.addEventListener('input', () => { touch(range); num.value = range.value; set(range.value, range); });
     num.addEventListener('change', () => { touch(num); set(num.value, num); });
     num.addEventListener('keydown', () => touch(num));
@@ -174,76 +237,97 @@ function propRow(n, ni, p, pi) {
     ctl.append(range, num);
     update = (v) => { if (!busy(range)) range.value = v; if (!busy(num)) num.value = fmt(v); };
   } else if (p.kind === 'bool') {
-    const cb = el('input', { type: 'checkbox', id: `ctl:${key}` });
+    const cb = el('input', { type: 'checkbox', id: `${pre}ctl:${key}`, 'aria-label': key });
     cb.addEventListener('change', () => { touch(cb); send(`set ${key} ${cb.checked}`, cb); });
     ctl.append(cb);
     update = (v) => { if (!busy(cb)) cb.checked = !!v; };
   } else if (p.kind === 'enum') {
-    const sel = el('select', { id: `ctl:${key}` }, ...(p.options || []).map((o) => el('option', { value: o }, o)));
+    const sel = el('select', { id: `${pre}ctl:${key}`, 'aria-label': key }, ...(p.options || []).map((o) => el('option', { value: o }, o)));
     sel.addEventListener('change', () => { touch(sel); send(`set ${key} ${sel.value}`, sel); });
     ctl.append(sel);
     update = (v) => { if (!busy(sel)) sel.value = v; };
   } else if (p.kind === 'color') {
-    const c = el('input', { type: 'color', id: `ctl:${key}` });
+    const c = el('input', { type: 'color', id: `${pre}ctl:${key}`, 'aria-label': key });
     c.addEventListener('input', () => { touch(c); set(unhex(c.value).join(','), c); });
     ctl.append(c);
     update = (v) => { if (!busy(c) && Array.isArray(v)) c.value = hex(v); };
   } else if (p.kind === 'position') {
-    const x = el('input', { type: 'number', id: `ctl:${key}:x`, step: 'any' });
-    const y = el('input', { type: 'number', id: `ctl:${key}:y`, step: 'any' });
+    const x = el('input', { type: 'number', id: `${pre}ctl:${key}:x`, step: 'any', 'aria-label': key + ' x' });
+    const y = el('input', { type: 'number', id: `${pre}ctl:${key}:y`, step: 'any', 'aria-label': key + ' y' });
     const go = (e) => { touch(e); set(`${x.value},${y.value}`, e); };
     x.addEventListener('change', () => go(x)); y.addEventListener('change', () => go(y));
     ctl.append('x', x, 'y', y);
     update = (v) => { if (Array.isArray(v)) { if (!busy(x)) x.value = v[0]; if (!busy(y)) y.value = v[1]; } };
   } else {
-    const t = el('input', { type: 'text', id: `ctl:${key}` });
+    const t = el('input', { type: 'text', id: `${pre}ctl:${key}`, 'aria-label': key });
     t.addEventListener('change', () => { touch(t); send(`set ${key} ${t.value}`, t); });
     ctl.append(t);
     update = (v) => { if (!busy(t)) t.value = v; };
   }
-  const readout = el('output', { id: `val:${key}` });
-  // Oscillator: attach / edit / remove.
-  const osc = el('span', { class: 'osc' });
-  const numeric = p.kind === 'float' || p.kind === 'int';
-  if (numeric) {
-    const text = el('input', { type: 'text', id: `osc:${key}`, placeholder: '~sine:0.5hz:min..max', hidden: '' });
-    const attach = el('button', { id: `osc-attach:${key}`, title: 'attach an oscillator' }, '~');
-    const remove = el('button', { id: `osc-remove:${key}`, title: 'remove the oscillator', hidden: '' }, '×');
+  const readout = el('output', { id: `${pre}val:${key}` });
+  const side = el('span', { class: 'side' }, readout);
+  // The oscillator: "~" attaches one (the text in the box, or a sine over the range); while one
+  // runs its text is in the box, which is never rewritten while it has the focus or holds an
+  // edit not yet sent; Enter or "apply" sends the box, "×" removes it. A refused spec shows the
+  // server's reason under the row.
+  let osc = null;
+  if (numeric && !fixed(p)) {
+    const text = el('input', { type: 'text', class: 'osc-text', id: `${pre}osc:${key}`, placeholder: '~sine:0.5hz:min..max', hidden: '', 'aria-label': key + ' oscillator', spellcheck: 'false', autocapitalize: 'off' });
+    const attach = el('button', { id: `${pre}osc-attach:${key}`, title: 'attach an oscillator' }, '~');
+    const remove = el('button', { id: `${pre}osc-remove:${key}`, title: 'remove the oscillator', hidden: '' }, '×');
+    text._dirty = false;
+    const post = (from) => { text._dirty = false; send(`set ${key} ${text.value.trim()}`, from); };
     attach.addEventListener('click', () => {
-      const lo = Math.max(p.min, -1000), hi = Math.min(p.max, 1000);
-      const spec = text.value || `~sine:0.5hz:${lo}..${hi}`;
-      send(`set ${key} ${spec}`, attach);
+      if (!text.value.trim()) {
+        const lo = Math.max(p.min, -1000), hi = Math.min(p.max, 1000);
+        text.value = `~sine:0.5hz:${lo}..${hi}`;
+      }
+      post(attach);
     });
-    text.addEventListener('change', () => { touch(text); send(`set ${key} ${text.value}`, text); });
-    remove.addEventListener('click', () => send(`unosc ${key}`, remove));
-    osc.append(text, attach, remove);
+    text.addEventListener('input', () => { text._dirty = true; });
+    text.addEventListener('change', () => post(text));
+    text.addEventListener('keydown', (e) => { if (e.key === 'Escape') { text._dirty = false; text.blur(); } });
+    remove.addEventListener('click', () => { text._dirty = false; text.value = ''; send(`unosc ${key}`, remove); });
+    osc = { text, attach, remove };
+    side.append(attach, remove);
   }
-  row.append(el('span', { class: 'name' }, p.name), ctl, el('span', {}, readout, osc), err);
+  row.append(el('span', { class: 'name' }, p.name), ctl, side);
+  if (osc) row.append(osc.text);
+  if (!pinned && !fixed(p)) {
+    const pin = el('button', { class: 'pin', id: `pin:${key}`, title: 'pin to the perform view', 'aria-pressed': String(isPinned(key)) }, isPinned(key) ? '★' : '☆');
+    pin.addEventListener('click', () => { togglePin(key); });
+    row.append(pin);
+  }
+  row.append(err);
   row._update = (v, o) => {
     update(v);
     readout.textContent = fmt(v);
     row.classList.toggle('oscillated', !!o);
-    if (numeric) {
-      const [text, attach, remove] = osc.children;
-      text.hidden = !o; remove.hidden = !o;
-      attach.textContent = o ? 'edit' : '~';
-      if (o && !busy(text)) text.value = o;
+    if (osc) {
+      const editing = document.activeElement === osc.text || osc.text._dirty;
+      osc.remove.hidden = !o;
+      osc.text.hidden = !o && !editing;
+      osc.attach.textContent = o ? 'apply' : '~';
+      osc.attach.title = o ? 'send the oscillator in the box' : 'attach an oscillator';
+      if (o && !editing) osc.text.value = o;
     }
   };
-  rows.set(`${ni}:${pi}`, row);
+  addRow(`${ni}:${pi}`, row);
   return row;
 }
-const rows = new Map();
 
 function onValues(m) {
   if (!fp.graph || m.version !== fp.graph.version) return;
   fp.frame = m.frame;
+  const mixes = new Set();
   for (const [ni, pi, v, o] of m.changes) {
     if (fp.values[ni]) { fp.values[ni][pi] = v; fp.osc[ni][pi] = o; }
+    const n = fp.graph.nodes[ni];
+    if (n && n.element === 'mix' && n.props[pi] && n.props[pi].name === 'mode') mixes.add(ni);
     // A hidden page keeps the values but draws nothing (the browser may share the show's CPU).
-    const row = !document.hidden && rows.get(`${ni}:${pi}`);
-    if (row) row._update(v, o);
+    if (!document.hidden) for (const row of rows.get(`${ni}:${pi}`) || []) row._update(v, o);
   }
+  for (const ni of mixes) refreshMix(ni);
   for (const [ni, b] of m.bypass) {
     fp.bypass[ni] = b;
     const n = fp.graph.nodes[ni];
@@ -251,6 +335,81 @@ function onValues(m) {
     if (cb && !busy(cb)) cb.checked = b;
   }
 }
+
+// ---- the perform view: scenes, faders, pinned parameters ----------------------------------
+const pinKey = () => 'framepipe.pins.' + (fp.graph && fp.graph.show || location.host + base);
+const pins = () => store.get(pinKey(), []);
+const isPinned = (key) => pins().includes(key);
+function togglePin(key) {
+  const list = pins();
+  const i = list.indexOf(key);
+  if (i >= 0) list.splice(i, 1); else list.push(key);
+  store.set(pinKey(), list);
+  const b = document.getElementById('pin:' + key);
+  if (b) { b.textContent = i >= 0 ? '☆' : '★'; b.setAttribute('aria-pressed', String(i < 0)); }
+  if (fp.graph) buildPerform(fp.graph);
+}
+
+function buildPerform(g) {
+  for (const [k, list] of rows) rows.set(k, list.filter((r) => !r._pinned));
+  // Faders: the `fader` of each crossfading-capable `mix`, the one nearest the master first.
+  const faders = $('faders');
+  faders.textContent = '';
+  const master = g.nodes.find((n) => n.master);
+  const feedsMaster = (n) => master && master.inputs.includes(n.name);
+  const mixes = g.nodes.map((n, ni) => [n, ni]).filter(([n]) => n.element === 'mix')
+    .sort(([a], [b]) => Number(feedsMaster(b)) - Number(feedsMaster(a)));
+  for (const [n, ni] of mixes) {
+    const pi = n.props.findIndex((p) => p.name === 'fader');
+    if (pi >= 0 && !fixed(n.props[pi])) faders.append(propRow(n, ni, n.props[pi], pi, true));
+  }
+  $('faders-card').hidden = !faders.children.length;
+  // Pinned: this device's favourites that the graph still has.
+  const root = $('pins');
+  root.textContent = '';
+  for (const key of pins()) {
+    const dot = key.indexOf('.');
+    const ni = g.nodes.findIndex((n) => n.name === key.slice(0, dot));
+    const pi = ni >= 0 ? g.nodes[ni].props.findIndex((p) => p.name === key.slice(dot + 1)) : -1;
+    if (pi < 0 || (mixes.some(([, m]) => m === ni) && g.nodes[ni].props[pi].name === 'fader')) continue;
+    root.append(propRow(g.nodes[ni], ni, g.nodes[ni].props[pi], pi, true));
+  }
+  $('pins-empty').hidden = root.children.length > 0;
+  fp.values.forEach((vals, ni) => vals.forEach((v, pi) => {
+    for (const row of rows.get(`${ni}:${pi}`) || []) if (row._pinned) row._update(v, fp.osc[ni][pi]);
+  }));
+}
+
+function setScenes(list) {
+  fp.scenes = list.filter((s) => typeof s === 'string');
+  const root = $('scenes');
+  root.textContent = '';
+  fp.scenes.forEach((name, i) => {
+    const b = el('button', { class: 'scene', id: `scene:${name}`, title: `load ${name}` }, name.replace(/\.toml$/, ''));
+    b.addEventListener('click', () => {
+      const fade = $('scene-fade').value;
+      send(`load ${name}${fade ? ' fade=' + fade : ''}`, b);
+    });
+    b.dataset.index = i;
+    root.append(b);
+  });
+  $('scenes-card').hidden = !fp.scenes.length;
+}
+$('scene-fade').value = store.get('framepipe.fade', '2s');
+$('scene-fade').addEventListener('change', () => store.set('framepipe.fade', $('scene-fade').value));
+
+// ---- views ---------------------------------------------------------------------------------
+// The view is this device's choice, kept; a narrow screen starts in "perform".
+function setView(v) {
+  document.body.classList.toggle('view-perform', v === 'perform');
+  document.body.classList.toggle('view-engineer', v !== 'perform');
+  $('view-perform').setAttribute('aria-selected', String(v === 'perform'));
+  $('view-engineer').setAttribute('aria-selected', String(v !== 'perform'));
+  fp.view = v;
+}
+$('view-perform').addEventListener('click', () => { store.set('framepipe.view', 'perform'); setView('perform'); });
+$('view-engineer').addEventListener('click', () => { store.set('framepipe.view', 'engineer'); setView('engineer'); });
+setView(store.get('framepipe.view', matchMedia('(max-width: 700px)').matches ? 'perform' : 'engineer'));
 
 // ---- stats, history, preview ---------------------------------------------------------------
 const history = [];
@@ -329,12 +488,22 @@ function onError(m) {
 // Shown again: draw every value as it is now.
 document.addEventListener('visibilitychange', () => {
   if (document.hidden || !fp.graph) return;
-  fp.values.forEach((vals, ni) => vals.forEach((v, pi) => { const r = rows.get(`${ni}:${pi}`); if (r) r._update(v, fp.osc[ni][pi]); }));
+  fp.values.forEach((vals, ni) => vals.forEach((v, pi) => { for (const r of rows.get(`${ni}:${pi}`) || []) r._update(v, fp.osc[ni][pi]); }));
   if (fp.stats) onStats(fp.stats);
 });
 
 // ---- the header ----------------------------------------------------------------------------
 for (const b of document.querySelectorAll('button[data-cmd]')) b.addEventListener('click', () => send(b.dataset.cmd));
+// Stop asks first: "stop…" shows "stop the show" and "cancel" in its place for 6 s.
+let stopTimer = null;
+function askStop(open) {
+  $('btn-stop').hidden = open; $('stop-confirm').hidden = !open;
+  clearTimeout(stopTimer);
+  if (open) stopTimer = setTimeout(() => askStop(false), 6000);
+}
+$('btn-stop').addEventListener('click', () => askStop(true));
+$('btn-stop-cancel').addEventListener('click', () => askStop(false));
+$('btn-stop-confirm').addEventListener('click', () => { askStop(false); send('stop'); });
 $('speed').addEventListener('input', () => { touch($('speed')); $('speed-out').textContent = $('speed').value; sendThrottled('speed', `speed ${$('speed').value}`); });
 $('tempo').addEventListener('change', () => { touch($('tempo')); send(`tempo ${$('tempo').value}`); });
 
