@@ -73,7 +73,6 @@ fn last_left(path: &Path) -> Option<Vec<u8>> {
     (n > 0).then(|| left(&b[(n - 1) * FRAME..n * FRAME]))
 }
 
-
 #[test]
 fn web_page_in_chromium_moves_a_slider_shows_oscillation_pauses_steps_and_previews() {
     let Some(exe) = cdp::chromium() else {

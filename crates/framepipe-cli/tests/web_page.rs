@@ -52,7 +52,9 @@ const READY: &str = "!!(window.fp && fp.graph && fp.stats && fp.ws && fp.ws.read
 fn drive(b: &mut cdp::Browser, url: &str, value: u32) {
     b.call("Page.navigate", json!({ "url": url }));
     b.wait_for(READY, Duration::from_secs(15));
-    b.eval("(() => { const e = document.getElementById('num:s.value'); e.focus(); e.select(); })()");
+    b.eval(
+        "(() => { const e = document.getElementById('num:s.value'); e.focus(); e.select(); })()",
+    );
     b.call("Input.insertText", json!({ "text": value.to_string() }));
     b.key("Enter", "Enter", 13, Some("\r"));
     b.eval("document.activeElement.blur()");
@@ -64,7 +66,11 @@ fn drive(b: &mut cdp::Browser, url: &str, value: u32) {
         Duration::from_secs(10),
     );
     // The cookie that carried the token to the assets is not the page's to read.
-    assert_eq!(b.eval("document.cookie"), json!(""), "the token cookie is HttpOnly");
+    assert_eq!(
+        b.eval("document.cookie"),
+        json!(""),
+        "the token cookie is HttpOnly"
+    );
 }
 
 /// The page at `url` without the token, in a browser that forgot its cookies: refused.
@@ -187,7 +193,8 @@ const UNREACHABLE: &str = r#"(() => {
 
 /// Writes the whole page as a PNG into `dir`.
 fn screenshot(b: &mut cdp::Browser, dir: &Path, name: &str) {
-    let size = b.eval("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]");
+    let size =
+        b.eval("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]");
     let shot = b.call(
         "Page.captureScreenshot",
         json!({ "format": "png", "captureBeyondViewport": true,
@@ -215,7 +222,11 @@ fn check_layout(b: &mut cdp::Browser, dir: &Path, name: &str) {
         "{name}: too few controls seen: {o}"
     );
     assert_eq!(o["bad"], json!([]), "{name}: overlapping controls");
-    assert_eq!(b.eval(UNREACHABLE), json!([]), "{name}: unreachable controls");
+    assert_eq!(
+        b.eval(UNREACHABLE),
+        json!([]),
+        "{name}: unreachable controls"
+    );
     screenshot(b, dir, name);
     b.eval("document.querySelectorAll('details').forEach((d) => d.open = false)");
 }
@@ -298,10 +309,7 @@ fn layout_at(width: u32, height: u32, mobile: bool, touch: bool) {
     b.call("Input.insertText", json!({ "text": "xyz" }));
     let typed = b.eval("document.getElementById('osc:o.value').value");
     let frames = b.eval("fp.frame").as_u64().unwrap();
-    b.wait_for(
-        &format!("fp.frame > {frames} + 10"),
-        Duration::from_secs(5),
-    );
+    b.wait_for(&format!("fp.frame > {frames} + 10"), Duration::from_secs(5));
     assert_eq!(
         b.eval("document.getElementById('osc:o.value').value"),
         typed,
@@ -317,10 +325,7 @@ fn layout_at(width: u32, height: u32, mobile: bool, touch: bool) {
     );
     // A new spec from the box (edited, not a default sine): the show runs it.
     b.eval("(() => { const t = document.getElementById('osc:o.value'); t.select(); })()");
-    b.call(
-        "Input.insertText",
-        json!({ "text": "~triangle:2hz:0..50" }),
-    );
+    b.call("Input.insertText", json!({ "text": "~triangle:2hz:0..50" }));
     b.click("osc-attach:o.value");
     b.eval("document.activeElement.blur()");
     b.wait_for(
@@ -339,11 +344,16 @@ fn layout_at(width: u32, height: u32, mobile: bool, touch: bool) {
         &format!("JSON.stringify({mix_rows}) === '[false,true,true,false]'"),
         Duration::from_secs(5),
     );
+    b.eval("(() => { const s = document.getElementById('ctl:m.mode'); s.value = 'crossfade'; s.dispatchEvent(new Event('change')); })()");
+    b.wait_for(
+        &format!("JSON.stringify({mix_rows}) === '[true,false,false,false]'"),
+        Duration::from_secs(5),
+    );
 
     // Pin `s.scale` and `s.value`: they show in the perform view, and stay after a reload.
     b.click("pin:s.value");
     b.click("pin:s.scale");
-    b.eval("location.reload()");
+    b.call("Page.navigate", json!({ "url": fp.url }));
     b.wait_for(READY, Duration::from_secs(15));
     b.click("view-perform");
     b.wait_for("fp.view === 'perform'", Duration::from_secs(2));
@@ -379,7 +389,10 @@ fn layout_at(width: u32, height: u32, mobile: bool, touch: bool) {
         &format!("fp.stats.frames > {frames} + 15"),
         Duration::from_secs(5),
     );
-    assert!(fp.child.try_wait().unwrap().is_none(), "one click stopped the show");
+    assert!(
+        fp.child.try_wait().unwrap().is_none(),
+        "one click stopped the show"
+    );
     b.click("btn-stop-cancel");
     assert_eq!(
         b.eval("document.getElementById('stop-confirm').hidden && !document.getElementById('btn-stop').hidden"),
@@ -421,7 +434,8 @@ fn layout_at(width: u32, height: u32, mobile: bool, touch: bool) {
     }
     let conn = b.eval("document.getElementById('conn').textContent");
     assert!(
-        conn.as_str().unwrap().starts_with("disconnected") || conn.as_str().unwrap().starts_with("reconnecting"),
+        conn.as_str().unwrap().starts_with("disconnected")
+            || conn.as_str().unwrap().starts_with("reconnecting"),
         "the page got back while offline: {conn}"
     );
     b.wait_for(

@@ -172,8 +172,9 @@ function refreshMix(ni) {
   const mi = n.props.findIndex((p) => p.name === 'mode');
   const mode = mi >= 0 ? fp.values[ni][mi] : 'layers';
   n.props.forEach((p, pi) => {
-    for (const row of rows.get(`${ni}:${pi}`) || []) if (!row._pinned) row.hidden = !mixUses(n, p.name, mode);
+    for (const row of rows.get(`${ni}:${pi}`) || []) if (!row._pinned || p.name === 'fader') row.hidden = !mixUses(n, p.name, mode);
   });
+  $('faders-card').hidden = ![...$('faders').children].some((r) => !r.hidden);
 }
 
 // ---- the controls ------------------------------------------------------------------------
@@ -291,7 +292,7 @@ function propRow(n, ni, p, pi, pinned) {
     osc = { text, attach, remove };
     side.append(attach, remove);
   }
-  row.append(el('span', { class: 'name' }, p.name), ctl, side);
+  row.append(el('span', { class: 'name' }, pinned ? key : p.name), ctl, side);
   if (osc) row.append(osc.text);
   if (!pinned && !fixed(p)) {
     const pin = el('button', { class: 'pin', id: `pin:${key}`, title: 'pin to the perform view', 'aria-pressed': String(isPinned(key)) }, isPinned(key) ? '★' : '☆');
@@ -363,7 +364,7 @@ function buildPerform(g) {
     const pi = n.props.findIndex((p) => p.name === 'fader');
     if (pi >= 0 && !fixed(n.props[pi])) faders.append(propRow(n, ni, n.props[pi], pi, true));
   }
-  $('faders-card').hidden = !faders.children.length;
+  for (const [, ni] of mixes) refreshMix(ni);
   // Pinned: this device's favourites that the graph still has.
   const root = $('pins');
   root.textContent = '';
