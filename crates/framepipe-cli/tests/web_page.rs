@@ -293,6 +293,20 @@ fn layout_at(width: u32, height: u32, mobile: bool, touch: bool) {
         "read-only properties {fixed} must show no control"
     );
     println!("{label}: read-only properties in the graph: {fixed}");
+    // A server that says which properties are live says `isolate` is not (docs/ISOLATION.md:
+    // it is read when the node starts); one that does not, says nothing read-only.
+    if b.eval("fp.graph.nodes.some((n) => n.props.some((p) => 'live' in p))") == json!(true) {
+        assert!(
+            fixed.as_array().unwrap().contains(&json!("br.isolate")),
+            "{fixed}"
+        );
+        assert_eq!(
+            b.eval("document.getElementById('row:br.isolate').classList.contains('readonly')"),
+            json!(true)
+        );
+    } else {
+        assert_eq!(fixed, json!([]));
+    }
     // The mix shows the rows its mode uses: crossfade → its fader, no layer rows.
     let mix_rows = "['m.fader', 'm.opacity-1', 'm.blend-1', 'm.opacity-2'].map((k) => !document.getElementById('row:' + k).hidden)";
     assert_eq!(b.eval(mix_rows), json!([true, false, false, false]));
