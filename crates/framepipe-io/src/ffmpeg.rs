@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use framepipe_core::{
+    PathUse,
     Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mode, PropKind, PropSpec,
     PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
 };
@@ -176,7 +177,11 @@ pub fn src_desc() -> ElementDesc {
         kind: ElementKind::Source,
         description: "Decodes any clip or URL with the ffmpeg tool, through a pipe".into(),
         props: vec![
-            str_spec("location", "", "file or URL ffmpeg reads (required)"),
+            str_spec("location", "", "file or URL ffmpeg reads (required)").path(
+                PathUse::FileOrUrl {
+                    unless: Some("format"),
+                },
+            ),
             str_spec(
                 "format",
                 "",
@@ -625,7 +630,8 @@ pub fn sink_desc() -> ElementDesc {
         kind: ElementKind::Sink,
         description: "Encodes with the ffmpeg tool (e.g. location=out.mp4), through a pipe".into(),
         props: vec![
-            str_spec("location", "", "output file or URL (required)"),
+            str_spec("location", "", "output file or URL (required)")
+                .path(PathUse::FileOrUrl { unless: None }),
             str_spec(
                 "codec",
                 "",
