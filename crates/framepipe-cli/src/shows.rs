@@ -232,7 +232,11 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
     let shows = load(&args.shows)?;
     // Every stats file is tried now: one that cannot be written is said before the shows run.
-    for path in args.stats.iter().chain(shows.iter().filter_map(|s| s.desc.settings.stats.as_ref())) {
+    for path in args
+        .stats
+        .iter()
+        .chain(shows.iter().filter_map(|s| s.desc.settings.stats.as_ref()))
+    {
         crate::try_stats_path(path)?;
     }
     let own_threads: Vec<&str> = shows

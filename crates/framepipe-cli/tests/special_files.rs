@@ -87,8 +87,10 @@ fn a_live_load_of_a_special_file_is_refused_and_later_sets_still_work() {
     let mut child = spawn(&["run", &pipeline]);
     let mut stdin = child.stdin.take().unwrap();
     std::thread::sleep(Duration::from_millis(300));
+    // One edit at a time (a second one while the first is prepared is refused as such).
     for (path, _) in &projects {
         writeln!(stdin, "load {path}").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
     }
     writeln!(stdin, "set fx.value 0.5").unwrap();
     std::thread::sleep(Duration::from_millis(500));
@@ -123,7 +125,11 @@ fn a_fifo_sink_without_a_reader_ends_on_sigterm_with_143() {
     std::thread::sleep(Duration::from_millis(800));
     let sent = Instant::now();
     kill(pid, "TERM");
-    let done = wait(child, Duration::from_secs(10), "a FIFO sink without a reader");
+    let done = wait(
+        child,
+        Duration::from_secs(10),
+        "a FIFO sink without a reader",
+    );
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(143), "{err}");
     assert!(
@@ -198,7 +204,11 @@ fn sigterm_while_tcpsrc_waits_for_its_sender_exits_143_at_once() {
     }
     let sent = Instant::now();
     kill(pid, "TERM");
-    let done = wait(child, Duration::from_secs(10), "tcpsrc waiting for its sender");
+    let done = wait(
+        child,
+        Duration::from_secs(10),
+        "tcpsrc waiting for its sender",
+    );
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(143), "{err}");
     assert!(
@@ -223,7 +233,9 @@ fn a_sink_writing_a_stdout_closed_at_start_is_an_error_naming_it() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{sink}: {err}");
         assert!(
-            err.contains(&format!("{sink}: its location writes standard output, which was closed")),
+            err.contains(&format!(
+                "{sink}: its location writes standard output, which was closed"
+            )),
             "{sink}: {err}"
         );
     }
@@ -293,15 +305,21 @@ fn relative_paths_in_a_project_file_resolve_against_its_folder() {
     )
     .unwrap();
     let out = run(
-        Command::new(FP)
-            .current_dir(dir.path())
-            .args(["run", "-q", "--unpaced", "shows/a/show.toml"]),
+        Command::new(FP).current_dir(dir.path()).args([
+            "run",
+            "-q",
+            "--unpaced",
+            "shows/a/show.toml",
+        ]),
         Duration::from_secs(20),
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert_eq!(std::fs::read(show.join("out.rgba")).unwrap(), frames);
-    assert!(show.join("stats.json").exists(), "stats not beside the project");
+    assert!(
+        show.join("stats.json").exists(),
+        "stats not beside the project"
+    );
     assert!(!dir.path().join("out.rgba").exists());
 }
 

@@ -145,7 +145,8 @@ impl PathUse {
                         && s.chars()
                             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
                 });
-                let other = unless.is_some_and(|u| props.iter().any(|(k, v)| k == u && !v.is_empty()));
+                let other =
+                    unless.is_some_and(|u| props.iter().any(|(k, v)| k == u && !v.is_empty()));
                 !url && !other
             }
         }

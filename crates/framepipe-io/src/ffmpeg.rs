@@ -25,9 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use framepipe_core::{
-    PathUse,
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mode, PropKind, PropSpec,
-    PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mode, PathUse, PropKind,
+    PropSpec, PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
 };
 
 use crate::error::IoError;

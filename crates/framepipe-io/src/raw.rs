@@ -2,12 +2,11 @@
 //! and to files or stdin/stdout, and a sink that drops everything.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 
 use framepipe_core::{
-    PathUse,
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Limits, Mode, PropKind,
-    PropSpec, PropValue, Props, Result, Sink, Source, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Limits, Mode, PathUse,
+    PropKind, PropSpec, PropValue, Props, Result, Sink, Source, VideoInfo,
 };
 
 use crate::error::IoError;

@@ -182,7 +182,11 @@ fn open_fifo(path: &str, wait: Duration) -> Result<File> {
 /// there must see each frame when it is released, e.g. at its deadline), no for a regular file,
 /// where it would only add a write per frame.
 pub fn flush_each_frame(output: &Output) -> bool {
-    !output.get_ref().file().metadata().is_ok_and(|m| m.is_file())
+    !output
+        .get_ref()
+        .file()
+        .metadata()
+        .is_ok_and(|m| m.is_file())
 }
 
 /// `e` from writing a sink's output, with the number of whole frames the output holds when it

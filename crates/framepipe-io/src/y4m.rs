@@ -11,12 +11,11 @@
 //! error naming the tag. Interlaced streams are read as progressive frames.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter};
+use std::io::{BufRead, BufReader};
 
 use framepipe_core::{
-    PathUse,
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Limits, Mode, PropKind,
-    PropSpec, PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Limits, Mode, PathUse,
+    PropKind, PropSpec, PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
 };
 use yuv::{
     BufferStoreMut, YuvConversionMode, YuvPlanarImage, YuvPlanarImageMut, YuvRange,
@@ -26,8 +25,7 @@ use yuv::{
 use crate::error::IoError;
 use crate::stream::{
     check_size, create_output, display_name, flush, flush_each_frame, open_input, read_frame,
-    with_kept, Output,
-    rewind_point, seek_back, write_all, FrameRead, LoopOrigin,
+    rewind_point, seek_back, with_kept, write_all, FrameRead, LoopOrigin, Output,
 };
 
 /// Name of the source.

@@ -352,7 +352,10 @@ impl Notices {
             return;
         }
         if self.unsaid > 0 {
-            notify(&format!("{line} ({} more times since the last notice)", self.unsaid));
+            notify(&format!(
+                "{line} ({} more times since the last notice)",
+                self.unsaid
+            ));
         } else {
             notify(line);
         }

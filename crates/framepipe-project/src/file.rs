@@ -116,8 +116,7 @@ pub fn project_folder(path: &str) -> &Path {
 /// `value` resolved against `folder`: unchanged when absolute, `-`, empty, or when `folder` is
 /// empty (the working folder).
 fn resolved(folder: &Path, value: &str) -> String {
-    if folder.as_os_str().is_empty() || value.is_empty() || value == "-" || value.starts_with('/')
-    {
+    if folder.as_os_str().is_empty() || value.is_empty() || value == "-" || value.starts_with('/') {
         return value.to_string();
     }
     folder.join(value).to_string_lossy().into_owned()
@@ -127,7 +126,11 @@ impl GraphDesc {
     /// Resolves, in place, every property value that `is_path(node, property, value)` says is a
     /// relative path, against `folder` (see [`project_folder`]): `location = "clip.mp4"` in
     /// `/shows/a/show.toml` becomes `/shows/a/clip.mp4`. Absolute paths and `-` are kept.
-    pub fn resolve_paths(&mut self, folder: &Path, is_path: impl Fn(&NodeDescr, &str, &str) -> bool) {
+    pub fn resolve_paths(
+        &mut self,
+        folder: &Path,
+        is_path: impl Fn(&NodeDescr, &str, &str) -> bool,
+    ) {
         for i in 0..self.nodes.len() {
             for k in 0..self.nodes[i].props.len() {
                 let (key, value) = &self.nodes[i].props[k];
