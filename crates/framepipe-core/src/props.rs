@@ -351,6 +351,24 @@ impl Props {
 mod tests {
     use super::*;
 
+    #[test]
+    fn only_relative_files_are_resolved_not_urls_stdio_or_what_a_format_reads() {
+        let file = PathUse::File;
+        let url = PathUse::FileOrUrl {
+            unless: Some("format"),
+        };
+        let none: [(String, String); 0] = [];
+        assert!(file.is_relative_file("clip.y4m", &none));
+        assert!(file.is_relative_file("../clip.y4m", &none));
+        assert!(!file.is_relative_file("/abs/clip.y4m", &none));
+        assert!(!file.is_relative_file("-", &none));
+        assert!(url.is_relative_file("clip.mp4", &none));
+        assert!(!url.is_relative_file("rtmp://host/live", &none));
+        assert!(!url.is_relative_file("pipe:1", &none));
+        let lavfi = [("format".to_string(), "lavfi".to_string())];
+        assert!(!url.is_relative_file("color", &lavfi));
+    }
+
     fn specs() -> Vec<PropSpec> {
         vec![
             PropSpec::new(

@@ -726,3 +726,22 @@ mod alsa {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_told_from_alsa_port_names() {
+        assert_eq!(
+            Port::parse("/dev/snd/midiC1D0"),
+            Port::Raw("/dev/snd/midiC1D0".into())
+        );
+        assert_eq!(Port::parse("./ctl.mid"), Port::Raw("./ctl.mid".into()));
+        assert_eq!(Port::parse("../ctl.mid"), Port::Raw("../ctl.mid".into()));
+        assert_eq!(
+            Port::parse("nanoKONTROL2"),
+            Port::Alsa("nanoKONTROL2".into())
+        );
+    }
+}
