@@ -173,12 +173,18 @@ impl DescEditor {
     }
 
     /// The next description for `edit` ([`GraphDesc::apply`]), a loaded project's relative
-    /// paths resolved against its folder (the running sinks' are resolved already).
+    /// paths resolved against its folder (but the sinks': they are the running ones, as
+    /// written where the show started).
     fn applied(&self, edit: &GraphEdit) -> Result<GraphDesc> {
         let mut next = self.desc.apply(edit)?;
         if let GraphEdit::Load { path, .. } = edit {
             let folder = framepipe_project::project_folder(path);
-            crate::resolve_paths(&mut next, folder, &self.registry);
+            let sinks: Vec<String> = next
+                .sinks()
+                .into_iter()
+                .map(|i| next.nodes[i].name.clone())
+                .collect();
+            crate::resolve_paths(&mut next, folder, &self.registry, &sinks);
         }
         Ok(next)
     }

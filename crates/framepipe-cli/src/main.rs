@@ -291,6 +291,7 @@ fn load_desc(arg: &str) -> Result<GraphDesc> {
             &mut desc,
             framepipe_project::project_folder(arg),
             &native_registry(None),
+            &[],
         );
         Ok(desc)
     } else {
@@ -318,16 +319,23 @@ pub(crate) fn try_stats_path(path: &str) -> Result<()> {
 
 /// Resolves the relative paths of `desc`'s nodes (the properties their elements declare as
 /// paths, [`framepipe_core::PathUse`]) against `folder`, a project file's.
-pub(crate) fn resolve_paths(desc: &mut GraphDesc, folder: &Path, registry: &Registry) {
+/// Nodes named in `keep` are left as they are (a live `load`'s running sinks).
+pub(crate) fn resolve_paths(
+    desc: &mut GraphDesc,
+    folder: &Path,
+    registry: &Registry,
+    keep: &[String],
+) {
     desc.resolve_paths(folder, |node, key, value| {
-        registry.find(&node.element).is_some_and(|e| {
-            e.desc.props.iter().any(|spec| {
-                spec.name == key
-                    && spec
-                        .path
-                        .is_some_and(|p| p.is_relative_file(value, &node.props))
+        !keep.contains(&node.name)
+            && registry.find(&node.element).is_some_and(|e| {
+                e.desc.props.iter().any(|spec| {
+                    spec.name == key
+                        && spec
+                            .path
+                            .is_some_and(|p| p.is_relative_file(value, &node.props))
+                })
             })
-        })
     });
 }
 

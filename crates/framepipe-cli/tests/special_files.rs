@@ -364,3 +364,45 @@ fn midi_on_a_directory_is_refused_at_start() {
     );
     assert!(err.lines().count() < 5, "{err}");
 }
+
+#[test]
+fn a_project_loaded_live_reads_its_relative_paths_from_its_own_folder() {
+    let dir = tmpdir("load-folder");
+    let scene = dir.path().join("scenes").join("b");
+    std::fs::create_dir_all(&scene).unwrap();
+    std::fs::write(scene.join("in.rgba"), vec![7u8; 8 * 8 * 4]).unwrap();
+    std::fs::write(
+        scene.join("scene.toml"),
+        "pipeline = \"rawsrc location=in.rgba width=8 height=8 on-end=loop ! rawsink name=out \
+         location=out.rgba\"\n",
+    )
+    .unwrap();
+    let mut child = Command::new(FP)
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "testsrc width=8 height=8 frames=0 ! rawsink name=out location=out.rgba",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    writeln!(stdin, "load scenes/b/scene.toml").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    writeln!(stdin, "stop").unwrap();
+    let done = wait(
+        child,
+        Duration::from_secs(30),
+        "a live load from another folder",
+    );
+    drop(stdin);
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{err}");
+    assert!(
+        err.contains("ok 'load scenes/b/scene.toml' from frame "),
+        "{err}"
+    );
+}
