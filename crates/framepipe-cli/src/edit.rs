@@ -172,9 +172,26 @@ impl DescEditor {
         }
     }
 
+    /// The next description for `edit` ([`GraphDesc::apply`]), a loaded project's relative
+    /// paths resolved against its folder (but the sinks': they are the running ones, as
+    /// written where the show started).
+    fn applied(&self, edit: &GraphEdit) -> Result<GraphDesc> {
+        let mut next = self.desc.apply(edit)?;
+        if let GraphEdit::Load { path, .. } = edit {
+            let folder = framepipe_project::project_folder(path);
+            let sinks: Vec<String> = next
+                .sinks()
+                .into_iter()
+                .map(|i| next.nodes[i].name.clone())
+                .collect();
+            crate::resolve_paths(&mut next, folder, &self.registry, &sinks);
+        }
+        Ok(next)
+    }
+
     /// The next description and graph for `edit`.
     fn next_graph(&mut self, edit: &GraphEdit) -> Result<(GraphDesc, Graph)> {
-        let next = self.desc.apply(edit)?;
+        let next = self.applied(edit)?;
         self.load_plugins(&next);
         if let GraphEdit::Add { element, .. } = edit {
             if !is_structural(element) {
@@ -201,7 +218,7 @@ impl DescEditor {
         ns: u64,
     ) -> Result<(GraphDesc, Graph, Fade, GraphDesc)> {
         // The new project with the running sinks, as a cut would load it.
-        let after = self.desc.apply(edit)?;
+        let after = self.applied(edit)?;
         self.load_plugins(&after);
         let old = &self.desc;
         let kind = |d: &NodeDescr| kind_of(&self.registry, d);

@@ -10,7 +10,7 @@
 //! framepipe midi-ports
 //! framepipe displays
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 /// Writes one line to stderr, ignoring failure: a closed stderr (`2>&-`, a reader that went
 /// away) must not panic the process (eprintln! does, exit 101).
@@ -31,6 +31,7 @@ mod midi;
 mod osc;
 mod shows;
 mod signals;
+mod stdio;
 mod web;
 
 use std::io::{IsTerminal, Write};
@@ -45,7 +46,7 @@ use framepipe_control::{command_queue, Command as ControlCommand};
 use framepipe_core::{ElementKind, Registry};
 use framepipe_runtime::{Counters, Event, Options, Overload, RunStats};
 
-use framepipe_project::{parse_pipeline, parse_project, GraphDesc};
+use framepipe_project::{parse_pipeline, GraphDesc};
 use framepipe_window::{PauseProbe, WindowLink};
 
 use crate::build::{build, Purpose};
@@ -281,14 +282,61 @@ fn looks_like_project(arg: &str) -> bool {
     arg.ends_with(".toml") && !arg.contains('!')
 }
 
+/// The description `arg` gives: a project file (checked and read with a bounded read, its
+/// relative paths resolved against its folder) or a pipeline string.
 fn load_desc(arg: &str) -> Result<GraphDesc> {
     if looks_like_project(arg) {
-        let text = std::fs::read_to_string(arg)
-            .with_context(|| format!("cannot read project file '{arg}'"))?;
-        parse_project(&text).with_context(|| format!("in project file '{arg}'"))
+        let mut desc = framepipe_project::read_project(arg)?;
+        resolve_paths(
+            &mut desc,
+            framepipe_project::project_folder(arg),
+            &native_registry(None),
+            &[],
+        );
+        Ok(desc)
     } else {
         Ok(parse_pipeline(arg)?)
     }
+}
+
+/// Tries the `--stats` (or project `stats`) path at start, so that one that cannot be written
+/// is an error before the show rather than after it: opened for writing (created, then removed
+/// again if it was not there; an existing file is not changed), without blocking on a FIFO.
+pub(crate) fn try_stats_path(path: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let existed = std::fs::symlink_metadata(path).is_ok();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("cannot write stats to '{path}'"))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Resolves the relative paths of `desc`'s nodes (the properties their elements declare as
+/// paths, [`framepipe_core::PathUse`]) against `folder`, a project file's.
+/// Nodes named in `keep` are left as they are (a live `load`'s running sinks).
+pub(crate) fn resolve_paths(
+    desc: &mut GraphDesc,
+    folder: &Path,
+    registry: &Registry,
+    keep: &[String],
+) {
+    desc.resolve_paths(folder, |node, key, value| {
+        !keep.contains(&node.name)
+            && registry.find(&node.element).is_some_and(|e| {
+                e.desc.props.iter().any(|spec| {
+                    spec.name == key
+                        && spec
+                            .path
+                            .is_some_and(|p| p.is_relative_file(value, &node.props))
+                })
+            })
+    });
 }
 
 /// The registry for running `desc`: every native element, and only the frei0r plugins the
@@ -336,6 +384,9 @@ fn run_one(args: RunArgs) -> Result<Exit> {
         framepipe_core::Limits { max_memory }.set();
     }
     let mut desc = load_desc(&pipeline)?;
+    if let Some(path) = args.stats.as_ref().or(desc.settings.stats.as_ref()) {
+        try_stats_path(path)?;
+    }
     let overload = Overload::parse(&args.overload)
         .with_context(|| format!("bad --overload '{}': expected slow or live", args.overload))?;
     let threads = match (args.threads, desc.settings.threads) {
@@ -421,6 +472,7 @@ fn run_one(args: RunArgs) -> Result<Exit> {
             desc.midi.len()
         );
     }
+    check_stdout(&desc, &registry)?;
     let graph = build(&desc, &registry, Purpose::Run)?;
     let pace = if args.unpaced || desc.settings.unpaced {
         None
@@ -628,6 +680,7 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     prepared.set_editor(Box::new(
         edit::DescEditor::new(desc.clone(), registry).with_view(prepared.view()),
     ));
+    signal.running();
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
     if let Some(server) = oscquery {
@@ -709,7 +762,8 @@ fn run_one(args: RunArgs) -> Result<Exit> {
         Ok(s) => s,
         Err(e) if stdout_sink && is_broken_pipe(&e) => {
             say!(
-                "framepipe: stdout was closed by its reader (broken pipe) after {} frames; stopped",
+                "framepipe: {}; stdout was closed by its reader (broken pipe) after {} frames; stopped",
+                one_line(&anyhow::Error::from(e)),
                 final_stats.frames
             );
             return Ok(Exit::Status(EXIT_BROKEN_STDOUT));
@@ -744,14 +798,34 @@ fn run_one(args: RunArgs) -> Result<Exit> {
 
 /// Whether a sink of the graph writes standard output.
 fn writes_stdout(desc: &GraphDesc, registry: &Registry) -> bool {
-    desc.nodes.iter().any(|n| {
-        registry
-            .find(&n.element)
-            .is_some_and(|e| e.desc.kind == ElementKind::Sink)
-            && n.props.iter().any(|(k, v)| {
-                k == "location" && matches!(v.as_str(), "-" | "/dev/stdout" | "/dev/fd/1")
-            })
-    })
+    stdout_sink(desc, registry).is_some()
+}
+
+/// The first sink of the graph that writes standard output, by name.
+fn stdout_sink<'d>(desc: &'d GraphDesc, registry: &Registry) -> Option<&'d str> {
+    desc.nodes
+        .iter()
+        .find(|n| {
+            registry
+                .find(&n.element)
+                .is_some_and(|e| e.desc.kind == ElementKind::Sink)
+                && n.props.iter().any(|(k, v)| {
+                    k == "location" && matches!(v.as_str(), "-" | "/dev/stdout" | "/dev/fd/1")
+                })
+        })
+        .map(|n| n.name.as_str())
+}
+
+/// Refuses a graph with a sink writing standard output when it was closed at start (`>&-`):
+/// every frame would be lost without an error.
+pub(crate) fn check_stdout(desc: &GraphDesc, registry: &Registry) -> Result<()> {
+    match stdout_sink(desc, registry) {
+        Some(sink) if stdio::stdout_was_closed() => bail!(
+            "{sink}: its location writes standard output, which was closed when framepipe \
+             started: every frame would be lost (no frame written)"
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// `framepipe graph`: builds the graph as `run` would (sinks checked, not built), negotiates

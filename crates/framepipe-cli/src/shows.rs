@@ -231,6 +231,14 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     let threads = host.threads();
     framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
     let shows = load(&args.shows)?;
+    // Every stats file is tried now: one that cannot be written is said before the shows run.
+    for path in args
+        .stats
+        .iter()
+        .chain(shows.iter().filter_map(|s| s.desc.settings.stats.as_ref()))
+    {
+        crate::try_stats_path(path)?;
+    }
     let own_threads: Vec<&str> = shows
         .iter()
         .filter(|s| s.desc.settings.threads.is_some())
@@ -357,6 +365,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
                 given.desc.midi.len()
             );
         }
+        crate::check_stdout(&given.desc, &registry).with_context(in_show)?;
         let graph = build(&given.desc, &registry, Purpose::Run).with_context(in_show)?;
         let options = options_for(&given, &global, &args, threads, graph.source_rate())
             .with_context(in_show)?;
@@ -571,6 +580,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     }
     let pools = host.pools();
     let clock = host.clock_counters();
+    signal.running();
     let results = host.run(|r| {
         running.fetch_sub(1, Ordering::Relaxed);
         report_end(r, quiet);

@@ -7,19 +7,25 @@
 //! a signal. A second signal exits at once with its own status: the way out when the pipeline
 //! is stuck (a source blocked reading, a sink blocked writing).
 //!
+//! Before the run starts (start-up: building, which opens files and FIFOs, waits for a `tcpsrc`
+//! sender, connects a `tcpsink`, probes a clip with ffprobe; preparing), nothing has been made
+//! and a wait may not end by itself: the first signal then exits at once with the same status
+//! (no `--stats`: there was no run). [`Received::running`] marks the end of start-up.
+//!
 //! Signals are received on a thread of their own (signal-hook's self-pipe), so nothing but a
 //! flag is touched inside the signal handler.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 use framepipe_control::Stopper;
 use signal_hook::consts::signal::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-/// The first stopping signal received, shared with the signal thread. 0 = none.
+/// The first stopping signal received (0 = none), and whether start-up is over; shared with
+/// the signal thread.
 #[derive(Debug, Clone, Default)]
-pub struct Received(Arc<AtomicI32>);
+pub struct Received(Arc<AtomicI32>, Arc<AtomicBool>);
 
 impl Received {
     /// The exit status for the signal that stopped the run (128 + its number), if one did.
@@ -28,6 +34,12 @@ impl Received {
             0 => None,
             sig => Some(128 + sig),
         }
+    }
+
+    /// Start-up is over: the run begins, and a signal from now on stops it at a frame
+    /// boundary instead of exiting at once.
+    pub fn running(&self) {
+        self.1.store(true, Ordering::Release);
     }
 }
 
@@ -45,6 +57,7 @@ pub fn stop_on_signals(stoppers: Vec<Stopper>) -> std::io::Result<Received> {
     let received = Received::default();
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     let first = Arc::clone(&received.0);
+    let running = Arc::clone(&received.1);
     std::thread::Builder::new()
         .name("fp-signals".into())
         .spawn(move || {
@@ -53,6 +66,13 @@ pub fn stop_on_signals(stoppers: Vec<Stopper>) -> std::io::Result<Received> {
                     .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
+                    if !running.load(Ordering::Acquire) {
+                        crate::say!(
+                            "\rframepipe: {} during start-up (before the first frame): quitting",
+                            name(sig)
+                        );
+                        std::process::exit(128 + sig);
+                    }
                     for stopper in &stoppers {
                         stopper.stop();
                     }

@@ -35,5 +35,5 @@ pub use error::{Error, Result};
 pub use frame::{Frame, FrameMut, FramePool, PoolSharing};
 pub use info::{FrameCtx, LoopOrigin, Rational, VideoInfo};
 pub use limits::Limits;
-pub use props::{PropKind, PropSpec, PropValue, Props};
+pub use props::{PathUse, PropKind, PropSpec, PropValue, Props};
 pub use shm::SharedFrame;

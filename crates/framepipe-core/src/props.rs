@@ -106,6 +106,51 @@ pub struct PropSpec {
     pub default: PropValue,
     /// One line for `framepipe inspect`.
     pub description: String,
+    /// Whether the value names a file ([`PropSpec::path`]): a relative one in a project file
+    /// is resolved against the project file's folder.
+    pub path: Option<PathUse>,
+}
+
+/// How a text property names a file: a relative path written in a project file means the file
+/// beside the project file, not one in the working folder (absolute paths and `-`, standard
+/// input or output, are as written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathUse {
+    /// A file, or `-`.
+    File,
+    /// A file or a URL (`scheme:...`: `rtmp://host/x`, `pipe:1`, `file:a.mp4`, which are as
+    /// written), unless the node sets the property `unless` (`ffmpegsrc`'s `format`: the
+    /// location is then whatever that format reads, a device or a lavfi graph).
+    FileOrUrl {
+        /// The property that, when given, makes the value something else than a file.
+        unless: Option<&'static str>,
+    },
+}
+
+impl PathUse {
+    /// Whether `value`, given on a node whose properties are `props` (as written), names a file
+    /// whose relative path is to be resolved: not `-`, not absolute, not empty, and for
+    /// [`PathUse::FileOrUrl`] not a URL and not with `unless` given.
+    pub fn is_relative_file(self, value: &str, props: &[(String, String)]) -> bool {
+        if value.is_empty() || value == "-" || value.starts_with('/') {
+            return false;
+        }
+        match self {
+            PathUse::File => true,
+            PathUse::FileOrUrl { unless } => {
+                let scheme = value.split_once(':').map(|(s, _)| s);
+                let url = scheme.is_some_and(|s| {
+                    s.len() >= 2
+                        && s.starts_with(|c: char| c.is_ascii_alphabetic())
+                        && s.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+                });
+                let other =
+                    unless.is_some_and(|u| props.iter().any(|(k, v)| k == u && !v.is_empty()));
+                !url && !other
+            }
+        }
+    }
 }
 
 impl PropSpec {
@@ -121,7 +166,14 @@ impl PropSpec {
             kind,
             default,
             description: description.into(),
+            path: None,
         }
+    }
+
+    /// The same spec for a value that names a file (see [`PathUse`]).
+    pub fn path(mut self, use_: PathUse) -> Self {
+        self.path = Some(use_);
+        self
     }
 
     /// Parses `text` as a value of this property for `element`, checking its range.
@@ -298,6 +350,24 @@ impl Props {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_relative_files_are_resolved_not_urls_stdio_or_what_a_format_reads() {
+        let file = PathUse::File;
+        let url = PathUse::FileOrUrl {
+            unless: Some("format"),
+        };
+        let none: [(String, String); 0] = [];
+        assert!(file.is_relative_file("clip.y4m", &none));
+        assert!(file.is_relative_file("../clip.y4m", &none));
+        assert!(!file.is_relative_file("/abs/clip.y4m", &none));
+        assert!(!file.is_relative_file("-", &none));
+        assert!(url.is_relative_file("clip.mp4", &none));
+        assert!(!url.is_relative_file("rtmp://host/live", &none));
+        assert!(!url.is_relative_file("pipe:1", &none));
+        let lavfi = [("format".to_string(), "lavfi".to_string())];
+        assert!(!url.is_relative_file("color", &lavfi));
+    }
 
     fn specs() -> Vec<PropSpec> {
         vec![

@@ -37,6 +37,25 @@ pub enum IoError {
         /// Why.
         source: std::io::Error,
     },
+    /// Writing a sink's output failed (a full disk, a reader gone): how many frames the
+    /// output holds whole, counted from the bytes the system took.
+    #[error("writing '{path}': {source}; the output holds {kept} whole frames")]
+    WriteLost {
+        /// The location written.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+        /// Frames written whole before the failure.
+        kept: u64,
+    },
+    /// A FIFO given as a sink's location had no reader within the wait.
+    #[error("'{path}' is a FIFO and no reader opened it within {secs} s")]
+    NoReader {
+        /// The location.
+        path: String,
+        /// How long it waited.
+        secs: u64,
+    },
     /// The input ended in the middle of a frame.
     #[error("{path} is truncated: frame {frame} has {got} of {want} bytes")]
     Truncated {

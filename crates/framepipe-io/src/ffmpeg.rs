@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mode, PropKind, PropSpec,
-    PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Mode, PathUse, PropKind,
+    PropSpec, PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
 };
 
 use crate::error::IoError;
@@ -176,7 +176,11 @@ pub fn src_desc() -> ElementDesc {
         kind: ElementKind::Source,
         description: "Decodes any clip or URL with the ffmpeg tool, through a pipe".into(),
         props: vec![
-            str_spec("location", "", "file or URL ffmpeg reads (required)"),
+            str_spec("location", "", "file or URL ffmpeg reads (required)").path(
+                PathUse::FileOrUrl {
+                    unless: Some("format"),
+                },
+            ),
             str_spec(
                 "format",
                 "",
@@ -625,7 +629,8 @@ pub fn sink_desc() -> ElementDesc {
         kind: ElementKind::Sink,
         description: "Encodes with the ffmpeg tool (e.g. location=out.mp4), through a pipe".into(),
         props: vec![
-            str_spec("location", "", "output file or URL (required)"),
+            str_spec("location", "", "output file or URL (required)")
+                .path(PathUse::FileOrUrl { unless: None }),
             str_spec(
                 "codec",
                 "",

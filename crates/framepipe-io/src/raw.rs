@@ -2,18 +2,19 @@
 //! and to files or stdin/stdout, and a sink that drops everything.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Limits, Mode, PropKind,
-    PropSpec, PropValue, Props, Result, Sink, Source, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Limits, Mode, PathUse,
+    PropKind, PropSpec, PropValue, Props, Result, Sink, Source, VideoInfo,
 };
 
 use crate::error::IoError;
 use crate::pixfmt::RawFormat;
 use crate::stream::{
     check_size, create_output, display_name, flush, flush_each_frame, open_input, rate_prop,
-    read_frame, rewind_point, seek_back, write_all, FrameRead, LoopOrigin, MAX_DIM,
+    read_frame, rewind_point, seek_back, with_kept, write_all, FrameRead, LoopOrigin, Output,
+    MAX_DIM,
 };
 
 /// Name of the raw source.
@@ -39,6 +40,7 @@ fn location_spec(what: &str) -> PropSpec {
         PropValue::Str(String::new()),
         what,
     )
+    .path(PathUse::File)
 }
 
 fn format_prop(element: &str, props: &Props) -> Result<RawFormat> {
@@ -263,6 +265,7 @@ pub fn build_sink(props: &Props) -> Result<Element> {
         flush_each: flush_each_frame(&output),
         output,
         scratch: Vec::new(),
+        frame_bytes: 0,
     })))
 }
 
@@ -271,10 +274,19 @@ pub fn build_sink(props: &Props) -> Result<Element> {
 pub struct RawSink {
     path: String,
     format: RawFormat,
-    output: BufWriter<File>,
+    output: Output,
     /// Flush after each frame (the output is a pipe, socket or terminal).
     flush_each: bool,
     scratch: Vec<u8>,
+    /// Bytes of one frame as written.
+    frame_bytes: u64,
+}
+
+impl RawSink {
+    /// A write error as the sink reports it: with the whole frames the output holds.
+    fn lost(&self, e: IoError) -> Error {
+        Error::element(SINK, with_kept(e, &self.output, 0, self.frame_bytes))
+    }
 }
 
 impl Sink for RawSink {
@@ -285,8 +297,10 @@ impl Sink for RawSink {
 
     fn start(&mut self, info: VideoInfo) -> Result<()> {
         check_size(info.width as u64, info.height as u64).map_err(|e| Error::element(SINK, e))?;
+        let bytes = self.format.frame_bytes(info.width, info.height);
+        self.frame_bytes = bytes as u64;
         if self.format != RawFormat::Rgba {
-            self.scratch = vec![0; self.format.frame_bytes(info.width, info.height)];
+            self.scratch = vec![0; bytes];
         }
         Ok(())
     }
@@ -298,17 +312,19 @@ impl Sink for RawSink {
             self.format.from_rgba(frame.data(), &mut self.scratch);
             &self.scratch
         };
-        write_all(&mut self.output, data, &self.path).map_err(|e| Error::element(SINK, e))?;
+        if let Err(e) = write_all(&mut self.output, data, &self.path) {
+            return Err(self.lost(e));
+        }
         // On a pipe each frame leaves when it is released: a reader (a player, the pacing
         // meter, another framepipe) must see it at its deadline, not when a buffer fills.
         if self.flush_each {
-            flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))?;
+            flush(&mut self.output, &self.path).map_err(|e| self.lost(e))?;
         }
         Ok(())
     }
 
     fn finish(&mut self) -> Result<()> {
-        flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))
+        flush(&mut self.output, &self.path).map_err(|e| self.lost(e))
     }
 }
 

@@ -1,8 +1,11 @@
 //! Opening inputs and outputs (`-` is stdin/stdout), reading whole frames, checking sizes.
 
 use std::fs::File;
+use std::fs::OpenOptions;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::time::{Duration, Instant};
 
 use framepipe_core::{Error, Props, Rational};
 
@@ -74,31 +77,134 @@ pub fn open_input(location: &str) -> Result<BufReader<File>> {
     Ok(BufReader::with_capacity(BUF_BYTES, file))
 }
 
-/// Creates `location` for writing (truncating it): a file, or stdout for `-`.
-pub fn create_output(location: &str) -> Result<BufWriter<File>> {
+/// How long a sink waits for a reader of a FIFO given as its location (start-up; SIGINT and
+/// SIGTERM end the wait, see the CLI's signals).
+pub const FIFO_READER_WAIT: Duration = Duration::from_secs(30);
+
+/// How often a sink looks for a reader of its FIFO meanwhile.
+const FIFO_POLL: Duration = Duration::from_millis(20);
+
+/// A sink's file: writes go to the file, counting the bytes the system took, so that a failed
+/// write can say how many whole frames the output holds.
+#[derive(Debug)]
+pub struct CountingFile {
+    file: File,
+    written: u64,
+}
+
+impl CountingFile {
+    /// Bytes the system has taken so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// The file.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+}
+
+impl Write for CountingFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// A sink's buffered output ([`create_output`]).
+pub type Output = BufWriter<CountingFile>;
+
+/// Creates `location` for writing (truncating it): a file, or stdout for `-`. A FIFO is opened
+/// without blocking in `open`: it waits for a reader up to [`FIFO_READER_WAIT`], then is an
+/// error naming it.
+pub fn create_output(location: &str) -> Result<Output> {
+    let create = |source| IoError::Create {
+        path: display_name(location, "stdout"),
+        source,
+    };
     let file = if location == "-" {
         io::stdout()
             .as_fd()
             .try_clone_to_owned()
             .map(File::from)
-            .map_err(|source| IoError::Create {
-                path: "stdout".into(),
-                source,
-            })?
+            .map_err(create)?
+    } else if std::fs::metadata(location).is_ok_and(|m| m.file_type().is_fifo()) {
+        open_fifo(location, FIFO_READER_WAIT)?
     } else {
-        File::create(location).map_err(|source| IoError::Create {
-            path: location.into(),
-            source,
-        })?
+        File::create(location).map_err(create)?
     };
-    Ok(BufWriter::with_capacity(BUF_BYTES, file))
+    Ok(BufWriter::with_capacity(
+        BUF_BYTES,
+        CountingFile { file, written: 0 },
+    ))
+}
+
+/// Opens the FIFO `path` for writing once a reader has it open, waiting `wait` at most: a
+/// non-blocking open fails with ENXIO while there is none. The descriptor kept is opened again
+/// in blocking mode (a reader is there, so that open returns at once).
+fn open_fifo(path: &str, wait: Duration) -> Result<File> {
+    let create = |source| IoError::Create {
+        path: path.into(),
+        source,
+    };
+    let deadline = Instant::now() + wait;
+    loop {
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(probe) => {
+                let file = OpenOptions::new().write(true).open(path).map_err(create)?;
+                drop(probe);
+                return Ok(file);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if Instant::now() >= deadline {
+                    return Err(IoError::NoReader {
+                        path: path.into(),
+                        secs: wait.as_secs(),
+                    });
+                }
+                std::thread::sleep(FIFO_POLL);
+            }
+            Err(e) => return Err(create(e)),
+        }
+    }
 }
 
 /// Whether a sink should flush after every frame: yes for a pipe, socket or terminal (a reader
 /// there must see each frame when it is released, e.g. at its deadline), no for a regular file,
 /// where it would only add a write per frame.
-pub fn flush_each_frame(output: &BufWriter<File>) -> bool {
-    !output.get_ref().metadata().is_ok_and(|m| m.is_file())
+pub fn flush_each_frame(output: &Output) -> bool {
+    !output
+        .get_ref()
+        .file()
+        .metadata()
+        .is_ok_and(|m| m.is_file())
+}
+
+/// `e` from writing a sink's output, with the number of whole frames the output holds when it
+/// is a write error ([`IoError::WriteLost`]): `header` bytes, then frames of `frame` bytes.
+pub fn with_kept(e: IoError, output: &Output, header: u64, frame: u64) -> IoError {
+    match e {
+        IoError::Write { path, source } => IoError::WriteLost {
+            path,
+            source,
+            kept: output
+                .get_ref()
+                .written()
+                .saturating_sub(header)
+                .checked_div(frame)
+                .unwrap_or(0),
+        },
+        other => other,
+    }
 }
 
 /// Reads until `buf` is full or the input ends; returns how many bytes were read.

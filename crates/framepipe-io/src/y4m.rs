@@ -11,11 +11,11 @@
 //! error naming the tag. Interlaced streams are read as progressive frames.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter};
+use std::io::{BufRead, BufReader};
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Limits, Mode, PropKind,
-    PropSpec, PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
+    Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, FrameMut, Limits, Mode, PathUse,
+    PropKind, PropSpec, PropValue, Props, Rational, Result, Sink, Source, VideoInfo,
 };
 use yuv::{
     BufferStoreMut, YuvConversionMode, YuvPlanarImage, YuvPlanarImageMut, YuvRange,
@@ -25,7 +25,7 @@ use yuv::{
 use crate::error::IoError;
 use crate::stream::{
     check_size, create_output, display_name, flush, flush_each_frame, open_input, read_frame,
-    rewind_point, seek_back, write_all, FrameRead, LoopOrigin,
+    rewind_point, seek_back, with_kept, write_all, FrameRead, LoopOrigin, Output,
 };
 
 /// Name of the source.
@@ -208,6 +208,7 @@ fn location_spec(what: &str) -> PropSpec {
         PropValue::Str(String::new()),
         what,
     )
+    .path(PathUse::File)
 }
 
 fn required_location<'p>(element: &str, props: &'p Props, why: &'static str) -> Result<&'p str> {
@@ -509,6 +510,7 @@ pub fn build_sink(props: &Props) -> Result<Element> {
         output,
         info: None,
         planes: Vec::new(),
+        header: 0,
     })))
 }
 
@@ -517,14 +519,22 @@ pub fn build_sink(props: &Props) -> Result<Element> {
 pub struct Y4mSink {
     path: String,
     chroma: Chroma,
-    output: BufWriter<File>,
+    output: Output,
     /// Flush after each frame (the output is a pipe, socket or terminal).
     flush_each: bool,
     info: Option<VideoInfo>,
     planes: Vec<u8>,
+    /// Bytes of the stream header.
+    header: u64,
 }
 
 impl Y4mSink {
+    /// A write error as the sink reports it: with the whole frames the output holds.
+    fn lost(&self, e: IoError) -> Error {
+        let frame = (FRAME_MAGIC.len() + self.planes.len()) as u64;
+        Error::element(SINK, with_kept(e, &self.output, self.header, frame))
+    }
+
     fn write_frame(&mut self, rgba: &[u8]) -> std::result::Result<(), IoError> {
         let Some(info) = self.info else {
             return Err(IoError::Write {
@@ -586,25 +596,24 @@ impl Sink for Y4mSink {
             "YUV4MPEG2 W{} H{} F{}:{} Ip A1:1 {c} XCOLORRANGE=LIMITED\n",
             info.width, info.height, info.rate.num, info.rate.den
         );
-        write_all(&mut self.output, header.as_bytes(), &self.path)
-            .map_err(|e| Error::element(SINK, e))?;
+        self.header = header.len() as u64;
         self.planes = vec![0; self.chroma.frame_bytes(info.width, info.height)];
+        write_all(&mut self.output, header.as_bytes(), &self.path).map_err(|e| self.lost(e))?;
         self.info = Some(info);
         Ok(())
     }
 
     fn consume(&mut self, _ctx: &FrameCtx, frame: &Frame) -> Result<()> {
-        self.write_frame(frame.data())
-            .map_err(|e| Error::element(SINK, e))?;
+        self.write_frame(frame.data()).map_err(|e| self.lost(e))?;
         // On a pipe, the frame leaves at its release time (see rawsink).
         if self.flush_each {
-            flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))?;
+            flush(&mut self.output, &self.path).map_err(|e| self.lost(e))?;
         }
         Ok(())
     }
 
     fn finish(&mut self) -> Result<()> {
-        flush(&mut self.output, &self.path).map_err(|e| Error::element(SINK, e))
+        flush(&mut self.output, &self.path).map_err(|e| self.lost(e))
     }
 }
 

@@ -56,9 +56,14 @@ pub enum Port {
 }
 
 impl Port {
-    /// `/path` (a raw device or FIFO), anything else an ALSA port name to match.
+    /// A path (a raw device, FIFO or file): text starting with `/`, `./` or `../`, or naming
+    /// something that exists; anything else an ALSA port name to match.
     pub fn parse(text: &str) -> Port {
-        if text.starts_with('/') {
+        let path_like = text.starts_with('/')
+            || text.starts_with("./")
+            || text.starts_with("../")
+            || Path::new(text).exists();
+        if path_like {
             Port::Raw(PathBuf::from(text))
         } else {
             Port::Alsa(text.to_string())
@@ -300,17 +305,63 @@ pub fn spawn_shows(port: &Port, shows: Vec<ShowSurface>, notify: Notify) -> Resu
 }
 
 /// Opens a raw device now (errors at start); a FIFO is only checked, since opening it waits
-/// for a writer: the reader opens it.
+/// for a writer: the reader opens it. A directory or a socket is refused.
 fn open_raw(path: &Path) -> Result<Option<File>> {
     let err = |source| Error::Open {
         path: path.display().to_string(),
         source,
     };
     let meta = std::fs::metadata(path).map_err(err)?;
-    if meta.file_type().is_fifo() {
+    let t = meta.file_type();
+    if t.is_fifo() {
         return Ok(None);
     }
+    let what = if t.is_dir() {
+        Some("a directory")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    };
+    if let Some(what) = what {
+        return Err(Error::NotMidi {
+            path: path.display().to_string(),
+            what,
+        });
+    }
     File::open(path).map(Some).map_err(err)
+}
+
+/// How often the reader says that its input went away, at most (the rest is counted).
+const SAY_EVERY: Duration = Duration::from_secs(1);
+/// The longest pause between two opens of an input that keeps failing.
+const MAX_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The reader's notices about its input going away: the first said, then at most one per
+/// [`SAY_EVERY`] with the count of those not said.
+struct Notices {
+    last: Option<Instant>,
+    unsaid: u64,
+}
+
+impl Notices {
+    fn say(&mut self, notify: &(dyn Fn(&str) + Send + Sync), line: &str) {
+        let now = Instant::now();
+        if self.last.is_some_and(|t| now.duration_since(t) < SAY_EVERY) {
+            self.unsaid += 1;
+            return;
+        }
+        if self.unsaid > 0 {
+            notify(&format!(
+                "{line} ({} more times since the last notice)",
+                self.unsaid
+            ));
+        } else {
+            notify(line);
+        }
+        self.last = Some(now);
+        self.unsaid = 0;
+    }
 }
 
 /// Adds the parser's new counts to the counters.
@@ -357,6 +408,17 @@ fn read_raw(
     let mut buf = [0u8; 1024];
     let mut file = first;
     let mut reopened = false;
+    let mut notices = Notices {
+        last: None,
+        unsaid: 0,
+    };
+    let mut back = Notices {
+        last: None,
+        unsaid: 0,
+    };
+    // Grows while an input fails again right after being opened, so that a broken one is not
+    // opened in a busy loop.
+    let mut backoff = Duration::ZERO;
     loop {
         if stop.load(Ordering::Relaxed) {
             return;
@@ -367,7 +429,7 @@ fn read_raw(
             None => match File::open(path) {
                 Ok(f) => {
                     if reopened {
-                        notify(&format!("midi: {} is back", path.display()));
+                        back.say(notify, &format!("midi: {} is back", path.display()));
                     }
                     file.insert(f)
                 }
@@ -387,6 +449,7 @@ fn read_raw(
             }
             Ok(0) => "closed by its writer".to_string(),
             Ok(n) => {
+                backoff = Duration::ZERO;
                 let (at_ns, now) = (monotonic_ns(), Instant::now());
                 let mut gone = false;
                 parser.feed(&buf[..n], |m| {
@@ -402,12 +465,17 @@ fn read_raw(
             Err(e) => e.to_string(),
         };
         counters.disconnects.fetch_add(1, Ordering::Relaxed);
-        notify(&format!(
-            "midi: {} {why} (unplugged?); waiting for it to come back",
-            path.display()
-        ));
+        notices.say(
+            notify,
+            &format!(
+                "midi: {} {why} (unplugged?); waiting for it to come back",
+                path.display()
+            ),
+        );
         file = None;
         reopened = true;
+        std::thread::sleep(backoff);
+        backoff = (backoff * 2).clamp(Duration::from_millis(10), MAX_BACKOFF);
         // A message cut off by the disconnect is not completed by the next device's bytes.
         let counts = parser.counts;
         parser = Parser::new();
@@ -656,5 +724,24 @@ mod alsa {
                 Err(Error::Alsa("the connecting thread ended".into()))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_told_from_alsa_port_names() {
+        assert_eq!(
+            Port::parse("/dev/snd/midiC1D0"),
+            Port::Raw("/dev/snd/midiC1D0".into())
+        );
+        assert_eq!(Port::parse("./ctl.mid"), Port::Raw("./ctl.mid".into()));
+        assert_eq!(Port::parse("../ctl.mid"), Port::Raw("../ctl.mid".into()));
+        assert_eq!(
+            Port::parse("nanoKONTROL2"),
+            Port::Alsa("nanoKONTROL2".into())
+        );
     }
 }

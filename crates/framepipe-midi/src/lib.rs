@@ -61,6 +61,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A path given as a MIDI input that is not a device, a FIFO or a file (a directory, a
+    /// socket).
+    #[error("cannot read MIDI from '{path}': it is {what}; give a MIDI device, a FIFO or a file")]
+    NotMidi {
+        /// The path.
+        path: String,
+        /// What it is, in words.
+        what: &'static str,
+    },
     /// A mapping of the project file that does not fit the graph.
     #[error("{0}")]
     Mapping(String),

@@ -12,7 +12,7 @@ use framepipe_control::{GraphEdit, Place};
 
 use crate::desc::{shown, DefaultNames, GraphDesc, NodeDescr};
 use crate::links::{check_name, find_cycle};
-use crate::{parse_project, Error, Result, MAX_INPUTS};
+use crate::{Error, Result, MAX_INPUTS};
 
 /// The structural element that reads a node by name (`from=`) rather than by an input.
 const FEEDBACK: &str = "feedback";
@@ -209,14 +209,7 @@ impl GraphDesc {
                 out.prune(&keep);
             }
             GraphEdit::Load { path, .. } => {
-                let text = std::fs::read_to_string(path).map_err(|e| Error::ReadProject {
-                    path: shown(path),
-                    reason: e.to_string(),
-                })?;
-                let new = parse_project(&text).map_err(|e| Error::InProject {
-                    path: shown(path),
-                    error: Box::new(e),
-                })?;
+                let new = crate::read_project(path)?;
                 return self.with_project(path, new);
             }
         }

@@ -22,12 +22,14 @@
 
 mod desc;
 mod edit;
+mod file;
 mod links;
 pub mod midi;
 mod pipeline;
 mod project;
 
 pub use desc::{check_show_name, GraphDesc, NodeDescr, Settings, MAX_SHOW_NAME};
+pub use file::{project_folder, read_project, read_project_text, MAX_PROJECT_BYTES};
 pub use midi::{project_text, with_midi, MidiBinding, MidiControlKind, MidiMode};
 pub use pipeline::parse_pipeline;
 pub use project::parse_project;
