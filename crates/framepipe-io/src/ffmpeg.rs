@@ -5,7 +5,12 @@
 //! `ffmpeg -nostdin -v error [ARGS...] [-f FORMAT] -i LOCATION [-vf scale=W:H] [-frames:v N]
 //! -f rawvideo -pix_fmt rgba -` and reads whole frames from its stdout into the pool frame.
 //! The sink runs `ffmpeg -v error -y -f rawvideo -pix_fmt rgba -s WxH -r RATE -i -
-//! [-c:v CODEC] [-pix_fmt PIXFMT] [ARGS...] LOCATION` and writes frames to its stdin.
+//! [-c:v CODEC] [-pix_fmt PIXFMT] [ARGS...] LOCATION` and writes frames to its stdin from a
+//! writer thread fed through a ring of buffers allocated at start ([`Running`]).
+//!
+//! Both are ready before the frame clock starts ([`Sink::ready`], [`Source::ready`]): the sink
+//! once ffmpeg is loaded and reading its pipe, the source (on a clip file) once the decoder's
+//! first bytes are there.
 //!
 //! `location` is always handed over as a path or URL, never as an option: a relative path that
 //! starts with `-` goes as `./-name` ([`input_arg`], [`output_arg`]), and ffprobe gets it after
