@@ -6,7 +6,7 @@
 //! -f rawvideo -pix_fmt rgba -` and reads whole frames from its stdout into the pool frame.
 //! The sink runs `ffmpeg -v error -y -f rawvideo -pix_fmt rgba -s WxH -r RATE -i -
 //! [-c:v CODEC] [-pix_fmt PIXFMT] [ARGS...] LOCATION` and writes frames to its stdin from a
-//! writer thread fed through a ring of buffers allocated at start ([`Running`]).
+//! writer thread fed through a ring of buffers allocated at start (see `Running`).
 //!
 //! Both are ready before the frame clock starts ([`Sink::ready`], [`Source::ready`]): the sink
 //! once ffmpeg is loaded and reading its pipe, the source (on a clip file) once the decoder's
