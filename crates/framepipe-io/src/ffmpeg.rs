@@ -911,7 +911,7 @@ impl Sink for FfmpegSink {
     }
 
     /// Waits until ffmpeg is loaded and reading its input (a thread of it blocked reading the
-    /// pipe; see [`reading_a_pipe`]), at most [`READY_WAIT`]: starting the tool takes tens to
+    /// pipe; see `reading_a_pipe`), at most `READY_WAIT`: starting the tool takes tens to
     /// hundreds of ms, which would otherwise fall on the first frames. An ffmpeg that quits
     /// meanwhile (a bad option) is an error here, with its own words, before any frame.
     fn ready(&mut self) -> Result<()> {
