@@ -27,16 +27,17 @@ const REDRAW: Duration = Duration::from_millis(250);
 /// How often `--progress` writes a block (ffmpeg's `-stats_period` default).
 const PROGRESS_PERIOD: Duration = Duration::from_millis(500);
 
-/// Writes one line to stderr, ignoring failure. A leading `\r` (the callers' way of saying
-/// "this interrupts the status line") clears the status line when one is drawn and is dropped
-/// otherwise.
+/// Writes one line to stderr, ignoring failure. When a status line is drawn, the line replaces
+/// it (the status line is redrawn below at its next redraw); otherwise only the line is written:
+/// a leading `\r` (the callers' way of saying "this interrupts the status line") is dropped.
 pub(crate) fn say_line(args: fmt::Arguments<'_>) {
     let text = args.to_string();
+    let body = text.strip_prefix('\r').unwrap_or(&text);
     let mut err = std::io::stderr().lock();
-    let _ = match text.strip_prefix('\r') {
-        Some(body) if STATUS_ON.load(Ordering::Relaxed) => writeln!(err, "\r\x1b[K{body}"),
-        Some(body) => writeln!(err, "{body}"),
-        None => writeln!(err, "{text}"),
+    let _ = if STATUS_ON.load(Ordering::Relaxed) {
+        writeln!(err, "\r\x1b[K{body}")
+    } else {
+        writeln!(err, "{body}")
     };
 }
 
