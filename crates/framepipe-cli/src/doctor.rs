@@ -3,9 +3,10 @@
 //! Measures what decides whether frames leave on time — the timer's precision, how fast a
 //! sleeping thread wakes up, how often a spinning thread loses its CPU, whether `SCHED_FIFO` is
 //! permitted, timer slack, cores, frequency governors, memory copy bandwidth — and what a show
-//! needs (frei0r plugins, ffmpeg). Given a project or pipeline, it runs the graph unpaced for a
-//! few seconds with every sink replaced by `nullsink` (doctor never writes the user's files or
-//! opens windows or sockets) and reports each node's cost against the frame period.
+//! needs (frei0r plugins, ffmpeg). Given a project or pipeline, it runs the show unpaced for a
+//! few seconds as it will run (real sources and decoders, encoders and file sinks writing into
+//! a scratch directory; windows and sockets replaced by `nullsink`), and reports each node's
+//! cost against the frame period and the CPU time of every process the show starts.
 //!
 //! Every finding has a status (`ok`, `warn`, `bad`, `info`), a summary and advice in plain
 //! words. `--json` prints the same as one object; its keys are documented in docs/DOCTOR.md.
@@ -36,8 +37,9 @@ use system::{frei0r, machine, realtime, tool};
 /// `framepipe doctor`'s arguments.
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {
-    /// A project file or pipeline string: also run its graph unpaced (sinks replaced by
-    /// nullsink) and report each node's headroom at the show's frame rate.
+    /// A project file or pipeline string: also run it unpaced as it will run (file sinks
+    /// writing into a scratch directory, removed afterwards) and report whether it holds its
+    /// frame rate, each node's headroom and every process's CPU time.
     pub pipeline: Option<String>,
     /// Print the findings as one JSON object (keys in docs/DOCTOR.md).
     #[arg(long)]

@@ -13,12 +13,12 @@
 #![deny(unsafe_code)]
 
 /// Writes one line to stderr, ignoring failure: a closed stderr (`2>&-`, a reader that went
-/// away) must not panic the process (eprintln! does, exit 101).
+/// away) must not panic the process (eprintln! does, exit 101). A leading `\r` clears the status
+/// line when one is drawn, and is left out when not (stderr a file): see `status::say_line`.
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        $crate::status::say_line(format_args!($($arg)*));
     }};
 }
 
@@ -31,6 +31,7 @@ mod midi;
 mod osc;
 mod shows;
 mod signals;
+mod status;
 mod stdio;
 mod web;
 
@@ -38,13 +39,12 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use framepipe_control::{command_queue, Command as ControlCommand};
 use framepipe_core::{ElementKind, Registry};
-use framepipe_runtime::{Counters, Event, Options, Overload, RunStats};
+use framepipe_runtime::{Event, Options, Overload, RunStats};
 
 use framepipe_project::{parse_pipeline, GraphDesc};
 use framepipe_window::{PauseProbe, WindowLink};
@@ -198,6 +198,12 @@ struct RunArgs {
     /// No status line.
     #[arg(long, short)]
     quiet: bool,
+    /// Write the run's progress as `key=value` blocks every 0.5 s, as ffmpeg's `-progress`
+    /// does (frame=, total_frames=, fps=, out_time_us=, speed=, eta_us=, then
+    /// progress=continue, or progress=end after the last): to FILE, or to standard output
+    /// with `-`. Written with -q and without a terminal too.
+    #[arg(long, value_name = "FILE|-")]
+    progress: Option<String>,
 }
 
 /// Exit status when standard output was closed by its reader (as a shell reports a process
@@ -364,6 +370,9 @@ fn registry_for(desc: &GraphDesc, window: Option<&WindowLink>) -> Registry {
 /// `framepipe run`: one show as always, several in one process on one [`framepipe_runtime::Host`].
 fn run(args: RunArgs) -> Result<Exit> {
     if args.shows.len() > 1 {
+        if args.progress.is_some() {
+            bail!("--progress follows one show; it cannot be used with several");
+        }
         return shows::run(args);
     }
     run_one(args)
@@ -474,6 +483,8 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     }
     check_stdout(&desc, &registry)?;
     let graph = build(&desc, &registry, Purpose::Run)?;
+    let total_frames = status::total_frames(&graph);
+    let out_rate = fps.unwrap_or_else(|| graph.source_rate());
     let pace = if args.unpaced || desc.settings.unpaced {
         None
     } else if let Some(rate) = fps {
@@ -498,6 +509,9 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     };
     let mut prepared = graph.prepare(options)?;
     let stdout_sink = writes_stdout(&desc, &registry);
+    if stdout_sink && args.progress.as_deref() == Some("-") {
+        bail!("--progress -: a sink writes the frames to standard output; give --progress a file");
+    }
     prepared.set_events(Arc::new(move |e: &Event| match e {
         Event::Stalled { stage, elapsed_ms } => {
             say!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
@@ -653,28 +667,45 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     let show_status = !args.quiet && std::io::stderr().is_terminal();
     let stop = Arc::new(AtomicBool::new(false));
     let status = show_status.then(|| {
-        let counters = Arc::clone(&counters);
+        let mut extras: Vec<Box<dyn Fn() -> String + Send>> = Vec::new();
+        if let Some(o) = osc_counters.clone() {
+            extras.push(Box::new(move || o.summary()));
+        }
+        if let Some(m) = midi_counters.clone() {
+            extras.push(Box::new(move || m.summary()));
+        }
+        if let Some(w) = web_counters.clone() {
+            extras.push(Box::new(move || w.summary()));
+        }
+        if let Some(q) = oscquery.as_ref().map(|q| q.counters()) {
+            extras.push(Box::new(move || {
+                format!(
+                    "oscquery {} ws {} pkts",
+                    q.ws_clients.load(Ordering::Relaxed),
+                    q.packets.load(Ordering::Relaxed)
+                )
+            }));
+        }
+        let src = status::StatusSource {
+            counters: Arc::clone(&counters),
+            total: total_frames,
+            extras,
+        };
         let stop = Arc::clone(&stop);
         std::thread::Builder::new()
             .name("fp-status".into())
-            .spawn({
-                let osc = osc_counters.clone();
-                let midi = midi_counters.clone();
-                let web = web_counters.clone();
-                let query = oscquery.as_ref().map(|q| q.counters());
-                move || {
-                    status_line(
-                        &counters,
-                        osc.as_deref(),
-                        midi.as_deref(),
-                        web.as_deref(),
-                        query.as_deref(),
-                        &stop,
-                    )
-                }
-            })
+            .spawn(move || status::status_line(&src, &stop))
             .expect("spawning the status thread")
     });
+    let progress = match &args.progress {
+        Some(to) => Some(status::spawn_progress(
+            status::ProgressTo::open(to)?,
+            Arc::clone(&counters),
+            total_frames,
+            out_rate,
+        )?),
+        None => None,
+    };
     // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread;
     // it owns the registry from here.
     prepared.set_editor(Box::new(
@@ -723,6 +754,9 @@ fn run_one(args: RunArgs) -> Result<Exit> {
         Ok(s) => s.clone(),
         Err(_) => counters.snapshot(),
     };
+    if let Some(p) = progress {
+        p.finish(Some(final_stats.frames));
+    }
     let isolation = framepipe_frei0r::isolate::summaries();
     for s in isolation.iter().filter(|s| s.crashes + s.stalls > 0) {
         say!(
@@ -869,91 +903,6 @@ fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
 /// The OSC counts for the end of the run.
 fn input_summary(osc: &Option<Arc<osc::OscCounters>>) -> String {
     osc.as_ref().map_or(String::new(), |c| c.summary())
-}
-
-/// Redraws one status line on stderr four times a second until `stop`. Reads only atomics.
-fn status_line(
-    counters: &Counters,
-    osc: Option<&osc::OscCounters>,
-    midi: Option<&framepipe_midi::Counters>,
-    web: Option<&framepipe_web::WebCounters>,
-    query: Option<&framepipe_oscquery::Counters>,
-    stop: &AtomicBool,
-) {
-    let mut err = std::io::stderr();
-    let mut last = (0u64, std::time::Instant::now());
-    let mut fps = 0.0;
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(250));
-        let s = counters.snapshot();
-        let now = std::time::Instant::now();
-        let dt = now.duration_since(last.1).as_secs_f64();
-        if dt > 0.0 {
-            fps = (s.frames - last.0) as f64 / dt;
-        }
-        last = (s.frames, now);
-        let stages: Vec<String> = s
-            .stages
-            .iter()
-            .map(|st| {
-                let skipped = if st.skipped > 0 {
-                    format!(" skipped {}", st.skipped)
-                } else {
-                    String::new()
-                };
-                if st.instances > 1 {
-                    format!("{} {:.1}ms x{}{skipped}", st.name, st.mean_ms, st.instances)
-                } else {
-                    format!("{} {:.1}ms{skipped}", st.name, st.mean_ms)
-                }
-            })
-            .collect();
-        let mut flags = String::new();
-        if counters.realtime() {
-            flags.push_str(" RT");
-        }
-        if counters.paused() {
-            flags.push_str(" PAUSED");
-        }
-        flags.push_str(&format!(" {:.1}bpm", counters.tempo_bpm()));
-        let budget = counters.latency_budget_ms();
-        if budget > 0.0 {
-            flags.push_str(&format!(" latency {budget:.1}ms"));
-        }
-        let (late, rep) = (counters.late(), counters.repeated());
-        if late + rep > 0 {
-            flags.push_str(&format!(" late {late} rep {rep}"));
-        }
-        if let Some(o) = osc {
-            flags.push_str(&format!(" {}", o.summary()));
-        }
-        if let Some(m) = midi {
-            flags.push_str(&format!(" {}", m.summary()));
-        }
-        if let Some(w) = web {
-            flags.push_str(&format!(" {}", w.summary()));
-        }
-        if let Some(q) = query {
-            flags.push_str(&format!(
-                " oscquery {} ws {} pkts",
-                q.ws_clients.load(Ordering::Relaxed),
-                q.packets.load(Ordering::Relaxed)
-            ));
-        }
-        let line = format!(
-            "{:>6} frames {:>6.1} fps  in flight {:>2}{} | {}",
-            s.frames,
-            fps,
-            s.in_flight,
-            flags,
-            stages.join(" | ")
-        );
-        let width = 160;
-        let shown: String = line.chars().take(width).collect();
-        let _ = write!(err, "\r{shown:<width$}\x1b[K");
-        let _ = err.flush();
-    }
-    let _ = write!(err, "\r\x1b[K");
 }
 
 fn write_stats(

@@ -865,6 +865,7 @@ fn status_line(
     let mut err = std::io::stderr();
     let mut last = (0u64, Instant::now());
     let mut fps = 0.0;
+    crate::status::drawing(true);
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(250));
         let (mut frames, mut late, mut repeated, mut paused) = (0u64, 0u64, 0u64, 0usize);
@@ -891,10 +892,14 @@ fn status_line(
         for summary in surfaces {
             line.push_str(&format!("  {}", summary()));
         }
-        let width = 160;
-        let shown: String = line.chars().take(width).collect();
-        let _ = write!(err, "\r{shown:<width$}\x1b[K");
+        // Never wider than the terminal (a wrapped line leaves a line per redraw).
+        let shown: String = line
+            .chars()
+            .take(crate::status::columns().saturating_sub(1))
+            .collect();
+        let _ = write!(err, "\r{shown}\x1b[K");
         let _ = err.flush();
     }
+    crate::status::drawing(false);
     let _ = write!(err, "\r\x1b[K");
 }

@@ -185,6 +185,13 @@ pub trait Source: Send {
     fn blocks(&self) -> bool {
         false
     }
+    /// Waits until the first [`fill`](Self::fill) can give a frame without a start-up wait (a
+    /// decoder process started and its first frame decoded). Called once, when the show is
+    /// prepared (or a live edit adds the source), before the frame clock starts: the start-up
+    /// is not counted against the first frames' deadlines. The default: ready at once.
+    fn ready(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The refusal of an element that cannot change `name` while running.
@@ -284,6 +291,14 @@ pub trait Sink: Send {
     /// writes a regular file, drops frames or hands them to a thread of its own.
     fn blocks(&self) -> bool {
         false
+    }
+    /// Waits, after [`start`](Self::start), until the sink can take its first frame without
+    /// a start-up wait (an encoder process loaded and reading its input, a connection made):
+    /// the runtime calls it before the frame clock starts, so that the first frames are not
+    /// late because a sink was still starting. An error (the encoder quit at once) fails the
+    /// run before its first frame. The default: ready at once.
+    fn ready(&mut self) -> Result<()> {
+        Ok(())
     }
 }
 

@@ -5,7 +5,12 @@
 //! `ffmpeg -nostdin -v error [ARGS...] [-f FORMAT] -i LOCATION [-vf scale=W:H] [-frames:v N]
 //! -f rawvideo -pix_fmt rgba -` and reads whole frames from its stdout into the pool frame.
 //! The sink runs `ffmpeg -v error -y -f rawvideo -pix_fmt rgba -s WxH -r RATE -i -
-//! [-c:v CODEC] [-pix_fmt PIXFMT] [ARGS...] LOCATION` and writes frames to its stdin.
+//! [-c:v CODEC] [-pix_fmt PIXFMT] [ARGS...] LOCATION` and writes frames to its stdin from a
+//! writer thread fed through a ring of buffers allocated at start (see `Running`).
+//!
+//! Both are ready before the frame clock starts ([`Sink::ready`], [`Source::ready`]): the sink
+//! once ffmpeg is loaded and reading its pipe, the source (on a clip file) once the decoder's
+//! first bytes are there.
 //!
 //! `location` is always handed over as a path or URL, never as an option: a relative path that
 //! starts with `-` goes as `./-name` ([`input_arg`], [`output_arg`]), and ffprobe gets it after
@@ -42,6 +47,36 @@ pub const FFMPEG: &str = "ffmpeg";
 pub const FFPROBE: &str = "ffprobe";
 /// Lines of a tool's stderr kept for error messages.
 const TAIL_LINES: usize = 8;
+/// How long [`Sink::ready`] waits at most for ffmpeg to be reading its input (a loaded machine
+/// can take seconds to start it); after that the run starts anyway.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How often it looks.
+const READY_POLL: std::time::Duration = std::time::Duration::from_millis(2);
+/// Bytes of frames `ffmpegsink` may hold ahead of its encoder (see [`Running`]); at most
+/// [`AHEAD_FRAMES`] frames, at least one.
+const AHEAD_BYTES: u64 = 32 << 20;
+/// Frames `ffmpegsink` may hold ahead of its encoder at most.
+const AHEAD_FRAMES: u64 = 8;
+
+/// Whether process `pid` has a thread blocked reading a pipe (`/proc/PID/task/*/wchan` names
+/// `pipe_read`, `anon_pipe_read` or, on older kernels, `pipe_wait`): an encoder started with
+/// only its stdin as a pipe to read is then loaded and waiting for its first frame. `None` when
+/// /proc does not tell (no /proc, wchan hidden as `0`).
+fn reading_a_pipe(pid: u32) -> Option<bool> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut told = false;
+    for task in tasks.flatten() {
+        let Ok(wchan) = std::fs::read_to_string(task.path().join("wchan")) else {
+            continue;
+        };
+        let wchan = wchan.trim();
+        if wchan.contains("pipe_read") || wchan.contains("pipe_wait") {
+            return Some(true);
+        }
+        told |= !wchan.is_empty() && wchan != "0";
+    }
+    told.then_some(false)
+}
 
 /// A relative path given to ffmpeg as input or output could be taken for an option.
 fn dashed(location: &str) -> bool {
@@ -575,14 +610,33 @@ impl Source for FfmpegSrc {
         self.info
     }
 
+    /// `frames=` when given, else the clip's own count (ffprobe's, when `args` do not cut it).
+    /// An estimate from the duration may be a frame off: too high only holds a frame more in
+    /// flight; too low, the progress reaches its total a frame early.
     fn len_hint(&self) -> Option<u64> {
-        (self.frames > 0).then_some(self.frames)
+        match (self.frames, self.expected) {
+            (0, e) => e.map(|(n, _)| n),
+            (f, Some((n, _))) => Some(f.min(n)),
+            (f, None) => Some(f),
+        }
     }
 
     /// Reads another process's pipe: a live URL, a camera or a slow decoder can keep it
     /// waiting for any time.
     fn blocks(&self) -> bool {
         true
+    }
+
+    /// A clip file: waits for the decoder's first bytes (ffmpeg started, first frame
+    /// decoded), so that the first frame does not wait for ffmpeg's start-up once the clock
+    /// runs. A URL or device is live: its stream decides when frames come, nothing is awaited.
+    fn ready(&mut self) -> Result<()> {
+        let file = std::fs::metadata(&self.location).is_ok_and(|m| m.is_file());
+        if file && !self.done {
+            // An error or an empty pipe is the first `fill`'s to report, with ffmpeg's words.
+            let _ = self.stdout.fill_buf();
+        }
+        Ok(())
     }
 
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
@@ -682,11 +736,41 @@ pub struct FfmpegSink {
     running: Option<Running>,
 }
 
+/// A running encoder. Frames reach its pipe through a writer thread (`ffmpegsink-writer`) and a
+/// ring of frame buffers allocated at start: `consume` copies the frame into a free buffer and
+/// hands it over, and waits only when every buffer is still queued. So an encoder that is slow
+/// for a moment (its own start-up: x264 initializes on the first frame, while the pipe holds
+/// less than a frame; a lookahead burst) costs the output thread nothing until the ring is
+/// full, and a lasting slowness still holds the show back (back-pressure, nothing dropped).
 #[derive(Debug)]
 struct Running {
     child: Child,
-    stdin: Option<BufWriter<ChildStdin>>,
+    /// Filled buffers to the writer thread; `None` once closed.
+    filled: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    /// Buffers the writer thread is done with.
+    free: std::sync::mpsc::Receiver<Vec<u8>>,
+    /// Gives the pipe back (flushed or not) and the first write error, when it ends.
+    writer: Option<JoinHandle<Option<std::io::Error>>>,
     stderr: StderrTail,
+}
+
+/// The writer thread: writes each filled buffer to ffmpeg's stdin, in order, and hands it
+/// back; ends when the sink closes the ring or a write fails (the error is returned; the
+/// sink then reports ffmpeg's own words). The pipe is flushed and closed as it ends.
+fn write_frames(
+    mut stdin: BufWriter<ChildStdin>,
+    filled: std::sync::mpsc::Receiver<Vec<u8>>,
+    free: std::sync::mpsc::SyncSender<Vec<u8>>,
+) -> Option<std::io::Error> {
+    use std::io::Write as _;
+    for buf in filled {
+        if let Err(e) = stdin.write_all(&buf) {
+            return Some(e);
+        }
+        // The sink may be gone already (dropped): the buffer is then freed here.
+        let _ = free.send(buf);
+    }
+    stdin.flush().err()
 }
 
 impl FfmpegSink {
@@ -732,15 +816,14 @@ impl FfmpegSink {
         a
     }
 
-    /// Closes ffmpeg's input and waits for it; an error when it failed.
+    /// Closes ffmpeg's input (after the frames queued for it) and waits for it; an error when
+    /// it failed.
     fn close(&mut self) -> std::result::Result<(), IoError> {
         let Some(mut r) = self.running.take() else {
             return Ok(());
         };
-        let flushed = match r.stdin.take() {
-            Some(mut w) => std::io::Write::flush(&mut w).err(),
-            None => None,
-        };
+        drop(r.filled.take());
+        let flushed = r.writer.take().and_then(|w| w.join().ok().flatten());
         let status = r.child.wait().ok();
         if !status.is_some_and(|s| s.success()) {
             return Err(failure(FFMPEG, status, &mut r.stderr));
@@ -788,6 +871,31 @@ impl Sink for FfmpegSink {
             .stdin
             .take()
             .map(|s| BufWriter::with_capacity(BUF_BYTES, s));
+        let frame_bytes = framepipe_core::limits::frame_bytes(info.width, info.height);
+        let ahead = (AHEAD_BYTES / frame_bytes.max(1)).clamp(1, AHEAD_FRAMES) as usize;
+        let (filled_tx, filled_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(ahead);
+        let (free_tx, free_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(ahead);
+        for _ in 0..ahead {
+            let _ = free_tx.send(vec![0u8; frame_bytes as usize]);
+        }
+        let writer = match stdin {
+            Some(stdin) => std::thread::Builder::new()
+                .name("ffmpegsink-writer".into())
+                .spawn(move || write_frames(stdin, filled_rx, free_tx))
+                .map_err(|source| {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    Error::element(
+                        SINK,
+                        IoError::Spawn {
+                            program: "the ffmpegsink writer thread".into(),
+                            source,
+                        },
+                    )
+                })
+                .map(Some)?,
+            None => None,
+        };
         let stderr = StderrTail::start(child.stderr.take().ok_or_else(|| {
             Error::element(
                 SINK,
@@ -799,34 +907,78 @@ impl Sink for FfmpegSink {
         })?);
         self.running = Some(Running {
             child,
-            stdin,
+            filled: Some(filled_tx),
+            free: free_rx,
+            writer,
             stderr,
         });
         Ok(())
     }
 
+    /// Waits until ffmpeg is loaded and reading its input (a thread of it blocked reading the
+    /// pipe; see `reading_a_pipe`), at most `READY_WAIT`: starting the tool takes tens to
+    /// hundreds of ms, which would otherwise fall on the first frames. An ffmpeg that quits
+    /// meanwhile (a bad option) is an error here, with its own words, before any frame.
+    fn ready(&mut self) -> Result<()> {
+        let Some(r) = self.running.as_mut() else {
+            return Ok(());
+        };
+        let pid = r.child.id();
+        let until = std::time::Instant::now() + READY_WAIT;
+        while std::time::Instant::now() < until {
+            if let Ok(Some(status)) = r.child.try_wait() {
+                let mut r = self.running.take().expect("running");
+                return Err(Error::element(
+                    SINK,
+                    failure(FFMPEG, Some(status), &mut r.stderr),
+                ));
+            }
+            match reading_a_pipe(pid) {
+                Some(true) | None => return Ok(()),
+                Some(false) => std::thread::sleep(READY_POLL),
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the frame into a free buffer of the ring and hands it to the writer thread;
+    /// waits for a free buffer when the encoder is a whole ring behind.
     fn consume(&mut self, _ctx: &FrameCtx, frame: &Frame) -> Result<()> {
-        let Some(w) = self.running.as_mut().and_then(|r| r.stdin.as_mut()) else {
-            return Err(Error::element(
+        let handed = match self.running.as_mut() {
+            None => Err(None),
+            Some(r) => match (r.free.recv(), r.filled.as_ref()) {
+                (Ok(mut buf), Some(filled)) => {
+                    let data = frame.data();
+                    // Sized at start for this stream's frames: never resized in a run.
+                    buf.resize(data.len(), 0);
+                    buf.copy_from_slice(data);
+                    filled.send(buf).map_err(|_| Some(()))
+                }
+                // The writer thread ended: a write failed.
+                _ => Err(Some(())),
+            },
+        };
+        match handed {
+            Ok(()) => Ok(()),
+            Err(None) => Err(Error::element(
                 SINK,
                 IoError::Write {
                     path: self.location.clone(),
                     source: std::io::Error::other("ffmpeg is not running"),
                 },
-            ));
-        };
-        if let Err(source) = std::io::Write::write_all(w, frame.data()) {
+            )),
             // Most likely ffmpeg quit (bad option, full disk...): its own words say why.
-            let e = match self.close() {
-                Err(e) => e,
-                Ok(()) => IoError::Write {
-                    path: format!("ffmpeg's input for {}", self.location),
-                    source,
-                },
-            };
-            return Err(Error::element(SINK, e));
+            Err(Some(())) => {
+                let e = match self.close() {
+                    Err(e) => e,
+                    Ok(()) => IoError::Write {
+                        path: format!("ffmpeg's input for {}", self.location),
+                        source: std::io::Error::other("the writer thread ended"),
+                    },
+                };
+                Err(Error::element(SINK, e))
+            }
         }
-        Ok(())
     }
 
     fn finish(&mut self) -> Result<()> {
@@ -837,7 +989,10 @@ impl Sink for FfmpegSink {
 impl Drop for FfmpegSink {
     fn drop(&mut self) {
         if let Some(mut r) = self.running.take() {
-            drop(r.stdin.take());
+            drop(r.filled.take());
+            if let Some(w) = r.writer.take() {
+                let _ = w.join();
+            }
             let _ = r.child.wait();
         }
     }

@@ -14,7 +14,9 @@
 //!   Readers fill preallocated buffers (the pool frame itself where no conversion is needed);
 //!   writers use one `BufWriter` made at build or start.
 //! * Nothing locks, except ffmpeg's stderr collector: a helper thread that takes a mutex only
-//!   when ffmpeg prints a line (it is told `-v error`, so normally never).
+//!   when ffmpeg prints a line (it is told `-v error`, so normally never); and `ffmpegsink`
+//!   hands each frame, copied into a ring of buffers allocated at start, to its writer thread
+//!   through a bounded channel (see `ffmpeg::Running`).
 //! * Sources and sinks *block* on their file, pipe or child process: that is their job. They run
 //!   as the pipeline's first and last serial stages, so the runtime keeps them off the effects'
 //!   way.

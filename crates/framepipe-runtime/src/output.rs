@@ -548,7 +548,13 @@ impl Output {
             }
             Release::Hold => {
                 self.held = Some(item);
-                check_stalls(shared, &self.ver, self.stall_ns, now);
+                check_stalls(
+                    shared,
+                    &self.ver,
+                    self.stall_ns,
+                    now,
+                    self.released_seq.is_some(),
+                );
                 // A command (`resume`) raises the port's signal.
                 return Next::Wait(now + self.poll_ns);
             }
@@ -788,7 +794,13 @@ impl Output {
         if got.is_some() || end {
             return Ok(got);
         }
-        check_stalls(shared, &self.ver, self.stall_ns, now);
+        check_stalls(
+            shared,
+            &self.ver,
+            self.stall_ns,
+            now,
+            self.released_seq.is_some(),
+        );
         if self.commands.as_ref().is_some_and(|r| r.pending() > 0)
             || self
                 .edits_link
@@ -1486,7 +1498,12 @@ fn refuse(shared: &Shared, reader: &mut CommandReader, p: Posted, reason: String
 }
 
 /// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.
-fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64) {
+/// Not before the show has started (`started`: its first frame released): the first frames
+/// carry the start-up (a decoder's first frame, caches, pools), which is no stall.
+fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64, started: bool) {
+    if !started {
+        return;
+    }
     // A follower output thread (stall `u64::MAX`) leaves stall reports to the master's.
     let Ok(stall_ns) = i64::try_from(stall_ns) else {
         return;

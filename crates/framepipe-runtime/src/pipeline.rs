@@ -653,7 +653,9 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
         // A source whose `fill` may wait on the outside world: run by the IO thread.
         let mut blocks = false;
         let kind = match e.part {
-            Part::Source { source, on_end } => {
+            Part::Source { mut source, on_end } => {
+                // Ready before the clock starts (a decoder's first frame decoded).
+                source.ready()?;
                 roots.push(i);
                 blocks = source.blocks();
                 let own = source.info().rate;
@@ -755,6 +757,9 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             }
             Part::Sink(mut sink) => {
                 sink.start(e.info)?;
+                // Ready before the clock starts (an encoder loaded and reading): the first
+                // frames are not late because a sink was still starting.
+                sink.ready()?;
                 let port = port_nodes.iter().position(|&p| p == i).expect("a port");
                 sinks[port] = Some(sink);
                 counter.add_instance();
