@@ -230,6 +230,9 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     host.set_standby(!args.no_standby);
     let threads = host.threads();
     framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
+    // Several shows share this process: a frei0r plugin crashing in process would end them
+    // all, so every frei0r node runs isolated unless it says `isolate=false` (docs/SHOWS.md).
+    framepipe_frei0r::isolate::set_isolate_by_default(true);
     let shows = load(&args.shows)?;
     let own_threads: Vec<&str> = shows
         .iter()
@@ -725,6 +728,9 @@ fn show_event(name: &str, e: &Event) {
         Event::LeftRunning { stage, worker } => say!(
             "\rframepipe: show {name}: warning: fp-worker-{worker} is still inside {stage} (blocked; it cannot be interrupted) and was left running"
         ),
+        Event::SourceEnded { stage, frames } => {
+            say!("\rframepipe: show {name}: {stage} ended after {frames} frames: the show ends")
+        }
         other => say!("\rframepipe: show {name}: {other:?}"),
     }
 }

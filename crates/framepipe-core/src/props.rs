@@ -106,6 +106,12 @@ pub struct PropSpec {
     pub default: PropValue,
     /// One line for `framepipe inspect`.
     pub description: String,
+    /// Whether a running node takes a new value (`set`, an oscillator): `false` for a property
+    /// read once, when the node starts (a size, a colour baked into a table, how the node is
+    /// run). Every surface's `set` is refused at once for such a property, with the reason
+    /// ([`PropSpec::not_live_reason`]); the web page shows it read-only and OSCQuery with
+    /// ACCESS 1. Declared by the element ([`PropSpec::fixed`]); `true` unless it says so.
+    pub live: bool,
 }
 
 impl PropSpec {
@@ -121,7 +127,27 @@ impl PropSpec {
             kind,
             default,
             description: description.into(),
+            live: true,
         }
+    }
+
+    /// The same spec for a property read when the node starts, which a running node cannot
+    /// take ([`PropSpec::live`] false).
+    #[must_use]
+    pub fn fixed(mut self) -> Self {
+        self.live = false;
+        self
+    }
+
+    /// Why `set NODE.PROP` is refused while running, for a property that is not live:
+    /// `st.color cannot change while running: it is read when the node starts; replace the node
+    /// to change it`.
+    pub fn not_live_reason(&self, node: &str) -> String {
+        format!(
+            "{node}.{} cannot change while running: it is read when the node starts; replace \
+             the node to change it",
+            self.name
+        )
     }
 
     /// Parses `text` as a value of this property for `element`, checking its range.
