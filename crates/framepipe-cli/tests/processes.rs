@@ -108,25 +108,27 @@ impl Forking {
     }
 
     /// `framepipe run` of an endless paced show through the plugin, isolated.
-    fn spawn(&self) -> std::process::Child {
-        Command::new(FP)
-            .env(
-                "FREI0R_PATH",
-                format!("{}:/usr/lib/frei0r-1", self.dir.display()),
-            )
-            .args([
-                "run",
-                "-q",
-                &format!(
-                    "testsrc width=32 height=32 rate=25 ! frei0r-{} isolate=true ! nullsink",
-                    self.stem
-                ),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn framepipe")
+    fn spawn(&self) -> Running {
+        Running(Some(
+            Command::new(FP)
+                .env(
+                    "FREI0R_PATH",
+                    format!("{}:/usr/lib/frei0r-1", self.dir.display()),
+                )
+                .args([
+                    "run",
+                    "-q",
+                    &format!(
+                        "testsrc width=32 height=32 rate=25 ! frei0r-{} isolate=true ! nullsink",
+                        self.stem
+                    ),
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn framepipe"),
+        ))
     }
 
     /// (pid, process group) of each grandchild forked so far, in order.
@@ -141,7 +143,8 @@ impl Forking {
             .collect()
     }
 
-    fn wait_grandchildren(&self, n: usize, child: &mut std::process::Child) -> Vec<(i32, i32)> {
+    fn wait_grandchildren(&self, n: usize, child: &mut Running) -> Vec<(i32, i32)> {
+        let child = child.0.as_mut().unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let g = self.grandchildren();
@@ -162,6 +165,37 @@ impl Forking {
     /// The memfd names of the plugin's shared memory, as /proc/PID/maps shows them.
     fn memfd_tag(&self) -> String {
         format!("memfd:framepipe-frei0r-{}", self.stem)
+    }
+}
+
+impl Drop for Forking {
+    /// A failed test leaves no helper behind: the grandchildren it recorded are the test's own.
+    fn drop(&mut self) {
+        for (pid, _) in self.grandchildren() {
+            if alive(pid) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+        }
+    }
+}
+
+/// A running framepipe, killed when dropped (a failed test leaves no process behind).
+struct Running(Option<std::process::Child>);
+
+impl Running {
+    fn id(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 
@@ -249,8 +283,12 @@ fn trigger_crash(p: &Forking) {
     std::fs::write(p.dir.join("crash"), b"").unwrap();
 }
 
-fn stderr_of(child: std::process::Child) -> (std::process::ExitStatus, String) {
-    let out = common::wait(child, Duration::from_secs(20), "framepipe");
+fn stderr_of(mut child: Running) -> (std::process::ExitStatus, String) {
+    let out = common::wait(
+        child.0.take().unwrap(),
+        Duration::from_secs(20),
+        "framepipe",
+    );
     (
         out.status,
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -294,7 +332,7 @@ fn an_isolated_plugins_processes_end_with_its_child_and_with_the_run() {
     // The run ends (SIGINT: the normal stop): nothing of the plugin is left.
     common::kill(fp.id(), "INT");
     let (status, err) = stderr_of(fp);
-    assert!(status.success(), "{status}: {err}");
+    assert_eq!(status.code(), Some(130), "stopped by SIGINT: {err}");
     assert!(err.contains("plugin crashed"), "{err}");
     assert_group_gone(group2, Some(&tag), "after the run");
     assert!(!alive(g2), "the grandchild {g2} outlived the run");
@@ -309,7 +347,7 @@ fn an_isolated_plugins_processes_end_when_framepipe_is_killed() {
     let (g1, group1) = p.wait_grandchildren(1, &mut fp)[0];
     assert!(alive(g1));
     common::kill(fp.id(), "KILL");
-    let _ = fp.wait();
+    let _ = fp.0.take().unwrap().wait();
     assert_group_gone(group1, Some(&p.memfd_tag()), "after SIGKILL");
     assert!(!alive(g1), "the grandchild {g1} outlived framepipe");
 }

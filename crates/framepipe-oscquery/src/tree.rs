@@ -460,6 +460,8 @@ mod tests {
                             "an int",
                         ),
                         PropSpec::new("tint", PropKind::Color, PropValue::Color([1.0; 3]), "c"),
+                        PropSpec::new("isolate", PropKind::Bool, PropValue::Bool(false), "")
+                            .fixed(),
                     ],
                     bypassable: true,
                 },
@@ -528,6 +530,10 @@ mod tests {
         assert_eq!(blur["RANGE"], json!([{ "MIN": 0.0, "MAX": 1.0 }]));
         assert_eq!(blur["VALUE"], json!([0.5]));
         assert_eq!(blur["ACCESS"], 3);
+        // A property read when the node starts: read-only, with its value.
+        let isolate = &glow["CONTENTS"]["isolate"];
+        assert_eq!(isolate["ACCESS"], 1);
+        assert_eq!(isolate["VALUE"], json!([false]));
         // An int range beyond 32 bits is clamped to what "i" carries.
         assert_eq!(
             glow["CONTENTS"]["big"]["RANGE"],

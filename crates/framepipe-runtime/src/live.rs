@@ -909,6 +909,42 @@ impl LiveSpec {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_property_read_at_the_start_is_refused_with_the_reason() {
+        let mut st = LiveStage::new("st".into(), "stamp".into(), true, true);
+        let float = PropKind::Float { min: 0.0, max: 9.0 };
+        st.add_param(
+            PropSpec::new("size", float.clone(), PropValue::Float(1.0), "").fixed(),
+            PropValue::Float(1.0),
+        );
+        st.add_param(
+            PropSpec::new("value", float, PropValue::Float(1.0), ""),
+            PropValue::Float(1.0),
+        );
+        assert!(st
+            .attach("size", Oscillator::parse_compact("~sine:1hz").unwrap())
+            .is_err());
+        let spec = Live::new(vec![st]).spec();
+        let set = |prop: &str, value: &str| Command::Set {
+            element: Target::Name("st".into()),
+            prop: prop.into(),
+            value: value.into(),
+        };
+        let reason = "st.size cannot change while running: it is read when the node starts; \
+                      replace the node to change it";
+        for cmd in [
+            set("size", "2"),
+            set("size", "~sine:1hz"),
+            Command::Unosc {
+                element: Target::Name("st".into()),
+                prop: "size".into(),
+            },
+        ] {
+            assert_eq!(spec.resolve(&cmd).err().as_deref(), Some(reason), "{cmd}");
+        }
+        assert!(spec.resolve(&set("value", "2")).is_ok());
+    }
+
     fn stage(kind: PropKind, base: PropValue, osc: Option<Oscillator>) -> Live {
         let mut st = LiveStage::new("fx".into(), "fx".into(), true, true);
         st.add_param(PropSpec::new("p", kind, base.clone(), ""), base);
