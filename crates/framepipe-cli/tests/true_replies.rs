@@ -230,3 +230,39 @@ fn a_property_read_at_the_start_is_refused_on_every_surface_and_shown_read_only(
         "{err}"
     );
 }
+
+#[test]
+fn after_one_show_failed_the_others_still_take_every_show_commands() {
+    // Issue #22 item 8: `@*` after one show of several failed reaches the shows still running;
+    // the failed one answers for its own copy.
+    let mut fp = Fp::start(&[
+        "run",
+        "--fps",
+        "30",
+        "testsrc width=32 height=32 ! stamp name=st ! rawsink location=/dev/full",
+        "testsrc width=32 height=32 ! stamp name=st ! nullsink",
+    ]);
+    fp.line_after("framepipe: show show-1: error: ");
+    fp.command("@* set st.value 5");
+    wait_until(Duration::from_secs(20), "both answers", || {
+        let err = fp.stderr();
+        err.contains("framepipe: show show-2: ok 'set st.value 5' from frame ")
+            && err.contains("framepipe: show show-1: refused 'set st.value 5': ")
+    });
+    fp.command("@* stop");
+    wait_until(Duration::from_secs(20), "show-2 stopped", || {
+        fp.stderr().contains("framepipe: show show-2: ok 'stop'")
+    });
+    let mut status = None;
+    wait_until(Duration::from_secs(20), "the exit", || {
+        status = fp.child.try_wait().unwrap();
+        status.is_some()
+    });
+    let status = status.unwrap();
+    assert_eq!(status.code(), Some(1), "one show failed: {}", fp.stderr());
+    assert!(
+        fp.stderr().contains("2 shows: 1 ended, 1 failed (show-1)"),
+        "{}",
+        fp.stderr()
+    );
+}
