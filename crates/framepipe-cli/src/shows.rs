@@ -234,6 +234,17 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     // all, so every frei0r node runs isolated unless it says `isolate=false` (docs/SHOWS.md).
     framepipe_frei0r::isolate::set_isolate_by_default(true);
     let shows = load(&args.shows)?;
+    // A frei0r node (isolated by default here) asks for shared-memory pools when it is built;
+    // asked for before any show is built, every show's pools are made so, and shows of one
+    // frame size still share one pool (else the shows built before it would have heap pools).
+    if shows.iter().any(|s| {
+        s.desc
+            .nodes
+            .iter()
+            .any(|n| n.element.starts_with("frei0r-"))
+    }) {
+        framepipe_core::shm::request_shared_pools();
+    }
     let own_threads: Vec<&str> = shows
         .iter()
         .filter(|s| s.desc.settings.threads.is_some())
