@@ -376,7 +376,12 @@ pub fn run(args: RunArgs) -> Result<Exit> {
             .with_context(in_show)?;
         let options_pace = options.pace;
         let mut prepared = graph.prepare(options).with_context(in_show)?;
-        prepared.set_events(show_events(&name, surfaces, Arc::clone(&budget)));
+        prepared.set_events(show_events(
+            &name,
+            surfaces,
+            args.quiet,
+            Arc::clone(&budget),
+        ));
         let own = if args.start_paused {
             Some(
                 tx.post(ControlCommand::Pause)
@@ -700,12 +705,21 @@ impl EventBudget {
     }
 }
 
-/// One show's events on stderr, naming the show, within `budget`.
-fn show_events(name: &str, surfaces: bool, budget: Arc<EventBudget>) -> framepipe_runtime::EventFn {
+/// One show's events on stderr, naming the show, within `budget` (which source ended a show
+/// only without `quiet`: the normal end of a render).
+fn show_events(
+    name: &str,
+    surfaces: bool,
+    quiet: bool,
+    budget: Arc<EventBudget>,
+) -> framepipe_runtime::EventFn {
     let name = name.to_string();
     Arc::new(move |e: &Event| {
         // Commands from a surface are answered by their replies (`fp-replies`), not twice.
         if surfaces && matches!(e, Event::CommandRejected { .. }) {
+            return;
+        }
+        if quiet && matches!(e, Event::SourceEnded { .. }) {
             return;
         }
         let Some(hidden) = budget.take() else {
