@@ -103,11 +103,12 @@ static GROUPS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
 /// error, a panic). Dropping an [`Isolated`] does the same for its own child. A child whose
 /// parent dies without either (SIGKILL) ends its group itself within half a second.
 pub fn end_all() {
-    let groups = std::mem::take(&mut *GROUPS.lock().unwrap_or_else(|e| e.into_inner()));
-    for pgid in groups {
-        // SAFETY: killpg has no memory preconditions. The group is one of our children's: its
-        // leader is not reaped yet (it is removed from GROUPS before it is), so the id cannot
-        // name another group.
+    // The lock is held while killing: a group is removed from GROUPS (under it) before its
+    // leader is reaped, so every group killed here still has its unreaped leader.
+    let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+    for pgid in groups.drain(..) {
+        // SAFETY: killpg has no memory preconditions; the group is one of our children's, its
+        // leader not reaped (above), so the id cannot name another group.
         unsafe { libc::killpg(pgid, libc::SIGKILL) };
     }
 }
