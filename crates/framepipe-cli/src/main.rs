@@ -218,6 +218,12 @@ fn main() {
     let cli = Cli::parse();
     // A broken pipe while *running* is a real error (e.g. a rawsink reader went away).
     let cli_was_run = matches!(cli.command, Command::Run(_));
+    if cli_was_run {
+        // A plugin crashing in process names its node before the process dies of it.
+        if let Err(e) = framepipe_core::crash::install() {
+            say!("framepipe: warning: no crash handler ({e}): a crash will not name its node");
+        }
+    }
     let result = match cli.command {
         Command::Run(args) => run(*args),
         Command::Graph(args) => graph(args).map(|()| Exit::Done),
@@ -227,6 +233,9 @@ fn main() {
         Command::Doctor(args) => doctor::run(args).map(|()| Exit::Done),
         Command::Displays => displays().map(|()| Exit::Done),
     };
+    // No isolated plugin's process outlives the run, whichever way it ended (the graph's drop
+    // ends them too; this covers an error that left before it).
+    framepipe_frei0r::isolate::end_all();
     let e = match result {
         Ok(Exit::Done) => return,
         Ok(Exit::Status(code)) => std::process::exit(code),
@@ -512,6 +521,7 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     if stdout_sink && args.progress.as_deref() == Some("-") {
         bail!("--progress -: a sink writes the frames to standard output; give --progress a file");
     }
+    let quiet = args.quiet;
     prepared.set_events(Arc::new(move |e: &Event| match e {
         Event::Stalled { stage, elapsed_ms } => {
             say!("\rframepipe: warning: {stage} stalled: one frame has taken {elapsed_ms} ms")
@@ -532,6 +542,11 @@ fn run_one(args: RunArgs) -> Result<Exit> {
             "\rframepipe: warning: fp-worker-{worker} is still inside {stage} (blocked; it cannot be interrupted) and was left running"
         ),
         Event::FadeDone { to, frame } => say!("\rframepipe: fade to {to} done at frame {frame}"),
+        // Which source ended the run (a render's normal end: one line, not with -q).
+        Event::SourceEnded { stage, frames } if !quiet => {
+            say!("\rframepipe: {stage} ended after {frames} frames: the run ends")
+        }
+        Event::SourceEnded { .. } => {}
         Event::FadeStuck { to, reason } => say!(
             "\rframepipe: warning: the fade to {to} cannot end (its old project keeps running): {reason}"
         ),

@@ -230,6 +230,9 @@ pub fn run(args: RunArgs) -> Result<Exit> {
     host.set_standby(!args.no_standby);
     let threads = host.threads();
     framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
+    // Several shows share this process: a frei0r plugin crashing in process would end them
+    // all, so every frei0r node runs isolated unless it says `isolate=false` (docs/SHOWS.md).
+    framepipe_frei0r::isolate::set_isolate_by_default(true);
     let shows = load(&args.shows)?;
     // Every stats file is tried now: one that cannot be written is said before the shows run.
     for path in args
@@ -238,6 +241,17 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         .chain(shows.iter().filter_map(|s| s.desc.settings.stats.as_ref()))
     {
         crate::try_stats_path(path)?;
+    }
+    // A frei0r node (isolated by default here) asks for shared-memory pools when it is built;
+    // asked for before any show is built, every show's pools are made so, and shows of one
+    // frame size still share one pool (else the shows built before it would have heap pools).
+    if shows.iter().any(|s| {
+        s.desc
+            .nodes
+            .iter()
+            .any(|n| n.element.starts_with("frei0r-"))
+    }) {
+        framepipe_core::shm::request_shared_pools();
     }
     let own_threads: Vec<&str> = shows
         .iter()
@@ -371,7 +385,12 @@ pub fn run(args: RunArgs) -> Result<Exit> {
             .with_context(in_show)?;
         let options_pace = options.pace;
         let mut prepared = graph.prepare(options).with_context(in_show)?;
-        prepared.set_events(show_events(&name, surfaces, Arc::clone(&budget)));
+        prepared.set_events(show_events(
+            &name,
+            surfaces,
+            args.quiet,
+            Arc::clone(&budget),
+        ));
         let own = if args.start_paused {
             Some(
                 tx.post(ControlCommand::Pause)
@@ -696,12 +715,21 @@ impl EventBudget {
     }
 }
 
-/// One show's events on stderr, naming the show, within `budget`.
-fn show_events(name: &str, surfaces: bool, budget: Arc<EventBudget>) -> framepipe_runtime::EventFn {
+/// One show's events on stderr, naming the show, within `budget` (which source ended a show
+/// only without `quiet`: the normal end of a render).
+fn show_events(
+    name: &str,
+    surfaces: bool,
+    quiet: bool,
+    budget: Arc<EventBudget>,
+) -> framepipe_runtime::EventFn {
     let name = name.to_string();
     Arc::new(move |e: &Event| {
         // Commands from a surface are answered by their replies (`fp-replies`), not twice.
         if surfaces && matches!(e, Event::CommandRejected { .. }) {
+            return;
+        }
+        if quiet && matches!(e, Event::SourceEnded { .. }) {
             return;
         }
         let Some(hidden) = budget.take() else {
@@ -735,6 +763,9 @@ fn show_event(name: &str, e: &Event) {
         Event::LeftRunning { stage, worker } => say!(
             "\rframepipe: show {name}: warning: fp-worker-{worker} is still inside {stage} (blocked; it cannot be interrupted) and was left running"
         ),
+        Event::SourceEnded { stage, frames } => {
+            say!("\rframepipe: show {name}: {stage} ended after {frames} frames: the show ends")
+        }
         other => say!("\rframepipe: show {name}: {other:?}"),
     }
 }

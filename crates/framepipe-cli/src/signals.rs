@@ -82,6 +82,8 @@ pub fn stop_on_signals(stoppers: Vec<Stopper>) -> std::io::Result<Received> {
                     );
                 } else {
                     crate::say!("\rframepipe: {} again: quitting at once", name(sig));
+                    // The graph is not dropped: end the isolated plugins' processes here.
+                    framepipe_frei0r::isolate::end_all();
                     std::process::exit(128 + sig);
                 }
             }

@@ -192,6 +192,18 @@ pub trait Source: Send {
     fn ready(&mut self) -> Result<()> {
         Ok(())
     }
+    /// The properties `set NODE.PROP` and oscillators reach on a running source, with their
+    /// values at build (a generator's parameters; those marked not live, [`PropSpec::fixed`],
+    /// are listed and refused). Empty, the default: the source cannot be controlled.
+    fn live_props(&self) -> Vec<(PropSpec, PropValue)> {
+        Vec::new()
+    }
+    /// Changes a property of [`live_props`](Self::live_props) while running (applied by the
+    /// runtime before the frame that takes it).
+    fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
+        let _ = value;
+        Err(not_live(name))
+    }
 }
 
 /// The refusal of an element that cannot change `name` while running.

@@ -9,6 +9,7 @@
 //! * [`props`]: typed element properties, their specs and parsing from `name=value` text.
 //! * [`shm`]: the memfd a shared frame pool keeps its buffers in, so that a child process (an
 //!   isolated plugin) reads and writes frames in place; [`SharedFrame`] says where a frame is.
+//! * [`crash`]: the line that names the node a fatal signal hit (a plugin run in process).
 //! * [`limits`]: the memory budget every size from untrusted input is checked against.
 //! * [`element`]: the [`Source`], [`Effect`]/[`EffectFactory`] and [`Sink`] traits every element
 //!   implements, and [`Registry`], through which native and frei0r elements are found by name.
@@ -19,6 +20,7 @@
 //! runtime fills a paced run's pools during the warm-up).
 #![deny(unsafe_code)]
 
+pub mod crash;
 pub mod element;
 pub mod error;
 pub mod frame;

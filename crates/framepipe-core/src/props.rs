@@ -109,6 +109,12 @@ pub struct PropSpec {
     /// Whether the value names a file ([`PropSpec::path`]): a relative one in a project file
     /// is resolved against the project file's folder.
     pub path: Option<PathUse>,
+    /// Whether a running node takes a new value (`set`, an oscillator): `false` for a property
+    /// read once, when the node starts (a size, a colour baked into a table, how the node is
+    /// run). Every surface's `set` is refused at once for such a property, with the reason
+    /// ([`PropSpec::not_live_reason`]); the web page shows it read-only and OSCQuery with
+    /// ACCESS 1. Declared by the element ([`PropSpec::fixed`]); `true` unless it says so.
+    pub live: bool,
 }
 
 /// How a text property names a file: a relative path written in a project file means the file
@@ -167,6 +173,7 @@ impl PropSpec {
             default,
             description: description.into(),
             path: None,
+            live: true,
         }
     }
 
@@ -174,6 +181,25 @@ impl PropSpec {
     pub fn path(mut self, use_: PathUse) -> Self {
         self.path = Some(use_);
         self
+    }
+
+    /// The same spec for a property read when the node starts, which a running node cannot
+    /// take ([`PropSpec::live`] false).
+    #[must_use]
+    pub fn fixed(mut self) -> Self {
+        self.live = false;
+        self
+    }
+
+    /// Why `set NODE.PROP` is refused while running, for a property that is not live:
+    /// `st.color cannot change while running: it is read when the node starts; replace the node
+    /// to change it`.
+    pub fn not_live_reason(&self, node: &str) -> String {
+        format!(
+            "{node}.{} cannot change while running: it is read when the node starts; replace \
+             the node to change it",
+            self.name
+        )
     }
 
     /// Parses `text` as a value of this property for `element`, checking its range.

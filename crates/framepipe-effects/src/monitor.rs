@@ -58,13 +58,15 @@ pub fn desc() -> ElementDesc {
                 dim.clone(),
                 PropValue::Int(DEFAULT_WIDTH as i64),
                 "preview width (exactly; the aspect ratio is not kept)",
-            ),
+            )
+            .fixed(),
             PropSpec::new(
                 "height",
                 dim,
                 PropValue::Int(DEFAULT_HEIGHT as i64),
                 "preview height (exactly; the aspect ratio is not kept)",
-            ),
+            )
+            .fixed(),
         ],
         default_mode: Mode::Parallel,
         details: vec![

@@ -35,7 +35,8 @@ pub fn desc() -> ElementDesc {
                 },
                 PropValue::Int(0),
                 "output width; 0 = from height keeping the aspect ratio (or the input's)",
-            ),
+            )
+            .fixed(),
             PropSpec::new(
                 "height",
                 PropKind::Int {
@@ -44,13 +45,15 @@ pub fn desc() -> ElementDesc {
                 },
                 PropValue::Int(0),
                 "output height; 0 = from width keeping the aspect ratio (or the input's)",
-            ),
+            )
+            .fixed(),
             PropSpec::new(
                 "algorithm",
                 PropKind::Enum(vec!["box".into(), "bilinear".into(), "lanczos3".into()]),
                 PropValue::Str(DEFAULT_ALGORITHM.into()),
                 "resampling filter",
-            ),
+            )
+            .fixed(),
         ],
         default_mode: Mode::Parallel,
         details: vec![("library".into(), "fast_image_resize".into())],

@@ -39,7 +39,8 @@ pub fn desc() -> ElementDesc {
                 PropKind::Enum(vec!["frame".into(), "value".into()]),
                 PropValue::Str("frame".into()),
                 "frame: the frame's sequence number; value: the 'value' property",
-            ),
+            )
+            .fixed(),
             PropSpec::new(
                 "value",
                 PropKind::Float {
@@ -72,19 +73,22 @@ pub fn desc() -> ElementDesc {
                 PropKind::Color,
                 PropValue::Color([1.0, 1.0, 1.0]),
                 "text colour",
-            ),
+            )
+            .fixed(),
             PropSpec::new(
                 "decimals",
                 int(0, 9),
                 PropValue::Int(DEFAULT_DECIMALS),
                 "decimals printed for what=value",
-            ),
+            )
+            .fixed(),
             PropSpec::new(
                 "background",
                 PropKind::Bool,
                 PropValue::Bool(true),
                 "draw a black box behind the text",
-            ),
+            )
+            .fixed(),
         ],
         default_mode: Mode::Parallel,
         details: vec![],

@@ -574,6 +574,11 @@ impl Mixer for Frei0rMixer {
 
 /// A frei0r source plugin as a framepipe source (extra properties: width, height, frames, rate).
 pub struct Frei0rSource {
+    name: String,
+    plugin: Arc<Plugin>,
+    /// Every property with its value at build: what `set` reaches (the plugin's parameters;
+    /// the size, rate, frames and isolation are listed, not live).
+    live: Vec<(PropSpec, PropValue)>,
     inst: SourceRunner,
     info: VideoInfo,
     frames: u64,
@@ -597,28 +602,32 @@ pub(crate) fn source_specs() -> Vec<PropSpec> {
             PropKind::Int { min: 8, max: 16384 },
             PropValue::Int(640),
             "frame width (a multiple of 8)",
-        ),
+        )
+        .fixed(),
         PropSpec::new(
             "height",
             PropKind::Int { min: 8, max: 16384 },
             PropValue::Int(480),
             "frame height (a multiple of 8)",
-        ),
+        )
+        .fixed(),
         PropSpec::new(
             "frames",
             PropKind::Int {
                 min: 0,
                 max: i64::MAX,
             },
-            PropValue::Int(300),
-            "number of frames to produce (0: endless)",
-        ),
+            PropValue::Int(0),
+            "number of frames to produce (0, the default: endless, like testsrc)",
+        )
+        .fixed(),
         PropSpec::new(
             "rate",
             PropKind::Str,
             PropValue::Str("25".into()),
             "frame rate: 25, 30000/1001, 29.97",
-        ),
+        )
+        .fixed(),
     ]
 }
 
@@ -637,9 +646,17 @@ impl Frei0rSource {
         name: &str,
         plugin: &Arc<Plugin>,
         defaults: &[ParamValue],
+        specs: &[PropSpec],
         props: &Props,
         isolation: Option<Settings>,
     ) -> framepipe_core::Result<Self> {
+        let live = specs
+            .iter()
+            .map(|s| {
+                let v = props.get(&s.name).cloned().unwrap_or(s.default.clone());
+                (s.clone(), v)
+            })
+            .collect();
         let width = props.i64("width") as u32;
         let height = props.i64("height") as u32;
         check_size(name, width, height)?;
@@ -675,6 +692,9 @@ impl Frei0rSource {
             }
         };
         Ok(Frei0rSource {
+            name: name.to_string(),
+            plugin: Arc::clone(plugin),
+            live,
             inst,
             info: VideoInfo {
                 width,
@@ -695,6 +715,34 @@ impl Source for Frei0rSource {
 
     fn len_hint(&self) -> Option<u64> {
         (self.frames > 0).then_some(self.frames)
+    }
+
+    fn live_props(&self) -> Vec<(PropSpec, PropValue)> {
+        self.live.clone()
+    }
+
+    /// A parameter of the plugin (by its property name: `param-NAME` where it clashes with
+    /// `width`, `height`, `frames` or `rate`), in the running instance or child.
+    fn set_property(&mut self, name: &str, value: &PropValue) -> framepipe_core::Result<()> {
+        let param = self
+            .plugin
+            .params()
+            .iter()
+            .find(|p| source_prop_name(p) == name)
+            .ok_or_else(|| {
+                Error::Pipeline(format!(
+                    "property '{name}' of {} cannot be changed while running",
+                    self.name
+                ))
+            })?;
+        let v = to_param(param, value).map_err(|e| Error::element(&self.name, e))?;
+        match &mut self.inst {
+            SourceRunner::Local(inst) => inst
+                .set_param(param.index, &v)
+                .map_err(|e| Error::element(&self.name, e))?,
+            SourceRunner::Isolated(runner) => runner.set_param(param.index, v),
+        }
+        Ok(())
     }
 
     fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> framepipe_core::Result<bool> {

@@ -377,12 +377,13 @@ pub fn register_plugin(
                 default_mode: Mode::Serial,
                 details,
             };
+            let specs = desc.props.clone();
             registry.register(
                 desc,
                 Box::new(move |props| {
                     let isolation = isolate::settings(props, stateful);
                     Ok(Element::Source(Box::new(Frei0rSource::build(
-                        &element, &plugin, &defaults, props, isolation,
+                        &element, &plugin, &defaults, &specs, props, isolation,
                     )?)))
                 }),
             );

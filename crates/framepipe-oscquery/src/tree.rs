@@ -4,7 +4,7 @@
 //!
 //! | address | TYPE | ACCESS | VALUE |
 //! |---|---|---|---|
-//! | `/framepipe/<node>/<prop>` | `f`, `i`, `T`, `s`, `fff` (colour), `ff` (position) | 3 | live |
+//! | `/framepipe/<node>/<prop>` | `f`, `i`, `T`, `s`, `fff` (colour), `ff` (position) | 3; 1 when read at the node's start | live |
 //! | `/framepipe/<node>/bypass` | `T` | 3 | live |
 //! | `/framepipe/pause`, `resume`, `stop`, `tap` | `N` | 2 | none |
 //! | `/framepipe/step` | `i` (1..) | 2 | none |
@@ -225,8 +225,17 @@ fn current_json(values: &Values, place: Place) -> Option<Value> {
     }
 }
 
-/// ACCESS: 0 none (containers), 2 write-only (triggers), 3 read and write.
-fn access(values: &Values, place: Place) -> u8 {
+/// ACCESS: 0 none (containers), 1 read-only (a property read when the node starts: a `set` is
+/// refused), 2 write-only (triggers), 3 read and write.
+fn access(model: &ShowModel, values: &Values, place: Place) -> u8 {
+    match place {
+        Place::Prop(n, p) if !prop_spec(model, n, p).live => 1,
+        _ => base_access(values, place),
+    }
+}
+
+/// [`access`] but for the properties a running node cannot take (read either way).
+fn base_access(values: &Values, place: Place) -> u8 {
     match place {
         Place::Root | Place::Prefix | Place::Node(_) => 0,
         Place::Prop(..) => 3,
@@ -345,7 +354,7 @@ pub fn attribute(
         "TYPE" => type_of(model, place).map(|t| json!(t)),
         "VALUE" => current_json(values, place),
         "RANGE" => range_of(model, place),
-        "ACCESS" => Some(json!(access(values, place))),
+        "ACCESS" => Some(json!(access(model, values, place))),
         "DESCRIPTION" => Some(json!(description_of(model, place))),
         _ => return Err(UnknownAttribute),
     })
@@ -353,7 +362,7 @@ pub fn attribute(
 
 /// Whether `place`'s VALUE may be read (ACCESS has the read bit).
 pub fn readable(values: &Values, place: Place) -> bool {
-    access(values, place) & 1 == 1
+    base_access(values, place) & 1 == 1
 }
 
 fn contents(model: &ShowModel, values: &Values, kids: &[(String, Place)]) -> Value {
@@ -451,6 +460,8 @@ mod tests {
                             "an int",
                         ),
                         PropSpec::new("tint", PropKind::Color, PropValue::Color([1.0; 3]), "c"),
+                        PropSpec::new("isolate", PropKind::Bool, PropValue::Bool(false), "")
+                            .fixed(),
                     ],
                     bypassable: true,
                 },
@@ -519,6 +530,10 @@ mod tests {
         assert_eq!(blur["RANGE"], json!([{ "MIN": 0.0, "MAX": 1.0 }]));
         assert_eq!(blur["VALUE"], json!([0.5]));
         assert_eq!(blur["ACCESS"], 3);
+        // A property read when the node starts: read-only, with its value.
+        let isolate = &glow["CONTENTS"]["isolate"];
+        assert_eq!(isolate["ACCESS"], 1);
+        assert_eq!(isolate["VALUE"], json!([false]));
         // An int range beyond 32 bits is clamped to what "i" carries.
         assert_eq!(
             glow["CONTENTS"]["big"]["RANGE"],

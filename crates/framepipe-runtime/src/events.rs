@@ -47,6 +47,14 @@ pub enum Event {
         /// block, one per such source), `threads + sinks + K`.
         worker: usize,
     },
+    /// A source reached its end (`on-end=stop`, or `hold` before its first frame) and so ends
+    /// the run: which one, and after how many of its frames (for a render, the normal end).
+    SourceEnded {
+        /// Stage name.
+        stage: Arc<str>,
+        /// Frames it produced.
+        frames: u64,
+    },
     /// A crossfade (`load FILE fade=`) is over: from `frame` on the output is the new project
     /// alone, and the old project's nodes were taken out of the graph (the fade's start is the
     /// frame the `load`'s reply named).

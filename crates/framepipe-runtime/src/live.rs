@@ -135,6 +135,12 @@ impl LiveStage {
                 self.label, p.spec.kind
             ));
         }
+        if !p.spec.live {
+            return Err(format!(
+                "{} (an oscillator changes it every frame)",
+                p.spec.not_live_reason(&self.label)
+            ));
+        }
         p.osc = Some(osc);
         Ok(())
     }
@@ -769,9 +775,11 @@ impl LiveSpec {
                     format!("no element '{n}'; the pipeline has: {}", names.join(", "))
                 })?,
         };
-        if !self.stages[idx].is_effect {
+        // Effects, mixers, and sources with parameters (a frei0r generator's).
+        if !self.stages[idx].is_effect && self.stages[idx].props.is_empty() {
             return Err(format!(
-                "{} is not an effect; only effects can be controlled",
+                "{} has no properties that can change while running; only effects and \
+                 generators can be controlled",
                 self.stages[idx].label
             ));
         }
@@ -783,7 +791,19 @@ impl LiveSpec {
         &self.stages[s].label
     }
 
+    /// The property `prop` of stage `stage`, which a running node must take: a property read
+    /// when the node starts is refused here, the one place every surface's `set`, `osc` and
+    /// `unosc` goes through, with the reason.
     fn param(&self, stage: usize, prop: &str) -> Result<usize, String> {
+        let p = self.any_param(stage, prop)?;
+        let spec = &self.stages[stage].props[p];
+        if !spec.live {
+            return Err(spec.not_live_reason(&self.stages[stage].label));
+        }
+        Ok(p)
+    }
+
+    fn any_param(&self, stage: usize, prop: &str) -> Result<usize, String> {
         let st = &self.stages[stage];
         st.props.iter().position(|p| p.name == prop).ok_or_else(|| {
             let names: Vec<&str> = st.props.iter().map(|p| p.name.as_str()).collect();
@@ -850,6 +870,12 @@ impl LiveSpec {
             }
             Command::Bypass { element, on } => {
                 let stage = self.stage_index(element)?;
+                if !self.stages[stage].is_effect {
+                    return Err(format!(
+                        "{} is a source; only effects and mixers can be bypassed",
+                        self.stages[stage].label
+                    ));
+                }
                 if *on && !self.stages[stage].same_shape {
                     return Err(format!(
                         "{} changes the frame size; it cannot be bypassed",
@@ -882,6 +908,42 @@ impl LiveSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_property_read_at_the_start_is_refused_with_the_reason() {
+        let mut st = LiveStage::new("st".into(), "stamp".into(), true, true);
+        let float = PropKind::Float { min: 0.0, max: 9.0 };
+        st.add_param(
+            PropSpec::new("size", float.clone(), PropValue::Float(1.0), "").fixed(),
+            PropValue::Float(1.0),
+        );
+        st.add_param(
+            PropSpec::new("value", float, PropValue::Float(1.0), ""),
+            PropValue::Float(1.0),
+        );
+        assert!(st
+            .attach("size", Oscillator::parse_compact("~sine:1hz").unwrap())
+            .is_err());
+        let spec = Live::new(vec![st]).spec();
+        let set = |prop: &str, value: &str| Command::Set {
+            element: Target::Name("st".into()),
+            prop: prop.into(),
+            value: value.into(),
+        };
+        let reason = "st.size cannot change while running: it is read when the node starts; \
+                      replace the node to change it";
+        for cmd in [
+            set("size", "2"),
+            set("size", "~sine:1hz"),
+            Command::Unosc {
+                element: Target::Name("st".into()),
+                prop: "size".into(),
+            },
+        ] {
+            assert_eq!(spec.resolve(&cmd).err().as_deref(), Some(reason), "{cmd}");
+        }
+        assert!(spec.resolve(&set("value", "2")).is_ok());
+    }
 
     fn stage(kind: PropKind, base: PropValue, osc: Option<Oscillator>) -> Live {
         let mut st = LiveStage::new("fx".into(), "fx".into(), true, true);

@@ -545,6 +545,8 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
         let (params, oscillators) = match &e.part {
             Part::Effect(s) => (s.params.clone(), s.oscillators.clone()),
             Part::Mixer(s) => (s.params.clone(), s.oscillators.clone()),
+            // A generator's parameters (frei0r sources): set like an effect's.
+            Part::Source { source, .. } => (source.live_props(), Vec::new()),
             _ => (Vec::new(), Vec::new()),
         };
         for (spec, value) in params {
@@ -660,7 +662,12 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                 blocks = source.blocks();
                 let own = source.info().rate;
                 let resample = (own != rate).then_some((own, rate));
+                let applied: Vec<_> = source.live_props().into_iter().map(|(_, v)| v).collect();
+                let n = applied.len();
                 st.source = Some(SourceInst {
+                    applied,
+                    refused: vec![false; n],
+                    changed: vec![false; n],
                     source,
                     on_end,
                     resample,

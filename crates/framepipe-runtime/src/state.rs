@@ -166,6 +166,12 @@ pub(crate) struct SourceInst {
     pub keep_last: bool,
     /// Ended under `hold`: the last frame is given from now on.
     pub held: bool,
+    /// Its live properties' values as last set on it ([`Source::live_props`]), which it
+    /// refused (reported once), and scratch for which changed on this frame: as an effect
+    /// instance's.
+    pub applied: Vec<PropValue>,
+    pub refused: Vec<bool>,
+    pub changed: Vec<bool>,
 }
 
 pub(crate) enum Inst {

@@ -333,11 +333,13 @@ impl Shared {
             } => {
                 let started = Instant::now();
                 self.mark_running(worker, Some(node));
+                // A fatal signal in the element from here names it (framepipe_core::crash).
+                framepipe_core::crash::enter(&ver.names[node], &ver.elements[node], ctx.seq);
                 let counters = &ver.stages[node];
                 let (inst, result) = match inst {
                     Inst::Source(mut source) => {
                         let r = guard(&counters.name, || {
-                            self.run_source(ver, node, &mut source, &ctx)
+                            self.run_source(ver, node, slot, &mut source, &ctx)
                         });
                         (Inst::Source(source), r)
                     }
@@ -346,6 +348,7 @@ impl Shared {
                         (Inst::Proc(i), r.map(Some))
                     }
                 };
+                framepipe_core::crash::leave();
                 self.mark_running(worker, None);
                 // The source's last call, which finds the end of the stream, is not a frame.
                 if !matches!(result, Ok(None)) {
@@ -369,11 +372,15 @@ impl Shared {
         &self,
         ver: &Version,
         node: usize,
+        slot: usize,
         s: &mut SourceInst,
         ctx: &framepipe_core::FrameCtx,
     ) -> Result<Option<Frame>> {
         if s.held {
             return Ok(s.last.clone());
+        }
+        if !s.applied.is_empty() && slot < ver.topo.cap {
+            self.sync_source(ver, node, slot, s, ctx.seq);
         }
         // The source's own frame number for this output frame.
         let seq = ctx.seq - s.origin;
@@ -406,10 +413,10 @@ impl Shared {
             }
             drop(frame);
             match s.on_end {
-                OnEnd::Stop => return Ok(None),
+                OnEnd::Stop => return Ok(self.source_ended(ver, node, s.produced)),
                 OnEnd::Hold => {
                     if s.last.is_none() {
-                        return Ok(None);
+                        return Ok(self.source_ended(ver, node, s.produced));
                     }
                     s.held = true;
                     break;
@@ -434,6 +441,53 @@ impl Shared {
             }
         }
         Ok(s.last.clone())
+    }
+
+    /// A source with live properties (a frei0r generator) takes frame `seq`'s values, as
+    /// [`sync_params`](Self::sync_params) does for an effect: sampled when the node starts the
+    /// frame, what changed copied under the snapshot's lock, the element called with no lock.
+    fn sync_source(&self, ver: &Version, node: usize, slot: usize, s: &mut SourceInst, seq: u64) {
+        self.start_node(ver, node, slot, seq);
+        {
+            let snap = lock(&ver.snapshots[slot]);
+            for ((applied, changed), value) in s
+                .applied
+                .iter_mut()
+                .zip(s.changed.iter_mut())
+                .zip(snap.values[node].iter())
+            {
+                *changed = *applied != *value;
+                if *changed {
+                    assign(applied, value);
+                }
+            }
+        }
+        for j in 0..s.applied.len() {
+            if !s.changed[j] || s.refused[j] {
+                continue;
+            }
+            let Some(name) = ver.param_names[node].get(j) else {
+                continue;
+            };
+            if let Err(e) = s.source.set_property(name, &s.applied[j]) {
+                s.refused[j] = true;
+                self.emit(Event::PropertyRejected {
+                    stage: ver.stages[node].name.clone(),
+                    prop: name.clone(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+
+    /// Says that source `node` ended the run after `frames` frames ([`Event::SourceEnded`]);
+    /// `None`, the end, for `run_source` to return.
+    fn source_ended(&self, ver: &Version, node: usize, frames: u64) -> Option<Frame> {
+        self.emit(Event::SourceEnded {
+            stage: ver.stages[node].name.clone(),
+            frames,
+        });
+        None
     }
 
     /// Runs an effect or a mixer on one frame, with that frame's parameters.

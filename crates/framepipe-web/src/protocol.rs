@@ -23,7 +23,8 @@ pub fn value_json(v: &PropValue) -> Value {
     }
 }
 
-/// A property's spec as JSON: `{name, kind, min, max, options, default, description}`.
+/// A property's spec as JSON: `{name, kind, min, max, options, default, description, live}`
+/// (`live: false`: read when the node starts; a `set` is refused, the page shows it read-only).
 fn prop_json(p: &PropSpec) -> Value {
     let (kind, min, max, options) = match &p.kind {
         PropKind::Bool => ("bool", None, None, None),
@@ -42,6 +43,7 @@ fn prop_json(p: &PropSpec) -> Value {
         "options": options,
         "default": value_json(&p.default),
         "description": p.description,
+        "live": p.live,
     })
 }
 

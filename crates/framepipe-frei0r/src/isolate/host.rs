@@ -7,7 +7,8 @@
 //! the instance's own buffers), store `done` and write one byte to stdout, which wakes the parent.
 //! (Both pipes are taken off descriptors 0 and 1 first, which then read and write `/dev/null`:
 //! what a plugin prints cannot reach the parent.) It exits when its parent goes away (stdin
-//! closed; also checked twice a second while idle); the parent kills it when it stalls.
+//! closed; also checked twice a second while idle), ending its process group with it (what the
+//! plugin started); the parent kills it, and its group, when it stalls or the node ends.
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -101,7 +102,11 @@ fn serve(args: &[String]) -> Result<(), String> {
         let req = header.req.load(Ordering::Acquire);
         loop {
             match requests.read(&mut chunk) {
-                Ok(0) => return Ok(()), // the parent closed our stdin: done
+                Ok(0) => {
+                    // The parent closed our stdin: done.
+                    end_own_group();
+                    return Ok(());
+                }
                 // The wake-up bytes (NUL) are dropped here: only parameter text reaches
                 // `pending` (heap memory a broken plugin may scribble on).
                 Ok(n) => pending.extend(chunk[..n].iter().filter(|&&b| b != WAKE)),
@@ -127,6 +132,7 @@ fn serve(args: &[String]) -> Result<(), String> {
             let n = unsafe { libc::poll(&mut pfd, 1, 500) };
             // SAFETY: getppid cannot fail.
             if n == 0 && unsafe { libc::getppid() } != ppid {
+                end_own_group();
                 return Ok(());
             }
             continue;
@@ -202,6 +208,19 @@ fn serve(args: &[String]) -> Result<(), String> {
         // The byte wakes the parent (a synchronous wake-up: see `Isolated::exchange`). A parent
         // gone is noticed on stdin.
         let _ = done_pipe.write_all(b"\n");
+    }
+}
+
+/// Ends this child's process group, itself included (SIGKILL), when the parent has gone: what the
+/// plugin started (a fork) must not outlive the run, also when the parent could not end the
+/// group itself (it was killed). Only when this child leads its group (its parent started it
+/// so, as [`super::Isolated`] does): never someone else's group.
+fn end_own_group() {
+    // SAFETY: getpid/getpgrp cannot fail; kill(0, ..) signals our own process group only.
+    unsafe {
+        if libc::getpgrp() == libc::getpid() {
+            libc::kill(0, libc::SIGKILL);
+        }
     }
 }
 

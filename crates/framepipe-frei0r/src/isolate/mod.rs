@@ -91,13 +91,69 @@ pub(crate) const WAKE: u8 = 0;
 const POLL: Duration = Duration::from_millis(10);
 
 static ISOLATE_ALL: AtomicBool = AtomicBool::new(false);
+static ISOLATE_BY_DEFAULT: AtomicBool = AtomicBool::new(false);
 static HOST: OnceLock<PathBuf> = OnceLock::new();
 static STATS: Mutex<Vec<Arc<Counters>>> = Mutex::new(Vec::new());
+/// The process group of every child running now (each child leads its own group): what
+/// [`end_all`] ends.
+static GROUPS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+
+/// Ends every isolated child still running and every process it started (its whole process
+/// group, SIGKILL): for exit paths that do not drop the graph (`std::process::exit` after an
+/// error, a panic). Dropping an [`Isolated`] does the same for its own child. A child whose
+/// parent dies without either (SIGKILL) ends its group itself within half a second.
+pub fn end_all() {
+    // The lock is held while killing: a group is removed from GROUPS (under it) before its
+    // leader is reaped, so every group killed here still has its unreaped leader.
+    let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+    for pgid in groups.drain(..) {
+        // SAFETY: killpg has no memory preconditions; the group is one of our children's, its
+        // leader not reaped (above), so the id cannot name another group.
+        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    }
+}
+
+/// Ends `child`'s whole process group (SIGKILL) and reaps the child. The group is killed before
+/// the leader is reaped: until then its id cannot be reused by another process group.
+fn end_group(child: &mut Child) -> Option<std::process::ExitStatus> {
+    let pgid = child.id() as libc::pid_t;
+    GROUPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|&g| g != pgid);
+    // SAFETY: as in `end_all`: our unreaped child leads this group.
+    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    child.wait().ok()
+}
+
+/// Whether `child` has ended, without reaping it (`waitid(WNOWAIT)`): its group id stays ours
+/// until [`end_group`] has killed what is left in it.
+fn has_exited(child: &Child) -> bool {
+    // SAFETY: a zeroed siginfo_t is valid; waitid writes into it; WNOWAIT leaves the child
+    // waitable.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            child.id() as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        r == 0 && info.si_pid() != 0
+    }
+}
 
 /// Isolates every frei0r node built from now on (`framepipe run --isolate-plugins`), as if each
 /// had `isolate=true`.
 pub fn set_isolate_all(on: bool) {
     ISOLATE_ALL.store(on, Ordering::Relaxed);
+}
+
+/// Makes `isolate` default to `true` for every frei0r element registered from now on (a run of
+/// several shows: one show's plugin crash must not end the others). Unlike
+/// [`set_isolate_all`], a node's own `isolate=false` still runs it in process.
+pub fn set_isolate_by_default(on: bool) {
+    ISOLATE_BY_DEFAULT.store(on, Ordering::Relaxed);
 }
 
 /// The program to run as the host of isolated plugins, with [`HOST_ARG`] as its first argument
@@ -139,9 +195,10 @@ pub struct Settings {
     pub stateful: bool,
 }
 
-/// The node properties isolation adds to every frei0r element: `isolate` (default `isolated`),
-/// `on-crash`, `stall-ms`.
+/// The node properties isolation adds to every frei0r element: `isolate` (default `isolated`,
+/// or `true` after [`set_isolate_by_default`]), `on-crash`, `stall-ms`.
 pub(crate) fn prop_specs(isolated: bool) -> Vec<PropSpec> {
+    let isolated = isolated || ISOLATE_BY_DEFAULT.load(Ordering::Relaxed);
     vec![
         PropSpec::new(
             "isolate",
@@ -149,14 +206,16 @@ pub(crate) fn prop_specs(isolated: bool) -> Vec<PropSpec> {
             PropValue::Bool(isolated),
             "run the plugin in a child process: a crash or hang is reported and contained \
              (docs/ISOLATION.md)",
-        ),
+        )
+        .fixed(),
         PropSpec::new(
             "on-crash",
             PropKind::Enum(vec!["bypass".into(), "hold".into()]),
             PropValue::Str("bypass".into()),
             "isolated: a frame the plugin did not deliver is the input (bypass) or the last good \
              output (hold)",
-        ),
+        )
+        .fixed(),
         PropSpec::new(
             "stall-ms",
             PropKind::Int {
@@ -165,7 +224,8 @@ pub(crate) fn prop_specs(isolated: bool) -> Vec<PropSpec> {
             },
             PropValue::Int(DEFAULT_STALL_MS),
             "isolated: a frame taking longer than this many ms kills and restarts the plugin",
-        ),
+        )
+        .fixed(),
     ]
 }
 
@@ -440,6 +500,7 @@ impl Isolated {
         self.shm.header().ready.store(0, Ordering::Release);
         let exe = host_program().map_err(|e| Failure::Spawn(format!("no host program: {e}")))?;
         use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
         let mut child = Command::new(&exe)
             .arg(HOST_ARG)
             .arg(self.plugin.path())
@@ -452,8 +513,15 @@ impl Isolated {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
+            // Its own process group: a plugin that starts processes (a fork) leaves them in it,
+            // and the group is ended with the child.
+            .process_group(0)
             .spawn()
             .map_err(|e| Failure::Spawn(format!("cannot start {}: {e}", exe.display())))?;
+        GROUPS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(child.id() as libc::pid_t);
         let mut stdin = child.stdin.take().expect("stdin was piped");
         let done = child.stdout.take().expect("stdout was piped");
         // The parent's end of the done pipe is read without blocking (`wait_done` polls it).
@@ -502,9 +570,13 @@ impl Isolated {
     /// `Some` when the child has died (reaped) or `deadline` passed (then it is killed).
     fn check_child(&mut self, deadline: Instant) -> Option<Failure> {
         let io = self.child.as_mut()?;
-        if let Ok(Some(status)) = io.child.try_wait() {
+        if has_exited(&io.child) {
+            // Whatever the plugin started in the child's group goes with it.
+            let status = end_group(&mut io.child);
             self.child = None;
-            return Some(Failure::Died(describe_exit(status)));
+            return Some(Failure::Died(
+                status.map_or_else(|| "gone".to_string(), describe_exit),
+            ));
         }
         if Instant::now() >= deadline {
             self.kill();
@@ -523,9 +595,9 @@ impl Isolated {
         {
             drop(stdin);
             drop(done);
-            // Our own child, by its handle; reaped so that it cannot touch the memory again.
-            let _ = child.kill();
-            let _ = child.wait();
+            // Our own child and whatever it started (its process group), reaped so that it
+            // cannot touch the memory again.
+            end_group(&mut child);
         }
     }
 
