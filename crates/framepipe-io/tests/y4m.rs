@@ -192,7 +192,8 @@ fn bad_y4m_input_gives_one_line_errors() {
     assert_eq!(
         err.unwrap(),
         format!(
-            "y4msrc: {}: bad YUV4MPEG2 header: frame 1 starts with 'FRAMX', expected 'FRAME'",
+            "y4msrc: {}: bad YUV4MPEG2 header: frame 1 does not start with a 'FRAME' line (its \
+             line has 5 bytes)",
             s(&bad_frame)
         )
     );
@@ -237,7 +238,7 @@ fn a_frame_line_that_only_begins_with_frame_is_refused() {
             assert_eq!(frames.len(), 1, "{name}");
             let e = err.expect("an error for FRAMEXYZ");
             assert!(
-                e.ends_with("frame 1 starts with 'FRAMEXYZ', expected 'FRAME'"),
+                e.ends_with("frame 1 does not start with a 'FRAME' line (its line has 8 bytes)"),
                 "{e}"
             );
         }
