@@ -130,9 +130,14 @@ fn ws(port: u16, path: &str) -> Result<Ws, u16> {
     }
 }
 
-/// Reads messages until one of type `ty` (and `id`, when given).
+/// Reads messages until one of type `ty` (and `id`, when given), for 15 s at most.
 fn read_type(ws: &mut Ws, ty: &str, id: Option<u64>) -> Value {
+    let start = Instant::now();
     loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "no {ty} message in 15 s"
+        );
         if let Message::Text(t) = ws.read().unwrap() {
             let v: Value = serde_json::from_str(t.as_str()).unwrap();
             if v["type"] == ty && id.is_none_or(|id| v["id"] == id) {

@@ -79,6 +79,33 @@ pub struct Y4mHeader {
     pub full_range: bool,
 }
 
+/// An unsupported C tag for a message: named when it is one of the formats YUV4MPEG2 writers
+/// use (a word of this list, not the input's bytes), else only its length.
+fn unsupported_chroma(tag: &str) -> String {
+    const KNOWN: [&str; 16] = [
+        "C422",
+        "C411",
+        "C440",
+        "Cmono",
+        "C444alpha",
+        "C420p9",
+        "C420p10",
+        "C420p12",
+        "C420p14",
+        "C420p16",
+        "C422p10",
+        "C422p12",
+        "C444p10",
+        "C444p12",
+        "Cmono16",
+        "C422p16",
+    ];
+    match KNOWN.iter().find(|k| **k == tag) {
+        Some(k) => (*k).to_string(),
+        None => format!("(a C tag of {} bytes)", tag.len()),
+    }
+}
+
 impl Y4mHeader {
     /// Parses the header line (without its newline). `path` names the input in errors.
     pub fn parse(line: &[u8], path: &str) -> std::result::Result<Self, IoError> {
@@ -133,9 +160,9 @@ impl Y4mHeader {
                             return Err(IoError::Unsupported {
                                 path: path.into(),
                                 what: format!(
-                                    "chroma format (a C tag of {} bytes; supported: C420jpeg, \
-                                     C420mpeg2, C420paldv, C420, C444; 8 bits)",
-                                    t.len()
+                                    "chroma format {} (supported: C420jpeg, C420mpeg2, \
+                                     C420paldv, C420, C444; 8 bits)",
+                                    unsupported_chroma(t)
                                 ),
                             })
                         }
@@ -656,10 +683,11 @@ mod tests {
         assert!(e(b"YUV4MPEG2 W64 H48 F25:0").contains("F25:0 is out of range"));
         assert_eq!(
             e(b"YUV4MPEG2 W64 H48 F25:1 C422"),
-            "in.y4m: unsupported chroma format (a C tag of 4 bytes; supported: C420jpeg, \
-             C420mpeg2, C420paldv, C420, C444; 8 bits)"
+            "in.y4m: unsupported chroma format C422 (supported: C420jpeg, C420mpeg2, C420paldv, \
+             C420, C444; 8 bits)"
         );
-        assert!(e(b"YUV4MPEG2 W64 H48 F25:1 C420p10").contains("a C tag of 7 bytes"));
+        assert!(e(b"YUV4MPEG2 W64 H48 F25:1 C420p10").contains("format C420p10 "));
+        assert!(e(b"YUV4MPEG2 W64 H48 F25:1 Cxyz").contains("(a C tag of 4 bytes)"));
         assert!(e(b"YUV4MPEG2 W64 H48 F25:1 Zsecret").contains("unknown tag (tag 4"));
         assert_eq!(
             e(b"YUV4MPEG2 W20000 H48 F25:1"),

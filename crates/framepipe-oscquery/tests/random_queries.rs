@@ -43,7 +43,16 @@ const FRAGMENTS: &[&str] = &[
 fn random_queries_are_answered_with_documented_statuses_and_short_texts() {
     let (model, values) = properties::show();
     let mut inputs = Inputs::new(0x05c_0e21, FRAGMENTS, &["", "", "/"], 6);
+    let mut seen = std::collections::HashMap::new();
     for _ in 0..20_000 {
-        properties::check(&inputs.mutated_text(), &model, &values);
+        *seen
+            .entry(properties::check(&inputs.mutated_text(), &model, &values))
+            .or_insert(0) += 1;
+    }
+    for status in [200, 204, 400, 404] {
+        assert!(
+            seen.get(&status).copied().unwrap_or(0) >= 10,
+            "{status}: {seen:?}"
+        );
     }
 }

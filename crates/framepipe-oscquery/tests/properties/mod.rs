@@ -65,8 +65,8 @@ pub fn show() -> (ShowModel, Values) {
     (model, values)
 }
 
-/// Checks the answer to the request target `target` (`PATH` or `PATH?QUERY`).
-pub fn check(target: &str, model: &ShowModel, values: &Values) {
+/// Checks the answer to the request target `target` (`PATH` or `PATH?QUERY`); its status.
+pub fn check(target: &str, model: &ShowModel, values: &Values) -> u16 {
     let (path, query) = match target.split_once('?') {
         Some((p, q)) => (p, Some(q)),
         None => (target, None),
@@ -91,4 +91,5 @@ pub fn check(target: &str, model: &ShowModel, values: &Values) {
             assert_eq!(answer(model, values, path, Some(attr)), a, "{target:?}");
         }
     }
+    a.status.as_u16()
 }

@@ -38,8 +38,9 @@ pub fn graph() -> GraphView {
     }
 }
 
-/// Checks one message against the rule, with `scenes` (a folder holding `two.toml`) or none.
-pub fn check(msg: &str, scenes: Option<&Path>, graph: &GraphView) {
+/// Checks one message against the rule, with `scenes` (a folder holding `two.toml`) or none;
+/// what became of it: `value` (values, transport), `link`, `load`, `bad` or `forbidden`.
+pub fn check(msg: &str, scenes: Option<&Path>, graph: &GraphView) -> &'static str {
     let (_, admitted) = admit_message(msg, scenes, Some(TAP), graph);
     match admitted {
         Ok(cmd) => check_admitted(&cmd, scenes, graph),
@@ -54,18 +55,23 @@ pub fn check(msg: &str, scenes: Option<&Path>, graph: &GraphView) {
                 reason.len(),
                 msg.len()
             );
+            match r {
+                Refusal::Bad(_) => "bad",
+                Refusal::Forbidden(_) => "forbidden",
+            }
         }
     }
 }
 
-fn check_admitted(cmd: &Command, scenes: Option<&Path>, graph: &GraphView) {
+fn check_admitted(cmd: &Command, scenes: Option<&Path>, graph: &GraphView) -> &'static str {
     if cmd.is_value_or_transport() {
-        return;
+        return "value";
     }
     match cmd {
         Command::Edit(GraphEdit::Link { node, input, from }) => {
             assert_eq!((node.as_str(), *input), (TAP, 0), "{cmd}");
             assert!(graph.node(from).is_some() && from != TAP, "{cmd}");
+            "link"
         }
         Command::Edit(GraphEdit::Load { path, .. }) => {
             let dir = scenes.unwrap_or_else(|| panic!("load without --scenes: {cmd}"));
@@ -73,6 +79,7 @@ fn check_admitted(cmd: &Command, scenes: Option<&Path>, graph: &GraphView) {
             assert_eq!(p.parent(), Some(dir), "{cmd}");
             let m = std::fs::symlink_metadata(p).unwrap();
             assert!(m.file_type().is_file(), "{cmd}");
+            "load"
         }
         other => panic!("a page may not send {other}"),
     }
