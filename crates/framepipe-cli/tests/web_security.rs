@@ -107,7 +107,11 @@ impl Fp {
 impl Drop for Fp {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("framepipe's stderr:\n{}", self.stderr());
+            eprintln!(
+                "framepipe ({:?}), its stderr:\n{}",
+                self.child.try_wait(),
+                self.stderr()
+            );
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -147,6 +151,19 @@ fn read_type(ws: &mut Ws, ty: &str, id: Option<u64>) -> Value {
     }
 }
 
+/// Reads what is waiting for `ws` without blocking (a page that reads answers the server's
+/// pings: one that never reads is dropped after 10 s).
+fn drain(ws: &mut Ws) {
+    let tungstenite::stream::MaybeTlsStream::Plain(s) = ws.get_ref() else {
+        return;
+    };
+    s.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+    while ws.read().is_ok() {}
+    if let tungstenite::stream::MaybeTlsStream::Plain(s) = ws.get_ref() {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    }
+}
+
 /// Posts `cmd` with request id `id` and returns the answer to it (`reply` or `error`).
 fn post(ws: &mut Ws, id: u64, cmd: &str) -> Value {
     ws.send(Message::Text(
@@ -161,6 +178,14 @@ fn post(ws: &mut Ws, id: u64, cmd: &str) -> Value {
             }
         }
     }
+}
+
+/// Posts `stop` (its reply may not come: the run ends and closes the page).
+fn send_stop(ws: &mut Ws) {
+    ws.send(Message::Text(
+        json!({"id": 0, "cmd": "stop"}).to_string().into(),
+    ))
+    .unwrap();
 }
 
 /// A raw HTTP GET on a fresh connection: the status (0: closed without an answer).
@@ -235,6 +260,7 @@ fn a_web_client_cannot_open_a_file_connect_to_a_host_or_save_through_the_page() 
     ];
     for (i, (cmd, word)) in forbidden.iter().enumerate() {
         for (route, client) in [("/ws", &mut page), ("/shows/show-1/ws", &mut named)] {
+            drain(client);
             let answer = post(client, 100 + i as u64, cmd);
             let text = answer.to_string();
             assert_eq!(answer["type"], "error", "{route} {cmd}: {answer}");
@@ -272,7 +298,7 @@ fn a_web_client_cannot_open_a_file_connect_to_a_host_or_save_through_the_page() 
     assert_eq!(switched["ok"], true, "{switched}");
     let bad_preview = post(&mut page, 3, "link web-monitor nosuchnode");
     assert_eq!(bad_preview["type"], "error", "{bad_preview}");
-    assert_eq!(post(&mut page, 4, "stop")["ok"], true);
+    send_stop(&mut page);
     fp.wait_exit();
     let web = &stats_of(&stats)["web"];
     assert_eq!(
@@ -350,7 +376,7 @@ fn a_web_page_loads_scenes_from_the_scenes_folder_only() {
                 .iter()
                 .any(|n| n["name"] == "s")
     });
-    assert_eq!(post(&mut page, 2, "stop")["ok"], true);
+    send_stop(&mut page);
 }
 
 #[test]
@@ -429,6 +455,7 @@ fn web_caps_pages_and_silent_connections_and_lets_new_clients_in_after() {
             Ok(p) => pages.push(p),
             Err(code) => break code,
         }
+        drain(&mut pages[0]);
         assert!(pages.len() <= 1000, "no cap on pages");
     };
     assert_eq!(refused, 503);
@@ -467,7 +494,7 @@ fn web_caps_pages_and_silent_connections_and_lets_new_clients_in_after() {
     std::thread::sleep(Duration::from_secs(2));
     drop(silent);
     let mut page = ws(port, "/ws").unwrap();
-    assert_eq!(post(&mut page, 1, "stop")["ok"], true);
+    send_stop(&mut page);
     fp.wait_exit();
     let web = &stats_of(&stats)["web"];
     assert!(web["refused_clients"].as_u64().unwrap() >= 1, "{web}");
