@@ -18,7 +18,11 @@
 use std::path::{Path, PathBuf};
 
 use framepipe_control::{Command, GraphEdit};
-use framepipe_core::quote::quote;
+use framepipe_core::quote::{quote, quote_at_most};
+
+/// The most characters of a command parser's error a refusal repeats (it may quote a token
+/// whole: found by the `web_message` fuzz target, a 1,160-byte reason for a 529-byte message).
+const ERROR_CHARS: usize = 200;
 use framepipe_runtime::GraphView;
 
 /// What a page may post beyond values and transport.
@@ -126,6 +130,13 @@ pub fn admit_message(
     let cmd = match Command::parse(&req.cmd) {
         Ok(c) => c,
         Err(e) => {
+            // The parser's error names the offending token whole: cut it too.
+            let e = e.to_string();
+            let e = if e.len() > ERROR_CHARS {
+                quote_at_most(&e, ERROR_CHARS)
+            } else {
+                e
+            };
             let reason = format!("bad command {}: {e}", quote(req.cmd.trim()));
             return (req.id, Err(Refusal::Bad(reason)));
         }
@@ -218,6 +229,20 @@ mod tests {
             .admit(parse("link out web-monitor"), Some("web-monitor"), &graph())
             .unwrap_err();
         assert!(e.contains("only switch the preview"), "{e}");
+    }
+
+    /// Found by the `web_message` fuzz target: the command parser's error quoted a long token
+    /// whole (a 1,160-byte reason for a 529-byte message).
+    #[test]
+    fn a_refusal_cuts_a_long_token_in_the_parsers_error() {
+        let token = format!("~sine:{}hz", "Q".repeat(500));
+        let msg = serde_json::json!({ "id": 1, "cmd": format!("osc s.value {token}") });
+        let (id, r) = admit_message(&msg.to_string(), None, None, &graph());
+        let Err(Refusal::Bad(reason)) = r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(id, Some(1));
+        assert!(reason.len() < 600, "{} bytes: {reason}", reason.len());
     }
 
     #[test]
