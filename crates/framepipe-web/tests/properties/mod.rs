@@ -5,8 +5,8 @@
 //! * an admitted command is one a page may send (docs/WEB.md): values and transport, the
 //!   preview switch `link TAP NODE` to a node of the graph, or `load` of a regular file
 //!   directly in the scenes folder;
-//! * no reason is longer than the message allows (a value quoted in it is cut), and each is
-//!   one line.
+//! * no reason is longer than 2 KiB, whatever the message (a value quoted in it is cut), and
+//!   each is one line.
 
 use std::path::Path;
 
@@ -49,8 +49,10 @@ pub fn check(msg: &str, scenes: Option<&Path>, graph: &GraphView) -> &'static st
                 Refusal::Bad(r) | Refusal::Forbidden(r) => r,
             };
             assert!(!reason.contains('\n'), "two lines: {reason:?}");
+            // At most 60 characters of the line and 200 of the parser's error, each escaped
+            // as `\u{NN}` at worst (6 bytes), and the words: bounded, whatever the message.
             assert!(
-                reason.len() <= 600 + msg.len().min(4096),
+                reason.len() <= 2048,
                 "reason of {} bytes for a message of {}",
                 reason.len(),
                 msg.len()
