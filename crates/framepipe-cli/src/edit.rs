@@ -36,6 +36,7 @@ use framepipe_project::{GraphDesc, NodeDescr};
 use framepipe_runtime::{Editor, Fade, Graph, ShowView};
 
 use crate::build::{build_renamed, build_with, is_structural, Fate, Purpose};
+use crate::web::PreviewTap;
 
 /// How a crossfade renames the old project's nodes it keeps running: `old:NAME`.
 pub const OLD_PREFIX: &str = "old:";
@@ -55,6 +56,8 @@ pub struct DescEditor {
     fade: Option<(Fade, GraphDesc)>,
     /// The running show's published graph: which sinks are leaky (a crossfade cuts those).
     view: Option<ShowView>,
+    /// The web page's preview branch, in no project file: `load` keeps it (issue #22).
+    preview: Option<PreviewTap>,
 }
 
 /// `nodes` without the old project's nodes (the first `old` ones, but the sinks' places) whose
@@ -134,7 +137,39 @@ impl DescEditor {
             next: None,
             fade: None,
             view: None,
+            preview: None,
         }
+    }
+
+    /// The same, keeping the web page's preview branch `tap` through `load`: the new project
+    /// gets it back, reading the node it read when the new project has one of that name (not
+    /// a sink), else the new master sink's input.
+    pub fn with_preview(mut self, tap: Option<PreviewTap>) -> Self {
+        self.preview = tap;
+        self
+    }
+
+    /// `edit` applied to the running description ([`GraphDesc::apply`]); a `load` keeps the
+    /// preview branch (see [`with_preview`](Self::with_preview)).
+    fn apply(&self, edit: &GraphEdit) -> Result<GraphDesc> {
+        let (Some(tap), GraphEdit::Load { .. }) = (&self.preview, edit) else {
+            return Ok(self.desc.apply(edit)?);
+        };
+        let Some(base) = crate::web::without_preview_tap(&self.desc, tap) else {
+            return Ok(self.desc.apply(edit)?);
+        };
+        let read = self
+            .desc
+            .find(&tap.monitor)
+            .and_then(|m| self.desc.nodes[m].inputs.first())
+            .map(|&i| self.desc.nodes[i].name.clone());
+        let mut next = base.apply(edit)?;
+        let same = read.filter(|name| {
+            next.find(name)
+                .is_some_and(|i| kind_of(&self.registry, &next.nodes[i]) != Some(ElementKind::Sink))
+        });
+        crate::web::add_preview_tap(&mut next, &self.registry, same.as_deref())?;
+        Ok(next)
     }
 
     /// The same, reading the running show's graph from `view` (the engine publishes each
@@ -172,11 +207,11 @@ impl DescEditor {
         }
     }
 
-    /// The next description for `edit` ([`GraphDesc::apply`]), a loaded project's relative
+    /// The next description for `edit` ([`apply`](Self::apply)), a loaded project's relative
     /// paths resolved against its folder (but the sinks': they are the running ones, as
     /// written where the show started).
     fn applied(&self, edit: &GraphEdit) -> Result<GraphDesc> {
-        let mut next = self.desc.apply(edit)?;
+        let mut next = self.apply(edit)?;
         if let GraphEdit::Load { path, .. } = edit {
             let folder = framepipe_project::project_folder(path);
             let sinks: Vec<String> = next

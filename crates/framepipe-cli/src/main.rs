@@ -175,6 +175,11 @@ struct RunArgs {
     /// every show then previews.
     #[arg(long, value_name = "NODE", requires = "web")]
     web_preview: Option<String>,
+    /// Let the web page `load` the project files in DIR by their name (`load scene2.toml
+    /// fade=2s`: DIR/scene2.toml, a regular file directly in DIR). Without it the page may not
+    /// load; it never opens another path (docs/WEB.md).
+    #[arg(long, value_name = "DIR", requires = "web")]
+    scenes: Option<std::path::PathBuf>,
     /// Run every frei0r plugin in a child process, as if each node had `isolate=true`: a
     /// plugin that crashes or hangs is reported, its node bypassed or held, the plugin
     /// restarted (docs/ISOLATION.md).
@@ -440,7 +445,10 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     let web_bound = match &args.web {
         Some(addr) => {
             let addr = web::parse_addr(Some(addr))?;
-            let bound = framepipe_web::Web::bind(addr, args.web_token.clone())?;
+            let mut bound = framepipe_web::Web::bind(addr, args.web_token.clone())?;
+            if let Some(dir) = &args.scenes {
+                bound.set_scenes(dir)?;
+            }
             framepipe_web::preview::register(&mut registry, bound.preview_slot(), bound.counters());
             Some(bound)
         }
@@ -724,11 +732,14 @@ fn run_one(args: RunArgs) -> Result<Exit> {
     // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread;
     // it owns the registry from here.
     prepared.set_editor(Box::new(
-        edit::DescEditor::new(desc.clone(), registry).with_view(prepared.view()),
+        edit::DescEditor::new(desc.clone(), registry)
+            .with_view(prepared.view())
+            .with_preview(web_preview.clone()),
     ));
     signal.running();
     let result = prepared.run();
     stop.store(true, Ordering::Relaxed);
+    let oscquery_counters = oscquery.as_ref().map(|q| q.counters());
     if let Some(server) = oscquery {
         let counters = server.counters();
         server.finish();
@@ -791,6 +802,7 @@ fn run_one(args: RunArgs) -> Result<Exit> {
             max_in_flight,
             &isolation,
             web_counters.as_deref(),
+            oscquery_counters.as_deref(),
         )
         .with_context(|| format!("writing stats to '{path}'"))?;
     }
@@ -927,9 +939,13 @@ fn write_stats(
     in_flight: usize,
     isolation: &[framepipe_frei0r::isolate::Summary],
     web: Option<&framepipe_web::WebCounters>,
+    oscquery: Option<&framepipe_oscquery::Counters>,
 ) -> Result<()> {
     let mut doc = stats_json(s, threads, in_flight, web)?;
     doc["isolated"] = isolation_json(isolation);
+    if let Some(q) = oscquery {
+        doc["oscquery"] = q.to_json();
+    }
     std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")?;
     Ok(())
 }

@@ -300,10 +300,14 @@ pub fn run(args: RunArgs) -> Result<Exit> {
         .any(|s| s.desc.nodes.iter().any(|n| n.element == WINDOWSINK));
     // The web page: bound first (a busy port is said before anything is built).
     let web_bound = match &args.web {
-        Some(addr) => Some(framepipe_web::Web::bind(
-            web::parse_addr(Some(addr))?,
-            args.web_token.clone(),
-        )?),
+        Some(addr) => {
+            let mut bound =
+                framepipe_web::Web::bind(web::parse_addr(Some(addr))?, args.web_token.clone())?;
+            if let Some(dir) = &args.scenes {
+                bound.set_scenes(dir)?;
+            }
+            Some(bound)
+        }
         None => None,
     };
     if args.start_paused
@@ -364,8 +368,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
                 let tap = match &args.web_preview {
                     Some(node) => Some(
                         web::add_preview_tap(&mut given.desc, &registry, Some(node))
-                            .with_context(in_show)?
-                            .monitor,
+                            .with_context(in_show)?,
                     ),
                     None => None,
                 };
@@ -439,6 +442,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
                 tx: tx.clone(),
             });
         }
+        let preview_tap = web_preview.as_ref().and_then(|(_, tap)| tap.clone());
         if let Some((slot, tap)) = web_preview {
             web_shows.push((
                 framepipe_web::Engine {
@@ -446,7 +450,7 @@ pub fn run(args: RunArgs) -> Result<Exit> {
                     view: prepared.view(),
                     counters: prepared.counters(),
                     commands: tx.clone(),
-                    preview_tap: tap,
+                    preview_tap: tap.map(|t| t.monitor),
                 },
                 slot,
             ));
@@ -459,7 +463,11 @@ pub fn run(args: RunArgs) -> Result<Exit> {
             in_flight: prepared.max_in_flight(),
             stats: given.desc.settings.stats.clone(),
         });
-        prepared.set_editor(Box::new(crate::edit::DescEditor::new(given.desc, registry)));
+        prepared.set_editor(Box::new(
+            crate::edit::DescEditor::new(given.desc, registry)
+                .with_view(prepared.view())
+                .with_preview(preview_tap),
+        ));
         host.add(name.clone(), prepared).with_context(in_show)?;
         senders.push(tx);
     }

@@ -56,6 +56,34 @@ pub struct PreviewTap {
     pub tapped: String,
     /// The `monitor` node reading it (`link MONITOR NODE` previews another node).
     pub monitor: String,
+    /// The `webpreview` sink after it.
+    pub sink: String,
+}
+
+/// `desc` without the preview branch `tap` added (its two nodes), inputs renumbered; `None`
+/// when another node reads the branch (it cannot be taken out alone).
+pub fn without_preview_tap(desc: &GraphDesc, tap: &PreviewTap) -> Option<GraphDesc> {
+    let gone = |n: &NodeDescr| n.name == tap.monitor || n.name == tap.sink;
+    let removed: Vec<usize> = (0..desc.nodes.len())
+        .filter(|&i| gone(&desc.nodes[i]))
+        .collect();
+    let read_elsewhere = desc
+        .nodes
+        .iter()
+        .filter(|n| !gone(n))
+        .any(|n| n.inputs.iter().any(|i| removed.contains(i)));
+    if read_elsewhere {
+        return None;
+    }
+    let mut out = desc.clone();
+    out.nodes.retain(|n| !gone(n));
+    let shift = |i: usize| i - removed.iter().filter(|&&r| r < i).count();
+    for n in &mut out.nodes {
+        for i in &mut n.inputs {
+            *i = shift(*i);
+        }
+    }
+    Some(out)
 }
 
 /// Adds the preview branch `NODE. ! monitor ! webpreview leaky=true` to `desc`, `NODE` being
@@ -91,7 +119,7 @@ pub fn add_preview_tap(
     let monitor_index = desc.nodes.len() - 1;
     let sink = free_name(desc, "web-preview");
     desc.nodes.push(NodeDescr {
-        name: sink,
+        name: sink.clone(),
         element: framepipe_web::preview::NAME.into(),
         props: vec![("leaky".into(), "true".into())],
         inputs: vec![monitor_index],
@@ -99,6 +127,7 @@ pub fn add_preview_tap(
     Ok(PreviewTap {
         tapped: tapped_name,
         monitor,
+        sink,
     })
 }
 
@@ -156,6 +185,11 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("'nullsink' is a sink"));
+        let plain =
+            framepipe_project::parse_pipeline("testsrc ! invert name=a ! nullsink").unwrap();
+        let mut tapped = plain.clone();
+        let tap = add_preview_tap(&mut tapped, &r, None).unwrap();
+        assert_eq!(without_preview_tap(&tapped, &tap).unwrap(), plain);
         assert!(add_preview_tap(&mut d, &r, Some("nope"))
             .unwrap_err()
             .to_string()

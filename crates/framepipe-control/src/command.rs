@@ -598,6 +598,61 @@ impl Command {
         )
     }
 
+    /// Whether this is a value or transport command (`set`, `osc`, `unosc`, `bypass`, `speed`,
+    /// `tempo`, `tap`, `pause`, `step`, `resume`, `stop`, or a batch of them): what every
+    /// control surface may post. Not an edit (which can name files and hosts), not a surface
+    /// command (`save` writes a file). Issue #21: surfaces admit by this, not by the text.
+    pub fn is_value_or_transport(&self) -> bool {
+        match self {
+            Command::Set { .. }
+            | Command::Osc { .. }
+            | Command::Unosc { .. }
+            | Command::Bypass { .. }
+            | Command::Speed(_)
+            | Command::Tempo(_)
+            | Command::Tap { .. }
+            | Command::Pause
+            | Command::Step(_)
+            | Command::Resume
+            | Command::Stop => true,
+            Command::Batch(cmds) => cmds.iter().all(Command::is_value_or_transport),
+            Command::Edit(_)
+            | Command::Learn { .. }
+            | Command::Unlearn(_)
+            | Command::Mappings
+            | Command::Save { .. }
+            | Command::EndOfInput => false,
+        }
+    }
+
+    /// The command's word as the protocol writes it (`set`, `replace`, `save`, ...).
+    pub fn word(&self) -> &'static str {
+        match self {
+            Command::Set { .. } => "set",
+            Command::Osc { .. } => "osc",
+            Command::Unosc { .. } => "unosc",
+            Command::Bypass { .. } => "bypass",
+            Command::Speed(_) => "speed",
+            Command::Tempo(_) => "tempo",
+            Command::Tap { .. } => "tap",
+            Command::Pause => "pause",
+            Command::Step(_) => "step",
+            Command::Resume => "resume",
+            Command::Stop => "stop",
+            Command::Batch(_) => "batch",
+            Command::Edit(GraphEdit::Add { .. }) => "add",
+            Command::Edit(GraphEdit::Remove { .. }) => "remove",
+            Command::Edit(GraphEdit::Replace { .. }) => "replace",
+            Command::Edit(GraphEdit::Link { .. }) => "link",
+            Command::Edit(GraphEdit::Load { .. }) => "load",
+            Command::Learn { .. } => "learn",
+            Command::Unlearn(_) => "unlearn",
+            Command::Mappings => "midi",
+            Command::Save { .. } => "save",
+            Command::EndOfInput => "end-of-input",
+        }
+    }
+
     /// The element the command is about, if any.
     pub fn target(&self) -> Option<&Target> {
         match self {

@@ -11,6 +11,7 @@
 //!   isolated plugin) reads and writes frames in place; [`SharedFrame`] says where a frame is.
 //! * [`crash`]: the line that names the node a fatal signal hit (a plugin run in process).
 //! * [`limits`]: the memory budget every size from untrusted input is checked against.
+//! * [`quote`]: untrusted text in a message: cut, with its length, and on one line.
 //! * [`element`]: the [`Source`], [`Effect`]/[`EffectFactory`] and [`Sink`] traits every element
 //!   implements, and [`Registry`], through which native and frei0r elements are found by name.
 //!
@@ -27,6 +28,7 @@ pub mod frame;
 pub mod info;
 pub mod limits;
 pub mod props;
+pub mod quote;
 pub mod shm;
 
 pub use element::{

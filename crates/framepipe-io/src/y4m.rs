@@ -79,6 +79,33 @@ pub struct Y4mHeader {
     pub full_range: bool,
 }
 
+/// An unsupported C tag for a message: named when it is one of the formats YUV4MPEG2 writers
+/// use (a word of this list, not the input's bytes), else only its length.
+fn unsupported_chroma(tag: &str) -> String {
+    const KNOWN: [&str; 16] = [
+        "C422",
+        "C411",
+        "C440",
+        "Cmono",
+        "C444alpha",
+        "C420p9",
+        "C420p10",
+        "C420p12",
+        "C420p14",
+        "C420p16",
+        "C422p10",
+        "C422p12",
+        "C444p10",
+        "C444p12",
+        "Cmono16",
+        "C422p16",
+    ];
+    match KNOWN.iter().find(|k| **k == tag) {
+        Some(k) => (*k).to_string(),
+        None => format!("(a C tag of {} bytes)", tag.len()),
+    }
+}
+
 impl Y4mHeader {
     /// Parses the header line (without its newline). `path` names the input in errors.
     pub fn parse(line: &[u8], path: &str) -> std::result::Result<Self, IoError> {
@@ -86,42 +113,41 @@ impl Y4mHeader {
             path: path.into(),
             reason,
         };
-        let line = std::str::from_utf8(line).map_err(|_| bad("not ASCII text".into()))?;
-        let mut tokens = line.split(' ').filter(|t| !t.is_empty());
-        match tokens.next() {
-            Some("YUV4MPEG2") => {}
-            Some(t) => {
-                return Err(bad(format!(
-                    "starts with '{}', expected 'YUV4MPEG2'",
-                    t.chars().take(16).collect::<String>()
-                )))
-            }
-            None => return Err(bad("empty header line".into())),
+        // Errors describe the header, never quote it (issue #21): the input may be any file.
+        if !line.starts_with(b"YUV4MPEG2 ") && line != b"YUV4MPEG2" {
+            return Err(bad(format!(
+                "not a YUV4MPEG2 stream (its first bytes are not 'YUV4MPEG2 '; the first line \
+                 has {} bytes)",
+                line.len()
+            )));
         }
+        let line = std::str::from_utf8(line).map_err(|_| bad("not ASCII text".into()))?;
+        let tokens = line.split(' ').filter(|t| !t.is_empty()).skip(1);
         let (mut w, mut h, mut rate) = (None, None, None);
         let mut chroma = Chroma::C420;
         let mut full_range = false;
-        for t in tokens {
+        for (k, t) in tokens.enumerate() {
             // The tag is the first character, which need not be one byte (a panic once).
             let (tag, val) = t.split_at(t.chars().next().map_or(0, char::len_utf8));
-            let num = |v: &str| -> std::result::Result<u64, IoError> {
+            let num = |what: &str, v: &str| -> std::result::Result<u64, IoError> {
                 v.parse::<u64>()
-                    .map_err(|_| bad(format!("'{t}' is not a whole number")))
+                    .map_err(|_| bad(format!("the {what} ({tag}) is not a whole number")))
             };
             match tag {
-                "W" => w = Some(num(val)?),
-                "H" => h = Some(num(val)?),
+                "W" => w = Some(num("width", val)?),
+                "H" => h = Some(num("height", val)?),
                 "F" => {
                     let (n, d) = val
                         .split_once(':')
-                        .ok_or_else(|| bad(format!("frame rate '{t}' is not F<num>:<den>")))?;
-                    let (n, d) = (num(n)?, num(d)?);
+                        .ok_or_else(|| bad("the frame rate (F) is not F<num>:<den>".into()))?;
+                    let (n, d) = (num("frame rate", n)?, num("frame rate", d)?);
                     if n > u32::MAX as u64
                         || d > u32::MAX as u64
                         || !Rational::new(n as u32, d as u32).is_usable()
                     {
                         return Err(bad(format!(
-                            "frame rate '{t}' is out of range (positive, at least one frame a day)"
+                            "the frame rate F{n}:{d} is out of range (positive, at least one \
+                             frame a day)"
                         )));
                     }
                     rate = Some(Rational::new(n as u32, d as u32));
@@ -134,8 +160,9 @@ impl Y4mHeader {
                             return Err(IoError::Unsupported {
                                 path: path.into(),
                                 what: format!(
-                                    "chroma format '{t}' (supported: C420jpeg, C420mpeg2, \
-                                     C420paldv, C420, C444; 8 bits)"
+                                    "chroma format {} (supported: C420jpeg, C420mpeg2, \
+                                     C420paldv, C420, C444; 8 bits)",
+                                    unsupported_chroma(t)
                                 ),
                             })
                         }
@@ -143,15 +170,25 @@ impl Y4mHeader {
                 }
                 "X" => {
                     if let Some(r) = val.strip_prefix("COLORRANGE=") {
-                        full_range = match r {
-                            "FULL" => true,
-                            "LIMITED" => false,
-                            _ => return Err(bad(format!("unknown colour range '{t}'"))),
-                        };
+                        full_range =
+                            match r {
+                                "FULL" => true,
+                                "LIMITED" => false,
+                                _ => return Err(bad(
+                                    "the colour range (XCOLORRANGE=) is neither FULL nor LIMITED"
+                                        .into(),
+                                )),
+                            };
                     }
                 }
                 "I" | "A" => {}
-                _ => return Err(bad(format!("unknown tag '{t}'"))),
+                _ => {
+                    return Err(bad(format!(
+                        "unknown tag (tag {} after YUV4MPEG2; tags start with W, H, F, I, A, \
+                         C or X)",
+                        k + 1
+                    )))
+                }
             }
         }
         let width = w.ok_or_else(|| bad("no width (W) tag".into()))?;
@@ -369,13 +406,18 @@ impl Y4mSrc {
                 })
             }
             _ => {
-                let shown: String = String::from_utf8_lossy(&self.line)
-                    .chars()
-                    .take(24)
-                    .collect();
                 return Err(IoError::BadHeader {
                     path: self.path.clone(),
-                    reason: format!("frame {seq} starts with '{shown}', expected 'FRAME'"),
+                    reason: format!(
+                        "frame {seq} does not start with a 'FRAME' line (its line has {}{} \
+                         bytes)",
+                        if self.line.len() >= MAX_FRAME_HEADER {
+                            "at least "
+                        } else {
+                            ""
+                        },
+                        self.line.len()
+                    ),
                 });
             }
         }
@@ -642,21 +684,40 @@ mod tests {
         let e = |l: &[u8]| Y4mHeader::parse(l, "in.y4m").unwrap_err().to_string();
         assert_eq!(
             e(b"YUV4MPEG W64 H48 F25:1"),
-            "in.y4m: bad YUV4MPEG2 header: starts with 'YUV4MPEG', expected 'YUV4MPEG2'"
+            "in.y4m: bad YUV4MPEG2 header: not a YUV4MPEG2 stream (its first bytes are not \
+             'YUV4MPEG2 '; the first line has 22 bytes)"
         );
-        assert!(e(b"YUV4MPEG2 W64 Hx F25:1").contains("'Hx' is not a whole number"));
+        assert!(e(b"YUV4MPEG2 W64 Hx F25:1").contains("the height (H) is not a whole number"));
         assert!(e(b"YUV4MPEG2 W64 H48").contains("no frame rate (F) tag"));
-        assert!(e(b"YUV4MPEG2 W64 H48 F25:0").contains("'F25:0' is out of range"));
+        assert!(e(b"YUV4MPEG2 W64 H48 F25:0").contains("F25:0 is out of range"));
         assert_eq!(
             e(b"YUV4MPEG2 W64 H48 F25:1 C422"),
-            "in.y4m: unsupported chroma format 'C422' (supported: C420jpeg, C420mpeg2, \
-             C420paldv, C420, C444; 8 bits)"
+            "in.y4m: unsupported chroma format C422 (supported: C420jpeg, C420mpeg2, C420paldv, \
+             C420, C444; 8 bits)"
         );
-        assert!(e(b"YUV4MPEG2 W64 H48 F25:1 C420p10").contains("'C420p10'"));
+        assert!(e(b"YUV4MPEG2 W64 H48 F25:1 C420p10").contains("format C420p10 "));
+        assert!(e(b"YUV4MPEG2 W64 H48 F25:1 Cxyz").contains("(a C tag of 4 bytes)"));
+        assert!(e(b"YUV4MPEG2 W64 H48 F25:1 Zsecret").contains("unknown tag (tag 4"));
         assert_eq!(
             e(b"YUV4MPEG2 W20000 H48 F25:1"),
             "frame size 20000x48 is too large (at most 16384x16384)"
         );
         assert!(e(b"YUV4MPEG2 W0 H48 F25:1").contains("empty"));
+    }
+
+    /// Issue #21: any file can be named as a y4m input; no error may quote what it holds.
+    #[test]
+    fn errors_never_quote_the_input() {
+        for line in [
+            &b"root:$6$TOPSECRET:19000:0:99999:7:::"[..],
+            b"YUV4MPEG2 W64 H48 F25:1 XCOLORRANGE=TOPSECRET",
+            b"YUV4MPEG2 W64 HTOPSECRET F25:1",
+            b"YUV4MPEG2 W64 H48 FTOPSECRET",
+            b"YUV4MPEG2 W64 H48 F25:1 CTOPSECRET",
+            b"YUV4MPEG2 W64 H48 F25:1 TOPSECRET",
+        ] {
+            let e = Y4mHeader::parse(line, "in.y4m").unwrap_err().to_string();
+            assert!(!e.contains("SECRET"), "{e}");
+        }
     }
 }

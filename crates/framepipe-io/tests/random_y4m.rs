@@ -236,7 +236,7 @@ fn a_header_tag_that_is_not_ascii_is_refused_not_a_panic() {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("in.y4m: bad YUV4MPEG2 header: unknown tag '"),
+            e.starts_with("in.y4m: bad YUV4MPEG2 header: unknown tag (tag "),
             "{e}"
         );
     }

@@ -28,7 +28,8 @@ pub mod tree;
 pub use live::LiveShow;
 pub use model::{norm_ranges, FixedShow, NodeModel, ShowModel, ShowSource, Values};
 pub use server::{
-    serve, serve_shows, Counters, HostInfo, OscQuery, Poller, ServeOptions, Server, ShowEntry,
+    answer, serve, serve_shows, Answer, Counters, HostInfo, OscQuery, Poller, ServeOptions, Server,
+    ShowEntry,
 };
 
 /// Errors of the OSCQuery service.

@@ -8,11 +8,16 @@
 //! advert for the process. OSC packets over the WebSocket are split by show as over UDP.
 //!
 //! Bounds (bad input is dropped and counted in [`Counters`], never buffered without limit):
-//! at most [`MAX_CONNECTIONS`] TCP connections ([`serve`]), [`MAX_CLIENTS`] WebSocket clients, [`MAX_WS_MESSAGE`] bytes per message (a larger
-//! one closes that connection), [`MAX_LISTENS`] listened paths per client; a client that does
-//! not take a message within [`SEND_TIMEOUT`] is dropped. Values are not queued per client:
-//! each client is sent the latest snapshot's changes when it can take them (a slow client
-//! skips snapshots, it never makes a backlog).
+//! at most [`MAX_CONNECTIONS`] HTTP connections being served ([`serve`], through
+//! `framepipe_web::bounded`: one more is answered 503, one that sends no request within
+//! [`HEADER_TIMEOUT`] is closed), [`MAX_CLIENTS`] WebSocket clients (more: 503),
+//! [`MAX_WS_MESSAGE`] bytes per message (a larger one closes that connection), [`MAX_LISTENS`]
+//! listened paths per client; a client that does not take a message within [`SEND_TIMEOUT`],
+//! or answers no ping for `Liveness::IDLE_TIMEOUT` (it never reads), is dropped, so idle
+//! clients cannot hold every place for good. Values are not queued per client: each client is
+//! sent the latest snapshot's changes when it can take them (a slow client skips snapshots, it
+//! never makes a backlog). OSC packets over the WebSocket may carry values and transport only
+//! ([`Command::is_value_or_transport`]), as over UDP.
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
@@ -28,7 +33,9 @@ use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use framepipe_control::osc_in::{self, Ranges};
-use framepipe_control::CommandSender;
+use framepipe_control::{Command, CommandSender};
+use framepipe_core::quote::quote;
+use framepipe_web::bounded::{self, ConnCounters, ConnLimits, Liveness};
 use rosc::{OscMessage, OscPacket, OscType};
 use serde_json::{json, Map, Value};
 use tokio::sync::watch;
@@ -45,9 +52,11 @@ pub const MAX_WS_MESSAGE: usize = 64 * 1024;
 pub const MAX_LISTENS: usize = 4096;
 /// A client that does not take a message within this is dropped.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(2);
-/// TCP connections at once (HTTP and WebSocket); further ones wait in the kernel's backlog
-/// until one closes.
-pub const MAX_CONNECTIONS: usize = 256;
+/// HTTP connections served at once (WebSocket clients leave this count when upgraded); one
+/// more is answered 503.
+pub const MAX_CONNECTIONS: u64 = 256;
+/// The longest a connection may take to send a request (from its start or its last answer).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the poller reads the show.
 pub const POLL_PERIOD: Duration = Duration::from_millis(33);
 
@@ -75,6 +84,12 @@ pub struct Counters {
     pub ws_refused: AtomicU64,
     /// Clients dropped because they did not take their messages.
     pub ws_dropped: AtomicU64,
+    /// Clients dropped because they answered no ping (they never read).
+    pub ws_idle_dropped: AtomicU64,
+    /// OSC commands over the WebSocket that are not values or transport (an edit), refused.
+    pub ws_forbidden: AtomicU64,
+    /// The HTTP connections' counts (accepted, open, refused at the cap, timed out).
+    pub conn: Arc<ConnCounters>,
     /// WebSocket messages refused: malformed JSON, unknown commands or paths, too large.
     pub ws_bad: AtomicU64,
     /// OSC messages received over WebSocket and posted.
@@ -121,12 +136,46 @@ impl Counters {
         for (n, what) in [
             (get(&self.ws_refused), "refused (too many clients)"),
             (get(&self.ws_dropped), "dropped (too slow)"),
+            (get(&self.ws_idle_dropped), "dropped (idle)"),
+            (get(&self.ws_forbidden), "forbidden ws osc"),
+            (
+                get(&self.conn.refused),
+                "http refused (too many connections)",
+            ),
+            (get(&self.conn.timed_out), "http timed out (no request)"),
         ] {
             if n > 0 {
                 s.push_str(&format!(", {n} {what}"));
             }
         }
         s
+    }
+}
+
+impl Counters {
+    /// Every count, for `--stats` (`"oscquery": {...}`).
+    pub fn to_json(&self) -> Value {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        json!({
+            "http": get(&self.http),
+            "http_bad": get(&self.http_bad),
+            "http_accepted": get(&self.conn.accepted),
+            "http_open": get(&self.conn.open),
+            "http_refused": get(&self.conn.refused),
+            "http_timed_out": get(&self.conn.timed_out),
+            "ws_connections": get(&self.ws_connections),
+            "ws_clients": get(&self.ws_clients),
+            "ws_refused": get(&self.ws_refused),
+            "ws_dropped": get(&self.ws_dropped),
+            "ws_idle_dropped": get(&self.ws_idle_dropped),
+            "ws_bad": get(&self.ws_bad),
+            "ws_forbidden": get(&self.ws_forbidden),
+            "ws_osc_ok": get(&self.ws_osc_ok),
+            "ws_osc_bad": get(&self.ws_osc_bad),
+            "ws_osc_full": get(&self.ws_osc_full),
+            "packets": get(&self.packets),
+            "path_changed": get(&self.path_changed),
+        })
     }
 }
 
@@ -423,55 +472,98 @@ async fn http(
     if method != Method::GET && method != Method::HEAD {
         return bad(&q, StatusCode::METHOD_NOT_ALLOWED, "GET only\n".into());
     }
-    // "?VALUE", "?HOST_INFO" (anything after a '&' or '=' is ignored).
-    let attr = uri
-        .query()
-        .map(|s| s.split(['&', '=']).next().unwrap_or(""))
-        .unwrap_or("");
+    let attr = query_attribute(uri.query());
     if attr == "HOST_INFO" {
         return json_response(&q.host_info());
     }
-    let Some(path) = percent_decode(uri.path()) else {
-        return bad(&q, StatusCode::BAD_REQUEST, "bad path encoding\n".into());
-    };
     let snaps = q.snapshots();
     if q.inner.named() {
+        let Some(path) = percent_decode(uri.path()) else {
+            return bad(&q, StatusCode::BAD_REQUEST, "bad path encoding\n".into());
+        };
         return shows_http(&q, &snaps, &path, attr);
     }
     let snap = &snaps.list[0];
-    let Some(place) = tree::resolve(&snap.model, &path) else {
-        return bad(
-            &q,
-            StatusCode::NOT_FOUND,
-            format!("no OSC node at '{path}'\n"),
-        );
-    };
-    if attr.is_empty() {
-        return json_response(&Value::Object(tree::describe(
-            &snap.model,
-            &snap.values,
-            place,
-        )));
+    let a = answer(&snap.model, &snap.values, uri.path(), uri.query());
+    if a.status.is_client_error() {
+        add(&q.inner.counters.http_bad);
     }
-    if attr == "VALUE" && !tree::readable(&snap.values, place) {
-        return StatusCode::NO_CONTENT.into_response();
-    }
-    match tree::attribute(&snap.model, &snap.values, place, attr) {
-        Ok(Some(v)) => json_response(&json!({ attr: v })),
-        Ok(None) => json_response(&json!({})),
-        Err(tree::UnknownAttribute) => unknown_attribute(&q, attr),
+    match a.json {
+        Some(v) => json_response(&v),
+        None => (a.status, a.text).into_response(),
     }
 }
 
-fn unknown_attribute(q: &OscQuery, attr: &str) -> Response {
-    bad(
-        q,
-        StatusCode::BAD_REQUEST,
-        format!(
-            "unknown attribute '{attr}'; expected one of: FULL_PATH, CONTENTS, TYPE, \
-             VALUE, RANGE, ACCESS, DESCRIPTION, HOST_INFO\n"
-        ),
+/// `?VALUE`, `?HOST_INFO`: the attribute a query asks for (anything after a `&` or `=` is
+/// ignored); empty for none.
+fn query_attribute(query: Option<&str>) -> &str {
+    query
+        .map(|s| s.split(['&', '=']).next().unwrap_or(""))
+        .unwrap_or("")
+}
+
+/// The answer to an HTTP query on one show's namespace: a status and a JSON body, or a text
+/// (why not).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// 200, 204 (a value that cannot be read), 400, 404.
+    pub status: StatusCode,
+    /// The JSON answered (200).
+    pub json: Option<Value>,
+    /// Why not (4xx), one line; a path or an attribute quoted in it is cut
+    /// (`framepipe_core::quote`).
+    pub text: String,
+}
+
+/// Answers `GET PATH?QUERY` (the request target as received: `path` still %-encoded) on one
+/// show's namespace (`model`, `values`). `HOST_INFO` is the server's, not answered here. What
+/// the HTTP route runs for one show, and what the `oscquery_query` fuzz target checks.
+pub fn answer(model: &ShowModel, values: &Values, path: &str, query: Option<&str>) -> Answer {
+    let refuse = |status: StatusCode, text: String| Answer {
+        status,
+        json: None,
+        text,
+    };
+    let ok = |json: Value| Answer {
+        status: StatusCode::OK,
+        json: Some(json),
+        text: String::new(),
+    };
+    let attr = query_attribute(query);
+    let Some(path) = percent_decode(path) else {
+        return refuse(StatusCode::BAD_REQUEST, "bad path encoding\n".into());
+    };
+    let Some(place) = tree::resolve(model, &path) else {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            format!("no OSC node at {}\n", quote(&path)),
+        );
+    };
+    if attr.is_empty() {
+        return ok(Value::Object(tree::describe(model, values, place)));
+    }
+    if attr == "VALUE" && !tree::readable(values, place) {
+        return refuse(StatusCode::NO_CONTENT, String::new());
+    }
+    match tree::attribute(model, values, place, attr) {
+        Ok(Some(v)) => ok(json!({ attr: v })),
+        Ok(None) => ok(json!({})),
+        Err(tree::UnknownAttribute) => {
+            refuse(StatusCode::BAD_REQUEST, unknown_attribute_text(attr))
+        }
+    }
+}
+
+fn unknown_attribute_text(attr: &str) -> String {
+    format!(
+        "unknown attribute {}; expected one of: FULL_PATH, CONTENTS, TYPE, VALUE, RANGE, \
+         ACCESS, DESCRIPTION, HOST_INFO\n",
+        quote(attr)
     )
+}
+
+fn unknown_attribute(q: &OscQuery, attr: &str) -> Response {
+    bad(q, StatusCode::BAD_REQUEST, unknown_attribute_text(attr))
 }
 
 /// `/NAME` + `path` (a show's own path, `/` for its root).
@@ -549,11 +641,12 @@ fn shows_http(q: &OscQuery, snaps: &Snapshots, path: &str, attr: &str) -> Respon
     let Some(d) = described else {
         let why = match q.locate(trimmed) {
             None => format!(
-                "no OSC node at '{path}': no show named '{}' (shows: {}; addresses are /NAME/framepipe/...)\n",
-                trimmed.trim_start_matches('/').split('/').next().unwrap_or(""),
+                "no OSC node at {}: no show named {} (shows: {}; addresses are /NAME/framepipe/...)\n",
+                quote(path),
+                quote(trimmed.trim_start_matches('/').split('/').next().unwrap_or("")),
                 some_names(&q.inner.names)
             ),
-            Some(_) => format!("no OSC node at '{path}'\n"),
+            Some(_) => format!("no OSC node at {}\n", quote(path)),
         };
         return bad(q, StatusCode::NOT_FOUND, why);
     };
@@ -603,7 +696,14 @@ fn upgrade(q: OscQuery, ws: WebSocketUpgrade) -> Response {
     if c.ws_clients.fetch_add(1, Ordering::Relaxed) >= MAX_CLIENTS {
         c.ws_clients.fetch_sub(1, Ordering::Relaxed);
         add(&c.ws_refused);
-        return (StatusCode::SERVICE_UNAVAILABLE, "too many clients\n").into_response();
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "too many OSCQuery clients ({MAX_CLIENTS}): close one, or try again once an \
+                 idle one is dropped\n"
+            ),
+        )
+            .into_response();
     }
     add(&c.ws_connections);
     ws.max_message_size(MAX_WS_MESSAGE)
@@ -684,12 +784,26 @@ async fn client(q: &OscQuery, mut socket: WebSocket) {
     let mut rx = q.inner.snapshot.clone();
     let mut snap: Arc<Snapshots> = Arc::clone(&rx.borrow_and_update());
     let mut listens: HashMap<String, Listen> = HashMap::new();
+    let mut liveness = Liveness::default();
+    let mut ping = Liveness::ticker();
     loop {
         tokio::select! {
+            _ = ping.tick() => {
+                if liveness.idle() {
+                    add(&counters.ws_idle_dropped);
+                    return;
+                }
+                if !send(&mut socket, Message::Ping(Bytes::new()), counters).await {
+                    return;
+                }
+            }
             msg = socket.recv() => {
                 let msg = match msg {
                     None => return,
-                    Some(Ok(m)) => m,
+                    Some(Ok(m)) => {
+                        liveness.heard();
+                        m
+                    }
                     // Too large, or not WebSocket: counted; the connection cannot go on.
                     // A client gone without a close is not bad input.
                     Some(Err(e)) => {
@@ -829,91 +943,15 @@ fn post_show(q: &OscQuery, snap: &Snapshot, show: usize, packet: &OscPacket) {
         .fetch_add(cmds.ignored as u64, Ordering::Relaxed);
     for (cmd, n) in cmds.commands {
         let n = n as u64;
+        if !Command::is_value_or_transport(&cmd) {
+            // Least privilege (issue #21): never an edit from a controller.
+            counters.ws_forbidden.fetch_add(n, Ordering::Relaxed);
+            continue;
+        }
         match tx.post(cmd) {
             Ok(_) => counters.ws_osc_ok.fetch_add(n, Ordering::Relaxed),
             Err(_) => counters.ws_osc_full.fetch_add(n, Ordering::Relaxed),
         };
-    }
-}
-
-/// A TCP listener that holds at most [`MAX_CONNECTIONS`] connections open: `accept` waits for
-/// a free permit first, so a flood of connections costs the kernel's backlog, not memory here.
-struct Limited {
-    listener: tokio::net::TcpListener,
-    permits: Arc<tokio::sync::Semaphore>,
-}
-
-/// An accepted connection with its permit (returned when it closes).
-struct LimitedIo {
-    io: tokio::net::TcpStream,
-    _permit: tokio::sync::OwnedSemaphorePermit,
-}
-
-impl tokio::io::AsyncRead for LimitedIo {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl tokio::io::AsyncWrite for LimitedIo {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-impl axum::serve::Listener for Limited {
-    type Io = LimitedIo;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (LimitedIo, SocketAddr) {
-        loop {
-            let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else {
-                // Never closed; wait for the runtime to end.
-                std::future::pending::<()>().await;
-                continue;
-            };
-            match self.listener.accept().await {
-                Ok((io, addr)) => {
-                    // Values go out as small messages: do not hold them back.
-                    let _ = io.set_nodelay(true);
-                    return (
-                        LimitedIo {
-                            io,
-                            _permit: permit,
-                        },
-                        addr,
-                    );
-                }
-                // Out of descriptors and the like: wait a little, as axum's own listener does.
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.listener.local_addr()
     }
 }
 
@@ -1031,14 +1069,16 @@ pub fn serve_shows<S: ShowSource>(
                 let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                     return;
                 };
-                let listener = Limited {
-                    listener,
-                    permits: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
+                let limits = ConnLimits {
+                    max_open: MAX_CONNECTIONS,
+                    header_timeout: HEADER_TIMEOUT,
+                    what: "OSCQuery",
                 };
                 let router = service.router();
+                let conn = Arc::clone(&service.inner.counters.conn);
                 drop(service);
                 tokio::select! {
-                    _ = axum::serve(listener, router) => {}
+                    _ = bounded::serve(listener, router, limits, conn) => {}
                     _ = poller.run_all(sources, POLL_PERIOD) => {}
                     _ = stop_rx => {}
                 }

@@ -2,8 +2,11 @@
 //! dropped. Atomics, read by the CLI's status line, `--stats` and the page itself.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-/// Counters of the web surface. Every field only grows, except `clients`.
+use crate::bounded::ConnCounters;
+
+/// Counters of the web surface. Every field only grows, except `clients` and `http_open`.
 #[derive(Debug, Default)]
 pub struct WebCounters {
     /// WebSocket clients connected now.
@@ -31,6 +34,14 @@ pub struct WebCounters {
     pub(crate) refused_origin: AtomicU64,
     /// Preview images encoded.
     pub(crate) previews: AtomicU64,
+    /// Commands a page may not send (an edit, `save`, ...: docs/WEB.md), refused.
+    pub(crate) forbidden: AtomicU64,
+    /// WebSocket clients refused because [`MAX_CLIENTS`](crate::MAX_CLIENTS) were connected.
+    pub(crate) refused_clients: AtomicU64,
+    /// WebSocket clients dropped because they answered no ping (they never read).
+    pub(crate) idle_dropped: AtomicU64,
+    /// The HTTP connections' counts (accepted, open, refused at the cap, timed out).
+    pub(crate) conn: Arc<ConnCounters>,
 }
 
 /// A copy of [`WebCounters`] at one moment.
@@ -60,6 +71,20 @@ pub struct WebCountsSnapshot {
     pub refused_origin: u64,
     /// See [`WebCounters`].
     pub previews: u64,
+    /// See [`WebCounters`].
+    pub forbidden: u64,
+    /// See [`WebCounters`].
+    pub refused_clients: u64,
+    /// See [`WebCounters`].
+    pub idle_dropped: u64,
+    /// HTTP connections accepted.
+    pub http_accepted: u64,
+    /// HTTP connections open now.
+    pub http_open: u64,
+    /// HTTP connections answered 503: too many open.
+    pub http_refused: u64,
+    /// HTTP connections closed: no request within the header timeout.
+    pub http_timed_out: u64,
 }
 
 pub(crate) fn bump(c: &AtomicU64) {
@@ -83,6 +108,13 @@ impl WebCounters {
             refused_token: l(&self.refused_token),
             refused_origin: l(&self.refused_origin),
             previews: l(&self.previews),
+            forbidden: l(&self.forbidden),
+            refused_clients: l(&self.refused_clients),
+            idle_dropped: l(&self.idle_dropped),
+            http_accepted: l(&self.conn.accepted),
+            http_open: l(&self.conn.open),
+            http_refused: l(&self.conn.refused),
+            http_timed_out: l(&self.conn.timed_out),
         }
     }
 
@@ -100,6 +132,11 @@ impl WebCounters {
             (s.send_timeouts, "send-timeouts"),
             (s.refused_token, "refused-token"),
             (s.refused_origin, "refused-origin"),
+            (s.forbidden, "forbidden"),
+            (s.refused_clients, "refused-clients"),
+            (s.idle_dropped, "idle-dropped"),
+            (s.http_refused, "http-refused"),
+            (s.http_timed_out, "http-timed-out"),
         ] {
             if n > 0 {
                 out.push_str(&format!(" {n} {what}"));

@@ -14,6 +14,11 @@
 //!   and their replies ([`ReplyTap`], fed by the CLI's reply hub);
 //! * `/preview.jpg`: the latest image of the `webpreview` sink ([`preview`]).
 //!
+//! # Least privilege
+//! A page may post values and transport, the preview switch, and `load` of a scene from the
+//! `--scenes` folder ([`Bound::set_scenes`]); nothing that opens a file or a connection
+//! (issue #21). The rule is applied to the parsed command, for every route (`policy.rs`).
+//!
 //! # Real-time contract
 //! Nothing here runs on the frame path but `webpreview`'s `consume` (a copy under a
 //! `try_lock`, no allocation). The server reads the engine only through [`ShowView::read`]
@@ -26,17 +31,23 @@
 //! the `Host`. Page messages are capped at [`MAX_MESSAGE`] bytes (a bigger one closes that
 //! connection), rate-limited per client ([`RATE_PER_S`], burst [`RATE_BURST`]); each client has a
 //! bounded send queue ([`SEND_QUEUE`]; a full one drops and later resends the whole state), and a
-//! send that takes longer than [`SEND_TIMEOUT`] closes the client. All of it counted
-//! ([`WebCounters`]), none of it able to stall the output.
+//! send that takes longer than [`SEND_TIMEOUT`] closes the client. At most [`MAX_CLIENTS`]
+//! pages and [`MAX_CONNECTIONS`] HTTP connections at once (more are answered 503); a
+//! connection that sends no request within [`HEADER_TIMEOUT`], and a page that answers no ping
+//! ([`bounded::Liveness`]), are closed ([`bounded`]). All of it counted ([`WebCounters`]),
+//! none of it able to stall the output.
 #![forbid(unsafe_code)]
 
 mod auth;
+pub mod bounded;
 mod counters;
+mod policy;
 pub mod preview;
 pub mod protocol;
 mod server;
 
 use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -48,6 +59,7 @@ use framepipe_runtime::{Counters, ShowView};
 
 pub use auth::generate_token;
 pub use counters::{WebCounters, WebCountsSnapshot};
+pub use policy::{admit_message, Refusal};
 pub use preview::PreviewSlot;
 
 /// The default address of `--web`.
@@ -64,6 +76,12 @@ pub const SEND_QUEUE: usize = 64;
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the engine's view is polled for changes.
 pub const POLL: Duration = Duration::from_millis(66);
+/// WebSocket clients (pages) at once, every show's together; more are answered 503.
+pub const MAX_CLIENTS: u64 = 64;
+/// HTTP connections served at once; more are answered 503 (see [`bounded`]).
+pub const MAX_CONNECTIONS: u64 = 256;
+/// The longest a connection may take to send a request (from its start or its last answer).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Errors of the web surface.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +93,14 @@ pub enum Error {
         /// The address asked for.
         addr: SocketAddr,
         /// Why (the OS's words).
+        reason: String,
+    },
+    /// `--scenes DIR` is not a folder that can be read.
+    #[error("--scenes '{path}': {reason}")]
+    Scenes {
+        /// The folder given.
+        path: String,
+        /// Why it cannot be used.
         reason: String,
     },
     /// A thread or runtime could not be made.
@@ -98,9 +124,26 @@ pub struct Bound {
     token: Option<String>,
     counters: Arc<WebCounters>,
     preview: Arc<PreviewSlot>,
+    scenes: Option<PathBuf>,
 }
 
 impl Bound {
+    /// Lets the pages `load` the project files in `dir` by name (`--scenes DIR`; docs/WEB.md):
+    /// `load NAME` loads `DIR/NAME`, a regular file directly in `dir`. Without it a page may
+    /// not `load`.
+    pub fn set_scenes(&mut self, dir: &Path) -> Result<()> {
+        let bad = |reason: String| Error::Scenes {
+            path: dir.display().to_string(),
+            reason,
+        };
+        let canonical = dir.canonicalize().map_err(|e| bad(e.to_string()))?;
+        if !canonical.is_dir() {
+            return Err(bad("not a folder".into()));
+        }
+        self.scenes = Some(canonical);
+        Ok(())
+    }
+
     /// The address really bound (port 0 resolved).
     pub fn local_addr(&self) -> SocketAddr {
         self.local
@@ -190,6 +233,7 @@ impl Web {
             token,
             counters: Arc::new(WebCounters::default()),
             preview: PreviewSlot::new(),
+            scenes: None,
         })
     }
 
@@ -210,6 +254,7 @@ impl Web {
             token,
             counters,
             preview: _,
+            scenes,
         } = bound;
         let shows = shows
             .into_iter()
@@ -224,6 +269,7 @@ impl Web {
             counters,
             token,
             local.ip().is_loopback(),
+            policy::Policy { scenes },
         ));
         let stop = Arc::new(tokio::sync::Notify::new());
         let runtime = tokio::runtime::Builder::new_current_thread()

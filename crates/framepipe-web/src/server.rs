@@ -22,16 +22,21 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use framepipe_control::{Command, CommandSender, Reply};
+use framepipe_control::{CommandSender, Reply};
 use framepipe_runtime::{Counters, ShowView, ValuesView};
 use serde_json::Value;
 use tokio::sync::{mpsc, Notify};
 
 use crate::auth;
+use crate::bounded::{self, ConnLimits, Liveness};
 use crate::counters::{bump, WebCounters};
+use crate::policy::{admit_message, Policy, Refusal};
 use crate::preview::PreviewSlot;
 use crate::protocol;
-use crate::{Engine, MAX_MESSAGE, POLL, RATE_BURST, RATE_PER_S, SEND_QUEUE, SEND_TIMEOUT};
+use crate::{
+    Engine, HEADER_TIMEOUT, MAX_CLIENTS, MAX_CONNECTIONS, MAX_MESSAGE, POLL, RATE_BURST,
+    RATE_PER_S, SEND_QUEUE, SEND_TIMEOUT,
+};
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -77,6 +82,8 @@ pub(crate) struct Shared {
     web: Arc<WebCounters>,
     token: Option<String>,
     loopback: bool,
+    /// What a page may post beyond values and transport.
+    policy: Policy,
     next_client: AtomicU64,
 }
 
@@ -113,6 +120,7 @@ impl Shared {
         web: Arc<WebCounters>,
         token: Option<String>,
         loopback: bool,
+        policy: Policy,
     ) -> Self {
         let index = shows
             .iter()
@@ -141,6 +149,7 @@ impl Shared {
             web,
             token,
             loopback,
+            policy,
             next_client: AtomicU64::new(1),
         }
     }
@@ -237,28 +246,29 @@ impl Shared {
         }
     }
 
-    /// Parses and posts one page message to `show`; what to answer when it is not posted.
+    /// Parses one page message, admits it by [`Policy::admit`] and posts it to `show`; what
+    /// to answer when it is not posted.
     fn handle(&self, show: &ShowState, client: u64, msg: &str) -> Option<Value> {
-        let req = match protocol::parse_request(msg) {
-            Ok(r) => r,
-            Err(reason) => {
-                bump(&self.web.bad);
-                return Some(protocol::error_msg(None, &reason));
-            }
-        };
-        let cmd = match Command::parse(&req.cmd) {
+        let graph = show.view.graph();
+        let (id, admitted) = admit_message(
+            msg,
+            self.policy.scenes.as_deref(),
+            show.preview_tap.as_deref(),
+            &graph,
+        );
+        let cmd = match admitted {
             Ok(c) => c,
-            Err(e) => {
-                bump(&self.web.bad);
-                return Some(protocol::error_msg(
-                    req.id,
-                    &format!("bad command '{}': {e}", req.cmd.trim()),
-                ));
+            Err(refusal) => {
+                bump(match refusal {
+                    Refusal::Bad(_) => &self.web.bad,
+                    Refusal::Forbidden(_) => &self.web.forbidden,
+                });
+                return Some(protocol::error_msg(id, refusal.reason()));
             }
         };
         let commands = lock(&show.commands);
         let Some(tx) = commands.as_ref() else {
-            return Some(protocol::error_msg(req.id, "the run is over"));
+            return Some(protocol::error_msg(id, "the run is over"));
         };
         // Under the tickets lock, so that the reply cannot be delivered before it is known.
         let mut tickets = lock(&show.tickets);
@@ -269,13 +279,13 @@ impl Shared {
                     let oldest = ticket.0.saturating_sub(TICKETS as u64 / 2);
                     tickets.retain(|t, _| *t >= oldest);
                 }
-                tickets.insert(ticket.0, (client, req.id));
+                tickets.insert(ticket.0, (client, id));
                 None
             }
             Err(full) => {
                 bump(&self.web.queue_full);
                 Some(protocol::error_msg(
-                    req.id,
+                    id,
                     &format!("command queue full; not applied: {}", full.0),
                 ))
             }
@@ -362,12 +372,14 @@ pub(crate) fn serve(
             .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
             .with_state(Arc::clone(&shared));
         tokio::spawn(pump(Arc::clone(&shared)));
+        let limits = ConnLimits {
+            max_open: MAX_CONNECTIONS,
+            header_timeout: HEADER_TIMEOUT,
+            what: "the web page",
+        };
+        let conn = Arc::clone(&shared.web.conn);
         tokio::select! {
-            r = axum::serve(listener, app) => {
-                if let Err(e) = r {
-                    let _ = writeln_err(&format!("framepipe: --web: server ended: {e}"));
-                }
-            }
+            _ = bounded::serve(listener, app, limits, conn) => {}
             _ = stop.notified() => {}
         }
     });
@@ -594,12 +606,32 @@ async fn show_preview(State(s): State<Arc<Shared>>, Path(name): Path<String>) ->
     }
 }
 
-/// Upgrades to a page's WebSocket on show `i`.
+/// Upgrades to a page's WebSocket on show `i`; 503 when [`MAX_CLIENTS`] pages are open.
 fn upgrade(s: Arc<Shared>, i: usize, upgrade: WebSocketUpgrade) -> Response {
+    // Counted here, so that a burst of upgrades cannot pass the cap before any runs.
+    if s.web.clients.fetch_add(1, Ordering::Relaxed) >= MAX_CLIENTS {
+        s.web.clients.fetch_sub(1, Ordering::Relaxed);
+        bump(&s.web.refused_clients);
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "too many pages open ({MAX_CLIENTS}): close one, or try again once an idle \
+                 one is dropped\n"
+            ),
+        )
+            .into_response();
+    }
+    let failed = Arc::clone(&s);
     upgrade
         .max_message_size(MAX_MESSAGE)
         .max_frame_size(MAX_MESSAGE)
-        .on_upgrade(move |socket| client(socket, s, i))
+        .on_failed_upgrade(move |_| {
+            failed.web.clients.fetch_sub(1, Ordering::Relaxed);
+        })
+        .on_upgrade(move |socket| async move {
+            client(socket, Arc::clone(&s), i).await;
+            s.web.clients.fetch_sub(1, Ordering::Relaxed);
+        })
 }
 
 /// A WebSocket upgrade, or why the request is not one (answered after the show is known,
@@ -652,7 +684,6 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>, show: usize) {
     let (tx, mut rx) = mpsc::channel::<Utf8Bytes>(SEND_QUEUE);
     let resync = Arc::new(AtomicBool::new(false));
     bump(&s.web.connections);
-    s.web.clients.fetch_add(1, Ordering::Relaxed);
     // The hello and the whole state go first, then the client is listed for broadcasts.
     let hello = serde_json::json!({ "type": "hello", "client": id, "max_message": MAX_MESSAGE });
     let _ = tx.try_send(text(&hello));
@@ -675,8 +706,25 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>, show: usize) {
         at: Instant::now(),
     };
     let mut limited_said = Instant::now() - std::time::Duration::from_secs(10);
+    let mut liveness = Liveness::default();
+    let mut ping = Liveness::ticker();
     loop {
         tokio::select! {
+            _ = ping.tick() => {
+                if liveness.idle() {
+                    bump(&s.web.idle_dropped);
+                    break;
+                }
+                let ping = Message::Ping(axum::body::Bytes::new());
+                match tokio::time::timeout(SEND_TIMEOUT, socket.send(ping)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => break,
+                    Err(_) => {
+                        bump(&s.web.send_timeouts);
+                        break;
+                    }
+                }
+            }
             out = rx.recv() => {
                 let Some(out) = out else { break };
                 match tokio::time::timeout(SEND_TIMEOUT, socket.send(Message::Text(out))).await {
@@ -691,7 +739,10 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>, show: usize) {
             msg = socket.recv() => {
                 let msg = match msg {
                     None => break,
-                    Some(Ok(m)) => m,
+                    Some(Ok(m)) => {
+                        liveness.heard();
+                        m
+                    }
                     Some(Err(e)) => {
                         let e = e.to_string();
                         if e.contains("too long") || e.contains("Space limit") || e.contains("Capacity") {
@@ -732,7 +783,6 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>, show: usize) {
         }
     }
     lock(&sh.clients).retain(|c| c.id != id);
-    s.web.clients.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// What the pump keeps of one show between polls.

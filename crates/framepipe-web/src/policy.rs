@@ -1,0 +1,277 @@
+//! What a page may post (issue #21, docs/WEB.md "What the page may send"): least privilege,
+//! decided on the parsed [`Command`], never on its text, for every WebSocket route (`/ws` and
+//! `/shows/NAME/ws` go through [`Policy::admit`]).
+//!
+//! * values and transport ([`Command::is_value_or_transport`]): `set`, `osc`, `unosc`,
+//!   `bypass`, `speed`, `tempo`, `tap`, `pause`, `step`, `resume`, `stop`, `batch` of them;
+//! * the preview switch the page posts: `link TAP NODE`, `TAP` the preview's `monitor` node,
+//!   `NODE` a node of the running graph;
+//! * `load NAME [fade=D]` of a project file directly in the folder named with `--scenes DIR`:
+//!   `NAME` a file name (no `/`, no `..`), a regular file there (not a link, a device or a
+//!   FIFO); posted as `load DIR/NAME`. Without `--scenes`, `load` is refused.
+//!
+//! Everything else — `add`, `remove`, `replace`, another `link`, `learn`, `unlearn`, `midi`,
+//! `save` — can open a file, connect to a host or write one: refused, with the command's word
+//! and the rule. The refusal never quotes what a file holds (nothing is read here but the
+//! folder's entry for `NAME`).
+
+use std::path::{Path, PathBuf};
+
+use framepipe_control::{Command, GraphEdit};
+use framepipe_core::quote::{quote, quote_at_most};
+
+/// The most characters of a command parser's error a refusal repeats (it may quote a token
+/// whole: found by the `web_message` fuzz target, a 1,160-byte reason for a 529-byte message).
+const ERROR_CHARS: usize = 200;
+use framepipe_runtime::GraphView;
+
+/// What a page may post beyond values and transport.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Policy {
+    /// `--scenes DIR`, canonical: `load NAME` loads `DIR/NAME`.
+    pub(crate) scenes: Option<PathBuf>,
+}
+
+/// The rule, for refusals.
+const RULE: &str = "the page may send values and transport (set, osc, unosc, bypass, speed, \
+                    tempo, tap, pause, step, resume, stop, batch), link PREVIEW NODE and load \
+                    SCENE (with --scenes DIR); see docs/WEB.md";
+
+impl Policy {
+    /// `cmd` as it may be posted (a `load`'s file name made its path in the scenes folder),
+    /// or why a page may not post it. `tap`: the preview's `monitor` node; `graph`: the
+    /// running graph.
+    pub(crate) fn admit(
+        &self,
+        cmd: Command,
+        tap: Option<&str>,
+        graph: &GraphView,
+    ) -> Result<Command, String> {
+        if cmd.is_value_or_transport() {
+            return Ok(cmd);
+        }
+        match cmd {
+            Command::Edit(GraphEdit::Link { node, input, from }) => {
+                let Some(tap) = tap.filter(|t| *t == node && input == 0) else {
+                    return Err(format!(
+                        "link {} is not allowed from the web page: it may only switch the \
+                         preview ({}); {RULE}",
+                        quote(&node),
+                        match tap {
+                            Some(t) => format!("link {t} NODE"),
+                            None => "this show has none".into(),
+                        }
+                    ));
+                };
+                if graph.node(&from).is_none() || from == tap {
+                    return Err(format!(
+                        "link {tap} {}: no such node to preview in the running graph",
+                        quote(&from)
+                    ));
+                }
+                Ok(Command::Edit(GraphEdit::Link { node, input, from }))
+            }
+            Command::Edit(GraphEdit::Load { path, fade_ns }) => {
+                let Some(dir) = &self.scenes else {
+                    return Err(
+                        "load is not allowed from the web page: framepipe was started without \
+                         --scenes DIR (start it with --scenes DIR to let the page load the \
+                         project files in DIR by name)"
+                            .into(),
+                    );
+                };
+                let path = scene_path(dir, &path)?;
+                Ok(Command::Edit(GraphEdit::Load {
+                    path: path.to_string_lossy().into_owned(),
+                    fade_ns,
+                }))
+            }
+            other => Err(format!(
+                "{} is not allowed from the web page: {RULE}",
+                other.word()
+            )),
+        }
+    }
+}
+
+/// Why a page's message is not posted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not a command: not JSON, no `cmd`, a line that does not parse (counted `bad`).
+    Bad(String),
+    /// A command a page may not send (counted `forbidden`).
+    Forbidden(String),
+}
+
+impl Refusal {
+    /// The reason, for the page's `error`.
+    pub fn reason(&self) -> &str {
+        match self {
+            Refusal::Bad(r) | Refusal::Forbidden(r) => r,
+        }
+    }
+}
+
+/// What the server does with one page message before posting it: parses it
+/// (`{"id": N, "cmd": "LINE"}`), parses its command line, admits the command by the page's rule
+/// (`scenes`: the canonical `--scenes` folder; `tap`: the preview's `monitor` node; `graph`:
+/// the running graph). The request id (when there is one) and the command to post, or why
+/// not. Every route runs it; the `web_message` fuzz target checks it.
+pub fn admit_message(
+    msg: &str,
+    scenes: Option<&Path>,
+    tap: Option<&str>,
+    graph: &GraphView,
+) -> (Option<u64>, Result<Command, Refusal>) {
+    let req = match crate::protocol::parse_request(msg) {
+        Ok(r) => r,
+        Err(reason) => return (None, Err(Refusal::Bad(reason))),
+    };
+    let cmd = match Command::parse(&req.cmd) {
+        Ok(c) => c,
+        Err(e) => {
+            // The parser's error names the offending token whole: cut it too.
+            let e = e.to_string();
+            let e = if e.len() > ERROR_CHARS {
+                quote_at_most(&e, ERROR_CHARS)
+            } else {
+                e
+            };
+            let reason = format!("bad command {}: {e}", quote(req.cmd.trim()));
+            return (req.id, Err(Refusal::Bad(reason)));
+        }
+    };
+    let policy = Policy {
+        scenes: scenes.map(Path::to_path_buf),
+    };
+    (
+        req.id,
+        policy.admit(cmd, tap, graph).map_err(Refusal::Forbidden),
+    )
+}
+
+/// `DIR/NAME` for a page's `load NAME`: `NAME` a plain file name, a regular file in `dir`.
+fn scene_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let plain = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\\', '\0'])
+        && Path::new(name).components().count() == 1;
+    if !plain {
+        return Err(format!(
+            "load {}: the page loads a scene by its file name in the --scenes folder (no \
+             folders, no '..', no absolute path)",
+            quote(name)
+        ));
+    }
+    let path = dir.join(name);
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_file() => Ok(path),
+        Ok(_) => Err(format!(
+            "load {}: not a regular file in the --scenes folder (links, folders, devices and \
+             FIFOs are not loaded from the page)",
+            quote(name)
+        )),
+        Err(_) => Err(format!(
+            "load {}: no such scene in the --scenes folder",
+            quote(name)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph() -> GraphView {
+        GraphView::default()
+    }
+
+    fn parse(line: &str) -> Command {
+        Command::parse(line).unwrap()
+    }
+
+    #[test]
+    fn values_and_transport_pass_edits_and_surface_commands_do_not() {
+        let p = Policy::default();
+        for ok in [
+            "set a.b 1",
+            "osc a.b ~sine:1hz:0..1",
+            "unosc a.b",
+            "bypass a on",
+            "speed 2",
+            "tempo 120",
+            "tap",
+            "pause",
+            "step 2",
+            "resume",
+            "stop",
+            "batch set a.b 1; pause",
+        ] {
+            assert!(p.admit(parse(ok), None, &graph()).is_ok(), "{ok}");
+        }
+        for (bad, word) in [
+            ("replace a y4msrc location=/etc/shadow", "replace "),
+            ("add invert after a", "add "),
+            ("remove a", "remove "),
+            ("save /tmp/x.toml", "save "),
+            ("learn a.b", "learn "),
+            ("unlearn all", "unlearn "),
+            ("midi", "midi "),
+        ] {
+            let e = p.admit(parse(bad), None, &graph()).unwrap_err();
+            assert!(e.starts_with(word), "{bad}: {e}");
+            assert!(!e.contains("shadow"), "{e}");
+        }
+        let e = p.admit(parse("load x.toml"), None, &graph()).unwrap_err();
+        assert!(e.contains("--scenes DIR"), "{e}");
+        let e = p
+            .admit(parse("link out web-monitor"), Some("web-monitor"), &graph())
+            .unwrap_err();
+        assert!(e.contains("only switch the preview"), "{e}");
+    }
+
+    /// Found by the `web_message` fuzz target: the command parser's error quoted a long token
+    /// whole (a 1,160-byte reason for a 529-byte message).
+    #[test]
+    fn a_refusal_cuts_a_long_token_in_the_parsers_error() {
+        let token = format!("~sine:{}hz", "Q".repeat(500));
+        let msg = serde_json::json!({ "id": 1, "cmd": format!("osc s.value {token}") });
+        let (id, r) = admit_message(&msg.to_string(), None, None, &graph());
+        let Err(Refusal::Bad(reason)) = r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(id, Some(1));
+        assert!(reason.len() < 600, "{} bytes: {reason}", reason.len());
+    }
+
+    #[test]
+    fn scenes_are_plain_file_names_of_regular_files() {
+        let dir = framepipe_testkit::tmpdir("fp-web-policy");
+        std::fs::write(
+            dir.path().join("a.toml"),
+            "pipeline = \"testsrc ! nullsink\"",
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let scenes = dir.path().canonicalize().unwrap();
+        assert_eq!(
+            scene_path(&scenes, "a.toml").unwrap(),
+            scenes.join("a.toml")
+        );
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../a.toml",
+            "/etc/passwd",
+            "sub/a.toml",
+            "sub",
+        ] {
+            assert!(scene_path(&scenes, bad).is_err(), "{bad}");
+        }
+        assert!(scene_path(&scenes, "b.toml")
+            .unwrap_err()
+            .contains("no such scene"));
+    }
+}
