@@ -150,6 +150,31 @@ pub fn admit_message(
     )
 }
 
+/// The most scene names a page is offered ([`scene_names`]).
+pub(crate) const MAX_SCENES: usize = 128;
+/// The most folder entries looked at for them (a huge folder costs a page's hello no more).
+const MAX_SCENE_ENTRIES: usize = 4096;
+
+/// The scenes a page may `load` from `dir` (the `--scenes` folder): the names of its regular
+/// `.toml` files (not links, folders, devices or FIFOs, as [`scene_path`] admits), sorted, at
+/// most [`MAX_SCENES`]. Read when a page connects, so a scene added during the show appears on
+/// the next page (or reconnect). An unreadable folder offers none.
+pub(crate) fn scene_names(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .take(MAX_SCENE_ENTRIES)
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".toml") && scene_path(dir, n).is_ok())
+        .collect();
+    names.sort();
+    names.truncate(MAX_SCENES);
+    names
+}
+
 /// `DIR/NAME` for a page's `load NAME`: `NAME` a plain file name, a regular file in `dir`.
 fn scene_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
     let plain = !name.is_empty()
@@ -243,6 +268,19 @@ mod tests {
         };
         assert_eq!(id, Some(1));
         assert!(reason.len() < 600, "{} bytes: {reason}", reason.len());
+    }
+
+    #[test]
+    fn the_page_is_offered_the_regular_toml_files_of_the_scenes_folder_sorted() {
+        let dir = framepipe_testkit::tmpdir("fp-web-scene-names");
+        let d = dir.path();
+        std::fs::write(d.join("b.toml"), "x").unwrap();
+        std::fs::write(d.join("a.toml"), "x").unwrap();
+        std::fs::write(d.join("notes.txt"), "x").unwrap();
+        std::fs::create_dir(d.join("sub.toml")).unwrap();
+        std::os::unix::fs::symlink(d.join("a.toml"), d.join("link.toml")).unwrap();
+        assert_eq!(scene_names(d), ["a.toml", "b.toml"]);
+        assert!(scene_names(&d.join("missing")).is_empty());
     }
 
     #[test]

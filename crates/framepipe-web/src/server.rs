@@ -685,7 +685,16 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>, show: usize) {
     let resync = Arc::new(AtomicBool::new(false));
     bump(&s.web.connections);
     // The hello and the whole state go first, then the client is listed for broadcasts.
-    let hello = serde_json::json!({ "type": "hello", "client": id, "max_message": MAX_MESSAGE });
+    // The scenes the page may `load` (docs/WEB.md): its perform view's scene buttons.
+    let scenes = s
+        .policy
+        .scenes
+        .as_deref()
+        .map(crate::policy::scene_names)
+        .unwrap_or_default();
+    let hello = serde_json::json!({
+        "type": "hello", "client": id, "max_message": MAX_MESSAGE, "scenes": scenes,
+    });
     let _ = tx.try_send(text(&hello));
     for m in sh.full_state() {
         if !m.is_null() {
