@@ -10,6 +10,7 @@
 //! * [`shm`]: the memfd a shared frame pool keeps its buffers in, so that a child process (an
 //!   isolated plugin) reads and writes frames in place; [`SharedFrame`] says where a frame is.
 //! * [`limits`]: the memory budget every size from untrusted input is checked against.
+//! * [`quote`]: untrusted text in a message: cut, with its length, and on one line.
 //! * [`element`]: the [`Source`], [`Effect`]/[`EffectFactory`] and [`Sink`] traits every element
 //!   implements, and [`Registry`], through which native and frei0r elements are found by name.
 //!
@@ -25,6 +26,7 @@ pub mod frame;
 pub mod info;
 pub mod limits;
 pub mod props;
+pub mod quote;
 pub mod shm;
 
 pub use element::{
