@@ -7,6 +7,10 @@
 //! a signal. A second signal exits at once with its own status: the way out when the pipeline
 //! is stuck (a source blocked reading, a sink blocked writing).
 //!
+//! The first signal also sets the process's stop request ([`framepipe_core::stop`]), which waits
+//! inside elements look at (a `tcpsink` whose receiver stops reading), so that one signal is
+//! enough to end the run.
+//!
 //! Signals are received on a thread of their own (signal-hook's self-pipe), so nothing but a
 //! flag is touched inside the signal handler.
 
@@ -53,6 +57,9 @@ pub fn stop_on_signals(stoppers: Vec<Stopper>) -> std::io::Result<Received> {
                     .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
+                    // Waits inside an element (a sink writing to a receiver that does not read)
+                    // give up too: the run reaches its end at the first signal.
+                    framepipe_core::stop::request();
                     for stopper in &stoppers {
                         stopper.stop();
                     }

@@ -109,6 +109,9 @@ mod tests {
         let mut more = wide.clone();
         more.extend_from_slice(b"tail");
         assert!(quote_bytes(&more).ends_with(&format!("…' ({} bytes)", more.len())));
-        assert_eq!(quote_bytes(&wide), format!("'{}'", "😀".repeat(QUOTE_CHARS)));
+        assert_eq!(
+            quote_bytes(&wide),
+            format!("'{}'", "😀".repeat(QUOTE_CHARS))
+        );
     }
 }
