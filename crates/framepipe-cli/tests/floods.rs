@@ -367,6 +367,17 @@ fn a_valid_control_change_after_a_megabyte_of_random_midi_bytes_lands() {
     let tail = lines[lines.len().saturating_sub(30)..].join("\n");
     assert!(st.success(), "{tail}");
     assert_eq!(last.as_deref(), Some(top.as_str()), "{tail}");
+    // No message was dropped on its way to the surface: the reader waits for it instead.
+    let summary = lines
+        .iter()
+        .find(|l| l.contains("framepipe: midi: ") && l.contains(" messages, "))
+        .unwrap_or_else(|| panic!("no MIDI summary: {tail}"));
+    let dropped: u64 = summary
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" dropped"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert_eq!(dropped, 0, "{summary}");
 }
 
 /// Issue #21: a `tcpsink` whose receiver accepts and never reads blocks in its write; the first
