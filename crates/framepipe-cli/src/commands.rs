@@ -240,7 +240,7 @@ pub fn spawn_reply_printer(
 
 /// Refusals of one kind (one show's, one command word's) printed a second at most; the rest
 /// are counted and said once the second is over (issue #21).
-const REFUSALS_PER_S: u32 = 10;
+const REFUSALS_PER_S: u32 = 3;
 
 /// The longest refusal reason printed, in bytes (a reason quoting an oversized value is cut).
 const MAX_REASON: usize = 1024;

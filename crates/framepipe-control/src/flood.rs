@@ -322,7 +322,7 @@ mod tests {
                 "tempo 100"
             ]
         );
-        assert_eq!(c.coalesced(), 1 + 996 + 995 + 995 + 1);
+        assert_eq!(c.coalesced(), 996 + 995 + 995 + 1);
         assert!(results.iter().all(|&ok| ok));
         assert_eq!(results.len(), 7);
     }
@@ -345,7 +345,12 @@ mod tests {
         c.offer(&tx, cmd("pause"), &mut post);
         assert_eq!(
             texts(&mut rx),
-            ["set a.x 3", "osc a.x ~sine:1hz:0..1", "set a.x 5", "pause"]
+            [
+                "set a.x 3",
+                "osc a.x ~sine:1hz:0..1:phase=0",
+                "set a.x 5",
+                "pause"
+            ]
         );
         assert_eq!(c.held(), 0);
     }
