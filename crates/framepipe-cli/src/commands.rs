@@ -554,10 +554,10 @@ impl ShowInput {
     /// waits for the engine when a flood outruns it (the writer is then held back by the pipe).
     fn after_line(&mut self) {
         let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
-        if self.coalescer.due(tx) {
+        if self.coalescer.due() {
             self.coalescer
                 .flush(tx, &mut |_, r| said_full(who, full, r));
-        } else if self.coalescer.should_wait(tx) {
+        } else if self.coalescer.should_wait() {
             self.coalescer
                 .settle(tx, &mut |_, r| said_full(who, full, r));
         }

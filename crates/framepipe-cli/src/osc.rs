@@ -255,9 +255,9 @@ impl Target {
     /// posted last, and waits for the engine when a flood outruns it (the kernel then drops
     /// what the socket cannot hold).
     fn after(&mut self, counters: &OscCounters) {
-        if self.coalescer.due(&self.tx) {
+        if self.coalescer.due() {
             self.send(counters, None, false);
-        } else if self.coalescer.should_wait(&self.tx) {
+        } else if self.coalescer.should_wait() {
             self.send(counters, None, true);
         }
         if let Some(n) = self.full.tick(Instant::now()) {

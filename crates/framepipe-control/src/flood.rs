@@ -1,20 +1,23 @@
 //! Floods on a control surface (issue #21): commands coalesced before they reach the engine, and
 //! messages about them limited to a few lines a second.
 //!
-//! The engine reads its commands once per frame boundary, and a frame shows one value per
-//! property: of several `set`s of the same property posted between two boundaries only the
+//! The engine applies a command from the next frame to begin, and a frame shows one value per
+//! property: of several `set`s of the same property posted within a frame period only the
 //! last can ever be seen. A [`Coalescer`] keeps them on the surface's thread instead of in the
-//! engine's queue: it holds the commands that only the last of their kind counts for (`set` and
-//! `bypass` of one target, `speed`, `tempo`), the newer replacing the older, and posts what it
-//! holds once the engine has read what it posted last
-//! ([`CommandSender::read_past`]). So a surface posts at most one command per property per
-//! frame, however fast its input, and the frame path's work per boundary stays bounded by the
-//! number of properties, not by the rate of the flood. Every other command (an oscillator,
-//! `tap`, the transport, an edit, a batch) is posted in its place, after what was held before
-//! it, so that order is kept.
+//! engine's queue: a command that only the last of its kind counts for (`set` and `bypass` of
+//! one target, `speed`, `tempo`) is posted at once unless one of its kind was posted less than
+//! [`MIN_GAP`] ago; then it is held, a newer one replacing it, and posted when the gap has
+//! passed. So a surface posts at most one command per property per [`MIN_GAP`], however fast
+//! its input: the engine (woken by every post) and the replies see a flood at the rate of the
+//! frames, not of the input. A command alone, or the first of a burst, is never delayed. Every
+//! other command (an oscillator, `tap`, the transport, an edit, a batch) is posted at once,
+//! after what is held, so that order is kept.
 //!
 //! A replaced command was never posted: it gets no ticket and no reply; it is counted
-//! ([`Coalescer::coalesced`]).
+//! ([`Coalescer::coalesced`]). A surface that takes more than [`OFFERS_PER_GAP`] commands in a
+//! gap waits for the next ([`Coalescer::should_wait`]): its input's writer is held back by its
+//! pipe, or the kernel drops datagrams; the surface's thread then costs a bounded share of a
+//! CPU whatever the flood.
 //!
 //! [`LogLimit`] is the other half: a message of one kind (a refusal, a full queue, a bad line)
 //! is said at most [`LogLimit::burst`] times a second; the rest are counted and said as one line
@@ -27,22 +30,19 @@ use std::time::{Duration, Instant};
 use crate::command::{Command, Target};
 use crate::queue::{CommandSender, Full, Ticket};
 
-/// How many commands a surface takes from its input between two posts before it waits for the
-/// next one (a flood is slowed to the engine's pace: the input's writer is held back by its
-/// pipe, or the kernel drops datagrams).
-pub const OFFERS_PER_READ: usize = 256;
-
-/// The least time between two posts of what a surface holds: about a frame period or less
-/// (10 ms: 100 posts a second per property at most). The engine is woken by every post and
-/// reads at once, so "the engine has read" alone would not hold a flood back; this spacing
-/// does, without the surface knowing the show's rate (a frame shows the last value posted
-/// before it began anyway). The MIDI surface spaces its values the same way (its frame
-/// period, or this when unpaced).
+/// The least time between two posts of one property's commands: about a frame period or less
+/// (10 ms: 100 a second at most). The surface does not know the show's rate; a frame shows the
+/// last value posted before it began anyway. The MIDI surface spaces its values the same way
+/// (its frame period, or this when unpaced).
 pub const MIN_GAP: Duration = Duration::from_millis(10);
 
-/// The longest a surface waits for the engine to read what it posted before it posts what it
-/// holds anyway (an engine that reads no commands: a stalled pipeline).
-pub const MAX_HOLD: Duration = Duration::from_millis(100);
+/// How many commands a surface takes from its input in one [`MIN_GAP`] before it waits for the
+/// next (a flood is slowed to the engine's pace).
+pub const OFFERS_PER_GAP: usize = 256;
+
+/// Properties whose last post is remembered before the old ones are forgotten (a flood of
+/// distinct targets must not grow memory).
+const RECENT_KEPT: usize = 1024;
 
 /// What only the last command of counts, between two reads of the engine.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -76,22 +76,21 @@ impl Key {
     }
 }
 
-/// One surface's commands on their way to the engine, coalesced between the engine's reads
-/// (see the module documentation). Owned by the surface's thread; nothing here blocks.
+/// One surface's commands on their way to the engine, coalesced (see the module
+/// documentation). Owned by the surface's thread; nothing here blocks but
+/// [`settle`](Self::settle).
 #[derive(Debug, Default)]
 pub struct Coalescer {
     /// Commands held, in order.
     held: Vec<Command>,
     /// Where the held command of a key is in `held`.
     index: HashMap<Key, usize>,
-    /// The queue's mark after the last command posted ([`CommandSender::mark`]).
-    mark: Option<u64>,
-    /// When the oldest held command was offered.
+    /// When each key was last posted (the recent ones).
+    recent: HashMap<Key, Instant>,
+    /// When the oldest held command was held.
     since: Option<Instant>,
-    /// When it last posted what it held.
-    flushed: Option<Instant>,
-    /// Commands offered since the last post.
-    offered: usize,
+    /// The current gap's start and the commands offered in it.
+    window: Option<(Instant, usize)>,
     /// Commands replaced by a later one.
     coalesced: u64,
 }
@@ -102,28 +101,39 @@ impl Coalescer {
         Self::default()
     }
 
-    /// Takes `cmd`: a command that only the last of its kind counts for is held (replacing the
-    /// one of its kind held already: counted in [`coalesced`](Self::coalesced)); any other is
-    /// posted at once, after everything held (through `post`, which gets, for each command
-    /// posted, how many commands it carries (a batch's count, else 1) and
-    /// [`CommandSender::post`]'s answer).
+    /// Takes `cmd`: a command that only the last of its kind counts for is posted now, or held
+    /// when one of its kind was posted less than [`MIN_GAP`] ago (replacing the one of its kind
+    /// held already: counted in [`coalesced`](Self::coalesced)); any other is posted at once,
+    /// after everything held. `post` gets, for each command posted, how many commands it
+    /// carries (a batch's count, else 1) and [`CommandSender::post`]'s answer.
     pub fn offer(
         &mut self,
         tx: &CommandSender,
         cmd: Command,
         post: &mut dyn FnMut(usize, Result<Ticket, Full>),
     ) {
-        self.offered += 1;
+        let now = Instant::now();
+        match &mut self.window {
+            Some((start, n)) if now.duration_since(*start) < MIN_GAP => *n += 1,
+            w => *w = Some((now, 1)),
+        }
         match Key::of(&cmd) {
             Some(key) => {
                 if let Some(&i) = self.index.get(&key) {
                     self.held[i] = cmd;
                     self.coalesced += 1;
-                } else {
+                } else if self
+                    .recent
+                    .get(&key)
+                    .is_some_and(|t| now.duration_since(*t) < MIN_GAP)
+                {
                     self.index.insert(key, self.held.len());
                     self.held.push(cmd);
+                    self.since.get_or_insert(now);
+                } else {
+                    self.remember(key, now);
+                    send(tx, cmd, post);
                 }
-                self.since.get_or_insert_with(Instant::now);
             }
             None => {
                 if let Some(key) = Key::touched(&cmd) {
@@ -131,68 +141,70 @@ impl Coalescer {
                     // into one held before it.
                     self.index.remove(&key);
                 }
-                self.held.push(cmd);
                 self.flush(tx, post);
+                send(tx, cmd, post);
             }
         }
     }
 
-    /// Whether what is held should be posted now: [`MIN_GAP`] has passed since the last post
-    /// and the engine has read what was posted then, or it was held [`MAX_HOLD`] already.
-    pub fn due(&self, tx: &CommandSender) -> bool {
-        !self.held.is_empty()
-            && ((self.flushed.is_none_or(|t| t.elapsed() >= MIN_GAP)
-                && self.mark.is_none_or(|m| tx.read_past(m)))
-                || self.since.is_some_and(|t| t.elapsed() >= MAX_HOLD))
+    fn remember(&mut self, key: Key, now: Instant) {
+        if self.recent.len() >= RECENT_KEPT {
+            self.recent.retain(|_, t| now.duration_since(*t) < MIN_GAP);
+        }
+        self.recent.insert(key, now);
     }
 
-    /// Whether the surface should stop taking input for a while: it took [`OFFERS_PER_READ`]
-    /// commands since it last posted (a flood: the surface then goes at the engine's pace).
-    pub fn should_wait(&self, _tx: &CommandSender) -> bool {
-        self.offered >= OFFERS_PER_READ
+    /// Whether what is held should be posted now: it was held [`MIN_GAP`] already.
+    pub fn due(&self) -> bool {
+        self.since.is_some_and(|t| t.elapsed() >= MIN_GAP)
     }
 
-    /// Waits (sleeping 1 ms at a time) until what is held is [`due`](Self::due), at most
-    /// [`MAX_HOLD`]; then posts what is held. For a surface about to block on its input
-    /// (nothing would post what it holds meanwhile), or one that
-    /// [`should_wait`](Self::should_wait).
+    /// Whether the surface should stop taking input until the next gap: it took
+    /// [`OFFERS_PER_GAP`] commands in this one.
+    pub fn should_wait(&self) -> bool {
+        self.window
+            .is_some_and(|(start, n)| n >= OFFERS_PER_GAP && start.elapsed() < MIN_GAP)
+    }
+
+    /// Sleeps until what is held is [`due`](Self::due) and the current gap is over, then posts
+    /// what is held. For a surface about to block on its input (nothing would post what it
+    /// holds meanwhile), or one that [`should_wait`](Self::should_wait).
     pub fn settle(
         &mut self,
         tx: &CommandSender,
         post: &mut dyn FnMut(usize, Result<Ticket, Full>),
     ) {
-        let start = Instant::now();
-        while !self.held.is_empty() && !self.due(tx) && start.elapsed() < MAX_HOLD {
-            std::thread::sleep(Duration::from_millis(1));
+        let until = [
+            self.since.map(|t| t + MIN_GAP),
+            self.window
+                .filter(|&(_, n)| n >= OFFERS_PER_GAP)
+                .map(|(t, _)| t + MIN_GAP),
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        if let Some(t) = until {
+            std::thread::sleep(t.saturating_duration_since(Instant::now()));
         }
-        if self.held.is_empty() {
-            // Nothing to post, but the input was counted: wait for the engine to read.
-            while !self.mark.is_none_or(|m| tx.read_past(m)) && start.elapsed() < MAX_HOLD {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            self.offered = 0;
-            return;
-        }
+        self.window = None;
         self.flush(tx, post);
     }
 
     /// Posts everything held, in order, now.
     pub fn flush(&mut self, tx: &CommandSender, post: &mut dyn FnMut(usize, Result<Ticket, Full>)) {
-        self.offered = 0;
         if self.held.is_empty() {
             return;
         }
-        self.index.clear();
-        self.since = None;
-        self.flushed = Some(Instant::now());
-        for cmd in self.held.drain(..) {
-            let n = match &cmd {
-                Command::Batch(cmds) => cmds.len(),
-                _ => 1,
-            };
-            post(n, tx.post(cmd));
+        let now = Instant::now();
+        let keys: Vec<Key> = self.index.drain().map(|(k, _)| k).collect();
+        for key in keys {
+            self.remember(key, now);
         }
-        self.mark = Some(tx.mark());
+        self.since = None;
+        let held = std::mem::take(&mut self.held);
+        for cmd in held {
+            send(tx, cmd, post);
+        }
     }
 
     /// Commands held now.
@@ -204,6 +216,15 @@ impl Coalescer {
     pub fn coalesced(&self) -> u64 {
         self.coalesced
     }
+}
+
+/// Posts `cmd`, telling `post` how many commands it carries.
+fn send(tx: &CommandSender, cmd: Command, post: &mut dyn FnMut(usize, Result<Ticket, Full>)) {
+    let n = match &cmd {
+        Command::Batch(cmds) => cmds.len(),
+        _ => 1,
+    };
+    post(n, tx.post(cmd));
 }
 
 /// Lines of one kind, at most [`burst`](Self::burst) a second; the rest counted (see the module
@@ -281,50 +302,49 @@ mod tests {
             .collect()
     }
 
-    /// Issue #21: a flood of `set`s of one property between two reads of the engine reaches
-    /// the engine as one `set`, the last; other properties keep theirs, in order; the rest are
-    /// counted.
+    /// Issue #21: a flood of `set`s of one property within a gap reaches the engine as the
+    /// first (at once) and the last (after the gap); other properties keep theirs, in order;
+    /// the rest are counted.
     #[test]
-    fn sets_of_one_property_between_two_reads_keep_the_last() {
+    fn sets_of_one_property_within_a_gap_keep_the_first_and_the_last() {
         let (tx, mut rx) = command_queue(1024);
         let mut c = Coalescer::new();
         let mut results = Vec::new();
         let mut post = |_: usize, r: Result<Ticket, Full>| results.push(r.is_ok());
-        // The engine has read nothing yet, and nothing was posted: the first offer is due.
+        // A command alone is posted at once.
         c.offer(&tx, cmd("set a.x 1"), &mut post);
-        assert!(c.due(&tx));
-        c.flush(&tx, &mut post);
         assert_eq!(texts(&mut rx), ["set a.x 1"]);
-        // The engine read it: due again. Hold a flood, post it once it is read.
-        c.offer(&tx, cmd("set a.x 2"), &mut post);
-        c.flush(&tx, &mut post);
-        c.offer(&tx, cmd("set a.x 3"), &mut post);
-        assert!(!c.due(&tx), "the engine has not read 'set a.x 2'");
-        for i in 4..1000 {
+        // The same property again within the gap: held, the newest replacing the older.
+        // (Short loops: all of it within one gap.)
+        for i in 2..100 {
             c.offer(&tx, cmd(&format!("set a.x {i}")), &mut post);
+        }
+        c.offer(&tx, cmd("set b.y 1"), &mut post);
+        for i in 2..100 {
             c.offer(&tx, cmd(&format!("set b.y {i}")), &mut post);
             c.offer(&tx, cmd("bypass c on"), &mut post);
         }
         c.offer(&tx, cmd("speed 2"), &mut post);
         c.offer(&tx, cmd("tempo 100"), &mut post);
         c.offer(&tx, cmd("speed 3"), &mut post);
-        assert_eq!(texts(&mut rx), ["set a.x 2"]);
-        std::thread::sleep(MIN_GAP);
-        assert!(c.due(&tx), "read, and the gap has passed");
-        c.flush(&tx, &mut post);
         assert_eq!(
             texts(&mut rx),
-            [
-                "set a.x 999",
-                "set b.y 999",
-                "bypass c on",
-                "speed 3",
-                "tempo 100"
-            ]
+            ["set b.y 1", "bypass c on", "speed 2", "tempo 100"],
+            "the first of each, at once"
         );
-        assert_eq!(c.coalesced(), 996 + 995 + 995 + 1);
+        assert!(!c.due() || c.held() == 0);
+        c.settle(&tx, &mut post);
+        assert_eq!(
+            texts(&mut rx),
+            ["set a.x 99", "set b.y 99", "bypass c on", "speed 3"]
+        );
+        assert_eq!(c.coalesced(), 97 + 97 + 96);
+        // After the gap, a command alone goes at once again.
+        std::thread::sleep(MIN_GAP);
+        c.offer(&tx, cmd("set a.x 5"), &mut post);
+        assert_eq!(texts(&mut rx), ["set a.x 5"]);
         assert!(results.iter().all(|&ok| ok));
-        assert_eq!(results.len(), 7);
+        assert_eq!(results.len(), 10);
     }
 
     /// Commands that are not coalesced are posted at once, after what was held, and a `set`
@@ -335,7 +355,6 @@ mod tests {
         let mut c = Coalescer::new();
         let mut post = |_: usize, r: Result<Ticket, Full>| assert!(r.is_ok());
         c.offer(&tx, cmd("set a.x 1"), &mut post);
-        c.flush(&tx, &mut post);
         assert_eq!(texts(&mut rx), ["set a.x 1"]);
         c.offer(&tx, cmd("set a.x 2"), &mut post);
         c.offer(&tx, cmd("set a.x 3"), &mut post);
@@ -355,29 +374,29 @@ mod tests {
         assert_eq!(c.held(), 0);
     }
 
-    /// An engine that reads nothing (a stalled pipeline): what is held is posted after
-    /// `MAX_HOLD` anyway, and a flood makes the surface wait for the engine.
+    /// A flood makes the surface wait for the next gap; what it holds is posted then.
     #[test]
-    fn a_stalled_engine_gets_what_is_held_after_max_hold() {
-        let (tx, _rx) = command_queue(4096);
+    fn a_flood_waits_for_the_next_gap() {
+        let (tx, mut rx) = command_queue(4096);
         let mut c = Coalescer::new();
-        let mut n = 0;
-        let mut post = |_: usize, r: Result<Ticket, Full>| {
-            assert!(r.is_ok());
-            n += 1;
-        };
-        c.offer(&tx, cmd("set a.x 1"), &mut post);
-        c.flush(&tx, &mut post);
-        for i in 0..OFFERS_PER_READ {
+        let mut post = |_: usize, r: Result<Ticket, Full>| assert!(r.is_ok());
+        let t = Instant::now();
+        for i in 0..OFFERS_PER_GAP {
             c.offer(&tx, cmd(&format!("set a.x {i}")), &mut post);
         }
-        assert!(!c.due(&tx));
-        assert!(c.should_wait(&tx));
-        let t = Instant::now();
+        if t.elapsed() < MIN_GAP {
+            assert!(c.should_wait());
+        }
         c.settle(&tx, &mut post);
-        assert!(t.elapsed() >= MAX_HOLD);
-        assert_eq!(n, 2);
-        assert!(!c.should_wait(&tx));
+        assert!(t.elapsed() >= MIN_GAP);
+        assert!(!c.should_wait());
+        assert_eq!(
+            texts(&mut rx),
+            [
+                "set a.x 0".to_string(),
+                format!("set a.x {}", OFFERS_PER_GAP - 1)
+            ]
+        );
     }
 
     #[test]

@@ -162,8 +162,6 @@ struct Shared {
     urgent: ArrayQueue<Urgent>,
     /// Commands pushed into the ring so far.
     pushed: AtomicU64,
-    /// Commands the reader has taken from the ring so far (see [`CommandSender::read_past`]).
-    taken: AtomicU64,
     /// Live [`CommandSender`]s.
     senders: AtomicUsize,
     /// The reader is gone: whatever is unread is refused.
@@ -273,7 +271,6 @@ pub fn command_queue(capacity: usize) -> (CommandSender, CommandReader) {
         stops: ArrayQueue::new(STOP_CAPACITY),
         urgent: ArrayQueue::new(1),
         pushed: AtomicU64::new(0),
-        taken: AtomicU64::new(0),
         senders: AtomicUsize::new(1),
         gone: AtomicBool::new(false),
         stopped_at: AtomicU64::new(NOT_STOPPED),
@@ -429,20 +426,6 @@ impl CommandSender {
     pub fn capacity(&self) -> usize {
         self.shared.commands.capacity()
     }
-
-    /// A mark in the ring's order: the number of commands pushed into it so far, by every
-    /// sender. Taken right after a post, [`read_past`](Self::read_past) says when the engine
-    /// has read that command (and every one before it): how a surface knows that a frame
-    /// boundary has passed since it last posted ([`Coalescer`](crate::Coalescer)).
-    pub fn mark(&self) -> u64 {
-        self.shared.pushed.load(Ordering::Acquire)
-    }
-
-    /// Whether the reader has taken at least `mark` commands from the ring (see
-    /// [`mark`](Self::mark)); true at once when the reader is gone.
-    pub fn read_past(&self, mark: u64) -> bool {
-        self.shared.taken.load(Ordering::Acquire) >= mark || self.shared.gone.load(Ordering::SeqCst)
-    }
 }
 
 /// The return path of a command queue: the [`Reply`]s to posted commands, oldest first (in
@@ -560,7 +543,6 @@ impl CommandReader {
         }
         if let Some((ticket, command)) = self.shared.commands.pop() {
             self.popped += 1;
-            self.shared.taken.store(self.popped, Ordering::Release);
             return Some(Posted {
                 ticket: Some(ticket),
                 command,
