@@ -730,6 +730,42 @@ mod tests {
         }
     }
 
+    /// Issue #21, least privilege: no OSC address makes a live edit (nothing can open a path or
+    /// a connection), whatever its arguments; a file name as a value is a value, and a value
+    /// over `MAX_VALUE` is refused with its length, not quoted whole.
+    #[test]
+    fn osc_makes_no_live_edit_and_cuts_oversized_values() {
+        let path = || vec![OscType::String("/etc/shadow".into())];
+        for addr in [
+            "/framepipe/load",
+            "/framepipe/replace",
+            "/framepipe/add",
+            "/framepipe/remove",
+            "/framepipe/link",
+            "/framepipe/src/replace/location",
+        ] {
+            match cmd(addr, path()) {
+                Ok(Some(Command::Edit(e))) => panic!("{addr} made the edit {e}"),
+                Ok(Some(Command::Set { .. })) | Err(_) => {}
+                other => panic!("{addr}: {other:?}"),
+            }
+        }
+        let huge = "x".repeat(MAX_VALUE + 1);
+        let e = cmd("/framepipe/st/text", vec![OscType::String(huge)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("({} bytes)", MAX_VALUE + 1)), "{e}");
+        assert!(e.len() < 300, "{e}");
+        let long_addr = format!("/framepipe/{}", "n".repeat(60_000));
+        let e = cmd(&long_addr, vec![OscType::Int(1)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 300 && e.contains("bytes)"), "{e}");
+        // Many arguments making a long value are refused too.
+        let many = vec![OscType::String("y".repeat(1000)); 5];
+        assert!(cmd("/framepipe/st/text", many).is_err());
+    }
+
     #[test]
     fn bad_messages_name_the_address_and_the_fault() {
         use OscType::*;
