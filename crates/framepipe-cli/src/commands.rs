@@ -8,13 +8,19 @@
 //! * `stop`, `pause` and `resume` are never refused for a full queue (framepipe-control's side
 //!   channel); other commands are refused and reported when the queue is full;
 //! * at the end of input the sender is dropped: a paused run stops (nothing could resume it),
-//!   after the steps already asked for, and says so; a running run goes on.
+//!   after the steps already asked for, and says so; a running run goes on;
+//! * a flood is coalesced (`framepipe_control::Coalescer`: one `set` per property per 10 ms
+//!   reaches the engine, the rest are replaced by the latest and counted) and read no faster
+//!   than 256 commands per 10 ms (the writer waits on its pipe); messages about bad lines and
+//!   a full queue are limited to a few a second, the rest counted (issue #21).
 //!
 //! Every command posted gets one reply from the engine; the `fp-replies` thread (the one reader
 //! of the replies: a small hub) prints each as one line on stderr ([`spawn_reply_printer`]) and,
 //! with `--web`, hands it to the web pages: `framepipe: ok 'set 1.blur 0.3' from frame 123`
 //! or `framepipe: refused 'set 1.blurr 1': unknown property 'blurr' on ...`. With `-q` only
-//! refusals are printed.
+//! refusals are printed, 3 a second per kind at most (the rest counted), long values cut with
+//! their length; the lines of one pass go out in one write. The reader's thread writes little
+//! itself (a few lines a second), so a slow stderr holds back the printer, not the reading.
 //!
 //! Surface commands (`learn`, `unlearn`, `midi`, `save`) are not the engine's: [`route`] sends
 //! them to the MIDI surface (with `--midi`) and everything else to the command queue; their
@@ -477,16 +483,16 @@ fn read_lines(input: &mut impl BufRead, mut on: impl FnMut(Input<'_>)) {
 /// #21: a flood of bad lines costs the log a few lines a second).
 const LINE_LOG_BURST: u32 = 10;
 
-/// One show's side of the command reader: where its commands go, coalesced between the
-/// engine's reads (a flood of `set`s of one property reaches the engine as one per frame,
-/// issue #21), and what its transport will be once the engine has read them (for the
-/// end-of-input message; the real decision is the engine's).
+/// One show's side of the command reader: where its commands go, coalesced (a flood of `set`s
+/// of one property reaches the engine as one per 10 ms, issue #21), and what its transport
+/// will be once the engine has read them (for the end-of-input message; the real decision is
+/// the engine's).
 pub struct ShowInput {
     /// `show NAME: ` in a run of several shows, empty for one show (prefixes messages).
     who: String,
     tx: CommandSender,
     mirror: Transport,
-    /// Commands held until the engine reads.
+    /// Commands held back (`framepipe_control::Coalescer`).
     coalescer: Coalescer,
     /// Refusals for a full queue: a line a second at most, the rest counted.
     full: LogLimit,
@@ -550,8 +556,8 @@ impl ShowInput {
             .flush(tx, &mut |_, r| said_full(who, full, r));
     }
 
-    /// After a line: posts what is held once the engine has read what was posted last, and
-    /// waits for the engine when a flood outruns it (the writer is then held back by the pipe).
+    /// After a line: posts what is held once it is due, and waits for the next gap when a flood
+    /// outruns the engine (the writer is then held back by the pipe).
     fn after_line(&mut self) {
         let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
         if self.coalescer.due() {
@@ -590,7 +596,7 @@ impl ShowInput {
         let coalesced = self.coalescer.coalesced();
         if coalesced > 0 {
             crate::say!(
-                "\rframepipe: {who}{coalesced} commands from stdin were replaced by a later one before the engine read them (coalesced: a frame shows one value per property)"
+                "\rframepipe: {who}{coalesced} commands from stdin were replaced by a later one before they were posted (coalesced: a frame shows one value per property)"
             );
         }
         if !others && self.mirror.is_paused() && !self.mirror.is_stopped() {

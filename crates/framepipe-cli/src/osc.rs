@@ -33,7 +33,7 @@ use rosc::OscPacket;
 pub const MAX_DATAGRAM: usize = 64 * 1024;
 /// How often the thread looks at its stop flag.
 const POLL: Duration = Duration::from_millis(50);
-/// How often it looks whether the engine has read, while a show holds commands.
+/// How often it looks whether what a show holds is due, while it holds commands.
 const HOLD_POLL: Duration = Duration::from_millis(1);
 
 /// Messages counted by the `fp-osc` thread (read by the status line and the summary).
@@ -45,7 +45,7 @@ pub struct OscCounters {
     pub bad: AtomicU64,
     /// Messages dropped because the command queue was full.
     pub full: AtomicU64,
-    /// Messages replaced by a later one of their kind before the engine read them (a flood
+    /// Messages replaced by a later one of their kind before they were posted (a flood
     /// coalesced: `framepipe_control::Coalescer`); counted in `ok` too.
     pub coalesced: AtomicU64,
 }
@@ -202,8 +202,7 @@ struct Target {
     view: ShowView,
     graph: Arc<GraphView>,
     ranges: Ranges,
-    /// Single messages held until the engine reads (a flood of one property reaches it once a
-    /// frame).
+    /// Values held back (a flood of one property reaches the engine once per 10 ms).
     coalescer: Coalescer,
     /// Full-queue drops: one line a second at most, the rest counted.
     full: LogLimit,
@@ -251,9 +250,9 @@ impl Target {
         self.after(counters);
     }
 
-    /// After a packet or a quiet spell: posts what is held once the engine has read what was
-    /// posted last, and waits for the engine when a flood outruns it (the kernel then drops
-    /// what the socket cannot hold).
+    /// After a packet or a quiet spell: posts what is held once it is due, and waits for the
+    /// next gap when a flood outruns the engine (the kernel then drops what the socket cannot
+    /// hold).
     fn after(&mut self, counters: &OscCounters) {
         if self.coalescer.due() {
             self.send(counters, None, false);
@@ -274,9 +273,9 @@ impl Target {
             .map_or(String::new(), |n| format!("show {n}: "))
     }
 
-    /// Offers `cmd` to the coalescer (posted at once unless it is one only the last of which
-    /// counts), or, without one, posts what is held (after waiting for the engine, with
-    /// `settle`). Counts what is posted, dropped and coalesced.
+    /// Offers `cmd` to the coalescer (posted at once unless one of its property was posted
+    /// within the gap), or, without one, posts what is held (after the gap, with `settle`).
+    /// Counts what is posted, dropped and coalesced.
     fn send(
         &mut self,
         counters: &OscCounters,
@@ -350,7 +349,7 @@ fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop:
         quiet_since: 0,
     };
     // While a show holds commands the socket is read with a short timeout, so that they are
-    // posted as soon as the engine has read (`Target::after`).
+    // posted as soon as they are due (`Target::after`).
     let mut short = false;
     while !stop.load(Ordering::Relaxed) {
         let holds = targets.iter().any(Target::holds);
