@@ -8,13 +8,19 @@
 //! * `stop`, `pause` and `resume` are never refused for a full queue (framepipe-control's side
 //!   channel); other commands are refused and reported when the queue is full;
 //! * at the end of input the sender is dropped: a paused run stops (nothing could resume it),
-//!   after the steps already asked for, and says so; a running run goes on.
+//!   after the steps already asked for, and says so; a running run goes on;
+//! * a flood is coalesced (`framepipe_control::Coalescer`: one `set` per property per 10 ms
+//!   reaches the engine, the rest are replaced by the latest and counted) and read no faster
+//!   than 256 commands per 10 ms (the writer waits on its pipe); messages about bad lines and
+//!   a full queue are limited to a few a second, the rest counted (issue #21).
 //!
 //! Every command posted gets one reply from the engine; the `fp-replies` thread (the one reader
 //! of the replies: a small hub) prints each as one line on stderr ([`spawn_reply_printer`]) and,
 //! with `--web`, hands it to the web pages: `framepipe: ok 'set 1.blur 0.3' from frame 123`
 //! or `framepipe: refused 'set 1.blurr 1': unknown property 'blurr' on ...`. With `-q` only
-//! refusals are printed.
+//! refusals are printed, 3 a second per kind at most (the rest counted), long values cut with
+//! their length; the lines of one pass go out in one write. The reader's thread writes little
+//! itself (a few lines a second), so a slow stderr holds back the printer, not the reading.
 //!
 //! Surface commands (`learn`, `unlearn`, `midi`, `save`) are not the engine's: [`route`] sends
 //! them to the MIDI surface (with `--midi`) and everything else to the command queue; their
@@ -25,9 +31,11 @@
 use std::io::BufRead;
 use std::os::unix::fs::MetadataExt;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use framepipe_control::{Command, CommandSender, Outcome, Replies, Ticket, Transport};
+use framepipe_control::{
+    Coalescer, Command, CommandSender, Full, LogLimit, Outcome, Replies, Ticket, Transport,
+};
 use framepipe_core::{ElementKind, Registry};
 use framepipe_midi::{MidiHandle, Reply};
 use framepipe_project::GraphDesc;
@@ -236,21 +244,85 @@ pub fn spawn_reply_printer(
     }
 }
 
+/// Refusals of one kind (one show's, one command word's) printed a second at most; the rest
+/// are counted and said once the second is over (issue #21).
+const REFUSALS_PER_S: u32 = 3;
+
+/// The longest refusal reason printed, in bytes (a reason quoting an oversized value is cut).
+const MAX_REASON: usize = 1024;
+
+/// The word a command line starts with, for counting refusals by kind.
+fn verb(cmd: &Command) -> &'static str {
+    match cmd {
+        Command::Set { .. } => "set",
+        Command::Osc { .. } => "osc",
+        Command::Unosc { .. } => "unosc",
+        Command::Bypass { .. } => "bypass",
+        Command::Speed(_) => "speed",
+        Command::Tempo(_) => "tempo",
+        Command::Tap { .. } => "tap",
+        Command::Pause => "pause",
+        Command::Step(_) => "step",
+        Command::Resume => "resume",
+        Command::Stop => "stop",
+        Command::Batch(_) => "batch",
+        Command::Edit(_) => "edit",
+        _ => "other",
+    }
+}
+
+/// A refusal's reason for a message: an oversized value of `cmd` that it quotes is cut with
+/// its length, and the whole is cut at [`MAX_REASON`].
+fn reason_shown(cmd: &Command, reason: &str) -> String {
+    use framepipe_core::quote::{quote, quote_at_most, QUOTE_CHARS};
+    let mut text = reason.to_string();
+    if let Command::Set { value, .. } = cmd {
+        if value.len() > QUOTE_CHARS && text.contains(value.as_str()) {
+            let cut = quote(value);
+            text = text
+                .replace(&format!("'{value}'"), &cut)
+                .replace(value.as_str(), &cut);
+        }
+    }
+    if text.len() > MAX_REASON {
+        text = quote_at_most(&text, MAX_REASON / 4);
+    }
+    text
+}
+
 fn print_replies(sources: &[ReplySource], quiet: bool) {
-    // Refusals for the same reason in a row (a burst left unread by `stop`) are said once and
-    // then counted, so that a flood of commands does not become a flood of lines.
-    let mut last_reason: Option<(usize, String)> = None;
-    let mut repeats = 0u64;
-    let flush = |repeats: &mut u64| {
-        if *repeats > 0 {
-            crate::say!("\rframepipe: {repeats} more commands refused for the same reason");
-            *repeats = 0;
+    use std::io::Write as _;
+    // Refusals are limited by kind, so that a flood of commands does not become a flood of
+    // lines; the lines of one pass go out in one write.
+    let mut limits: std::collections::HashMap<(usize, &'static str), LogLimit> =
+        std::collections::HashMap::new();
+    let mut out = String::new();
+    let counts = |limits: &mut std::collections::HashMap<(usize, &'static str), LogLimit>,
+                  out: &mut String,
+                  now: Option<Instant>| {
+        for ((i, verb), limit) in limits.iter_mut() {
+            let n = match now {
+                Some(now) => limit.tick(now).unwrap_or(0),
+                None => limit.take_hidden(),
+            };
+            if n > 0 {
+                let who = &sources[*i].who;
+                let when = if now.is_some() {
+                    " in the last second"
+                } else {
+                    ""
+                };
+                out.push_str(&format!(
+                    "\rframepipe: {who}{n} more '{verb}' commands refused{when} (at most {REFUSALS_PER_S} shown a second)\n"
+                ));
+            }
         }
     };
     loop {
         // Read before taking: once gone, every reply of the run is on the path.
         let gone = sources.iter().all(|s| s.replies.engine_gone());
         let mut any = false;
+        let now = Instant::now();
         for (i, source) in sources.iter().enumerate() {
             while let Some(r) = source.replies.take() {
                 any = true;
@@ -264,67 +336,105 @@ fn print_replies(sources: &[ReplySource], quiet: bool) {
                 }
                 match &r.outcome {
                     Outcome::Refused { reason } => {
-                        if last_reason
-                            .as_ref()
-                            .is_some_and(|(s, last)| *s == i && last == reason)
-                        {
-                            repeats += 1;
-                            continue;
+                        let limit = limits
+                            .entry((i, verb(&r.command)))
+                            .or_insert_with(|| LogLimit::new(REFUSALS_PER_S));
+                        if limit.allow(now) {
+                            out.push_str(&format!(
+                                "\rframepipe: {}refused '{}': {}\n",
+                                source.who,
+                                shown(&r.command),
+                                reason_shown(&r.command, reason)
+                            ));
                         }
-                        flush(&mut repeats);
-                        last_reason = Some((i, reason.to_string()));
                     }
-                    Outcome::Applied { .. } => {
-                        flush(&mut repeats);
-                        last_reason = None;
-                        if quiet {
-                            continue;
+                    Outcome::Applied { frame } => {
+                        if !quiet {
+                            out.push_str(&format!(
+                                "\rframepipe: {}ok '{}' from frame {frame}\n",
+                                source.who,
+                                shown(&r.command)
+                            ));
                         }
                     }
                 }
-                crate::say!("\rframepipe: {}{r}", source.who);
             }
+        }
+        counts(&mut limits, &mut out, Some(now));
+        if !out.is_empty() {
+            let _ = std::io::stderr().write_all(out.as_bytes());
+            out.clear();
         }
         if gone && !any {
             break;
         }
         std::thread::sleep(REPLY_POLL);
     }
-    flush(&mut repeats);
+    counts(&mut limits, &mut out, None);
     for source in sources {
         let dropped = source.replies.dropped();
         if dropped > 0 {
-            crate::say!(
-                "\rframepipe: {}{dropped} command replies were lost: the reply path was full (commands faster than they were printed)",
+            out.push_str(&format!(
+                "\rframepipe: {}{dropped} command replies were lost: the reply path was full (commands faster than they were printed)\n",
                 source.who
-            );
+            ));
         }
     }
+    let _ = std::io::stderr().write_all(out.as_bytes());
 }
 
-/// Reads `input` line by line until its end and hands each line's text to `on_line` (with its
-/// number, from 1; a trailing `\r` removed). A line longer than [`MAX_LINE`] or not UTF-8 is
-/// reported and skipped here, without growing memory.
-fn read_lines(input: &mut impl BufRead, mut on_line: impl FnMut(&str, u64)) {
+/// What [`read_lines`] hands on.
+enum Input<'a> {
+    /// A line's text (a trailing `\r` removed) and its number, from 1.
+    Line(&'a str, u64),
+    /// Every byte read so far was handed on: the next read may wait for input.
+    Idle,
+}
+
+/// Reads `input` line by line until its end and hands each line's text to `on` (and
+/// [`Input::Idle`] before each read that may block). A line longer than [`MAX_LINE`] or not
+/// UTF-8 is reported and skipped here, without growing memory; those reports are limited to a
+/// few a second ([`LINE_LOG_BURST`]), the rest counted.
+fn read_lines(input: &mut impl BufRead, mut on: impl FnMut(Input<'_>)) {
     let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
     let mut too_long = false;
     let mut number = 0u64;
-    let mut deliver = |bytes: &[u8], too_long: bool, number: u64| {
+    let mut limit = LogLimit::new(LINE_LOG_BURST);
+    let deliver = |bytes: &[u8],
+                   too_long: bool,
+                   number: u64,
+                   limit: &mut LogLimit,
+                   on: &mut dyn FnMut(Input<'_>)| {
+        let now = Instant::now();
+        if let Some(n) = limit.tick(now) {
+            crate::say!("\rframepipe: {n} more command lines skipped in the last second");
+        }
         if too_long {
-            crate::say!(
-                "\rframepipe: command line {number} is longer than {MAX_LINE} bytes; skipped"
-            );
+            if limit.allow(now) {
+                crate::say!(
+                    "\rframepipe: command line {number} is longer than {MAX_LINE} bytes; skipped"
+                );
+            }
             return;
         }
         match std::str::from_utf8(bytes) {
-            Ok(text) => on_line(text.strip_suffix('\r').unwrap_or(text), number),
-            Err(e) => crate::say!(
-                "\rframepipe: command line {number} is not UTF-8 (bad byte at {}); skipped",
-                e.valid_up_to()
-            ),
+            Ok(text) => on(Input::Line(text.strip_suffix('\r').unwrap_or(text), number)),
+            Err(e) => {
+                if limit.allow(now) {
+                    crate::say!(
+                        "\rframepipe: command line {number} is not UTF-8 (bad byte at {}); skipped",
+                        e.valid_up_to()
+                    )
+                }
+            }
         }
     };
+    // Whether every byte read was handed on (the next `fill_buf` may block).
+    let mut drained = true;
     loop {
+        if drained {
+            on(Input::Idle);
+        }
         let buf = match input.fill_buf() {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -339,7 +449,7 @@ fn read_lines(input: &mut impl BufRead, mut on_line: impl FnMut(&str, u64)) {
             // The end; a last line without a newline still counts.
             if !line.is_empty() || too_long {
                 number += 1;
-                deliver(&line, too_long, number);
+                deliver(&line, too_long, number, &mut limit, &mut on);
             }
             break;
         }
@@ -355,26 +465,37 @@ fn read_lines(input: &mut impl BufRead, mut on_line: impl FnMut(&str, u64)) {
             }
         }
         let used = chunk.len() + newline.is_some() as usize;
+        drained = used == buf.len();
         input.consume(used);
         if newline.is_some() {
             number += 1;
-            deliver(&line, too_long, number);
+            deliver(&line, too_long, number, &mut limit, &mut on);
             line.clear();
             too_long = false;
         }
     }
+    if let Some(n) = Some(limit.take_hidden()).filter(|&n| n > 0) {
+        crate::say!("\rframepipe: {n} more command lines skipped");
+    }
 }
 
-/// One show's side of the command reader: where its commands go, and what its transport will
-/// be once the engine has read them (for the end-of-input message; the real decision is the
-/// engine's).
+/// Reports about skipped or bad command lines said a second at most, the rest counted (issue
+/// #21: a flood of bad lines costs the log a few lines a second).
+const LINE_LOG_BURST: u32 = 10;
+
+/// One show's side of the command reader: where its commands go, coalesced (a flood of `set`s
+/// of one property reaches the engine as one per 10 ms, issue #21), and what its transport
+/// will be once the engine has read them (for the end-of-input message; the real decision is
+/// the engine's).
 pub struct ShowInput {
     /// `show NAME: ` in a run of several shows, empty for one show (prefixes messages).
     who: String,
     tx: CommandSender,
     mirror: Transport,
-    /// Commands refused in a row for a full queue.
-    refused: u64,
+    /// Commands held back (`framepipe_control::Coalescer`).
+    coalescer: Coalescer,
+    /// Refusals for a full queue: a line a second at most, the rest counted.
+    full: LogLimit,
     /// The show's MIDI surface (several shows with `--midi`).
     midi: Option<MidiHandle>,
 }
@@ -391,7 +512,8 @@ impl ShowInput {
             who: name.map_or(String::new(), |n| format!("show {n}: ")),
             tx,
             mirror,
-            refused: 0,
+            coalescer: Coalescer::new(),
+            full: LogLimit::new(1),
             midi: None,
         }
     }
@@ -402,56 +524,81 @@ impl ShowInput {
         self
     }
 
-    /// Posts `cmd` (a surface command to `midi`), reporting what cannot be applied.
+    /// Takes `cmd` (a surface command to `midi`, after what is held), reporting what cannot be
+    /// applied.
     fn submit(&mut self, cmd: Command, midi: Option<&MidiHandle>) {
-        let who = &self.who;
-        let transport = matches!(
+        if matches!(
             cmd,
             Command::Pause | Command::Step(_) | Command::Resume | Command::Stop
-        )
-        .then(|| cmd.clone());
-        let reply = print_reply(who, &cmd);
+        ) {
+            self.mirror.apply(&cmd);
+        }
+        if !cmd.is_surface() {
+            let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
+            self.coalescer
+                .offer(tx, cmd, &mut |_, r| said_full(who, full, r));
+            return;
+        }
+        self.flush();
+        let reply = print_reply(&self.who, &cmd);
         let midi = self.midi.as_ref().or(midi);
         match route(cmd, &self.tx, midi, reply) {
-            Ok(_) => {
-                if let Some(t) = transport {
-                    self.mirror.apply(&t);
-                }
-                self.said_refused();
-                self.refused = 0;
-            }
-            Err(NotRouted::Full(cmd)) => {
-                // The first refusal of a burst is named, the rest counted (a flood must not
-                // turn into a flood of messages).
-                if self.refused == 0 {
-                    crate::say!(
-                        "\rframepipe: {who}command queue full; not applied: {cmd} (stop, pause and resume still are)"
-                    );
-                }
-                self.refused += 1;
-            }
-            Err(other) => crate::say!("\rframepipe: {who}{other}"),
+            Ok(_) => {}
+            Err(NotRouted::Full(cmd)) => said_full(&self.who, &mut self.full, Err(Full(cmd))),
+            Err(other) => crate::say!("\rframepipe: {}{other}", self.who),
         }
     }
 
-    /// Says how many commands of the last burst were refused for a full queue, beyond the
-    /// first (which was named).
-    fn said_refused(&self) {
-        if self.refused > 1 {
+    /// Posts what is held now.
+    fn flush(&mut self) {
+        let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
+        self.coalescer
+            .flush(tx, &mut |_, r| said_full(who, full, r));
+    }
+
+    /// After a line: posts what is held once it is due, and waits for the next gap when a flood
+    /// outruns the engine (the writer is then held back by the pipe).
+    fn after_line(&mut self) {
+        let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
+        if self.coalescer.due() {
+            self.coalescer
+                .flush(tx, &mut |_, r| said_full(who, full, r));
+        } else if self.coalescer.should_wait() {
+            self.coalescer
+                .settle(tx, &mut |_, r| said_full(who, full, r));
+        }
+        if let Some(n) = full.tick(Instant::now()) {
             crate::say!(
-                "\rframepipe: {}{} more commands were not applied while the queue was full",
-                self.who,
-                self.refused - 1
+                "\rframepipe: {who}{n} more commands were not applied while the queue was full"
             );
         }
     }
 
-    /// The end of input: the sender is dropped (the engine sees the end of input); says what
-    /// that means for a paused show (nothing when `others`: another surface still holds a
-    /// sender and may resume it).
-    fn end(self, others: bool) {
-        self.said_refused();
+    /// Before a read that may block: nothing may stay held meanwhile.
+    fn idle(&mut self) {
+        if self.coalescer.held() > 0 {
+            let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
+            self.coalescer
+                .settle(tx, &mut |_, r| said_full(who, full, r));
+        }
+    }
+
+    /// The end of input: what is held is posted, the sender is dropped (the engine sees the
+    /// end of input); says what that means for a paused show (nothing when `others`: another
+    /// surface still holds a sender and may resume it).
+    fn end(mut self, others: bool) {
+        self.flush();
         let who = &self.who;
+        let hidden = self.full.take_hidden();
+        if hidden > 0 {
+            crate::say!("\rframepipe: {who}{hidden} more commands were not applied while the queue was full");
+        }
+        let coalesced = self.coalescer.coalesced();
+        if coalesced > 0 {
+            crate::say!(
+                "\rframepipe: {who}{coalesced} commands from stdin were replaced by a later one before they were posted (coalesced: a frame shows one value per property)"
+            );
+        }
         if !others && self.mirror.is_paused() && !self.mirror.is_stopped() {
             if self.mirror.steps_pending() > 0 {
                 crate::say!(
@@ -467,9 +614,48 @@ impl ShowInput {
     }
 }
 
-/// Reads command lines from `input` until its end, posts them to `tx`, then drops `tx` (the
-/// engine sees the end of input) and says what the end means for a paused run (nothing when
-/// `others`: another surface still holds a sender and may resume it).
+/// Reports a command refused for a full queue: the first of a second is named, the rest
+/// counted (a flood must not turn into a flood of messages).
+fn said_full(who: &str, limit: &mut LogLimit, posted: Result<Ticket, Full>) {
+    if let Err(Full(cmd)) = posted {
+        if limit.allow(Instant::now()) {
+            crate::say!(
+                "\rframepipe: {who}command queue full; not applied: {} (stop, pause and resume still are)",
+                shown(&cmd)
+            );
+        }
+    }
+}
+
+/// `cmd` as a line for a message, a long value cut with its length (issue #21: a refusal
+/// never quotes a whole oversized value).
+pub fn shown(cmd: &Command) -> String {
+    match cmd {
+        Command::Set {
+            element,
+            prop,
+            value,
+        } if value.len() > framepipe_core::quote::QUOTE_CHARS => {
+            format!(
+                "set {element}.{prop} {}",
+                framepipe_core::quote::quote(value)
+            )
+        }
+        other => {
+            let text = other.to_string();
+            if text.len() > 2 * framepipe_core::quote::QUOTE_CHARS {
+                framepipe_core::quote::quote_at_most(&text, 2 * framepipe_core::quote::QUOTE_CHARS)
+            } else {
+                text
+            }
+        }
+    }
+}
+
+/// Reads command lines from `input` until its end, posts them to `tx` (coalesced, see
+/// [`ShowInput`]), then drops `tx` (the engine sees the end of input) and says what the end
+/// means for a paused run (nothing when `others`: another surface still holds a sender and may
+/// resume it). Bad lines are reported a few a second at most, the rest counted.
 pub fn read_commands(
     input: &mut impl BufRead,
     tx: CommandSender,
@@ -478,12 +664,48 @@ pub fn read_commands(
     midi: Option<&MidiHandle>,
 ) {
     let mut show = ShowInput::new(None, tx, start_paused);
-    read_lines(input, |text, _| match Command::parse_line(text) {
-        Ok(Some(cmd)) => show.submit(cmd, midi),
-        Ok(None) => {}
-        Err(e) => crate::say!("\rframepipe: bad command '{}': {e}", text.trim()),
+    let mut bad = LogLimit::new(LINE_LOG_BURST);
+    read_lines(input, |input| match input {
+        Input::Idle => show.idle(),
+        Input::Line(text, _) => {
+            match Command::parse_line(text) {
+                Ok(Some(cmd)) => show.submit(cmd, midi),
+                Ok(None) => {}
+                Err(e) => said_bad(&mut bad, text, &e),
+            }
+            show.after_line();
+        }
     });
+    said_bad_end(&mut bad);
     show.end(others);
+}
+
+/// Reports a line that is no command: a few a second, the rest counted; the line and the
+/// error cut when long.
+fn said_bad(limit: &mut LogLimit, text: &str, e: &dyn std::fmt::Display) {
+    let now = Instant::now();
+    if let Some(n) = limit.tick(now) {
+        crate::say!("\rframepipe: {n} more bad command lines in the last second");
+    }
+    if limit.allow(now) {
+        let why = e.to_string();
+        let why = if why.len() > 4 * framepipe_core::quote::QUOTE_CHARS {
+            framepipe_core::quote::quote_at_most(&why, 4 * framepipe_core::quote::QUOTE_CHARS)
+        } else {
+            why
+        };
+        crate::say!(
+            "\rframepipe: bad command {}: {why}",
+            framepipe_core::quote::quote(text.trim())
+        );
+    }
+}
+
+fn said_bad_end(limit: &mut LogLimit) {
+    let n = limit.take_hidden();
+    if n > 0 {
+        crate::say!("\rframepipe: {n} more bad command lines");
+    }
 }
 
 /// What `@` names in a line for several shows: every show (`@*`).
@@ -530,16 +752,44 @@ pub fn read_show_commands(
         .enumerate()
         .map(|(i, (name, _))| (name.clone(), i))
         .collect();
-    read_lines(input, |text, number| {
+    let mut bad = LogLimit::new(LINE_LOG_BURST);
+    let refused = |bad: &mut LogLimit, why: String| {
+        let now = Instant::now();
+        if let Some(n) = bad.tick(now) {
+            crate::say!("\rframepipe: {n} more bad command lines in the last second");
+        }
+        if bad.allow(now) {
+            crate::say!("\rframepipe: {why}");
+        }
+    };
+    read_lines(input, |input| {
+        let (text, number) = match input {
+            Input::Idle => {
+                for (_, show) in shows.iter_mut() {
+                    show.idle();
+                }
+                return;
+            }
+            Input::Line(text, number) => (text, number),
+        };
         let line = text.trim();
         if line.is_empty() || line.starts_with('#') {
             return;
         }
+        let quoted = framepipe_core::quote::quote(line);
+        let example = if quoted.len() == line.len() + 2 {
+            line
+        } else {
+            "COMMAND"
+        };
         let Some(rest) = line.strip_prefix('@') else {
-            crate::say!(
-                "\rframepipe: refused command line {number} '{line}': {} shows run; address one as '@NAME {line}' (shows: {}), or every one as '@{ALL_SHOWS} {line}'",
-                shows.len(),
-                some_names(shows.iter().map(|(n, _)| n.as_str()))
+            refused(
+                &mut bad,
+                format!(
+                    "refused command line {number} {quoted}: {} shows run; address one as '@NAME {example}' (shows: {}), or every one as '@{ALL_SHOWS} {example}'",
+                    shows.len(),
+                    some_names(shows.iter().map(|(n, _)| n.as_str()))
+                ),
             );
             return;
         };
@@ -549,32 +799,48 @@ pub fn read_show_commands(
         } else if let Some(&i) = index.get(name) {
             vec![i]
         } else {
-            crate::say!(
-                "\rframepipe: refused command line {number}: no show named '{name}' (shows: {})",
-                some_names(shows.iter().map(|(n, _)| n.as_str()))
+            refused(
+                &mut bad,
+                format!(
+                    "refused command line {number}: no show named {} (shows: {})",
+                    framepipe_core::quote::quote(name),
+                    some_names(shows.iter().map(|(n, _)| n.as_str()))
+                ),
             );
             return;
         };
         let cmd = match Command::parse_line(command) {
             Ok(Some(cmd)) => cmd,
             Ok(None) => {
-                crate::say!(
-                    "\rframepipe: refused command line {number}: no command after '@{name}'"
+                refused(
+                    &mut bad,
+                    format!("refused command line {number}: no command after '@{name}'"),
                 );
                 return;
             }
             Err(e) => {
-                crate::say!(
-                    "\rframepipe: bad command '{}' for @{name}: {e}",
-                    command.trim()
+                refused(
+                    &mut bad,
+                    format!(
+                        "bad command {} for @{name}: {}",
+                        framepipe_core::quote::quote(command.trim()),
+                        framepipe_core::quote::quote_at_most(
+                            &e.to_string(),
+                            4 * framepipe_core::quote::QUOTE_CHARS
+                        )
+                    ),
                 );
                 return;
             }
         };
-        for i in targets {
+        for &i in &targets {
             shows[i].1.submit(cmd.clone(), None);
         }
+        for i in targets {
+            shows[i].1.after_line();
+        }
     });
+    said_bad_end(&mut bad);
     for (_, show) in shows {
         show.end(others);
     }

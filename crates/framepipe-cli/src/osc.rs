@@ -23,7 +23,7 @@ use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 
 use framepipe_control::osc_in::{self, Ranges};
-use framepipe_control::CommandSender;
+use framepipe_control::{Coalescer, CommandSender, Full, LogLimit, Ticket};
 use framepipe_oscquery::live::model_of;
 use framepipe_oscquery::norm_ranges;
 use framepipe_runtime::{GraphView, ShowView};
@@ -33,6 +33,8 @@ use rosc::OscPacket;
 pub const MAX_DATAGRAM: usize = 64 * 1024;
 /// How often the thread looks at its stop flag.
 const POLL: Duration = Duration::from_millis(50);
+/// How often it looks whether what a show holds is due, while it holds commands.
+const HOLD_POLL: Duration = Duration::from_millis(1);
 
 /// Messages counted by the `fp-osc` thread (read by the status line and the summary).
 #[derive(Debug, Default)]
@@ -43,6 +45,9 @@ pub struct OscCounters {
     pub bad: AtomicU64,
     /// Messages dropped because the command queue was full.
     pub full: AtomicU64,
+    /// Messages replaced by a later one of their kind before they were posted (a flood
+    /// coalesced: `framepipe_control::Coalescer`); counted in `ok` too.
+    pub coalesced: AtomicU64,
 }
 
 impl OscCounters {
@@ -54,6 +59,10 @@ impl OscCounters {
             self.ok.load(Ordering::Relaxed),
             self.bad.load(Ordering::Relaxed)
         );
+        let coalesced = self.coalesced.load(Ordering::Relaxed);
+        if coalesced > 0 {
+            s.push_str(&format!(", {coalesced} coalesced"));
+        }
         if full > 0 {
             s.push_str(&format!(", {full} dropped (command queue full)"));
         }
@@ -193,8 +202,10 @@ struct Target {
     view: ShowView,
     graph: Arc<GraphView>,
     ranges: Ranges,
-    /// A full-queue drop was said; the rest of the burst is counted.
-    full_said: bool,
+    /// Values held back (a flood of one property reaches the engine once per 10 ms).
+    coalescer: Coalescer,
+    /// Full-queue drops: one line a second at most, the rest counted.
+    full: LogLimit,
 }
 
 impl Target {
@@ -207,7 +218,8 @@ impl Target {
             view: show.view,
             graph,
             ranges,
-            full_said: false,
+            coalescer: Coalescer::new(),
+            full: LogLimit::new(1),
         }
     }
 
@@ -232,28 +244,77 @@ impl Target {
         counters
             .ok
             .fetch_add(cmds.ignored as u64, Ordering::Relaxed);
-        for (cmd, n) in cmds.commands {
-            match self.tx.post(cmd) {
-                Ok(_) => {
-                    counters.ok.fetch_add(n as u64, Ordering::Relaxed);
-                    self.full_said = false;
-                }
-                Err(full) => {
-                    counters.full.fetch_add(n as u64, Ordering::Relaxed);
-                    if !self.full_said {
-                        let who = self
-                            .name
-                            .as_deref()
-                            .map_or(String::new(), |n| format!("show {n}: "));
-                        crate::say!(
-                            "\rframepipe: osc: {who}command queue full; dropped: {} (and any more until it drains)",
-                            full.0
-                        );
-                        self.full_said = true;
-                    }
+        for (cmd, _) in cmds.commands {
+            self.send(counters, Some(cmd), false);
+        }
+        self.after(counters);
+    }
+
+    /// After a packet or a quiet spell: posts what is held once it is due, and waits for the
+    /// next gap when a flood outruns the engine (the kernel then drops what the socket cannot
+    /// hold).
+    fn after(&mut self, counters: &OscCounters) {
+        if self.coalescer.due() {
+            self.send(counters, None, false);
+        } else if self.coalescer.should_wait() {
+            self.send(counters, None, true);
+        }
+        if let Some(n) = self.full.tick(Instant::now()) {
+            crate::say!(
+                "\rframepipe: osc: {}{n} more commands dropped in the last second (command queue full)",
+                self.who()
+            );
+        }
+    }
+
+    fn who(&self) -> String {
+        self.name
+            .as_deref()
+            .map_or(String::new(), |n| format!("show {n}: "))
+    }
+
+    /// Offers `cmd` to the coalescer (posted at once unless one of its property was posted
+    /// within the gap), or, without one, posts what is held (after the gap, with `settle`).
+    /// Counts what is posted, dropped and coalesced.
+    fn send(
+        &mut self,
+        counters: &OscCounters,
+        cmd: Option<framepipe_control::Command>,
+        settle: bool,
+    ) {
+        let coalesced = self.coalescer.coalesced();
+        let who = self.who();
+        let (tx, full) = (&self.tx, &mut self.full);
+        let mut post = |n: usize, r: Result<Ticket, Full>| match r {
+            Ok(_) => {
+                counters.ok.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(Full(cmd)) => {
+                counters.full.fetch_add(n as u64, Ordering::Relaxed);
+                if full.allow(Instant::now()) {
+                    crate::say!(
+                        "\rframepipe: osc: {who}command queue full; dropped: {} (and any more until it drains)",
+                        crate::commands::shown(&cmd)
+                    );
                 }
             }
+        };
+        match cmd {
+            Some(cmd) => self.coalescer.offer(tx, cmd, &mut post),
+            None if settle => self.coalescer.settle(tx, &mut post),
+            None => self.coalescer.flush(tx, &mut post),
         }
+        // A message replaced by a later one was taken (the later one stands for it).
+        let replaced = self.coalescer.coalesced() - coalesced;
+        if replaced > 0 {
+            counters.ok.fetch_add(replaced, Ordering::Relaxed);
+            counters.coalesced.fetch_add(replaced, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether it holds commands (the thread then looks again within a millisecond).
+    fn holds(&self) -> bool {
+        self.coalescer.held() > 0
     }
 }
 
@@ -287,7 +348,17 @@ fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop:
         last: None,
         quiet_since: 0,
     };
+    // While a show holds commands the socket is read with a short timeout, so that they are
+    // posted as soon as they are due (`Target::after`).
+    let mut short = false;
     while !stop.load(Ordering::Relaxed) {
+        let holds = targets.iter().any(Target::holds);
+        if holds != short {
+            let wait = if holds { HOLD_POLL } else { POLL };
+            if socket.set_read_timeout(Some(wait)).is_ok() {
+                short = holds;
+            }
+        }
         let (len, from) = match socket.recv_from(&mut buf) {
             Ok(r) => r,
             Err(e)
@@ -298,7 +369,10 @@ fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop:
                         | std::io::ErrorKind::Interrupted
                 ) =>
             {
-                continue
+                for t in targets.iter_mut() {
+                    t.after(counters);
+                }
+                continue;
             }
             Err(e) => {
                 crate::say!("\rframepipe: osc: receive failed: {e}; no more OSC input");
@@ -322,6 +396,10 @@ fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop:
         for (i, p) in parts {
             targets[i].post(&p, counters, &mut warn, from);
         }
+    }
+    // The run is over: what is still held is posted (and refused as unread).
+    for t in targets.iter_mut() {
+        t.send(counters, None, false);
     }
 }
 

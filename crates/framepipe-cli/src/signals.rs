@@ -12,6 +12,10 @@
 //! and a wait may not end by itself: the first signal then exits at once with the same status
 //! (no `--stats`: there was no run). [`Received::running`] marks the end of start-up.
 //!
+//! The first signal also sets the process's stop request ([`framepipe_core::stop`]), which waits
+//! inside elements look at (a `tcpsink` whose receiver stops reading), so that one signal is
+//! enough to end the run.
+//!
 //! Signals are received on a thread of their own (signal-hook's self-pipe), so nothing but a
 //! flag is touched inside the signal handler.
 
@@ -66,6 +70,9 @@ pub fn stop_on_signals(stoppers: Vec<Stopper>) -> std::io::Result<Received> {
                     .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
+                    // Waits inside an element (a sink writing to a receiver that does not read)
+                    // give up too: the run reaches its end at the first signal.
+                    framepipe_core::stop::request();
                     if !running.load(Ordering::Acquire) {
                         crate::say!(
                             "\rframepipe: {} during start-up (before the first frame): quitting",

@@ -23,6 +23,8 @@
 //!   oscillators in beats such as `~square:4beats`); see [`beat`].
 //! * [`osc_in`]: Open Sound Control messages (`/framepipe/<node>/<property> 0.5`) as
 //!   commands, for the OSC surface.
+//! * [`Coalescer`], [`LogLimit`]: floods on a surface (see [`flood`]): commands of which only
+//!   the last counts held until the engine reads, messages limited to a few lines a second.
 //! * [`Transport`]: pause / step / resume / stop as a state machine consulted at each frame
 //!   boundary.
 //!
@@ -41,6 +43,7 @@
 pub mod beat;
 pub mod command;
 pub mod edit;
+pub mod flood;
 pub mod osc;
 pub mod osc_in;
 pub mod queue;
@@ -49,6 +52,7 @@ pub mod transport;
 pub use beat::{monotonic_ns, TapResult, TapTempo};
 pub use command::{Command, Encoding, LearnMode, LearnTarget, Target, Unlearn, MAX_BATCH};
 pub use edit::{GraphEdit, Place};
+pub use flood::{Coalescer, LogLimit};
 pub use osc::{OscClock, OscSpec, OscTime, Oscillator, ParamSpec, ParamValue, Shape};
 pub use queue::{
     command_queue, CommandReader, CommandSender, Full, Outcome, Posted, Replies, Reply, Stopper,
@@ -114,9 +118,10 @@ pub enum Error {
         reason: String,
     },
     /// An OSC message whose address or arguments make no command.
-    #[error("OSC '{address}': {reason}")]
+    #[error("OSC {address}: {reason}")]
     OscMessage {
-        /// The message's address.
+        /// The message's address, quoted (cut with its length when long:
+        /// `framepipe_core::quote::quote`).
         address: String,
         /// Why.
         reason: String,

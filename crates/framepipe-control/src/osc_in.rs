@@ -20,6 +20,8 @@ use std::collections::HashMap;
 
 use rosc::{OscBundle, OscMessage, OscPacket, OscTime, OscType};
 
+use framepipe_core::quote::quote;
+
 use crate::command::{Command, Target};
 use crate::{Error, Result};
 
@@ -72,9 +74,15 @@ impl Ranges {
     }
 }
 
+/// The longest value (a string argument, or all of a message's arguments as text) a message
+/// may set, in bytes: as long as a command line on stdin
+/// (`crates/framepipe-cli/src/commands.rs`, `MAX_LINE`). A longer one is refused here, on the
+/// surface's thread, so that no oversized value reaches the engine's queue.
+pub const MAX_VALUE: usize = 4096;
+
 fn bad(address: &str, reason: impl Into<String>) -> Error {
     Error::OscMessage {
-        address: address.to_string(),
+        address: quote(address),
         reason: reason.into(),
     }
 }
@@ -200,9 +208,14 @@ pub fn split_by_show(
     let mut per_show: Vec<(usize, Vec<OscMessage>)> = Vec::new();
     for msg in messages(packet) {
         let Some((name, rest)) = split_show(&msg.addr) else {
+            let addr = quote(&msg.addr);
+            let example = if addr.len() == msg.addr.len() + 2 {
+                msg.addr.as_str()
+            } else {
+                "/framepipe/..."
+            };
             refuse(format!(
-                "address '{}': {shows} shows run; address one as /NAME{}",
-                msg.addr, msg.addr
+                "address {addr}: {shows} shows run; address one as /NAME{example}"
             ));
             continue;
         };
@@ -212,8 +225,9 @@ pub fn split_by_show(
             vec![i]
         } else {
             refuse(format!(
-                "address '{}': no show named '{name}' (shows: {}; /NAME/framepipe/... addresses one, /*/framepipe/... every show)",
-                msg.addr,
+                "address {}: no show named {} (shows: {}; /NAME/framepipe/... addresses one, /*/framepipe/... every show)",
+                quote(&msg.addr),
+                quote(name),
                 some_names(names)
             ));
             continue;
@@ -353,6 +367,10 @@ fn value_text(address: &str, arg: &OscType) -> Result<String> {
         OscType::Float(f) if f.is_finite() => Ok(f.to_string()),
         OscType::Double(d) if d.is_finite() => Ok(d.to_string()),
         OscType::Bool(b) => Ok(b.to_string()),
+        OscType::String(s) if s.len() > MAX_VALUE => Err(bad(
+            address,
+            format!("string value {} is longer than {MAX_VALUE} bytes", quote(s)),
+        )),
         OscType::String(s) if !s.trim().is_empty() => Ok(s.clone()),
         OscType::String(_) => Err(bad(address, "empty string value")),
         OscType::Float(_) | OscType::Double(_) => Err(bad(address, "value is not finite")),
@@ -483,10 +501,21 @@ pub fn command(msg: &OscMessage, ranges: &Ranges) -> Result<Option<Command>> {
                 .iter()
                 .map(|a| value_text(address, a))
                 .collect::<Result<Vec<_>>>()?;
+            let value = values.join(",");
+            if value.len() > MAX_VALUE {
+                return Err(bad(
+                    address,
+                    format!(
+                        "{} arguments make a value of {} bytes, longer than {MAX_VALUE}",
+                        args.len(),
+                        value.len()
+                    ),
+                ));
+            }
             Ok(Some(Command::Set {
                 element: Target::parse(node)?,
                 prop: prop.to_string(),
-                value: values.join(","),
+                value,
             }))
         }
         [node, prop, "norm"] => {
@@ -699,6 +728,42 @@ mod tests {
             let e = cmd(addr, args).unwrap_err().to_string();
             assert!(e.contains(addr) && e.contains(needle), "{addr}: {e}");
         }
+    }
+
+    /// Issue #21, least privilege: no OSC address makes a live edit (nothing can open a path or
+    /// a connection), whatever its arguments; a file name as a value is a value, and a value
+    /// over `MAX_VALUE` is refused with its length, not quoted whole.
+    #[test]
+    fn osc_makes_no_live_edit_and_cuts_oversized_values() {
+        let path = || vec![OscType::String("/etc/shadow".into())];
+        for addr in [
+            "/framepipe/load",
+            "/framepipe/replace",
+            "/framepipe/add",
+            "/framepipe/remove",
+            "/framepipe/link",
+            "/framepipe/src/replace/location",
+        ] {
+            match cmd(addr, path()) {
+                Ok(Some(Command::Edit(e))) => panic!("{addr} made the edit {e}"),
+                Ok(Some(Command::Set { .. })) | Err(_) => {}
+                other => panic!("{addr}: {other:?}"),
+            }
+        }
+        let huge = "x".repeat(MAX_VALUE + 1);
+        let e = cmd("/framepipe/st/text", vec![OscType::String(huge)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("({} bytes)", MAX_VALUE + 1)), "{e}");
+        assert!(e.len() < 300, "{e}");
+        let long_addr = format!("/framepipe/{}", "n".repeat(60_000));
+        let e = cmd(&long_addr, vec![OscType::Int(1)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 300 && e.contains("bytes)"), "{e}");
+        // Many arguments making a long value are refused too.
+        let many = vec![OscType::String("y".repeat(1000)); 5];
+        assert!(cmd("/framepipe/st/text", many).is_err());
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod limits;
 pub mod props;
 pub mod quote;
 pub mod shm;
+pub mod stop;
 
 pub use element::{
     BuildFn, Effect, EffectFactory, Element, ElementDesc, ElementKind, InlineSlices, Mixer,

@@ -2,7 +2,8 @@
 //!
 //! * `fp-midi-in` (a raw device or FIFO, `--midi /path`): blocking reads of up to 1 KiB into
 //!   one buffer, parsed ([`Parser`]), each message sent to `fp-midi` over a bounded channel
-//!   ([`CHANNEL`]; a full channel drops the message and counts it). At the end of a FIFO (its
+//!   ([`CHANNEL`]; while it is full the reader waits, so that a flood is read at `fp-midi`'s
+//!   pace and the message after it is never the one lost). At the end of a FIFO (its
 //!   writer closed) or a read error (a device unplugged) it says so, counts a disconnect and
 //!   opens the path again (a FIFO's open waits for a writer; a missing device is tried every
 //!   500 ms). It may be blocked in `read`/`open` when the run ends: it is left to the process's
@@ -373,7 +374,9 @@ fn count_parse(counters: &Counters, before: &mut ParseCounts, now: ParseCounts) 
     *before = now;
 }
 
-/// Sends a message to `fp-midi`; false when it is gone.
+/// Sends a message to `fp-midi` (a full channel drops it, counted: an ALSA port's callback may
+/// not wait); false when it is gone.
+#[cfg_attr(not(feature = "alsa"), allow(dead_code))]
 fn send(
     events: &SyncSender<Event>,
     counters: &Counters,
@@ -391,6 +394,36 @@ fn send(
             true
         }
         Err(TrySendError::Disconnected(_)) => false,
+    }
+}
+
+/// Sends a message to `fp-midi`, waiting while the channel is full (a raw input is read no
+/// faster than `fp-midi` handles it: the FIFO's writer, or the device's kernel buffer, holds the
+/// rest back, so that the newest message is never the one dropped, issue #21); false when
+/// `fp-midi` is gone or the run is over.
+fn send_waiting(
+    events: &SyncSender<Event>,
+    m: Message,
+    at_ns: i64,
+    now: Instant,
+    stop: &AtomicBool,
+) -> bool {
+    if matches!(m, Message::Other) {
+        return true;
+    }
+    let mut ev = Event::Msg(m, at_ns, now);
+    loop {
+        match events.try_send(ev) {
+            Ok(()) => return true,
+            Err(TrySendError::Full(back)) => {
+                if stop.load(Ordering::Relaxed) {
+                    return false;
+                }
+                ev = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(TrySendError::Disconnected(_)) => return false,
+        }
     }
 }
 
@@ -453,7 +486,7 @@ fn read_raw(
                 let (at_ns, now) = (monotonic_ns(), Instant::now());
                 let mut gone = false;
                 parser.feed(&buf[..n], |m| {
-                    gone |= !send(events, counters, m, at_ns, now);
+                    gone = gone || !send_waiting(events, m, at_ns, now, stop);
                 });
                 count_parse(counters, &mut seen, parser.counts);
                 if gone {

@@ -281,6 +281,26 @@ mod tests {
         assert_eq!(c, ParseCounts::default());
     }
 
+    /// Issue #21: after a megabyte of random bytes, the next whole message is parsed (the
+    /// parser resynchronises on its status byte), and so is one with its running status.
+    #[test]
+    fn a_valid_message_after_a_megabyte_of_garbage_is_parsed() {
+        for seed in [0x9E37_79B9_7F4A_7C15u64, 0x2545_F491_4F6C_DD1D, 7] {
+            let mut x = seed;
+            let mut p = Parser::new();
+            for _ in 0..1 << 20 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                p.push(x as u8);
+            }
+            let (mut m, counts) = (Vec::new(), p.counts);
+            p.feed(&[0xB3, 7, 99, 8, 0xF8, 100], |msg| m.push(msg));
+            assert_eq!(m, [cc(3, 7, 99), cc(3, 8, 100)], "seed {seed:#x}");
+            assert!(counts.stray > 0 && counts.truncated > 0, "{counts:?}");
+        }
+    }
+
     /// Random bytes never panic, and every message returned is well-formed.
     #[test]
     fn random_bytes_never_panic() {

@@ -57,6 +57,7 @@ fn random_midi_streams_keep_the_fuzz_properties() {
             }
         }
         posted += properties::check_stream(&data);
+        properties::check_resync(&data);
     }
     // The streams do drive the mappings, not only the parser.
     assert!(posted > 3_000, "{posted}");

@@ -7,6 +7,17 @@ use std::io;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NetError {
+    /// Stopping (SIGINT/SIGTERM) while the receiver takes nothing: the frame being written is
+    /// given up.
+    #[error("{peer} has not read for {waited_ms} ms while stopping; frame {frames} not sent whole (the receiver gets {frames} whole frames)")]
+    NotReading {
+        /// The receiver.
+        peer: String,
+        /// Whole frames written on this connection.
+        frames: u64,
+        /// How long it took nothing after the stop request.
+        waited_ms: u64,
+    },
     /// The stream does not start with the framepipe magic.
     #[error("not a framepipe stream: starts with {found:?}, expected \"FPWIRE\\r\\n\" (is the peer using protocol=raw?)")]
     BadMagic {

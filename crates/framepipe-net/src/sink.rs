@@ -4,12 +4,17 @@
 //! a sender thread, created at start, that gets the frame (a reference-counted [`Frame`] handle,
 //! no copy) over a bounded channel, packs its stripe into its own buffer and writes it. `consume`
 //! returns when every link has written its stripe, so no frame handle outlives the call. Writes
-//! block when the receiver stops reading: that is the back-pressure.
+//! block when the receiver stops reading: that is the back-pressure. A write waits in steps of
+//! [`WRITE_STEP`] (the socket's send timeout) so that it sees the process's stop request
+//! (SIGINT/SIGTERM, [`framepipe_core::stop`]): a receiver that has not taken a byte for
+//! [`STOP_GRACE`] after it ends the run ([`NetError::NotReading`]) instead of holding it for
+//! ever.
 
 use std::io::{self, IoSlice, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use framepipe_core::{Frame, FrameCtx, Sink, VideoInfo};
 
@@ -23,6 +28,13 @@ use crate::wire::{
 
 /// Element name.
 pub const NAME: &str = "tcpsink";
+
+/// The socket's send timeout: how often a blocked write looks at the stop request.
+pub const WRITE_STEP: Duration = Duration::from_millis(100);
+
+/// Once a stop is requested, how long a write may go without the receiver taking a byte
+/// before it gives up (a receiver that reads slowly still gets its frame whole).
+pub const STOP_GRACE: Duration = Duration::from_millis(500);
 
 /// How `tcpsink` is configured (from its properties).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +102,9 @@ impl TxLink {
         stream
             .set_nodelay(self.nodelay)
             .map_err(|e| NetError::io(format!("setting TCP_NODELAY for {}", self.peer), e))?;
+        stream
+            .set_write_timeout(Some(WRITE_STEP))
+            .map_err(|e| NetError::io(format!("setting the send timeout for {}", self.peer), e))?;
         let want = self.header.stripe_bytes() + FRAME_HEADER_LEN + STREAM_HEADER_LEN;
         let got = sock::set_buffer(&stream, Buf::Send, want)
             .map_err(|e| NetError::io(format!("sizing the send buffer for {}", self.peer), e))?;
@@ -116,6 +131,14 @@ impl TxLink {
     }
 
     fn write_error(&self, e: io::Error) -> NetError {
+        if e.kind() == io::ErrorKind::TimedOut {
+            // `write_all_vectored` gave up: stopping, and the receiver takes nothing.
+            return NetError::NotReading {
+                peer: self.peer.clone(),
+                frames: self.frames,
+                waited_ms: STOP_GRACE.as_millis() as u64,
+            };
+        }
         let closed = matches!(
             e.kind(),
             io::ErrorKind::BrokenPipe
@@ -202,16 +225,32 @@ impl TxLink {
 }
 
 /// Writes `head` then `payload` with as few system calls as possible (`writev`), retrying on
-/// `EINTR` and short writes.
+/// `EINTR` and short writes. The socket's send timeout ([`WRITE_STEP`]) makes a write that the
+/// receiver does not take return now and then: it goes on, unless the process was asked to
+/// stop and the receiver has taken nothing for [`STOP_GRACE`] (then `TimedOut`).
 fn write_all_vectored(s: &mut TcpStream, head: &[u8], payload: &[u8]) -> io::Result<()> {
     let mut bufs = [IoSlice::new(head), IoSlice::new(payload)];
     let mut slices: &mut [IoSlice<'_>] = &mut bufs;
     IoSlice::advance_slices(&mut slices, 0);
+    let mut progress = Instant::now();
     while !slices.is_empty() {
         match s.write_vectored(slices) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Ok(n) => {
+                IoSlice::advance_slices(&mut slices, n);
+                progress = Instant::now();
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if framepipe_core::stop::requested() && progress.elapsed() >= STOP_GRACE {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+            }
             Err(e) => return Err(e),
         }
     }

@@ -123,3 +123,50 @@ pub fn check_stream(data: &[u8]) -> usize {
     }
     posted
 }
+
+/// Issue #21: whatever came before (`garbage`: any bytes, a cut-off message, an unterminated
+/// SysEx), a whole channel message that starts with its status byte is parsed, and so are the
+/// messages after it that use its running status, with real-time bytes anywhere among them.
+/// The message's channel, numbers and values are taken from `garbage`'s last bytes, so that
+/// every kind is tried.
+pub fn check_resync(garbage: &[u8]) {
+    let pick = |back: usize| garbage.len().checked_sub(back).map_or(0, |i| garbage[i]);
+    let channel = pick(1) & 0x0F;
+    let (number, value) = (pick(2) & 0x7F, pick(3) & 0x7F);
+    let (number2, value2) = (pick(4) & 0x7F, pick(5) & 0x7F);
+    let note_on = pick(6) & 1 == 1;
+    let mut parser = Parser::new();
+    parser.feed(garbage, |_| {});
+    let mut got = Vec::new();
+    let status = if note_on { 0x90 } else { 0xB0 } | channel;
+    // A real-time byte inside the first message and one between the two: they change nothing.
+    let valid = [status, number, 0xF8, value, 0xFE, number2, value2];
+    parser.feed(&valid, |m| got.push(m));
+    let expect = |number: u8, value: u8| {
+        if !note_on {
+            Message::Cc {
+                channel,
+                number,
+                value,
+            }
+        } else if value > 0 {
+            Message::NoteOn {
+                channel,
+                note: number,
+                velocity: value,
+            }
+        } else {
+            Message::NoteOff {
+                channel,
+                note: number,
+            }
+        }
+    };
+    assert_eq!(
+        got,
+        [expect(number, value), expect(number2, value2)],
+        "after {} bytes of garbage ending in {:02x?}",
+        garbage.len(),
+        &garbage[garbage.len().saturating_sub(8)..]
+    );
+}
