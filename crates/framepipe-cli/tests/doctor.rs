@@ -309,7 +309,7 @@ fn doctor_show(pipeline: &str, tmp: &std::path::Path) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// #22 item 5: a show whose encoder cannot keep up (a 640x360 H.264 encode at 240 fps, where
+/// #22 item 5: a show whose encoder cannot keep up (a 640x360 H.264 encode at 1000 fps, where
 /// the test pattern alone would hold the rate many times over) is not reported ok: the ffmpeg
 /// encoder runs as it will (into a scratch file, removed afterwards) and its CPU is counted.
 #[test]
@@ -319,7 +319,7 @@ fn doctor_counts_the_encoder_a_show_starts_and_does_not_call_a_show_it_cannot_ho
     std::fs::create_dir(&tmp).unwrap();
     let out = dir.join("never.mp4");
     let pipeline = format!(
-        "testsrc width=640 height=360 rate=240 ! ffmpegsink name=rec location={}",
+        "testsrc width=640 height=360 rate=1000 ! ffmpegsink name=rec location={}",
         out.display()
     );
     let j = doctor_show(&pipeline, &tmp);
