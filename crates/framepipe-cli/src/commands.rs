@@ -313,7 +313,8 @@ fn print_replies(sources: &[ReplySource], quiet: bool) {
                     ""
                 };
                 out.push_str(&format!(
-                    "\rframepipe: {who}{n} more '{verb}' commands refused{when} (at most {REFUSALS_PER_S} shown a second)\n"
+                    "{}framepipe: {who}{n} more '{verb}' commands refused{when} (at most {REFUSALS_PER_S} shown a second)\n",
+                    crate::status::line_start()
                 ));
             }
         }
@@ -341,7 +342,8 @@ fn print_replies(sources: &[ReplySource], quiet: bool) {
                             .or_insert_with(|| LogLimit::new(REFUSALS_PER_S));
                         if limit.allow(now) {
                             out.push_str(&format!(
-                                "\rframepipe: {}refused '{}': {}\n",
+                                "{}framepipe: {}refused '{}': {}\n",
+                                crate::status::line_start(),
                                 source.who,
                                 shown(&r.command),
                                 reason_shown(&r.command, reason)
@@ -351,7 +353,8 @@ fn print_replies(sources: &[ReplySource], quiet: bool) {
                     Outcome::Applied { frame } => {
                         if !quiet {
                             out.push_str(&format!(
-                                "\rframepipe: {}ok '{}' from frame {frame}\n",
+                                "{}framepipe: {}ok '{}' from frame {frame}\n",
+                                crate::status::line_start(),
                                 source.who,
                                 shown(&r.command)
                             ));
@@ -375,7 +378,8 @@ fn print_replies(sources: &[ReplySource], quiet: bool) {
         let dropped = source.replies.dropped();
         if dropped > 0 {
             out.push_str(&format!(
-                "\rframepipe: {}{dropped} command replies were lost: the reply path was full (commands faster than they were printed)\n",
+                "{}framepipe: {}{dropped} command replies were lost: the reply path was full (commands faster than they were printed)\n",
+                crate::status::line_start(),
                 source.who
             ));
         }

@@ -41,6 +41,17 @@ pub(crate) fn say_line(args: fmt::Arguments<'_>) {
     };
 }
 
+/// What starts a line written straight to stderr (not through `say!`, e.g. a batch of replies
+/// written at once): with a status line drawn, a carriage return and erase-to-end that put the
+/// line in its place; else nothing (no `\r` in a log file).
+pub(crate) fn line_start() -> &'static str {
+    if STATUS_ON.load(Ordering::Relaxed) {
+        "\r\x1b[K"
+    } else {
+        ""
+    }
+}
+
 /// Says whether a status line is being drawn (by [`status_line`] or a show host's own).
 pub(crate) fn drawing(on: bool) {
     STATUS_ON.store(on, Ordering::Relaxed);

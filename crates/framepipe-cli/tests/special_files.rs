@@ -87,10 +87,11 @@ fn a_live_load_of_a_special_file_is_refused_and_later_sets_still_work() {
     let mut child = spawn(&["run", &pipeline]);
     let mut stdin = child.stdin.take().unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    // One edit at a time (a second one while the first is prepared is refused as such).
+    // One edit at a time (a second one while the first is prepared is refused as such), and
+    // at most 3 refusals of a kind a second are printed (the rest counted): 450 ms apart.
     for (path, _) in &projects {
         writeln!(stdin, "load {path}").unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(Duration::from_millis(450));
     }
     writeln!(stdin, "set fx.value 0.5").unwrap();
     std::thread::sleep(Duration::from_millis(500));

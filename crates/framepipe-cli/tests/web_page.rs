@@ -272,7 +272,8 @@ fn layout_at(width: u32, height: u32, mobile: bool, touch: bool) {
     // The engineer view: every node and property.
     b.click("view-engineer");
     b.wait_for("fp.view === 'engineer'", Duration::from_secs(2));
-    // Advanced properties folded away; read-only ones have no control that posts.
+    // Advanced properties folded away; read-only ones have no control that posts (every node's
+    // but the preview's own tap, which gets no panel at all).
     assert_eq!(
         b.eval(
             "(() => { const r = document.getElementById('row:br.isolate'); return !!r && !!r.closest('details.advanced') && !r.closest('details').open; })()"
@@ -284,7 +285,8 @@ fn layout_at(width: u32, height: u32, mobile: bool, touch: bool) {
         "fp.graph.nodes.flatMap((n) => n.props.filter((p) => p.live === false).map((p) => n.name + '.' + p.name))",
     );
     let with_control = b.eval(
-        "fp.graph.nodes.flatMap((n) => n.props.filter((p) => p.live === false).map((p) => n.name + '.' + p.name)) \
+        "fp.graph.nodes.filter((n) => n.name !== fp.graph.preview_tap) \
+         .flatMap((n) => n.props.filter((p) => p.live === false).map((p) => n.name + '.' + p.name)) \
          .filter((k) => { const r = document.getElementById('row:' + k); return !r || r.querySelector('input, select, button'); })",
     );
     assert_eq!(

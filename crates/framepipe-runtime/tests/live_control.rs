@@ -579,7 +579,12 @@ fn bad_commands_are_rejected_with_a_reason_and_the_run_goes_on() {
         reasons[0]
     );
     assert!(reasons[1].contains("out of range"), "{}", reasons[1]);
-    assert!(reasons[2].contains("not an effect"), "{}", reasons[2]);
+    // `bypass 0` is the source (a counter): only effects and generators are controlled.
+    assert!(
+        reasons[2].contains("only effects and generators can be controlled"),
+        "{}",
+        reasons[2]
+    );
 }
 
 /// Issue 7: an oscillator with an absurd frequency gave NaN, which reached the element (a frei0r
