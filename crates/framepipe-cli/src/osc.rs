@@ -247,12 +247,11 @@ impl Target {
         for (cmd, _) in cmds.commands {
             self.send(counters, Some(cmd), false);
         }
-        self.after(counters);
     }
 
-    /// After a packet or a quiet spell: posts what is held once it is due, and waits for the
-    /// next gap when a flood outruns the engine (the kernel then drops what the socket cannot
-    /// hold).
+    /// After every receive, whatever came (a packet for this show or another, a bad one, none):
+    /// posts what is held once it is due, and waits for the next gap when a flood outruns the
+    /// engine (the kernel then drops what the socket cannot hold).
     fn after(&mut self, counters: &OscCounters) {
         if self.coalescer.due() {
             self.send(counters, None, false);
@@ -330,37 +329,62 @@ impl<E: std::fmt::Display> std::fmt::Display for Shown<'_, E> {
     }
 }
 
-fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop: &AtomicBool) {
-    let mut buf = vec![0u8; MAX_DATAGRAM];
-    let mut targets: Vec<Target> = shows.into_iter().map(Target::new).collect();
-    let index: HashMap<String, usize> = targets
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| t.name.clone().map(|n| (n, i)))
-        .collect();
-    let names: Vec<String> = targets
-        .iter()
-        .map(|t| t.name.clone().unwrap_or_default())
-        .collect();
-    // One show without a name: addresses as they are.
-    let single = targets.len() == 1 && targets[0].name.is_none();
-    let mut warn = Warn {
-        last: None,
-        quiet_since: 0,
-    };
-    // While a show holds commands the socket is read with a short timeout, so that they are
-    // posted as soon as they are due (`Target::after`).
-    let mut short = false;
-    while !stop.load(Ordering::Relaxed) {
-        let holds = targets.iter().any(Target::holds);
-        if holds != short {
-            let wait = if holds { HOLD_POLL } else { POLL };
-            if socket.set_read_timeout(Some(wait)).is_ok() {
-                short = holds;
-            }
+/// What the `fp-osc` thread keeps between receives: the shows, and how packets are routed to
+/// them.
+struct Listener {
+    targets: Vec<Target>,
+    /// Show names to their index (several shows).
+    index: HashMap<String, usize>,
+    names: Vec<String>,
+    /// One show without a name: addresses as they are.
+    single: bool,
+    warn: Warn,
+}
+
+impl Listener {
+    fn new(shows: Vec<OscShow>) -> Self {
+        let targets: Vec<Target> = shows.into_iter().map(Target::new).collect();
+        let index = targets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.name.clone().map(|n| (n, i)))
+            .collect();
+        let names = targets
+            .iter()
+            .map(|t| t.name.clone().unwrap_or_default())
+            .collect();
+        let single = targets.len() == 1 && targets[0].name.is_none();
+        Listener {
+            targets,
+            index,
+            names,
+            single,
+            warn: Warn {
+                last: None,
+                quiet_since: 0,
+            },
         }
-        let (len, from) = match socket.recv_from(&mut buf) {
-            Ok(r) => r,
+    }
+
+    /// Whether a show holds commands (the socket is then read with a short timeout).
+    fn holds(&self) -> bool {
+        self.targets.iter().any(Target::holds)
+    }
+
+    /// Takes what one `recv_from` into `buf` gave; false when no more can come. Whatever it
+    /// was, every show then posts what it holds that is due: a flood for another show, or of
+    /// bad packets, never keeps a held value back longer than its gap and a packet.
+    fn received(
+        &mut self,
+        got: std::io::Result<(usize, SocketAddr)>,
+        buf: &[u8],
+        counters: &OscCounters,
+    ) -> bool {
+        let more = match got {
+            Ok((len, from)) => {
+                self.datagram(&buf[..len], from, counters);
+                true
+            }
             Err(e)
                 if matches!(
                     e.kind(),
@@ -369,44 +393,158 @@ fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop:
                         | std::io::ErrorKind::Interrupted
                 ) =>
             {
-                for t in targets.iter_mut() {
-                    t.after(counters);
-                }
-                continue;
+                true
             }
             Err(e) => {
                 crate::say!("\rframepipe: osc: receive failed: {e}; no more OSC input");
+                false
+            }
+        };
+        for t in self.targets.iter_mut() {
+            t.after(counters);
+        }
+        more
+    }
+
+    /// Posts the commands of one datagram from `from` to the shows it addresses.
+    fn datagram(&mut self, bytes: &[u8], from: SocketAddr, counters: &OscCounters) {
+        let packet = match osc_in::decode(bytes) {
+            Ok(p) => p,
+            Err(e) => {
+                self.warn.bad(counters, from, &e);
                 return;
             }
         };
-        let packet = match osc_in::decode(&buf[..len]) {
-            Ok(p) => p,
-            Err(e) => {
-                warn.bad(counters, from, &e);
-                continue;
-            }
-        };
-        if single {
-            targets[0].post(&packet, counters, &mut warn, from);
-            continue;
+        if self.single {
+            self.targets[0].post(&packet, counters, &mut self.warn, from);
+            return;
         }
-        let parts = osc_in::split_by_show(&packet, &index, &names, |why| {
+        let warn = &mut self.warn;
+        let parts = osc_in::split_by_show(&packet, &self.index, &self.names, |why| {
             warn.bad(counters, from, &why)
         });
         for (i, p) in parts {
-            targets[i].post(&p, counters, &mut warn, from);
+            self.targets[i].post(&p, counters, &mut self.warn, from);
         }
     }
-    // The run is over: what is still held is posted (and refused as unread).
-    for t in targets.iter_mut() {
-        t.send(counters, None, false);
+
+    /// The run is over: what is still held is posted (and refused as unread).
+    fn finish(&mut self, counters: &OscCounters) {
+        for t in self.targets.iter_mut() {
+            t.send(counters, None, false);
+        }
     }
+}
+
+fn listen(socket: &UdpSocket, shows: Vec<OscShow>, counters: &OscCounters, stop: &AtomicBool) {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut listener = Listener::new(shows);
+    // While a show holds commands the socket is read with a short timeout, so that they are
+    // posted as soon as they are due (`Target::after`) when no packet comes.
+    let mut short = false;
+    while !stop.load(Ordering::Relaxed) {
+        let holds = listener.holds();
+        if holds != short {
+            let wait = if holds { HOLD_POLL } else { POLL };
+            if socket.set_read_timeout(Some(wait)).is_ok() {
+                short = holds;
+            }
+        }
+        let got = socket.recv_from(&mut buf);
+        if !listener.received(got, &buf, counters) {
+            break;
+        }
+    }
+    listener.finish(counters);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use rosc::{OscBundle, OscMessage, OscTime};
+
+    /// A real show's published view, for the shows of a test (the `Prepared` is kept while it
+    /// is used; the show never runs).
+    fn show_view() -> (framepipe_runtime::Prepared, ShowView) {
+        let desc = framepipe_project::parse_pipeline(
+            "testsrc width=16 height=16 ! invert name=fx ! nullsink",
+        )
+        .unwrap();
+        let registry = crate::registry_for(&desc, None);
+        let graph = crate::build::build(&desc, &registry, crate::build::Purpose::Run).unwrap();
+        let prepared = graph
+            .prepare(framepipe_runtime::Options {
+                threads: 1,
+                ..Default::default()
+            })
+            .unwrap();
+        let view = prepared.view();
+        (prepared, view)
+    }
+
+    fn texts(rx: &mut framepipe_control::CommandReader) -> Vec<String> {
+        std::iter::from_fn(|| rx.pop())
+            .map(|p| p.command.to_string())
+            .collect()
+    }
+
+    /// Issue #21: a value held back (the second `set` of a property within its gap) lands once
+    /// its gap is over while packets keep coming less than a millisecond apart, for another
+    /// show or not OSC at all: what is due is posted after every receive, not only when the
+    /// socket is quiet.
+    #[test]
+    fn a_held_value_lands_while_packets_for_another_show_or_garbage_keep_coming() {
+        let (_prepared, view) = show_view();
+        let (tx_a, mut rx_a) = framepipe_control::command_queue(1024);
+        let (tx_b, mut rx_b) = framepipe_control::command_queue(1024);
+        let show = |name: &str, tx| OscShow {
+            name: Some(name.into()),
+            tx,
+            view: view.clone(),
+        };
+        let mut listener = Listener::new(vec![show("a", tx_a), show("b", tx_b)]);
+        let counters = OscCounters::default();
+        let from: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let mut buf = vec![0u8; MAX_DATAGRAM];
+        let mut receive = |listener: &mut Listener, bytes: &[u8]| {
+            buf[..bytes.len()].copy_from_slice(bytes);
+            assert!(listener.received(Ok((bytes.len(), from)), &buf, &counters));
+        };
+        let encode = |addr: &str, v: i32| rosc::encoder::encode(&message(addr, v)).unwrap();
+        let garbage = b"no OSC packet".to_vec();
+        assert!(osc_in::decode(&garbage).is_err());
+        let others = [
+            ("to show b", encode("/b/framepipe/fx/amount", 7)),
+            ("garbage", garbage),
+        ];
+        for (prop, (what, other)) in ["p0", "p1"].into_iter().zip(others) {
+            let addr = format!("/a/framepipe/fx/{prop}");
+            receive(&mut listener, &encode(&addr, 1));
+            let held = Instant::now();
+            receive(&mut listener, &encode(&addr, 2));
+            assert_eq!(texts(&mut rx_a), [format!("set fx.{prop} 1")], "{what}");
+            let mut landed = None;
+            while held.elapsed() < 20 * framepipe_control::flood::MIN_GAP {
+                receive(&mut listener, &other);
+                let got = texts(&mut rx_a);
+                if !got.is_empty() {
+                    assert_eq!(got, [format!("set fx.{prop} 2")], "{what}");
+                    landed = Some(held.elapsed());
+                    break;
+                }
+                texts(&mut rx_b);
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            let landed = landed.unwrap_or_else(|| {
+                panic!("{what}: the held value did not land while other packets came")
+            });
+            assert!(
+                landed >= framepipe_control::flood::MIN_GAP,
+                "{what}: {landed:?}"
+            );
+        }
+        listener.finish(&counters);
+    }
 
     #[test]
     fn addresses_default_to_loopback() {

@@ -13,6 +13,11 @@
 //! other command (an oscillator, `tap`, the transport, an edit, a batch) is posted at once,
 //! after what is held, so that order is kept.
 //!
+//! The coalescer does not know the graph, so it cannot tell whether `fx` and `1` name one node:
+//! writes that may reach the same property (the same property name on any node but another
+//! index; any two `bypass`) keep their order. One posted at once comes after such a held one
+//! (posted first, early), and held commands are posted in the order of their last write.
+//!
 //! A replaced command was never posted: it gets no ticket and no reply; it is counted
 //! ([`Coalescer::coalesced`]). A surface that takes more than [`OFFERS_PER_GAP`] commands in a
 //! gap waits for the next ([`Coalescer::should_wait`]): its input's writer is held back by its
@@ -64,15 +69,24 @@ impl Key {
         }
     }
 
-    /// The key a command that is not coalesced still touches (an oscillator on a property):
-    /// a `set` held before it must stay before it.
-    fn touched(cmd: &Command) -> Option<Key> {
-        match cmd {
-            Command::Osc { element, prop, .. } | Command::Unosc { element, prop } => {
-                Some(Key::Prop(element.clone(), prop.clone()))
-            }
-            _ => None,
+    /// Whether `self` and `other` may write the same property: a node named two ways (a
+    /// label, its element's name, its index) is one node, so only the property's name tells,
+    /// but two indexes are two nodes; every `bypass` may be any node's.
+    fn may_alias(&self, other: &Key) -> bool {
+        match (self, other) {
+            (Key::Prop(a, p), Key::Prop(b, q)) => p == q && same_node_maybe(a, b),
+            (Key::Bypass(a), Key::Bypass(b)) => same_node_maybe(a, b),
+            (Key::Speed, Key::Speed) | (Key::Tempo, Key::Tempo) => true,
+            _ => false,
         }
+    }
+}
+
+/// Whether `a` and `b` may name one node (without the graph: a name may be any index).
+fn same_node_maybe(a: &Target, b: &Target) -> bool {
+    match (a, b) {
+        (Target::Index(i), Target::Index(j)) => i == j,
+        _ => true,
     }
 }
 
@@ -81,8 +95,8 @@ impl Key {
 /// [`settle`](Self::settle).
 #[derive(Debug, Default)]
 pub struct Coalescer {
-    /// Commands held, in order.
-    held: Vec<Command>,
+    /// Commands held, in the order of their last write, with their keys.
+    held: Vec<(Key, Command)>,
     /// Where the held command of a key is in `held`.
     index: HashMap<Key, usize>,
     /// When each key was last posted (the recent ones).
@@ -119,28 +133,35 @@ impl Coalescer {
         }
         match Key::of(&cmd) {
             Some(key) => {
-                if let Some(&i) = self.index.get(&key) {
-                    self.held[i] = cmd;
+                if let Some(i) = self.index.remove(&key) {
+                    // The newest write goes last: a `set` of the same property through another
+                    // alias, held after the replaced one, must land before this one.
+                    self.held.remove(i);
+                    for (j, (k, _)) in self.held.iter().enumerate().skip(i) {
+                        if let Some(at) = self.index.get_mut(k) {
+                            *at = j;
+                        }
+                    }
+                    self.index.insert(key.clone(), self.held.len());
+                    self.held.push((key, cmd));
                     self.coalesced += 1;
                 } else if self
                     .recent
                     .get(&key)
                     .is_some_and(|t| now.duration_since(*t) < MIN_GAP)
                 {
-                    self.index.insert(key, self.held.len());
-                    self.held.push(cmd);
+                    self.index.insert(key.clone(), self.held.len());
+                    self.held.push((key, cmd));
                     self.since.get_or_insert(now);
                 } else {
+                    // Posted at once, so first what is held that may write the same property
+                    // (`fx.amount` held, `1.amount` now: they may be one node's).
+                    self.flush_where(tx, post, |k| k.may_alias(&key));
                     self.remember(key, now);
                     send(tx, cmd, post);
                 }
             }
             None => {
-                if let Some(key) = Key::touched(&cmd) {
-                    // A later `set` of that property comes after this oscillator: not merged
-                    // into one held before it.
-                    self.index.remove(&key);
-                }
                 self.flush(tx, post);
                 send(tx, cmd, post);
             }
@@ -192,17 +213,35 @@ impl Coalescer {
 
     /// Posts everything held, in order, now.
     pub fn flush(&mut self, tx: &CommandSender, post: &mut dyn FnMut(usize, Result<Ticket, Full>)) {
-        if self.held.is_empty() {
+        self.flush_where(tx, post, |_| true);
+    }
+
+    /// Posts the held commands whose key `which` picks, in order, now; the others stay held.
+    fn flush_where(
+        &mut self,
+        tx: &CommandSender,
+        post: &mut dyn FnMut(usize, Result<Ticket, Full>),
+        which: impl Fn(&Key) -> bool,
+    ) {
+        if !self.held.iter().any(|(k, _)| which(k)) {
             return;
         }
         let now = Instant::now();
-        let keys: Vec<Key> = self.index.drain().map(|(k, _)| k).collect();
-        for key in keys {
-            self.remember(key, now);
+        let (out, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|(k, _)| which(k));
+        self.held = kept;
+        self.index = self
+            .held
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (k.clone(), i))
+            .collect();
+        if self.held.is_empty() {
+            self.since = None;
         }
-        self.since = None;
-        let held = std::mem::take(&mut self.held);
-        for cmd in held {
+        for (key, cmd) in out {
+            self.remember(key, now);
             send(tx, cmd, post);
         }
     }
@@ -372,6 +411,52 @@ mod tests {
             ]
         );
         assert_eq!(c.held(), 0);
+    }
+
+    /// One node named two ways (`fx`, and its index `1`) is one property: a write through one
+    /// name never lands before an older one through the other, whether the newer is posted at
+    /// once (what may alias it is posted first) or held (the newest write is posted last).
+    /// Two indexes, or two property names, are two properties: nothing is posted early.
+    #[test]
+    fn writes_to_one_property_through_two_names_keep_their_order() {
+        let (tx, mut rx) = command_queue(64);
+        let mut c = Coalescer::new();
+        let mut post = |_: usize, r: Result<Ticket, Full>| assert!(r.is_ok());
+        c.offer(&tx, cmd("set fx.amount 1"), &mut post);
+        c.offer(&tx, cmd("set fx.amount 2"), &mut post);
+        assert_eq!(c.held(), 1);
+        c.offer(&tx, cmd("set 1.amount 3"), &mut post);
+        assert_eq!(
+            texts(&mut rx),
+            ["set fx.amount 1", "set fx.amount 2", "set 1.amount 3"]
+        );
+        // Both held now; the newest write, through the first name, is posted last.
+        c.offer(&tx, cmd("set fx.amount 4"), &mut post);
+        c.offer(&tx, cmd("set 1.amount 5"), &mut post);
+        c.offer(&tx, cmd("set fx.amount 6"), &mut post);
+        assert_eq!(texts(&mut rx), Vec::<String>::new());
+        c.flush(&tx, &mut post);
+        assert_eq!(texts(&mut rx), ["set 1.amount 5", "set fx.amount 6"]);
+        // Any held bypass may be the node's.
+        c.offer(&tx, cmd("bypass fx on"), &mut post);
+        c.offer(&tx, cmd("bypass fx off"), &mut post);
+        c.offer(&tx, cmd("bypass 2 on"), &mut post);
+        assert_eq!(
+            texts(&mut rx),
+            ["bypass fx on", "bypass fx off", "bypass 2 on"]
+        );
+        // Not the same property: what is held stays held.
+        c.offer(&tx, cmd("set 2.mix 1"), &mut post);
+        c.offer(&tx, cmd("set 2.mix 2"), &mut post);
+        c.offer(&tx, cmd("set 3.mix 1"), &mut post);
+        c.offer(&tx, cmd("set fx.other 1"), &mut post);
+        assert_eq!(
+            texts(&mut rx),
+            ["set 2.mix 1", "set 3.mix 1", "set fx.other 1"]
+        );
+        assert_eq!(c.held(), 1);
+        c.flush(&tx, &mut post);
+        assert_eq!(texts(&mut rx), ["set 2.mix 2"]);
     }
 
     /// A flood makes the surface wait for the next gap; what it holds is posted then.
