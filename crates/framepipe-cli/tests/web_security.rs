@@ -347,7 +347,11 @@ fn a_web_page_loads_scenes_from_the_scenes_folder_only() {
     // The page is offered the scenes it may load (its perform view's buttons): the regular
     // .toml files of the folder, not the link nor what is in a subfolder.
     let hello = read_type(&mut page, "hello", None);
-    assert_eq!(hello["scenes"], serde_json::json!([odd, "two.toml"]), "{hello}");
+    assert_eq!(
+        hello["scenes"],
+        serde_json::json!([odd, "two.toml"]),
+        "{hello}"
+    );
     let outside = dir.join("outside.toml");
     for (i, bad) in [
         "../outside.toml",
