@@ -567,14 +567,14 @@ fn web_pages_stay_in_sync_and_each_gets_its_own_reply() {
             }
         }
     }
-    // A refused command: the reason comes back to its poster.
+    // A refused command: the reason comes back to its poster (a property the running graph
+    // lacks is refused before it is posted, issue #21).
     a.send(tungstenite::Message::Text(
         json!({"id": 8, "cmd": "set s.nope 1"}).to_string().into(),
     ))
     .unwrap();
-    let refused = read_type(&mut a, "reply");
+    let refused = read_type(&mut a, "error");
     assert_eq!(refused["id"], 8);
-    assert_eq!(refused["ok"], false);
     assert!(
         refused["reason"].as_str().unwrap().contains("nope"),
         "{refused}"

@@ -322,6 +322,11 @@ fn a_web_page_loads_scenes_from_the_scenes_folder_only() {
     let scenes = dir.join("scenes");
     std::fs::create_dir(&scenes).unwrap();
     std::fs::write(scenes.join("two.toml"), scene(2)).unwrap();
+    // A name with spaces and quotes, which the page quotes as the command parser reads it.
+    let odd = "my \"best\" 'show'.toml";
+    std::fs::write(scenes.join(odd), scene(5)).unwrap();
+    // Not a project file: never offered nor loaded (an engine parse error may quote a value).
+    std::fs::write(scenes.join("notes.txt"), format!("{SECRET}\n")).unwrap();
     std::fs::write(dir.join("outside.toml"), scene(3)).unwrap();
     std::os::unix::fs::symlink(dir.join("outside.toml"), scenes.join("link.toml")).unwrap();
     std::fs::create_dir(scenes.join("sub")).unwrap();
@@ -342,7 +347,11 @@ fn a_web_page_loads_scenes_from_the_scenes_folder_only() {
     // The page is offered the scenes it may load (its perform view's buttons): the regular
     // .toml files of the folder, not the link nor what is in a subfolder.
     let hello = read_type(&mut page, "hello", None);
-    assert_eq!(hello["scenes"], serde_json::json!(["two.toml"]), "{hello}");
+    assert_eq!(
+        hello["scenes"],
+        serde_json::json!([odd, "two.toml"]),
+        "{hello}"
+    );
     let outside = dir.join("outside.toml");
     for (i, bad) in [
         "../outside.toml",
@@ -351,12 +360,14 @@ fn a_web_page_loads_scenes_from_the_scenes_folder_only() {
         "sub/deep.toml",
         "sub",
         "nosuch.toml",
+        "notes.txt",
     ]
     .iter()
     .enumerate()
     {
         let answer = post(&mut page, 10 + i as u64, &format!("load {bad}"));
         assert_eq!(answer["type"], "error", "load {bad}: {answer}");
+        assert!(!answer.to_string().contains("TOPSECRET"), "{answer}");
         assert!(
             answer["reason"]
                 .as_str()
@@ -365,7 +376,9 @@ fn a_web_page_loads_scenes_from_the_scenes_folder_only() {
             "{answer}"
         );
     }
-    let loaded = post(&mut page, 1, "load two.toml fade=200ms");
+    // As the page's scene button sends it: in "..." with \ before " and \.
+    let quoted = format!("\"{}\"", odd.replace('\\', "\\\\").replace('"', "\\\""));
+    let loaded = post(&mut page, 1, &format!("load {quoted} fade=200ms"));
     assert_eq!(loaded["ok"], true, "{loaded}");
     wait_until(Duration::from_secs(10), "the scene's graph", || {
         let g = read_type(&mut page, "graph", None);
@@ -595,4 +608,132 @@ fn oscquery_answers_after_silent_connections_and_idle_clients_do_not_lock_it() {
     assert!(q["http_timed_out"].as_u64().unwrap() >= 250, "{q}");
     assert!(q["ws_refused"].as_u64().unwrap() >= 1, "{q}");
     assert!(q["ws_idle_dropped"].as_u64().unwrap() >= 1, "{q}");
+}
+
+/// Why a remote surface's `set` of a text property is refused.
+const TEXT_RULE: &str = "text properties may name files";
+
+/// Issue #21: a text property may name a file the node opens — frei0r facedetect reads the
+/// cascade its `classifier` names (a FIFO or `/dev/zero` there could hang the show) — so the
+/// page, OSC and OSCQuery may not set one (the page's `set`, OSC's string argument, an OSC
+/// packet over OSCQuery's WebSocket; OSCQuery lists it read-only); the show's terminal still
+/// may. Whether the plugin opened a path shows on stderr (OpenCV names the file it cannot
+/// open).
+#[test]
+fn remote_surfaces_cannot_set_a_text_property_the_terminal_can() {
+    let dir = tmpdir("web-text");
+    let stats = dir.join("stats.json");
+    let path = |who: &str| dir.join(format!("{who}-cascade.xml")).display().to_string();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let osc_port = udp.local_addr().unwrap().port();
+    drop(udp);
+    let mut fp = Fp::start(&[
+        "--fps",
+        "30",
+        "--no-mdns",
+        "--stats",
+        stats.to_str().unwrap(),
+        "--osc",
+        &osc_port.to_string(),
+        "--web",
+        "127.0.0.1:0",
+        "testsrc width=64 height=32 frames=100000 ! frei0r-facedetect name=fd ! nullsink",
+    ]);
+    let port = fp.web_port();
+    let oscq = fp.port_after("OSCQuery on ");
+    let mut page = ws(port, "/ws").unwrap();
+    let graph = read_type(&mut page, "graph", None);
+    let fd = graph["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "fd")
+        .unwrap();
+    let classifier = fd["props"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "classifier")
+        .unwrap();
+    assert_eq!(classifier["kind"], "str", "{classifier}");
+    // The page: by name, by element, in a batch; refused with the rule, never posted.
+    for (i, cmd) in [
+        format!("set fd.classifier {}", path("page")),
+        format!("set frei0r-facedetect.classifier {}", path("page")),
+        format!(
+            "batch set fd.threads 0.5; set fd.classifier {}",
+            path("page")
+        ),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let answer = post(&mut page, 1 + i as u64, cmd);
+        assert_eq!(answer["type"], "error", "{cmd}: {answer}");
+        let reason = answer["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("not allowed from the web page") && reason.contains(TEXT_RULE),
+            "{cmd}: {reason}"
+        );
+    }
+    // A number of the same node still passes.
+    assert_eq!(post(&mut page, 9, "set fd.threads 0.5")["ok"], true);
+    // OSC: a string argument to the property's address.
+    let osc = |addr: &str, value: String| {
+        rosc::encoder::encode(&rosc::OscPacket::Message(rosc::OscMessage {
+            addr: addr.into(),
+            args: vec![rosc::OscType::String(value)],
+        }))
+        .unwrap()
+    };
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.send_to(
+        &osc("/framepipe/fd/classifier", path("osc")),
+        ("127.0.0.1", osc_port),
+    )
+    .unwrap();
+    wait_until(Duration::from_secs(10), "the OSC refusal", || {
+        fp.stderr()
+            .lines()
+            .any(|l| l.contains("osc: from") && l.contains(TEXT_RULE))
+    });
+    // OSCQuery: read-only in the tree, and an OSC packet over its WebSocket is refused.
+    let body = ureq::get(format!("http://127.0.0.1:{oscq}/framepipe/fd/classifier"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    let node: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (node["TYPE"].as_str(), node["ACCESS"].as_u64()),
+        (Some("s"), Some(1)),
+        "{node}"
+    );
+    let (mut controller, _) = tungstenite::connect(format!("ws://127.0.0.1:{oscq}/")).unwrap();
+    controller
+        .send(Message::Binary(
+            osc("/framepipe/fd/classifier", path("oscquery")).into(),
+        ))
+        .unwrap();
+    // The show's terminal may: applied, and the plugin opens what it names.
+    std::thread::sleep(Duration::from_millis(300));
+    fp.command(&format!("set fd.classifier {}", path("stdin")));
+    wait_until(Duration::from_secs(10), "the terminal's set opened", || {
+        let e = fp.stderr();
+        e.contains("ok 'set fd.classifier") && e.contains(&path("stdin"))
+    });
+    send_stop(&mut page);
+    fp.wait_exit();
+    let err = fp.stderr();
+    for who in ["page", "osc", "oscquery"] {
+        assert!(
+            !err.contains(&path(who)),
+            "{who}'s path reached the plugin: {err}"
+        );
+    }
+    let all = stats_of(&stats);
+    assert_eq!(all["web"]["forbidden"], 3, "{all}");
+    assert_eq!(all["oscquery"]["ws_osc_bad"], 1, "{all}");
+    assert_eq!(all["oscquery"]["ws_osc_ok"], 0, "{all}");
 }

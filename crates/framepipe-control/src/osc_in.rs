@@ -3,7 +3,7 @@
 //!
 //! | address | arguments | command |
 //! |---|---|---|
-//! | `/framepipe/<node>/<prop>` | one or more int/float/bool/string | `set node.prop a,b,...` |
+//! | `/framepipe/<node>/<prop>` | one or more int/float/bool/string | `set node.prop a,b,...` (not a text property: [`TEXT_PROPERTY_RULE`]) |
 //! | `/framepipe/<node>/<prop>/norm` | one number in 0..=1 | `set` to `min + v·(max − min)` |
 //! | `/framepipe/<node>/bypass` | bool, number (≠ 0 = on) or `on`/`off` | `bypass node on\|off` |
 //! | `/framepipe/pause`, `resume`, `stop` | none, `N`, or one value (false/0 = ignored) | the same |
@@ -42,11 +42,25 @@ pub struct PropRange {
     pub int: bool,
 }
 
-/// Node name → property name → range: what `/norm` addresses can scale. Built by whoever
-/// knows the graph's property specs (the CLI), read-only afterwards.
+/// Why OSC, OSCQuery and the web page may not set a text property (issue #21): a text value
+/// may name a file a node opens (a frei0r plugin's classifier, a source's location), and a
+/// remote surface must not make the show open one. Standard input, the operator's own
+/// terminal, still may.
+pub const TEXT_PROPERTY_RULE: &str =
+    "text properties may name files: set them from the show's own terminal or project file";
+
+/// Node name → property name → range: what `/norm` addresses can scale; and which properties
+/// are text, which no OSC message may set ([`TEXT_PROPERTY_RULE`]). Built by whoever knows the
+/// graph's property specs (the CLI), read-only afterwards.
 #[derive(Debug, Clone, Default)]
 pub struct Ranges {
     nodes: HashMap<String, HashMap<String, PropRange>>,
+    /// Node name → its text properties, for every node added with [`Ranges::add_node`].
+    text_by_name: HashMap<String, Vec<String>>,
+    /// Element → the text properties of its first node (a command naming an element means it).
+    text_by_element: HashMap<String, Vec<String>>,
+    /// Every text property's name, on any node.
+    text_anywhere: std::collections::HashSet<String>,
 }
 
 impl Ranges {
@@ -71,6 +85,43 @@ impl Ranges {
     /// `node.prop`'s range.
     pub fn get(&self, node: &str, prop: &str) -> Option<PropRange> {
         self.nodes.get(node)?.get(prop).copied()
+    }
+
+    /// Adds a node of the graph, named `name`, running `element`, with its text properties
+    /// `text` (every node, in the graph's order, so that [`Ranges::is_text`] finds a node as a
+    /// command names it).
+    pub fn add_node<'a>(
+        &mut self,
+        name: &str,
+        element: &str,
+        text: impl IntoIterator<Item = &'a str>,
+    ) {
+        let text: Vec<String> = text.into_iter().map(str::to_string).collect();
+        self.text_anywhere.extend(text.iter().cloned());
+        self.text_by_element
+            .entry(element.to_string())
+            .or_insert_with(|| text.clone());
+        self.text_by_name.insert(name.to_string(), text);
+    }
+
+    /// Whether `set node.prop` would set a text property: `node` found as the engine finds it
+    /// (its name, else the first node of that element); an index, or a node not in the table
+    /// (the graph may have changed since), counts when any node has a text property `prop`.
+    pub fn is_text(&self, node: &Target, prop: &str) -> bool {
+        if !self.text_anywhere.contains(prop) {
+            return false;
+        }
+        let Target::Name(name) = node else {
+            return true;
+        };
+        match self
+            .text_by_name
+            .get(name)
+            .or_else(|| self.text_by_element.get(name))
+        {
+            Some(text) => text.iter().any(|t| t == prop),
+            None => true,
+        }
     }
 }
 
@@ -494,6 +545,10 @@ pub fn command(msg: &OscMessage, ranges: &Ranges) -> Result<Option<Command>> {
             }))
         }
         [node, prop] => {
+            let element = Target::parse(node)?;
+            if ranges.is_text(&element, prop) {
+                return Err(bad(address, TEXT_PROPERTY_RULE));
+            }
             if args.is_empty() {
                 return Err(bad(address, "no value"));
             }
@@ -513,7 +568,7 @@ pub fn command(msg: &OscMessage, ranges: &Ranges) -> Result<Option<Command>> {
                 ));
             }
             Ok(Some(Command::Set {
-                element: Target::parse(node)?,
+                element,
                 prop: prop.to_string(),
                 value,
             }))
@@ -764,6 +819,46 @@ mod tests {
         // Many arguments making a long value are refused too.
         let many = vec![OscType::String("y".repeat(1000)); 5];
         assert!(cmd("/framepipe/st/text", many).is_err());
+    }
+
+    /// Issue #21: a text property may name a file a node opens (frei0r facedetect's
+    /// `classifier`), so no OSC message sets one, whatever its argument; the node found as the
+    /// engine finds it (name, element, index; an unknown name when any node has it).
+    #[test]
+    fn osc_sets_no_text_property() {
+        let mut r = ranges();
+        r.add_node("fd", "frei0r-facedetect", ["classifier"]);
+        r.add_node("other", "frei0r-glow", []);
+        for (addr, args) in [
+            (
+                "/framepipe/fd/classifier",
+                vec![OscType::String("/dev/zero".into())],
+            ),
+            ("/framepipe/fd/classifier", vec![OscType::Int(0)]),
+            (
+                "/framepipe/frei0r-facedetect/classifier",
+                vec![OscType::String("x".into())],
+            ),
+            ("/framepipe/0/classifier", vec![OscType::String("x".into())]),
+            (
+                "/framepipe/gone/classifier",
+                vec![OscType::String("x".into())],
+            ),
+        ] {
+            let e = command(&msg(addr, args), &r).unwrap_err().to_string();
+            assert!(
+                e.contains(addr) && e.contains(TEXT_PROPERTY_RULE),
+                "{addr}: {e}"
+            );
+        }
+        // Another node's property of that name, and numbers, still pass.
+        for (addr, value) in [
+            ("/framepipe/other/classifier", OscType::String("x".into())),
+            ("/framepipe/fd/threads", OscType::Float(0.5)),
+        ] {
+            let c = command(&msg(addr, vec![value]), &r).unwrap();
+            assert!(matches!(c, Some(Command::Set { .. })), "{addr}: {c:?}");
+        }
     }
 
     #[test]

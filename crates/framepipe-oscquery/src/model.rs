@@ -122,12 +122,22 @@ impl ShowSource for FixedShow {
 }
 
 /// The `/norm` table of `model`: every int and float property's range, by the node's name and,
-/// for the first node of an element, by the element's name too (as commands name nodes).
+/// for the first node of an element, by the element's name too (as commands name nodes); and
+/// every node's text properties, which no OSC message sets
+/// ([`TEXT_PROPERTY_RULE`](framepipe_control::osc_in::TEXT_PROPERTY_RULE)).
 pub fn norm_ranges(model: &ShowModel) -> Ranges {
     let mut r = Ranges::new();
     let mut seen = std::collections::HashSet::new();
     for n in &model.nodes {
         let first_of_element = seen.insert(n.element.as_str());
+        r.add_node(
+            &n.name,
+            &n.element,
+            n.props
+                .iter()
+                .filter(|p| p.kind == PropKind::Str)
+                .map(|p| p.name.as_str()),
+        );
         for p in &n.props {
             let range = match p.kind {
                 PropKind::Float { min, max } => PropRange {

@@ -934,6 +934,12 @@ fn post_show(q: &OscQuery, snap: &Snapshot, show: usize, packet: &OscPacket) {
         add(&counters.ws_osc_bad);
         return;
     };
+    if snap.model.nodes.is_empty() {
+        // Not polled yet: without the graph, a text property (which no OSC message may set,
+        // issue #21) cannot be told from another.
+        add(&counters.ws_osc_bad);
+        return;
+    }
     let cmds = osc_in::packet_commands(packet, &snap.ranges);
     for _ in &cmds.refused {
         add(&counters.ws_osc_bad);

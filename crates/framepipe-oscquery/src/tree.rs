@@ -4,7 +4,7 @@
 //!
 //! | address | TYPE | ACCESS | VALUE |
 //! |---|---|---|---|
-//! | `/framepipe/<node>/<prop>` | `f`, `i`, `T`, `s`, `fff` (colour), `ff` (position) | 3; 1 when read at the node's start | live |
+//! | `/framepipe/<node>/<prop>` | `f`, `i`, `T`, `s`, `fff` (colour), `ff` (position) | 3; 1 when read at the node's start, or text (`s`: it may name a file, set from the show's terminal only) | live |
 //! | `/framepipe/<node>/bypass` | `T` | 3 | live |
 //! | `/framepipe/pause`, `resume`, `stop`, `tap` | `N` | 2 | none |
 //! | `/framepipe/step` | `i` (1..) | 2 | none |
@@ -226,10 +226,13 @@ fn current_json(values: &Values, place: Place) -> Option<Value> {
 }
 
 /// ACCESS: 0 none (containers), 1 read-only (a property read when the node starts: a `set` is
-/// refused), 2 write-only (triggers), 3 read and write.
+/// refused; a text property, which may name a file: OSC does not set it,
+/// [`TEXT_PROPERTY_RULE`](framepipe_control::osc_in::TEXT_PROPERTY_RULE)), 2 write-only
+/// (triggers), 3 read and write.
 fn access(model: &ShowModel, values: &Values, place: Place) -> u8 {
     match place {
         Place::Prop(n, p) if !prop_spec(model, n, p).live => 1,
+        Place::Prop(n, p) if prop_spec(model, n, p).kind == PropKind::Str => 1,
         _ => base_access(values, place),
     }
 }
@@ -462,6 +465,7 @@ mod tests {
                         PropSpec::new("tint", PropKind::Color, PropValue::Color([1.0; 3]), "c"),
                         PropSpec::new("isolate", PropKind::Bool, PropValue::Bool(false), "")
                             .fixed(),
+                        PropSpec::new("file", PropKind::Str, PropValue::Str("a.xml".into()), ""),
                     ],
                     bypassable: true,
                 },
@@ -534,6 +538,13 @@ mod tests {
         let isolate = &glow["CONTENTS"]["isolate"];
         assert_eq!(isolate["ACCESS"], 1);
         assert_eq!(isolate["VALUE"], json!([false]));
+        // A text property may name a file: read-only for OSC (issue #21), with its value.
+        let file = &glow["CONTENTS"]["file"];
+        assert_eq!(
+            (file["TYPE"].clone(), file["ACCESS"].clone()),
+            (json!("s"), json!(1))
+        );
+        assert_eq!(file["VALUE"], json!(["a.xml"]));
         // An int range beyond 32 bits is clamped to what "i" carries.
         assert_eq!(
             glow["CONTENTS"]["big"]["RANGE"],

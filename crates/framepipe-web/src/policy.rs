@@ -4,11 +4,13 @@
 //!
 //! * values and transport ([`Command::is_value_or_transport`]): `set`, `osc`, `unosc`,
 //!   `bypass`, `speed`, `tempo`, `tap`, `pause`, `step`, `resume`, `stop`, `batch` of them;
+//!   a `set` only of a property the running graph has, and not of a text one (it may name a
+//!   file the node opens: [`TEXT_PROPERTY_RULE`]);
 //! * the preview switch the page posts: `link TAP NODE`, `TAP` the preview's `monitor` node,
 //!   `NODE` a node of the running graph;
 //! * `load NAME [fade=D]` of a project file directly in the folder named with `--scenes DIR`:
-//!   `NAME` a file name (no `/`, no `..`), a regular file there (not a link, a device or a
-//!   FIFO); posted as `load DIR/NAME`. Without `--scenes`, `load` is refused.
+//!   `NAME` a file name ending `.toml` (no `/`, no `..`), a regular file there (not a link,
+//!   a device or a FIFO); posted as `load DIR/NAME`. Without `--scenes`, `load` is refused.
 //!
 //! Everything else — `add`, `remove`, `replace`, another `link`, `learn`, `unlearn`, `midi`,
 //! `save` — can open a file, connect to a host or write one: refused, with the command's word
@@ -17,8 +19,10 @@
 
 use std::path::{Path, PathBuf};
 
-use framepipe_control::{Command, GraphEdit};
+use framepipe_control::osc_in::TEXT_PROPERTY_RULE;
+use framepipe_control::{Command, GraphEdit, Target};
 use framepipe_core::quote::{quote, quote_at_most};
+use framepipe_core::PropKind;
 
 /// The most characters of a command parser's error a refusal repeats (it may quote a token
 /// whole: found by the `web_message` fuzz target, a 1,160-byte reason for a 529-byte message).
@@ -38,6 +42,12 @@ const RULE: &str = "the page may send values and transport (set, osc, unosc, byp
                     SCENE (with --scenes DIR); see docs/WEB.md";
 
 impl Policy {
+    /// Whether [`Policy::admit`] reads the disk for `cmd` (a `load`'s entry in the scenes
+    /// folder): the server then admits it off its async thread.
+    pub(crate) fn reads_disk(cmd: &Command) -> bool {
+        matches!(cmd, Command::Edit(GraphEdit::Load { .. }))
+    }
+
     /// `cmd` as it may be posted (a `load`'s file name made its path in the scenes folder),
     /// or why a page may not post it. `tap`: the preview's `monitor` node; `graph`: the
     /// running graph.
@@ -48,6 +58,7 @@ impl Policy {
         graph: &GraphView,
     ) -> Result<Command, String> {
         if cmd.is_value_or_transport() {
+            settable(&cmd, graph)?;
             return Ok(cmd);
         }
         match cmd {
@@ -94,6 +105,49 @@ impl Policy {
     }
 }
 
+/// Whether every `set` in `cmd` (alone or in a batch) is of a property of the running graph
+/// that is not text (issue #21): a text value may name a file a node opens (frei0r
+/// facedetect's `classifier`), and a page must not make the show open one. The node is found
+/// as the engine finds it (an index; a name, else the first node of that element). A `set` of
+/// a node or property the running graph does not have is refused too: the graph may be about
+/// to change (a `load` posted just before), and what it names then is not known here.
+fn settable(cmd: &Command, graph: &GraphView) -> Result<(), String> {
+    match cmd {
+        Command::Batch(cmds) => cmds.iter().try_for_each(|c| settable(c, graph)),
+        Command::Set { element, prop, .. } => {
+            let what = || format!("set {}", quote(&format!("{element}.{prop}")));
+            let node = match element {
+                Target::Index(i) => graph.nodes.get(*i),
+                Target::Name(n) => graph
+                    .node(n)
+                    .map(|(_, node)| node)
+                    .or_else(|| graph.nodes.iter().find(|node| node.element == *n)),
+            };
+            let Some(node) = node else {
+                return Err(format!(
+                    "{}: no element {} in the running graph",
+                    what(),
+                    quote(&element.to_string())
+                ));
+            };
+            match node.props.iter().find(|p| p.name == *prop) {
+                None => Err(format!(
+                    "{}: unknown property {} on {} in the running graph",
+                    what(),
+                    quote(prop),
+                    node.name
+                )),
+                Some(p) if p.kind == PropKind::Str => Err(format!(
+                    "{} is not allowed from the web page: {TEXT_PROPERTY_RULE}",
+                    what()
+                )),
+                Some(_) => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Why a page's message is not posted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
@@ -113,22 +167,36 @@ impl Refusal {
 }
 
 /// What the server does with one page message before posting it: parses it
-/// (`{"id": N, "cmd": "LINE"}`), parses its command line, admits the command by the page's rule
-/// (`scenes`: the canonical `--scenes` folder; `tap`: the preview's `monitor` node; `graph`:
-/// the running graph). The request id (when there is one) and the command to post, or why
-/// not. Every route runs it; the `web_message` fuzz target checks it.
+/// (`{"id": N, "cmd": "LINE"}`), parses its command line ([`parse_message`]), admits the
+/// command by the page's rule ([`Policy::admit`]; `scenes`: the canonical `--scenes` folder;
+/// `tap`: the preview's `monitor` node; `graph`: the running graph). The request id (when
+/// there is one) and the command to post, or why not. Every route does the same (the server
+/// runs the two steps apart, a `load`'s admission off its async thread); the `web_message`
+/// fuzz target checks it.
 pub fn admit_message(
     msg: &str,
     scenes: Option<&Path>,
     tap: Option<&str>,
     graph: &GraphView,
 ) -> (Option<u64>, Result<Command, Refusal>) {
+    let (id, cmd) = parse_message(msg);
+    let policy = Policy {
+        scenes: scenes.map(Path::to_path_buf),
+    };
+    (
+        id,
+        cmd.and_then(|cmd| policy.admit(cmd, tap, graph).map_err(Refusal::Forbidden)),
+    )
+}
+
+/// A page message's request id (when there is one) and its command, or why it is not one.
+pub(crate) fn parse_message(msg: &str) -> (Option<u64>, Result<Command, Refusal>) {
     let req = match crate::protocol::parse_request(msg) {
         Ok(r) => r,
         Err(reason) => return (None, Err(Refusal::Bad(reason))),
     };
-    let cmd = match Command::parse(&req.cmd) {
-        Ok(c) => c,
+    match Command::parse(&req.cmd) {
+        Ok(c) => (req.id, Ok(c)),
         Err(e) => {
             // The parser's error names the offending token whole: cut it too.
             let e = e.to_string();
@@ -138,16 +206,9 @@ pub fn admit_message(
                 e
             };
             let reason = format!("bad command {}: {e}", quote(req.cmd.trim()));
-            return (req.id, Err(Refusal::Bad(reason)));
+            (req.id, Err(Refusal::Bad(reason)))
         }
-    };
-    let policy = Policy {
-        scenes: scenes.map(Path::to_path_buf),
-    };
-    (
-        req.id,
-        policy.admit(cmd, tap, graph).map_err(Refusal::Forbidden),
-    )
+    }
 }
 
 /// The most scene names a page is offered ([`scene_names`]).
@@ -168,14 +229,16 @@ pub(crate) fn scene_names(dir: &Path) -> Vec<String> {
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".toml") && scene_path(dir, n).is_ok())
+        .filter(|n| scene_path(dir, n).is_ok())
         .collect();
     names.sort();
     names.truncate(MAX_SCENES);
     names
 }
 
-/// `DIR/NAME` for a page's `load NAME`: `NAME` a plain file name, a regular file in `dir`.
+/// `DIR/NAME` for a page's `load NAME`: `NAME` a plain file name ending `.toml`, a regular
+/// file in `dir`. Reads the folder's entry (blocking: the server calls it off its async
+/// thread).
 fn scene_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
     let plain = !name.is_empty()
         && name != "."
@@ -186,6 +249,15 @@ fn scene_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
         return Err(format!(
             "load {}: the page loads a scene by its file name in the --scenes folder (no \
              folders, no '..', no absolute path)",
+            quote(name)
+        ));
+    }
+    // Only project files: an engine parse error may quote a value, so another file's bits
+    // could come back to the page.
+    if name.len() <= ".toml".len() || !name.ends_with(".toml") {
+        return Err(format!(
+            "load {}: the page loads project files (NAME.toml) from the --scenes folder, no \
+             other file",
             quote(name)
         ));
     }
@@ -208,8 +280,35 @@ fn scene_path(dir: &Path, name: &str) -> Result<PathBuf, String> {
 mod tests {
     use super::*;
 
+    fn spec(name: &str, kind: PropKind) -> framepipe_core::PropSpec {
+        let default = match kind {
+            PropKind::Str => framepipe_core::PropValue::Str("x.xml".into()),
+            _ => framepipe_core::PropValue::Float(0.0),
+        };
+        framepipe_core::PropSpec::new(name, kind, default, "")
+    }
+
+    /// One node `a` (a frei0r facedetect: a number `b` and a text `classifier`).
     fn graph() -> GraphView {
-        GraphView::default()
+        GraphView {
+            version: 0,
+            nodes: vec![framepipe_runtime::NodeView {
+                name: "a".into(),
+                element: "frei0r-facedetect".into(),
+                kind: "effect",
+                inputs: vec![],
+                width: 8,
+                height: 8,
+                props: vec![
+                    spec("b", PropKind::Float { min: 0.0, max: 1.0 }),
+                    spec("classifier", PropKind::Str),
+                ],
+                bypassable: true,
+                leaky: false,
+                master: false,
+                auto: false,
+            }],
+        }
     }
 
     fn parse(line: &str) -> Command {
@@ -256,6 +355,35 @@ mod tests {
         assert!(e.contains("only switch the preview"), "{e}");
     }
 
+    /// Issue #21: a text value may name a file the node opens (`set fd.classifier /dev/zero`
+    /// could hang the show), so the page sets none, however it names the node; nor a property
+    /// the running graph lacks (a `load` posted before it may be about to bring one).
+    #[test]
+    fn a_page_sets_no_text_property_nor_one_the_running_graph_lacks() {
+        let p = Policy::default();
+        for bad in [
+            "set a.classifier /dev/zero",
+            "set frei0r-facedetect.classifier /dev/zero",
+            "set 0.classifier x",
+            "batch set a.b 1; set a.classifier x",
+        ] {
+            let e = p.admit(parse(bad), None, &graph()).unwrap_err();
+            assert!(
+                e.contains("not allowed from the web page") && e.contains(TEXT_PROPERTY_RULE),
+                "{bad}: {e}"
+            );
+        }
+        for (bad, why) in [
+            ("set nosuch.classifier x", "no element 'nosuch'"),
+            ("set 1.classifier x", "no element '1'"),
+            ("set a.nope x", "unknown property 'nope' on a"),
+        ] {
+            let e = p.admit(parse(bad), None, &graph()).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        assert!(p.admit(parse("set 0.b 0.5"), None, &graph()).is_ok());
+    }
+
     /// Found by the `web_message` fuzz target: the command parser's error quoted a long token
     /// whole (a 1,160-byte reason for a 529-byte message).
     #[test]
@@ -292,11 +420,22 @@ mod tests {
         )
         .unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        std::fs::write(dir.path().join(".toml"), "x").unwrap();
+        std::fs::write(dir.path().join("my \"best\" 'show'.toml"), "x").unwrap();
         let scenes = dir.path().canonicalize().unwrap();
         assert_eq!(
             scene_path(&scenes, "a.toml").unwrap(),
             scenes.join("a.toml")
         );
+        // Spaces and quotes are a name like another (the page quotes it in `load "..."`).
+        let odd = "my \"best\" 'show'.toml";
+        assert_eq!(scene_path(&scenes, odd).unwrap(), scenes.join(odd));
+        assert_eq!(scene_names(&scenes), ["a.toml", odd]);
+        for other in ["notes.txt", ".toml"] {
+            let e = scene_path(&scenes, other).unwrap_err();
+            assert!(e.contains("NAME.toml"), "{other}: {e}");
+        }
         for bad in [
             "",
             ".",

@@ -25,12 +25,12 @@ use axum::Router;
 use framepipe_control::{CommandSender, Reply};
 use framepipe_runtime::{Counters, ShowView, ValuesView};
 use serde_json::Value;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, Notify, Semaphore};
 
 use crate::auth;
 use crate::bounded::{self, ConnLimits, Liveness};
 use crate::counters::{bump, WebCounters};
-use crate::policy::{admit_message, Policy, Refusal};
+use crate::policy::{parse_message, Policy, Refusal};
 use crate::preview::PreviewSlot;
 use crate::protocol;
 use crate::{
@@ -46,6 +46,13 @@ const SHOWS_JS: &str = include_str!("assets/shows.js");
 
 /// Tickets remembered for matching replies to pages, at most.
 const TICKETS: usize = 4096;
+
+/// Looks at the scenes folder (a page's hello, a `load`) running at once, at most: each on
+/// tokio's blocking pool, never on the server's one async thread, so that a slow disk stalls
+/// no other page and no ping; a hung one holds its place, so hung ones stay this few.
+const DISK_LOOKUPS: usize = 4;
+/// How long a page waits for one (the scenes are then not offered, the `load` refused).
+const DISK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// One connected page, as the pump and the reply tap see it.
 struct Client {
@@ -84,6 +91,8 @@ pub(crate) struct Shared {
     loopback: bool,
     /// What a page may post beyond values and transport.
     policy: Policy,
+    /// Places for looks at the scenes folder ([`DISK_LOOKUPS`]).
+    disk: Arc<Semaphore>,
     next_client: AtomicU64,
 }
 
@@ -150,6 +159,7 @@ impl Shared {
             token,
             loopback,
             policy,
+            disk: Arc::new(Semaphore::new(DISK_LOOKUPS)),
             next_client: AtomicU64::new(1),
         }
     }
@@ -246,16 +256,51 @@ impl Shared {
         }
     }
 
-    /// Parses one page message, admits it by [`Policy::admit`] and posts it to `show`; what
-    /// to answer when it is not posted.
-    fn handle(&self, show: &ShowState, client: u64, msg: &str) -> Option<Value> {
+    /// Runs `f` (a look at the scenes folder) on tokio's blocking pool, at most
+    /// [`DISK_LOOKUPS`] at once; `None` when it has not finished within [`DISK_TIMEOUT`].
+    async fn on_disk<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Option<T> {
+        let deadline = tokio::time::Instant::now() + DISK_TIMEOUT;
+        let place = tokio::time::timeout_at(deadline, Arc::clone(&self.disk).acquire_owned())
+            .await
+            .ok()?
+            .ok()?;
+        let task = tokio::task::spawn_blocking(move || {
+            let _place = place;
+            f()
+        });
+        tokio::time::timeout_at(deadline, task).await.ok()?.ok()
+    }
+
+    /// Parses one page message, admits it by [`Policy::admit`] (a `load`, which reads the
+    /// scenes folder's entry, off this thread) and posts it to `show`; what to answer when it
+    /// is not posted.
+    async fn handle(&self, show: &ShowState, client: u64, msg: &str) -> Option<Value> {
         let graph = show.view.graph();
-        let (id, admitted) = admit_message(
-            msg,
-            self.policy.scenes.as_deref(),
-            show.preview_tap.as_deref(),
-            &graph,
-        );
+        let (id, parsed) = parse_message(msg);
+        let admitted = match parsed {
+            Ok(cmd) if Policy::reads_disk(&cmd) => {
+                let (policy, tap) = (self.policy.clone(), show.preview_tap.clone());
+                let word = cmd.word();
+                self.on_disk(move || policy.admit(cmd, tap.as_deref(), &graph))
+                    .await
+                    .unwrap_or_else(|| {
+                        Err(format!(
+                            "{word}: the --scenes folder did not answer within {} s; not \
+                             applied",
+                            DISK_TIMEOUT.as_secs()
+                        ))
+                    })
+                    .map_err(Refusal::Forbidden)
+            }
+            Ok(cmd) => self
+                .policy
+                .admit(cmd, show.preview_tap.as_deref(), &graph)
+                .map_err(Refusal::Forbidden),
+            Err(refusal) => Err(refusal),
+        };
         let cmd = match admitted {
             Ok(c) => c,
             Err(refusal) => {
@@ -685,13 +730,15 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>, show: usize) {
     let resync = Arc::new(AtomicBool::new(false));
     bump(&s.web.connections);
     // The hello and the whole state go first, then the client is listed for broadcasts.
-    // The scenes the page may `load` (docs/WEB.md): its perform view's scene buttons.
-    let scenes = s
-        .policy
-        .scenes
-        .as_deref()
-        .map(crate::policy::scene_names)
-        .unwrap_or_default();
+    // The scenes the page may `load` (docs/WEB.md): its perform view's scene buttons. Read
+    // off this thread (a slow disk stalls this page's hello only); none if it does not answer.
+    let scenes = match s.policy.scenes.clone() {
+        Some(dir) => s
+            .on_disk(move || crate::policy::scene_names(&dir))
+            .await
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
     let hello = serde_json::json!({
         "type": "hello", "client": id, "max_message": MAX_MESSAGE, "scenes": scenes,
     });
@@ -772,7 +819,7 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>, show: usize) {
                                 None
                             }
                         } else {
-                            s.handle(sh, id, t.as_str())
+                            s.handle(sh, id, t.as_str()).await
                         }
                     }
                     Message::Binary(_) => {

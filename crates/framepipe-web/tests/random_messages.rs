@@ -12,6 +12,10 @@ use framepipe_testkit::fuzz::Inputs;
 /// mutated byte by byte after (so the JSON breaks too).
 const FRAGMENTS: &[&str] = &[
     "set s.value 1",
+    "set s.text /dev/zero",
+    "set stamp.text x",
+    "set 1.text x",
+    "text",
     "osc s.x ~sine:1hz:0..1",
     "batch set s.x 1; pause",
     "pause",
@@ -36,6 +40,7 @@ const FRAGMENTS: &[&str] = &[
     "nosuch",
     "load",
     "two.toml",
+    "notes.txt",
     "fade=1s",
     "fade=99999h",
     "../two.toml",
@@ -56,6 +61,7 @@ fn random_page_messages_admit_only_what_a_page_may_send() {
     let dir = framepipe_testkit::tmpdir("fp-web-random");
     std::fs::write(dir.join("two.toml"), "pipeline = \"testsrc ! nullsink\"\n").unwrap();
     std::fs::create_dir(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a project\n").unwrap();
     let scenes = dir.path().canonicalize().unwrap();
     let graph = properties::graph();
     let mut inputs = Inputs::new(0x21_0eb, FRAGMENTS, &[" ", " ", "", "/", "; "], 4);

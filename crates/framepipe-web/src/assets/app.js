@@ -157,6 +157,11 @@ const ADVANCED = new Set(['isolate', 'on-crash', 'stall-ms', 'leaky', 'master', 
 const advanced = (p) => ADVANCED.has(p.name) || (p.name === 'mode' && (p.options || []).includes('serial'));
 // A property that cannot change while the show runs (`live: false`); absent means live.
 const fixed = (p) => p.live === false;
+// A text property may name a file the node opens: the server refuses a page's `set` of one
+// (docs/WEB.md), so the page shows it read-only, like a fixed one.
+const textual = (p) => p.kind === 'str';
+const TEXT_RULE = 'text properties may name files: set them from the show\'s own terminal or project file';
+const readonly = (p) => fixed(p) || textual(p);
 // A `mix` shows the rows its mode and inputs use: `fader` when crossfading, `blend-K` and
 // `opacity-K` for its inputs K = 1.. when layering; the other rows are accepted and unused.
 function mixUses(n, name, mode) {
@@ -228,6 +233,9 @@ function propRow(n, ni, p, pi, pinned) {
   if (fixed(p)) {
     row.classList.add('readonly');
     ctl.append(el('span', { class: 'fixed', title: 'cannot change while the show runs: set it in the project or on the command line' }, 'fixed while running'));
+  } else if (textual(p)) {
+    row.classList.add('readonly');
+    ctl.append(el('span', { class: 'fixed', id: `${pre}ro:${key}`, title: TEXT_RULE }, 'set from the terminal'));
   } else if (numeric) {
     const range = el('input', { type: 'range', id: `${pre}ctl:${key}`, min: p.min, max: p.max, step: p.kind === 'int' ? 1 : (p.max - p.min) / 1000, 'aria-label': key });
     const num = el('input', { type: 'number', id: `${pre}num:${key}`, min: p.min, max: p.max, step: p.kind === 'int' ? 1 : 'any', 'aria-label': key });
@@ -259,11 +267,6 @@ function propRow(n, ni, p, pi, pinned) {
     x.addEventListener('change', () => go(x)); y.addEventListener('change', () => go(y));
     ctl.append('x', x, 'y', y);
     update = (v) => { if (Array.isArray(v)) { if (!busy(x)) x.value = v[0]; if (!busy(y)) y.value = v[1]; } };
-  } else {
-    const t = el('input', { type: 'text', id: `${pre}ctl:${key}`, 'aria-label': key });
-    t.addEventListener('change', () => { touch(t); send(`set ${key} ${t.value}`, t); });
-    ctl.append(t);
-    update = (v) => { if (!busy(t)) t.value = v; };
   }
   const readout = el('output', { id: `${pre}val:${key}` });
   const side = el('span', { class: 'side' }, readout);
@@ -294,7 +297,7 @@ function propRow(n, ni, p, pi, pinned) {
   }
   row.append(el('span', { class: 'name' }, pinned ? key : p.name), ctl, side);
   if (osc) row.append(osc.text);
-  if (!pinned && !fixed(p)) {
+  if (!pinned && !readonly(p)) {
     const pin = el('button', { class: 'pin', id: `pin:${key}`, title: 'pin to the perform view', 'aria-pressed': String(isPinned(key)) }, isPinned(key) ? '★' : '☆');
     pin.addEventListener('click', () => { togglePin(key); });
     row.append(pin);
@@ -362,7 +365,7 @@ function buildPerform(g) {
     .sort(([a], [b]) => Number(feedsMaster(b)) - Number(feedsMaster(a)));
   for (const [n, ni] of mixes) {
     const pi = n.props.findIndex((p) => p.name === 'fader');
-    if (pi >= 0 && !fixed(n.props[pi])) faders.append(propRow(n, ni, n.props[pi], pi, true));
+    if (pi >= 0 && !readonly(n.props[pi])) faders.append(propRow(n, ni, n.props[pi], pi, true));
   }
   for (const [, ni] of mixes) refreshMix(ni);
   // Pinned: this device's favourites that the graph still has.
@@ -381,6 +384,10 @@ function buildPerform(g) {
   }));
 }
 
+// A word of the command line as its parser reads it back: in "..." with \ before " and \
+// (a scene's file name may hold spaces and quotes).
+const quoteWord = (w) => '"' + w.replace(/[\\"]/g, (c) => '\\' + c) + '"';
+
 function setScenes(list) {
   fp.scenes = list.filter((s) => typeof s === 'string');
   const root = $('scenes');
@@ -389,7 +396,7 @@ function setScenes(list) {
     const b = el('button', { class: 'scene', id: `scene:${name}`, title: `load ${name}` }, name.replace(/\.toml$/, ''));
     b.addEventListener('click', () => {
       const fade = $('scene-fade').value;
-      send(`load ${name}${fade ? ' fade=' + fade : ''}`, b);
+      send(`load ${quoteWord(name)}${fade ? ' fade=' + fade : ''}`, b);
     });
     b.dataset.index = i;
     root.append(b);

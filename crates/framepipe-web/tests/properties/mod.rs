@@ -2,23 +2,33 @@
 //! [`framepipe_web::admit_message`], the server's path from a page's message to a posted command.
 //!
 //! Beyond "no panic":
-//! * an admitted command is one a page may send (docs/WEB.md): values and transport, the
-//!   preview switch `link TAP NODE` to a node of the graph, or `load` of a regular file
-//!   directly in the scenes folder;
+//! * an admitted command is one a page may send (docs/WEB.md): values and transport (a `set`
+//!   only of a property of the graph that is not text), the preview switch `link TAP NODE` to
+//!   a node of the graph, or `load` of a regular `.toml` file directly in the scenes folder;
 //! * no reason is longer than 2 KiB, whatever the message (a value quoted in it is cut), and
 //!   each is one line.
 
 use std::path::Path;
 
-use framepipe_control::{Command, GraphEdit};
+use framepipe_control::{Command, GraphEdit, Target};
+use framepipe_core::{PropKind, PropSpec, PropValue};
 use framepipe_runtime::{GraphView, NodeView};
 use framepipe_web::{admit_message, Refusal};
 
 /// The preview tap of [`graph`].
 pub const TAP: &str = "web-monitor";
 
-/// A graph of three nodes and the preview tap.
+/// A graph of three nodes and the preview tap; each has a number `value` and `x` and a text
+/// `text` (which a page may not set: it may name a file).
 pub fn graph() -> GraphView {
+    let float = |name: &str| {
+        PropSpec::new(
+            name,
+            PropKind::Float { min: 0.0, max: 1.0 },
+            PropValue::Float(0.0),
+            "",
+        )
+    };
     let node = |name: &str| NodeView {
         name: name.into(),
         element: "stamp".into(),
@@ -26,7 +36,11 @@ pub fn graph() -> GraphView {
         inputs: vec![],
         width: 64,
         height: 32,
-        props: vec![],
+        props: vec![
+            float("value"),
+            float("x"),
+            PropSpec::new("text", PropKind::Str, PropValue::Str("a".into()), ""),
+        ],
         bypassable: true,
         leaky: false,
         master: false,
@@ -65,8 +79,27 @@ pub fn check(msg: &str, scenes: Option<&Path>, graph: &GraphView) -> &'static st
     }
 }
 
+/// Every `set` in `cmd` is of a property of `graph` that is not text.
+fn sets_no_text(cmd: &Command, graph: &GraphView) {
+    match cmd {
+        Command::Batch(cmds) => cmds.iter().for_each(|c| sets_no_text(c, graph)),
+        Command::Set { element, prop, .. } => {
+            let node = match element {
+                Target::Index(i) => graph.nodes.get(*i),
+                Target::Name(n) => graph.nodes.iter().find(|x| x.name == *n || x.element == *n),
+            };
+            let spec = node
+                .and_then(|n| n.props.iter().find(|p| p.name == *prop))
+                .unwrap_or_else(|| panic!("a set of what the graph lacks: {cmd}"));
+            assert_ne!(spec.kind, PropKind::Str, "a set of a text property: {cmd}");
+        }
+        _ => {}
+    }
+}
+
 fn check_admitted(cmd: &Command, scenes: Option<&Path>, graph: &GraphView) -> &'static str {
     if cmd.is_value_or_transport() {
+        sets_no_text(cmd, graph);
         return "value";
     }
     match cmd {
@@ -81,6 +114,7 @@ fn check_admitted(cmd: &Command, scenes: Option<&Path>, graph: &GraphView) -> &'
             assert_eq!(p.parent(), Some(dir), "{cmd}");
             let m = std::fs::symlink_metadata(p).unwrap();
             assert!(m.file_type().is_file(), "{cmd}");
+            assert!(path.ends_with(".toml"), "{cmd}");
             "load"
         }
         other => panic!("a page may not send {other}"),
