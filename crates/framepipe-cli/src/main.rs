@@ -395,8 +395,9 @@ fn run(args: RunArgs) -> Result<Exit> {
 /// One show: the engine on this thread.
 fn run_one(args: RunArgs) -> Result<Exit> {
     let pipeline = args.shows[0].clone();
-    // Signals first: a Ctrl-C while building or preparing (a large pool, a slow ffmpeg start)
-    // also ends in a clean stop, at the first frame boundary.
+    // Signals first: a Ctrl-C while building or preparing (a large pool, a slow ffmpeg start,
+    // a FIFO waiting for its reader) exits at once with 128 + the signal (no run, no --stats;
+    // see signals.rs); once the run has started it stops it cleanly at a frame boundary.
     let (tx, rx) = command_queue(1024);
     let signal =
         signals::stop_on_signals(vec![tx.stopper()]).context("cannot catch SIGINT/SIGTERM")?;

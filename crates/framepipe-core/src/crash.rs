@@ -14,9 +14,13 @@
 //! nothing allocated) and cleared when it leaves ([`leave`]). The handler reads the note of the
 //! thread that crashed (the signals are synchronous: they are delivered to the faulting thread)
 //! and writes it with `write(2)`: no allocation, no lock, no formatting machinery, which a signal
-//! handler may not use. A thread with no note (not inside an element) writes nothing. The
-//! previous action of the signal is restored before the signal is raised again, so Rust's own
-//! stack-overflow report (its SIGSEGV handler) still runs for a stack overflow.
+//! handler may not use. A thread with no note (not inside an element) writes nothing. Then the
+//! previous action of the signal is restored. A fault the kernel raised (`si_code > 0`: a bad
+//! address, an illegal instruction, a division by zero) is not raised again: the handler
+//! returns, the faulting instruction runs again and faults again with its real information, so
+//! the previous handler sees the real fault address — Rust's own SIGSEGV handler then still
+//! reports a stack overflow ("has overflowed its stack"). A signal sent by `kill` or `raise`
+//! (`abort`'s SIGABRT; `si_code <= 0`) would not come again by itself: it is raised again.
 //!
 //! Hand-written rather than through `signal-hook`: its registry runs handlers through a lock-free
 //! list but always goes on to the previous action only for the signals it emulates, and dying of
@@ -145,10 +149,12 @@ pub fn install() -> std::io::Result<()> {
 }
 
 /// The handler: the note (if this thread has one), the signal's name and the advice, each with
-/// one `write(2)`; then the previous action back and the signal raised again (it is blocked
-/// while this handler runs, so it is delivered, to that action, as the handler returns; a fault
-/// also happens again at the same instruction).
-extern "C" fn on_fatal(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+/// one `write(2)`; then the previous action back. A fault from the kernel (`si_code > 0`) is
+/// left to happen again: the handler returns to the faulting instruction, which faults again
+/// and goes, with its real `si_addr`, to that action. A signal sent (`si_code <= 0`: `kill`,
+/// `raise`, `abort`) is raised again (it is blocked while this handler runs, so it is
+/// delivered, to that action, as the handler returns).
+extern "C" fn on_fatal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     let mut buf = [0u8; NOTE_LEN];
     let n = note(&mut buf);
     let index = SIGNALS.iter().position(|(s, _)| *s == sig);
@@ -168,6 +174,9 @@ extern "C" fn on_fatal(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut
         }
         leave();
     }
+    // SAFETY: `info` is the kernel's siginfo for this delivery (SA_SIGINFO), valid while the
+    // handler runs, or null; reading a field is async-signal-safe.
+    let from_kernel = !info.is_null() && unsafe { (*info).si_code } > 0;
     // SAFETY: PREVIOUS_RAW was fully written before this handler was installed and is never
     // written again; sigaction and raise are async-signal-safe.
     unsafe {
@@ -180,6 +189,65 @@ extern "C" fn on_fatal(sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut
                 libc::signal(sig, libc::SIG_DFL);
             }
         }
-        libc::raise(sig);
+        if !from_kernel {
+            libc::raise(sig);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Set in the child process that [`a_stack_overflow_in_a_node_is_still_reported_by_rust`]
+    /// runs: it overflows its stack instead of checking.
+    const CHILD: &str = "FRAMEPIPE_CRASH_TEST_CHILD";
+
+    /// Recurses until the stack overflows (the array and `black_box` keep each frame real).
+    #[allow(unconditional_recursion)] // the point: it never returns
+    fn deeper(n: u64) -> u64 {
+        let pad = std::hint::black_box([n; 64]);
+        deeper(n + 1) + pad[(n % 64) as usize]
+    }
+
+    /// A stack overflow is a real fault (`si_code > 0`): the handler notes the node, then lets
+    /// the fault happen again so that Rust's own handler sees the guard page's address and says
+    /// what happened. Raising the signal instead would hand Rust a fault with no address, and
+    /// the process would die of SIGSEGV without its report.
+    #[test]
+    fn a_stack_overflow_in_a_node_is_still_reported_by_rust() {
+        if std::env::var_os(CHILD).is_some() {
+            install().unwrap();
+            std::thread::Builder::new()
+                .name("deep".into())
+                .spawn(|| {
+                    enter("fx", "frei0r-deep", 7);
+                    deeper(0)
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+            unreachable!("the stack did not overflow");
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "crash::tests::a_stack_overflow_in_a_node_is_still_reported_by_rust",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "the child survived: {err}");
+        assert!(
+            err.contains("framepipe: crashed in node fx (frei0r-deep) on frame 7: SIGSEGV"),
+            "no note: {err}"
+        );
+        assert!(
+            err.contains("thread 'deep'") && err.contains("has overflowed its stack"),
+            "Rust's stack-overflow report is missing: {err}"
+        );
     }
 }

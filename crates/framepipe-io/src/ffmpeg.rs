@@ -60,22 +60,23 @@ const AHEAD_FRAMES: u64 = 8;
 
 /// Whether process `pid` has a thread blocked reading a pipe (`/proc/PID/task/*/wchan` names
 /// `pipe_read`, `anon_pipe_read` or, on older kernels, `pipe_wait`): an encoder started with
-/// only its stdin as a pipe to read is then loaded and waiting for its first frame. `None` when
-/// /proc does not tell (no /proc, wchan hidden as `0`).
+/// only its stdin as a pipe to read is then loaded and waiting for its first frame. Any other
+/// answer is `Some(false)`, `0` included: since Linux 5.16 a running task's wchan reads `0`,
+/// and an ffmpeg still loading is running. `None` only when /proc cannot be read (no /proc,
+/// no readable wchan): then nobody can tell.
 fn reading_a_pipe(pid: u32) -> Option<bool> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-    let mut told = false;
+    let mut read = false;
     for task in tasks.flatten() {
         let Ok(wchan) = std::fs::read_to_string(task.path().join("wchan")) else {
             continue;
         };
-        let wchan = wchan.trim();
+        read = true;
         if wchan.contains("pipe_read") || wchan.contains("pipe_wait") {
             return Some(true);
         }
-        told |= !wchan.is_empty() && wchan != "0";
     }
-    told.then_some(false)
+    read.then_some(false)
 }
 
 /// A relative path given to ffmpeg as input or output could be taken for an option.
@@ -934,7 +935,9 @@ impl Sink for FfmpegSink {
                 ));
             }
             match reading_a_pipe(pid) {
+                // Reading, or /proc cannot tell: go ahead.
                 Some(true) | None => return Ok(()),
+                // Still loading (running: wchan `0`, or blocked elsewhere, e.g. on disk).
                 Some(false) => std::thread::sleep(READY_POLL),
             }
         }

@@ -145,8 +145,10 @@ pub fn create_output(location: &str) -> Result<Output> {
 }
 
 /// Opens the FIFO `path` for writing once a reader has it open, waiting `wait` at most: a
-/// non-blocking open fails with ENXIO while there is none. The descriptor kept is opened again
-/// in blocking mode (a reader is there, so that open returns at once).
+/// non-blocking open fails with ENXIO while there is none. The descriptor that succeeds is kept
+/// and made blocking (`O_NONBLOCK` cleared with `fcntl`), not opened again: a reader that left
+/// in between would make a blocking open wait for the next one, for ever. A reader gone by then
+/// is the first write's error (EPIPE), as for any reader that leaves.
 fn open_fifo(path: &str, wait: Duration) -> Result<File> {
     let create = |source| IoError::Create {
         path: path.into(),
@@ -159,9 +161,10 @@ fn open_fifo(path: &str, wait: Duration) -> Result<File> {
             .custom_flags(libc::O_NONBLOCK)
             .open(path)
         {
-            Ok(probe) => {
-                let file = OpenOptions::new().write(true).open(path).map_err(create)?;
-                drop(probe);
+            Ok(file) => {
+                let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| create(e.into()))?;
+                rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)
+                    .map_err(|e| create(e.into()))?;
                 return Ok(file);
             }
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
@@ -290,3 +293,63 @@ pub fn seek_back(input: &mut BufReader<File>, pos: u64, path: &str) -> Result<()
 }
 
 pub use framepipe_core::LoopOrigin;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// A FIFO sink opened just as its reader leaves: the open must come back (with a
+    /// descriptor whose first write fails, or with no reader), never wait for a next reader
+    /// that may not come — also on the edit thread, for a live edit. Each round a reader opens
+    /// the FIFO, lets the sink open it, and leaves after a few µs (a different wait each round,
+    /// so that some rounds leave between the sink's first look and its descriptor).
+    #[test]
+    fn a_fifo_whose_reader_leaves_while_it_is_opened_does_not_block_the_open() {
+        let dir = framepipe_testkit::tmpdir("fp-fifo-leave");
+        let path = dir.path().join("f");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(st.success(), "mkfifo {}", path.display());
+        let location = path.to_str().unwrap().to_string();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let (done_tx, done_rx) = mpsc::channel();
+        let opener = std::thread::spawn(move || {
+            while go_rx.recv().is_ok() {
+                let opened = open_fifo(&location, Duration::ZERO).is_ok();
+                done_tx.send(opened).unwrap();
+            }
+        });
+        let reader = || {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .unwrap()
+        };
+        let mut opened = 0;
+        for round in 0..2000u32 {
+            let r = reader();
+            go_tx.send(()).unwrap();
+            let stay = Instant::now() + Duration::from_nanos(u64::from(round % 200) * 500);
+            while Instant::now() < stay {
+                std::hint::spin_loop();
+            }
+            drop(r);
+            match done_rx.recv_timeout(Duration::from_secs(2)) {
+                Ok(ok) => opened += usize::from(ok),
+                Err(_) => {
+                    // Let the blocked open return before failing, so the thread ends.
+                    let _r = reader();
+                    let _ = done_rx.recv();
+                    panic!("round {round}: the open waited for a reader that had left");
+                }
+            }
+        }
+        drop(go_tx);
+        opener.join().unwrap();
+        assert!(opened > 0, "the sink never found its reader");
+    }
+}
