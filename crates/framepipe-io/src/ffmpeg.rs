@@ -737,7 +737,7 @@ pub struct FfmpegSink {
     running: Option<Running>,
 }
 
-/// A running encoder. Frames reach its pipe through a writer thread (`ffmpegsink-writer`) and a
+/// A running encoder. Frames reach its pipe through a writer thread (`fp-ffmpeg-writer`) and a
 /// ring of frame buffers allocated at start: `consume` copies the frame into a free buffer and
 /// hands it over, and waits only when every buffer is still queued. So an encoder that is slow
 /// for a moment (its own start-up: x264 initializes on the first frame, while the pipe holds
@@ -881,7 +881,7 @@ impl Sink for FfmpegSink {
         }
         let writer = match stdin {
             Some(stdin) => std::thread::Builder::new()
-                .name("ffmpegsink-writer".into())
+                .name("fp-ffmpeg-writer".into())
                 .spawn(move || write_frames(stdin, filled_rx, free_tx))
                 .map_err(|source| {
                     let _ = child.kill();

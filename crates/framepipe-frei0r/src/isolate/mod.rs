@@ -38,7 +38,7 @@
 //!
 //! Real-time contract: in the steady state, a frame costs a one-byte write, a `poll` and a read
 //! (and `sched_getcpu` and `sched_setaffinity`) in the parent, the copies above for heap frames
-//! or `hold` and, only when the plugin takes more than 10 ms, a `waitpid(WNOHANG)` per 10 ms
+//! or `hold` and, only when the plugin takes more than 10 ms, a `waitid(WNOHANG|WNOWAIT)` per 10 ms
 //! waited; nothing is allocated. A child that dies closes its end of the done pipe, which wakes
 //! the parent at once. A failure (report line, kill, restart: fork+exec of the host) allocates and
 //! blocks, on that node's worker only, for at most the stall timeout plus the new child's start.
