@@ -10,14 +10,27 @@ use crate::{Error, Result};
 /// At most this many characters of offending text are quoted in a message.
 const SHOWN_CHARS: usize = 60;
 
+/// At most this many characters of a path are quoted: a path names the user's own file and
+/// is shown whole (the system's own limit, `PATH_MAX`, is 4096 bytes).
+const SHOWN_PATH_CHARS: usize = 4096;
+
 /// `text` for an error message: one line, at most [`SHOWN_CHARS`] characters.
 pub(crate) fn shown(text: &str) -> String {
+    shown_at_most(text, SHOWN_CHARS)
+}
+
+/// A path for an error message: one line, whole up to [`SHOWN_PATH_CHARS`] characters.
+pub(crate) fn shown_path(text: &str) -> String {
+    shown_at_most(text, SHOWN_PATH_CHARS)
+}
+
+fn shown_at_most(text: &str, max: usize) -> String {
     let mut out: String = text
         .chars()
-        .take(SHOWN_CHARS)
+        .take(max)
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    if text.chars().nth(SHOWN_CHARS).is_some() {
+    if text.chars().nth(max).is_some() {
         out.push_str("...");
     }
     out

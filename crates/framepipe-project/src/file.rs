@@ -13,7 +13,7 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-use crate::desc::{shown, GraphDesc, NodeDescr};
+use crate::desc::{shown_path, GraphDesc, NodeDescr};
 use crate::{parse_project, Error, Result};
 
 /// The largest project file read, in bytes (1 MiB: a show of a thousand nodes takes well under
@@ -56,7 +56,7 @@ fn refusal(t: FileType, len: u64) -> Option<String> {
 /// The text of the project file at `path`, checked and read as the module says.
 pub fn read_project_text(path: &str) -> Result<String> {
     let fail = |reason: String| Error::ReadProject {
-        path: shown(path),
+        path: shown_path(path),
         reason,
     };
     let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
@@ -97,7 +97,7 @@ pub fn read_project_text(path: &str) -> Result<String> {
 pub fn read_project(path: &str) -> Result<GraphDesc> {
     let text = read_project_text(path)?;
     let mut desc = parse_project(&text).map_err(|e| Error::InProject {
-        path: shown(path),
+        path: shown_path(path),
         error: Box::new(e),
     })?;
     let folder = project_folder(path);
@@ -169,6 +169,18 @@ mod tests {
         let ok = dir.path().join("ok.toml");
         std::fs::write(&ok, "pipeline = \"testsrc ! nullsink\"\n").unwrap();
         assert!(read_project_text(&ok.display().to_string()).is_ok());
+    }
+
+    #[test]
+    fn a_refused_project_file_is_named_by_its_whole_path_however_long() {
+        let dir = framepipe_testkit::tmpdir("fp-project-file-long");
+        let deep = dir
+            .path()
+            .join("a-folder-whose-name-alone-is-longer-than-sixty-characters-x");
+        std::fs::create_dir(&deep).unwrap();
+        let d = deep.display().to_string();
+        let e = read_project_text(&d).unwrap_err().to_string();
+        assert!(e.contains(&format!("'{d}'")), "{e}");
     }
 
     #[test]
