@@ -251,23 +251,11 @@ const REFUSALS_PER_S: u32 = 3;
 /// The longest refusal reason printed, in bytes (a reason quoting an oversized value is cut).
 const MAX_REASON: usize = 1024;
 
-/// The word a command line starts with, for counting refusals by kind.
+/// The kind a refusal is counted under: the command's word, every graph edit as one `edit`.
 fn verb(cmd: &Command) -> &'static str {
     match cmd {
-        Command::Set { .. } => "set",
-        Command::Osc { .. } => "osc",
-        Command::Unosc { .. } => "unosc",
-        Command::Bypass { .. } => "bypass",
-        Command::Speed(_) => "speed",
-        Command::Tempo(_) => "tempo",
-        Command::Tap { .. } => "tap",
-        Command::Pause => "pause",
-        Command::Step(_) => "step",
-        Command::Resume => "resume",
-        Command::Stop => "stop",
-        Command::Batch(_) => "batch",
         Command::Edit(_) => "edit",
-        _ => "other",
+        other => other.word(),
     }
 }
 

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use framepipe_control::{monotonic_ns, Command, CommandSender};
+use framepipe_control::{monotonic_ns, Command, CommandSender, LogLimit};
 
 use crate::parser::{Message, ParseCounts, Parser};
 use crate::surface::Surface;
@@ -333,35 +333,31 @@ fn open_raw(path: &Path) -> Result<Option<File>> {
     File::open(path).map(Some).map_err(err)
 }
 
-/// How often the reader says that its input went away, at most (the rest is counted).
-const SAY_EVERY: Duration = Duration::from_secs(1);
 /// The longest pause between two opens of an input that keeps failing.
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
 
-/// The reader's notices about its input going away: the first said, then at most one per
-/// [`SAY_EVERY`] with the count of those not said.
-struct Notices {
-    last: Option<Instant>,
-    unsaid: u64,
-}
+/// The reader's notices about its input going away: the first said, then at most one a second
+/// (the control surfaces' [`LogLimit`]), the next one said with the count of those not said.
+struct Notices(LogLimit);
 
 impl Notices {
+    fn new() -> Self {
+        Notices(LogLimit::new(1))
+    }
+
     fn say(&mut self, notify: &(dyn Fn(&str) + Send + Sync), line: &str) {
         let now = Instant::now();
-        if self.last.is_some_and(|t| now.duration_since(t) < SAY_EVERY) {
-            self.unsaid += 1;
+        let unsaid = self.0.tick(now).unwrap_or(0);
+        if !self.0.allow(now) {
             return;
         }
-        if self.unsaid > 0 {
+        if unsaid > 0 {
             notify(&format!(
-                "{line} ({} more times since the last notice)",
-                self.unsaid
+                "{line} ({unsaid} more times since the last notice)"
             ));
         } else {
             notify(line);
         }
-        self.last = Some(now);
-        self.unsaid = 0;
     }
 }
 
@@ -441,14 +437,8 @@ fn read_raw(
     let mut buf = [0u8; 1024];
     let mut file = first;
     let mut reopened = false;
-    let mut notices = Notices {
-        last: None,
-        unsaid: 0,
-    };
-    let mut back = Notices {
-        last: None,
-        unsaid: 0,
-    };
+    let mut notices = Notices::new();
+    let mut back = Notices::new();
     // Grows while an input fails again right after being opened, so that a broken one is not
     // opened in a busy loop.
     let mut backoff = Duration::ZERO;
