@@ -30,6 +30,7 @@
 mod budget;
 mod edit;
 mod events;
+mod exec;
 mod graph;
 mod host;
 mod live;
@@ -38,12 +39,10 @@ mod output;
 mod pipeline;
 mod plan;
 mod pools;
-mod slices;
 mod standby;
 mod state;
 mod stats;
 mod view;
-mod worker;
 
 pub use edit::{Editor, Fade};
 pub use events::{Event, EventFn};

@@ -20,6 +20,7 @@ use framepipe_core::{
 };
 
 use crate::events::EventFn;
+use crate::exec::{guard, panic_message};
 use crate::graph::{Graph, OnEnd};
 use crate::live::{FrameParams, Live, LiveStage};
 use crate::plan::{Part, Plan};
@@ -30,7 +31,6 @@ use crate::state::{
 };
 use crate::stats::{Counters, RunStats, StageCounters};
 use crate::view::{GraphView, NodeView, ShowView};
-use crate::worker::{guard, panic_message};
 
 /// How long a run that ended early (stop, error) waits for each worker to finish the job in
 /// hand before leaving it running, detached (it is blocked inside an element).

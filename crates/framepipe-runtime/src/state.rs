@@ -58,9 +58,9 @@ use framepipe_core::{
 };
 
 use crate::events::EventFn;
+use crate::exec::{PanicPayload, SliceJob, SliceSlot};
 use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::{FrameParams, Live, LiveSpec};
-use crate::slices::{PanicPayload, SliceJob, SliceSlot};
 use crate::stats::{Counters, StageCounters};
 
 /// What a node is, for the scheduler.
