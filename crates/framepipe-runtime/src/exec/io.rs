@@ -2,14 +2,11 @@
 //! one per blocking source (at most `MAX_IO_THREADS`), so that a source waiting on a socket or
 //! a pipe holds no compute worker.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use framepipe_core::Error;
-
 use crate::events::Event;
-use crate::exec::unwind::panic_message;
+use crate::exec::{catch_panic, panic_error};
 use crate::state::{Shared, MAX_IO_THREADS};
 
 /// The longest an IO thread sleeps without a signal.
@@ -51,7 +48,7 @@ impl Shared {
     fn io_thread(&self, k: usize) {
         self.io_signals[k].register_current();
         let io = self.io_slot(k);
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let r = catch_panic(|| {
             loop {
                 let mut st = self.lock();
                 if let Some(job) = st.next_io_job() {
@@ -73,12 +70,9 @@ impl Shared {
                 drop(st);
                 self.io_signals[k].wait(IO_POLL);
             }
-        }));
+        });
         if let Err(p) = r {
-            let e = Error::element(
-                "IO thread fp-io",
-                format!("panicked: {}", panic_message(&*p)),
-            );
+            let e = panic_error("IO thread fp-io", &p);
             self.mark_running(io, None);
             self.break_run(e, None);
         }

@@ -23,5 +23,6 @@ mod source;
 mod unwind;
 mod worker;
 
-pub(crate) use slices::{PanicPayload, SliceJob, SliceSlot};
-pub(crate) use unwind::{guard, panic_message};
+pub(crate) use slices::{SliceJob, SliceSlot};
+pub(crate) use unwind::{catch_panic, guard, panic_error, panic_message, PanicPayload};
+pub(crate) use worker::{work, WorkSource};

@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 
 use framepipe_core::SliceRunner;
 
+use crate::exec::unwind::{catch_panic, resume_panic, PanicPayload};
 use crate::state::Shared;
 
 /// A borrowed slice closure with its lifetime erased, so that other workers can call it.
@@ -35,9 +36,6 @@ thread_local! {
     static IN_SLICE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// What a caught panic carries (its message, usually).
-pub(crate) type PanicPayload = Box<dyn std::any::Any + Send + 'static>;
-
 /// Runs one slice with [`IN_SLICE`] set, containing a panic (returned as its payload).
 fn run_slice(f: &(dyn Fn(usize) + Sync), index: usize) -> Option<PanicPayload> {
     struct Reset;
@@ -48,7 +46,7 @@ fn run_slice(f: &(dyn Fn(usize) + Sync), index: usize) -> Option<PanicPayload> {
     }
     IN_SLICE.with(|c| c.set(true));
     let _reset = Reset;
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(index))).err()
+    catch_panic(|| f(index)).err()
 }
 
 #[derive(Default)]
@@ -134,7 +132,7 @@ impl SliceRunner for PoolSlices<'_> {
         if let Some(payload) = panicked {
             // Every slice is accounted for and the slot is cleared: safe to unwind now. The
             // effect's guard turns this into an error naming the element, with the message.
-            std::panic::resume_unwind(payload);
+            resume_panic(payload);
         }
     }
 }

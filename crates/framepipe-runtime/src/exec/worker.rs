@@ -1,9 +1,15 @@
-//! The workers: each loops picking a job under the scheduler lock, running it without the
-//! lock, and reporting back; and what the show knows of what each is running (stall
-//! detection, the end's grace).
+//! The worker loop, one for every kind of executor: a worker takes turns at the shows its
+//! [`WorkSource`] hands it; in a turn it takes a job under the show's scheduler lock, runs it
+//! without the lock, and reports it back, running at once the job the report hands on
+//! (cache-warm). Also what the show knows of what each thread is running (stall detection,
+//! the end's grace).
+//!
+//! Two work sources today: a run's own workers ([`OwnWorkers`]: one show, idle workers wait
+//! on its condition variable) and a host's (`host::HostQueue`: any show whose index is
+//! queued, a turn ends with the jobs it took). Another kind of executor (a GPU context thread)
+//! is another `WorkSource`: its own `next_show`, its own `take_job` (the jobs of its kind).
 
 use std::cell::Cell;
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -12,118 +18,152 @@ use std::time::{Duration, Instant};
 use framepipe_core::Error;
 
 use crate::events::Event;
-use crate::exec::slices::PanicPayload;
-use crate::exec::unwind::panic_message;
-use crate::state::{Job, Shared, Version};
+use crate::exec::unwind::{catch_panic, panic_error, PanicPayload};
+use crate::state::{Job, Locked, Shared, State, Version};
+
+/// Where a worker finds work: which shows it takes turns at, how it waits, and what it tells
+/// the others. One implementation per kind of executor; the loop ([`work`]) is the same.
+pub(crate) trait WorkSource {
+    /// Whether a turn at a show goes on after the jobs a report handed on run out (a run's
+    /// own workers: they look for another job there) or ends (back to [`next_show`]).
+    ///
+    /// [`next_show`]: WorkSource::next_show
+    const STAYS: bool;
+
+    /// The next show to take a turn at, waiting for one; `None`: the worker leaves.
+    fn next_show(&self) -> Option<&Shared>;
+
+    /// Takes a job of this executor's kind from `st` (the show's state, under its lock).
+    fn take_job(&self, show: &Shared, st: &mut State) -> Option<Job> {
+        st.next_job(show)
+    }
+
+    /// Called under the lock just after this worker took a job from `st`: tells other workers
+    /// of what is left, if they would not hear of it otherwise.
+    fn took(&self, st: &mut State);
+
+    /// `show` had no job for this worker (`st`: its lock): waits there for one (`Some`: the
+    /// lock again, to look once more) or ends the turn (`None`).
+    fn idle<'a>(&self, show: &'a Shared, st: Locked<'a>) -> Option<Locked<'a>>;
+}
+
+/// A worker thread's body: takes turns at the shows `source` hands it until it hands none.
+pub(crate) fn work(source: &impl WorkSource, worker: usize) {
+    while let Some(show) = source.next_show() {
+        show.turn(worker, source);
+    }
+}
+
+/// The work source of a run of its own: its workers serve one show, wait on its condition
+/// variable while it has no job for them, and leave when the run is over.
+pub(crate) struct OwnWorkers<'a> {
+    show: &'a Shared,
+    started: Cell<bool>,
+}
+
+impl<'a> OwnWorkers<'a> {
+    pub(crate) fn new(show: &'a Shared) -> Self {
+        OwnWorkers {
+            show,
+            started: Cell::new(false),
+        }
+    }
+}
+
+impl WorkSource for OwnWorkers<'_> {
+    const STAYS: bool = true;
+
+    fn next_show(&self) -> Option<&Shared> {
+        (!self.started.replace(true)).then_some(self.show)
+    }
+
+    fn took(&self, _st: &mut State) {
+        // An idle worker of the show's own is woken by the report that leaves it work
+        // (`State::after_change`).
+    }
+
+    fn idle<'a>(&self, show: &'a Shared, mut st: Locked<'a>) -> Option<Locked<'a>> {
+        // After an abort (stop, error) an idle worker has nothing left to do: frames are no
+        // longer started, pending ones were dropped, and the owner of a slice job runs the
+        // slices nobody took. Those still inside a job finish it and leave too.
+        if st.finished() || st.abort {
+            return None;
+        }
+        st.waiting += 1;
+        st = st.wait(&show.work);
+        st.waiting -= 1;
+        Some(st)
+    }
+}
 
 impl Shared {
-    /// A worker thread's body. A panic that escapes the element guards (a bug in the scheduler
-    /// itself) ends the run with an error naming the worker, and wakes everyone, rather than
-    /// leaving the others waiting for a frame that this worker held.
+    /// A worker thread's body in a run of its own (see [`OwnWorkers`]).
     pub(crate) fn worker(&self, worker: usize) {
+        work(&OwnWorkers::new(self), worker);
+    }
+
+    /// `worker`'s turn at this show. A panic that escapes the element guards (a bug in the
+    /// scheduler itself) ends this show's run with an error naming the worker, and wakes
+    /// everyone, rather than leaving the others waiting for a frame that this worker held.
+    fn turn<W: WorkSource>(&self, worker: usize, source: &W) {
         // The slice slot whose index this worker has claimed and not yet had counted.
         let claimed = Cell::new(None);
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| self.worker_loop(worker, &claimed)));
-        if let Err(p) = r {
-            let e = Error::element(
-                format!("worker thread fp-worker-{worker}"),
-                format!("panicked: {}", panic_message(&*p)),
-            );
+        if let Err(p) = catch_panic(|| self.run_turn(worker, &claimed, source)) {
+            let e = panic_error(format!("worker thread fp-worker-{worker}"), &p);
             self.mark_running(worker, None);
             self.break_run(e, claimed.get());
         }
     }
 
-    fn worker_loop(&self, worker: usize, claimed: &Cell<Option<usize>>) {
+    fn run_turn<W: WorkSource>(&self, worker: usize, claimed: &Cell<Option<usize>>, source: &W) {
         let mut st = self.lock();
         // The graph version of the job this worker runs: the one the job names (while a live
         // edit's replaced version finishes its frames, two versions have jobs).
-        let mut ver = Arc::clone(&st.ver);
+        let mut ver: Option<Arc<Version>> = None;
         loop {
-            if let Some(mut job) = st.next_job(self) {
-                follow(&mut ver, st.job_ver(&job));
-                drop(st);
-                loop {
-                    if let Job::Slice { slot, .. } = &job {
-                        claimed.set(Some(*slot));
-                    }
-                    let done = self.run_job(&ver, job, worker);
-                    st = self.lock();
-                    // Cleared in the same critical section that counts the slice, so that a
-                    // panic can neither lose nor double-count it.
-                    claimed.set(None);
-                    match st.complete(done, self) {
-                        Some(next) => {
-                            follow(&mut ver, st.job_ver(&next));
-                            drop(st);
-                            job = next;
-                        }
-                        None => break,
-                    }
+            let Some(mut job) = source.take_job(self, &mut st) else {
+                // Not kept while idle: a version a live edit replaced is dropped on the edit
+                // thread once nobody else holds it (this is never the last reference then).
+                if ver.as_ref().is_some_and(|v| !Arc::ptr_eq(v, &st.ver)) {
+                    ver = None;
+                }
+                match source.idle(self, st) {
+                    Some(again) => st = again,
+                    None => return,
                 }
                 continue;
-            }
-            // After an abort (stop, error) an idle worker has nothing left to do: frames are no
-            // longer started, pending ones were dropped, and the owner of a slice job runs the
-            // slices nobody took. Those still inside a job finish it and leave too.
-            if st.finished() || st.abort {
-                return;
-            }
-            // Not kept while idle: a version a live edit replaced is dropped on the edit thread
-            // once nobody else holds it (this is never the last reference then).
-            if !Arc::ptr_eq(&ver, &st.ver) {
-                ver = Arc::clone(&st.ver);
-            }
-            st.waiting += 1;
-            st = st.wait(&self.work);
-            st.waiting -= 1;
-        }
-    }
-
-    /// A host worker's turn at this show (it was announced as having work): takes a job, and
-    /// runs it and the jobs its completions hand straight on (cache-warm, as a worker of its
-    /// own would), then returns to the host's queue. When the show has more work than this
-    /// worker takes, it is announced again so that another worker joins in. A panic outside
-    /// the element guards ends this show only, as in [`worker`](Self::worker).
-    pub(crate) fn host_round(&self, worker: usize) {
-        let claimed = Cell::new(None);
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let mut st = self.lock();
-            let Some(mut job) = st.next_job(self) else {
-                return;
             };
-            let mut ver = Arc::clone(st.job_ver(&job));
-            if st.has_work() {
-                st.announce_work();
-            }
+            let mut v = match ver.take() {
+                Some(mut v) => {
+                    follow(&mut v, st.job_ver(&job));
+                    v
+                }
+                None => Arc::clone(st.job_ver(&job)),
+            };
+            source.took(&mut st);
             drop(st);
+            // The job, and those its reports hand on.
             loop {
                 if let Job::Slice { slot, .. } = &job {
                     claimed.set(Some(*slot));
                 }
-                let done = self.run_job(&ver, job, worker);
-                let mut st = self.lock();
+                let done = self.run_job(&v, job, worker);
+                st = self.lock();
+                // Cleared in the same critical section that counts the slice, so that a
+                // panic can neither lose nor double-count it.
                 claimed.set(None);
-                match st.complete(done, self) {
-                    Some(next) => {
-                        follow(&mut ver, st.job_ver(&next));
-                        if st.has_work() {
-                            st.announce_work();
-                        }
-                        drop(st);
-                        job = next;
-                    }
-                    None => break,
-                }
+                let Some(next) = st.complete(done, self) else {
+                    break;
+                };
+                follow(&mut v, st.job_ver(&next));
+                source.took(&mut st);
+                drop(st);
+                job = next;
             }
-        }));
-        if let Err(p) = r {
-            let e = Error::element(
-                format!("worker thread fp-worker-{worker}"),
-                format!("panicked: {}", panic_message(&*p)),
-            );
-            self.mark_running(worker, None);
-            self.break_run(e, claimed.get());
+            ver = Some(v);
+            if !W::STAYS {
+                return;
+            }
         }
     }
 

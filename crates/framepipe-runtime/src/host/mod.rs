@@ -44,16 +44,16 @@ mod clock;
 mod shows;
 mod signals;
 mod timers;
+mod workers;
 
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use framepipe_core::{Error, Result};
 
-use crate::pipeline::{conclude, Prepared, JOIN_GRACE};
+use crate::exec::{catch_panic, panic_error};
+use crate::pipeline::{conclude, Prepared};
 use crate::pools::SharedPools;
 use crate::state::Shared;
 use crate::stats::RunStats;
@@ -62,6 +62,7 @@ pub use clock::ClockCounters;
 pub(crate) use clock::GRID_NS;
 use clock::{clock_loop, ClockSetup, Ended, Start};
 pub(crate) use signals::HostSignals;
+use workers::{join_or_leave, start_workers};
 
 /// How one show of a [`Host`] ended.
 #[derive(Debug)]
@@ -216,31 +217,7 @@ impl Host {
             names.push(name);
         }
         let all: Arc<[Arc<Shared>]> = all.into();
-        let mut workers = Vec::with_capacity(threads);
-        for w in 0..threads {
-            let (sig, shows) = (Arc::clone(&signals), Arc::clone(&all));
-            let spawned = std::thread::Builder::new()
-                .name(format!("fp-worker-{w}"))
-                .spawn(move || {
-                    while let Some(i) = sig.next_work() {
-                        sig.queued[i].store(false, Ordering::Release);
-                        shows[i].host_round(w);
-                    }
-                });
-            match spawned {
-                Ok(h) => workers.push(h),
-                Err(e) => {
-                    // Without workers nothing would run: every show fails with the reason.
-                    if workers.is_empty() {
-                        for s in all.iter() {
-                            let mut st = s.lock();
-                            st.fail(Error::io("starting a worker thread", e.kind().into()));
-                            st.after_change(s);
-                        }
-                    }
-                }
-            }
-        }
+        let workers = start_workers(&signals, &all, threads);
         // Every show may begin its first frames: a worker looks at each.
         for i in 0..n {
             signals.work_for(i);
@@ -338,15 +315,11 @@ fn own_output(index: usize, start: Start, tx: Sender<Ended>) -> std::io::Result<
     std::thread::Builder::new()
         .name("fp-out-0".into())
         .spawn(move || {
-            let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let output = catch_panic(|| {
                 crate::output::run_output(&shared, 0, &mut *sink, commands, link, options, stall_ns)
-            }));
+            });
             let output = output.unwrap_or_else(|p| {
-                let e = Error::element(
-                    "output thread",
-                    format!("panicked: {}", crate::exec::panic_message(&*p)),
-                );
-                shared.break_run(e, None);
+                shared.break_run(panic_error("output thread", &p), None);
                 (None, Ok(()))
             });
             let _ = tx.send(Ended {
@@ -357,18 +330,4 @@ fn own_output(index: usize, start: Start, tx: Sender<Ended>) -> std::io::Result<
             });
         })
         .map(drop)
-}
-
-/// Joins the host workers; one still blocked inside an element after [`JOIN_GRACE`] (every
-/// show has ended) is left running, detached: it exits when the element returns.
-fn join_or_leave(workers: Vec<JoinHandle<()>>) {
-    let deadline = std::time::Instant::now() + JOIN_GRACE;
-    while workers.iter().any(|h| !h.is_finished()) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    for h in workers {
-        if h.is_finished() {
-            let _ = h.join();
-        }
-    }
 }

@@ -6,12 +6,11 @@ use std::sync::mpsc::Sender;
 use std::sync::{Mutex, TryLockError};
 
 use framepipe_clock::{now_ns, PiMutex};
-use framepipe_core::Error;
 
 use super::clock::{Ended, Live, GRID_NS};
 use super::signals::HostSignals;
 use super::timers::Timers;
-use crate::exec::panic_message;
+use crate::exec::{catch_panic, panic_error};
 use crate::output::Next;
 use crate::standby::Watch;
 
@@ -142,9 +141,7 @@ impl Core {
         let mut again = 0;
         let ended = loop {
             let now = now_ns();
-            let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                live.out.poll(&live.shared, &mut *live.sink, now)
-            }));
+            let next = catch_panic(|| live.out.poll(&live.shared, &mut *live.sink, now));
             match next {
                 Ok(Next::Again) => {
                     again += 1;
@@ -167,10 +164,7 @@ impl Core {
                 }
                 Ok(Next::Done) => break true,
                 Err(p) => {
-                    let e = Error::element(
-                        "output of the clock thread",
-                        format!("panicked: {}", panic_message(&*p)),
-                    );
+                    let e = panic_error("output of the clock thread", &p);
                     live.shared.break_run(e, None);
                     break true;
                 }
@@ -187,15 +181,10 @@ impl Core {
             out,
             side,
         } = slot.take().expect("polled");
-        let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| out.finish(&shared)))
-            .unwrap_or_else(|p| {
-                let e = Error::element(
-                    "output of the clock thread",
-                    format!("panicked: {}", panic_message(&*p)),
-                );
-                shared.break_run(e, None);
-                (None, Ok(()))
-            });
+        let output = catch_panic(|| out.finish(&shared)).unwrap_or_else(|p| {
+            shared.break_run(panic_error("output of the clock thread", &p), None);
+            (None, Ok(()))
+        });
         let _ = tx.send(Ended {
             index: i,
             sink,

@@ -12,10 +12,10 @@ use framepipe_clock::{now_ns, PiCondvar, PiMutex};
 /// thread.
 pub(crate) struct HostSignals {
     /// Shows with work, each at most once until a worker takes it (`queued`).
-    pub(super) work: PiMutex<VecDeque<usize>>,
-    pub(super) work_cv: PiCondvar,
-    pub(crate) queued: Vec<AtomicBool>,
-    pub(super) closing: AtomicBool,
+    work: PiMutex<VecDeque<usize>>,
+    work_cv: PiCondvar,
+    queued: Vec<AtomicBool>,
+    closing: AtomicBool,
     /// Shows whose master port was signalled since the clock last looked.
     pub(super) raised: PiMutex<VecDeque<usize>>,
     pub(super) clock: OnceLock<Thread>,
@@ -65,20 +65,26 @@ impl HostSignals {
         }
     }
 
-    /// The next show with work, waiting for one; `None` once the host closes.
+    /// The next show with work, waiting for one; `None` once the host closes. The show is
+    /// taken: its next [`work_for`](Self::work_for) queues it again.
     pub(super) fn next_work(&self) -> Option<usize> {
-        let mut q = self.work.lock();
-        loop {
-            if let Some(i) = q.pop_front() {
-                return Some(i);
+        let i = {
+            let mut q = self.work.lock();
+            loop {
+                if let Some(i) = q.pop_front() {
+                    break i;
+                }
+                if self.closing.load(Ordering::Acquire) {
+                    return None;
+                }
+                q = self.work_cv.wait(q);
             }
-            if self.closing.load(Ordering::Acquire) {
-                return None;
-            }
-            q = self.work_cv.wait(q);
-        }
+        };
+        self.queued[i].store(false, Ordering::Release);
+        Some(i)
     }
 
+    /// Closes the work queue: every worker leaves once it is empty.
     pub(super) fn close(&self) {
         self.closing.store(true, Ordering::Release);
         let _q = self.work.lock();
