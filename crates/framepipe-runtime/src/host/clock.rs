@@ -1,16 +1,15 @@
 //! The host's clock thread: polls every show's master output at its deadlines, its signals
 //! and its command polls, with a standby thread on another CPU.
 
-use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 
-use framepipe_clock::{now_ns, prepare_pacing_thread, PiMutex, WakeMargin};
+use framepipe_clock::{now_ns, prepare_pacing_thread, WakeMargin};
 use framepipe_core::{Result, Sink};
 
-use super::shows::{Core, Slot};
+use super::shows::ShowTable;
 use super::signals::HostSignals;
 use super::timers::Timers;
 use crate::lockstats::{LockSummary, Log2Histogram};
@@ -39,7 +38,7 @@ pub(super) struct Ended {
 }
 
 /// A running show on the clock thread.
-pub(super) struct Live {
+pub(super) struct RunningShow {
     pub(super) shared: Arc<Shared>,
     pub(super) sink: Box<dyn Sink>,
     pub(super) out: Output,
@@ -126,11 +125,8 @@ pub(super) fn clock_loop(
     // Kept to the end: dropping it restores this thread's policy and timer slack.
     let setup = prepare_pacing_thread(realtime);
     let n = starts.len();
-    let mut shows: Vec<Option<Live>> = Vec::with_capacity(n);
-    let mut timers = Timers {
-        deadlines: BinaryHeap::with_capacity(2 * n + 16),
-        others: BinaryHeap::with_capacity(4 * n + 16),
-    };
+    let mut shows: Vec<Option<RunningShow>> = Vec::with_capacity(n);
+    let mut timers = Timers::for_shows(n);
     let mut margin = WakeMargin::default();
     let now = now_ns();
     // Shows of the same period spread their first deadlines over it: (period, shows of it,
@@ -181,7 +177,7 @@ pub(super) fn clock_loop(
                         *k += 1;
                     }
                 }
-                shows.push(Some(Live {
+                shows.push(Some(RunningShow {
                     shared,
                     sink,
                     out,
@@ -200,12 +196,7 @@ pub(super) fn clock_loop(
             }
         }
     }
-    let running = shows.iter().filter(|s| s.is_some()).count();
-    let core = Core {
-        slots: shows.into_iter().map(Slot::new).collect(),
-        timers: PiMutex::new(timers),
-        running: AtomicUsize::new(running),
-    };
+    let core = ShowTable::new(shows, timers);
     let watch = Watch::default();
     let (core, standby) = (&core, &watch);
     std::thread::scope(|scope| {

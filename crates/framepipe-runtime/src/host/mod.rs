@@ -8,7 +8,7 @@
 //!   worker takes a show from the queue, runs one of its jobs and the jobs its completions hand
 //!   straight on (`Shared::host_round`), and announces the show again if it has more work than
 //!   that, so that another worker joins in. The scheduler of each show is unchanged: its own
-//!   lock, slots, serial and parallel nodes.
+//!   lock, entries, serial and parallel nodes.
 //! * **The clock.** One thread (`fp-clock`) drives every show's master output: each is an
 //!   [`Output`] state machine, polled when its deadline comes (a binary heap of wake-up times:
 //!   it sleeps to the nearest, then spins only the last stretch of a deadline, with one
@@ -26,7 +26,7 @@
 //!   deadline not yet served and, if it is still not served then (the clock thread lost its
 //!   CPU: on a VM, for up to milliseconds), serves what is due in the clock thread's place.
 //!   Each show's state machine is behind a lock of its own and the wake-ups behind a short
-//!   one (`Core`), so that both threads can serve at once, different shows: a clock thread
+//!   one (`ShowTable`), so that both threads can serve at once, different shows: a clock thread
 //!   that loses its CPU in the middle of one show's poll holds back that show only. Neither
 //!   thread holds a lock while it sleeps or spins, nor waits for a show's lock (it asks the
 //!   holder to poll that show again).
