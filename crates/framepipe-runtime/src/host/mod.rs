@@ -6,9 +6,9 @@
 //!   work (a frame may begin, a node became runnable, slices wait for help) by queueing its
 //!   index on the host's work queue, once until a worker takes it (`HostSignals::work_for`); a
 //!   worker takes a show from the queue, runs one of its jobs and the jobs its completions hand
-//!   straight on (`Shared::host_round`), and announces the show again if it has more work than
+//!   straight on (`exec::work` over `HostQueue`, `workers.rs`), and announces the show again if it has more work than
 //!   that, so that another worker joins in. The scheduler of each show is unchanged: its own
-//!   lock, entries, serial and parallel nodes.
+//!   lock, slots, serial and parallel nodes.
 //! * **The clock.** One thread (`fp-clock`) drives every show's master output: each is an
 //!   [`Output`] state machine, polled when its deadline comes (a binary heap of wake-up times:
 //!   it sleeps to the nearest, then spins only the last stretch of a deadline, with one
