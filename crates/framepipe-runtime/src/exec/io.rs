@@ -2,15 +2,71 @@
 //! one per blocking source (at most `MAX_IO_THREADS`), so that a source waiting on a socket or
 //! a pipe holds no compute worker.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::events::Event;
-use crate::exec::{catch_panic, panic_error};
-use crate::state::{Shared, MAX_IO_THREADS};
+use crate::exec::{work, WorkSource};
+use crate::state::{Done, Job, Locked, Shared, State, MAX_IO_THREADS};
 
 /// The longest an IO thread sleeps without a signal.
 const IO_POLL: Duration = Duration::from_millis(100);
+
+/// IO thread `k`'s work source: its show's blocking sources' jobs (`State::next_io_job`),
+/// one at a time: a report hands nothing on (the source's next node is a compute worker's).
+/// It waits for a job on its own signal, outside the scheduler lock.
+struct IoJobs<'a> {
+    show: &'a Shared,
+    k: usize,
+    started: Cell<bool>,
+}
+
+impl<'a> IoJobs<'a> {
+    fn new(show: &'a Shared, k: usize) -> Self {
+        IoJobs {
+            show,
+            k,
+            started: Cell::new(false),
+        }
+    }
+}
+
+impl WorkSource for IoJobs<'_> {
+    const STAYS: bool = true;
+
+    fn next_show(&self) -> Option<&Shared> {
+        (!self.started.replace(true)).then_some(self.show)
+    }
+
+    fn take_job(&self, _show: &Shared, st: &mut State) -> Option<Job> {
+        let job = st.next_io_job()?;
+        st.io_idle &= !(1 << self.k);
+        Some(job)
+    }
+
+    fn report(&self, show: &Shared, st: &mut State, done: Done) -> Option<Job> {
+        st.io_busy -= 1;
+        st.record(done, show);
+        None
+    }
+
+    fn idle<'a>(&self, show: &'a Shared, mut st: Locked<'a>) -> Option<Locked<'a>> {
+        if st.finished() || st.abort {
+            return None;
+        }
+        // Woken (its bit taken) when a job is queued for it; every IO thread at the end and
+        // on abort. The timeout only bounds what a lost wake-up could cost.
+        st.io_idle |= 1 << self.k;
+        drop(st);
+        show.io_signals[self.k].wait(IO_POLL);
+        Some(show.lock())
+    }
+
+    fn thread(&self, _slot: usize) -> String {
+        "IO thread fp-io".into()
+    }
+}
 
 impl Shared {
     /// The `running` slot of IO thread `k` (after the workers' and the output threads').
@@ -43,39 +99,12 @@ impl Shared {
         Ok(())
     }
 
-    /// IO thread `k`'s body: runs blocking sources' jobs, one at a time, until the run ends.
-    /// A panic outside the element guards ends the run, as a worker's does.
+    /// IO thread `k`'s body: runs blocking sources' jobs, one at a time, until the run ends
+    /// (the worker loop over [`IoJobs`]). A panic outside the element guards ends the run, as
+    /// a worker's does.
     fn io_thread(&self, k: usize) {
         self.io_signals[k].register_current();
-        let io = self.io_slot(k);
-        let r = catch_panic(|| {
-            loop {
-                let mut st = self.lock();
-                if let Some(job) = st.next_io_job() {
-                    st.io_idle &= !(1 << k);
-                    let ver = Arc::clone(st.job_ver(&job));
-                    drop(st);
-                    let done = self.run_job(&ver, job, io);
-                    let mut st = self.lock();
-                    st.io_busy -= 1;
-                    st.record(done, self);
-                    continue;
-                }
-                if st.finished() || st.abort {
-                    return;
-                }
-                // Woken (its bit taken) when a job is queued for it; every IO thread at the
-                // end and on abort. The timeout only bounds what a lost wake-up could cost.
-                st.io_idle |= 1 << k;
-                drop(st);
-                self.io_signals[k].wait(IO_POLL);
-            }
-        });
-        if let Err(p) = r {
-            let e = panic_error("IO thread fp-io", &p);
-            self.mark_running(io, None);
-            self.break_run(e, None);
-        }
+        work(&IoJobs::new(self, k), self.io_slot(k));
     }
 
     /// At the run's end: waits up to `grace` for the IO threads to leave; one blocked inside

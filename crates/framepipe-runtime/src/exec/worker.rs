@@ -4,10 +4,12 @@
 //! (cache-warm). Also what the show knows of what each thread is running (stall detection,
 //! the end's grace).
 //!
-//! Two work sources today: a run's own workers ([`OwnWorkers`]: one show, idle workers wait
-//! on its condition variable) and a host's (`host::HostQueue`: any show whose index is
-//! queued, a turn ends with the jobs it took). Another kind of executor (a GPU context thread)
-//! is another `WorkSource`: its own `next_show`, its own `take_job` (the jobs of its kind).
+//! Three work sources today: a run's own workers ([`OwnWorkers`]: one show, idle workers
+//! wait on its condition variable), a host's (`host::HostQueue`: any show whose index is
+//! queued; a turn ends with the jobs it took) and a show's IO threads (`IoJobs`, `io.rs`:
+//! blocking sources' jobs only, each waiting on its own signal). Another kind of executor (a
+//! GPU context thread) is another `WorkSource`: its own `next_show`, `take_job` (the jobs of
+//! its kind), `report` and `idle`.
 
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
@@ -19,7 +21,7 @@ use framepipe_core::Error;
 
 use crate::events::Event;
 use crate::exec::unwind::{catch_panic, panic_error, PanicPayload};
-use crate::state::{Job, Locked, Shared, State, Version};
+use crate::state::{Done, Job, Locked, Shared, State, Version};
 
 /// Where a worker finds work: which shows it takes turns at, how it waits, and what it tells
 /// the others. One implementation per kind of executor; the loop ([`work`]) is the same.
@@ -40,11 +42,23 @@ pub(crate) trait WorkSource {
 
     /// Called under the lock just after this worker took a job from `st`: tells other workers
     /// of what is left, if they would not hear of it otherwise.
-    fn took(&self, st: &mut State);
+    fn took(&self, _st: &mut State) {}
+
+    /// Reports a job done to `st` (under the lock); returns the job it hands straight on to
+    /// this worker, if any.
+    fn report(&self, show: &Shared, st: &mut State, done: Done) -> Option<Job> {
+        st.complete(done, show)
+    }
 
     /// `show` had no job for this worker (`st`: its lock): waits there for one (`Some`: the
     /// lock again, to look once more) or ends the turn (`None`).
     fn idle<'a>(&self, show: &'a Shared, st: Locked<'a>) -> Option<Locked<'a>>;
+
+    /// The thread, as an error names it after a panic outside any element (`slot`: its
+    /// `running` slot).
+    fn thread(&self, slot: usize) -> String {
+        format!("worker thread fp-worker-{slot}")
+    }
 }
 
 /// A worker thread's body: takes turns at the shows `source` hands it until it hands none.
@@ -77,11 +91,6 @@ impl WorkSource for OwnWorkers<'_> {
         (!self.started.replace(true)).then_some(self.show)
     }
 
-    fn took(&self, _st: &mut State) {
-        // An idle worker of the show's own is woken by the report that leaves it work
-        // (`State::after_change`).
-    }
-
     fn idle<'a>(&self, show: &'a Shared, mut st: Locked<'a>) -> Option<Locked<'a>> {
         // After an abort (stop, error) an idle worker has nothing left to do: frames are no
         // longer started, pending ones were dropped, and the owner of a slice job runs the
@@ -109,7 +118,7 @@ impl Shared {
         // The slice slot whose index this worker has claimed and not yet had counted.
         let claimed = Cell::new(None);
         if let Err(p) = catch_panic(|| self.run_turn(worker, &claimed, source)) {
-            let e = panic_error(format!("worker thread fp-worker-{worker}"), &p);
+            let e = panic_error(source.thread(worker), &p);
             self.mark_running(worker, None);
             self.break_run(e, claimed.get());
         }
@@ -152,7 +161,7 @@ impl Shared {
                 // Cleared in the same critical section that counts the slice, so that a
                 // panic can neither lose nor double-count it.
                 claimed.set(None);
-                let Some(next) = st.complete(done, self) else {
+                let Some(next) = source.report(self, &mut st, done) else {
                     break;
                 };
                 follow(&mut v, st.job_ver(&next));
@@ -160,10 +169,12 @@ impl Shared {
                 drop(st);
                 job = next;
             }
-            ver = Some(v);
             if !W::STAYS {
+                // The lock first: the version's reference goes after it.
+                drop(st);
                 return;
             }
+            ver = Some(v);
         }
     }
 
