@@ -37,7 +37,7 @@
 //! What a show still has of its own: its follower output threads (a sink other than the
 //! master, unpaced, blocking only in its own I/O) and its edit thread when it has an editor.
 //! Its frame pools are quota handles on the host's, one per frame size (`SharedPools`,
-//! `pools.rs`). The master sink runs on the clock thread:
+//! `memory/`). The master sink runs on the clock thread:
 //! a sink that blocks (a full pipe, a peer applying back-pressure) delays every show's clock.
 
 use std::cmp::Reverse;
@@ -52,9 +52,10 @@ use framepipe_clock::{now_ns, prepare_pacing_thread, PiCondvar, PiMutex, WakeMar
 use framepipe_core::{Error, Result, Sink};
 
 use crate::lockstats::{LockSummary, Log2Histogram};
+use crate::memory::SharedPools;
+use crate::model::JOIN_GRACE;
 use crate::output::{Next, Output, PacingStats};
-use crate::pipeline::{conclude, Prepared, Side, JOIN_GRACE};
-use crate::pools::SharedPools;
+use crate::show::{conclude, Prepared, Side};
 use crate::standby::{self, Watch};
 use crate::state::Shared;
 use crate::stats::RunStats;
@@ -75,7 +76,7 @@ pub struct ShowResult {
 pub struct Host {
     threads: usize,
     shows: Vec<(String, Prepared)>,
-    /// One frame pool per frame shape for every show, each show with its quota (`pools.rs`).
+    /// One frame pool per frame shape for every show, each show with its quota (`memory/`).
     pools: SharedPools,
     /// Whether the clock thread has a standby thread (on by default; see [`Host::set_standby`]).
     standby: bool,
@@ -455,7 +456,7 @@ struct Start {
     commands: Option<framepipe_control::CommandReader>,
     link: Option<crate::edit::EditLink>,
     side: Side,
-    options: crate::pipeline::Options,
+    options: crate::model::Options,
     stall_ns: u64,
 }
 

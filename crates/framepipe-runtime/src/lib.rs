@@ -28,16 +28,16 @@
 #![deny(unsafe_code)]
 
 mod budget;
+mod build;
 mod edit;
 mod events;
-mod graph;
 mod host;
 mod live;
 mod lockstats;
+mod memory;
+mod model;
 mod output;
-mod pipeline;
-mod plan;
-mod pools;
+mod show;
 mod slices;
 mod standby;
 mod state;
@@ -47,12 +47,14 @@ mod worker;
 
 pub use edit::{Editor, Fade};
 pub use events::{Event, EventFn};
-pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
 pub use host::{ClockCounters, Host, ShowResult};
 pub use lockstats::LockSummary;
+pub use memory::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
+pub use model::{
+    AutoScale, EffectStage, Graph, Layout, MixerStage, Node, NodeKind, OnEnd, Options, Overload,
+    Pipeline, JOIN_GRACE, MAX_INPUTS,
+};
 pub use output::{LateFrame, LateLog, PacingStats};
-pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
-pub use plan::Layout;
-pub use pools::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
+pub use show::Prepared;
 pub use stats::{Counters, EditStats, RunStats, StageCounters, StageStats};
 pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};

@@ -33,7 +33,7 @@ use crate::budget::Margin;
 use crate::edit::{EditLink, FromEditor, ToEditor};
 use crate::events::Event;
 use crate::live::{Edit, Fate};
-use crate::pipeline::{Options, Overload};
+use crate::model::{Options, Overload};
 use crate::state::{PortItem, Shared, Version};
 use crate::worker::guard;
 
@@ -982,7 +982,7 @@ impl Output {
                 let EditLink { tx, rx, busy, .. } = l;
                 drop(tx);
                 if busy && !in_state {
-                    match rx.recv_timeout(crate::pipeline::JOIN_GRACE) {
+                    match rx.recv_timeout(crate::model::JOIN_GRACE) {
                         Ok(FromEditor::Ready(mut p)) => {
                             if let Some(posted) = p.posted.take() {
                                 refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());

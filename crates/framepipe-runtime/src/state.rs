@@ -58,8 +58,8 @@ use framepipe_core::{
 };
 
 use crate::events::EventFn;
-use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::{FrameParams, Live, LiveSpec};
+use crate::model::{OnEnd, MAX_INPUTS};
 use crate::slices::{PanicPayload, SliceJob, SliceSlot};
 use crate::stats::{Counters, StageCounters};
 
@@ -132,11 +132,11 @@ pub(crate) struct Instance {
     pub(crate) changed: Vec<bool>,
     /// Its share of the memory budget (one output frame), counted while it lives: it moves
     /// with the instance when a live edit keeps its node.
-    _held: crate::pools::Held,
+    _held: crate::memory::Held,
 }
 
 impl Instance {
-    pub(crate) fn new(proc: Proc, initial: &[PropValue], held: crate::pools::Held) -> Self {
+    pub(crate) fn new(proc: Proc, initial: &[PropValue], held: crate::memory::Held) -> Self {
         Instance {
             _held: held,
             proc,
@@ -377,7 +377,7 @@ pub(crate) struct State {
     pub(crate) garbage: Option<Error>,
 }
 
-/// A live edit's next graph version, built off the frame path (`pipeline::prepare_edit`),
+/// A live edit's next graph version, built off the frame path (`edit::prepare_edit`),
 /// waiting in the state for its switch; after the switch it holds what it replaced.
 pub(crate) struct Pending {
     /// The new version's scheduler state, made like a run's first (`new_state`): its version,
@@ -400,9 +400,9 @@ pub(crate) struct Pending {
     /// The new graph, published once switched.
     pub(crate) graph_view: Option<crate::view::GraphView>,
     /// The new version's own pools, each once with its plan, until the edit's checks have
-    /// passed: then (`pipeline::fill_edit_pools`) replaced by quota handles on a host's pools
+    /// passed: then (`edit::fill_edit_pools`) replaced by quota handles on a host's pools
     /// or filled.
-    pub(crate) edit_pools: Vec<(framepipe_core::FramePool, crate::pools::PoolPlan)>,
+    pub(crate) edit_pools: Vec<(framepipe_core::FramePool, crate::memory::PoolPlan)>,
     /// The frame the switch happened at.
     pub(crate) frame: u64,
     /// When it was armed and when it switched (monotonic ns): the drain, for the figures.
@@ -563,15 +563,15 @@ pub(crate) struct Version {
     /// node's instances (one output frame each; they move with the nodes a live edit keeps).
     pub(crate) pool_bytes: u64,
     pub(crate) instance_bytes: u64,
-    /// Its pools' share of the show's [`MemoryBook`](crate::pools::MemoryBook), counted until
+    /// Its pools' share of the show's [`MemoryBook`](crate::memory::MemoryBook), counted until
     /// it is dropped (a replaced version: on the edit thread, once its frames are back). In a
     /// host it moves into the pool lease (`None` here), counted until the lease's frames are
     /// back.
-    pub(crate) pools_held: Option<crate::pools::Held>,
+    pub(crate) pools_held: Option<crate::memory::Held>,
     /// In a host: its pools' quota handles on the host's shared pools, given back once it is
-    /// dropped and every frame taken through them is back (`pools.rs`, `PoolLease`). Declared
+    /// dropped and every frame taken through them is back (`memory/`, `PoolLease`). Declared
     /// last: the version's handles and frames go before it.
-    pub(crate) pool_lease: Option<crate::pools::PoolLease>,
+    pub(crate) pool_lease: Option<crate::memory::PoolLease>,
 }
 
 pub(crate) struct Shared {

@@ -128,13 +128,13 @@ pub struct Counters {
     pub(crate) edit_build_repeats: AtomicU64,
     pub(crate) edit_build_us_sum: AtomicU64,
     /// What the show holds against `--max-memory` (every graph version alive, its instances).
-    pub(crate) memory: Arc<crate::pools::MemoryBook>,
+    pub(crate) memory: Arc<crate::memory::MemoryBook>,
 }
 
 impl Counters {
     pub(crate) fn new(
         stages: Arc<[Arc<StageCounters>]>,
-        memory: Arc<crate::pools::MemoryBook>,
+        memory: Arc<crate::memory::MemoryBook>,
     ) -> Self {
         Counters {
             stages: Mutex::new(stages),
@@ -265,7 +265,7 @@ impl Counters {
     }
 
     /// What the show holds against `--max-memory` now, as the budget counts it.
-    pub fn memory(&self) -> crate::pools::MemoryStats {
+    pub fn memory(&self) -> crate::memory::MemoryStats {
         self.memory.stats()
     }
 
@@ -352,5 +352,5 @@ pub struct RunStats {
     pub edits: EditStats,
     /// What the show holds against `--max-memory`, as the budget counts it: during a live
     /// edit, both versions.
-    pub memory: crate::pools::MemoryStats,
+    pub memory: crate::memory::MemoryStats,
 }

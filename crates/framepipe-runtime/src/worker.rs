@@ -13,8 +13,8 @@ use framepipe_clock::now_ns;
 use framepipe_core::{Error, Frame, Result};
 
 use crate::events::Event;
-use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::{assign, lock};
+use crate::model::{OnEnd, MAX_INPUTS};
 use crate::slices::{PanicPayload, PoolSlices};
 use crate::state::{
     Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst, Version, MAX_IO_THREADS,
