@@ -86,7 +86,7 @@ use std::time::{Duration, Instant};
 use framepipe_control::{Command, Posted};
 
 use crate::pipeline::{fill_edit_pools, need_after, prepare_edit, Admit, Options};
-use crate::state::{Pending, Shared};
+use crate::sched::{Pending, Shared};
 use crate::Event;
 
 /// To the edit thread.

@@ -51,12 +51,12 @@ use std::time::Duration;
 use framepipe_clock::{now_ns, prepare_pacing_thread, PiCondvar, PiMutex, WakeMargin};
 use framepipe_core::{Error, Result, Sink};
 
-use crate::lockstats::{LockSummary, Log2Histogram};
 use crate::output::{Next, Output, PacingStats};
 use crate::pipeline::{conclude, Prepared, Side, JOIN_GRACE};
 use crate::pools::SharedPools;
+use crate::sched::Shared;
+use crate::sched::{LockSummary, Log2Histogram};
 use crate::standby::{self, Watch};
-use crate::state::Shared;
 use crate::stats::RunStats;
 use crate::worker::panic_message;
 

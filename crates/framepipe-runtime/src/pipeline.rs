@@ -24,7 +24,7 @@ use crate::graph::{Graph, OnEnd};
 use crate::live::{FrameParams, Live, LiveStage};
 use crate::plan::{Part, Plan};
 use crate::pools::{PoolNeeds, PoolNode, PoolPlan, SharedPools, ShowPools};
-use crate::state::{
+use crate::sched::{
     new_state, Instance, Kind, NodeState, PortSignal, Proc, Shared, SourceInst, Topo, TopoNode,
     Version,
 };
@@ -216,14 +216,14 @@ impl Graph {
                 .map(|_| Arc::new(PortSignal::default()))
                 .collect(),
             // Workers, output threads, the IO threads.
-            running: (0..threads + ports + crate::state::MAX_IO_THREADS)
+            running: (0..threads + ports + crate::sched::MAX_IO_THREADS)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
             counters: Arc::new(Counters::new(stages, memory)),
             view,
             host: std::sync::OnceLock::new(),
-            io_signals: (0..crate::state::MAX_IO_THREADS)
+            io_signals: (0..crate::sched::MAX_IO_THREADS)
                 .map(|_| PortSignal::default())
                 .collect(),
             io_threads: std::sync::Mutex::new(Vec::new()),
@@ -900,7 +900,7 @@ pub(crate) fn prepare_edit(
     shared: &Arc<Shared>,
     options: Options,
     admit: Admit,
-) -> Result<Box<crate::state::Pending>> {
+) -> Result<Box<crate::sched::Pending>> {
     let ver = Arc::clone(&shared.lock().ver);
     let (running, plan) = plan_against(graph, &ver, shared.rate)?;
     let built = build_version(
@@ -944,7 +944,7 @@ pub(crate) fn prepare_edit(
         .map(|o| Arc::clone(&ver.names[o]))
         .collect();
     let state = new_state(Arc::new(next), shared.threads, port_nodes, node_states);
-    Ok(Box::new(crate::state::Pending {
+    Ok(Box::new(crate::sched::Pending {
         state,
         live_stages: live.stages,
         moves,
@@ -966,7 +966,7 @@ pub(crate) fn prepare_edit(
 /// here: `share_edit`; the host's filler does the rest); alone, or for a pool the host has
 /// none for, their buffers are made (allocated, every page touched): left lazy, they would be
 /// made by the workers running the first frames after the switch.
-pub(crate) fn fill_edit_pools(p: &mut crate::state::Pending, shared: &Shared, options: Options) {
+pub(crate) fn fill_edit_pools(p: &mut crate::sched::Pending, shared: &Shared, options: Options) {
     let own = std::mem::take(&mut p.edit_pools);
     let running = Arc::clone(&shared.lock().ver);
     // Only the edit thread holds the new version before it is sent (`new_state` kept one
@@ -989,7 +989,7 @@ pub(crate) fn fill_edit_pools(p: &mut crate::state::Pending, shared: &Shared, op
 /// plan against `p`'s version, as [`prepare_edit`] will plan it then.
 pub(crate) fn need_after(
     graph: Graph,
-    p: &crate::state::Pending,
+    p: &crate::sched::Pending,
     shared: &Shared,
     options: Options,
 ) -> Result<Need> {
