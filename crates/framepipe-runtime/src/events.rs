@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use framepipe_core::Error;
 
-use crate::state::Shared;
+use crate::sched::Shared;
 use crate::worker::panic_message;
 
 /// Something a running pipeline reports (to a status line, a log, a control surface).

@@ -51,13 +51,12 @@ use std::time::Duration;
 use framepipe_clock::{now_ns, prepare_pacing_thread, PiCondvar, PiMutex, WakeMargin};
 use framepipe_core::{Error, Result, Sink};
 
-use crate::lockstats::{LockSummary, Log2Histogram};
 use crate::memory::SharedPools;
 use crate::model::JOIN_GRACE;
 use crate::output::{Next, Output, PacingStats};
+use crate::sched::{LockSummary, Log2Histogram, Shared};
 use crate::show::{conclude, Prepared, Side};
 use crate::standby::{self, Watch};
-use crate::state::Shared;
 use crate::stats::RunStats;
 use crate::worker::panic_message;
 

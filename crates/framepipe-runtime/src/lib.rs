@@ -33,14 +33,13 @@ mod edit;
 mod events;
 mod host;
 mod live;
-mod lockstats;
 mod memory;
 mod model;
 mod output;
+mod sched;
 mod show;
 mod slices;
 mod standby;
-mod state;
 mod stats;
 mod view;
 mod worker;
@@ -48,13 +47,13 @@ mod worker;
 pub use edit::{Editor, Fade};
 pub use events::{Event, EventFn};
 pub use host::{ClockCounters, Host, ShowResult};
-pub use lockstats::LockSummary;
 pub use memory::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
 pub use model::{
     AutoScale, EffectStage, Graph, Layout, MixerStage, Node, NodeKind, OnEnd, Options, Overload,
     Pipeline, JOIN_GRACE, MAX_INPUTS,
 };
 pub use output::{LateFrame, LateLog, PacingStats};
+pub use sched::LockSummary;
 pub use show::Prepared;
 pub use stats::{Counters, EditStats, RunStats, StageCounters, StageStats};
 pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};

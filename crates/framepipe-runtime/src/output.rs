@@ -34,7 +34,7 @@ use crate::edit::{EditLink, FromEditor, ToEditor};
 use crate::events::Event;
 use crate::live::{Edit, Fate};
 use crate::model::{Options, Overload};
-use crate::state::{PortItem, Shared, Version};
+use crate::sched::{PortItem, Shared, Version};
 use crate::worker::guard;
 
 /// How often the output thread looks at stalls while it has nothing else to do. Commands do not
@@ -634,7 +634,7 @@ impl Output {
 
     /// Paced master: lets begin every frame whose deadline is within the budget (raising the
     /// scheduler's begin limit) and notes when the next one may (`begin_at`).
-    fn let_begin(&mut self, shared: &Shared, st: &mut crate::state::Locked<'_>, now: i64) {
+    fn let_begin(&mut self, shared: &Shared, st: &mut crate::sched::Locked<'_>, now: i64) {
         self.begin_at = None;
         if let (true, Some(seq), Some(b), Some(d)) = (
             self.gate,
@@ -1120,7 +1120,7 @@ fn watch_time(out: &mut Output, next: &Next, now: i64) -> Option<i64> {
 /// be finished) and how many frames the standby released.
 fn drive_with_standby(
     shared: &Shared,
-    signal: &crate::state::PortSignal,
+    signal: &crate::sched::PortSignal,
     out: Output,
     sink: &mut dyn Sink,
     realtime: bool,

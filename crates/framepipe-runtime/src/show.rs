@@ -14,7 +14,7 @@ use framepipe_core::{Error, FramePool, Result, Sink, VideoInfo};
 use crate::events::EventFn;
 use crate::memory::{PoolPlan, SharedPools, ShowPools};
 use crate::model::{Options, JOIN_GRACE};
-use crate::state::Shared;
+use crate::sched::Shared;
 use crate::stats::{Counters, RunStats};
 use crate::view::ShowView;
 use crate::worker::{guard, panic_message};

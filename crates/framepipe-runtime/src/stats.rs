@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use framepipe_core::Mode;
 
-use crate::lockstats::{LockSummary, Log2Histogram};
+use crate::sched::{LockSummary, Log2Histogram};
 
 /// Counters of one stage, updated by the worker that runs it.
 #[derive(Debug)]

@@ -15,10 +15,10 @@ use framepipe_core::{Error, Frame, Result};
 use crate::events::Event;
 use crate::live::{assign, lock};
 use crate::model::{OnEnd, MAX_INPUTS};
-use crate::slices::{PanicPayload, PoolSlices};
-use crate::state::{
+use crate::sched::{
     Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst, Version, MAX_IO_THREADS,
 };
+use crate::slices::{PanicPayload, PoolSlices};
 
 /// The longest an IO thread sleeps without a signal.
 const IO_POLL: Duration = Duration::from_millis(100);

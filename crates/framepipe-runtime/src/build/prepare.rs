@@ -11,8 +11,8 @@ use super::*;
 use crate::model::Options;
 use crate::model::{Graph, OnEnd};
 use crate::model::{Part, Plan};
+use crate::sched::{new_state, PortSignal, Shared};
 use crate::show::Prepared;
-use crate::state::{new_state, PortSignal, Shared};
 use crate::stats::Counters;
 use crate::view::ShowView;
 
@@ -90,14 +90,14 @@ impl Graph {
                 .map(|_| Arc::new(PortSignal::default()))
                 .collect(),
             // Workers, output threads, the IO threads.
-            running: (0..threads + ports + crate::state::MAX_IO_THREADS)
+            running: (0..threads + ports + crate::sched::MAX_IO_THREADS)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
             counters: Arc::new(Counters::new(stages, memory)),
             view,
             host: std::sync::OnceLock::new(),
-            io_signals: (0..crate::state::MAX_IO_THREADS)
+            io_signals: (0..crate::sched::MAX_IO_THREADS)
                 .map(|_| PortSignal::default())
                 .collect(),
             io_threads: std::sync::Mutex::new(Vec::new()),

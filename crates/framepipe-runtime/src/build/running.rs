@@ -3,7 +3,7 @@
 use framepipe_core::VideoInfo;
 
 use crate::model::{Part, Plan};
-use crate::state::Version;
+use crate::sched::Version;
 
 /// Per node: the running node it continues with its instances, source or ring (a live edit's
 /// kept node), if any.

@@ -12,7 +12,7 @@ use crate::memory::{PoolNeeds, PoolPlan, ShowPools};
 use crate::model::OnEnd;
 use crate::model::Options;
 use crate::model::{Part, Plan};
-use crate::state::{Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version};
+use crate::sched::{Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version};
 use crate::stats::StageCounters;
 use crate::view::{GraphView, NodeView};
 

@@ -14,7 +14,7 @@ use super::{fill_edit_pools, need_after, prepare_edit};
 use super::{Editor, Fade};
 use crate::build::Admit;
 use crate::model::Options;
-use crate::state::{Pending, Shared};
+use crate::sched::{Pending, Shared};
 use crate::Event;
 
 /// To the edit thread.

@@ -9,8 +9,8 @@ use crate::build::*;
 use crate::model::Graph;
 use crate::model::Options;
 use crate::model::Plan;
+use crate::sched::{new_state, Shared, Version};
 use crate::show::pace_of;
-use crate::state::{new_state, Shared, Version};
 
 /// Plans `graph` as the next version of `ver` (its sources' and sinks' shapes as they run).
 fn plan_against(
@@ -57,7 +57,7 @@ pub(crate) fn prepare_edit(
     shared: &Arc<Shared>,
     options: Options,
     admit: Admit,
-) -> Result<Box<crate::state::Pending>> {
+) -> Result<Box<crate::sched::Pending>> {
     let ver = Arc::clone(&shared.lock().ver);
     let (running, plan) = plan_against(graph, &ver, shared.rate)?;
     let built = build_version(
@@ -101,7 +101,7 @@ pub(crate) fn prepare_edit(
         .map(|o| Arc::clone(&ver.names[o]))
         .collect();
     let state = new_state(Arc::new(next), shared.threads, port_nodes, node_states);
-    Ok(Box::new(crate::state::Pending {
+    Ok(Box::new(crate::sched::Pending {
         state,
         live_stages: live.stages,
         moves,
@@ -123,7 +123,7 @@ pub(crate) fn prepare_edit(
 /// here: `share_edit`; the host's filler does the rest); alone, or for a pool the host has
 /// none for, their buffers are made (allocated, every page touched): left lazy, they would be
 /// made by the workers running the first frames after the switch.
-pub(crate) fn fill_edit_pools(p: &mut crate::state::Pending, shared: &Shared, options: Options) {
+pub(crate) fn fill_edit_pools(p: &mut crate::sched::Pending, shared: &Shared, options: Options) {
     let own = std::mem::take(&mut p.edit_pools);
     let running = Arc::clone(&shared.lock().ver);
     // Only the edit thread holds the new version before it is sent (`new_state` kept one
@@ -146,7 +146,7 @@ pub(crate) fn fill_edit_pools(p: &mut crate::state::Pending, shared: &Shared, op
 /// plan against `p`'s version, as [`prepare_edit`] will plan it then.
 pub(crate) fn need_after(
     graph: Graph,
-    p: &crate::state::Pending,
+    p: &crate::sched::Pending,
     shared: &Shared,
     options: Options,
 ) -> Result<Need> {

@@ -689,9 +689,9 @@ pub(crate) fn rebind(
 /// back, and the memory its pools count stays counted as long. A show alone (no lease on the
 /// running version) keeps its own; returns whether the version's pools are the host's.
 pub(crate) fn share_edit(
-    next: &mut crate::state::Version,
+    next: &mut crate::sched::Version,
     own: &[(FramePool, PoolPlan)],
-    running: &crate::state::Version,
+    running: &crate::sched::Version,
     pace: Option<Pace>,
 ) -> bool {
     let Some((reg, show)) = running
