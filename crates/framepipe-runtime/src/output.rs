@@ -32,10 +32,10 @@ use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 use crate::budget::Margin;
 use crate::edit::{EditLink, FromEditor, ToEditor};
 use crate::events::Event;
+use crate::exec::guard;
 use crate::live::{Edit, Fate};
 use crate::model::{Options, Overload};
 use crate::sched::{PortItem, Shared, Version};
-use crate::worker::guard;
 
 /// How often the output thread looks at stalls while it has nothing else to do. Commands do not
 /// wait for it: a post raises the master port's signal (the command queue's waker), which

@@ -12,12 +12,12 @@ use framepipe_control::CommandReader;
 use framepipe_core::{Error, FramePool, Result, Sink, VideoInfo};
 
 use crate::events::EventFn;
+use crate::exec::{guard, panic_message};
 use crate::memory::{PoolPlan, SharedPools, ShowPools};
 use crate::model::{Options, JOIN_GRACE};
 use crate::sched::Shared;
 use crate::stats::{Counters, RunStats};
 use crate::view::ShowView;
-use crate::worker::{guard, panic_message};
 
 /// What a host's pool filler reads of a paced show (`None`: unpaced): its counters (the
 /// latency budget), its period and its frames in flight.

@@ -333,7 +333,7 @@ fn guarded<T>(
     std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
         Err(format!(
             "building the edit panicked: {}",
-            crate::worker::panic_message(&*p)
+            crate::exec::panic_message(&*p)
         ))
     })
 }

@@ -3,8 +3,8 @@
 
 use framepipe_core::{Effect, Frame, FrameCtx, Mixer, PropValue, Rational, Result, Source};
 
+use crate::exec::{PanicPayload, SliceJob};
 use crate::model::{OnEnd, MAX_INPUTS};
-use crate::slices::{PanicPayload, SliceJob};
 
 /// What a node is, for the scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

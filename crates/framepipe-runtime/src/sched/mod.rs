@@ -72,8 +72,8 @@ use framepipe_clock::{PiCondvar, PiMutex};
 use framepipe_core::{Error, Frame, FrameCtx, Rational};
 
 use crate::events::EventFn;
+use crate::exec::SliceSlot;
 use crate::live::Live;
-use crate::slices::SliceSlot;
 use crate::stats::Counters;
 
 /// Per frame in flight (or per leaky branch): every node's output and readiness.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use framepipe_clock::now_ns;
 use framepipe_core::{Frame, FrameCtx};
 
-use crate::slices::PanicPayload;
+use crate::exec::PanicPayload;
 
 use super::{Inputs, Inst, Job, Kind, Shared, State, Version};
 
