@@ -52,10 +52,10 @@ use framepipe_clock::{now_ns, prepare_pacing_thread, PiCondvar, PiMutex, WakeMar
 use framepipe_core::{Error, Result, Sink};
 
 use crate::lockstats::{LockSummary, Log2Histogram};
-use crate::output::{Next, Output, PacingStats};
+use crate::output::{standby_possible, Next, Output, Watch};
 use crate::pipeline::{conclude, Prepared, Side, JOIN_GRACE};
 use crate::pools::SharedPools;
-use crate::standby::{self, Watch};
+use crate::stats::PacingStats;
 use crate::state::Shared;
 use crate::stats::RunStats;
 use crate::worker::panic_message;
@@ -834,7 +834,7 @@ fn clock_loop(
     let mut stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
     let _ = signals.clock.set(std::thread::current());
     let paced = starts.iter().flatten().any(|s| s.options.pace.is_some());
-    let with_standby = standby_wanted && paced && standby::possible();
+    let with_standby = standby_wanted && paced && standby_possible();
     // Kept to the end: dropping it restores this thread's policy and timer slack.
     let setup = prepare_pacing_thread(realtime);
     let n = starts.len();
@@ -882,7 +882,7 @@ fn clock_loop(
         ) {
             Ok(mut out) => {
                 out.set_begin_slack(Duration::from_nanos(GRID_NS as u64));
-                out.set_margin_floor(Duration::from_nanos(crate::budget::HOST_MIN_MARGIN_NS));
+                out.set_margin_floor(Duration::from_nanos(crate::output::HOST_MIN_MARGIN_NS));
                 if let Some(rate) = options.pace {
                     let period = rate.period_ns();
                     if let Some((_, m, k)) = periods.iter_mut().find(|(p, _, _)| *p == period) {

@@ -27,7 +27,6 @@
 //! docs/REALTIME.md and docs/RELIABILITY.md.
 #![deny(unsafe_code)]
 
-mod budget;
 mod edit;
 mod events;
 mod graph;
@@ -39,7 +38,6 @@ mod pipeline;
 mod plan;
 mod pools;
 mod slices;
-mod standby;
 mod state;
 mod stats;
 mod view;
@@ -50,7 +48,7 @@ pub use events::{Event, EventFn};
 pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
 pub use host::{ClockCounters, Host, ShowResult};
 pub use lockstats::LockSummary;
-pub use output::{LateFrame, LateLog, PacingStats};
+pub use stats::{LateFrame, LateLog, PacingStats};
 pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
 pub use plan::Layout;
 pub use pools::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
