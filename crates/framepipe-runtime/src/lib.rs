@@ -27,7 +27,6 @@
 //! docs/REALTIME.md and docs/RELIABILITY.md.
 #![deny(unsafe_code)]
 
-mod budget;
 mod build;
 mod edit;
 mod events;
@@ -39,7 +38,6 @@ mod model;
 mod output;
 mod sched;
 mod show;
-mod standby;
 mod stats;
 mod view;
 
@@ -51,7 +49,6 @@ pub use model::{
     AutoScale, EffectStage, Graph, Layout, MixerStage, Node, NodeKind, OnEnd, Options, Overload,
     Pipeline, JOIN_GRACE, MAX_INPUTS,
 };
-pub use output::{LateFrame, LateLog, PacingStats};
 pub use sched::LockSummary;
 pub use show::Prepared;
 pub use stats::{Counters, EditStats, RunStats, StageCounters, StageStats};

@@ -340,7 +340,7 @@ pub(crate) fn conclude(
     shared: &Arc<Shared>,
     threads: usize,
     mut sink: Box<dyn Sink>,
-    output: (Option<crate::output::PacingStats>, Result<()>),
+    output: (Option<crate::stats::PacingStats>, Result<()>),
     side: Side,
     workers: Option<Vec<std::thread::JoinHandle<()>>>,
 ) -> Result<RunStats> {

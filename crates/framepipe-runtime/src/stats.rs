@@ -9,6 +9,9 @@ use framepipe_core::Mode;
 
 use crate::sched::{LockSummary, Log2Histogram};
 
+mod pacing;
+pub use pacing::{LateFrame, LateLog, PacingStats};
+
 /// Counters of one stage, updated by the worker that runs it.
 #[derive(Debug)]
 pub struct StageCounters {
@@ -341,7 +344,7 @@ pub struct RunStats {
     /// Frames in flight when the snapshot was taken.
     pub in_flight: usize,
     /// The frame clock's figures, for a finished paced run.
-    pub pacing: Option<crate::output::PacingStats>,
+    pub pacing: Option<PacingStats>,
     /// The beat clock's tempo, bpm.
     pub tempo_bpm: f64,
     /// How long the scheduler lock was held, per acquisition (every thread), µs.

@@ -13,7 +13,7 @@ use super::signals::HostSignals;
 use super::timers::Timers;
 use crate::exec::panic_message;
 use crate::output::Next;
-use crate::standby::Watch;
+use crate::output::Watch;
 
 /// Most polls of one show in a row that ask to be polled again at once (an unpaced show
 /// whose frames are always ready) before the others get their turn.
