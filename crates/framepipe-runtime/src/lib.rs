@@ -29,7 +29,6 @@
 
 mod budget;
 mod edit;
-mod events;
 mod graph;
 mod host;
 mod live;
@@ -42,11 +41,9 @@ mod slices;
 mod standby;
 mod state;
 mod stats;
-mod view;
 mod worker;
 
 pub use edit::{Editor, Fade};
-pub use events::{Event, EventFn};
 pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
 pub use host::{ClockCounters, Host, ShowResult};
 pub use lockstats::LockSummary;
@@ -55,4 +52,5 @@ pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
 pub use plan::Layout;
 pub use pools::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
 pub use stats::{Counters, EditStats, RunStats, StageCounters, StageStats};
-pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
+pub use stats::{Event, EventFn};
+pub use stats::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};

@@ -31,10 +31,10 @@ use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
 use crate::budget::Margin;
 use crate::edit::{EditLink, FromEditor, ToEditor};
-use crate::events::Event;
 use crate::live::{Edit, Fate};
 use crate::pipeline::{Options, Overload};
 use crate::state::{PortItem, Shared, Version};
+use crate::stats::Event;
 use crate::worker::guard;
 
 /// How often the output thread looks at stalls while it has nothing else to do. Commands do not

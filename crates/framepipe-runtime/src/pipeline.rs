@@ -19,7 +19,6 @@ use framepipe_core::{
     VideoInfo,
 };
 
-use crate::events::EventFn;
 use crate::graph::{Graph, OnEnd};
 use crate::live::{FrameParams, Live, LiveStage};
 use crate::plan::{Part, Plan};
@@ -28,8 +27,9 @@ use crate::state::{
     new_state, Instance, Kind, NodeState, PortSignal, Proc, Shared, SourceInst, Topo, TopoNode,
     Version,
 };
+use crate::stats::EventFn;
 use crate::stats::{Counters, RunStats, StageCounters};
-use crate::view::{GraphView, NodeView, ShowView};
+use crate::stats::{GraphView, NodeView, ShowView};
 use crate::worker::{guard, panic_message};
 
 /// How long a run that ended early (stop, error) waits for each worker to finish the job in

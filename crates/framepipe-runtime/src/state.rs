@@ -57,10 +57,10 @@ use framepipe_core::{
     Effect, Error, Frame, FrameCtx, FramePool, Mixer, PropValue, Rational, Result, Source,
 };
 
-use crate::events::EventFn;
 use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::{FrameParams, Live, LiveSpec};
 use crate::slices::{PanicPayload, SliceJob, SliceSlot};
+use crate::stats::EventFn;
 use crate::stats::{Counters, StageCounters};
 
 /// What a node is, for the scheduler.
@@ -398,7 +398,7 @@ pub(crate) struct Pending {
     /// The edit's command, answered once switched (or refused).
     pub(crate) posted: Option<framepipe_control::Posted>,
     /// The new graph, published once switched.
-    pub(crate) graph_view: Option<crate::view::GraphView>,
+    pub(crate) graph_view: Option<crate::stats::GraphView>,
     /// The new version's own pools, each once with its plan, until the edit's checks have
     /// passed: then (`pipeline::fill_edit_pools`) replaced by quota handles on a host's pools
     /// or filled.
@@ -419,7 +419,7 @@ pub(crate) struct SwitchNews {
     /// From its arming to its switch (ns).
     pub(crate) drain_ns: i64,
     /// The new graph, to publish.
-    pub(crate) graph_view: Option<crate::view::GraphView>,
+    pub(crate) graph_view: Option<crate::stats::GraphView>,
     /// The nodes the switch removed (`Pending::removed`).
     pub(crate) removed: Vec<Arc<str>>,
 }
@@ -600,7 +600,7 @@ pub(crate) struct Shared {
     /// threads re-read the version only when it changed).
     pub(crate) version: std::sync::atomic::AtomicU64,
     /// The published state for control surfaces (`view.rs`).
-    pub(crate) view: crate::view::ShowView,
+    pub(crate) view: crate::stats::ShowView,
     /// In a host: where this show's work is announced to the host's workers, and its index.
     pub(crate) host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
     /// What the IO threads wait on, one each ([`MAX_IO_THREADS`]): all raised when a blocking

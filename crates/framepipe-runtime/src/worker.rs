@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 use framepipe_clock::now_ns;
 use framepipe_core::{Error, Frame, Result};
 
-use crate::events::Event;
 use crate::graph::{OnEnd, MAX_INPUTS};
 use crate::live::{assign, lock};
 use crate::slices::{PanicPayload, PoolSlices};
 use crate::state::{
     Done, Inputs, Inst, Instance, Job, Proc, Shared, SourceInst, Version, MAX_IO_THREADS,
 };
+use crate::stats::Event;
 
 /// The longest an IO thread sleeps without a signal.
 const IO_POLL: Duration = Duration::from_millis(100);
