@@ -29,7 +29,6 @@
 
 mod build;
 mod edit;
-mod events;
 mod exec;
 mod host;
 mod live;
@@ -39,10 +38,8 @@ mod output;
 mod sched;
 mod show;
 mod stats;
-mod view;
 
 pub use edit::{Editor, Fade};
-pub use events::{Event, EventFn};
 pub use host::{ClockCounters, Host, ShowResult};
 pub use memory::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
 pub use model::{
@@ -52,4 +49,6 @@ pub use model::{
 pub use sched::LockSummary;
 pub use show::Prepared;
 pub use stats::{Counters, EditStats, RunStats, StageCounters, StageStats};
-pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
+pub use stats::{Event, EventFn};
+pub use stats::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
+pub use stats::{LateFrame, LateLog, PacingStats};

@@ -11,13 +11,13 @@ use std::sync::Arc;
 use framepipe_control::CommandReader;
 use framepipe_core::{Error, FramePool, Result, Sink, VideoInfo};
 
-use crate::events::EventFn;
 use crate::exec::{guard, panic_message};
 use crate::memory::{PoolPlan, SharedPools, ShowPools};
 use crate::model::{Options, JOIN_GRACE};
 use crate::sched::Shared;
+use crate::stats::EventFn;
+use crate::stats::ShowView;
 use crate::stats::{Counters, RunStats};
-use crate::view::ShowView;
 
 /// What a host's pool filler reads of a paced show (`None`: unpaced): its counters (the
 /// latency budget), its period and its frames in flight.

@@ -14,7 +14,7 @@ use crate::model::{Part, Plan};
 use crate::sched::{new_state, PortSignal, Shared};
 use crate::show::Prepared;
 use crate::stats::Counters;
-use crate::view::ShowView;
+use crate::stats::ShowView;
 
 impl Graph {
     /// Negotiates every node's shape, makes the frame pools and every effect and mixer

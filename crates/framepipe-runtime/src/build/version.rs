@@ -14,7 +14,7 @@ use crate::model::Options;
 use crate::model::{Part, Plan};
 use crate::sched::{Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version};
 use crate::stats::StageCounters;
-use crate::view::{GraphView, NodeView};
+use crate::stats::{GraphView, NodeView};
 
 /// What a graph version is built with.
 pub(crate) struct VersionCtx<'a> {

@@ -25,7 +25,7 @@ pub(crate) enum ToEditor {
     /// tell the editor (the next edit is built against it).
     Switched {
         frame: u64,
-        graph_view: Option<crate::view::GraphView>,
+        graph_view: Option<crate::stats::GraphView>,
         /// The names of the nodes the switch before removed, which the output thread kept
         /// until now (for its refusals): dropped here.
         dropped: Vec<Arc<str>>,

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use framepipe_core::Error;
 
-use crate::events::Event;
 use crate::exec::unwind::panic_message;
 use crate::sched::{Shared, MAX_IO_THREADS};
+use crate::stats::Event;
 
 /// The longest an IO thread sleeps without a signal.
 const IO_POLL: Duration = Duration::from_millis(100);

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use framepipe_core::Error;
 
-use crate::events::Event;
 use crate::exec::slices::PanicPayload;
 use crate::exec::unwind::panic_message;
 use crate::sched::{Job, Shared, Version};
+use crate::stats::Event;
 
 impl Shared {
     /// A worker thread's body. A panic that escapes the element guards (a bug in the scheduler

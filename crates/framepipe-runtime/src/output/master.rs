@@ -10,9 +10,9 @@ use framepipe_control::{Command, CommandReader, Outcome, Posted, Transport};
 
 use super::Output;
 use crate::edit::{EditLink, FromEditor, ToEditor};
-use crate::events::Event;
 use crate::live::{Edit, Fate};
 use crate::sched::{Shared, Version};
+use crate::stats::Event;
 
 /// The reply to an edit that the run's end overtook.
 pub(super) const ENDED_BEFORE_EDIT: &str = "the run ended before the edit could take effect";

@@ -2,8 +2,8 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::events::Event;
 use crate::sched::{Shared, Version};
+use crate::stats::Event;
 
 /// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.
 /// Not before the show has started (`started`: its first frame released): the first frames

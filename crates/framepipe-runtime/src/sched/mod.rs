@@ -71,10 +71,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use framepipe_clock::{PiCondvar, PiMutex};
 use framepipe_core::{Error, Frame, FrameCtx, Rational};
 
-use crate::events::EventFn;
 use crate::exec::SliceSlot;
 use crate::live::Live;
 use crate::stats::Counters;
+use crate::stats::EventFn;
 
 /// Per frame in flight (or per leaky branch): every node's output and readiness.
 pub(crate) struct Slot {
@@ -229,7 +229,7 @@ pub(crate) struct Shared {
     /// threads re-read the version only when it changed).
     pub(crate) version: std::sync::atomic::AtomicU64,
     /// The published state for control surfaces (`view.rs`).
-    pub(crate) view: crate::view::ShowView,
+    pub(crate) view: crate::stats::ShowView,
     /// In a host: where this show's work is announced to the host's workers, and its index.
     pub(crate) host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
     /// What the IO threads wait on, one each ([`MAX_IO_THREADS`]): all raised when a blocking

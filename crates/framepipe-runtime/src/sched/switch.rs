@@ -29,7 +29,7 @@ pub(crate) struct Pending {
     /// The edit's command, answered once switched (or refused).
     pub(crate) posted: Option<framepipe_control::Posted>,
     /// The new graph, published once switched.
-    pub(crate) graph_view: Option<crate::view::GraphView>,
+    pub(crate) graph_view: Option<crate::stats::GraphView>,
     /// The new version's own pools, each once with its plan, until the edit's checks have
     /// passed: then (`pipeline::fill_edit_pools`) replaced by quota handles on a host's pools
     /// or filled.
@@ -50,7 +50,7 @@ pub(crate) struct SwitchNews {
     /// From its arming to its switch (ns).
     pub(crate) drain_ns: i64,
     /// The new graph, to publish.
-    pub(crate) graph_view: Option<crate::view::GraphView>,
+    pub(crate) graph_view: Option<crate::stats::GraphView>,
     /// The nodes the switch removed (`Pending::removed`).
     pub(crate) removed: Vec<Arc<str>>,
 }

@@ -1,5 +1,16 @@
-//! Live and final statistics. Counters are atomics written by the workers and read by anyone (a
-//! status line, a monitor) without taking the scheduler's lock, so watching never slows the frames.
+//! What a running show reports: live and final statistics, [`Event`]s, and the published view
+//! of the show for control surfaces.
+//!
+//! Counters are atomics written by the workers and read by anyone (a status line, a monitor)
+//! without taking the scheduler's lock, so watching never slows the frames. Events are delivered
+//! outside the scheduler lock (`events.rs`); the view is read without it and written with a
+//! `try_lock` that never makes the engine wait (`view.rs`).
+
+mod events;
+mod view;
+
+pub use events::{Event, EventFn};
+pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
