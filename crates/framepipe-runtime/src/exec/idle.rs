@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 use framepipe_clock::PiCondvar;
 
-use crate::state::Locked;
+use crate::sched::Locked;
 
 /// A queue of shows with work, served by workers that are no one show's (a host's).
 pub(crate) trait ShowQueue: Send + Sync {

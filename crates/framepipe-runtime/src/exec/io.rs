@@ -6,9 +6,9 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::events::Event;
 use crate::exec::{work, WorkSource};
-use crate::state::{Done, Job, Locked, Shared, State, MAX_IO_THREADS};
+use crate::sched::{Done, Job, Locked, Shared, State, MAX_IO_THREADS};
+use crate::stats::Event;
 
 /// The longest an IO thread sleeps without a signal.
 const IO_POLL: Duration = Duration::from_millis(100);

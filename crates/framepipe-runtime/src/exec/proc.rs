@@ -3,12 +3,12 @@
 
 use framepipe_core::{Error, Frame, Result};
 
-use crate::events::Event;
 use crate::exec::slices::PoolSlices;
 use crate::exec::unwind::guard;
-use crate::graph::MAX_INPUTS;
 use crate::live::{assign, lock};
-use crate::state::{Inputs, Instance, Proc, Shared, Version};
+use crate::model::MAX_INPUTS;
+use crate::sched::{Inputs, Instance, Proc, Shared, Version};
+use crate::stats::Event;
 
 impl Shared {
     /// Runs an effect or a mixer on one frame, with that frame's parameters.

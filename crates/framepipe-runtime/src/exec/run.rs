@@ -7,7 +7,7 @@ use framepipe_clock::now_ns;
 
 use crate::exec::unwind::guard;
 use crate::live::lock;
-use crate::state::{Done, Inst, Job, Shared, Version};
+use crate::sched::{Done, Inst, Job, Shared, Version};
 
 impl Shared {
     /// Runs one job outside the lock.

@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use framepipe_core::SliceRunner;
 
 use crate::exec::unwind::{catch_panic, resume_panic, PanicPayload};
-use crate::state::Shared;
+use crate::sched::Shared;
 
 /// A borrowed slice closure with its lifetime erased, so that other workers can call it.
 #[derive(Clone, Copy)]

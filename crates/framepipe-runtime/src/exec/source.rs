@@ -3,10 +3,10 @@
 
 use framepipe_core::{Error, Frame, Result};
 
-use crate::events::Event;
-use crate::graph::OnEnd;
 use crate::live::{assign, lock};
-use crate::state::{Shared, SourceInst, Version};
+use crate::model::OnEnd;
+use crate::sched::{Shared, SourceInst, Version};
+use crate::stats::Event;
 
 impl Shared {
     /// The frame for output frame `ctx` from a source: read it (several when the source is

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use framepipe_core::Error;
 
-use crate::events::Event;
 use crate::exec::unwind::{catch_panic, panic_error, PanicPayload};
-use crate::state::{Done, Job, Locked, Shared, State, Version};
+use crate::sched::{Done, Job, Locked, Shared, State, Version};
+use crate::stats::Event;
 
 /// Where a worker finds work: which shows it takes turns at, how it waits, and what it tells
 /// the others. One implementation per kind of executor; the loop ([`work`]) is the same.

@@ -12,11 +12,11 @@ use framepipe_core::{Result, Sink};
 use super::shows::ShowTable;
 use super::signals::HostSignals;
 use super::timers::Timers;
-use crate::lockstats::{LockSummary, Log2Histogram};
-use crate::output::{Output, PacingStats};
-use crate::pipeline::Side;
-use crate::standby::{self, Watch};
-use crate::state::Shared;
+use crate::output::{standby_possible, Output, Watch};
+use crate::sched::Shared;
+use crate::sched::{LockSummary, Log2Histogram};
+use crate::show::Side;
+use crate::stats::PacingStats;
 
 /// A show as handed to the clock thread.
 pub(super) struct Start {
@@ -25,7 +25,7 @@ pub(super) struct Start {
     pub(super) commands: Option<framepipe_control::CommandReader>,
     pub(super) link: Option<crate::edit::EditLink>,
     pub(super) side: Side,
-    pub(super) options: crate::pipeline::Options,
+    pub(super) options: crate::model::Options,
     pub(super) stall_ns: u64,
 }
 
@@ -121,7 +121,7 @@ pub(super) fn clock_loop(
     let mut stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
     let _ = signals.clock.set(std::thread::current());
     let paced = starts.iter().flatten().any(|s| s.options.pace.is_some());
-    let with_standby = standby_wanted && paced && standby::possible();
+    let with_standby = standby_wanted && paced && standby_possible();
     // Kept to the end: dropping it restores this thread's policy and timer slack.
     let setup = prepare_pacing_thread(realtime);
     let n = starts.len();
@@ -166,7 +166,7 @@ pub(super) fn clock_loop(
         ) {
             Ok(mut out) => {
                 out.set_begin_slack(Duration::from_nanos(GRID_NS as u64));
-                out.set_margin_floor(Duration::from_nanos(crate::budget::HOST_MIN_MARGIN_NS));
+                out.set_margin_floor(Duration::from_nanos(crate::output::HOST_MIN_MARGIN_NS));
                 if let Some(rate) = options.pace {
                     let period = rate.period_ns();
                     if let Some((_, m, k)) = periods.iter_mut().find(|(p, _, _)| *p == period) {

@@ -53,9 +53,9 @@ use std::time::Duration;
 use framepipe_core::{Error, Result};
 
 use crate::exec::{catch_panic, panic_error};
-use crate::pipeline::{conclude, Prepared};
-use crate::pools::SharedPools;
-use crate::state::Shared;
+use crate::memory::SharedPools;
+use crate::sched::Shared;
+use crate::show::{conclude, Prepared};
 use crate::stats::RunStats;
 
 pub use clock::ClockCounters;

@@ -12,7 +12,7 @@ use super::signals::HostSignals;
 use super::timers::Timers;
 use crate::exec::{catch_panic, panic_error};
 use crate::output::Next;
-use crate::standby::Watch;
+use crate::output::Watch;
 
 /// Most polls of one show in a row that ask to be polled again at once (an unpaced show
 /// whose frames are always ready) before the others get their turn.

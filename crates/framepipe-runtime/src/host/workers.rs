@@ -10,8 +10,8 @@ use framepipe_core::Error;
 
 use super::signals::HostSignals;
 use crate::exec::{work, WorkSource};
-use crate::pipeline::JOIN_GRACE;
-use crate::state::{Locked, Shared, State};
+use crate::model::JOIN_GRACE;
+use crate::sched::{Locked, Shared, State};
 
 /// The host workers' work source: any show whose index is queued on the host's work queue
 /// (`HostSignals::work_for`). A turn takes one job and the jobs its reports hand straight on

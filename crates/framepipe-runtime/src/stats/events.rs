@@ -7,7 +7,7 @@ use std::sync::Arc;
 use framepipe_core::Error;
 
 use crate::exec::panic_message;
-use crate::state::Shared;
+use crate::sched::Shared;
 
 /// Something a running pipeline reports (to a status line, a log, a control surface).
 #[derive(Debug, Clone, PartialEq)]

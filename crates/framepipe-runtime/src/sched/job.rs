@@ -1,0 +1,194 @@
+//! The scheduler's vocabulary: what a node is to it (`Kind`, `Topo`), the instances a job
+//! carries, a job (`Job`) and its outcome (`Done`).
+
+use framepipe_core::{Effect, Frame, FrameCtx, Mixer, PropValue, Rational, Result, Source};
+
+use crate::exec::{PanicPayload, SliceJob};
+use crate::model::{OnEnd, MAX_INPUTS};
+
+/// What a node is, for the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Source,
+    /// An effect or a mixer: runs on a worker with an instance.
+    Process,
+    /// Yields node `from`'s output of the previous frame: no job.
+    Feedback {
+        from: usize,
+    },
+    /// A sink, fed through output port `.0` (one per sink; its own thread runs it).
+    Sink(usize),
+}
+
+/// The graph's shape as the scheduler sees it (never changes during a run; no lock).
+#[derive(Debug)]
+pub(crate) struct Topo {
+    pub nodes: Vec<TopoNode>,
+    /// Frame slots (frames in flight at most).
+    pub cap: usize,
+    /// Per leaky branch: its nodes.
+    pub branches: Vec<Vec<usize>>,
+    /// Sources and feedbacks: runnable when a frame begins.
+    pub roots: Vec<usize>,
+    /// Nodes outside the leaky branches: a frame leaves flight when all have finished it.
+    pub show_nodes: usize,
+    /// The sources.
+    pub sources: Vec<usize>,
+    /// Nodes through which a frame leaves the show (its sinks, the first nodes of leaky
+    /// branches): they also wait for every source to have finished the frame, so that a frame
+    /// at or after a source's end never reaches a sink, even through a feedback that had
+    /// a frame to give.
+    pub gated: Vec<usize>,
+}
+
+#[derive(Debug)]
+pub(crate) struct TopoNode {
+    pub kind: Kind,
+    pub inputs: Vec<usize>,
+    pub consumers: Vec<usize>,
+    /// Feedback nodes yielding this node's output one frame later.
+    pub feeds: Vec<usize>,
+    pub serial: bool,
+    pub branch: Option<usize>,
+    /// First node of its leaky branch.
+    pub head: bool,
+    /// A source that may wait on the outside world (`Source::blocks`): its jobs go to the
+    /// show's IO thread, never to a compute worker.
+    pub blocks: bool,
+}
+
+/// An effect or mixer instance.
+pub(crate) enum Proc {
+    Effect(Box<dyn Effect>),
+    Mixer(Box<dyn Mixer>),
+}
+
+/// An effect or mixer instance with the property values it currently has.
+pub(crate) struct Instance {
+    pub(crate) proc: Proc,
+    /// Has processed a frame (counted in the stats' `instances` the first time).
+    pub(crate) used: bool,
+    pub(crate) applied: Vec<PropValue>,
+    /// Properties the element refused to change live (reported once, then not retried).
+    pub(crate) refused: Vec<bool>,
+    /// Scratch for `sync_params`: which values differ on this frame.
+    pub(crate) changed: Vec<bool>,
+    /// Its share of the memory budget (one output frame), counted while it lives: it moves
+    /// with the instance when a live edit keeps its node.
+    _held: crate::memory::Held,
+}
+
+impl Instance {
+    pub(crate) fn new(proc: Proc, initial: &[PropValue], held: crate::memory::Held) -> Self {
+        Instance {
+            _held: held,
+            proc,
+            used: false,
+            applied: initial.to_vec(),
+            refused: vec![false; initial.len()],
+            changed: vec![false; initial.len()],
+        }
+    }
+}
+
+/// A source with what the graph keeps of it: its end policy, its resampling to the graph's
+/// rate, the last frame it gave (for `hold` and for repeating frames of a slower source).
+pub(crate) struct SourceInst {
+    pub source: Box<dyn Source>,
+    pub on_end: OnEnd,
+    /// `(source rate, graph rate)` when they differ: output frame N takes the source's frame
+    /// `floor(N / graph rate * source rate)`.
+    pub resample: Option<(Rational, Rational)>,
+    /// Frames read from the source so far (its own frame numbers; they go on across loops).
+    pub produced: u64,
+    /// The graph frame it started at (0, or the frame a live edit added it at): graph frame
+    /// N takes its frame for N − origin.
+    pub origin: u64,
+    /// The last frame read, kept when it may be given again (hold, resampling).
+    pub last: Option<Frame>,
+    pub keep_last: bool,
+    /// Ended under `hold`: the last frame is given from now on.
+    pub held: bool,
+    /// Its live properties' values as last set on it ([`Source::live_props`]), which it
+    /// refused (reported once), and scratch for which changed on this frame: as an effect
+    /// instance's.
+    pub applied: Vec<PropValue>,
+    pub refused: Vec<bool>,
+    pub changed: Vec<bool>,
+}
+
+pub(crate) enum Inst {
+    Source(SourceInst),
+    Proc(Instance),
+}
+
+/// A node's input frames for one job, without allocating.
+pub(crate) struct Inputs {
+    pub frames: [Option<Frame>; MAX_INPUTS],
+    pub n: usize,
+}
+
+impl Inputs {
+    pub(crate) const fn new() -> Self {
+        Inputs {
+            frames: [None, None, None, None, None, None, None, None],
+            n: 0,
+        }
+    }
+
+    pub(super) fn push(&mut self, f: Option<Frame>) {
+        self.frames[self.n] = f;
+        self.n += 1;
+    }
+
+    pub(super) fn clear(&mut self) {
+        for f in &mut self.frames[..self.n] {
+            *f = None;
+        }
+        self.n = 0;
+    }
+}
+
+// A job moves on the stack between the lock and the worker (about 250 bytes, the inputs
+// inline): boxing them would allocate on every job.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Job {
+    /// Frame `slot`'s boundary: fix its oscillator time (for its timestamp); the nodes sample
+    /// their parameters when they start it.
+    Begin { slot: usize, pts_ns: i64 },
+    Node {
+        node: usize,
+        /// The slot the output goes to (a frame's, or a leaky branch's), also the index of
+        /// the parameter snapshot the node uses.
+        slot: usize,
+        /// The number of the graph version the job belongs to (two run at once while a live
+        /// edit's replaced version finishes its frames).
+        version: u64,
+        ctx: FrameCtx,
+        inputs: Inputs,
+        inst: Inst,
+    },
+    Slice {
+        slot: usize,
+        index: usize,
+        job: SliceJob,
+    },
+}
+
+/// Outcome of running a job, reported back under the lock.
+#[allow(clippy::large_enum_variant)] // as `Job`: never boxed, that would allocate per job
+pub(crate) enum Done {
+    Begin {
+        slot: usize,
+    },
+    /// `Ok(None)` from a source: its stream ended (and it does not loop or hold).
+    Node {
+        node: usize,
+        slot: usize,
+        /// As in [`Job::Node`].
+        version: u64,
+        inst: Inst,
+        result: Result<Option<Frame>>,
+    },
+    Slice(usize, Option<PanicPayload>),
+}

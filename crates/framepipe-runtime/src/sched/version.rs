@@ -1,0 +1,56 @@
+//! One graph version: everything fixed while it runs, replaced whole by a live edit.
+
+use std::sync::{Arc, Mutex};
+
+use framepipe_core::{Frame, FramePool};
+
+use crate::live::{FrameParams, LiveSpec};
+use crate::stats::StageCounters;
+
+use super::Topo;
+
+/// One version of the graph: everything that is fixed while it runs and replaced whole by a
+/// live edit. The scheduler state holds the current one; a job takes a reference to it with
+/// the job (under the lock), so a version lives as long as any job of it.
+pub(crate) struct Version {
+    /// 0 for the graph the run started with, +1 per edit.
+    pub(crate) number: u64,
+    pub(crate) topo: Topo,
+    /// The pool each node's output frames come from (index = node).
+    pub(crate) pools: Vec<FramePool>,
+    /// Feedback nodes: frame 0's frame (the colour asked for).
+    pub(crate) first_frames: Vec<Option<Frame>>,
+    /// Per-slot parameter snapshots (frames, then leaky branches). A frame's is written at its
+    /// boundary and read by the nodes running it, a branch's copied from its frame's when the
+    /// branch takes it; its mutex is never contended in practice.
+    pub(crate) snapshots: Vec<Mutex<FrameParams>>,
+    pub(crate) param_names: Vec<Vec<Arc<str>>>,
+    /// What the live parameters are (names, specs): commands are resolved against it without
+    /// the scheduler lock.
+    pub(crate) live_spec: LiveSpec,
+    /// Per node: its counters (shared with `Counters::stages`).
+    pub(crate) stages: Arc<[Arc<StageCounters>]>,
+    /// Per node: its name, element, kind word and output shape (what a live edit compares).
+    pub(crate) names: Vec<Arc<str>>,
+    pub(crate) elements: Vec<String>,
+    pub(crate) kinds: Vec<&'static str>,
+    pub(crate) infos: Vec<framepipe_core::VideoInfo>,
+    /// Per output port: its sink's node.
+    pub(crate) ports: Vec<usize>,
+    /// Per node: frames of its own output it keeps beyond the frames in flight (a source's
+    /// last frame under `hold` or resampling), counted again when a live edit carries it over.
+    pub(crate) holds: Vec<usize>,
+    /// What the budget counts for it: its pools at full capacity, and the estimate of every
+    /// node's instances (one output frame each; they move with the nodes a live edit keeps).
+    pub(crate) pool_bytes: u64,
+    pub(crate) instance_bytes: u64,
+    /// Its pools' share of the show's [`MemoryBook`](crate::memory::MemoryBook), counted until
+    /// it is dropped (a replaced version: on the edit thread, once its frames are back). In a
+    /// host it moves into the pool lease (`None` here), counted until the lease's frames are
+    /// back.
+    pub(crate) pools_held: Option<crate::memory::Held>,
+    /// In a host: its pools' quota handles on the host's shared pools, given back once it is
+    /// dropped and every frame taken through them is back (`pools.rs`, `PoolLease`). Declared
+    /// last: the version's handles and frames go before it.
+    pub(crate) pool_lease: Option<crate::memory::PoolLease>,
+}
