@@ -80,7 +80,7 @@ impl Graph {
         let state = new_state(Arc::new(ver), threads, port_nodes, node_states);
         let shared = Shared {
             state: PiMutex::new(state),
-            work: PiCondvar::new(),
+            workers: Default::default(),
             slice_done: PiCondvar::new(),
             rate,
             threads,
@@ -96,7 +96,6 @@ impl Graph {
             events: None,
             counters: Arc::new(Counters::new(stages, memory)),
             view,
-            host: std::sync::OnceLock::new(),
             io_signals: (0..crate::sched::MAX_IO_THREADS)
                 .map(|_| PortSignal::default())
                 .collect(),

@@ -15,6 +15,7 @@
 //! * `slices.rs`: the slice runner handed to effects (fork-join on the same workers).
 //! * `unwind.rs`: panic capture.
 
+mod idle;
 mod io;
 mod proc;
 mod run;
@@ -23,6 +24,7 @@ mod source;
 mod unwind;
 mod worker;
 
+pub(crate) use idle::{IdleWorkers, ShowQueue};
 pub(crate) use slices::{SliceJob, SliceSlot};
 pub(crate) use unwind::{catch_panic, guard, panic_error, panic_message, PanicPayload};
 pub(crate) use worker::{work, WorkSource};

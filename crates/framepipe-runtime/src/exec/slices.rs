@@ -108,7 +108,7 @@ impl SliceRunner for PoolSlices<'_> {
             done: 0,
             panicked: None,
         };
-        if st.workers_idle() {
+        if self.shared.workers.any() {
             st.wake_all_workers();
         }
         loop {

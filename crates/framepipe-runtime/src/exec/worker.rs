@@ -91,17 +91,14 @@ impl WorkSource for OwnWorkers<'_> {
         (!self.started.replace(true)).then_some(self.show)
     }
 
-    fn idle<'a>(&self, show: &'a Shared, mut st: Locked<'a>) -> Option<Locked<'a>> {
+    fn idle<'a>(&self, show: &'a Shared, st: Locked<'a>) -> Option<Locked<'a>> {
         // After an abort (stop, error) an idle worker has nothing left to do: frames are no
         // longer started, pending ones were dropped, and the owner of a slice job runs the
         // slices nobody took. Those still inside a job finish it and leave too.
         if st.finished() || st.abort {
             return None;
         }
-        st.waiting += 1;
-        st = st.wait(&show.work);
-        st.waiting -= 1;
-        Some(st)
+        Some(show.workers.wait(st))
     }
 }
 

@@ -52,7 +52,7 @@ use std::time::Duration;
 
 use framepipe_core::{Error, Result};
 
-use crate::exec::{catch_panic, panic_error};
+use crate::exec::{catch_panic, panic_error, ShowQueue};
 use crate::memory::SharedPools;
 use crate::sched::Shared;
 use crate::show::{conclude, Prepared};
@@ -187,14 +187,13 @@ impl Host {
         let mut own_outputs = Vec::new();
         for (i, (name, mut p)) in self.shows.into_iter().enumerate() {
             let shared = Arc::clone(&p.shared);
-            let _ = shared.host.set((Arc::clone(&signals), i));
+            shared.workers.serve_from(Arc::clone(&signals) as _, i);
             let sink = p.take_master_sink();
             let own = sink.blocks();
             if !own {
-                shared.port_signals[0].route_to_host(Arc::clone(&signals), i);
+                shared.port_signals[0].route_to(Arc::clone(&signals) as _, i);
                 want_realtime |= p.options.pace.is_some() && p.options.realtime;
             }
-            shared.lock().host = true;
             p.start_pools();
             let mut side = p.start_side();
             let link = side.link.take();

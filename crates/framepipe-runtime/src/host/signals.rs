@@ -8,6 +8,9 @@ use std::thread::Thread;
 
 use framepipe_clock::{now_ns, PiCondvar, PiMutex};
 
+use crate::exec::ShowQueue;
+use crate::sched::PortQueue;
+
 /// Where shows announce work to the host's workers, and signal their master port to the clock
 /// thread.
 pub(crate) struct HostSignals {
@@ -33,6 +36,28 @@ impl std::fmt::Debug for HostSignals {
     }
 }
 
+impl ShowQueue for HostSignals {
+    /// Show `show` has work for a worker: queued, once until a worker takes it.
+    fn work_for(&self, show: usize) {
+        if !self.queued[show].swap(true, Ordering::AcqRel) {
+            self.work.lock().push_back(show);
+            self.work_cv.notify_one();
+        }
+    }
+}
+
+impl PortQueue for HostSignals {
+    /// Show `show`'s master port was signalled: the clock thread polls it.
+    fn port_raised(&self, show: usize) {
+        self.raised.lock().push_back(show);
+        if self.clock_wakes_at.load(Ordering::SeqCst) > now_ns() + LAZY_NS {
+            if let Some(t) = self.clock.get() {
+                t.unpark();
+            }
+        }
+    }
+}
+
 impl HostSignals {
     pub(super) fn new(n: usize) -> Self {
         HostSignals {
@@ -44,24 +69,6 @@ impl HostSignals {
             raised: PiMutex::new(VecDeque::with_capacity(2 * n + 16)),
             clock: OnceLock::new(),
             clock_wakes_at: AtomicI64::new(0),
-        }
-    }
-
-    /// Show `show` has work for a worker.
-    pub(crate) fn work_for(&self, show: usize) {
-        if !self.queued[show].swap(true, Ordering::AcqRel) {
-            self.work.lock().push_back(show);
-            self.work_cv.notify_one();
-        }
-    }
-
-    /// Show `show`'s master port was signalled: the clock thread polls it.
-    pub(crate) fn port_raised(&self, show: usize) {
-        self.raised.lock().push_back(show);
-        if self.clock_wakes_at.load(Ordering::SeqCst) > now_ns() + LAZY_NS {
-            if let Some(t) = self.clock.get() {
-                t.unpark();
-            }
         }
     }
 

@@ -52,14 +52,8 @@ impl Shared {
 
     /// Does the wake-ups collected under the lock.
     fn wake(&self, w: Wake) {
-        if let Some((h, show)) = self.host.get() {
-            if w.work_all || w.work_one {
-                h.work_for(*show);
-            }
-        } else if w.work_all {
-            self.work.notify_all();
-        } else if w.work_one {
-            self.work.notify_one();
+        if w.work_all || w.work_one {
+            self.workers.wake(w.work_all);
         }
         if w.slices {
             self.slice_done.notify_all();

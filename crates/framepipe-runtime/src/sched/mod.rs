@@ -60,13 +60,13 @@ pub(crate) use job::{Done, Inputs, Inst, Instance, Job, Kind, Proc, SourceInst, 
 pub(crate) use lock::{Locked, Wake};
 pub use lockstats::LockSummary;
 pub(crate) use lockstats::Log2Histogram;
-pub(crate) use ports::{Port, PortItem, PortSignal};
+pub(crate) use ports::{Port, PortItem, PortQueue, PortSignal};
 pub(crate) use switch::{Pending, SwitchNews};
 pub(crate) use version::Version;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicUsize};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use framepipe_clock::{PiCondvar, PiMutex};
 use framepipe_core::{Error, Frame, FrameCtx, Rational};
@@ -186,10 +186,6 @@ pub(crate) struct State {
     pub(crate) abort: bool,
     pub(crate) error: Option<Error>,
     pub(crate) source_error: Option<Error>,
-    pub(crate) waiting: usize,
-    /// The show runs in a [`Host`](crate::Host): its workers are the host's, which wait for
-    /// any show's work (`HostSignals`), not on this show's condition variable.
-    pub(crate) host: bool,
     /// Node jobs running on workers.
     pub(crate) running: usize,
     /// One slot per worker for its fork-join slice jobs.
@@ -207,8 +203,8 @@ pub(crate) struct Shared {
     /// The scheduler lock. Priority-inheriting: while the SCHED_FIFO output thread waits for
     /// it, the worker holding it runs at the output thread's priority.
     pub(crate) state: PiMutex<State>,
-    /// Workers wait here for work.
-    pub(crate) work: PiCondvar,
+    /// The show's idle workers (its own, or a host's), as a wake-up reaches them.
+    pub(crate) workers: crate::exec::IdleWorkers,
     /// A slice owner waits here for the slices other workers took.
     pub(crate) slice_done: PiCondvar,
     pub(crate) rate: Rational,
@@ -230,8 +226,6 @@ pub(crate) struct Shared {
     pub(crate) version: std::sync::atomic::AtomicU64,
     /// The published state for control surfaces (`view.rs`).
     pub(crate) view: crate::stats::ShowView,
-    /// In a host: where this show's work is announced to the host's workers, and its index.
-    pub(crate) host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
     /// What the IO threads wait on, one each ([`MAX_IO_THREADS`]): all raised when a blocking
     /// source's job is queued (and at the end).
     pub(crate) io_signals: Vec<PortSignal>,
@@ -306,8 +300,6 @@ pub(crate) fn new_state(
         abort: false,
         error: None,
         source_error: None,
-        waiting: 0,
-        host: false,
         running: 0,
         slices: (0..threads).map(|_| SliceSlot::default()).collect(),
         broken: false,

@@ -264,7 +264,7 @@ impl State {
             self.wake.work_all = true;
             self.wake.ports = true;
             self.wake.io = u8::MAX;
-        } else if self.workers_idle() && self.has_work() {
+        } else if shared.workers.any() && self.has_work() {
             // Several independent jobs (branches of one frame): wake every idle worker.
             if self.ready.len() + self.old_ready() + usize::from(self.begin_runnable()) > 1 {
                 self.wake.work_all = true;

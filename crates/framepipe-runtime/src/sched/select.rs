@@ -50,11 +50,6 @@ impl State {
         &self.ver
     }
 
-    /// Whether a worker may be idle, waiting for this show's work (in a host: always).
-    pub(crate) fn workers_idle(&self) -> bool {
-        self.waiting > 0 || self.host
-    }
-
     pub(crate) fn has_work(&self) -> bool {
         (!self.ready.is_empty() && !self.new_jobs_held_back())
             || self.old_ready() > 0
