@@ -119,7 +119,7 @@ pub(super) fn clock_loop(
         stall,
     } = *how;
     let mut stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
-    let _ = signals.clock.set(std::thread::current());
+    signals.register_clock();
     let paced = starts.iter().flatten().any(|s| s.options.pace.is_some());
     let with_standby = standby_wanted && paced && standby_possible();
     // Kept to the end: dropping it restores this thread's policy and timer slack.
@@ -215,13 +215,11 @@ pub(super) fn clock_loop(
                             // A wake-up this round queued before the clock thread's sleep
                             // ends (it computed its sleep before): wake it up for it.
                             let next = core.publish(standby, false);
-                            let sleeps_to = signals.clock_wakes_at.load(Ordering::SeqCst);
+                            let sleeps_to = signals.clock_sleeps_to();
                             next.is_some_and(|(t, _)| sleeps_to != 0 && t < sleeps_to)
                         };
                         if wake_clock {
-                            if let Some(t) = signals.clock.get() {
-                                t.unpark();
-                            }
+                            signals.wake_clock();
                         }
                         (served, core.running() != 0)
                     })

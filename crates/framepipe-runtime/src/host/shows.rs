@@ -92,7 +92,7 @@ impl ShowTable {
         // again: the loop ends once no signal is left).
         loop {
             // In the order they were signalled.
-            let raised = signals.raised.lock().pop_front();
+            let raised = signals.take_raised();
             let Some(i) = raised else { break };
             released += self.poll(i, tx);
         }

@@ -91,6 +91,28 @@ impl HostSignals {
         Some(i)
     }
 
+    /// Makes the calling thread the clock thread (unparked by a port's signal).
+    pub(super) fn register_clock(&self) {
+        let _ = self.clock.set(std::thread::current());
+    }
+
+    /// Unparks the clock thread.
+    pub(super) fn wake_clock(&self) {
+        if let Some(t) = self.clock.get() {
+            t.unpark();
+        }
+    }
+
+    /// When the clock thread will wake up by itself (ns; 0 while it is awake).
+    pub(super) fn clock_sleeps_to(&self) -> i64 {
+        self.clock_wakes_at.load(Ordering::SeqCst)
+    }
+
+    /// The show whose master port was signalled first since the clock last looked, taken.
+    pub(super) fn take_raised(&self) -> Option<usize> {
+        self.raised.lock().pop_front()
+    }
+
     /// Closes the work queue: every worker leaves once it is empty.
     pub(super) fn close(&self) {
         self.closing.store(true, Ordering::Release);
