@@ -63,14 +63,14 @@ impl WorkSource for IoJobs<'_> {
         Some(show.lock())
     }
 
-    fn thread(&self, _slot: usize) -> String {
+    fn thread(&self, _thread: usize) -> String {
         "IO thread fp-io".into()
     }
 }
 
 impl Shared {
-    /// The `running` slot of IO thread `k` (after the workers' and the output threads').
-    fn io_slot(&self, k: usize) -> usize {
+    /// IO thread `k`'s index in `running` (after the workers and the output threads).
+    fn io_thread_index(&self, k: usize) -> usize {
         self.running.len() - MAX_IO_THREADS + k
     }
 
@@ -104,7 +104,7 @@ impl Shared {
     /// a worker's does.
     fn io_thread(&self, k: usize) {
         self.io_signals[k].register_current();
-        work(&IoJobs::new(self, k), self.io_slot(k));
+        work(&IoJobs::new(self, k), self.io_thread_index(k));
     }
 
     /// At the run's end: waits up to `grace` for the IO threads to leave; one blocked inside
@@ -125,11 +125,11 @@ impl Shared {
                 let _ = h.join();
             } else {
                 let stage = self
-                    .running_stage(self.io_slot(k))
+                    .running_stage(self.io_thread_index(k))
                     .unwrap_or_else(|| Arc::from("(scheduler)"));
                 self.emit(Event::LeftRunning {
                     stage,
-                    worker: self.io_slot(k),
+                    worker: self.io_thread_index(k),
                 });
             }
         }

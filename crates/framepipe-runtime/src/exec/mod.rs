@@ -34,6 +34,6 @@ mod unwind;
 mod worker;
 
 pub(crate) use idle::{IdleWorkers, ShowQueue};
-pub(crate) use slices::{SliceJob, SliceSlot};
+pub(crate) use slices::{SliceFork, SliceJob};
 pub(crate) use unwind::{catch_panic, guard, panic_error, panic_message, PanicPayload};
 pub(crate) use worker::{work, WorkSource};

@@ -54,10 +54,10 @@ pub(crate) trait WorkSource {
     /// lock again, to look once more) or ends the turn (`None`).
     fn idle<'a>(&self, show: &'a Shared, st: Locked<'a>) -> Option<Locked<'a>>;
 
-    /// The thread, as an error names it after a panic outside any element (`slot`: its
-    /// `running` slot).
-    fn thread(&self, slot: usize) -> String {
-        format!("worker thread fp-worker-{slot}")
+    /// The thread, as an error names it after a panic outside any element (`thread`: its
+    /// index in `Shared::running`).
+    fn thread(&self, thread: usize) -> String {
+        format!("worker thread fp-worker-{thread}")
     }
 }
 
@@ -112,7 +112,8 @@ impl Shared {
     /// scheduler itself) ends this show's run with an error naming the worker, and wakes
     /// everyone, rather than leaving the others waiting for a frame that this worker held.
     fn turn<W: WorkSource>(&self, worker: usize, source: &W) {
-        // The slice slot whose index this worker has claimed and not yet had counted.
+        // The fork (its owner's worker index) whose slice this worker has claimed and not yet
+        // had counted.
         let claimed = Cell::new(None);
         if let Err(p) = catch_panic(|| self.run_turn(worker, &claimed, source)) {
             let e = panic_error(source.thread(worker), &p);
@@ -150,8 +151,8 @@ impl Shared {
             drop(st);
             // The job, and those its reports hand on.
             loop {
-                if let Job::Slice { slot, .. } = &job {
-                    claimed.set(Some(*slot));
+                if let Job::Slice { slot: owner, .. } = &job {
+                    claimed.set(Some(*owner));
                 }
                 let done = self.run_job(&v, job, worker);
                 st = self.lock();
@@ -182,8 +183,8 @@ impl Shared {
     pub(crate) fn break_run(&self, e: Error, claimed_slice: Option<usize>) {
         let payload: Option<PanicPayload> = claimed_slice.map(|_| Box::new("its worker died") as _);
         let mut st = self.lock();
-        if let Some(slot) = claimed_slice {
-            st.count_slice(slot, payload);
+        if let Some(owner) = claimed_slice {
+            st.count_slice(owner, payload);
         }
         st.fail(e);
         st.broken = true;
@@ -231,10 +232,10 @@ impl Shared {
         }
     }
 
-    /// The name of the node that `slot` (a worker, an output thread, the IO thread) is inside,
-    /// if any.
-    pub(super) fn running_stage(&self, slot: usize) -> Option<Arc<str>> {
-        let s = self.running[slot]
+    /// The name of the node that thread `thread` (its index in `running`: a worker, an output
+    /// thread, an IO thread) is inside, if any.
+    pub(super) fn running_stage(&self, thread: usize) -> Option<Arc<str>> {
+        let s = self.running[thread]
             .0
             .load(Ordering::Acquire)
             .checked_sub(1)?;
@@ -246,9 +247,10 @@ impl Shared {
         )
     }
 
-    /// Marks what `slot` (a worker, or the output thread) is running, for stall detection.
-    pub(crate) fn mark_running(&self, slot: usize, stage: Option<usize>) {
-        let (s, since) = &self.running[slot];
+    /// Marks what thread `thread` (its index in `running`: a worker, an output thread, an IO
+    /// thread) is running, for stall detection.
+    pub(crate) fn mark_running(&self, thread: usize, stage: Option<usize>) {
+        let (s, since) = &self.running[thread];
         if let Some(stage) = stage {
             since.store(framepipe_clock::now_ns(), Ordering::Relaxed);
             s.store(stage + 1, Ordering::Release);

@@ -71,7 +71,7 @@ use std::sync::{Arc, Mutex};
 use framepipe_clock::{PiCondvar, PiMutex};
 use framepipe_core::{Error, Frame, FrameCtx, Rational};
 
-use crate::exec::SliceSlot;
+use crate::exec::SliceFork;
 use crate::live::Live;
 use crate::stats::Counters;
 use crate::stats::EventFn;
@@ -189,7 +189,7 @@ pub(crate) struct State {
     /// Node jobs running on workers.
     pub(crate) running: usize,
     /// One slot per worker for its fork-join slice jobs.
-    pub(crate) slices: Vec<SliceSlot>,
+    pub(crate) slices: Vec<SliceFork>,
     /// A panic outside any element left the state inconsistent: the run is over whatever the
     /// in-flight count says (see `Shared::break_run`).
     pub(crate) broken: bool,
@@ -301,7 +301,7 @@ pub(crate) fn new_state(
         error: None,
         source_error: None,
         running: 0,
-        slices: (0..threads).map(|_| SliceSlot::default()).collect(),
+        slices: (0..threads).map(|_| SliceFork::default()).collect(),
         broken: false,
         wake: Wake::default(),
         garbage: None,
