@@ -14,8 +14,9 @@
 //! the show's [`IdleWorkers`], never by a flag of its own. A new kind of executor (a GPU
 //! context thread) is one more `WorkSource` (and, if it waits apart, one more waker).
 //!
-//! * `worker.rs`: the worker loop and `WorkSource`; a run's own workers; the end's grace;
-//!   what each thread is running (stall detection).
+//! * `worker.rs`: the worker loop and `WorkSource`; a run's own workers.
+//! * `threads.rs`: what each executor thread is running (stall detection); the run's end for
+//!   them (a broken run, joining or leaving them with a grace).
 //! * `idle.rs`: how a wake-up reaches a show's idle workers (its condvar, or a host's queue).
 //! * `run.rs`: one job (a slice, a frame's beginning, a node on one frame).
 //! * `source.rs`: a source on one frame (resampling, its end, its live properties).
@@ -30,6 +31,7 @@ mod proc;
 mod run;
 mod slices;
 mod source;
+mod threads;
 mod unwind;
 mod worker;
 

@@ -1,8 +1,7 @@
 //! The worker loop, one for every kind of executor: a worker takes turns at the shows its
 //! [`WorkSource`] hands it; in a turn it takes a job under the show's scheduler lock, runs it
 //! without the lock, and reports it back, running at once the job the report hands on
-//! (cache-warm). Also what the show knows of what each thread is running (stall detection,
-//! the end's grace).
+//! (cache-warm).
 //!
 //! Three work sources today: a run's own workers ([`OwnWorkers`]: one show, idle workers
 //! wait on its condition variable), a host's (`host::HostQueue`: any show whose index is
@@ -12,16 +11,10 @@
 //! its kind), `report` and `idle`.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
-use framepipe_core::Error;
-
-use crate::exec::unwind::{catch_panic, panic_error, PanicPayload};
+use crate::exec::unwind::{catch_panic, panic_error};
 use crate::sched::{Done, Job, Locked, Shared, State, Version};
-use crate::stats::Event;
 
 /// Where a worker finds work: which shows it takes turns at, how it waits, and what it tells
 /// the others. One implementation per kind of executor; the loop ([`work`]) is the same.
@@ -173,89 +166,6 @@ impl Shared {
                 return;
             }
             ver = Some(v);
-        }
-    }
-
-    /// Ends the run after a panic outside any element (a worker's or the output thread's own
-    /// code): the state may be inconsistent (a token lost with the unwound stack), so the run is
-    /// marked broken (finished whatever the in-flight count) and everyone is woken. A slice
-    /// index the dead worker had claimed is counted, so that its owner does not wait for ever.
-    pub(crate) fn break_run(&self, e: Error, claimed_slice: Option<usize>) {
-        let payload: Option<PanicPayload> = claimed_slice.map(|_| Box::new("its worker died") as _);
-        let mut st = self.lock();
-        if let Some(owner) = claimed_slice {
-            st.count_slice(owner, payload);
-        }
-        st.fail(e);
-        st.broken = true;
-    }
-
-    /// Waits up to `grace` for the workers to exit (at once after a normal end), joins those
-    /// that did, and leaves the others running, detached, with an [`Event::LeftRunning`] each:
-    /// they are blocked inside an element and exit when it returns.
-    pub(crate) fn join_workers(&self, workers: Vec<JoinHandle<()>>, grace: Duration) {
-        let deadline = Instant::now() + grace;
-        while workers.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        for (w, h) in workers.into_iter().enumerate() {
-            if h.is_finished() {
-                // A worker's panics are caught inside it; nothing to report from the join.
-                let _ = h.join();
-            } else {
-                let stage = self
-                    .running_stage(w)
-                    .unwrap_or_else(|| Arc::from("(scheduler)"));
-                self.emit(Event::LeftRunning { stage, worker: w });
-            }
-        }
-    }
-
-    /// In a host, at the show's end: waits up to `grace` until no host worker is inside one of
-    /// this show's jobs; a worker still inside one then (blocked in an element) is reported
-    /// as [`Event::LeftRunning`]: the host goes on without it until the element returns.
-    pub(crate) fn leave_host(&self, grace: Duration) {
-        let deadline = Instant::now() + grace;
-        // The IO threads' jobs are not a host worker's (they have their own grace,
-        // `join_io_threads`).
-        let busy = |sh: &Self| {
-            let st = sh.lock();
-            st.running_jobs() > st.io_busy || st.begin_busy
-        };
-        while busy(self) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        for w in 0..self.threads {
-            if let Some(stage) = self.running_stage(w) {
-                self.emit(Event::LeftRunning { stage, worker: w });
-            }
-        }
-    }
-
-    /// The name of the node that thread `thread` (its index in `running`: a worker, an output
-    /// thread, an IO thread) is inside, if any.
-    pub(super) fn running_stage(&self, thread: usize) -> Option<Arc<str>> {
-        let s = self.running[thread]
-            .0
-            .load(Ordering::Acquire)
-            .checked_sub(1)?;
-        Some(
-            self.counters
-                .stages()
-                .get(s)
-                .map_or_else(|| Arc::from("(a removed node)"), |c| c.name.clone()),
-        )
-    }
-
-    /// Marks what thread `thread` (its index in `running`: a worker, an output thread, an IO
-    /// thread) is running, for stall detection.
-    pub(crate) fn mark_running(&self, thread: usize, stage: Option<usize>) {
-        let (s, since) = &self.running[thread];
-        if let Some(stage) = stage {
-            since.store(framepipe_clock::now_ns(), Ordering::Relaxed);
-            s.store(stage + 1, Ordering::Release);
-        } else {
-            s.store(0, Ordering::Release);
         }
     }
 }
