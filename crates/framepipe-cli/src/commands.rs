@@ -166,21 +166,22 @@ pub fn print_reply(who: &str, cmd: &Command) -> Reply {
     })
 }
 
-/// Starts the `fp-stdin` thread: reads commands from standard input and posts them to `tx`
-/// (surface commands to `midi`). `start_paused`: the run begins paused (for the end-of-input
-/// message); `others`: another surface (OSC, MIDI) also posts commands, so the end of stdin
-/// does not end a pause.
-pub fn spawn_stdin_reader(
-    tx: CommandSender,
-    start_paused: bool,
-    others: bool,
-    midi: Option<MidiHandle>,
-) {
+/// Starts the `fp-stdin` thread, the one reader of standard input whatever the number of
+/// shows: with one show every line is its command ([`read_one`]); with several, each line is
+/// `@NAME COMMAND` (to show NAME) or `@* COMMAND` (to every show; [`read_show_commands`]).
+/// `others`: another surface (OSC, MIDI, web, a window) also posts commands, so the end of
+/// stdin does not end a pause.
+pub fn spawn_stdin_reader(mut shows: Vec<(String, ShowInput)>, others: bool) {
     let spawned = std::thread::Builder::new()
         .name("fp-stdin".into())
         .spawn(move || {
             let stdin = std::io::stdin();
-            read_commands(&mut stdin.lock(), tx, start_paused, others, midi.as_ref());
+            if shows.len() == 1 {
+                let (_, show) = shows.pop().expect("one show");
+                read_one(&mut stdin.lock(), show, others);
+            } else {
+                read_show_commands(&mut stdin.lock(), shows, others);
+            }
         });
     if let Err(e) = spawned {
         crate::say!("framepipe: warning: no command input: {e}");
@@ -212,12 +213,6 @@ impl ReplySource {
             skip,
             web: None,
         }
-    }
-
-    /// Its replies also go to the show's web pages.
-    pub fn with_web(mut self, web: Option<framepipe_web::ReplyTap>) -> Self {
-        self.web = web;
-        self
     }
 }
 
@@ -488,7 +483,7 @@ pub struct ShowInput {
     coalescer: Coalescer,
     /// Refusals for a full queue: a line a second at most, the rest counted.
     full: LogLimit,
-    /// The show's MIDI surface (several shows with `--midi`).
+    /// The show's MIDI surface (with `--midi`).
     midi: Option<MidiHandle>,
 }
 
@@ -518,7 +513,7 @@ impl ShowInput {
 
     /// Takes `cmd` (a surface command to `midi`, after what is held), reporting what cannot be
     /// applied.
-    fn submit(&mut self, cmd: Command, midi: Option<&MidiHandle>) {
+    fn submit(&mut self, cmd: Command) {
         if matches!(
             cmd,
             Command::Pause | Command::Step(_) | Command::Resume | Command::Stop
@@ -533,8 +528,7 @@ impl ShowInput {
         }
         self.flush();
         let reply = print_reply(&self.who, &cmd);
-        let midi = self.midi.as_ref().or(midi);
-        match route(cmd, &self.tx, midi, reply) {
+        match route(cmd, &self.tx, self.midi.as_ref(), reply) {
             Ok(_) => {}
             Err(NotRouted::Full(cmd)) => said_full(&self.who, &mut self.full, Err(Full(cmd))),
             Err(other) => crate::say!("\rframepipe: {}{other}", self.who),
@@ -644,24 +638,18 @@ pub fn shown(cmd: &Command) -> String {
     }
 }
 
-/// Reads command lines from `input` until its end, posts them to `tx` (coalesced, see
-/// [`ShowInput`]), then drops `tx` (the engine sees the end of input) and says what the end
-/// means for a paused run (nothing when `others`: another surface still holds a sender and may
-/// resume it). Bad lines are reported a few a second at most, the rest counted.
-pub fn read_commands(
-    input: &mut impl BufRead,
-    tx: CommandSender,
-    start_paused: bool,
-    others: bool,
-    midi: Option<&MidiHandle>,
-) {
-    let mut show = ShowInput::new(None, tx, start_paused);
+/// Reads the only show's command lines from `input` until its end and posts them through
+/// `show` (coalesced, see [`ShowInput`]); at the end drops its sender (the engine sees the end
+/// of input) and says what the end means for a paused run (nothing when `others`: another
+/// surface still holds a sender and may resume it). Bad lines are reported a few a second at
+/// most, the rest counted.
+pub fn read_one(input: &mut impl BufRead, mut show: ShowInput, others: bool) {
     let mut bad = LogLimit::new(LINE_LOG_BURST);
     read_lines(input, |input| match input {
         Input::Idle => show.idle(),
         Input::Line(text, _) => {
             match Command::parse_line(text) {
-                Ok(Some(cmd)) => show.submit(cmd, midi),
+                Ok(Some(cmd)) => show.submit(cmd),
                 Ok(None) => {}
                 Err(e) => said_bad(&mut bad, text, &e),
             }
@@ -714,20 +702,6 @@ pub fn some_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
         text.push_str(&format!(" and {more} more"));
     }
     text
-}
-
-/// Starts the `fp-stdin` thread for a run of several shows: each line is `@NAME COMMAND` (to
-/// show NAME) or `@* COMMAND` (to every show); see [`read_show_commands`].
-pub fn spawn_show_stdin_reader(shows: Vec<(String, ShowInput)>, others: bool) {
-    let spawned = std::thread::Builder::new()
-        .name("fp-stdin".into())
-        .spawn(move || {
-            let stdin = std::io::stdin();
-            read_show_commands(&mut stdin.lock(), shows, others);
-        });
-    if let Err(e) = spawned {
-        crate::say!("framepipe: warning: no command input: {e}");
-    }
 }
 
 /// Reads command lines for several shows until the end of `input`: `@NAME COMMAND` posts
@@ -826,7 +800,7 @@ pub fn read_show_commands(
             }
         };
         for &i in &targets {
-            shows[i].1.submit(cmd.clone(), None);
+            shows[i].1.submit(cmd.clone());
         }
         for i in targets {
             shows[i].1.after_line();
@@ -836,6 +810,37 @@ pub fn read_show_commands(
     for (_, show) in shows {
         show.end(others);
     }
+}
+
+/// Whether commands are read from stdin, given the sources that read it (`stdin_sources`):
+/// `--control` (none given: stdin unless a source reads it, which is said unless `quiet`);
+/// refused when two sources read stdin, or one does and `--control stdin` asks for it too.
+pub(crate) fn commands_from_stdin(
+    control: Option<&str>,
+    stdin_sources: &[String],
+    quiet: bool,
+) -> anyhow::Result<bool> {
+    if let [a, b, ..] = stdin_sources {
+        anyhow::bail!("{a} and {b} both read stdin; only one source can, give the other a file");
+    }
+    Ok(match (control, stdin_sources.first()) {
+        (None, None) | (Some("stdin"), None) => true,
+        (None, Some(source)) => {
+            if !quiet {
+                crate::say!(
+                    "framepipe: {source} reads stdin, so commands are not read from it \
+                     (SIGINT/SIGTERM still stop the run)"
+                );
+            }
+            false
+        }
+        (Some("stdin"), Some(source)) => anyhow::bail!(
+            "--control stdin: {source} reads stdin too, and they cannot share it; use \
+             --control none, or give the source a file"
+        ),
+        (Some("none"), _) => false,
+        (Some(other), _) => anyhow::bail!("bad --control '{other}': expected stdin or none"),
+    })
 }
 
 #[cfg(test)]

@@ -470,7 +470,7 @@ mod tests {
             "testsrc width=16 height=16 ! invert name=fx ! nullsink",
         )
         .unwrap();
-        let registry = crate::registry_for(&desc, None);
+        let registry = crate::load::registry_for(&desc, None);
         let graph = crate::build::build(&desc, &registry, crate::build::Purpose::Run).unwrap();
         let prepared = graph
             .prepare(framepipe_runtime::Options {
