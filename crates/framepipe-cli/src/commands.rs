@@ -9,10 +9,11 @@
 //!   channel); other commands are refused and reported when the queue is full;
 //! * at the end of input the sender is dropped: a paused run stops (nothing could resume it),
 //!   after the steps already asked for, and says so; a running run goes on;
-//! * a flood is coalesced (`framepipe_control::Coalescer`: one `set` per property per 10 ms
-//!   reaches the engine, the rest are replaced by the latest and counted) and read no faster
-//!   than 256 commands per 10 ms (the writer waits on its pipe); messages about bad lines and
-//!   a full queue are limited to a few a second, the rest counted (issue #21).
+//! * a flood is coalesced (each show's `outlet::Outlet`, over `framepipe_control::Coalescer`:
+//!   one `set` per property per 10 ms reaches the engine, the rest are replaced by the latest
+//!   and counted) and read no faster than 256 commands per 10 ms (the writer waits on its
+//!   pipe); messages about bad lines and a full queue are limited to a few a second, the rest
+//!   counted (issue #21).
 //!
 //! Every command posted gets one reply from the engine; the `fp-replies` thread (the one reader
 //! of the replies: a small hub) prints each as one line on stderr ([`spawn_reply_printer`]) and,
@@ -34,11 +35,13 @@ use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
 use framepipe_control::{
-    Coalescer, Command, CommandSender, Full, LogLimit, Outcome, Replies, Ticket, Transport,
+    Command, CommandSender, Full, LogLimit, Outcome, Replies, Ticket, Transport,
 };
 use framepipe_core::{ElementKind, Registry};
 use framepipe_midi::{MidiHandle, Reply};
 use framepipe_project::GraphDesc;
+
+use crate::outlet::Outlet;
 
 /// The longest command line accepted, in bytes (newline excluded).
 pub const MAX_LINE: usize = 4096;
@@ -470,21 +473,20 @@ fn read_lines(input: &mut impl BufRead, mut on: impl FnMut(Input<'_>)) {
 /// #21: a flood of bad lines costs the log a few lines a second).
 const LINE_LOG_BURST: u32 = 10;
 
-/// One show's side of the command reader: where its commands go, coalesced (a flood of `set`s
-/// of one property reaches the engine as one per 10 ms, issue #21), and what its transport
-/// will be once the engine has read them (for the end-of-input message; the real decision is
-/// the engine's).
+/// One show's side of the command reader: its [`Outlet`] (coalesced: a flood of `set`s of one
+/// property reaches the engine as one per 10 ms, issue #21), and what its transport will be
+/// once the engine has read them (for the end-of-input message; the real decision is the
+/// engine's).
 pub struct ShowInput {
-    /// `show NAME: ` in a run of several shows, empty for one show (prefixes messages).
-    who: String,
-    tx: CommandSender,
+    outlet: Outlet,
     mirror: Transport,
-    /// Commands held back (`framepipe_control::Coalescer`).
-    coalescer: Coalescer,
-    /// Refusals for a full queue: a line a second at most, the rest counted.
-    full: LogLimit,
     /// The show's MIDI surface (with `--midi`).
     midi: Option<MidiHandle>,
+}
+
+/// How stdin reports a post: a full queue said (see [`said_full`]).
+fn stdin_posted(who: &str, full: &mut LogLimit, _: usize, r: Result<Ticket, Full>) {
+    said_full(who, full, r);
 }
 
 impl ShowInput {
@@ -496,11 +498,8 @@ impl ShowInput {
             mirror.apply(&Command::Pause);
         }
         ShowInput {
-            who: name.map_or(String::new(), |n| format!("show {n}: ")),
-            tx,
+            outlet: Outlet::new(name, tx),
             mirror,
-            coalescer: Coalescer::new(),
-            full: LogLimit::new(1),
             midi: None,
         }
     }
@@ -511,8 +510,8 @@ impl ShowInput {
         self
     }
 
-    /// Takes `cmd` (a surface command to `midi`, after what is held), reporting what cannot be
-    /// applied.
+    /// Takes `cmd` (a surface command to its MIDI surface, after what is held), reporting what
+    /// cannot be applied.
     fn submit(&mut self, cmd: Command) {
         if matches!(
             cmd,
@@ -521,51 +520,33 @@ impl ShowInput {
             self.mirror.apply(&cmd);
         }
         if !cmd.is_surface() {
-            let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
-            self.coalescer
-                .offer(tx, cmd, &mut |_, r| said_full(who, full, r));
+            self.outlet.offer(cmd, &mut stdin_posted);
             return;
         }
-        self.flush();
-        let reply = print_reply(&self.who, &cmd);
-        match route(cmd, &self.tx, self.midi.as_ref(), reply) {
+        self.outlet.flush(&mut stdin_posted);
+        let reply = print_reply(self.outlet.who(), &cmd);
+        match route(cmd, self.outlet.tx(), self.midi.as_ref(), reply) {
             Ok(_) => {}
-            Err(NotRouted::Full(cmd)) => said_full(&self.who, &mut self.full, Err(Full(cmd))),
-            Err(other) => crate::say!("\rframepipe: {}{other}", self.who),
+            Err(NotRouted::Full(cmd)) => self.outlet.report(Err(Full(cmd)), &mut stdin_posted),
+            Err(other) => crate::say!("\rframepipe: {}{other}", self.outlet.who()),
         }
-    }
-
-    /// Posts what is held now.
-    fn flush(&mut self) {
-        let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
-        self.coalescer
-            .flush(tx, &mut |_, r| said_full(who, full, r));
     }
 
     /// After a line: posts what is held once it is due, and waits for the next gap when a flood
     /// outruns the engine (the writer is then held back by the pipe).
     fn after_line(&mut self) {
-        let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
-        if self.coalescer.due() {
-            self.coalescer
-                .flush(tx, &mut |_, r| said_full(who, full, r));
-        } else if self.coalescer.should_wait() {
-            self.coalescer
-                .settle(tx, &mut |_, r| said_full(who, full, r));
-        }
-        if let Some(n) = full.tick(Instant::now()) {
+        if let Some(n) = self.outlet.pace(&mut stdin_posted) {
             crate::say!(
-                "\rframepipe: {who}{n} more commands were not applied while the queue was full"
+                "\rframepipe: {}{n} more commands were not applied while the queue was full",
+                self.outlet.who()
             );
         }
     }
 
     /// Before a read that may block: nothing may stay held meanwhile.
     fn idle(&mut self) {
-        if self.coalescer.held() > 0 {
-            let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
-            self.coalescer
-                .settle(tx, &mut |_, r| said_full(who, full, r));
+        if self.outlet.held() > 0 {
+            self.outlet.settle(&mut stdin_posted);
         }
     }
 
@@ -573,13 +554,13 @@ impl ShowInput {
     /// end of input); says what that means for a paused show (nothing when `others`: another
     /// surface still holds a sender and may resume it).
     fn end(mut self, others: bool) {
-        self.flush();
-        let who = &self.who;
-        let hidden = self.full.take_hidden();
+        self.outlet.flush(&mut stdin_posted);
+        let who = self.outlet.who().to_string();
+        let hidden = self.outlet.take_hidden();
         if hidden > 0 {
             crate::say!("\rframepipe: {who}{hidden} more commands were not applied while the queue was full");
         }
-        let coalesced = self.coalescer.coalesced();
+        let coalesced = self.outlet.coalesced();
         if coalesced > 0 {
             crate::say!(
                 "\rframepipe: {who}{coalesced} commands from stdin were replaced by a later one before they were posted (coalesced: a frame shows one value per property)"
@@ -596,7 +577,7 @@ impl ShowInput {
                 );
             }
         }
-        drop(self.tx);
+        drop(self.outlet.into_sender());
     }
 }
 

@@ -32,6 +32,7 @@ mod info;
 mod load;
 mod midi;
 mod osc;
+mod outlet;
 mod run;
 mod signals;
 mod status;
