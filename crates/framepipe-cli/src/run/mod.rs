@@ -168,7 +168,7 @@ pub(crate) fn run(args: RunArgs) -> Result<Exit> {
     let capacity = if many { SHOW_QUEUE } else { ONE_SHOW_QUEUE };
     let queues: Vec<(CommandSender, CommandReader)> =
         (0..n).map(|_| command_queue(capacity)).collect();
-    let signal = signals::stop_on_signals(queues.iter().map(|(tx, _)| tx.stopper()).collect())
+    let stop = signals::stop_on_signals(queues.iter().map(|(tx, _)| tx.stopper()).collect())
         .context("cannot catch SIGINT/SIGTERM")?;
     // The budget first: every element checks its sizes against it while being built.
     if let Some(text) = &args.max_memory {
@@ -325,7 +325,8 @@ pub(crate) fn run(args: RunArgs) -> Result<Exit> {
     drop(progress);
     let surfaces = surfaces::start(&mut plan, entries, &kept)?;
     let running = Arc::new(AtomicUsize::new(n));
-    let stop = Arc::new(AtomicBool::new(false));
+    // Set when every show has ended: the status line's thread ends.
+    let run_over = Arc::new(AtomicBool::new(false));
     let status = (!quiet && std::io::stderr().is_terminal())
         .then(|| {
             let figures = if many {
@@ -340,7 +341,7 @@ pub(crate) fn run(args: RunArgs) -> Result<Exit> {
                 }
             };
             let extras = surfaces.summaries();
-            status::spawn_status_line(StatusSource { figures, extras }, Arc::clone(&stop))
+            status::spawn_status_line(StatusSource { figures, extras }, Arc::clone(&run_over))
         })
         .flatten();
     if many && !quiet {
@@ -356,14 +357,14 @@ pub(crate) fn run(args: RunArgs) -> Result<Exit> {
         None => None,
     };
     let host = engine.figures();
-    signal.running();
+    stop.running();
     let results = engine.run(|r| {
         running.fetch_sub(1, Ordering::Relaxed);
         if many {
             report::show_ended(r, quiet);
         }
     });
-    stop.store(true, Ordering::Relaxed);
+    run_over.store(true, Ordering::Relaxed);
     if let Some(budget) = &plan.budget {
         budget.say_hidden();
     }
@@ -384,7 +385,7 @@ pub(crate) fn run(args: RunArgs) -> Result<Exit> {
         &ended,
         host.as_ref(),
         args.stats.as_deref().filter(|_| many),
-        signal.exit_status(),
+        stop.exit_status(),
         quiet,
     )
 }
