@@ -10,6 +10,14 @@
 //! framepipe midi-ports
 //! framepipe displays
 //! ```
+//!
+//! The crate by job: `args.rs` (the command line), `load.rs` (an argument to a description and
+//! its registry), `build.rs` (a description to the runtime's graph), `run/` (`framepipe run`:
+//! one path for one show or several; its module doc walks a command line to running shows),
+//! the surfaces `commands.rs` (stdin and the reply printer), `osc.rs`, `midi.rs`, `web.rs`
+//! with `outlet.rs` (a show's coalesced sender), `edit.rs` (live edits), `signals.rs` (how a
+//! run stops), `status.rs` (the status line, `say!`, `--progress`), `info.rs` and `doctor/`
+//! (the other subcommands), `flags.rs` (value ranges), `stdio.rs` (stdout closed at start).
 #![deny(unsafe_code)]
 
 /// Writes one line to stderr, ignoring failure: a closed stderr (`2>&-`, a reader that went
