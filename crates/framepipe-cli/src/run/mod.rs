@@ -102,6 +102,134 @@ impl Plan<'_> {
     }
 }
 
+impl<'a> Plan<'a> {
+    /// Checks what `args` asks of the loaded `shows` before any is set up: the flags, which
+    /// engine runs them (several: the host, with its process-wide settings), standard input's
+    /// and output's one reader and writer, the surfaces' addresses, the web page bound (a busy
+    /// port is said before anything is built), `--start-paused`'s need of a command source.
+    fn new(args: &'a RunArgs, shows: &[show::Given]) -> Result<(Self, Engine)> {
+        let many = shows.len() > 1;
+        let quiet = args.quiet;
+        let global = Global::check(args, (!many).then(|| &shows[0].desc.settings))?;
+        framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
+        let engine = if many {
+            let mut host = Host::new(global.threads);
+            host.set_standby(!args.no_standby);
+            // Several shows share this process: a frei0r plugin crashing in process would end
+            // them all, so every frei0r node runs isolated unless it says `isolate=false`
+            // (docs/SHOWS.md).
+            framepipe_frei0r::isolate::set_isolate_by_default(true);
+            // A frei0r node (isolated by default here) asks for shared-memory pools when it is
+            // built; asked for before any show is built, every show's pools are made so, and
+            // shows of one frame size still share one pool (else the shows built before it
+            // would have heap pools).
+            if shows.iter().any(|s| {
+                s.desc
+                    .nodes
+                    .iter()
+                    .any(|n| n.element.starts_with("frei0r-"))
+            }) {
+                framepipe_core::shm::request_shared_pools();
+            }
+            Engine::Host(host)
+        } else {
+            Engine::One(None)
+        };
+        let threads = match &engine {
+            Engine::Host(host) => host.threads(),
+            Engine::One(_) => global.threads,
+        };
+        if many && !quiet {
+            let own_threads: Vec<&str> = shows
+                .iter()
+                .filter(|s| s.desc.settings.threads.is_some())
+                .map(|s| s.name.as_str())
+                .collect();
+            if !own_threads.is_empty() {
+                say!(
+                    "framepipe: the shows share one pool of {threads} workers (--threads); 'threads' in the project files of {} is not used",
+                    commands::some_names(own_threads.iter().copied())
+                );
+            }
+        }
+        // Standard input has one reader: one source of one show, or the command reader; and
+        // standard output one writer.
+        let mut stdin_sources = Vec::new();
+        let mut stdout_writers = Vec::new();
+        {
+            let registry = native_registry(None);
+            for s in shows {
+                for src in commands::stdin_sources(&s.desc, &registry) {
+                    stdin_sources.push(if many {
+                        format!("{src} (show {})", s.name)
+                    } else {
+                        src
+                    });
+                }
+                if many && writes_stdout(&s.desc, &registry) {
+                    stdout_writers.push(s.name.as_str());
+                }
+            }
+        }
+        if let [a, b, ..] = &stdout_writers[..] {
+            bail!("shows {a} and {b} both write stdout; only one can, give the other a file");
+        }
+        let commands_from_stdin =
+            commands::commands_from_stdin(args.control.as_deref(), &stdin_sources, quiet)?;
+        let osc_addr = args
+            .osc
+            .as_deref()
+            .map(|t| osc::parse_addr("--osc", t))
+            .transpose()?;
+        let oscquery_addr = match (&args.oscquery, osc_addr) {
+            (Some(_), None) => bail!("--oscquery describes the OSC input: it needs --osc"),
+            (Some(t), Some(_)) => Some(osc::parse_addr("--oscquery", t)?),
+            (None, Some(osc)) => Some(std::net::SocketAddr::new(osc.ip(), 0)),
+            (None, None) => None,
+        };
+        let any_window = shows.iter().any(|s| s.has_window());
+        // The web page: bound first (a busy port is said before anything is built).
+        let web_bound = match &args.web {
+            Some(addr) => {
+                let mut bound =
+                    framepipe_web::Web::bind(web::parse_addr(Some(addr))?, args.web_token.clone())?;
+                if let Some(dir) = &args.scenes {
+                    bound.set_scenes(dir)?;
+                }
+                Some(bound)
+            }
+            None => None,
+        };
+        if args.start_paused
+            && !commands_from_stdin
+            && osc_addr.is_none()
+            && !any_window
+            && web_bound.is_none()
+            && args.midi.is_none()
+        {
+            bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc, --midi, --web or a windowsink)");
+        }
+        let surfaces = commands_from_stdin
+            || osc_addr.is_some()
+            || any_window
+            || web_bound.is_some()
+            || args.midi.is_some();
+        let plan = Plan {
+            args,
+            global,
+            threads,
+            web: web_bound,
+            osc: osc_addr,
+            oscquery: oscquery_addr,
+            commands_from_stdin,
+            surfaces,
+            any_window,
+            budget: many.then(|| Arc::new(EventBudget::default())),
+        };
+        Ok((plan, engine))
+    }
+}
+
 /// What runs the shows: the only show's own engine, or a host for several.
 enum Engine {
     One(Option<(String, Box<Prepared>)>),
@@ -193,121 +321,7 @@ pub(crate) fn run(args: RunArgs) -> Result<Exit> {
     for path in stats_files {
         try_stats_path(path)?;
     }
-    let global = Global::check(&args, (!many).then(|| &shows[0].desc.settings))?;
-    framepipe_frei0r::isolate::set_isolate_all(args.isolate_plugins);
-    let mut engine = if many {
-        let mut host = Host::new(global.threads);
-        host.set_standby(!args.no_standby);
-        // Several shows share this process: a frei0r plugin crashing in process would end them
-        // all, so every frei0r node runs isolated unless it says `isolate=false` (docs/SHOWS.md).
-        framepipe_frei0r::isolate::set_isolate_by_default(true);
-        // A frei0r node (isolated by default here) asks for shared-memory pools when it is
-        // built; asked for before any show is built, every show's pools are made so, and shows
-        // of one frame size still share one pool (else the shows built before it would have
-        // heap pools).
-        if shows.iter().any(|s| {
-            s.desc
-                .nodes
-                .iter()
-                .any(|n| n.element.starts_with("frei0r-"))
-        }) {
-            framepipe_core::shm::request_shared_pools();
-        }
-        Engine::Host(host)
-    } else {
-        Engine::One(None)
-    };
-    let threads = match &engine {
-        Engine::Host(host) => host.threads(),
-        Engine::One(_) => global.threads,
-    };
-    if many && !quiet {
-        let own_threads: Vec<&str> = shows
-            .iter()
-            .filter(|s| s.desc.settings.threads.is_some())
-            .map(|s| s.name.as_str())
-            .collect();
-        if !own_threads.is_empty() {
-            say!(
-                "framepipe: the shows share one pool of {threads} workers (--threads); 'threads' in the project files of {} is not used",
-                commands::some_names(own_threads.iter().copied())
-            );
-        }
-    }
-    // Standard input has one reader: one source of one show, or the command reader; and
-    // standard output one writer.
-    let mut stdin_sources = Vec::new();
-    let mut stdout_writers = Vec::new();
-    {
-        let registry = native_registry(None);
-        for s in &shows {
-            for src in commands::stdin_sources(&s.desc, &registry) {
-                stdin_sources.push(if many {
-                    format!("{src} (show {})", s.name)
-                } else {
-                    src
-                });
-            }
-            if many && writes_stdout(&s.desc, &registry) {
-                stdout_writers.push(s.name.as_str());
-            }
-        }
-    }
-    if let [a, b, ..] = &stdout_writers[..] {
-        bail!("shows {a} and {b} both write stdout; only one can, give the other a file");
-    }
-    let commands_from_stdin =
-        commands::commands_from_stdin(args.control.as_deref(), &stdin_sources, quiet)?;
-    let osc_addr = args
-        .osc
-        .as_deref()
-        .map(|t| osc::parse_addr("--osc", t))
-        .transpose()?;
-    let oscquery_addr = match (&args.oscquery, osc_addr) {
-        (Some(_), None) => bail!("--oscquery describes the OSC input: it needs --osc"),
-        (Some(t), Some(_)) => Some(osc::parse_addr("--oscquery", t)?),
-        (None, Some(osc)) => Some(std::net::SocketAddr::new(osc.ip(), 0)),
-        (None, None) => None,
-    };
-    let any_window = shows.iter().any(|s| s.has_window());
-    // The web page: bound first (a busy port is said before anything is built).
-    let web_bound = match &args.web {
-        Some(addr) => {
-            let mut bound =
-                framepipe_web::Web::bind(web::parse_addr(Some(addr))?, args.web_token.clone())?;
-            if let Some(dir) = &args.scenes {
-                bound.set_scenes(dir)?;
-            }
-            Some(bound)
-        }
-        None => None,
-    };
-    if args.start_paused
-        && !commands_from_stdin
-        && osc_addr.is_none()
-        && !any_window
-        && web_bound.is_none()
-        && args.midi.is_none()
-    {
-        bail!("--start-paused needs commands (step, resume) to continue; it cannot be used with --control none or a source reading stdin (unless --osc, --midi, --web or a windowsink)");
-    }
-    let surfaces = commands_from_stdin
-        || osc_addr.is_some()
-        || any_window
-        || web_bound.is_some()
-        || args.midi.is_some();
-    let mut plan = Plan {
-        args: &args,
-        global,
-        threads,
-        web: web_bound,
-        osc: osc_addr,
-        oscquery: oscquery_addr,
-        commands_from_stdin,
-        surfaces,
-        any_window,
-        budget: many.then(|| Arc::new(EventBudget::default())),
-    };
+    let (mut plan, mut engine) = Plan::new(&args, &shows)?;
     // Set up every show, one after the other; any failure refuses the run.
     let mut progress = Preparing {
         on: many && !quiet && std::io::stderr().is_terminal(),
@@ -345,7 +359,10 @@ pub(crate) fn run(args: RunArgs) -> Result<Exit> {
         })
         .flatten();
     if many && !quiet {
-        say!("framepipe: {n} shows on {threads} shared worker threads");
+        say!(
+            "framepipe: {n} shows on {} shared worker threads",
+            plan.threads
+        );
     }
     let progress = match &args.progress {
         Some(to) => Some(status::spawn_progress(
