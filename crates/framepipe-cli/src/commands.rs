@@ -211,7 +211,7 @@ impl ReplySource {
     /// The return path of show `name` (`None`: the only show), skipping the reply to `skip`.
     pub fn new(name: Option<&str>, replies: Replies, skip: Option<Ticket>) -> Self {
         ReplySource {
-            who: name.map_or(String::new(), |n| format!("show {n}: ")),
+            who: crate::outlet::who(name),
             replies,
             skip,
             web: None,

@@ -14,6 +14,12 @@ use std::time::Instant;
 
 use framepipe_control::{Coalescer, Command, CommandSender, Full, LogLimit, Ticket};
 
+/// What starts a message about a show: `show NAME: ` in a run of several shows (`name`), nothing
+/// for the only show (`None`).
+pub(crate) fn who(name: Option<&str>) -> String {
+    name.map_or(String::new(), |n| format!("show {n}: "))
+}
+
 /// How a surface reports one post: `who` (`show NAME: `, or empty for the only show), the
 /// full-queue line limit, how many commands the post carried, and the queue's answer.
 pub(crate) type Posted<'a> = dyn FnMut(&str, &mut LogLimit, usize, Result<Ticket, Full>) + 'a;
@@ -36,7 +42,7 @@ impl Outlet {
     pub fn new(name: Option<&str>, tx: CommandSender) -> Self {
         Outlet {
             name: name.map(str::to_string),
-            who: name.map_or(String::new(), |n| format!("show {n}: ")),
+            who: who(name),
             tx,
             coalescer: Coalescer::new(),
             full: LogLimit::new(1),

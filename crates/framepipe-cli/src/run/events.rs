@@ -85,7 +85,7 @@ pub(crate) fn show_events(
 /// ends the only show's run, one show of several; the fade lines are the only show's (for one
 /// of several they are said as the event itself).
 fn say_event(name: Option<&str>, e: &Event) {
-    let who = name.map_or(String::new(), |n| format!("show {n}: "));
+    let who = crate::outlet::who(name);
     match e {
         Event::Stalled { stage, elapsed_ms } => say!(
             "\rframepipe: {who}warning: {stage} stalled: one frame has taken {elapsed_ms} ms"

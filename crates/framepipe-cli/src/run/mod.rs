@@ -86,7 +86,7 @@ pub(crate) struct Plan<'a> {
     pub budget: Option<Arc<EventBudget>>,
 }
 
-impl Plan<'_> {
+impl<'a> Plan<'a> {
     /// Whether the run has several shows (each then named in its lines and addresses).
     pub fn many(&self) -> bool {
         self.args.shows.len() > 1
@@ -94,15 +94,9 @@ impl Plan<'_> {
 
     /// What starts a line about show `name`: `show NAME: ` with several shows, nothing with one.
     pub fn who(&self, name: &str) -> String {
-        if self.many() {
-            format!("show {name}: ")
-        } else {
-            String::new()
-        }
+        crate::outlet::who(self.many().then_some(name))
     }
-}
 
-impl<'a> Plan<'a> {
     /// Checks what `args` asks of the loaded `shows` before any is set up: the flags, which
     /// engine runs them (several: the host, with its process-wide settings), standard input's
     /// and output's one reader and writer, the surfaces' addresses, the web page bound (a busy

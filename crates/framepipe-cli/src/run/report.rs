@@ -102,11 +102,7 @@ pub(crate) fn conclude(
             if let (Some(q), false) = (&ended.oscquery, many) {
                 own["oscquery"] = q.to_json();
             }
-            let who = if many {
-                format!("show {}: ", k.name)
-            } else {
-                String::new()
-            };
+            let who = crate::outlet::who(many.then_some(k.name.as_str()));
             std::fs::write(path, serde_json::to_string_pretty(&own)? + "\n")
                 .with_context(|| format!("{who}writing stats to '{path}'"))?;
         }
