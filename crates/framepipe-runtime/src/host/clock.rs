@@ -68,7 +68,7 @@ pub(crate) const GRID_NS: i64 = 1_000_000;
 /// show) without it, 32 (a median of 0) with 300 ms; 500 ms is not measured separately.
 pub(super) const WARM_UP_NS: i64 = 500_000_000;
 
-/// How the clock thread runs (from the [`Host`]).
+/// How the clock thread runs (from the [`Host`](crate::Host)).
 pub(super) struct ClockSetup {
     pub(super) realtime: bool,
     pub(super) standby: bool,
@@ -76,7 +76,7 @@ pub(super) struct ClockSetup {
     pub(super) stall: Option<(Duration, Duration)>,
 }
 
-/// The host clock's figures (`--stats` `clock`), readable after [`Host::run`].
+/// The host clock's figures (`--stats` `clock`), readable after [`Host::run`](crate::Host::run).
 #[derive(Debug, Default)]
 pub struct ClockCounters {
     /// Whether a standby thread ran beside the clock thread.

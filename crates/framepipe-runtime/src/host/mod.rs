@@ -10,7 +10,7 @@
 //!   that, so that another worker joins in. The scheduler of each show is unchanged: its own
 //!   lock, slots, serial and parallel nodes.
 //! * **The clock.** One thread (`fp-clock`) drives every show's master output: each is an
-//!   [`Output`] state machine, polled when its deadline comes (a binary heap of wake-up times:
+//!   [`Output`](crate::output::Output) state machine, polled when its deadline comes (a binary heap of wake-up times:
 //!   it sleeps to the nearest, then spins only the last stretch of a deadline, with one
 //!   adaptive wake-up margin), when its port is signalled (a frame ready, the end: the workers
 //!   queue the show's index and unpark the clock), or when its command poll is due. No show has
@@ -37,8 +37,16 @@
 //! What a show still has of its own: its follower output threads (a sink other than the
 //! master, unpaced, blocking only in its own I/O) and its edit thread when it has an editor.
 //! Its frame pools are quota handles on the host's, one per frame size (`SharedPools`,
-//! `pools.rs`). The master sink runs on the clock thread:
+//! `memory/`). The master sink runs on the clock thread:
 //! a sink that blocks (a full pipe, a peer applying back-pressure) delays every show's clock.
+//!
+//! * `mod.rs`: [`Host`] (adding shows, running them, concluding each by name), a blocking
+//!   master sink's own output thread.
+//! * `workers.rs`: the host's workers (`HostQueue`, the work source of `exec`'s worker loop).
+//! * `signals.rs`: `HostSignals`, the queue of shows with work and the raised master ports.
+//! * `clock.rs`: the clock thread and its standby, its figures, its grid (`GRID_NS`).
+//! * `shows.rs`: the clock's show table (`ShowTable`, `ShowEntry`): serving what is due.
+//! * `timers.rs`: the clock's wake-ups.
 
 mod clock;
 mod shows;
