@@ -51,11 +51,11 @@ impl ShowEntry {
     }
 }
 
-/// What the clock threads (the clock thread and its standby) share: every show's [`ShowEntry`], the
-/// wake-ups behind a short lock of their own (`timers`: a pop or a push, never held across a
-/// show's poll), and how many shows still run. Both threads may serve at once, different
-/// shows; neither holds a lock while it sleeps or spins (docs/SHOWS.md says what one lock over
-/// every show did in P8).
+/// What the clock threads (the clock thread and its standby) share: every show's
+/// [`ShowEntry`], the wake-ups behind a short lock of their own (`timers`: a pop or a push,
+/// never held across a show's poll), and how many shows still run. Both threads may serve at
+/// once, different shows; neither holds a lock while it sleeps or spins, so a clock thread
+/// that loses its CPU holds back only the show it is polling (docs/SHOWS.md).
 pub(super) struct ShowTable {
     entries: Vec<ShowEntry>,
     timers: PiMutex<Timers>,
