@@ -393,6 +393,39 @@ mod tests {
         assert_eq!(p.margin_ns(), MIN_MARGIN_NS);
     }
 
+    /// A sleep cut short (a host's clock thread unparked by a signal) neither spins nor
+    /// teaches the margin anything; a whole one does, and the wait ends at the deadline.
+    #[test]
+    fn a_sleep_cut_short_returns_without_spinning_or_learning() {
+        let mut m = WakeMargin::default();
+        let deadline = now_ns() + 50_000_000;
+        let mut asked = None;
+        let r = m.wait_until_with(deadline, i64::MAX, |to| {
+            asked = Some(to);
+            false
+        });
+        assert_eq!(r, None);
+        assert_eq!(asked, Some(deadline - INITIAL_MARGIN_NS));
+        assert!(now_ns() < deadline, "no spin to the deadline");
+        assert_eq!(m.wakes, 0, "nothing learned");
+
+        let deadline = now_ns() + 2_000_000;
+        let r = m.wait_until_with(deadline, 100_000, |to| {
+            assert_eq!(to, deadline - 100_000, "the spin is capped");
+            sleep_until_ns(to);
+            true
+        });
+        assert!(r.is_some_and(|late| late >= 0) && now_ns() >= deadline);
+        assert_eq!(m.wakes, 1);
+
+        // A fixed margin never learns.
+        let mut f = WakeMargin::fixed(70_000);
+        for _ in 0..WAKE_WINDOW {
+            f.learn(900_000);
+        }
+        assert_eq!(f.ns(), 70_000);
+    }
+
     #[test]
     fn a_late_caller_is_released_at_once_and_counted_late() {
         let mut p = Pacer::from_period_ns(1_000_000).unwrap();

@@ -2,15 +2,47 @@
 //! the same critical section), and releasing a frame to the sink at its deadline.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use framepipe_core::Sink;
 
+use super::master::Master;
 use super::pace::Repeat;
 use super::{Due, Next, Output};
 use crate::exec::guard;
-use crate::sched::{PortItem, Shared};
+use crate::sched::{Pending, PortItem, Shared, SwitchNews};
 
 impl Output {
+    /// A live edit switched versions: looks at the new one (its sink node and that node's
+    /// counters), under the scheduler lock; the master also takes, in that critical section,
+    /// the switch's news (to answer the edit) and the version it replaced once that is done
+    /// (to hand it to the edit thread), also when it waits for that alone ([`Master::retire_due`]).
+    pub(super) fn follow_switch(
+        &mut self,
+        shared: &Shared,
+    ) -> (Option<SwitchNews>, Option<Box<Pending>>) {
+        let port = self.port;
+        let changed = shared.version.load(Ordering::Acquire) != self.ver.number;
+        if !changed && !self.master.as_ref().is_some_and(Master::retire_due) {
+            return (None, None);
+        }
+        let mut st = shared.lock_output();
+        if changed {
+            self.ver = Arc::clone(&st.ver);
+            self.sink_stage = st.ports[port].node;
+        }
+        let (news, switched) = if self.master.is_some() {
+            (st.news.take(), st.switched.take())
+        } else {
+            (None, None)
+        };
+        drop(st);
+        if changed {
+            self.sink_counter = Arc::clone(&self.ver.stages[self.sink_stage]);
+        }
+        (news, switched)
+    }
+
     /// Takes the next frame when it is there: `Ok(Some)`; `Ok(None)` at the end; `Err(next)`:
     /// not yet, wait as `next` says (or poll again at once: a command, an edit, the time to let
     /// the next frame begin, a repeat given to the sink).

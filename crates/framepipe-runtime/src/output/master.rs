@@ -99,6 +99,12 @@ impl Master {
         }
     }
 
+    /// Whether a live edit switched in and what it replaced is still to be handed to the
+    /// edit thread (looked for at every boundary until then).
+    pub(super) fn retire_due(&self) -> bool {
+        self.retire_due
+    }
+
     /// Whether a command or the edit thread's answer is waiting (poll again at once).
     pub(super) fn waiting(&self) -> bool {
         self.commands.as_ref().is_some_and(|r| r.pending() > 0)
@@ -271,38 +277,21 @@ impl Master {
 
 impl Output {
     /// At a frame boundary: the master takes the edit thread's answer; every output follows a
-    /// live edit's switch to the new version (its sink node's counters), the master also
+    /// live edit's switch to the new version ([`Output::follow_switch`]), the master also
     /// answering the edit; the master applies the pending commands. Whether `stop` was read.
     pub(super) fn read_commands(&mut self, shared: &Shared) -> bool {
-        let port = self.port;
         // The edit thread's answer first: an edit armed now may switch at once, and the
         // commands read below must know it.
         if let Some(m) = self.master.as_mut() {
             m.take_built(shared);
         }
-        let changed = shared.version.load(Ordering::Acquire) != self.ver.number;
-        if changed || self.master.as_ref().is_some_and(|m| m.retire_due) {
-            let mut st = shared.lock_output();
-            if changed {
-                self.ver = Arc::clone(&st.ver);
-                self.sink_stage = st.ports[port].node;
-            }
-            let (news, switched) = if self.master.is_some() {
-                (st.news.take(), st.switched.take())
-            } else {
-                (None, None)
-            };
-            drop(st);
-            if changed {
-                self.sink_counter = Arc::clone(&self.ver.stages[self.sink_stage]);
-            }
-            if let Some(m) = self.master.as_mut() {
-                m.switched(shared, &self.ver, news, switched);
-            }
-        }
+        let (news, switched) = self.follow_switch(shared);
         let Some(m) = self.master.as_mut() else {
             return false;
         };
+        if news.is_some() || switched.is_some() {
+            m.switched(shared, &self.ver, news, switched);
+        }
         m.apply_pending(shared, &self.ver, self.released_seq.map_or(0, |s| s + 1))
     }
 }
