@@ -29,17 +29,17 @@
 //!   gets what it showed, for about a second after each delay.
 //!
 //! The master output lets frames begin at their time also while it waits for a frame's
-//! deadline (it wakes up for it), so a budget longer than a period needs no rounding. (It
-//! used to let them begin only at releases and while waiting for a frame, which made a budget
-//! between two multiples of the period act as the lower one: measured, `--latency 40` at 60
-//! fps put frames 33.3 ms ahead; the default was then rounded up to whole periods.)
+//! deadline (it wakes up for it), so a budget longer than a period needs no rounding (letting
+//! them begin only at releases and while waiting for a frame makes a budget between two
+//! multiples of the period act as the lower one: measured, `--latency 40` at 60 fps put
+//! frames 33.3 ms ahead).
 //!
-//! No half-period margin any more: it was a third of the control latency of a light chain
-//! (16.8 of ~48 ms p95 at 30 fps). Its cost: on a machine that starves the workers, the old
-//! 17 ms at 30 fps absorbed more (docs/REALTIME.md has both builds' late frames). Then a fixed
-//! 2 ms margin: a light chain at 60 fps stayed at 1.1x the goal on a quiet machine
-//! (the goal leaves ~0.8 ms for the whole budget there), and a noisy spell longer than 2 ms made
-//! late frames every time it came back.
+//! Why an adaptive margin: half a period is a third of the control latency of a light chain
+//! (16.8 of ~48 ms p95 at 30 fps), though on a machine that starves the workers it absorbs
+//! more (docs/REALTIME.md has both policies' late frames); a fixed 2 ms keeps a light chain at
+//! 60 fps at 1.1x the goal on a quiet machine (the goal leaves ~0.8 ms for the whole
+//! budget there), and a noisy spell longer than 2 ms makes late frames every time it comes
+//! back.
 
 use std::sync::atomic::Ordering;
 

@@ -60,11 +60,11 @@ pub(crate) use drive::run_output;
 pub(crate) use gate::HOST_MIN_MARGIN_NS;
 pub(crate) use standby::{possible as standby_possible, Watch};
 
-/// How often the output thread looks at stalls while it has nothing else to do. Commands do not
-/// wait for it: a post raises the master port's signal (the command queue's waker), which
-/// wakes the output thread (in a host, has the clock thread poll the show). It was 2 ms when
-/// commands were polled: 20 wake-ups a frame at 25 fps, for nothing most of the time.
-/// The same in a host (the clock thread polls the show then).
+/// How often an output looks at stalls while it has nothing else to do (in a host, the clock
+/// thread polls the show then). Commands do not wait for it: a post raises the master port's
+/// signal (the command queue's waker), which wakes the output thread (in a host, has the clock
+/// thread poll the show); polling commands instead (every 2 ms) cost 20 wake-ups a frame at 25
+/// fps, for nothing most of the time.
 const POLL: Duration = Duration::from_millis(50);
 
 /// What an [`Output`] asks of whoever drives it, after one [`Output::poll`].
