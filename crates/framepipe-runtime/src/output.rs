@@ -371,7 +371,7 @@ impl Output {
     ) -> Result<Self> {
         let (ver, sink_stage) = {
             let st = shared.lock();
-            (Arc::clone(&st.ver), st.ports[port].node)
+            (Arc::clone(st.running_version()), st.sink_node(port))
         };
         let sink_counter = Arc::clone(&ver.stages[sink_stage]);
         let sink_name = sink_counter.name.clone();
@@ -646,13 +646,13 @@ impl Output {
             // A host rounds this output's wake-ups up to its grid: begin that much earlier.
             let b = b.saturating_add(self.begin_slack_ns);
             let limit = begin_limit(seq, d, self.period_ns, b, now);
-            if limit > st.begin_limit || st.begin_limit == u64::MAX {
-                st.begin_limit = limit;
+            if limit > st.begin_limit() || st.begin_limit() == u64::MAX {
+                st.allow_begin_until(limit);
                 st.after_change(shared);
                 self.allowed[self.allowed_n % ALLOWED_KEPT] = (limit, now, budget);
                 self.allowed_n += 1;
             }
-            self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit));
+            self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit()));
         }
     }
 
@@ -692,15 +692,15 @@ impl Output {
         }
         // A live edit switched versions: look at the new one (and, the master, answer the
         // edit and hand what the switch replaced to the edit thread).
-        let changed = shared.version.load(Ordering::Acquire) != self.ver.number;
+        let changed = shared.running_version_number() != self.ver.number;
         if changed || self.retire_due {
             let mut st = shared.lock_output();
             if changed {
-                self.ver = Arc::clone(&st.ver);
-                self.sink_stage = st.ports[port].node;
+                self.ver = Arc::clone(st.running_version());
+                self.sink_stage = st.sink_node(port);
             }
             let (news, switched) = if port == 0 {
-                (st.news.take(), st.switched.take())
+                (st.take_switch_news(), st.take_replaced())
             } else {
                 (None, None)
             };
@@ -806,7 +806,7 @@ impl Output {
                 .edits_link
                 .as_ref()
                 .is_some_and(|l| l.ready.load(Ordering::Acquire))
-            || shared.version.load(Ordering::Acquire) != self.ver.number
+            || shared.running_version_number() != self.ver.number
         {
             return Err(Next::Again);
         }
@@ -967,12 +967,16 @@ impl Output {
         if let Some(reader) = self.commands.as_mut() {
             let (pending, switched, news) = {
                 let mut st = shared.lock_output();
-                (st.pending.take(), st.switched.take(), st.news.take())
+                (
+                    st.take_next_version(),
+                    st.take_replaced(),
+                    st.take_switch_news(),
+                )
             };
             // (An edit answered whose replaced version had not finished: nothing to wait for.)
             let in_state =
                 pending.is_some() || switched.is_some() || news.is_some() || self.retire_due;
-            if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
+            if let Some(p) = pending.and_then(|mut p| p.take_posted()) {
                 refuse(shared, reader, p, ENDED_BEFORE_EDIT.into());
             }
             // An edit still on the edit thread (being built, or built and not yet taken): its
@@ -984,7 +988,7 @@ impl Output {
                 if busy && !in_state {
                     match rx.recv_timeout(crate::pipeline::JOIN_GRACE) {
                         Ok(FromEditor::Ready(mut p)) => {
-                            if let Some(posted) = p.posted.take() {
+                            if let Some(posted) = p.take_posted() {
                                 refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());
                             }
                         }

@@ -6,12 +6,9 @@
 //! Why hand-written rather than rayon or a channel per stage: a channel per stage means a thread
 //! per stage (oversubscription, the very thing this engine avoids), and rayon's work stealing has
 //! no notion of serial-in-order stages or of a bound on frames in flight. The scheduler is small:
-//! one mutex-protected state machine (`state.rs`) that workers consult only between jobs.
+//! one mutex-protected state machine (`sched/`) that workers consult only between jobs.
 
-use std::sync::atomic::{AtomicI64, AtomicUsize};
 use std::sync::{Arc, Mutex};
-
-use framepipe_clock::{PiCondvar, PiMutex};
 
 use framepipe_control::{CommandReader, Oscillator};
 use framepipe_core::{
@@ -25,8 +22,8 @@ use crate::live::{FrameParams, Live, LiveStage};
 use crate::plan::{Part, Plan};
 use crate::pools::{PoolNeeds, PoolNode, PoolPlan, SharedPools, ShowPools};
 use crate::sched::{
-    new_state, Instance, Kind, NodeState, PortSignal, Proc, Shared, SourceInst, Topo, TopoNode,
-    Version,
+    new_state, EditPlan, Instance, Kind, NextVersion, NodeState, Proc, Shared, SourceInst, Topo,
+    TopoNode, Version,
 };
 use crate::stats::{Counters, RunStats, StageCounters};
 use crate::view::{GraphView, NodeView, ShowView};
@@ -200,34 +197,11 @@ impl Graph {
             moves: _,
             pool_plans,
         } = built;
-        let ports = port_nodes.len();
         let stages = Arc::clone(&ver.stages);
         let view = ShowView::new(graph_view, &live);
         let state = new_state(Arc::new(ver), threads, port_nodes, node_states);
-        let shared = Shared {
-            state: PiMutex::new(state),
-            work: PiCondvar::new(),
-            slice_done: PiCondvar::new(),
-            rate,
-            threads,
-            live: PiMutex::new(live),
-            version: std::sync::atomic::AtomicU64::new(0),
-            port_signals: (0..ports)
-                .map(|_| Arc::new(PortSignal::default()))
-                .collect(),
-            // Workers, output threads, the IO threads.
-            running: (0..threads + ports + crate::sched::MAX_IO_THREADS)
-                .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
-                .collect(),
-            events: None,
-            counters: Arc::new(Counters::new(stages, memory)),
-            view,
-            host: std::sync::OnceLock::new(),
-            io_signals: (0..crate::sched::MAX_IO_THREADS)
-                .map(|_| PortSignal::default())
-                .collect(),
-            io_threads: std::sync::Mutex::new(Vec::new()),
-        };
+        let counters = Arc::new(Counters::new(stages, memory));
+        let shared = Shared::new(state, rate, threads, live, counters, view);
         Ok(Prepared {
             shared: Arc::new(shared),
             sinks,
@@ -641,17 +615,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             (Some(o), Some(r)) => Arc::clone(&r.ver.stages[o]),
             _ => Arc::new(StageCounters::new(&e.name, e.mode())),
         };
-        let mut st = NodeState {
-            first_seq: 0,
-            busy: false,
-            next_seq: 0,
-            parked: Vec::new(),
-            free: Vec::new(),
-            source: None,
-            ring: Vec::new(),
-            owed: 0,
-            held: false,
-        };
+        let mut st = NodeState::new();
         // A source whose `fill` may wait on the outside world: run by the IO thread.
         let mut blocks = false;
         let kind = match e.part {
@@ -675,7 +639,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                     origin: 0,
                     last: None,
                     keep_last: on_end == OnEnd::Hold || resample.is_some(),
-                    held: false,
+                    giving_last: false,
                 });
                 counter.add_instance();
                 Kind::Source
@@ -900,8 +864,8 @@ pub(crate) fn prepare_edit(
     shared: &Arc<Shared>,
     options: Options,
     admit: Admit,
-) -> Result<Box<crate::sched::Pending>> {
-    let ver = Arc::clone(&shared.lock().ver);
+) -> Result<NextVersion> {
+    let ver = Arc::clone(shared.lock().running_version());
     let (running, plan) = plan_against(graph, &ver, shared.rate)?;
     let built = build_version(
         plan,
@@ -943,21 +907,21 @@ pub(crate) fn prepare_edit(
         .filter(|&o| fates[o] == crate::live::Fate::Removed)
         .map(|o| Arc::clone(&ver.names[o]))
         .collect();
-    let state = new_state(Arc::new(next), shared.threads, port_nodes, node_states);
-    Ok(Box::new(crate::sched::Pending {
-        state,
+    let plan = EditPlan {
         live_stages: live.stages,
         moves,
         fates,
         removed,
         moved,
-        posted: None,
         graph_view: Some(graph_view),
         edit_pools: pool_plans,
-        frame: 0,
-        armed_ns: 0,
-        switched_ns: 0,
-    }))
+    };
+    Ok(NextVersion::new(
+        Arc::new(next),
+        port_nodes,
+        node_states,
+        plan,
+    ))
 }
 
 /// Readies a live edit's new pools on the edit thread, once every check of the edit has passed
@@ -966,17 +930,17 @@ pub(crate) fn prepare_edit(
 /// here: `share_edit`; the host's filler does the rest); alone, or for a pool the host has
 /// none for, their buffers are made (allocated, every page touched): left lazy, they would be
 /// made by the workers running the first frames after the switch.
-pub(crate) fn fill_edit_pools(p: &mut crate::sched::Pending, shared: &Shared, options: Options) {
-    let own = std::mem::take(&mut p.edit_pools);
-    let running = Arc::clone(&shared.lock().ver);
+pub(crate) fn fill_edit_pools(p: &mut NextVersion, shared: &Shared, options: Options) {
+    let own = p.take_edit_pools();
+    let running = Arc::clone(shared.lock().running_version());
     // Only the edit thread holds the new version before it is sent (`new_state` kept one
     // reference); were it otherwise, it keeps its own pools.
-    if let Some(next) = Arc::get_mut(&mut p.state.ver) {
+    if let Some(next) = p.version_mut() {
         let pace = pace_of(shared, options, running.topo.cap);
         crate::pools::share_edit(next, &own, &running, pace);
     }
     drop(running);
-    let pools = &p.state.ver.pools;
+    let pools = &p.version().pools;
     for (i, pool) in pools.iter().enumerate() {
         if pool.quota().is_none() && !pools[..i].iter().any(|q| q.same_pool(pool)) {
             pool.fill(pool.capacity());
@@ -989,11 +953,11 @@ pub(crate) fn fill_edit_pools(p: &mut crate::sched::Pending, shared: &Shared, op
 /// plan against `p`'s version, as [`prepare_edit`] will plan it then.
 pub(crate) fn need_after(
     graph: Graph,
-    p: &crate::sched::Pending,
+    p: &NextVersion,
     shared: &Shared,
     options: Options,
 ) -> Result<Need> {
-    let ver = &p.state.ver;
+    let ver = p.version();
     let (running, plan) = plan_against(graph, ver, shared.rate)?;
     Ok(need_of(
         &plan,
@@ -1174,9 +1138,7 @@ impl Prepared {
         for (port, slot) in self.sinks.iter_mut().enumerate().skip(1) {
             let mut sink = slot.take().expect("each sink once");
             let sh = Arc::clone(&shared);
-            let name = sh.counters.stages()[sh.lock().ports[port].node]
-                .name
-                .clone();
+            let name = sh.counters.stages()[sh.lock().sink_node(port)].name.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("fp-out-{port}"))
                 .spawn(move || {
@@ -1217,7 +1179,7 @@ impl Prepared {
         }
         let blocking = shared
             .lock()
-            .ver
+            .running_version()
             .topo
             .nodes
             .iter()
@@ -1280,9 +1242,9 @@ impl Prepared {
                 // frames in flight at once as it starts (or while paused), and the shared
                 // pools would have to hold every show's frames in flight: the sum of the
                 // quotas, nothing saved.
-                st.begin_limit = 0;
+                st.allow_begin_until(0);
             }
-            if let Some(ver) = Arc::get_mut(&mut st.ver) {
+            if let Some(ver) = st.running_version_mut() {
                 let pools: Vec<FramePool> = keep.iter().map(|(p, _)| p.clone()).collect();
                 let handles = lease.pools().clone().bind(&lease, &pools, self.threads);
                 crate::pools::rebind(&mut ver.pools, &mut ver.first_frames, &pools, &handles);
@@ -1331,7 +1293,7 @@ pub(crate) fn conclude(
     workers: Option<Vec<std::thread::JoinHandle<()>>>,
 ) -> Result<RunStats> {
     let (pacing, out_result) = output;
-    let sink_name = shared.counters.stages()[shared.lock().ports[0].node]
+    let sink_name = shared.counters.stages()[shared.lock().sink_node(0)]
         .name
         .clone();
     // Finished now, before waiting for the workers (one may be blocked in a source that
@@ -1352,7 +1314,7 @@ pub(crate) fn conclude(
     // After a normal end each finishes its sink (flushes its file) and is waited for; after
     // an early end (stop, error) one blocked in its sink gets the workers' grace, then is
     // left running, detached, like a blocked worker.
-    let early = shared.lock().abort;
+    let early = shared.lock().aborted();
     let deadline = std::time::Instant::now() + JOIN_GRACE;
     let mut follower_result = Ok(());
     for (port, h) in side.followers {
@@ -1360,7 +1322,7 @@ pub(crate) fn conclude(
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         if early && !h.is_finished() {
-            let node = shared.lock().ports[port].node;
+            let node = shared.lock().sink_node(port);
             shared.emit(crate::Event::LeftRunning {
                 stage: shared.counters.stages()[node].name.clone(),
                 worker: threads + port,
@@ -1379,7 +1341,7 @@ pub(crate) fn conclude(
     shared.join_io_threads(JOIN_GRACE);
     let (error, source_error) = {
         let mut st = shared.lock();
-        (st.error.take(), st.source_error.take())
+        st.take_errors()
     };
     if let Some(e) = error.or(source_error) {
         return Err(e);

@@ -45,7 +45,7 @@ impl Shared {
         let mut st = self.lock();
         // The graph version of the job this worker runs: the one the job names (while a live
         // edit's replaced version finishes its frames, two versions have jobs).
-        let mut ver = Arc::clone(&st.ver);
+        let mut ver = Arc::clone(st.running_version());
         loop {
             if let Some(mut job) = st.next_job(self) {
                 follow(&mut ver, st.job_ver(&job));
@@ -73,17 +73,15 @@ impl Shared {
             // After an abort (stop, error) an idle worker has nothing left to do: frames are no
             // longer started, pending ones were dropped, and the owner of a slice job runs the
             // slices nobody took. Those still inside a job finish it and leave too.
-            if st.finished() || st.abort {
+            if st.finished() || st.aborted() {
                 return;
             }
             // Not kept while idle: a version a live edit replaced is dropped on the edit thread
             // once nobody else holds it (this is never the last reference then).
-            if !Arc::ptr_eq(&ver, &st.ver) {
-                ver = Arc::clone(&st.ver);
+            if !Arc::ptr_eq(&ver, st.running_version()) {
+                ver = Arc::clone(st.running_version());
             }
-            st.waiting += 1;
-            st = st.wait(&self.work);
-            st.waiting -= 1;
+            st = st.wait_for_work();
         }
     }
 
@@ -145,7 +143,7 @@ impl Shared {
             st.count_slice(slot, payload);
         }
         st.fail(e);
-        st.broken = true;
+        st.mark_broken();
     }
 
     /// Waits up to `grace` for the workers to exit (at once after a normal end), joins those
@@ -178,7 +176,7 @@ impl Shared {
         // `join_io_threads`).
         let busy = |sh: &Self| {
             let st = sh.lock();
-            st.running_jobs() > st.io_busy || st.begin_busy
+            st.compute_jobs_running()
         };
         while busy(self) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
@@ -243,22 +241,20 @@ impl Shared {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
             loop {
                 let mut st = self.lock();
-                if let Some(job) = st.next_io_job() {
-                    st.io_idle &= !(1 << k);
+                if let Some(job) = st.next_io_job(k) {
                     let ver = Arc::clone(st.job_ver(&job));
                     drop(st);
                     let done = self.run_job(&ver, job, io);
                     let mut st = self.lock();
-                    st.io_busy -= 1;
-                    st.record(done, self);
+                    st.record_io(done, self);
                     continue;
                 }
-                if st.finished() || st.abort {
+                if st.finished() || st.aborted() {
                     return;
                 }
                 // Woken (its bit taken) when a job is queued for it; every IO thread at the
                 // end and on abort. The timeout only bounds what a lost wake-up could cost.
-                st.io_idle |= 1 << k;
+                st.io_thread_idle(k);
                 drop(st);
                 self.io_signals[k].wait(IO_POLL);
             }
@@ -376,7 +372,7 @@ impl Shared {
         s: &mut SourceInst,
         ctx: &framepipe_core::FrameCtx,
     ) -> Result<Option<Frame>> {
-        if s.held {
+        if s.giving_last {
             return Ok(s.last.clone());
         }
         if !s.applied.is_empty() && slot < ver.topo.cap {
@@ -418,7 +414,7 @@ impl Shared {
                     if s.last.is_none() {
                         return Ok(self.source_ended(ver, node, s.produced));
                     }
-                    s.held = true;
+                    s.giving_last = true;
                     break;
                 }
                 OnEnd::Loop => {
