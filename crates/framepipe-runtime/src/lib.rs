@@ -27,31 +27,28 @@
 //! docs/REALTIME.md and docs/RELIABILITY.md.
 #![deny(unsafe_code)]
 
-mod budget;
+mod build;
 mod edit;
-mod events;
-mod graph;
+mod exec;
 mod host;
 mod live;
+mod memory;
+mod model;
 mod output;
-mod pipeline;
-mod plan;
-mod pools;
 mod sched;
-mod slices;
-mod standby;
+mod show;
 mod stats;
-mod view;
-mod worker;
 
 pub use edit::{Editor, Fade};
-pub use events::{Event, EventFn};
-pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, Pipeline, MAX_INPUTS};
 pub use host::{ClockCounters, Host, ShowResult};
-pub use output::{LateFrame, LateLog, PacingStats};
-pub use pipeline::{EffectStage, Options, Overload, Prepared, JOIN_GRACE};
-pub use plan::Layout;
-pub use pools::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
+pub use memory::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
+pub use model::{
+    AutoScale, EffectStage, Graph, Layout, MixerStage, Node, NodeKind, OnEnd, Options, Overload,
+    Pipeline, JOIN_GRACE, MAX_INPUTS,
+};
 pub use sched::LockSummary;
+pub use show::Prepared;
 pub use stats::{Counters, EditStats, RunStats, StageCounters, StageStats};
-pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
+pub use stats::{Event, EventFn};
+pub use stats::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
+pub use stats::{LateFrame, LateLog, PacingStats};

@@ -3,8 +3,8 @@
 
 use framepipe_core::{Effect, Frame, FrameCtx, Mixer, PropValue, Rational, Result, Source};
 
-use crate::graph::{OnEnd, MAX_INPUTS};
-use crate::slices::{PanicPayload, SliceJob};
+use crate::exec::{PanicPayload, SliceJob};
+use crate::model::{OnEnd, MAX_INPUTS};
 
 /// What a node is, for the scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,11 +75,15 @@ pub(crate) struct Instance {
     pub(crate) changed: Vec<bool>,
     /// Its share of the memory budget (one output frame), counted while it lives: it moves
     /// with the instance when a live edit keeps its node.
-    _budget_share: crate::pools::Held,
+    _budget_share: crate::memory::Held,
 }
 
 impl Instance {
-    pub(crate) fn new(proc: Proc, initial: &[PropValue], budget_share: crate::pools::Held) -> Self {
+    pub(crate) fn new(
+        proc: Proc,
+        initial: &[PropValue],
+        budget_share: crate::memory::Held,
+    ) -> Self {
         Instance {
             _budget_share: budget_share,
             proc,

@@ -14,7 +14,7 @@
 //! 3. a version's per-slot parameter snapshot (`Version::snapshots`, uncontended): under the
 //!    live lock (a frame's beginning, a switch catching the retiring frames up), under the
 //!    scheduler lock (a leaky branch copying its frame's snapshot: the frame's slot, then the
-//!    branch's), or alone (a node syncing its parameters); the view's values (`view.rs`,
+//!    branch's), or alone (a node syncing its parameters); the view's values (`stats/view.rs`,
 //!    `try_lock` under the live lock, never waiting).
 //!
 //! Under the scheduler lock nothing allocates, prints or calls element or user code.

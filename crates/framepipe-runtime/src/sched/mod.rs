@@ -102,10 +102,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use framepipe_clock::{PiCondvar, PiMutex};
 use framepipe_core::Rational;
 
-use crate::events::EventFn;
+use crate::exec::SliceSlot;
 use crate::live::Live;
-use crate::slices::SliceSlot;
 use crate::stats::Counters;
+use crate::stats::EventFn;
 
 /// The scheduler's state for one show, under the scheduler lock (`Shared::lock`): the running
 /// version's [`Flight`], an armed edit's [`NextVersion`], a [`Retiring`] version finishing its
@@ -180,8 +180,8 @@ pub(crate) struct Shared {
     /// The number of the running graph version, readable without the lock (the output
     /// threads re-read the version only when it changed).
     version: AtomicU64,
-    /// The published state for control surfaces (`view.rs`).
-    pub(crate) view: crate::view::ShowView,
+    /// The published state for control surfaces (`stats/view.rs`).
+    pub(crate) view: crate::stats::ShowView,
     /// In a host: where this show's work is announced to the host's workers, and its index.
     host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
     /// What the IO threads wait on, one each ([`MAX_IO_THREADS`]): all raised when a blocking
@@ -201,7 +201,7 @@ impl Shared {
         threads: usize,
         live: Live,
         counters: Arc<Counters>,
-        view: crate::view::ShowView,
+        view: crate::stats::ShowView,
     ) -> Self {
         let ports = state.run.ports.len();
         Shared {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use framepipe_core::Frame;
 
-use crate::slices::{PanicPayload, SliceJob, SliceSlot};
+use crate::exec::{PanicPayload, SliceJob, SliceSlot};
 
 use super::{Flight, Inputs, Inst, Job, Kind, Shared, State, Version};
 

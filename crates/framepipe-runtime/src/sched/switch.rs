@@ -22,13 +22,13 @@ use framepipe_clock::now_ns;
 use framepipe_core::FramePool;
 
 use crate::live::{Fate, Live, LiveStage};
-use crate::pools::PoolPlan;
-use crate::view::GraphView;
+use crate::memory::PoolPlan;
+use crate::stats::GraphView;
 
 use super::{Flight, NodeState, Shared, State, Step, Version};
 
 /// What a live edit does at its switch besides bringing its version (built with it by the
-/// edit's builder, `pipeline::prepare_edit`).
+/// edit's builder, `edit::prepare_edit`).
 pub(crate) struct EditPlan {
     /// The new version's live stages (they become `Live::stages` at the switch; the replaced
     /// ones go with the replaced version).
@@ -46,7 +46,7 @@ pub(crate) struct EditPlan {
     /// The new graph, published once switched.
     pub(crate) graph_view: Option<GraphView>,
     /// The new version's own pools, each once with its plan, until the edit's checks have
-    /// passed: then (`pipeline::fill_edit_pools`) replaced by quota handles on a host's pools
+    /// passed: then (`edit::fill_edit_pools`) replaced by quota handles on a host's pools
     /// or filled.
     pub(crate) edit_pools: Vec<(FramePool, PoolPlan)>,
 }

@@ -44,13 +44,13 @@ pub(crate) struct Version {
     /// node's instances (one output frame each; they move with the nodes a live edit keeps).
     pub(crate) pool_bytes: u64,
     pub(crate) instance_bytes: u64,
-    /// Its pools' share of the show's [`MemoryBook`](crate::pools::MemoryBook), counted until
+    /// Its pools' share of the show's [`MemoryBook`](crate::memory::MemoryBook), counted until
     /// it is dropped (a replaced version: on the edit thread, once its frames are back). In a
     /// host it moves into the pool lease (`None` here), counted until the lease's frames are
     /// back.
-    pub(crate) pools_held: Option<crate::pools::Held>,
+    pub(crate) pools_held: Option<crate::memory::Held>,
     /// In a host: its pools' quota handles on the host's shared pools, given back once it is
-    /// dropped and every frame taken through them is back (`pools.rs`, `PoolLease`). Declared
+    /// dropped and every frame taken through them is back (`memory/`, `PoolLease`). Declared
     /// last: the version's handles and frames go before it.
-    pub(crate) pool_lease: Option<crate::pools::PoolLease>,
+    pub(crate) pool_lease: Option<crate::memory::PoolLease>,
 }

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use framepipe_core::{Error, Mode, Rational, Result, Sink, Source, VideoInfo};
 
-use crate::graph::{Graph, MixerStage, NodeKind, OnEnd};
-use crate::pipeline::EffectStage;
+use super::EffectStage;
+use crate::model::{Graph, MixerStage, NodeKind, OnEnd};
 
 /// The movable part of an execution node: what the scheduler takes over.
 pub(crate) enum Part {
@@ -145,7 +145,7 @@ impl Plan {
         let rate = running.map_or(first_info.rate, |r| r.rate);
         // Execution index of each graph node (tees: of what they pass on).
         let mut exec_of: Vec<Option<usize>> = vec![None; n];
-        let mut slots: Vec<Option<crate::graph::Node>> = nodes.into_iter().map(Some).collect();
+        let mut slots: Vec<Option<crate::model::Node>> = nodes.into_iter().map(Some).collect();
         let mut out: Vec<ExecNode> = Vec::with_capacity(n + 4);
         let mut branch_index: Vec<Option<usize>> = vec![None; n];
         for (b, &h) in shape.heads.iter().enumerate() {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use framepipe_core::Error;
 
+use crate::exec::panic_message;
 use crate::sched::Shared;
-use crate::worker::panic_message;
 
 /// Something a running pipeline reports (to a status line, a log, a control surface).
 #[derive(Debug, Clone, PartialEq)]

@@ -7,7 +7,7 @@
 //! - the graph ([`GraphView`]) changes only when the graph does (a new version, made off the
 //!   frame path); it is an `Arc` replaced whole, and readers clone the `Arc`;
 //! - the values ([`ValuesView`]) are written by a worker starting a node's frame (the node
-//!   samples its values then, see `live.rs`), at most every
+//!   samples its values then, see `crate::live`), at most every
 //!   [`PUBLISH_EVERY_NS`], with a `try_lock`: if a reader is copying them at that moment the
 //!   engine skips this publication instead of waiting (the next frame publishes). Readers copy
 //!   into their own [`ValuesView`] (no allocation once it has the graph's shape).

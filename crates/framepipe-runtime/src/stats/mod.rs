@@ -1,5 +1,16 @@
-//! Live and final statistics. Counters are atomics written by the workers and read by anyone (a
-//! status line, a monitor) without taking the scheduler's lock, so watching never slows the frames.
+//! What a running show reports: live and final statistics, [`Event`]s, and the published view
+//! of the show for control surfaces.
+//!
+//! Counters are atomics written by the workers and read by anyone (a status line, a monitor)
+//! without taking the scheduler's lock, so watching never slows the frames. Events are delivered
+//! outside the scheduler lock (`events.rs`); the view is read without it and written with a
+//! `try_lock` that never makes the engine wait (`view.rs`).
+
+mod events;
+mod view;
+
+pub use events::{Event, EventFn};
+pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,6 +19,9 @@ use std::time::Duration;
 use framepipe_core::Mode;
 
 use crate::sched::{LockSummary, Log2Histogram};
+
+mod pacing;
+pub use pacing::{LateFrame, LateLog, PacingStats};
 
 /// Counters of one stage, updated by the worker that runs it.
 #[derive(Debug)]
@@ -128,13 +142,13 @@ pub struct Counters {
     pub(crate) edit_build_repeats: AtomicU64,
     pub(crate) edit_build_us_sum: AtomicU64,
     /// What the show holds against `--max-memory` (every graph version alive, its instances).
-    pub(crate) memory: Arc<crate::pools::MemoryBook>,
+    pub(crate) memory: Arc<crate::memory::MemoryBook>,
 }
 
 impl Counters {
     pub(crate) fn new(
         stages: Arc<[Arc<StageCounters>]>,
-        memory: Arc<crate::pools::MemoryBook>,
+        memory: Arc<crate::memory::MemoryBook>,
     ) -> Self {
         Counters {
             stages: Mutex::new(stages),
@@ -265,7 +279,7 @@ impl Counters {
     }
 
     /// What the show holds against `--max-memory` now, as the budget counts it.
-    pub fn memory(&self) -> crate::pools::MemoryStats {
+    pub fn memory(&self) -> crate::memory::MemoryStats {
         self.memory.stats()
     }
 
@@ -341,7 +355,7 @@ pub struct RunStats {
     /// Frames in flight when the snapshot was taken.
     pub in_flight: usize,
     /// The frame clock's figures, for a finished paced run.
-    pub pacing: Option<crate::output::PacingStats>,
+    pub pacing: Option<PacingStats>,
     /// The beat clock's tempo, bpm.
     pub tempo_bpm: f64,
     /// How long the scheduler lock was held, per acquisition (every thread), µs.
@@ -352,5 +366,5 @@ pub struct RunStats {
     pub edits: EditStats,
     /// What the show holds against `--max-memory`, as the budget counts it: during a live
     /// edit, both versions.
-    pub memory: crate::pools::MemoryStats,
+    pub memory: crate::memory::MemoryStats,
 }

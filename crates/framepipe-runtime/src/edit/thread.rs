@@ -1,80 +1,5 @@
-//! Live edits (#9): the engine's side of `add`, `remove`, `replace`, `link` and `load`.
-//!
-//! The engine knows no registry: an [`Editor`] (the CLI's) turns an edit into the next
-//! version's [`Graph`], built on the engine's edit thread, never on a worker or an output
-//! thread. Sources and sinks that the edit keeps are [`NodeKind::Running`](crate::NodeKind)
-//! placeholders (the running ones go on), and nodes the edit does not touch are marked
-//! [`Node::keep`](crate::Node) so that their instances move into the new version with their
-//! state.
-//!
-//! A crossfade (`load FILE fade=DURATION`) is two versions: the editor's first graph runs both
-//! projects, with a crossfade mixer in front of each running sink whose amount ramps from 0 to
-//! 1 on the frame clock over DURATION ([`Editor::fade`] names them); once the frames of the
-//! fade have begun, the edit thread switches to the editor's second graph
-//! ([`Editor::after_fade`]), the new project alone, and reports [`Event::FadeDone`].
-
-use framepipe_control::GraphEdit;
-
-use crate::graph::Graph;
-
-/// Builds the next version of the running graph for a live edit.
-pub trait Editor: Send {
-    /// The graph after `edit`: every node of the new version, sources and sinks the edit keeps
-    /// as `NodeKind::Running`, untouched nodes with `keep` set. An error (one line, naming what
-    /// is wrong) refuses the edit; the show goes on unchanged.
-    fn build(&mut self, edit: &GraphEdit) -> std::result::Result<Graph, String>;
-
-    /// The engine switched to the graph last built (`true`), or refused it (`false`, e.g. it
-    /// would change a sink's frame size): the editor's description follows the running graph.
-    fn settled(&mut self, accepted: bool);
-
-    /// After a successful [`build`](Self::build): the crossfade that graph begins, if it is
-    /// one (`load FILE fade=`). Default: none.
-    fn fade(&self) -> Option<Fade> {
-        None
-    }
-
-    /// The crossfade [`fade`](Self::fade) announced is over (its graph runs, its amounts are 1):
-    /// the graph that follows it, the new project alone, built as [`build`](Self::build)'s
-    /// against the running (crossfading) graph and settled the same way. Default: refused.
-    fn after_fade(&mut self) -> std::result::Result<Graph, String> {
-        Err("this editor makes no crossfades".into())
-    }
-
-    /// After a successful [`build`](Self::build) of a crossfade: the graph
-    /// [`after_fade`](Self::after_fade) will give once the crossfade's graph runs, without
-    /// settling anything, so that the engine can check before the fade begins that the
-    /// version after it will fit in the memory budget beside the crossfade's. Default: none
-    /// (then that version is checked only when it is built, during the fade).
-    fn peek_after_fade(&self) -> Option<std::result::Result<Graph, String>> {
-        None
-    }
-}
-
-/// A crossfade between the running graph and the next (see [`Editor::fade`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fade {
-    /// What it fades to (the project file), for the messages.
-    pub to: String,
-    /// Its length, ns of the frame clock: made a whole number of frames at the graph's rate
-    /// (rounded, at least one).
-    pub ns: u64,
-    /// The crossfade mixers' amounts, `(node, property)`: each goes from 0 at the fade's first
-    /// frame N to 1 at frame N + frames (`k / frames` at N + k), a function of the frame
-    /// number only.
-    pub ramps: Vec<(String, String)>,
-}
-
-impl Fade {
-    /// Its length in frames at `rate`: `ns × rate` rounded, at least 1.
-    pub fn frames(&self, rate: framepipe_core::Rational) -> u64 {
-        let num = u128::from(self.ns) * u128::from(rate.num);
-        let den = 1_000_000_000u128 * u128::from(rate.den.max(1));
-        u64::try_from((num + den / 2) / den)
-            .unwrap_or(u64::MAX)
-            .max(1)
-    }
-}
+//! The edit thread: builds each live edit's version off the frame path and hands it to the
+//! master output to switch in at a frame boundary; drops replaced versions once their frames are back.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use framepipe_control::{Command, Posted};
 
-use crate::pipeline::{fill_edit_pools, need_after, prepare_edit, Admit, Options};
+use super::{fill_edit_pools, need_after, prepare_edit};
+use super::{Editor, Fade};
+use crate::build::Admit;
+use crate::model::Options;
 use crate::sched::{NextVersion, Replaced, Shared};
 use crate::Event;
 
@@ -99,7 +27,7 @@ pub(crate) enum ToEditor {
     /// tell the editor (the next edit is built against it).
     Switched {
         frame: u64,
-        graph_view: Option<crate::view::GraphView>,
+        graph_view: Option<crate::stats::GraphView>,
         /// The names of the nodes the switch before removed, which the output thread kept
         /// until now (for its refusals): dropped here.
         dropped: Vec<Arc<str>>,
@@ -409,7 +337,7 @@ fn guarded<T>(
     std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
         Err(format!(
             "building the edit panicked: {}",
-            crate::worker::panic_message(&*p)
+            crate::exec::panic_message(&*p)
         ))
     })
 }
@@ -560,7 +488,7 @@ fn start_fade(p: &mut NextVersion, fade: &Fade, frames: u64) -> std::result::Res
             return Err(format!("the crossfade has no node {node}"));
         };
         let ins = &ver.topo.nodes[j].inputs;
-        let scaler = crate::plan::auto_scaler_name(node, 1);
+        let scaler = crate::model::auto_scaler_name(node, 1);
         if let (Some(&old), Some(&new)) = (ins.first(), ins.get(1)) {
             if *ver.names[new] == *scaler {
                 let from = ver.topo.nodes[new].inputs[0];
@@ -621,7 +549,7 @@ fn bury_poll(graveyard: &[Buried]) -> Duration {
 /// quota handles hold nothing). The edit thread looks every [`BURY_POLL`], then every
 /// [`BURY_POLL_SLOW`]; it never waits for it at the show's end: a version still buried then is
 /// dropped as the edit thread ends (its frames are the ending show's; in a host its lease keeps
-/// the quota counted until they are back, `pools.rs`).
+/// the quota counted until they are back, `memory/`).
 struct Buried {
     p: Replaced,
     since: Instant,

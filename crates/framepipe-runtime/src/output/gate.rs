@@ -1,3 +1,9 @@
+//! The latency gate of a paced master output: frames begin just in time, a latency budget
+//! before their deadline (`Options::latency_ns`, else the default budget below), measured
+//! with the graph's latency over the last frames ([`LatencyWindow`]).
+//!
+//! ## The default budget
+//!
 //! The default latency budget of a paced run: how long before its deadline a frame begins
 //! (samples its parameters), when `--latency` does not say (see docs/REALTIME.md, "Latency of
 //! control").
@@ -136,6 +142,61 @@ impl Margin {
     }
 }
 
+/// The last frames' latencies (beginning to ready at the master sink), without allocating.
+///
+/// The warm-up's frames (begun before the first release, when nothing is held back: every
+/// frame in flight begun at once, each waiting behind the others) took far longer than a frame
+/// held back does: counted, they kept the budget at several periods for the next 32 frames
+/// (3.2 s at 10 fps; measured with `scripts/bench-control` on the 720p chain: commands waited
+/// up to 3.4 periods for their frame then). So once [`HELD_ENOUGH`] frames begun held back
+/// have come, the window forgets the warm-up's.
+#[derive(Default)]
+pub(super) struct LatencyWindow {
+    ns: [i64; 32],
+    n: usize,
+    /// Frames pushed that began held back (after the warm-up).
+    held: usize,
+}
+
+/// Frames begun held back after which the warm-up's latencies no longer count.
+pub(super) const HELD_ENOUGH: usize = 4;
+
+impl LatencyWindow {
+    /// A frame's latency; `held_back`: it began after the warm-up (frames come in order: the
+    /// warm-up's first).
+    pub(super) fn push(&mut self, ns: i64, held_back: bool) {
+        self.ns[self.n % self.ns.len()] = ns.max(0);
+        self.n += 1;
+        self.held += usize::from(held_back);
+    }
+
+    /// The slowest of the last frames (of those begun held back, once there are enough).
+    pub(super) fn max(&self) -> Option<i64> {
+        let mut k = self.n.min(self.ns.len());
+        if self.held >= HELD_ENOUGH {
+            k = k.min(self.held);
+        }
+        (self.n - k..self.n)
+            .map(|i| self.ns[i % self.ns.len()])
+            .max()
+    }
+}
+
+/// How long before its deadline a frame begins, in a paced run: the asked latency, or by
+/// default the measured one with a margin (see [`default_budget`]: a quarter
+/// of it and the adaptive margin). `None` (no limit) until a latency is known.
+pub(super) fn latency_budget(
+    asked_ns: u64,
+    window: &LatencyWindow,
+    margin: &Margin,
+) -> Option<u64> {
+    if asked_ns > 0 {
+        return Some(asked_ns);
+    }
+    let max = window.max()? as u64;
+    Some(default_budget(max, margin.ns()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +309,52 @@ mod tests {
         }
         assert_eq!(m.ns(), HOST_MIN_MARGIN_NS);
         assert_eq!(Margin::with_floor(MS, HOST_MIN_MARGIN_NS).ns(), MS / 2);
+    }
+
+    /// The default budget is the slowest recent frame's latency, a quarter, and the adaptive
+    /// margin as it is now (grown by a late frame); `--latency` replaces all of it.
+    #[test]
+    fn the_default_budget_carries_the_adaptive_margin() {
+        const MS: u64 = 1_000_000;
+        let mut window = LatencyWindow::default();
+        let mut margin = Margin::new(33_333_333);
+        assert_eq!(latency_budget(0, &window, &margin), None, "no latency yet");
+        window.push(4 * MS as i64, true);
+        assert_eq!(latency_budget(0, &window, &margin), Some(5 * MS + 2 * MS));
+        // A frame 6 ms late: the margin grows to 1.5 x (2 + 6) ms, and the budget with it.
+        margin.observe(-6 * MS as i64, 33_333_333);
+        assert_eq!(margin.ns(), 12 * MS);
+        assert_eq!(latency_budget(0, &window, &margin), Some(5 * MS + 12 * MS));
+        assert_eq!(latency_budget(9 * MS, &window, &margin), Some(9 * MS));
+    }
+
+    /// The warm-up's frames count until enough frames begun held back have come; then only
+    /// those do, the slowest of the last 32 of them.
+    #[test]
+    fn the_latency_window_forgets_the_warm_up_once_frames_are_held_back() {
+        const MS: i64 = 1_000_000;
+        let mut window = LatencyWindow::default();
+        assert_eq!(window.max(), None);
+        for k in 0..6 {
+            // Frames begun at once: each waits behind the ones before.
+            window.push((50 + 40 * k) * MS, false);
+        }
+        assert_eq!(window.max(), Some(250 * MS));
+        for k in 0..HELD_ENOUGH as i64 {
+            assert_eq!(window.max(), Some(250 * MS), "after {k} held back");
+            window.push((55 + k) * MS, true);
+        }
+        assert_eq!(window.max(), Some(58 * MS));
+        for _ in 0..40 {
+            window.push(60 * MS, true);
+        }
+        window.push(70 * MS, true);
+        assert_eq!(window.max(), Some(70 * MS));
+        for _ in 0..31 {
+            window.push(60 * MS, true);
+        }
+        assert_eq!(window.max(), Some(70 * MS), "still one of the last 32");
+        window.push(60 * MS, true);
+        assert_eq!(window.max(), Some(60 * MS));
     }
 }

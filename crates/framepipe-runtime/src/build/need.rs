@@ -1,0 +1,143 @@
+//! What a version would hold against the memory budget ([`Need`]), and what its pools are
+//! sized from ([`pool_layout`]).
+
+use super::running::kept_nodes;
+use super::*;
+use crate::memory::{PoolNeeds, PoolNode};
+use crate::model::OnEnd;
+use crate::model::Overload;
+use crate::model::{Part, Plan};
+
+/// What the budget counts for a version: its pools at full capacity, the instances it makes
+/// (the nodes an edit keeps bring theirs), and all of its nodes' instances.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Need {
+    pub pools: u64,
+    pub new_instances: u64,
+    pub all_instances: u64,
+}
+
+impl Need {
+    /// What building it adds to what is held: its pools and its new instances.
+    pub(crate) fn added(&self) -> u64 {
+        self.pools.saturating_add(self.new_instances)
+    }
+}
+
+/// Effect and mixer instances a node has (0 for the others).
+pub(super) fn instances_of(e: &crate::model::ExecNode, threads: usize) -> usize {
+    match &e.part {
+        Part::Effect(_) | Part::Mixer(_) => {
+            if e.serial {
+                1
+            } else {
+                threads
+            }
+        }
+        _ => 0,
+    }
+}
+
+/// The frames each node keeps beyond the frames in flight, and what the pools are sized from
+/// (see `memory/`).
+pub(super) fn pool_layout<'p>(
+    plan: &'p Plan,
+    ctx: &VersionCtx<'_>,
+) -> (Vec<usize>, Vec<PoolNode<'p>>, bool, bool) {
+    let (threads, in_flight, options) = (ctx.threads, ctx.in_flight, ctx.options);
+    let rate = plan.rate;
+    let chain = plan
+        .nodes
+        .iter()
+        .all(|e| e.inputs.len() <= 1 && e.consumers.len() <= 1 && e.feeds.is_empty());
+    let keep_last = options.pace.is_some() && options.overload == Overload::Live;
+    // Per node: the frames of its own output it keeps beyond the frames in flight (a source's
+    // last frame, when it may give it again). A running source carried into a live edit's
+    // version keeps its policy, and takes its frames from the new version's pools.
+    let holds: Vec<usize> = plan
+        .nodes
+        .iter()
+        .map(|e| match &e.part {
+            Part::Source { on_end, source } => {
+                usize::from(*on_end == OnEnd::Hold || source.info().rate != rate)
+            }
+            Part::Running { sink: false } => ctx
+                .running
+                .and_then(|r| r.index_of(&e.was).map(|o| r.ver.holds[o]))
+                .unwrap_or(0),
+            _ => 0,
+        })
+        .collect();
+    let pool_nodes: Vec<PoolNode<'_>> = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            // A live edit's running sink is a sink like a new one: it may keep a clone of
+            // its frame, and the master output's thread keeps its last frame under `live`,
+            // both taken from this version's pools after the switch.
+            let sinks: Vec<&crate::model::ExecNode> = e
+                .consumers
+                .iter()
+                .map(|&c| &plan.nodes[c])
+                .filter(|c| matches!(c.part, Part::Sink(_) | Part::Running { sink: true }))
+                .collect();
+            let extra = holds[i]
+                + match &e.part {
+                    // Frame 0's frame.
+                    Part::Feedback { .. } => 1,
+                    _ => 0,
+                }
+                + if e.feeds.is_empty() { 0 } else { in_flight }
+                // A leaky branch reading it keeps the frame it took (its first node's
+                // input) after that frame left flight, one at a time per branch.
+                + plan
+                    .heads
+                    .iter()
+                    .filter(|&&h| plan.nodes[h].inputs.contains(&i))
+                    .count();
+            PoolNode {
+                info: e.info,
+                name: &e.name,
+                writes: !matches!(e.part, Part::Sink(_) | Part::Feedback { .. }),
+                instances: instances_of(e, threads),
+                in_branch: e.branch.is_some(),
+                sinks_fed: sinks.len(),
+                feeds_master: sinks.iter().any(|s| s.master),
+                extra,
+            }
+        })
+        .collect();
+    (holds, pool_nodes, chain, keep_last)
+}
+
+/// What the budget would count for a version of `plan` (nothing is made): see [`Need`].
+pub(crate) fn need_of(plan: &Plan, ctx: &VersionCtx<'_>) -> Need {
+    let (_, pool_nodes, chain, keep_last) = pool_layout(plan, ctx);
+    let needs = PoolNeeds {
+        nodes: &pool_nodes,
+        chain,
+        threads: ctx.threads,
+        in_flight: ctx.in_flight,
+        keep_last,
+    };
+    let (plans, _) = needs.plan();
+    let kept = kept_nodes(plan, ctx.running);
+    let bytes = |e: &crate::model::ExecNode| {
+        (instances_of(e, ctx.threads) as u64).saturating_mul(framepipe_core::limits::frame_bytes(
+            e.info.width,
+            e.info.height,
+        ))
+    };
+    Need {
+        pools: crate::memory::pool_bytes(&plans),
+        new_instances: plan
+            .nodes
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| k.is_none())
+            .map(|(e, _)| bytes(e))
+            .fold(0, u64::saturating_add),
+        all_instances: plan.nodes.iter().map(bytes).fold(0, u64::saturating_add),
+    }
+}

@@ -1,0 +1,428 @@
+//! Building one graph version from its plan ([`build_version`]).
+
+use std::sync::{Arc, Mutex};
+
+use framepipe_core::{Error, Frame, FramePool, Result, Sink, VideoInfo};
+
+use super::need::pool_layout;
+use super::running::kept_nodes;
+use super::*;
+use crate::live::{FrameParams, Live, LiveStage};
+use crate::memory::{PoolNeeds, PoolPlan, ShowPools};
+use crate::model::OnEnd;
+use crate::model::Options;
+use crate::model::{Part, Plan};
+use crate::sched::{Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version};
+use crate::stats::StageCounters;
+use crate::stats::{GraphView, NodeView};
+
+/// What a graph version is built with.
+pub(crate) struct VersionCtx<'a> {
+    pub threads: usize,
+    /// Frame slots (a live edit keeps the running graph's).
+    pub in_flight: usize,
+    pub options: Options,
+    pub number: u64,
+    /// A live edit: the running version, whose kept nodes move in.
+    pub running: Option<&'a RunningVersion<'a>>,
+    /// The show's memory book: what the version holds is counted there.
+    pub memory: &'a Arc<crate::memory::MemoryBook>,
+    /// What a live edit's version is, for its memory check (see [`Admit`]).
+    pub admit: Admit,
+}
+
+/// What a version is, for the memory check of a live edit: what it holds is added to what
+/// the show holds already (the running version, and one an edit replaced that is not dropped
+/// yet), since the running version goes on while the new one is built and until the switch is
+/// over ([`MemoryBook::admit`](crate::memory::MemoryBook::admit)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// A run's first version: checked alone (the pools' own check).
+    First,
+    /// An edit (`add`, `remove`, `replace`, `link`, `load` without `fade=`).
+    Edit,
+    /// A crossfade's version (both projects), switched in from the running one.
+    FadeStart,
+    /// The version after a crossfade (the new project alone), built while the fade runs.
+    FadeEnd,
+}
+
+/// A graph version, built: everything the scheduler needs for it, before it runs.
+pub(crate) struct Built {
+    pub ver: Version,
+    pub live: Live,
+    pub node_states: Vec<NodeState>,
+    /// Per output port: the sink (a new run's; a live edit keeps the running ones).
+    pub sinks: Vec<Option<Box<dyn Sink>>>,
+    pub port_nodes: Vec<usize>,
+    pub graph_view: GraphView,
+    /// Live edits: (running node, new node) whose instances, source or ring move in.
+    pub moves: Vec<(usize, usize)>,
+    /// Each distinct pool of `ver.pools` once, with its plan.
+    pub pool_plans: Vec<(FramePool, PoolPlan)>,
+}
+
+/// Builds a graph version from its plan: pools, live parameters, instances of every effect and
+/// mixer (except those a live edit keeps), sources, sinks (started; a new run's only), and the
+/// scheduler's shape of it. Everything that allocates for a version happens here.
+pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
+    let VersionCtx {
+        threads, in_flight, ..
+    } = *ctx;
+    let rate = plan.rate;
+    let n = plan.nodes.len();
+    let infos: Vec<VideoInfo> = plan.nodes.iter().map(|e| e.info).collect();
+    let names: Vec<Arc<str>> = plan
+        .nodes
+        .iter()
+        .map(|e| Arc::from(e.name.as_str()))
+        .collect();
+    let elements: Vec<String> = plan.nodes.iter().map(|e| e.element.clone()).collect();
+    let kinds: Vec<&'static str> = plan.nodes.iter().map(|e| e.kind_word()).collect();
+    let mut moves = Vec::new();
+    let need = need_of(&plan, ctx);
+    let kept = kept_nodes(&plan, ctx.running);
+    // A live edit's version is made while the running one goes on, and both live until the
+    // switch is over: what it adds must fit besides what the show holds already (checked
+    // before anything of it is made; a frame over its share of the budget is named first).
+    if let Some(r) = ctx.running {
+        let limits = framepipe_core::Limits::current();
+        for e in &plan.nodes {
+            limits.check_frame(&e.name, e.info.width, e.info.height)?;
+        }
+        let running = r.ver.pool_bytes.saturating_add(r.ver.instance_bytes);
+        let (name, during, hint) = match ctx.admit {
+            Admit::First | Admit::Edit => ("the new one", "while the edit switches", ""),
+            Admit::FadeStart => (
+                "the crossfade's graph of both projects",
+                "as the fade begins",
+                ", or load without fade= (a cut holds the running graph and the new one only)",
+            ),
+            Admit::FadeEnd => ("the new project's graph", "at the fade's end", ""),
+        };
+        ctx.memory
+            .admit(running, need.added(), name, during, hint)?;
+    }
+    let (holds, pool_nodes, chain, keep_last) = pool_layout(&plan, ctx);
+    let ShowPools {
+        per_node: pools,
+        distinct: pool_plans,
+        bytes: pool_bytes,
+    } = crate::memory::frame_pools(&PoolNeeds {
+        nodes: &pool_nodes,
+        chain,
+        threads,
+        in_flight,
+        keep_last,
+    })?;
+    drop(pool_nodes);
+    debug_assert_eq!(pool_bytes, need.pools);
+    let pools_held = ctx.memory.hold(pool_bytes);
+
+    // Live parameters, one stage per node.
+    let mut live_stages = Vec::with_capacity(n);
+    for e in &plan.nodes {
+        let is_proc = matches!(e.part, Part::Effect(_) | Part::Mixer(_));
+        let mut live = LiveStage::new(e.name.clone(), e.element.clone(), is_proc, e.same_shape);
+        let (params, oscillators) = match &e.part {
+            Part::Effect(s) => (s.params.clone(), s.oscillators.clone()),
+            Part::Mixer(s) => (s.params.clone(), s.oscillators.clone()),
+            // A generator's parameters (frei0r sources): set like an effect's.
+            Part::Source { source, .. } => (source.live_props(), Vec::new()),
+            _ => (Vec::new(), Vec::new()),
+        };
+        for (spec, value) in params {
+            live.add_param(spec, value);
+        }
+        for (prop, osc) in oscillators {
+            live.attach(&prop, osc).map_err(|reason| Error::BadValue {
+                element: e.name.clone(),
+                prop: prop.clone(),
+                value: "~oscillator".into(),
+                reason,
+            })?;
+        }
+        live_stages.push(live);
+    }
+    let live = Live::new(live_stages);
+    let graph_view = GraphView {
+        version: ctx.number,
+        nodes: plan
+            .nodes
+            .iter()
+            .zip(&live.stages)
+            .map(|(e, st)| NodeView {
+                name: e.name.clone(),
+                element: e.element.clone(),
+                kind: e.kind_word(),
+                inputs: e
+                    .inputs
+                    .iter()
+                    .map(|&i| plan.nodes[i].name.clone())
+                    .collect(),
+                width: e.info.width,
+                height: e.info.height,
+                props: st.params.iter().map(|p| p.spec.clone()).collect(),
+                bypassable: st.is_effect && st.same_shape,
+                leaky: e.branch.is_some(),
+                master: e.master,
+                auto: e.auto,
+            })
+            .collect(),
+    };
+    let param_names: Vec<Vec<Arc<str>>> = live
+        .stages
+        .iter()
+        .map(|s| {
+            s.params
+                .iter()
+                .map(|p| Arc::from(p.spec.name.as_str()))
+                .collect()
+        })
+        .collect();
+    let live_spec = live.spec();
+    let nb = plan.heads.len();
+    let snapshots: Vec<Mutex<FrameParams>> = (0..in_flight + nb)
+        .map(|_| Mutex::new(live.empty_frame()))
+        .collect();
+    let initial = live.empty_frame();
+
+    // Sinks start with their input's shape; then every instance is made, so that a
+    // plugin that cannot be made fails before any frame, and none is constructed on the
+    // frame path (which would allocate and could make a frame late mid-show).
+    let master = plan
+        .nodes
+        .iter()
+        .position(|e| e.master)
+        .expect("a checked graph has a master sink");
+    let mut port_nodes = match ctx.running {
+        // Filled in by the running sinks (they keep their ports), checked below.
+        Some(r) => vec![usize::MAX; r.ports.len()],
+        None => {
+            let mut p = vec![master];
+            p.extend(
+                (0..n).filter(|&i| i != master && matches!(plan.nodes[i].part, Part::Sink(_))),
+            );
+            p
+        }
+    };
+    let heads = plan.heads.clone();
+    let mut topo_nodes = Vec::with_capacity(n);
+    let mut node_states = Vec::with_capacity(n);
+    let mut counters = Vec::with_capacity(n);
+    let mut sinks: Vec<Option<Box<dyn Sink>>> = (0..port_nodes.len()).map(|_| None).collect();
+    let mut first_frames: Vec<Option<Frame>> = (0..n).map(|_| None).collect();
+    let mut roots = Vec::new();
+    let mut branches: Vec<Vec<usize>> = vec![Vec::new(); nb];
+    let mut show_nodes = 0;
+    for (i, e) in plan.nodes.into_iter().enumerate() {
+        // A running source or sink is the one of that name (its shape is checked below).
+        let old = kept[i];
+        let instance_bytes = framepipe_core::limits::frame_bytes(e.info.width, e.info.height);
+        let counter = match (old, ctx.running) {
+            (Some(o), Some(r)) => Arc::clone(&r.ver.stages[o]),
+            _ => Arc::new(StageCounters::new(&e.name, e.mode())),
+        };
+        let mut st = NodeState::new();
+        // A source whose `fill` may wait on the outside world: run by the IO thread.
+        let mut blocks = false;
+        let kind = match e.part {
+            Part::Source { mut source, on_end } => {
+                // Ready before the clock starts (a decoder's first frame decoded).
+                source.ready()?;
+                roots.push(i);
+                blocks = source.blocks();
+                let own = source.info().rate;
+                let resample = (own != rate).then_some((own, rate));
+                let applied: Vec<_> = source.live_props().into_iter().map(|(_, v)| v).collect();
+                let n = applied.len();
+                st.source = Some(SourceInst {
+                    applied,
+                    refused: vec![false; n],
+                    changed: vec![false; n],
+                    source,
+                    on_end,
+                    resample,
+                    produced: 0,
+                    origin: 0,
+                    last: None,
+                    keep_last: on_end == OnEnd::Hold || resample.is_some(),
+                    giving_last: false,
+                });
+                counter.add_instance();
+                Kind::Source
+            }
+            Part::Effect(_) | Part::Mixer(_) if old.is_some() => {
+                // Kept by the edit: its instances move in at the switch, with their state.
+                moves.push((old.expect("checked"), i));
+                Kind::Process
+            }
+            Part::Effect(stage) => {
+                let count = if e.serial { 1 } else { threads };
+                for _ in 0..count {
+                    st.free.push(Instance::new(
+                        Proc::Effect(stage.factory.instantiate()?),
+                        &initial.values[i],
+                        ctx.memory.hold(instance_bytes),
+                    ));
+                }
+                Kind::Process
+            }
+            Part::Mixer(stage) => {
+                let count = if e.serial { 1 } else { threads };
+                for _ in 0..count {
+                    st.free.push(Instance::new(
+                        Proc::Mixer(stage.factory.instantiate()?),
+                        &initial.values[i],
+                        ctx.memory.hold(instance_bytes),
+                    ));
+                }
+                Kind::Process
+            }
+            Part::Feedback { from, color } => {
+                roots.push(i);
+                if let Some(o) = old {
+                    // Its ring (the previous frame of the node it feeds back) moves in.
+                    moves.push((o, i));
+                }
+                st.ring = (0..in_flight).map(|_| None).collect();
+                let mut frame = pools[i].try_acquire()?;
+                let px = u32::from_le_bytes(color);
+                frame.words_mut().iter_mut().for_each(|w| *w = px);
+                first_frames[i] = Some(frame.freeze());
+                counter.add_instance();
+                Kind::Feedback { from }
+            }
+            Part::Running { sink } => {
+                let (Some(r), Some(o)) = (ctx.running, old) else {
+                    return Err(Error::Graph(format!(
+                        "{} stands for a running node: only a live edit's graph may have \
+                         one",
+                        e.name
+                    )));
+                };
+                moves.push((o, i));
+                if sink {
+                    let port = r
+                        .port_of(o)
+                        .ok_or_else(|| Error::Graph(format!("{} is not a running sink", e.name)))?;
+                    if r.ver.infos[o] != e.info {
+                        let was = r.ver.infos[o];
+                        return Err(Error::Graph(format!(
+                            "the edit would change the frames reaching {} from {}x{} to \
+                             {}x{}; a running sink keeps its size (scale in front of it)",
+                            e.name, was.width, was.height, e.info.width, e.info.height
+                        )));
+                    }
+                    port_nodes[port] = i;
+                    Kind::Sink(port)
+                } else {
+                    if r.ver.topo.nodes[o].kind != Kind::Source {
+                        return Err(Error::Graph(format!(
+                            "{} stands for a running source, but the running {} is a {}",
+                            e.name, e.name, r.ver.kinds[o]
+                        )));
+                    }
+                    roots.push(i);
+                    blocks = r.ver.topo.nodes[o].blocks;
+                    Kind::Source
+                }
+            }
+            Part::Sink(_) if ctx.running.is_some() => {
+                return Err(Error::Graph(format!(
+                    "{}: sinks cannot be added while running",
+                    e.name
+                )))
+            }
+            Part::Sink(mut sink) => {
+                sink.start(e.info)?;
+                // Ready before the clock starts (an encoder loaded and reading): the first
+                // frames are not late because a sink was still starting.
+                sink.ready()?;
+                let port = port_nodes.iter().position(|&p| p == i).expect("a port");
+                sinks[port] = Some(sink);
+                counter.add_instance();
+                Kind::Sink(port)
+            }
+        };
+        match e.branch {
+            Some(b) => branches[b].push(i),
+            None => show_nodes += 1,
+        }
+        topo_nodes.push(TopoNode {
+            kind,
+            inputs: e.inputs,
+            consumers: e.consumers,
+            feeds: e.feeds,
+            serial: e.serial,
+            branch: e.branch,
+            head: e.head,
+            blocks,
+        });
+        node_states.push(st);
+        counters.push(counter);
+    }
+    debug_assert_eq!(heads.len(), nb);
+    let sources: Vec<usize> = (0..n)
+        .filter(|&i| topo_nodes[i].kind == Kind::Source)
+        .collect();
+    let gated: Vec<usize> = (0..n)
+        .filter(|&i| {
+            let t: &TopoNode = &topo_nodes[i];
+            t.head || (t.branch.is_none() && matches!(t.kind, Kind::Sink(_)))
+        })
+        .collect();
+    let topo = Topo {
+        nodes: topo_nodes,
+        sources,
+        gated,
+        cap: in_flight,
+        branches,
+        roots,
+        show_nodes,
+    };
+    if let Some(r) = ctx.running {
+        if let Some(p) = port_nodes.iter().position(|&i| i == usize::MAX) {
+            return Err(Error::Graph(format!(
+                "the edit removes the sink {}; sinks cannot be removed while running",
+                r.ver.names[r.ports[p]]
+            )));
+        }
+        if port_nodes[0] != master {
+            return Err(Error::Graph(format!(
+                "the edit would make {} the master output instead of {}",
+                names[master], r.ver.names[r.ports[0]]
+            )));
+        }
+    }
+    let stages: Arc<[Arc<StageCounters>]> = counters.into_iter().collect();
+    Ok(Built {
+        ver: Version {
+            number: ctx.number,
+            topo,
+            pools,
+            first_frames,
+            snapshots,
+            param_names,
+            live_spec,
+            stages,
+            names,
+            infos,
+            elements,
+            kinds,
+            ports: port_nodes.clone(),
+            holds,
+            pool_bytes: need.pools,
+            instance_bytes: need.all_instances,
+            pools_held: Some(pools_held),
+            pool_lease: None,
+        },
+        live,
+        node_states,
+        sinks,
+        port_nodes,
+        graph_view,
+        moves,
+        pool_plans,
+    })
+}

@@ -1,0 +1,182 @@
+//! The memory book: what a show holds against `--max-memory`, counted by guards.
+
+use std::sync::Arc;
+
+use framepipe_core::limits::human_bytes;
+use framepipe_core::{Limits, Result};
+
+/// What a show holds against `--max-memory` right now, as the budget counts it: every graph
+/// version alive (its frame pools at full capacity) and every effect instance (one output frame
+/// each, the estimate of [`PoolNeeds::total`]). A live edit builds its version while the running
+/// one goes on, so two versions (three during a crossfade's hand-over) can be alive at once:
+/// the edit's check adds what it would make to what is held here ([`MemoryBook::admit`]).
+///
+/// Counted by guards ([`Held`]): a version holds one for its pools, each instance one for
+/// itself, so the figure follows the objects (an instance a live edit keeps moves with its
+/// guard; a replaced version is uncounted when the edit thread drops it). Written only where
+/// versions and instances are made and dropped (the edit thread, the run's start and end),
+/// never on the frame path.
+#[derive(Debug, Default)]
+pub(crate) struct MemoryBook {
+    held: std::sync::atomic::AtomicU64,
+    peak: std::sync::atomic::AtomicU64,
+    /// Edits refused because what they would hold with the running graph is over the budget.
+    refused: std::sync::atomic::AtomicU64,
+    /// The last refusal by [`admit`](Self::admit) would not have been one with only the
+    /// running version held: it is up to the edit thread to wait or refuse (and count it).
+    later: std::sync::atomic::AtomicBool,
+}
+
+/// A show's memory as the budget counts it (`--stats`: `memory`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// `--max-memory` in force, bytes.
+    pub max_memory: u64,
+    /// Counted now: the versions alive (pools at full capacity) and the instances' estimate.
+    pub held: u64,
+    /// The most counted at once so far (during a live edit: both versions).
+    pub held_max: u64,
+    /// Live edits refused because they would have held more than `max_memory` with the
+    /// running graph.
+    pub edits_refused: u64,
+}
+
+impl MemoryBook {
+    /// Counted now, bytes.
+    pub fn held(&self) -> u64 {
+        self.held.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The figures for `--stats`.
+    pub fn stats(&self) -> MemoryStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        MemoryStats {
+            max_memory: Limits::current().max_memory,
+            held: self.held(),
+            held_max: self.peak.load(Relaxed),
+            edits_refused: self.refused.load(Relaxed),
+        }
+    }
+
+    /// A guard counting `bytes` until it is dropped.
+    pub(crate) fn hold(self: &Arc<Self>, bytes: u64) -> Held {
+        use std::sync::atomic::Ordering::AcqRel;
+        let now = self.held.fetch_add(bytes, AcqRel).saturating_add(bytes);
+        self.peak.fetch_max(now, AcqRel);
+        Held {
+            book: Arc::clone(self),
+            bytes,
+        }
+    }
+
+    /// Whether `bytes` more would fit in the budget now.
+    pub(crate) fn fits(&self, bytes: u64) -> bool {
+        self.held().saturating_add(bytes) <= Limits::current().max_memory
+    }
+
+    /// Refuses an edit whose new version would make what is held over the budget: `new` bytes
+    /// (the new version's pools at full capacity and its new instances) besides everything
+    /// held now (`running`: the running version's share of it, named apart from a replaced
+    /// version still being dropped). `during` says when both are held ("while the edit
+    /// switches"), `hint` what to do besides raising the limit.
+    pub(crate) fn admit(
+        &self,
+        running: u64,
+        new: u64,
+        new_name: &str,
+        during: &str,
+        hint: &str,
+    ) -> Result<()> {
+        let held = self.held();
+        if held > running {
+            // Would it fit once the replaced version is freed (its last frames out)? Then
+            // the edit thread may wait for that rather than refuse.
+            let later = running.saturating_add(new) <= Limits::current().max_memory;
+            return self
+                .over(
+                    [
+                        (
+                            "the running graph and a version an earlier edit replaced, not \
+                             freed yet",
+                            held,
+                        ),
+                        (new_name, new),
+                    ],
+                    during,
+                    &format!(
+                        "{hint}, or send it again once that version is freed (when its last \
+                         frames are out: a paused show holds them)"
+                    ),
+                )
+                .inspect_err(|_| {
+                    if later {
+                        self.later.store(true, std::sync::atomic::Ordering::Relaxed);
+                    } else {
+                        self.count_refusal();
+                    }
+                });
+        }
+        self.refuse_over([("the running graph", held), (new_name, new)], during, hint)
+    }
+
+    /// Whether the last refusal would not have been one with only the running version held
+    /// (then it was not counted: see [`count_refusal`](Self::count_refusal)); clears it.
+    pub(crate) fn take_later(&self) -> bool {
+        self.later.swap(false, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts an edit refused for memory (in `--stats`).
+    pub(crate) fn count_refusal(&self) {
+        self.refused
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Refuses (counting the refusal) when the two parts, held at once `during`, would be over
+    /// the budget: "the running graph (1.2 GiB) and the new one (1.1 GiB), held at once while
+    /// the edit switches, would take 2.3 GiB, over the limit of 2.0 GiB; raise
+    /// --max-memory`hint`".
+    pub(crate) fn refuse_over(
+        &self,
+        parts: [(&str, u64); 2],
+        during: &str,
+        hint: &str,
+    ) -> Result<()> {
+        self.over(parts, during, hint)
+            .inspect_err(|_| self.count_refusal())
+    }
+
+    /// [`refuse_over`](Self::refuse_over) without counting.
+    fn over(&self, parts: [(&str, u64); 2], during: &str, hint: &str) -> Result<()> {
+        let limit = Limits::current().max_memory;
+        let total = parts[0].1.saturating_add(parts[1].1);
+        if total <= limit {
+            return Ok(());
+        }
+        let [(a, a_bytes), (b, b_bytes)] = parts;
+        Err(framepipe_core::Error::TooLarge {
+            what: format!(
+                "{a} ({}) and {b} ({}), held at once {during},",
+                human_bytes(a_bytes),
+                human_bytes(b_bytes)
+            ),
+            asked: total,
+            limit,
+            hint: format!("raise --max-memory{hint}"),
+        })
+    }
+}
+
+/// Counts its bytes in a [`MemoryBook`] while it lives.
+#[derive(Debug)]
+pub(crate) struct Held {
+    book: Arc<MemoryBook>,
+    bytes: u64,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.book
+            .held
+            .fetch_sub(self.bytes, std::sync::atomic::Ordering::AcqRel);
+    }
+}
