@@ -126,7 +126,7 @@ pub(crate) fn prepare_edit(
 pub(crate) fn fill_edit_pools(p: &mut NextVersion, shared: &Shared, options: Options) {
     let own = p.take_edit_pools();
     let running = Arc::clone(shared.lock().running_version());
-    // Only the edit thread holds the new version before it is sent (`new_state` kept one
+    // Only the edit thread holds the new version before it is sent (`NextVersion::new` kept one
     // reference); were it otherwise, it keeps its own pools.
     if let Some(next) = p.version_mut() {
         let pace = pace_of(shared, options, running.topo.cap);
