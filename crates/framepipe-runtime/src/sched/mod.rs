@@ -84,17 +84,20 @@ mod select;
 mod switch;
 mod version;
 
-pub(crate) use flight::{Flight, NodeState};
+pub(crate) use flight::NodeState;
 pub(crate) use job::{Done, Inputs, Inst, Instance, Job, Kind, Proc, SourceInst, Topo, TopoNode};
-pub(crate) use lock::{Locked, Wake};
+pub(crate) use lock::Locked;
 pub use lockstats::LockSummary;
 pub(crate) use lockstats::Log2Histogram;
-pub(crate) use ports::{Port, PortItem, PortSignal};
-pub(crate) use run::Run;
-pub(crate) use switch::{EditPlan, NextVersion, Replaced, Retiring, SwitchNews};
+pub(crate) use ports::{PortItem, PortSignal};
+pub(crate) use switch::{EditPlan, NextVersion, Replaced};
 pub(crate) use version::Version;
 
-use flight::Step;
+use flight::{Flight, Step};
+use lock::Wake;
+use ports::Port;
+use run::Run;
+use switch::{Retiring, SwitchNews};
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
