@@ -8,7 +8,7 @@ use super::*;
 use crate::model::Options;
 use crate::model::{Graph, OnEnd};
 use crate::model::{Part, Plan};
-use crate::sched::{new_state, Shared};
+use crate::sched::{Scheduler, Shared};
 use crate::show::Prepared;
 use crate::stats::Counters;
 use crate::stats::ShowView;
@@ -73,7 +73,7 @@ impl Graph {
         } = built;
         let stages = Arc::clone(&ver.stages);
         let view = ShowView::new(graph_view, &live);
-        let state = new_state(Arc::new(ver), threads, port_nodes, node_states);
+        let state = Scheduler::new(Arc::new(ver), threads, port_nodes, node_states);
         let counters = Arc::new(Counters::new(stages, memory));
         let shared = Shared::new(state, rate, threads, live, counters, view);
         Ok(Prepared {

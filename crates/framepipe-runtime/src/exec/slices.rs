@@ -1,6 +1,6 @@
 //! The slice runner handed to effects: fork-join of one frame's slices on the pipeline's own
 //! workers. The caller publishes the job in its worker's slot; idle workers take slices before
-//! any other work (`State::next_job`); the caller runs slices too and returns when all are done.
+//! any other work (`Scheduler::next_job`); the caller runs slices too and returns when all are done.
 
 #![allow(unsafe_code)] // only for the slice runner's borrowed closure; see SliceJob
 

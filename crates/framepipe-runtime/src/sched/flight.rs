@@ -56,7 +56,7 @@ pub(crate) struct NodeState {
     pub(super) owed: u32,
     /// A kept node of a version switched in while the replaced version still owed it frames:
     /// it runs nothing (its runnable frames are parked) until it is handed over (its
-    /// instances, source, ring moved in; `State::hand_over`).
+    /// instances, source, ring moved in; `Scheduler::hand_over`).
     pub(super) awaiting_hand_over: bool,
 }
 

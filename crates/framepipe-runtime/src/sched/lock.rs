@@ -4,10 +4,10 @@
 //!
 //! # Lock order
 //! A show's locks, in the order they may nest (a thread holding one takes only locks below it):
-//! 1. the scheduler lock (`Shared::state`, priority-inheriting): workers between jobs, IO
+//! 1. the scheduler lock (`Shared::scheduler`, priority-inheriting): workers between jobs, IO
 //!    threads, output threads once per frame, the edit thread briefly;
 //! 2. the live lock (`Shared::live`, priority-inheriting): taken *under* the scheduler lock by
-//!    exactly three methods, [`State::arm_switch`], the waiting switch (`maybe_switch`) and
+//!    exactly three methods, [`Scheduler::arm_switch`], the waiting switch (`maybe_switch`) and
 //!    `switch_overlapping` (an edit's switch frame and the live stages change with the
 //!    version); else alone (a command's assignment, a worker beginning a frame or starting a
 //!    node). Never the scheduler lock under it;
@@ -23,7 +23,7 @@ use std::ops::{Deref, DerefMut};
 
 use framepipe_clock::{now_ns, PiCondvar, PiGuard};
 
-use super::{Shared, State};
+use super::{Scheduler, Shared};
 
 /// Wake-ups decided under the lock, done after releasing it (so that the woken thread does not
 /// run into a held mutex, and the hold time excludes the futex calls).
@@ -49,7 +49,7 @@ impl Shared {
     pub(crate) fn lock(&self) -> Locked<'_> {
         // No poisoning: a panic in an element is caught in `run_job`, and one in the scheduler's
         // own code marks the run broken (`Shared::break_run`).
-        let guard = self.state.lock();
+        let guard = self.scheduler.lock();
         Locked {
             guard: Some(guard),
             shared: self,
@@ -95,11 +95,11 @@ impl Shared {
     }
 }
 
-/// The scheduler lock, held. Derefs to the [`State`]. On release it records how long it was
+/// The scheduler lock, held. Derefs to the [`Scheduler`]. On release it records how long it was
 /// held, then, with the mutex released, drops a discarded error and does the wake-ups the state
 /// machine asked for.
 pub(crate) struct Locked<'a> {
-    guard: Option<PiGuard<'a, State>>,
+    guard: Option<PiGuard<'a, Scheduler>>,
     shared: &'a Shared,
     since: i64,
 }
@@ -120,7 +120,7 @@ impl Locked<'_> {
             drop(guard);
             self.shared.counters.lock_hold.record(held_ns);
             self.shared.wake(wake);
-            self.shared.state.lock()
+            self.shared.scheduler.lock()
         } else {
             self.shared.counters.lock_hold.record(held_ns);
             cv.wait(guard)
@@ -148,14 +148,14 @@ impl Locked<'_> {
 }
 
 impl Deref for Locked<'_> {
-    type Target = State;
-    fn deref(&self) -> &State {
+    type Target = Scheduler;
+    fn deref(&self) -> &Scheduler {
         self.guard.as_deref().expect("held")
     }
 }
 
 impl DerefMut for Locked<'_> {
-    fn deref_mut(&mut self) -> &mut State {
+    fn deref_mut(&mut self) -> &mut Scheduler {
         self.guard.as_deref_mut().expect("held")
     }
 }

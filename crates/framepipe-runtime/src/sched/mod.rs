@@ -34,7 +34,7 @@
 //! feedback, it switches in at once, at N (`switch_overlapping`): the running flight becomes
 //! a [`Retiring`] one, kept beside the new one until its frames before N have left every
 //! node, then a [`Replaced`] one, which the master output thread hands to the edit thread to
-//! be dropped off the frame path. Jobs name their version (`State::job_ver` picks its
+//! be dropped off the frame path. Jobs name their version (`Scheduler::job_ver` picks its
 //! flight); the retiring version's jobs go first, and the new one's leave it a worker
 //! (`new_jobs_held_back`). A node the edit keeps is handed over (its one set of instances,
 //! its source, moved) once the retiring version no longer owes it a frame
@@ -59,7 +59,7 @@
 //! # Files
 //! | file | its job |
 //! |---|---|
-//! | `mod.rs` | this contract; [`State`], [`Shared`] |
+//! | `mod.rs` | this contract; [`Scheduler`], [`Shared`] |
 //! | `job.rs` | the vocabulary: what a node is to the scheduler, a job and its outcome |
 //! | `version.rs` | [`Version`]: one graph version, fixed while it runs |
 //! | `flight.rs` | [`Flight`]: one version's frames, nodes, queues and counts |
@@ -113,7 +113,7 @@ use crate::stats::EventFn;
 /// The scheduler's state for one show, under the scheduler lock (`Shared::lock`): the running
 /// version's [`Flight`], an armed edit's [`NextVersion`], a [`Retiring`] version finishing its
 /// frames, and what the run has whatever the version (frame numbering, [`Run`], the slices).
-pub(crate) struct State {
+pub(crate) struct Scheduler {
     /// The graph version frames begin in now.
     flight: Flight,
     /// A live edit's next version, armed: no frame at or after `switch_at` begins in the
@@ -160,7 +160,7 @@ pub(crate) struct State {
 pub(crate) struct Shared {
     /// The scheduler lock ([`Shared::lock`]). Priority-inheriting: while the SCHED_FIFO
     /// output thread waits for it, the worker holding it runs at the output thread's priority.
-    state: PiMutex<State>,
+    scheduler: PiMutex<Scheduler>,
     /// Workers wait here for work ([`Locked::wait_for_work`]).
     work: PiCondvar,
     /// A slice owner waits here for the slices other workers took
@@ -196,19 +196,19 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// What the threads of a show of `state` share (`threads` workers; its live values, its
+    /// What the threads of a show run by `scheduler` share (`threads` workers; its live values, its
     /// counters, its published view); no event callback yet.
     pub(crate) fn new(
-        state: State,
+        scheduler: Scheduler,
         rate: Rational,
         threads: usize,
         live: Live,
         counters: Arc<Counters>,
         view: crate::stats::ShowView,
     ) -> Self {
-        let ports = state.run.ports.len();
+        let ports = scheduler.run.ports.len();
         Shared {
-            state: PiMutex::new(state),
+            scheduler: PiMutex::new(scheduler),
             work: PiCondvar::new(),
             slice_done: PiCondvar::new(),
             rate,
@@ -250,31 +250,33 @@ impl Shared {
 /// job, the oldest first).
 pub(crate) const MAX_IO_THREADS: usize = 8;
 
-/// A fresh state for a run of `ver` (its sinks' nodes per output port, its nodes' states) on
-/// `threads` workers: every queue at its final capacity.
-pub(crate) fn new_state(
-    ver: Arc<Version>,
-    threads: usize,
-    port_nodes: Vec<usize>,
-    nodes: Vec<NodeState>,
-) -> State {
-    let ports = port_nodes.len();
-    State {
-        flight: Flight::new(ver, port_nodes, nodes),
-        next: None,
-        switch_at: u64::MAX,
-        ver_first: 0,
-        retiring: None,
-        replaced: None,
-        news: None,
-        run: Run::new(ports),
-        io_busy: 0,
-        next_seq: 0,
-        begin_limit: u64::MAX,
-        begin_busy: false,
-        waiting: 0,
-        host: false,
-        slices: (0..threads).map(|_| SliceSlot::default()).collect(),
-        broken: false,
+impl Scheduler {
+    /// A fresh scheduler for a run of `ver` (its sinks' nodes per output port, its nodes' states) on
+    /// `threads` workers: every queue at its final capacity.
+    pub(crate) fn new(
+        ver: Arc<Version>,
+        threads: usize,
+        port_nodes: Vec<usize>,
+        nodes: Vec<NodeState>,
+    ) -> Self {
+        let ports = port_nodes.len();
+        Scheduler {
+            flight: Flight::new(ver, port_nodes, nodes),
+            next: None,
+            switch_at: u64::MAX,
+            ver_first: 0,
+            retiring: None,
+            replaced: None,
+            news: None,
+            run: Run::new(ports),
+            io_busy: 0,
+            next_seq: 0,
+            begin_limit: u64::MAX,
+            begin_busy: false,
+            waiting: 0,
+            host: false,
+            slices: (0..threads).map(|_| SliceSlot::default()).collect(),
+            broken: false,
+        }
     }
 }

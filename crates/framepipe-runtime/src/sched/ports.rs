@@ -7,7 +7,7 @@ use std::thread::Thread;
 
 use framepipe_core::{Frame, FrameCtx, Result};
 
-use super::{Flight, Run, Shared, State};
+use super::{Flight, Run, Scheduler, Shared};
 
 /// One sink's hand-off: the frame whose turn it is at that sink (the sink's node is the
 /// running flight's: `Flight::port_nodes`).
@@ -114,7 +114,7 @@ impl Flight {
     }
 }
 
-impl State {
+impl Scheduler {
     /// The frame whose turn it is at sink `port`, if it has arrived.
     pub(crate) fn take_ready(&mut self, port: usize) -> Option<PortItem> {
         self.run.ports[port].ready.take()

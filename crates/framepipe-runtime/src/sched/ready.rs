@@ -7,7 +7,7 @@ use std::sync::Arc;
 use framepipe_clock::now_ns;
 use framepipe_core::{Frame, Result};
 
-use super::{Done, Flight, Inst, Job, Kind, Run, Shared, State, Step, Version};
+use super::{Done, Flight, Inst, Job, Kind, Run, Scheduler, Shared, Step, Version};
 
 impl Flight {
     /// Runs the queued bookkeeping steps until none is left.
@@ -28,7 +28,7 @@ impl Flight {
         }
         if self.nodes[node].awaiting_hand_over {
             // Kept by a live edit, still finishing the replaced version's frames: this one
-            // runs once it is handed over (`State::hand_over`).
+            // runs once it is handed over (`Scheduler::hand_over`).
             self.nodes[node].parked[slot] = true;
             return;
         }
@@ -245,7 +245,7 @@ impl Flight {
     }
 }
 
-impl State {
+impl Scheduler {
     /// Records a job's outcome and returns the job the same worker should run next, if any
     /// (usually the node just made runnable: its input is warm in this worker's cache).
     pub(crate) fn complete(&mut self, done: Done, shared: &Shared) -> Option<Job> {

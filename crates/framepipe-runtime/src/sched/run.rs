@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use framepipe_core::Error;
 
-use super::{Port, State, Version, Wake};
+use super::{Port, Scheduler, Version, Wake};
 
 /// What every flight's bookkeeping shares, whichever version it runs: taken by `&mut` by the
 /// [`Flight`](super::Flight) methods, so that a retiring version's frames and the running
@@ -86,7 +86,7 @@ impl Run {
     }
 }
 
-impl State {
+impl Scheduler {
     /// Whether the run is over: broken, aborted, or its sources done and every frame out.
     pub(crate) fn finished(&self) -> bool {
         self.broken

@@ -6,9 +6,9 @@ use framepipe_core::Frame;
 
 use crate::exec::{PanicPayload, SliceJob, SliceSlot};
 
-use super::{Flight, Inputs, Inst, Job, Kind, Shared, State, Version};
+use super::{Flight, Inputs, Inst, Job, Kind, Scheduler, Shared, Version};
 
-impl State {
+impl Scheduler {
     /// Node jobs running on workers (and the IO threads), of every version.
     pub(crate) fn running_jobs(&self) -> usize {
         self.flight.running + self.retiring.as_ref().map_or(0, |r| r.flight.running)

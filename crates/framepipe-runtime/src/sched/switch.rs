@@ -4,7 +4,7 @@
 //! overlapping switch) and a [`Replaced`] one handed to the edit thread to be dropped off the
 //! frame path. Every step is moves and assignments only: nothing allocates or frees here.
 //!
-//! * [`State::arm_switch`] (master output thread): no frame begins in the running version from
+//! * [`Scheduler::arm_switch`] (master output thread): no frame begins in the running version from
 //!   the switch frame on.
 //! * `maybe_switch` (whoever changed the state last): when the switch frame is next, either
 //!   at once (`switch_overlapping`, neither version has a leaky branch or a feedback) or once
@@ -13,7 +13,7 @@
 //! * `hand_over` (after a retiring version's job or sink completes): a kept node the retiring
 //!   version no longer owes a frame moves to the running version.
 //! * `maybe_retire`: the retiring version's last frame has left every node: it becomes
-//!   [`Replaced`], taken by the master output thread ([`State::take_replaced`]).
+//!   [`Replaced`], taken by the master output thread ([`Scheduler::take_replaced`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use crate::live::{Fate, Live, LiveStage};
 use crate::memory::PoolPlan;
 use crate::stats::GraphView;
 
-use super::{Flight, NodeState, Shared, State, Step, Version};
+use super::{Flight, NodeState, Scheduler, Shared, Step, Version};
 
 /// What a live edit does at its switch besides bringing its version (built with it by the
 /// edit's builder, `edit::prepare_edit`).
@@ -52,7 +52,7 @@ pub(crate) struct EditPlan {
 }
 
 /// A live edit's next graph version: built off the frame path (on the edit thread), then armed
-/// in the state ([`State::arm_switch`]) until it switches in. Moved by value (the channels to
+/// in the state ([`Scheduler::arm_switch`]) until it switches in. Moved by value (the channels to
 /// and from the edit thread are bounded: nothing allocates or frees on the way).
 pub(crate) struct NextVersion {
     flight: Flight,
@@ -164,7 +164,7 @@ pub(crate) struct SwitchNews {
     pub(crate) removed: Vec<Arc<str>>,
 }
 
-impl State {
+impl Scheduler {
     /// Arms a live edit's switch: no frame begins in the running version from now on; once
     /// the frames in flight have left every node but the sinks holding them, the next version
     /// takes over (`maybe_switch`). The live lock is taken inside, under this one (as at the
