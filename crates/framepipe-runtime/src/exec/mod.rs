@@ -1,8 +1,8 @@
 //! Execution: the threads that run a show's jobs, and running one job.
 //!
-//! Contract: a worker takes a job under the scheduler lock (`State::next_job`), runs it
+//! Contract: a worker takes a job under the scheduler lock (`Scheduler::next_job`), runs it
 //! with no lock held (`Shared::run_job`), and reports it back under the lock
-//! (`State::complete`), which may hand it the next job at once (cache-warm). An element's
+//! (`Scheduler::complete`), which may hand it the next job at once (cache-warm). An element's
 //! panic becomes an error naming the element (`unwind.rs`); a panic in the worker's own code
 //! ends the run (`Shared::break_run`) rather than leave the others waiting.
 //!

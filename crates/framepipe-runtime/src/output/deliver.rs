@@ -10,7 +10,7 @@ use super::master::Master;
 use super::pace::Repeat;
 use super::{Due, Next, Output};
 use crate::exec::guard;
-use crate::sched::{Pending, PortItem, Shared, SwitchNews};
+use crate::sched::{PortItem, Replaced, Shared, SwitchNews};
 
 impl Output {
     /// A live edit switched versions: looks at the new one (its sink node and that node's
@@ -20,19 +20,19 @@ impl Output {
     pub(super) fn follow_switch(
         &mut self,
         shared: &Shared,
-    ) -> (Option<SwitchNews>, Option<Box<Pending>>) {
+    ) -> (Option<SwitchNews>, Option<Replaced>) {
         let port = self.port;
-        let changed = shared.version.load(Ordering::Acquire) != self.ver.number;
+        let changed = shared.running_version_number() != self.ver.number;
         if !changed && !self.master.as_ref().is_some_and(Master::retire_due) {
             return (None, None);
         }
         let mut st = shared.lock_output();
         if changed {
-            self.ver = Arc::clone(&st.ver);
-            self.sink_stage = st.ports[port].node;
+            self.ver = Arc::clone(st.running_version());
+            self.sink_stage = st.sink_node(port);
         }
         let (news, switched) = if self.master.is_some() {
-            (st.news.take(), st.switched.take())
+            (st.take_switch_news(), st.take_replaced())
         } else {
             (None, None)
         };
@@ -68,7 +68,7 @@ impl Output {
         }
         self.check_stalls(shared, now);
         if self.master.as_ref().is_some_and(|m| m.waiting())
-            || shared.version.load(Ordering::Acquire) != self.ver.number
+            || shared.running_version_number() != self.ver.number
         {
             return Err(Next::Again);
         }

@@ -152,7 +152,7 @@ impl Master {
         shared: &Shared,
         ver: &Version,
         news: Option<crate::sched::SwitchNews>,
-        switched: Option<Box<crate::sched::Pending>>,
+        switched: Option<crate::sched::Replaced>,
     ) {
         if let Some(mut news) = news {
             shared.counters.set_stages(Arc::clone(&ver.stages));
@@ -239,11 +239,15 @@ impl Master {
         };
         let (pending, switched, news) = {
             let mut st = shared.lock_output();
-            (st.pending.take(), st.switched.take(), st.news.take())
+            (
+                st.take_next_version(),
+                st.take_replaced(),
+                st.take_switch_news(),
+            )
         };
         // (An edit answered whose replaced version had not finished: nothing to wait for.)
         let in_state = pending.is_some() || switched.is_some() || news.is_some() || self.retire_due;
-        if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
+        if let Some(p) = pending.and_then(|mut p| p.take_posted()) {
             refuse(shared, reader, p, ENDED_BEFORE_EDIT.into());
         }
         // An edit still on the edit thread (being built, or built and not yet taken): its
@@ -255,7 +259,7 @@ impl Master {
             if busy && !in_state {
                 match rx.recv_timeout(crate::model::JOIN_GRACE) {
                     Ok(FromEditor::Ready(mut p)) => {
-                        if let Some(posted) = p.posted.take() {
+                        if let Some(posted) = p.take_posted() {
                             refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());
                         }
                     }

@@ -146,7 +146,7 @@ impl Output {
     ) -> Result<Self> {
         let (ver, sink_stage) = {
             let st = shared.lock();
-            (Arc::clone(&st.ver), st.ports[port].node)
+            (Arc::clone(st.running_version()), st.sink_node(port))
         };
         let sink_counter = Arc::clone(&ver.stages[sink_stage]);
         let sink_name = sink_counter.name.clone();
