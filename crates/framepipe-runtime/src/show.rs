@@ -188,9 +188,7 @@ impl Prepared {
         for (port, slot) in self.sinks.iter_mut().enumerate().skip(1) {
             let mut sink = slot.take().expect("each sink once");
             let sh = Arc::clone(&shared);
-            let name = sh.counters.stages()[sh.lock().ports[port].node]
-                .name
-                .clone();
+            let name = sh.counters.stages()[sh.lock().sink_node(port)].name.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("fp-out-{port}"))
                 .spawn(move || {
@@ -228,7 +226,7 @@ impl Prepared {
         }
         let blocking = shared
             .lock()
-            .ver
+            .running_version()
             .topo
             .nodes
             .iter()
@@ -291,9 +289,9 @@ impl Prepared {
                 // frames in flight at once as it starts (or while paused), and the shared
                 // pools would have to hold every show's frames in flight: the sum of the
                 // quotas, nothing saved.
-                st.begin_limit = 0;
+                st.allow_begin_until(0);
             }
-            if let Some(ver) = Arc::get_mut(&mut st.ver) {
+            if let Some(ver) = st.running_version_mut() {
                 let pools: Vec<FramePool> = keep.iter().map(|(p, _)| p.clone()).collect();
                 let handles = lease.pools().clone().bind(&lease, &pools, self.threads);
                 crate::memory::rebind(&mut ver.pools, &mut ver.first_frames, &pools, &handles);
@@ -342,7 +340,7 @@ pub(crate) fn conclude(
     workers: Option<Vec<std::thread::JoinHandle<()>>>,
 ) -> Result<RunStats> {
     let (pacing, out_result) = output;
-    let sink_name = shared.counters.stages()[shared.lock().ports[0].node]
+    let sink_name = shared.counters.stages()[shared.lock().sink_node(0)]
         .name
         .clone();
     // Finished now, before waiting for the workers (one may be blocked in a source that
@@ -363,7 +361,7 @@ pub(crate) fn conclude(
     // After a normal end each finishes its sink (flushes its file) and is waited for; after
     // an early end (stop, error) one blocked in its sink gets the workers' grace, then is
     // left running, detached, like a blocked worker.
-    let early = shared.lock().abort;
+    let early = shared.lock().aborted();
     let deadline = std::time::Instant::now() + JOIN_GRACE;
     let mut follower_result = Ok(());
     for (port, h) in side.followers {
@@ -371,7 +369,7 @@ pub(crate) fn conclude(
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         if early && !h.is_finished() {
-            let node = shared.lock().ports[port].node;
+            let node = shared.lock().sink_node(port);
             shared.emit(crate::Event::LeftRunning {
                 stage: shared.counters.stages()[node].name.clone(),
                 worker: threads + port,
@@ -390,7 +388,7 @@ pub(crate) fn conclude(
     shared.join_io_threads(JOIN_GRACE);
     let (error, source_error) = {
         let mut st = shared.lock();
-        (st.error.take(), st.source_error.take())
+        st.take_errors()
     };
     if let Some(e) = error.or(source_error) {
         return Err(e);

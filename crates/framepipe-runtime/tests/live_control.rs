@@ -726,7 +726,7 @@ fn issue_9_a_delayed_frame_grows_the_latency_margin() {
         "margin peak {} ms",
         pacing.latency_margin_peak_ms
     );
-    // (Its decay and its place in the budget: the unit tests of `budget.rs` and `output.rs`;
+    // (Its decay and its place in the budget: the unit tests of `output/gate.rs`;
     // judged here at the run's end they would depend on the last frames' timing, which a
     // loaded machine moves.)
 }

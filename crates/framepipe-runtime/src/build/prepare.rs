@@ -1,9 +1,6 @@
 //! [`Graph::prepare`]: a show's first version, built, and the state its threads share.
 
-use std::sync::atomic::{AtomicI64, AtomicUsize};
 use std::sync::Arc;
-
-use framepipe_clock::{PiCondvar, PiMutex};
 
 use framepipe_core::{Result, VideoInfo};
 
@@ -11,7 +8,7 @@ use super::*;
 use crate::model::Options;
 use crate::model::{Graph, OnEnd};
 use crate::model::{Part, Plan};
-use crate::sched::{new_state, PortSignal, Shared};
+use crate::sched::{Scheduler, Shared};
 use crate::show::Prepared;
 use crate::stats::Counters;
 use crate::stats::ShowView;
@@ -74,33 +71,11 @@ impl Graph {
             moves: _,
             pool_plans,
         } = built;
-        let ports = port_nodes.len();
         let stages = Arc::clone(&ver.stages);
         let view = ShowView::new(graph_view, &live);
-        let state = new_state(Arc::new(ver), threads, port_nodes, node_states);
-        let shared = Shared {
-            state: PiMutex::new(state),
-            workers: Default::default(),
-            slice_done: PiCondvar::new(),
-            rate,
-            threads,
-            live: PiMutex::new(live),
-            version: std::sync::atomic::AtomicU64::new(0),
-            port_signals: (0..ports)
-                .map(|_| Arc::new(PortSignal::default()))
-                .collect(),
-            // Workers, output threads, the IO threads.
-            running: (0..threads + ports + crate::sched::MAX_IO_THREADS)
-                .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
-                .collect(),
-            events: None,
-            counters: Arc::new(Counters::new(stages, memory)),
-            view,
-            io_signals: (0..crate::sched::MAX_IO_THREADS)
-                .map(|_| PortSignal::default())
-                .collect(),
-            io_threads: std::sync::Mutex::new(Vec::new()),
-        };
+        let state = Scheduler::new(Arc::new(ver), threads, port_nodes, node_states);
+        let counters = Arc::new(Counters::new(stages, memory));
+        let shared = Shared::new(state, rate, threads, live, counters, view);
         Ok(Prepared {
             shared: Arc::new(shared),
             sinks,

@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::exec::{work, WorkSource};
-use crate::sched::{Done, Job, Locked, Shared, State, MAX_IO_THREADS};
+use crate::sched::{Done, Job, Locked, Scheduler, Shared, MAX_IO_THREADS};
 use crate::stats::Event;
 
 /// The longest an IO thread sleeps without a signal.
 const IO_POLL: Duration = Duration::from_millis(100);
 
-/// IO thread `k`'s work source: its show's blocking sources' jobs (`State::next_io_job`),
+/// IO thread `k`'s work source: its show's blocking sources' jobs (`Scheduler::next_io_job`),
 /// one at a time: a report hands nothing on (the source's next node is a compute worker's).
 /// It waits for a job on its own signal, outside the scheduler lock.
 struct IoJobs<'a> {
@@ -39,25 +39,22 @@ impl WorkSource for IoJobs<'_> {
         (!self.started.replace(true)).then_some(self.show)
     }
 
-    fn take_job(&self, _show: &Shared, st: &mut State) -> Option<Job> {
-        let job = st.next_io_job()?;
-        st.io_idle &= !(1 << self.k);
-        Some(job)
+    fn take_job(&self, _show: &Shared, st: &mut Scheduler) -> Option<Job> {
+        st.next_io_job(self.k)
     }
 
-    fn report(&self, show: &Shared, st: &mut State, done: Done) -> Option<Job> {
-        st.io_busy -= 1;
-        st.record(done, show);
+    fn report(&self, show: &Shared, st: &mut Scheduler, done: Done) -> Option<Job> {
+        st.record_io(done, show);
         None
     }
 
     fn idle<'a>(&self, show: &'a Shared, mut st: Locked<'a>) -> Option<Locked<'a>> {
-        if st.finished() || st.abort {
+        if st.finished() || st.aborted() {
             return None;
         }
         // Woken (its bit taken) when a job is queued for it; every IO thread at the end and
         // on abort. The timeout only bounds what a lost wake-up could cost.
-        st.io_idle |= 1 << self.k;
+        st.io_thread_idle(self.k);
         drop(st);
         show.io_signals[self.k].wait(IO_POLL);
         Some(show.lock())

@@ -1,9 +1,9 @@
 //! Execution: the threads that run a show's jobs, and running one job.
 //!
 //! Contract: every executor thread runs the one worker loop (`worker.rs`, [`work`]) over its
-//! [`WorkSource`]: it takes a job under the show's scheduler lock (`State::next_job`, or the
+//! [`WorkSource`]: it takes a job under the show's scheduler lock (`Scheduler::next_job`, or the
 //! source's own kind of job), runs it with no lock held (`Shared::run_job`), and reports it
-//! back under the lock (`State::complete`), which may hand it the next job at once
+//! back under the lock (`Scheduler::complete`), which may hand it the next job at once
 //! (cache-warm). Nothing here runs element or user code under the scheduler lock. A panic in
 //! an element becomes an error naming the element ([`guard`]); one in the thread's own code
 //! ends that show's run (`Shared::break_run`) rather than leave the others waiting. Every

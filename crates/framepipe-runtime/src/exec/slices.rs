@@ -1,6 +1,6 @@
 //! The slice runner handed to effects: fork-join of one frame's slices on the pipeline's own
-//! workers. The caller publishes the job as its worker's fork (`SliceFork`, `State::slices`); idle workers take slices before
-//! any other work (`State::next_job`); the caller runs slices too and returns when all are done.
+//! workers. The caller publishes the job as its worker's fork (`SliceFork`, `Scheduler::post_slices`); idle workers take slices before
+//! any other work (`Scheduler::next_job`); the caller runs slices too and returns when all are done.
 
 #![allow(unsafe_code)] // only for the slice runner's borrowed closure; see SliceJob
 
@@ -50,7 +50,7 @@ fn run_slice(f: &(dyn Fn(usize) + Sync), index: usize) -> Option<PanicPayload> {
 }
 
 /// One worker's fork of a frame's slices, published under the scheduler lock for idle workers
-/// to help with (one per worker, `State::slices`; empty while it runs none).
+/// to help with (one per worker, `Scheduler::slices`; empty while it runs none).
 #[derive(Default)]
 pub(crate) struct SliceFork {
     pub(crate) job: Option<SliceJob>,
@@ -106,33 +106,20 @@ impl SliceRunner for PoolSlices<'_> {
             // SAFETY: see above: the pointee outlives every use through the fork.
             unsafe { std::mem::transmute(erased) };
         let mut st = self.shared.lock();
-        st.slices[self.worker] = SliceFork {
-            job: Some(SliceJob(erased)),
-            n,
-            next: 0,
-            done: 0,
-            panicked: None,
-        };
+        st.post_slices(self.worker, SliceJob(erased), n);
         if self.shared.workers.any() {
             st.wake_all_workers();
         }
-        loop {
-            let s = &mut st.slices[self.worker];
-            if s.next < n {
-                let index = s.next;
-                s.next += 1;
-                drop(st);
-                let panicked = run_slice(job, index);
-                st = self.shared.lock();
-                st.count_slice(self.worker, panicked);
-            } else {
-                break;
-            }
+        while let Some(index) = st.claim_slice(self.worker) {
+            drop(st);
+            let panicked = run_slice(job, index);
+            st = self.shared.lock();
+            st.count_slice(self.worker, panicked);
         }
-        while st.slices[self.worker].done < n {
-            st = st.wait(&self.shared.slice_done);
+        while !st.slices_done(self.worker) {
+            st = st.wait_for_slices();
         }
-        let panicked = std::mem::take(&mut st.slices[self.worker]).panicked;
+        let panicked = st.finish_slices(self.worker);
         drop(st);
         if let Some(payload) = panicked {
             // Every slice is accounted for and the fork is cleared: safe to unwind now. The

@@ -25,7 +25,7 @@ impl Shared {
             st.count_slice(owner, payload);
         }
         st.fail(e);
-        st.broken = true;
+        st.mark_broken();
     }
 
     /// Waits up to `grace` for the workers to exit (at once after a normal end), joins those
@@ -58,7 +58,7 @@ impl Shared {
         // `join_io_threads`).
         let busy = |sh: &Self| {
             let st = sh.lock();
-            st.running_jobs() > st.io_busy || st.begin_busy
+            st.compute_jobs_running()
         };
         while busy(self) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));

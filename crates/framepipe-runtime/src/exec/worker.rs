@@ -14,7 +14,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::exec::unwind::{catch_panic, panic_error};
-use crate::sched::{Done, Job, Locked, Shared, State, Version};
+use crate::sched::{Done, Job, Locked, Scheduler, Shared, Version};
 
 /// Where a worker finds work: which shows it takes turns at, how it waits, and what it tells
 /// the others. One implementation per kind of executor; the loop ([`work`]) is the same.
@@ -29,17 +29,17 @@ pub(crate) trait WorkSource {
     fn next_show(&self) -> Option<&Shared>;
 
     /// Takes a job of this executor's kind from `st` (the show's state, under its lock).
-    fn take_job(&self, show: &Shared, st: &mut State) -> Option<Job> {
+    fn take_job(&self, show: &Shared, st: &mut Scheduler) -> Option<Job> {
         st.next_job(show)
     }
 
     /// Called under the lock just after this worker took a job from `st`: tells other workers
     /// of what is left, if they would not hear of it otherwise.
-    fn took(&self, _st: &mut State) {}
+    fn took(&self, _st: &mut Scheduler) {}
 
     /// Reports a job done to `st` (under the lock); returns the job it hands straight on to
     /// this worker, if any.
-    fn report(&self, show: &Shared, st: &mut State, done: Done) -> Option<Job> {
+    fn report(&self, show: &Shared, st: &mut Scheduler, done: Done) -> Option<Job> {
         st.complete(done, show)
     }
 
@@ -88,7 +88,7 @@ impl WorkSource for OwnWorkers<'_> {
         // After an abort (stop, error) an idle worker has nothing left to do: frames are no
         // longer started, pending ones were dropped, and the owner of a slice job runs the
         // slices nobody took. Those still inside a job finish it and leave too.
-        if st.finished() || st.abort {
+        if st.finished() || st.aborted() {
             return None;
         }
         Some(show.workers.wait(st))
@@ -124,7 +124,10 @@ impl Shared {
             let Some(mut job) = source.take_job(self, &mut st) else {
                 // Not kept while idle: a version a live edit replaced is dropped on the edit
                 // thread once nobody else holds it (this is never the last reference then).
-                if ver.as_ref().is_some_and(|v| !Arc::ptr_eq(v, &st.ver)) {
+                if ver
+                    .as_ref()
+                    .is_some_and(|v| !Arc::ptr_eq(v, st.running_version()))
+                {
                     ver = None;
                 }
                 match source.idle(self, st) {

@@ -11,7 +11,7 @@ use framepipe_core::Error;
 use super::signals::HostSignals;
 use crate::exec::{work, WorkSource};
 use crate::model::JOIN_GRACE;
-use crate::sched::{Locked, Shared, State};
+use crate::sched::{Locked, Scheduler, Shared};
 
 /// The host workers' work source: any show whose index is queued on the host's work queue
 /// (`HostSignals::work_for`). A turn takes one job and the jobs its reports hand straight on
@@ -30,7 +30,7 @@ impl WorkSource for HostQueue {
         Some(&self.shows[i])
     }
 
-    fn took(&self, st: &mut State) {
+    fn took(&self, st: &mut Scheduler) {
         if st.has_work() {
             st.announce_work();
         }

@@ -50,7 +50,7 @@ pub(crate) struct Version {
     /// back.
     pub(crate) pools_held: Option<crate::memory::Held>,
     /// In a host: its pools' quota handles on the host's shared pools, given back once it is
-    /// dropped and every frame taken through them is back (`pools.rs`, `PoolLease`). Declared
+    /// dropped and every frame taken through them is back (`memory/`, `PoolLease`). Declared
     /// last: the version's handles and frames go before it.
     pub(crate) pool_lease: Option<crate::memory::PoolLease>,
 }
