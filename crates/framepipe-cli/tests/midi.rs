@@ -690,7 +690,7 @@ fn midi_through_an_alsa_virtual_port() {
 /// mapped in cam2's project sets cam2's property (its reply and its pixels) and not cam1's;
 /// `@cam1 learn ...` on stdin learns into cam1's surface only.
 #[test]
-fn issue_11_midi_mappings_of_each_project_reach_their_own_show() {
+fn midi_mappings_of_each_project_reach_their_own_show() {
     let dir = tmpdir("midi-shows");
     let (out1, out2, path) = (
         dir.join("one.rgba"),
