@@ -38,9 +38,9 @@ fn two_sources(mixer: &str) -> String {
     )
 }
 
+// issue #8
 /// The issue's peer check: a graph of two sources with effects, a mixer and a tee to two file
 /// sinks writes the same frames in both files, identical whatever `--threads`.
-// issue #8
 #[test]
 fn two_sources_mixed_and_teed_write_identical_files_at_any_thread_count() {
     for mixer in ["frei0r-multiply", "mix mode=crossfade fader=0.3"] {
@@ -77,9 +77,9 @@ fn two_sources_mixed_and_teed_write_identical_files_at_any_thread_count() {
     }
 }
 
+// issue #8
 /// The mixer's output differs from each input alone: it really mixes (crossfade at 0 and 1 gives
 /// each input exactly, and 0.5 neither).
-// issue #8
 #[test]
 fn a_crossfade_at_its_ends_gives_each_input_exactly() {
     let dir = tmpdir("xfade-ends");
@@ -111,9 +111,9 @@ fn a_crossfade_at_its_ends_gives_each_input_exactly() {
     assert!(half != a && half != b, "fader=0.5 is neither");
 }
 
+// issue #8
 /// Feedback through the CLI: `feedback from=X` gives X's previous frame, and the loop's output
 /// is the same at any thread count (a frame-by-frame loop computed in order).
-// issue #8
 #[test]
 fn a_feedback_loop_is_identical_at_any_thread_count() {
     let dir = tmpdir("feedback");
@@ -144,8 +144,8 @@ fn a_feedback_loop_is_identical_at_any_thread_count() {
     );
 }
 
-/// A monitor tap writes a small preview beside the full-size show; the show gets every frame.
 // issue #8
+/// A monitor tap writes a small preview beside the full-size show; the show gets every frame.
 #[test]
 fn a_monitor_tap_previews_beside_the_show() {
     let dir = tmpdir("monitor");

@@ -396,10 +396,10 @@ fn load_with_fade_crossfades_on_the_frame_clock_three_threads() {
     crossfade(3, 300, 2);
 }
 
+// issue #9
 /// A crossfade to a project of another frame size is refused (a running sink keeps its size)
 /// and the show goes on unchanged; `stop` during a fade ends the run on a whole frame of it,
 /// with no end reported.
-// issue #9
 #[test]
 fn a_refused_fade_changes_nothing_and_stop_ends_a_fade() {
     let dir = tmpdir("live-fade-stop");
@@ -437,10 +437,10 @@ fn a_refused_fade_changes_nothing_and_stop_ends_a_fade() {
     assert!(frames < start + 300, "fade from {start}, {frames} frames");
 }
 
+// issue #9
 /// A show with a leaky preview (`monitor` into a `leaky=true` sink) beside its master: a
 /// crossfade mixes the master's frames and cuts the preview (two leaky branches cannot meet in
 /// a mixer) at the fade's first frame; the old preview branch is dropped.
-// issue #9
 #[test]
 fn a_crossfade_cuts_a_leaky_preview_and_fades_the_master() {
     let dir = tmpdir("live-fade-preview");

@@ -248,8 +248,8 @@ fn every_stdin_command_gets_one_reply_line() {
     );
 }
 
-/// With `-q`, applied commands are silent and refusals still said.
 // issue #9
+/// With `-q`, applied commands are silent and refusals still said.
 #[test]
 fn quiet_prints_only_refusals() {
     let err = replies_of(true, &["set 1.blur 0.3", "set 1.nosuch 1", "stop"]);

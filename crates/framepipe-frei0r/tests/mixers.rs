@@ -503,10 +503,10 @@ fn build(r: &Registry, name: &str, props: &[(&str, String)]) -> Element {
     r.create(name, &given).unwrap()
 }
 
+// issue #8
 /// The same peer check through the graph engine (framepipe-runtime) with real elements:
 /// `rawsrc` per input file → the frei0r mixer node (scheduled as the registry says: parallel)
 /// → `rawsink`, at 1, 2 and 4 worker threads: the file written equals gst's output.
-// issue #8
 #[test]
 fn mixers_match_gstreamer_through_the_graph_engine_at_1_2_4_threads() {
     use framepipe_runtime::{Graph, MixerStage, Node, NodeKind, OnEnd, Options};
