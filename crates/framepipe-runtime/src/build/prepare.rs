@@ -8,9 +8,8 @@ use framepipe_clock::{PiCondvar, PiMutex};
 use framepipe_core::{Result, VideoInfo};
 
 use super::*;
-use crate::model::Options;
-use crate::model::{Graph, OnEnd};
-use crate::model::{Part, Plan};
+use crate::memory::MemoryBook;
+use crate::model::{Graph, OnEnd, Options, Part, Plan};
 use crate::sched::{new_state, PortSignal, Shared};
 use crate::show::Prepared;
 use crate::stats::Counters;
@@ -25,27 +24,19 @@ impl Graph {
         let plan = Plan::new(self)?;
         let rate = plan.rate;
         let infos: Vec<VideoInfo> = plan.nodes.iter().map(|e| e.info).collect();
-        // Frames in flight: never more than the shortest source that stops the run gives.
-        let len_hint = plan
-            .nodes
-            .iter()
-            .filter_map(|e| match &e.part {
-                Part::Source {
-                    source,
-                    on_end: OnEnd::Stop,
-                } => Some(source.len_hint()),
-                _ => None,
-            })
-            .fold(None, |acc: Option<Option<u64>>, h| match (acc, h) {
-                (None, h) => Some(h),
-                (Some(Some(a)), Some(b)) => Some(Some(a.min(b))),
-                (Some(a), None) => Some(a),
-                (Some(None), b) => Some(b),
-            })
-            .flatten();
-        let in_flight = crate::memory::in_flight(threads, asked_in_flight, &infos, len_hint);
-        let memory = Arc::new(crate::memory::MemoryBook::default());
-        let built = build_version(
+        let in_flight =
+            crate::memory::in_flight(threads, asked_in_flight, &infos, shortest_run(&plan));
+        let memory = Arc::new(MemoryBook::default());
+        let Built {
+            ver,
+            live,
+            node_states,
+            sinks,
+            port_nodes,
+            graph_view,
+            moves: _,
+            pool_plans,
+        } = build_version(
             plan,
             &VersionCtx {
                 threads,
@@ -57,63 +48,76 @@ impl Graph {
                 admit: Admit::First,
             },
         )?;
-        let source_rate = rate;
-        let stall_timeout_ns = match (options.stall_timeout_ns, options.pace) {
-            (0, Some(pace)) => pace.period_ns().saturating_mul(5).max(100_000_000),
-            // Unpaced (batch) runs have no deadline to miss: only report what looks stuck.
-            (0, None) => source_rate.period_ns().saturating_mul(5).max(1_000_000_000),
-            (t, _) => t,
-        };
-        let Built {
-            ver,
-            live,
-            node_states,
-            sinks,
-            port_nodes,
-            graph_view,
-            moves: _,
-            pool_plans,
-        } = built;
-        let ports = port_nodes.len();
-        let stages = Arc::clone(&ver.stages);
+        let counters = Arc::new(Counters::new(Arc::clone(&ver.stages), memory));
         let view = ShowView::new(graph_view, &live);
+        let ports = port_nodes.len();
         let state = new_state(Arc::new(ver), threads, port_nodes, node_states);
-        let shared = Shared {
-            state: PiMutex::new(state),
-            work: PiCondvar::new(),
-            slice_done: PiCondvar::new(),
-            rate,
-            threads,
-            live: PiMutex::new(live),
-            version: std::sync::atomic::AtomicU64::new(0),
-            port_signals: (0..ports)
-                .map(|_| Arc::new(PortSignal::default()))
-                .collect(),
-            // Workers, output threads, the IO threads.
-            running: (0..threads + ports + crate::sched::MAX_IO_THREADS)
-                .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
-                .collect(),
-            events: None,
-            counters: Arc::new(Counters::new(stages, memory)),
-            view,
-            host: std::sync::OnceLock::new(),
-            io_signals: (0..crate::sched::MAX_IO_THREADS)
-                .map(|_| PortSignal::default())
-                .collect(),
-            io_threads: std::sync::Mutex::new(Vec::new()),
-        };
-        Ok(Prepared {
-            shared: Arc::new(shared),
+        let shared = shared_state(state, rate, threads, live, ports, counters, view);
+        Ok(Prepared::new(
+            Arc::new(shared),
             sinks,
             infos,
-            threads,
             in_flight,
             options,
-            stall_timeout_ns,
-            commands: None,
-            editor: None,
-            own_pools: pool_plans,
-            pool_share: None,
+            pool_plans,
+        ))
+    }
+}
+
+/// Frames in flight are never more than the shortest source that stops the run gives: its
+/// `len_hint` (`None`: no such source says).
+fn shortest_run(plan: &Plan) -> Option<u64> {
+    plan.nodes
+        .iter()
+        .filter_map(|e| match &e.part {
+            Part::Source {
+                source,
+                on_end: OnEnd::Stop,
+            } => Some(source.len_hint()),
+            _ => None,
         })
+        .fold(None, |acc: Option<Option<u64>>, h| match (acc, h) {
+            (None, h) => Some(h),
+            (Some(Some(a)), Some(b)) => Some(Some(a.min(b))),
+            (Some(a), None) => Some(a),
+            (Some(None), b) => Some(b),
+        })
+        .flatten()
+}
+
+/// What a show's threads share: the scheduler state of its first version, its live
+/// parameters, counters and published view.
+fn shared_state(
+    state: crate::sched::State,
+    rate: framepipe_core::Rational,
+    threads: usize,
+    live: crate::live::Live,
+    ports: usize,
+    counters: Arc<Counters>,
+    view: ShowView,
+) -> Shared {
+    Shared {
+        state: PiMutex::new(state),
+        work: PiCondvar::new(),
+        slice_done: PiCondvar::new(),
+        rate,
+        threads,
+        live: PiMutex::new(live),
+        version: std::sync::atomic::AtomicU64::new(0),
+        port_signals: (0..ports)
+            .map(|_| Arc::new(PortSignal::default()))
+            .collect(),
+        // Workers, output threads, the IO threads.
+        running: (0..threads + ports + crate::sched::MAX_IO_THREADS)
+            .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
+            .collect(),
+        events: None,
+        counters,
+        view,
+        host: std::sync::OnceLock::new(),
+        io_signals: (0..crate::sched::MAX_IO_THREADS)
+            .map(|_| PortSignal::default())
+            .collect(),
+        io_threads: std::sync::Mutex::new(Vec::new()),
     }
 }

@@ -352,7 +352,7 @@ fn after_fade_fits(
         return Ok(0);
     };
     let need = need_after(graph?, p, shared, options).map_err(one_line)?;
-    let fade = p.state.ver.pool_bytes + p.state.ver.instance_bytes;
+    let fade = p.state.ver.pools.bytes() + p.state.ver.instance_bytes;
     shared
         .counters
         .memory
@@ -572,8 +572,7 @@ impl Buried {
         let Some(ver) = Arc::get_mut(&mut self.p.state.ver) else {
             return false;
         };
-        ver.first_frames.iter_mut().for_each(|f| *f = None);
-        ver.pools.iter().all(|pool| pool.in_use() == 0)
+        ver.pools.release()
     }
 }
 

@@ -99,7 +99,7 @@ impl Host {
         Host {
             threads,
             shows: Vec::new(),
-            pools: SharedPools::new(),
+            pools: SharedPools::with_begin_slack(GRID_NS as u64),
             standby: true,
             clock: Arc::new(ClockCounters::default()),
             stall: None,

@@ -83,16 +83,22 @@
 
 mod book;
 mod fill;
+mod kind;
 mod shared;
 mod sizing;
 #[cfg(test)]
 mod tests;
+mod version;
 
 pub use book::MemoryStats;
 pub use shared::{SharedPoolStats, SharedPools};
 pub use sizing::IN_FLIGHT_BYTES;
 
 pub(crate) use book::{Held, MemoryBook};
-pub(crate) use fill::{frame_pools, ShowPools};
-pub(crate) use shared::{rebind, share_edit, Pace, PoolLease};
+pub(crate) use fill::{fill_in_background, frame_pools, ShowPools};
+pub(crate) use kind::{MemoryKind, PoolShape};
+pub(crate) use shared::{Pace, PoolLease};
 pub(crate) use sizing::{in_flight, pool_bytes, PoolNeeds, PoolNode, PoolPlan};
+pub(crate) use version::VersionPools;
+
+use shared::rebind;

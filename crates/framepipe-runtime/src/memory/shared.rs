@@ -5,15 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use framepipe_core::FramePool;
 
-use super::{Held, PoolPlan};
+use super::{Held, PoolPlan, PoolShape};
 
 /// How often a host's pool filler looks at its pools (and at the shows' latency budgets).
 const TOP_UP_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// Frames a paced show in a host begins this much before its latency budget says: the host's
-/// clock rounds a show's "may begin" wake-ups up to its grid and lets its frames begin that
-/// much earlier (`set_begin_slack` in `host.rs`).
-const HOST_BEGIN_SLACK_NS: u64 = crate::host::GRID_NS as u64;
 
 /// How long a worker may be held up (its CPU taken away, other shows' frames before this
 /// one's) without the filler having seen it: the default latency budget then grows by 5/4 of
@@ -25,13 +20,13 @@ const WORKER_DELAY_NS: u64 = 10_000_000;
 
 /// A shared pool is made with room for this many times the quotas enrolled when the host
 /// starts, so that a live edit can hold the new version's quota next to the old one's until the
-/// old version is dropped (slots without a buffer cost a few words each; a shared-memory pool's
+/// old version is dropped (frames not made yet cost a few words each; a shared-memory pool's
 /// memfd is sparse). An edit that finds no room gets a new pool of that shape.
 const EDIT_ROOM: usize = 2;
 
-/// The frame pools of a [`Host`](crate::Host)'s shows: **one pool per frame shape** (width,
-/// height, and whether its frames are in shared memory: what makes two frames interchangeable;
-/// the format and stride are always RGBA, `width * 4`) for every show, each show holding a
+/// The frame pools of a [`Host`](crate::Host)'s shows: **one pool per frame shape**
+/// ([`PoolShape`]: size, memory kind, and whether its frames are in shared memory: what makes
+/// two frames interchangeable) for every show, each show holding a
 /// quota handle on it ([`FramePool::with_quota`]) whose quota is the capacity its own plan
 /// gives it. The quotas in force never add up to more than the pool's frames (a show within its
 /// quota always gets a frame, one at its quota is refused as its own pool's end would refuse
@@ -89,14 +84,16 @@ struct Registry {
     filling: bool,
     next_id: u64,
     next_show: u64,
+    /// How much before its latency budget says a paced show's frames begin: its host's clock
+    /// rounds a show's "may begin" wake-ups up to its grid and lets its frames begin that much
+    /// earlier ([`SharedPools::with_begin_slack`]).
+    begin_slack_ns: u64,
 }
 
 /// One pool of a shape (a shape may have several: see [`EDIT_ROOM`]).
 #[derive(Debug)]
 struct Shape {
-    width: u32,
-    height: u32,
-    shared: bool,
+    shape: PoolShape,
     /// The versions holding a quota handle on it (before the host starts: enrolled).
     members: Vec<Member>,
     /// The shows that held one so far (a show's live edits count once).
@@ -119,10 +116,6 @@ struct Shape {
 }
 
 impl Shape {
-    fn key(&self) -> (u32, u32, bool) {
-        (self.width, self.height, self.shared)
-    }
-
     /// Whether a new quota handle of `quota` frames fits: a handle left (one per frame of the
     /// pool) and frames for every quota in force.
     fn room_for(&self, quota: usize) -> bool {
@@ -142,10 +135,10 @@ impl Shape {
     }
 
     /// What the filler makes ahead of need now (see [`SharedPools`]): at most the quotas.
-    fn fill_target(&self, threads: usize) -> usize {
+    fn fill_target(&self, threads: usize, begin_slack_ns: u64) -> usize {
         self.members
             .iter()
-            .map(Member::holds)
+            .map(|m| m.holds(begin_slack_ns))
             .fold(0usize, usize::saturating_add)
             .saturating_add(2 * threads)
             .min(self.quota)
@@ -174,9 +167,9 @@ struct Member {
 
 impl Member {
     /// What it may hold at once (see [`SharedPools`]): its idle frames, and the frames it
-    /// begins ahead by its latency budget now (read lock-free) grown by a worker's delay; 0
-    /// when unpaced.
-    fn holds(&self) -> usize {
+    /// begins ahead by its latency budget now (read lock-free) grown by a worker's delay and
+    /// by `begin_slack_ns` (how much earlier its host lets a frame begin); 0 when unpaced.
+    fn holds(&self, begin_slack_ns: u64) -> usize {
         let Some(p) = &self.pace else { return 0 };
         let budget_ns = p
             .counters
@@ -185,7 +178,7 @@ impl Member {
             .saturating_mul(1000)
             .saturating_add(WORKER_DELAY_NS.saturating_mul(5) / 4);
         let begun = budget_ns
-            .saturating_add(HOST_BEGIN_SLACK_NS)
+            .saturating_add(begin_slack_ns)
             .checked_div(p.period_ns)
             .unwrap_or(0)
             .saturating_add(1);
@@ -203,9 +196,26 @@ impl Member {
 /// the most frames it has in flight.
 #[derive(Debug, Clone)]
 pub(crate) struct Pace {
-    pub counters: Arc<crate::stats::Counters>,
-    pub period_ns: u64,
-    pub in_flight: usize,
+    counters: Arc<crate::stats::Counters>,
+    period_ns: u64,
+    in_flight: usize,
+}
+
+impl Pace {
+    /// A show's, read from its `counters` (the latency budget), its output rate `pace`
+    /// (`None`: unpaced, then `None`: it grows the pools on demand only) and its frames in
+    /// flight.
+    pub(crate) fn of(
+        counters: &Arc<crate::stats::Counters>,
+        pace: Option<framepipe_core::Rational>,
+        in_flight: usize,
+    ) -> Option<Pace> {
+        pace.map(|rate| Pace {
+            counters: Arc::clone(counters),
+            period_ns: rate.period_ns(),
+            in_flight,
+        })
+    }
 }
 
 /// A version's place in a host's [`SharedPools`]: its members (one per pool it uses), counted
@@ -240,6 +250,11 @@ impl PoolLease {
     /// The host's pools this version's are on.
     pub(crate) fn pools(&self) -> &SharedPools {
         &self.reg
+    }
+
+    /// The show it is a version of (its versions' leases share it).
+    pub(crate) fn show(&self) -> u64 {
+        self.show
     }
 
     /// Keeps `held` (what the version's pools count in its show's memory book) counted until
@@ -300,6 +315,14 @@ impl SharedPools {
         Self::default()
     }
 
+    /// No pools yet; its shows' frames begin `begin_slack_ns` before their latency budgets say
+    /// (their host's clock grid), so that many more are made ahead of need.
+    pub(crate) fn with_begin_slack(begin_slack_ns: u64) -> Self {
+        let pools = Self::default();
+        pools.lock().begin_slack_ns = begin_slack_ns;
+        pools
+    }
+
     /// One line per pool, in the order they were made (first enrolled).
     pub fn stats(&self) -> Vec<SharedPoolStats> {
         let reg = self.lock();
@@ -315,9 +338,9 @@ impl SharedPools {
                     (None, None) => (0, 0, 0, 0),
                 };
                 SharedPoolStats {
-                    width: s.width,
-                    height: s.height,
-                    shared_memory: s.shared,
+                    width: s.shape.width,
+                    height: s.shape.height,
+                    shared_memory: s.shape.shared,
                     shows: s.seen.len(),
                     holders: s.members.len(),
                     capacity: s.quota_peak,
@@ -353,8 +376,8 @@ impl SharedPools {
         reg.next_show += 1;
         let life = Arc::new(LeaseLife::default());
         for (pool, plan) in pools {
-            let key = (pool.width(), pool.height(), pool.is_shared());
-            let s = match reg.shapes.iter().position(|s| s.key() == key) {
+            let key = PoolShape::of(pool);
+            let s = match reg.shapes.iter().position(|s| s.shape == key) {
                 Some(s) => s,
                 None => {
                     reg.shapes.push(new_shape(key));
@@ -403,8 +426,8 @@ impl SharedPools {
             reg.open = true;
             reg.threads = threads;
             for shape in &mut reg.shapes {
-                let slots = shape.quota.saturating_mul(EDIT_ROOM).max(1);
-                shape.pool = make_pool(shape.key(), slots);
+                let capacity = shape.quota.saturating_mul(EDIT_ROOM).max(1);
+                shape.pool = make_pool(shape.shape, capacity);
             }
             // What the shows hold first is made now, before any show starts (below, outside
             // the lock); the filler goes on from there.
@@ -452,12 +475,12 @@ impl SharedPools {
         let mut fill = Vec::new();
         let life = Arc::new(LeaseLife::default());
         for (own_pool, plan) in own {
-            let key = (own_pool.width(), own_pool.height(), own_pool.is_shared());
+            let key = PoolShape::of(own_pool);
             let quota = own_pool.capacity();
             let found = reg
                 .shapes
                 .iter()
-                .position(|s| s.key() == key && s.room_for(quota));
+                .position(|s| s.shape == key && s.room_for(quota));
             let (s, new) = match found {
                 Some(s) => (s, false),
                 None => {
@@ -487,7 +510,11 @@ impl SharedPools {
                 ahead: plan.ahead,
                 pace: pace.clone(),
             };
-            let ahead_of_need = if new { plan.fill } else { member.holds() };
+            let ahead_of_need = if new {
+                plan.fill
+            } else {
+                member.holds(reg.begin_slack_ns)
+            };
             let shape = &mut reg.shapes[s];
             shape.join(member, show);
             let cap = shape.quota;
@@ -609,7 +636,7 @@ impl Registry {
                 shape.extra_free = shape.extra_free.saturating_add(grown - shape.grown_seen);
                 shape.grown_seen = grown;
             }
-            let target = shape.fill_target(threads);
+            let target = shape.fill_target(threads, self.begin_slack_ns);
             shape.target = shape.target.max(target);
             let free = threads.saturating_add(shape.extra_free);
             work.push((pool.clone(), target, free, shape.quota));
@@ -628,11 +655,9 @@ fn fill_all(work: &[FillWork]) {
     }
 }
 
-fn new_shape((width, height, shared): (u32, u32, bool)) -> Shape {
+fn new_shape(shape: PoolShape) -> Shape {
     Shape {
-        width,
-        height,
-        shared,
+        shape,
         members: Vec::new(),
         seen: Vec::new(),
         quota: 0,
@@ -645,21 +670,16 @@ fn new_shape((width, height, shared): (u32, u32, bool)) -> Shape {
     }
 }
 
-/// A shared pool of `slots` frames of this shape, nothing allocated (`None`: its shared memory
-/// could not be made).
-fn make_pool((width, height, shared): (u32, u32, bool), slots: usize) -> Option<FramePool> {
-    let slots = slots.max(1);
-    if shared {
-        FramePool::lazy_shared(width, height, slots).ok()
-    } else {
-        Some(FramePool::lazy(width, height, slots))
-    }
+/// A shared pool of `capacity` frames of this shape, nothing allocated (`None`: its shared
+/// memory could not be made).
+fn make_pool(shape: PoolShape, capacity: usize) -> Option<FramePool> {
+    shape.make(capacity.max(1)).ok()
 }
 
 /// Replaces a version's pools by quota handles (`handles[k]` for `own[k]`; `None` keeps that
 /// one), copying a feedback's frame 0 over (within the quota: the version holds nothing else
 /// yet; on failure it stays in its own pool, which it keeps alive).
-pub(crate) fn rebind(
+pub(super) fn rebind(
     pools: &mut [FramePool],
     first_frames: &mut [Option<framepipe_core::Frame>],
     own: &[FramePool],
@@ -681,32 +701,4 @@ pub(crate) fn rebind(
             *frame = Some(copy.freeze());
         }
     }
-}
-
-/// A live edit's new version of a show in a host (on the edit thread, once the edit's checks
-/// have passed: nothing is made for an edit that is refused): its pools become quota handles
-/// on the host's ([`SharedPools::join`]), held until the version is dropped and its frames are
-/// back, and the memory its pools count stays counted as long. A show alone (no lease on the
-/// running version) keeps its own; returns whether the version's pools are the host's.
-pub(crate) fn share_edit(
-    next: &mut crate::sched::Version,
-    own: &[(FramePool, PoolPlan)],
-    running: &crate::sched::Version,
-    pace: Option<Pace>,
-) -> bool {
-    let Some((reg, show)) = running
-        .pool_lease
-        .as_ref()
-        .map(|l| (l.pools().clone(), l.show))
-    else {
-        return false;
-    };
-    let (handles, lease) = reg.join(show, own, pace);
-    let own: Vec<FramePool> = own.iter().map(|(p, _)| p.clone()).collect();
-    rebind(&mut next.pools, &mut next.first_frames, &own, &handles);
-    if let Some(held) = next.pools_held.take() {
-        lease.count(held);
-    }
-    next.pool_lease = Some(lease);
-    true
 }
