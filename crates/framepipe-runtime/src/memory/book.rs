@@ -10,7 +10,7 @@ use super::MemoryKind;
 
 /// What a show holds against `--max-memory` right now, as the budget counts it: every graph
 /// version alive (its frame pools at full capacity) and every effect instance (one output frame
-/// each, the estimate of [`PoolNeeds::total`]). A live edit builds its version while the running
+/// each, the estimate of [`PoolNeeds::total`](super::PoolNeeds::total)). A live edit builds its version while the running
 /// one goes on, so two versions (three during a crossfade's hand-over) can be alive at once:
 /// the edit's check adds what it would make to what is held here ([`MemoryBook::admit`]).
 ///

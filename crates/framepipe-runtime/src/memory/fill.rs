@@ -5,7 +5,7 @@ use framepipe_core::{FramePool, Limits, Result};
 use super::{pool_bytes, MemoryKind, PoolNeeds, PoolPlan, PoolShape};
 
 /// A run's pools: per node, the pool its output comes from; and each distinct pool once with
-/// its plan (what [`fill_in_background`] fills, what a host's [`SharedPools`] counts).
+/// its plan (what [`fill_in_background`] fills, what a host's [`SharedPools`](super::SharedPools) counts).
 #[derive(Debug, Default)]
 pub(crate) struct ShowPools {
     pub per_node: Vec<FramePool>,
@@ -18,7 +18,7 @@ pub(crate) struct ShowPools {
 /// frame size: for each node, the pool its output comes from, and each pool once with its plan.
 /// Nothing frame-sized is allocated before the checks pass, nor here: a paced run's pools are
 /// filled by a helper thread once it starts ([`fill_in_background`]), or replaced by
-/// a host's shared pools ([`SharedPools`]).
+/// a host's shared pools ([`SharedPools`](super::SharedPools)).
 pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<ShowPools> {
     let limits = Limits::current();
     for node in needs.nodes {

@@ -25,21 +25,21 @@ const WORKER_DELAY_NS: u64 = 10_000_000;
 const EDIT_ROOM: usize = 2;
 
 /// The frame pools of a [`Host`](crate::Host)'s shows: **one pool per frame shape**
-/// ([`PoolShape`]: size, memory kind, and whether its frames are in shared memory: what makes
+/// (`PoolShape`: size, memory kind, and whether its frames are in shared memory: what makes
 /// two frames interchangeable) for every show, each show holding a
 /// quota handle on it ([`FramePool::with_quota`]) whose quota is the capacity its own plan
 /// gives it. The quotas in force never add up to more than the pool's frames (a show within its
 /// quota always gets a frame, one at its quota is refused as its own pool's end would refuse
 /// it), but frames are made only for what the shows hold *together*.
 ///
-/// **The filler.** A helper thread (`fp-pool-fill`) looks at every pool every [`TOP_UP_EVERY`]
+/// **The filler.** A helper thread (`fp-pool-fill`) looks at every pool every `TOP_UP_EVERY`
 /// until the last show is gone, and makes frames (on its own thread, never on a worker or an
 /// output thread) up to a target: per paced show, what it holds between frames (its plan's
 /// `idle`: the frame waiting for its deadline, the output's last frame, what nodes keep) plus
 /// the frames it begins ahead beyond that one,
 /// `min(in_flight, 1 + (budget + 12.5 ms + 1 ms) / period) - 1` (the latency budget now, read
 /// lock-free from the show's counters, `latency_budget_us`; 12.5 ms is what a worker held up
-/// for [`WORKER_DELAY_NS`] adds to the default budget; 1 ms is how much earlier a host lets a
+/// for `WORKER_DELAY_NS` adds to the default budget; 1 ms is how much earlier a host lets a
 /// frame begin), plus two frames per worker (a running stage's input and output); then at least
 /// one frame per worker free, and one more for every frame a worker's acquire had to make. At
 /// 25 fps the frames ahead are the one waiting frame (a budget under 26.5 ms); at 1000 fps,

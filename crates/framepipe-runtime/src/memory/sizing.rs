@@ -96,11 +96,11 @@ pub(crate) struct PoolPlan {
     /// Frames a paced show holds of this pool while no worker runs it: a frame done and waiting
     /// for its deadline (the master's pool: its frame; in a graph, each node's output), the
     /// output thread's last frame, what nodes keep (`extra`), one per leaky branch. What a
-    /// host's shared pool is filled with per show ([`SharedPools`]).
+    /// host's shared pool is filled with per show ([`SharedPools`](super::SharedPools)).
     pub idle: usize,
     /// Frames of this pool that each frame a paced show has begun ahead holds once it is done
     /// (the chain's master pool: its frame; in a graph, each node's output), `idle` counting
-    /// the first ([`SharedPools`] adds the others by the show's latency budget).
+    /// the first ([`SharedPools`](super::SharedPools) adds the others by the show's latency budget).
     pub ahead: usize,
 }
 
