@@ -206,9 +206,7 @@ impl Prepared {
         for (port, slot) in self.sinks.iter_mut().enumerate().skip(1) {
             let mut sink = slot.take().expect("each sink once");
             let sh = Arc::clone(&shared);
-            let name = sh.counters.stages()[sh.lock().ports[port].node]
-                .name
-                .clone();
+            let name = sh.counters.stages()[sh.lock().sink_node(port)].name.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("fp-out-{port}"))
                 .spawn(move || {
@@ -249,7 +247,7 @@ impl Prepared {
         }
         let blocking = shared
             .lock()
-            .ver
+            .running_version()
             .topo
             .nodes
             .iter()
@@ -309,11 +307,11 @@ impl Prepared {
                 // frames in flight at once as it starts (or while paused), and the shared
                 // pools would have to hold every show's frames in flight: the sum of the
                 // quotas, nothing saved.
-                st.begin_limit = 0;
+                st.allow_begin_until(0);
             }
             // Only the state holds the version before the run; were it otherwise, the show
             // keeps its own pools.
-            if let Some(ver) = Arc::get_mut(&mut st.ver) {
+            if let Some(ver) = st.running_version_mut() {
                 own = ver.pools.bind(lease, own, self.threads);
             }
         }
@@ -349,7 +347,7 @@ pub(crate) fn conclude(
     workers: Option<Vec<std::thread::JoinHandle<()>>>,
 ) -> Result<RunStats> {
     let (pacing, out_result) = output;
-    let sink_name = shared.counters.stages()[shared.lock().ports[0].node]
+    let sink_name = shared.counters.stages()[shared.lock().sink_node(0)]
         .name
         .clone();
     // Finished now, before waiting for the workers (one may be blocked in a source that
@@ -370,7 +368,7 @@ pub(crate) fn conclude(
     // After a normal end each finishes its sink (flushes its file) and is waited for; after
     // an early end (stop, error) one blocked in its sink gets the workers' grace, then is
     // left running, detached, like a blocked worker.
-    let early = shared.lock().abort;
+    let early = shared.lock().aborted();
     let deadline = std::time::Instant::now() + JOIN_GRACE;
     let mut follower_result = Ok(());
     for (port, h) in side.followers {
@@ -378,7 +376,7 @@ pub(crate) fn conclude(
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         if early && !h.is_finished() {
-            let node = shared.lock().ports[port].node;
+            let node = shared.lock().sink_node(port);
             shared.emit(crate::Event::LeftRunning {
                 stage: shared.counters.stages()[node].name.clone(),
                 worker: threads + port,
@@ -397,7 +395,7 @@ pub(crate) fn conclude(
     shared.join_io_threads(JOIN_GRACE);
     let (error, source_error) = {
         let mut st = shared.lock();
-        (st.error.take(), st.source_error.take())
+        st.take_errors()
     };
     if let Some(e) = error.or(source_error) {
         return Err(e);

@@ -1,16 +1,13 @@
 //! [`Graph::prepare`]: a show's first version, built, and the state its threads share.
 
-use std::sync::atomic::{AtomicI64, AtomicUsize};
 use std::sync::Arc;
-
-use framepipe_clock::{PiCondvar, PiMutex};
 
 use framepipe_core::{Result, VideoInfo};
 
 use super::*;
 use crate::memory::MemoryBook;
 use crate::model::{Graph, OnEnd, Options, Part, Plan};
-use crate::sched::{new_state, PortSignal, Shared};
+use crate::sched::{new_state, Shared};
 use crate::show::Prepared;
 use crate::stats::Counters;
 use crate::stats::ShowView;
@@ -50,9 +47,8 @@ impl Graph {
         )?;
         let counters = Arc::new(Counters::new(Arc::clone(&ver.stages), memory));
         let view = ShowView::new(graph_view, &live);
-        let ports = port_nodes.len();
         let state = new_state(Arc::new(ver), threads, port_nodes, node_states);
-        let shared = shared_state(state, rate, threads, live, ports, counters, view);
+        let shared = Shared::new(state, rate, threads, live, counters, view);
         Ok(Prepared::new(
             Arc::new(shared),
             sinks,
@@ -83,41 +79,4 @@ fn shortest_run(plan: &Plan) -> Option<u64> {
             (Some(None), b) => Some(b),
         })
         .flatten()
-}
-
-/// What a show's threads share: the scheduler state of its first version, its live
-/// parameters, counters and published view.
-fn shared_state(
-    state: crate::sched::State,
-    rate: framepipe_core::Rational,
-    threads: usize,
-    live: crate::live::Live,
-    ports: usize,
-    counters: Arc<Counters>,
-    view: ShowView,
-) -> Shared {
-    Shared {
-        state: PiMutex::new(state),
-        work: PiCondvar::new(),
-        slice_done: PiCondvar::new(),
-        rate,
-        threads,
-        live: PiMutex::new(live),
-        version: std::sync::atomic::AtomicU64::new(0),
-        port_signals: (0..ports)
-            .map(|_| Arc::new(PortSignal::default()))
-            .collect(),
-        // Workers, output threads, the IO threads.
-        running: (0..threads + ports + crate::sched::MAX_IO_THREADS)
-            .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
-            .collect(),
-        events: None,
-        counters,
-        view,
-        host: std::sync::OnceLock::new(),
-        io_signals: (0..crate::sched::MAX_IO_THREADS)
-            .map(|_| PortSignal::default())
-            .collect(),
-        io_threads: std::sync::Mutex::new(Vec::new()),
-    }
 }

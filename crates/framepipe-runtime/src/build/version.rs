@@ -340,17 +340,7 @@ impl Nodes {
             (Some(o), Some(r)) => Arc::clone(&r.ver.stages[o]),
             _ => Arc::new(StageCounters::new(&e.name, e.mode())),
         };
-        let mut st = NodeState {
-            first_seq: 0,
-            busy: false,
-            next_seq: 0,
-            parked: Vec::new(),
-            free: Vec::new(),
-            source: None,
-            ring: Vec::new(),
-            owed: 0,
-            held: false,
-        };
+        let mut st = NodeState::new();
         // A source whose `fill` may wait on the outside world: run by the IO thread.
         let mut blocks = false;
         let kind = match e.part {
@@ -374,7 +364,7 @@ impl Nodes {
                     origin: 0,
                     last: None,
                     keep_last: on_end == OnEnd::Hold || resample.is_some(),
-                    held: false,
+                    giving_last: false,
                 });
                 counter.add_instance();
                 Kind::Source

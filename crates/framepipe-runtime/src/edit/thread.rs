@@ -14,10 +14,12 @@ use super::{fill_edit_pools, need_after, prepare_edit};
 use super::{Editor, Fade};
 use crate::build::Admit;
 use crate::model::Options;
-use crate::sched::{Pending, Shared};
+use crate::sched::{NextVersion, Replaced, Shared};
 use crate::Event;
 
 /// To the edit thread.
+// A version moves by value (a bounded channel's slot): boxing it would free on the output thread.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum ToEditor {
     /// Build the next version for this `Command::Edit`.
     Build(Posted),
@@ -31,13 +33,15 @@ pub(crate) enum ToEditor {
         dropped: Vec<Arc<str>>,
     },
     /// What a switch replaced, once its frames are done: dropped here, off the frame path.
-    Bury(Box<Pending>),
+    Bury(Replaced),
 }
 
 /// From the edit thread.
+// A version moves by value (a bounded channel's slot): boxing it would free on the output thread.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum FromEditor {
     /// Built; to be switched in at the next frame boundary.
-    Ready(Box<Pending>),
+    Ready(NextVersion),
     /// Refused (the editor's or the engine's reason); the show goes on unchanged.
     Refused(Posted, String),
 }
@@ -304,7 +308,7 @@ fn try_edit(
             if let Some(fade) = fade {
                 *fading = Fading::Starting { fade, after };
             }
-            p.posted = Some(posted);
+            p.set_posted(posted);
             send(FromEditor::Ready(p));
         }
         Err(reason) => {
@@ -344,7 +348,7 @@ fn guarded<T>(
 /// say).
 fn after_fade_fits(
     editor: &dyn Editor,
-    p: &Pending,
+    p: &NextVersion,
     shared: &Shared,
     options: Options,
 ) -> std::result::Result<u64, String> {
@@ -352,7 +356,7 @@ fn after_fade_fits(
         return Ok(0);
     };
     let need = need_after(graph?, p, shared, options).map_err(one_line)?;
-    let fade = p.state.ver.pools.bytes() + p.state.ver.instance_bytes;
+    let fade = p.version().pools.bytes() + p.version().instance_bytes;
     shared
         .counters
         .memory
@@ -406,6 +410,7 @@ fn build_after_fade(
 }
 
 /// Where a crossfade is, on the edit thread.
+#[allow(clippy::large_enum_variant)] // as `FromEditor`: the version it holds is sent by value
 enum Fading {
     /// None under way.
     No,
@@ -426,7 +431,7 @@ enum Fading {
     Running {
         to: String,
         end: u64,
-        next: Option<Box<Pending>>,
+        next: Option<NextVersion>,
     },
     /// The version after the fade was sent; its switch is awaited.
     Ending { to: String, end: u64 },
@@ -476,8 +481,8 @@ const FADE_POLL_MAX: Duration = Duration::from_millis(50);
 /// Makes `p`, a crossfade's version, ramp its mixers' amounts over `frames` frames from its
 /// first frame. Refused when a mixer's new input needed an automatic scaler: the new project
 /// alone could not feed that running sink after the fade (a running sink keeps its size).
-fn start_fade(p: &mut Pending, fade: &Fade, frames: u64) -> std::result::Result<(), String> {
-    let ver = &p.state.ver;
+fn start_fade(p: &mut NextVersion, fade: &Fade, frames: u64) -> std::result::Result<(), String> {
+    let ver = p.version();
     for (node, _) in &fade.ramps {
         let Some(j) = ver.names.iter().position(|n| &**n == node) else {
             return Err(format!("the crossfade has no node {node}"));
@@ -502,7 +507,7 @@ fn start_fade(p: &mut Pending, fade: &Fade, frames: u64) -> std::result::Result<
     }
     for (node, prop) in &fade.ramps {
         let stage = p
-            .live_stages
+            .live_stages_mut()
             .iter_mut()
             .find(|s| s.label == *node)
             .ok_or_else(|| format!("the crossfade has no node {node}"))?;
@@ -546,21 +551,15 @@ fn bury_poll(graveyard: &[Buried]) -> Duration {
 /// dropped as the edit thread ends (its frames are the ending show's; in a host its lease keeps
 /// the quota counted until they are back, `memory/`).
 struct Buried {
-    p: Box<Pending>,
+    p: Replaced,
     since: Instant,
 }
 
 impl Buried {
-    fn new(mut p: Box<Pending>) -> Self {
+    fn new(mut p: Replaced) -> Self {
         // Frames the replaced state still holds go back to their pools now (no free: the
         // version holds the pools).
-        for n in &mut p.state.nodes {
-            n.ring.iter_mut().for_each(|r| *r = None);
-            n.source = None;
-        }
-        for s in &mut p.state.slots {
-            s.outputs.iter_mut().for_each(|o| *o = None);
-        }
+        p.release_frames();
         Buried {
             p,
             since: Instant::now(),
@@ -569,7 +568,7 @@ impl Buried {
 
     /// Whether it may be dropped now (then it is dropped by the caller, on this thread).
     fn released(&mut self) -> bool {
-        let Some(ver) = Arc::get_mut(&mut self.p.state.ver) else {
+        let Some(ver) = self.p.version_mut() else {
             return false;
         };
         ver.pools.release()

@@ -10,7 +10,7 @@ use crate::memory::Pace;
 use crate::model::Graph;
 use crate::model::Options;
 use crate::model::Plan;
-use crate::sched::{new_state, Shared, Version};
+use crate::sched::{EditPlan, NextVersion, Shared, Version};
 
 /// Plans `graph` as the next version of `ver` (its sources' and sinks' shapes as they run).
 fn plan_against(
@@ -57,8 +57,8 @@ pub(crate) fn prepare_edit(
     shared: &Arc<Shared>,
     options: Options,
     admit: Admit,
-) -> Result<Box<crate::sched::Pending>> {
-    let ver = Arc::clone(&shared.lock().ver);
+) -> Result<NextVersion> {
+    let ver = Arc::clone(shared.lock().running_version());
     let (running, plan) = plan_against(graph, &ver, shared.rate)?;
     let built = build_version(
         plan,
@@ -100,21 +100,21 @@ pub(crate) fn prepare_edit(
         .filter(|&o| fates[o] == crate::live::Fate::Removed)
         .map(|o| Arc::clone(&ver.names[o]))
         .collect();
-    let state = new_state(Arc::new(next), shared.threads, port_nodes, node_states);
-    Ok(Box::new(crate::sched::Pending {
-        state,
+    let plan = EditPlan {
         live_stages: live.stages,
         moves,
         fates,
         removed,
         moved,
-        posted: None,
         graph_view: Some(graph_view),
         edit_pools: pool_plans,
-        frame: 0,
-        armed_ns: 0,
-        switched_ns: 0,
-    }))
+    };
+    Ok(NextVersion::new(
+        Arc::new(next),
+        port_nodes,
+        node_states,
+        plan,
+    ))
 }
 
 /// Readies a live edit's new pools on the edit thread, once every check of the edit has passed
@@ -122,18 +122,19 @@ pub(crate) fn prepare_edit(
 /// they are replaced by quota handles on the host's pools (a new shape's pool made and filled
 /// here; the host's filler does the rest); alone, or for a pool the host has none for, their
 /// buffers are made (allocated, every page touched): left lazy, they would be made by the
-/// workers running the first frames after the switch (`VersionPools::share_for_edit`, `VersionPools::fill_own_now`).
-pub(crate) fn fill_edit_pools(p: &mut crate::sched::Pending, shared: &Shared, options: Options) {
-    let own = std::mem::take(&mut p.edit_pools);
-    let running = Arc::clone(&shared.lock().ver);
-    // Only the edit thread holds the new version before it is sent (`new_state` kept one
+/// workers running the first frames after the switch (`VersionPools::share_for_edit`,
+/// `VersionPools::fill_own_now`).
+pub(crate) fn fill_edit_pools(p: &mut NextVersion, shared: &Shared, options: Options) {
+    let own = p.take_edit_pools();
+    let running = Arc::clone(shared.lock().running_version());
+    // Only the edit thread holds the new version before it is sent (`NextVersion::new` kept one
     // reference); were it otherwise, it keeps its own pools.
-    if let Some(next) = Arc::get_mut(&mut p.state.ver) {
+    if let Some(next) = p.version_mut() {
         let pace = Pace::of(&shared.counters, options.pace, running.topo.cap);
         next.pools.share_for_edit(&own, &running.pools, pace);
     }
     drop(running);
-    p.state.ver.pools.fill_own_now();
+    p.version().pools.fill_own_now();
 }
 
 /// What the budget would count for the version `graph` makes once `p` runs (a crossfade's
@@ -141,11 +142,11 @@ pub(crate) fn fill_edit_pools(p: &mut crate::sched::Pending, shared: &Shared, op
 /// plan against `p`'s version, as [`prepare_edit`] will plan it then.
 pub(crate) fn need_after(
     graph: Graph,
-    p: &crate::sched::Pending,
+    p: &NextVersion,
     shared: &Shared,
     options: Options,
 ) -> Result<Need> {
-    let ver = &p.state.ver;
+    let ver = p.version();
     let (running, plan) = plan_against(graph, ver, shared.rate)?;
     Ok(need_of(
         &plan,

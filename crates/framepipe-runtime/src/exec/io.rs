@@ -54,22 +54,20 @@ impl Shared {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
             loop {
                 let mut st = self.lock();
-                if let Some(job) = st.next_io_job() {
-                    st.io_idle &= !(1 << k);
+                if let Some(job) = st.next_io_job(k) {
                     let ver = Arc::clone(st.job_ver(&job));
                     drop(st);
                     let done = self.run_job(&ver, job, io);
                     let mut st = self.lock();
-                    st.io_busy -= 1;
-                    st.record(done, self);
+                    st.record_io(done, self);
                     continue;
                 }
-                if st.finished() || st.abort {
+                if st.finished() || st.aborted() {
                     return;
                 }
                 // Woken (its bit taken) when a job is queued for it; every IO thread at the
                 // end and on abort. The timeout only bounds what a lost wake-up could cost.
-                st.io_idle |= 1 << k;
+                st.io_thread_idle(k);
                 drop(st);
                 self.io_signals[k].wait(IO_POLL);
             }

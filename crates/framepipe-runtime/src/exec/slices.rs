@@ -103,33 +103,20 @@ impl SliceRunner for PoolSlices<'_> {
             // SAFETY: see above: the pointee outlives every use through the slot.
             unsafe { std::mem::transmute(erased) };
         let mut st = self.shared.lock();
-        st.slices[self.worker] = SliceSlot {
-            job: Some(SliceJob(erased)),
-            n,
-            next: 0,
-            done: 0,
-            panicked: None,
-        };
+        st.post_slices(self.worker, SliceJob(erased), n);
         if st.workers_idle() {
             st.wake_all_workers();
         }
-        loop {
-            let s = &mut st.slices[self.worker];
-            if s.next < n {
-                let index = s.next;
-                s.next += 1;
-                drop(st);
-                let panicked = run_slice(job, index);
-                st = self.shared.lock();
-                st.count_slice(self.worker, panicked);
-            } else {
-                break;
-            }
+        while let Some(index) = st.claim_slice(self.worker) {
+            drop(st);
+            let panicked = run_slice(job, index);
+            st = self.shared.lock();
+            st.count_slice(self.worker, panicked);
         }
-        while st.slices[self.worker].done < n {
-            st = st.wait(&self.shared.slice_done);
+        while !st.slices_done(self.worker) {
+            st = st.wait_for_slices();
         }
-        let panicked = std::mem::take(&mut st.slices[self.worker]).panicked;
+        let panicked = st.finish_slices(self.worker);
         drop(st);
         if let Some(payload) = panicked {
             // Every slice is accounted for and the slot is cleared: safe to unwind now. The

@@ -20,7 +20,7 @@ impl Shared {
         s: &mut SourceInst,
         ctx: &framepipe_core::FrameCtx,
     ) -> Result<Option<Frame>> {
-        if s.held {
+        if s.giving_last {
             return Ok(s.last.clone());
         }
         if !s.applied.is_empty() && slot < ver.topo.cap {
@@ -62,7 +62,7 @@ impl Shared {
                     if s.last.is_none() {
                         return Ok(self.source_ended(ver, node, s.produced));
                     }
-                    s.held = true;
+                    s.giving_last = true;
                     break;
                 }
                 OnEnd::Loop => {

@@ -38,7 +38,7 @@ impl Shared {
         let mut st = self.lock();
         // The graph version of the job this worker runs: the one the job names (while a live
         // edit's replaced version finishes its frames, two versions have jobs).
-        let mut ver = Arc::clone(&st.ver);
+        let mut ver = Arc::clone(st.running_version());
         loop {
             if let Some(mut job) = st.next_job(self) {
                 follow(&mut ver, st.job_ver(&job));
@@ -66,17 +66,15 @@ impl Shared {
             // After an abort (stop, error) an idle worker has nothing left to do: frames are no
             // longer started, pending ones were dropped, and the owner of a slice job runs the
             // slices nobody took. Those still inside a job finish it and leave too.
-            if st.finished() || st.abort {
+            if st.finished() || st.aborted() {
                 return;
             }
             // Not kept while idle: a version a live edit replaced is dropped on the edit thread
             // once nobody else holds it (this is never the last reference then).
-            if !Arc::ptr_eq(&ver, &st.ver) {
-                ver = Arc::clone(&st.ver);
+            if !Arc::ptr_eq(&ver, st.running_version()) {
+                ver = Arc::clone(st.running_version());
             }
-            st.waiting += 1;
-            st = st.wait(&self.work);
-            st.waiting -= 1;
+            st = st.wait_for_work();
         }
     }
 
@@ -138,7 +136,7 @@ impl Shared {
             st.count_slice(slot, payload);
         }
         st.fail(e);
-        st.broken = true;
+        st.mark_broken();
     }
 
     /// Waits up to `grace` for the workers to exit (at once after a normal end), joins those
@@ -171,7 +169,7 @@ impl Shared {
         // `join_io_threads`).
         let busy = |sh: &Self| {
             let st = sh.lock();
-            st.running_jobs() > st.io_busy || st.begin_busy
+            st.compute_jobs_running()
         };
         while busy(self) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));

@@ -187,14 +187,13 @@ impl Host {
         let mut own_outputs = Vec::new();
         for (i, (name, mut p)) in self.shows.into_iter().enumerate() {
             let shared = Arc::clone(&p.shared);
-            let _ = shared.host.set((Arc::clone(&signals), i));
+            shared.serve_host(Arc::clone(&signals), i);
             let sink = p.take_master_sink();
             let own = sink.blocks();
             if !own {
                 shared.port_signals[0].route_to_host(Arc::clone(&signals), i);
                 want_realtime |= p.options.pace.is_some() && p.options.realtime;
             }
-            shared.lock().host = true;
             p.start_pools();
             let mut side = p.start_side();
             let link = side.link.take();

@@ -49,7 +49,7 @@ impl Output {
                 .edits_link
                 .as_ref()
                 .is_some_and(|l| l.ready.load(Ordering::Acquire))
-            || shared.version.load(Ordering::Acquire) != self.ver.number
+            || shared.running_version_number() != self.ver.number
         {
             return Err(Next::Again);
         }

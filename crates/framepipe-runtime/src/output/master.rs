@@ -54,15 +54,15 @@ impl Output {
         }
         // A live edit switched versions: look at the new one (and, the master, answer the
         // edit and hand what the switch replaced to the edit thread).
-        let changed = shared.version.load(Ordering::Acquire) != self.ver.number;
+        let changed = shared.running_version_number() != self.ver.number;
         if changed || self.retire_due {
             let mut st = shared.lock_output();
             if changed {
-                self.ver = Arc::clone(&st.ver);
-                self.sink_stage = st.ports[port].node;
+                self.ver = Arc::clone(st.running_version());
+                self.sink_stage = st.sink_node(port);
             }
             let (news, switched) = if port == 0 {
-                (st.news.take(), st.switched.take())
+                (st.take_switch_news(), st.take_replaced())
             } else {
                 (None, None)
             };

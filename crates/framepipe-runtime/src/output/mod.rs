@@ -190,7 +190,7 @@ impl Output {
     ) -> Result<Self> {
         let (ver, sink_stage) = {
             let st = shared.lock();
-            (Arc::clone(&st.ver), st.ports[port].node)
+            (Arc::clone(st.running_version()), st.sink_node(port))
         };
         let sink_counter = Arc::clone(&ver.stages[sink_stage]);
         let sink_name = sink_counter.name.clone();
@@ -465,12 +465,16 @@ impl Output {
         if let Some(reader) = self.commands.as_mut() {
             let (pending, switched, news) = {
                 let mut st = shared.lock_output();
-                (st.pending.take(), st.switched.take(), st.news.take())
+                (
+                    st.take_next_version(),
+                    st.take_replaced(),
+                    st.take_switch_news(),
+                )
             };
             // (An edit answered whose replaced version had not finished: nothing to wait for.)
             let in_state =
                 pending.is_some() || switched.is_some() || news.is_some() || self.retire_due;
-            if let Some(p) = pending.and_then(|mut p| p.posted.take()) {
+            if let Some(p) = pending.and_then(|mut p| p.take_posted()) {
                 refuse(shared, reader, p, ENDED_BEFORE_EDIT.into());
             }
             // An edit still on the edit thread (being built, or built and not yet taken): its
@@ -482,7 +486,7 @@ impl Output {
                 if busy && !in_state {
                     match rx.recv_timeout(crate::model::JOIN_GRACE) {
                         Ok(FromEditor::Ready(mut p)) => {
-                            if let Some(posted) = p.posted.take() {
+                            if let Some(posted) = p.take_posted() {
                                 refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());
                             }
                         }

@@ -82,13 +82,13 @@ impl Output {
             // A host rounds this output's wake-ups up to its grid: begin that much earlier.
             let b = b.saturating_add(self.begin_slack_ns);
             let limit = begin_limit(seq, d, self.period_ns, b, now);
-            if limit > st.begin_limit || st.begin_limit == u64::MAX {
-                st.begin_limit = limit;
+            if limit > st.begin_limit() || st.begin_limit() == u64::MAX {
+                st.allow_begin_until(limit);
                 st.after_change(shared);
                 self.allowed[self.allowed_n % ALLOWED_KEPT] = (limit, now, budget);
                 self.allowed_n += 1;
             }
-            self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit));
+            self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit()));
         }
     }
 

@@ -1,15 +1,15 @@
 //! Leaky branches: a branch takes a frame into its own slot, or skips it.
 
-use super::{Inputs, Kind, State, Version};
+use super::{Flight, Inputs, Kind, Run, Version};
 
-impl State {
+impl Flight {
     /// The first node of a leaky branch is runnable for frame `slot`: the branch takes the
     /// frame (its inputs, its parameters) into its own slot, or skips it when it still holds
     /// an earlier one.
-    pub(super) fn enter_branch(&mut self, v: &Version, head: usize, slot: usize) {
+    pub(super) fn enter_branch(&mut self, run: &mut Run, v: &Version, head: usize, slot: usize) {
         let t = &v.topo.nodes[head];
         let b = t.branch.expect("a head is in a branch");
-        let empty = self.slots[slot].ctx.seq >= self.end_seq
+        let empty = self.slots[slot].ctx.seq >= run.end_seq
             || t.inputs
                 .iter()
                 .any(|&i| self.slots[slot].outputs[i].is_none());
@@ -50,7 +50,7 @@ impl State {
             // its frame goes to its port, not to a worker; it has no parameters to copy.
             let frame = inputs.frames[0].take().expect("checked above");
             let ready_ns = self.slots[slot].ready_ns[head];
-            self.hand_to_port(port, slot, bs, frame, ready_ns);
+            self.hand_to_port(run, port, slot, bs, frame, ready_ns);
             return;
         }
         self.branch_inputs[b] = inputs;

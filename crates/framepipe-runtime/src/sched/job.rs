@@ -75,13 +75,17 @@ pub(crate) struct Instance {
     pub(crate) changed: Vec<bool>,
     /// Its share of the memory budget (one output frame), counted while it lives: it moves
     /// with the instance when a live edit keeps its node.
-    _held: crate::memory::Held,
+    _budget_share: crate::memory::Held,
 }
 
 impl Instance {
-    pub(crate) fn new(proc: Proc, initial: &[PropValue], held: crate::memory::Held) -> Self {
+    pub(crate) fn new(
+        proc: Proc,
+        initial: &[PropValue],
+        budget_share: crate::memory::Held,
+    ) -> Self {
         Instance {
-            _held: held,
+            _budget_share: budget_share,
             proc,
             used: false,
             applied: initial.to_vec(),
@@ -108,7 +112,7 @@ pub(crate) struct SourceInst {
     pub last: Option<Frame>,
     pub keep_last: bool,
     /// Ended under `hold`: the last frame is given from now on.
-    pub held: bool,
+    pub giving_last: bool,
     /// Its live properties' values as last set on it ([`Source::live_props`]), which it
     /// refused (reported once), and scratch for which changed on this frame: as an effect
     /// instance's.

@@ -1,5 +1,23 @@
 //! The scheduler lock: the guard (`Locked`) that times each hold and, after the unlock, drops
-//! the discarded error and does the wake-ups (`Wake`) collected under it.
+//! the discarded error and does the wake-ups (`Wake`) collected under it; the waits on the
+//! scheduler's condition variables.
+//!
+//! # Lock order
+//! A show's locks, in the order they may nest (a thread holding one takes only locks below it):
+//! 1. the scheduler lock (`Shared::state`, priority-inheriting): workers between jobs, IO
+//!    threads, output threads once per frame, the edit thread briefly;
+//! 2. the live lock (`Shared::live`, priority-inheriting): taken *under* the scheduler lock by
+//!    exactly three methods, [`State::arm_switch`], the waiting switch (`maybe_switch`) and
+//!    `switch_overlapping` (an edit's switch frame and the live stages change with the
+//!    version); else alone (a command's assignment, a worker beginning a frame or starting a
+//!    node). Never the scheduler lock under it;
+//! 3. a version's per-slot parameter snapshot (`Version::snapshots`, uncontended): under the
+//!    live lock (a frame's beginning, a switch catching the retiring frames up), under the
+//!    scheduler lock (a leaky branch copying its frame's snapshot: the frame's slot, then the
+//!    branch's), or alone (a node syncing its parameters); the view's values (`stats/view.rs`,
+//!    `try_lock` under the live lock, never waiting).
+//!
+//! Under the scheduler lock nothing allocates, prints or calls element or user code.
 
 use std::ops::{Deref, DerefMut};
 
@@ -93,23 +111,39 @@ impl Locked<'_> {
     /// When wake-ups are pending, they are done with the mutex released (as on every release:
     /// a woken output thread must not run into a held lock) and this returns at once without
     /// waiting, like a spurious wake-up: callers wait in a loop that checks their condition.
-    pub(crate) fn wait(mut self, cv: &PiCondvar) -> Self {
+    fn wait(mut self, cv: &PiCondvar) -> Self {
         let mut guard = self.guard.take().expect("held");
-        let wake = std::mem::take(&mut guard.wake);
+        let wake = std::mem::take(&mut guard.run.wake);
         // (A discarded error stays in the state: it is dropped at the next release.)
-        let held = (now_ns() - self.since).max(0) as u64;
+        let held_ns = (now_ns() - self.since).max(0) as u64;
         let guard = if wake.any() {
             drop(guard);
-            self.shared.counters.lock_hold.record(held);
+            self.shared.counters.lock_hold.record(held_ns);
             self.shared.wake(wake);
             self.shared.state.lock()
         } else {
-            self.shared.counters.lock_hold.record(held);
+            self.shared.counters.lock_hold.record(held_ns);
             cv.wait(guard)
         };
         self.guard = Some(guard);
         self.since = now_ns();
         self
+    }
+
+    /// An idle worker waits for this show's work (counted as waiting meanwhile, so that
+    /// queued work wakes it).
+    pub(crate) fn wait_for_work(mut self) -> Self {
+        self.waiting += 1;
+        let shared = self.shared;
+        let mut st = self.wait(&shared.work);
+        st.waiting -= 1;
+        st
+    }
+
+    /// A slice owner waits for the slices other workers took.
+    pub(crate) fn wait_for_slices(self) -> Self {
+        let shared = self.shared;
+        self.wait(&shared.slice_done)
     }
 }
 
@@ -129,12 +163,12 @@ impl DerefMut for Locked<'_> {
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
         if let Some(mut guard) = self.guard.take() {
-            let wake = std::mem::take(&mut guard.wake);
-            let garbage = guard.garbage.take();
-            let held = (now_ns() - self.since).max(0) as u64;
+            let wake = std::mem::take(&mut guard.run.wake);
+            let garbage = guard.run.garbage.take();
+            let held_ns = (now_ns() - self.since).max(0) as u64;
             drop(guard);
             // Recorded with the mutex released: the histogram's atomics are not held time.
-            self.shared.counters.lock_hold.record(held);
+            self.shared.counters.lock_hold.record(held_ns);
             drop(garbage);
             self.shared.wake(wake);
         }

@@ -10,9 +10,10 @@
 //! (frames strictly in order, one at a time), parking the frame meanwhile; a parallel node runs
 //! at once on any worker, one instance per worker. Independent branches of one frame are
 //! runnable together and run on different workers. A frame *begins* (a job that fixes its
-//! oscillator time; each node samples its live parameters when it starts the frame) when fewer than `in_flight` frames are in flight; then every source of the
-//! graph is runnable for it (sources advance in lockstep), and every feedback node as soon as
-//! the node it feeds back has finished the previous frame. A frame leaves flight when every
+//! oscillator time; each node samples its live parameters when it starts the frame) when
+//! fewer than `in_flight` frames are in flight; then every source of the graph is runnable
+//! for it (sources advance in lockstep), and every feedback node as soon as the node it feeds
+//! back has finished the previous frame. A frame leaves flight when every
 //! node of the show has finished it.
 //!
 //! A frame that cannot be made (a source ended or failed) flows through the graph *empty*: each
@@ -25,197 +26,148 @@
 //! (its inputs and its parameters) into its slot and runs on its own time. So a slow tap never
 //! holds back the master output.
 //!
-//! # Live edits
-//! A live edit's next version (built off the frame path) is armed: no frame begins in the
-//! running version from then on. When neither version has a leaky branch or a feedback, it
-//! switches in at once, at the next frame to begin, N (`switch_overlapping`): the running
-//! version's frames before N go on in their version, which is kept beside the new one
-//! (`State::old`) until its last frame has left every node. Jobs name their version; the old
-//! version's jobs go first, and the new one's leave it a worker (`new_jobs_held_back`). A
-//! node the edit keeps is handed over (its one set of instances, its source, moved) once the
-//! old version no longer owes it a frame (`NodeState::owed`); until then its frames from N
-//! on park (`NodeState::held`), so it still takes every frame once and in order. Otherwise
-//! the switch waits for the frames in flight to be made (`maybe_switch`,
-//! `only_held_at_sinks`).
+//! # Versions
+//! Each graph version in flight has its own [`Flight`] (`flight.rs`): its slots, nodes, queues
+//! and counts. The state holds the running one; a live edit's next version, built off the
+//! frame path, arrives as a [`NextVersion`] and is armed (`switch.rs`): no frame begins in the
+//! running version from its switch frame N on. When neither version has a leaky branch or a
+//! feedback, it switches in at once, at N (`switch_overlapping`): the running flight becomes
+//! a [`Retiring`] one, kept beside the new one until its frames before N have left every
+//! node, then a [`Replaced`] one, which the master output thread hands to the edit thread to
+//! be dropped off the frame path. Jobs name their version (`State::job_ver` picks its
+//! flight); the retiring version's jobs go first, and the new one's leave it a worker
+//! (`new_jobs_held_back`). A node the edit keeps is handed over (its one set of instances,
+//! its source, moved) once the retiring version no longer owes it a frame
+//! (`NodeState::owed`); until then it awaits its hand-over and its frames from N on park
+//! (`NodeState::awaiting_hand_over`), so it still takes every frame once and in order.
+//! Otherwise the switch waits for the frames in flight to be made (`maybe_switch`,
+//! `frames_only_at_sinks`) and the replaced version is [`Replaced`] at once.
 //!
 //! # The lock
-//! Everything here runs under the one scheduler mutex, taken by a worker between jobs and by
-//! an output thread once per frame. Under it: bookkeeping only, a few dozen steps per node and
-//! frame. Nothing allocates, prints, formats or calls element or user code there (frames going
-//! back to their pool is a lock-free push): wake-ups are collected in [`Wake`] and a discarded
-//! error in `garbage`, and both are dealt with by [`Locked`] after the mutex is released. Every
-//! hold is timed into a lock-free histogram (`lockstats.rs`).
+//! Everything here runs under the one scheduler mutex ([`Shared::lock`], `lock.rs`, where the
+//! order of the show's locks is written), taken by a worker between jobs, by an IO thread
+//! around its job and by an output thread once per frame. Under it: bookkeeping only, a few
+//! dozen steps per node and frame. Nothing allocates, prints, formats or calls element or user
+//! code there (frames going back to their pool is a lock-free push; a version switch moves
+//! what the edit thread built and leaves what it replaced for the edit thread to drop):
+//! wake-ups are collected in [`Wake`] and a discarded error in `Run::garbage`, and both are
+//! dealt with by [`Locked`] after the mutex is released. The only locks taken under it are
+//! the live lock (arming and switching a version) and a version's snapshot mutexes (a leaky
+//! branch taking a frame), in the order written in `lock.rs`. Every hold is timed into a
+//! lock-free histogram (`lockstats.rs`).
+//!
+//! # Files
+//! | file | its job |
+//! |---|---|
+//! | `mod.rs` | this contract; [`State`], [`Shared`] |
+//! | `job.rs` | the vocabulary: what a node is to the scheduler, a job and its outcome |
+//! | `version.rs` | [`Version`]: one graph version, fixed while it runs |
+//! | `flight.rs` | [`Flight`]: one version's frames, nodes, queues and counts |
+//! | `run.rs` | [`Run`]: the run's end, errors, ports, wake-ups; the run's life |
+//! | `select.rs` | which job a worker or IO thread takes next; slices |
+//! | `ready.rs` | what a completed job makes runnable; the bookkeeping after every change |
+//! | `branch.rs` | leaky branches taking or skipping a frame |
+//! | `ports.rs` | the sinks' ports, the signal an output thread waits on, a sink's completion |
+//! | `switch.rs` | a live edit's switch: [`NextVersion`], [`Retiring`], [`Replaced`] |
+//! | `lock.rs` | the lock guard, wake-ups after the unlock, the waits; the lock order |
+//! | `lockstats.rs` | the lock-hold histogram |
 
 mod branch;
+mod flight;
 mod job;
 mod lock;
 mod lockstats;
 mod ports;
 mod ready;
+mod run;
 mod select;
 mod switch;
 mod version;
 
+pub(crate) use flight::{Flight, NodeState};
 pub(crate) use job::{Done, Inputs, Inst, Instance, Job, Kind, Proc, SourceInst, Topo, TopoNode};
 pub(crate) use lock::{Locked, Wake};
 pub use lockstats::LockSummary;
 pub(crate) use lockstats::Log2Histogram;
 pub(crate) use ports::{Port, PortItem, PortSignal};
-pub(crate) use switch::{Pending, SwitchNews};
+pub(crate) use run::Run;
+pub(crate) use switch::{EditPlan, NextVersion, Replaced, Retiring, SwitchNews};
 pub(crate) use version::Version;
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicI64, AtomicUsize};
+use flight::Step;
+
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use framepipe_clock::{PiCondvar, PiMutex};
-use framepipe_core::{Error, Frame, FrameCtx, Rational};
+use framepipe_core::Rational;
 
 use crate::exec::SliceSlot;
 use crate::live::Live;
 use crate::stats::Counters;
 use crate::stats::EventFn;
 
-/// Per frame in flight (or per leaky branch): every node's output and readiness.
-pub(crate) struct Slot {
-    pub ctx: FrameCtx,
-    pub active: bool,
-    /// Its parameters are sampled: nodes may run.
-    pub begun: bool,
-    /// When it began (monotonic ns): the graph's latency is measured from there to the master.
-    pub begun_ns: i64,
-    pub outputs: Vec<Option<Frame>>,
-    /// Inputs not yet finished, per node.
-    pub missing: Vec<u32>,
-    /// Consumers that have not yet taken the output, per node.
-    pub uses: Vec<u32>,
-    /// Sinks: when the frame was ready for them (every input finished; monotonic ns), whether
-    /// or not it was their turn yet.
-    pub ready_ns: Vec<i64>,
-    /// Nodes that have not finished this frame (the show's, or the branch's).
-    pub left: usize,
-}
-
-pub(crate) struct NodeState {
-    /// The first frame this node runs (0, or the frame a live edit added it at): a feedback
-    /// node gives its first colour then.
-    pub first_seq: u64,
-    /// Serial nodes: running, or a frame reserved for it.
-    pub busy: bool,
-    /// Serial nodes: the sequence number allowed in next.
-    pub next_seq: u64,
-    /// Serial nodes: runnable for the frame of this slot, waiting for its turn.
-    pub parked: Vec<bool>,
-    /// Instances not in use.
-    pub free: Vec<Instance>,
-    pub source: Option<SourceInst>,
-    /// Feedback nodes: the node fed back's output per frame, `(seq, frame)` at `seq % cap`,
-    /// until the next frame takes it.
-    pub ring: Vec<Option<(u64, Option<Frame>)>>,
-    /// Frames in flight (begun, or taken into its leaky branch) that this node has not
-    /// finished yet: a live edit hands a kept node over to the next version once the replaced
-    /// version's count is 0.
-    pub owed: u32,
-    /// A kept node of a version switched in while the replaced version still owed it frames:
-    /// it runs nothing (its runnable frames are parked) until it is handed over (its
-    /// instances, source, ring moved in; `State::hand_over`).
-    pub held: bool,
-}
-
-/// A step of the bookkeeping, queued so that one completion can trigger many without recursion.
-#[derive(Debug)]
-enum Step {
-    /// The node's inputs for this slot are ready (or, for a root, the frame has begun).
-    Runnable(usize, usize),
-    /// The node has finished this slot, with this output.
-    Finished(usize, usize, Option<Frame>),
-}
-
+/// The scheduler's state for one show, under the scheduler lock (`Shared::lock`): the running
+/// version's [`Flight`], an armed edit's [`NextVersion`], a [`Retiring`] version finishing its
+/// frames, and what the run has whatever the version (frame numbering, [`Run`], the slices).
 pub(crate) struct State {
     /// The graph version frames begin in now.
-    pub(crate) ver: Arc<Version>,
-    /// A live edit's next version, waiting for the frames of this one to leave flight; no
-    /// frame at or after `switch_at` begins in this one.
-    pub(crate) pending: Option<Box<Pending>>,
-    pub(crate) switch_at: u64,
+    flight: Flight,
+    /// A live edit's next version, armed: no frame at or after `switch_at` begins in the
+    /// running one.
+    next: Option<NextVersion>,
+    switch_at: u64,
     /// The first frame of the running version (0, or the frame a live edit switched at).
-    pub(crate) ver_first: u64,
-    /// After a switch, once the replaced version has no frame left: what it replaced, for
-    /// the master output thread to hand to the edit thread, which drops it off the frame path.
-    pub(crate) switched: Option<Box<Pending>>,
-    /// A switch happened: the edit's command and the frame it is visible from, for the
-    /// master output thread to answer (at the switch, before the replaced version is done).
-    pub(crate) news: Option<SwitchNews>,
-    /// An overlapping switch's replaced version, still finishing its frames (see
-    /// `maybe_switch`): its state (`old.state`: version, nodes, slots, queues, counts) runs
-    /// beside the running one's until its last frame has left every node, then it goes to
-    /// `switched`. Its jobs name its version number.
-    pub(crate) old: Option<Box<Pending>>,
-    pub(crate) nodes: Vec<NodeState>,
-    /// Frame slots `0..cap`, then one per leaky branch.
-    pub(crate) slots: Vec<Slot>,
-    /// Jobs whose inputs are ready (and whose turn it is, for serial nodes): (node, slot).
-    pub(crate) ready: VecDeque<(usize, usize)>,
-    /// IO threads serve this show's blocking sources (`TopoNode::blocks`): their jobs wait in
-    /// `io_ready` for them, not in `ready` for the compute workers.
-    pub(crate) io: bool,
-    pub(crate) io_ready: VecDeque<(usize, usize)>,
-    /// IO threads running a job (counted in `running` too).
-    pub(crate) io_busy: usize,
-    /// IO threads waiting for a job, bit K for IO thread K: a queued job wakes one of them
-    /// (the others would only find it taken).
-    pub(crate) io_idle: u8,
-    /// Per leaky branch: holds a frame; the inputs its first node took.
-    pub(crate) branch_busy: Vec<bool>,
-    pub(crate) branch_inputs: Vec<Inputs>,
-    steps: VecDeque<Step>,
-    /// Per sink: the frame whose turn it is there, for that sink's output thread.
-    pub(crate) ports: Vec<Port>,
-    pub(crate) in_flight: usize,
-    pub(crate) max_in_flight: usize,
+    ver_first: u64,
+    /// An overlapping switch's replaced version, still finishing its frames beside the running
+    /// one (see `switch_overlapping`).
+    retiring: Option<Retiring>,
+    /// A replaced version with no frame left, for the master output thread to hand to the edit
+    /// thread, which drops it off the frame path.
+    replaced: Option<Replaced>,
+    /// A switch happened: the edit's command and the frame it is visible from, for the master
+    /// output thread to answer (at the switch, before the replaced version is done).
+    news: Option<SwitchNews>,
+    /// What every flight's bookkeeping writes: the end, errors, ports, IO threads, wake-ups.
+    run: Run,
+    /// IO threads running a job (counted in their flight's `running` too).
+    io_busy: usize,
     /// The next frame to begin.
-    pub(crate) next_seq: u64,
+    next_seq: u64,
     /// Paced runs: the last frame allowed to begin now (just in time for its deadline; set by
     /// the master output thread as it releases frames). `u64::MAX`: no limit.
-    pub(crate) begin_limit: u64,
-    pub(crate) begin_busy: bool,
-    /// Frames from this one on are empty (a source ended or failed there).
-    pub(crate) end_seq: u64,
-    /// No frame begins any more.
-    pub(crate) source_done: bool,
-    pub(crate) abort: bool,
-    pub(crate) error: Option<Error>,
-    pub(crate) source_error: Option<Error>,
-    pub(crate) waiting: usize,
+    begin_limit: u64,
+    /// A frame's beginning job is out (one at a time, in order).
+    begin_busy: bool,
+    /// Workers waiting for this show's work on its condition variable.
+    waiting: usize,
     /// The show runs in a [`Host`](crate::Host): its workers are the host's, which wait for
     /// any show's work (`HostSignals`), not on this show's condition variable.
-    pub(crate) host: bool,
-    /// Node jobs running on workers.
-    pub(crate) running: usize,
+    host: bool,
     /// One slot per worker for its fork-join slice jobs.
-    pub(crate) slices: Vec<SliceSlot>,
+    slices: Vec<SliceSlot>,
     /// A panic outside any element left the state inconsistent: the run is over whatever the
     /// in-flight count says (see `Shared::break_run`).
-    pub(crate) broken: bool,
-    /// Whom to wake once the lock is released (collected by the state machine under it).
-    pub(crate) wake: Wake,
-    /// An error that was not kept (a later one than the first), dropped after unlocking.
-    pub(crate) garbage: Option<Error>,
+    broken: bool,
 }
 
+/// What a show's threads share: the scheduler lock and its condition variables, the live
+/// values' lock, the signals each thread waits on, and the run's counters and view. The lock
+/// order is in `lock.rs`.
 pub(crate) struct Shared {
-    /// The scheduler lock. Priority-inheriting: while the SCHED_FIFO output thread waits for
-    /// it, the worker holding it runs at the output thread's priority.
-    pub(crate) state: PiMutex<State>,
-    /// Workers wait here for work.
-    pub(crate) work: PiCondvar,
-    /// A slice owner waits here for the slices other workers took.
-    pub(crate) slice_done: PiCondvar,
+    /// The scheduler lock ([`Shared::lock`]). Priority-inheriting: while the SCHED_FIFO
+    /// output thread waits for it, the worker holding it runs at the output thread's priority.
+    state: PiMutex<State>,
+    /// Workers wait here for work ([`Locked::wait_for_work`]).
+    work: PiCondvar,
+    /// A slice owner waits here for the slices other workers took
+    /// ([`Locked::wait_for_slices`]).
+    slice_done: PiCondvar,
     pub(crate) rate: Rational,
     pub(crate) threads: usize,
     /// The live parameter values, under their own (priority-inheriting) mutex: commands assign
-    /// to them (output thread) and the worker beginning a frame samples them; never under the
-    /// scheduler lock.
+    /// to them (output thread) and the worker beginning a frame samples them; taken under the
+    /// scheduler lock only by a version switch (the lock order is in `lock.rs`).
     pub(crate) live: PiMutex<Live>,
     /// One per output port (sink).
     /// (Shared with the command queue's waker: a post raises the master's.)
@@ -225,13 +177,13 @@ pub(crate) struct Shared {
     pub(crate) running: Vec<(AtomicUsize, AtomicI64)>,
     pub(crate) events: Option<EventFn>,
     pub(crate) counters: Arc<Counters>,
-    /// The number of the graph version in `State::ver`, readable without the lock (the output
+    /// The number of the running graph version, readable without the lock (the output
     /// threads re-read the version only when it changed).
-    pub(crate) version: std::sync::atomic::AtomicU64,
-    /// The published state for control surfaces (`view.rs`).
+    version: AtomicU64,
+    /// The published state for control surfaces (`stats/view.rs`).
     pub(crate) view: crate::stats::ShowView,
     /// In a host: where this show's work is announced to the host's workers, and its index.
-    pub(crate) host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
+    host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
     /// What the IO threads wait on, one each ([`MAX_IO_THREADS`]): all raised when a blocking
     /// source's job is queued (and at the end).
     pub(crate) io_signals: Vec<PortSignal>,
@@ -240,78 +192,86 @@ pub(crate) struct Shared {
     pub(crate) io_threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
+impl Shared {
+    /// What the threads of a show of `state` share (`threads` workers; its live values, its
+    /// counters, its published view); no event callback yet.
+    pub(crate) fn new(
+        state: State,
+        rate: Rational,
+        threads: usize,
+        live: Live,
+        counters: Arc<Counters>,
+        view: crate::stats::ShowView,
+    ) -> Self {
+        let ports = state.run.ports.len();
+        Shared {
+            state: PiMutex::new(state),
+            work: PiCondvar::new(),
+            slice_done: PiCondvar::new(),
+            rate,
+            threads,
+            live: PiMutex::new(live),
+            version: AtomicU64::new(0),
+            port_signals: (0..ports)
+                .map(|_| Arc::new(PortSignal::default()))
+                .collect(),
+            // Workers, output threads, the IO threads.
+            running: (0..threads + ports + MAX_IO_THREADS)
+                .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
+                .collect(),
+            events: None,
+            counters,
+            view,
+            host: OnceLock::new(),
+            io_signals: (0..MAX_IO_THREADS).map(|_| PortSignal::default()).collect(),
+            io_threads: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The number of the running graph version, without the lock.
+    pub(crate) fn running_version_number(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Runs the show on a host's workers (before it starts): its work is announced to
+    /// `signals` as show `show`, and its own workers' condition variable is not used.
+    pub(crate) fn serve_host(&self, signals: Arc<crate::host::HostSignals>, show: usize) {
+        let _ = self.host.set((signals, show));
+        self.lock().use_host_workers();
+    }
+}
+
 /// The most IO threads a show runs: one per blocking source (`Source::blocks`), so that one
 /// source waiting on its camera, pipe or peer does not hold back another's read; a show with
 /// more blocking sources than this shares them (any IO thread takes any blocking source's
 /// job, the oldest first).
 pub(crate) const MAX_IO_THREADS: usize = 8;
 
-/// A fresh state for `topo`: every queue at its final capacity.
+/// A fresh state for a run of `ver` (its sinks' nodes per output port, its nodes' states) on
+/// `threads` workers: every queue at its final capacity.
 pub(crate) fn new_state(
     ver: Arc<Version>,
     threads: usize,
-    ports: Vec<usize>,
-    mut nodes: Vec<NodeState>,
+    port_nodes: Vec<usize>,
+    nodes: Vec<NodeState>,
 ) -> State {
-    let topo = &ver.topo;
-    let n = topo.nodes.len();
-    let nb = topo.branches.len();
-    let slot = || Slot {
-        ctx: FrameCtx { seq: 0, pts_ns: 0 },
-        active: false,
-        begun: false,
-        begun_ns: 0,
-        outputs: (0..n).map(|_| None).collect(),
-        missing: vec![0; n],
-        uses: vec![0; n],
-        ready_ns: vec![0; n],
-        left: 0,
-    };
-    for st in &mut nodes {
-        st.parked = vec![false; topo.cap];
-    }
+    let ports = port_nodes.len();
     State {
-        pending: None,
+        flight: Flight::new(ver, port_nodes, nodes),
+        next: None,
         switch_at: u64::MAX,
         ver_first: 0,
-        switched: None,
+        retiring: None,
+        replaced: None,
         news: None,
-        old: None,
-        ver: Arc::clone(&ver),
-        nodes,
-        slots: (0..topo.cap + nb).map(|_| slot()).collect(),
-        ready: VecDeque::with_capacity(n * (topo.cap + nb) + 1),
-        io: false,
+        run: Run::new(ports),
         io_busy: 0,
-        io_idle: 0,
-        io_ready: VecDeque::with_capacity(topo.sources.len() * topo.cap + 1),
-        branch_busy: vec![false; nb],
-        branch_inputs: (0..nb).map(|_| Inputs::new()).collect(),
-        steps: VecDeque::with_capacity(4 * n * (topo.cap + nb) + 8),
-        ports: ports
-            .into_iter()
-            .map(|node| Port {
-                node,
-                ready: None,
-                held_over: false,
-            })
-            .collect(),
-        in_flight: 0,
-        max_in_flight: topo.cap,
         next_seq: 0,
         begin_limit: u64::MAX,
         begin_busy: false,
-        end_seq: u64::MAX,
-        source_done: false,
-        abort: false,
-        error: None,
-        source_error: None,
         waiting: 0,
         host: false,
-        running: 0,
         slices: (0..threads).map(|_| SliceSlot::default()).collect(),
         broken: false,
-        wake: Wake::default(),
-        garbage: None,
     }
 }

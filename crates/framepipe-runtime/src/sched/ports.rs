@@ -7,18 +7,18 @@ use std::thread::Thread;
 
 use framepipe_core::{Frame, FrameCtx, Result};
 
-use super::{Shared, State, Step};
+use super::{Flight, Run, Shared, State};
 
-/// One sink's hand-off: the frame whose turn it is at that sink.
+/// One sink's hand-off: the frame whose turn it is at that sink (the sink's node is the
+/// running flight's: `Flight::port_nodes`).
+#[derive(Default)]
 pub(crate) struct Port {
-    /// The sink's node.
-    pub(crate) node: usize,
-    pub(crate) ready: Option<PortItem>,
-    /// A live edit switched while this sink held a frame of the replaced version (waiting at
-    /// the port or being consumed by its output thread): the sink's node in the running
-    /// version is kept busy, so that the new version's first frame waits for that one's
-    /// completion (`sink_done`) and the sink still takes its frames in order.
-    pub(crate) held_over: bool,
+    pub(super) ready: Option<PortItem>,
+    /// A live edit switched while this sink was finishing a frame of the replaced version
+    /// (waiting at the port or being consumed by its output thread): the sink's node in the
+    /// running version is kept busy, so that the new version's first frame waits for that
+    /// one's completion (`sink_done`) and the sink still takes its frames in order.
+    pub(super) finishing_replaced: bool,
 }
 
 /// A frame for a sink.
@@ -88,18 +88,19 @@ impl PortSignal {
     }
 }
 
-impl State {
+impl Flight {
     /// Hands `frame` of frame `slot` to sink `port`; the sink will finish it at `out_slot`
     /// (the frame's, or its leaky branch's).
     pub(super) fn hand_to_port(
         &mut self,
+        run: &mut Run,
         port: usize,
         slot: usize,
         out_slot: usize,
         frame: Frame,
         ready_ns: i64,
     ) {
-        let p = &mut self.ports[port];
+        let p = &mut run.ports[port];
         debug_assert!(p.ready.is_none(), "one frame at a time for a sink");
         p.ready = Some(PortItem {
             slot: out_slot,
@@ -109,15 +110,23 @@ impl State {
             begun_ns: self.slots[slot].begun_ns,
             version: self.ver.number,
         });
-        self.wake.ports = true;
+        run.wake.ports = true;
     }
+}
 
+impl State {
     /// The frame whose turn it is at sink `port`, if it has arrived.
     pub(crate) fn take_ready(&mut self, port: usize) -> Option<PortItem> {
-        self.ports[port].ready.take()
+        self.run.ports[port].ready.take()
     }
 
-    /// The output thread of `port` has consumed (or failed to consume) the frame of `slot`.
+    /// The sink node of output `port` in the running version.
+    pub(crate) fn sink_node(&self, port: usize) -> usize {
+        self.flight.port_nodes[port]
+    }
+
+    /// The output thread of `port` has consumed (or failed to consume) the frame of `slot`,
+    /// handed to it in version `version`.
     pub(crate) fn sink_done(
         &mut self,
         shared: &Shared,
@@ -126,31 +135,28 @@ impl State {
         version: u64,
         result: Result<()>,
     ) {
-        // A frame of a replaced version (see `maybe_switch`): its bookkeeping went with that
-        // version. A show sink's next frame, the new version's first, waited for it.
-        if !self.abort && version == self.ver.number {
-            let node = self.ports[port].node;
-            self.steps.push_back(Step::Finished(node, slot, None));
-            self.drain();
-        } else if !self.abort
-            && self
-                .old
-                .as_ref()
-                .is_some_and(|p| p.state.ver.number == version)
+        let aborted = self.run.abort;
+        if aborted {
+            // Every frame was dropped: nothing to finish.
+        } else if version == self.flight.ver.number {
+            self.flight.finish_at_sink(&mut self.run, port, slot);
+        } else if let Some(r) = self
+            .retiring
+            .as_mut()
+            .filter(|r| r.flight.ver.number == version)
         {
             // A frame of the version an overlapping switch replaced, still finishing: its
             // sink may now be handed over to the running version.
-            self.with_old(|st| {
-                let node = st.ports[port].node;
-                st.steps.push_back(Step::Finished(node, slot, None));
-                st.drain();
-            });
+            r.flight.finish_at_sink(&mut self.run, port, slot);
             self.hand_over();
-        } else if !self.abort && self.ports[port].held_over {
-            self.ports[port].held_over = false;
-            let node = self.ports[port].node;
-            self.let_in(node);
-            self.drain();
+        } else if self.run.ports[port].finishing_replaced {
+            // A frame of a version a waiting switch replaced (see `maybe_switch`): its
+            // bookkeeping went with that version. The sink's next frame, the new version's
+            // first, waited for it.
+            self.run.ports[port].finishing_replaced = false;
+            let node = self.flight.port_nodes[port];
+            self.flight.let_in(node);
+            self.flight.drain(&mut self.run);
         }
         if let Err(e) = result {
             self.fail(e);

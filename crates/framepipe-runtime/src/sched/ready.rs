@@ -1,60 +1,34 @@
-//! Readiness: what a completed job makes runnable, serial nodes' turns, feedbacks, a frame
-//! leaving flight, and the run's end.
+//! Readiness: what a completed job makes runnable in its flight (serial nodes' turns,
+//! feedbacks, a frame leaving flight), and the bookkeeping after every change.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use framepipe_clock::now_ns;
-use framepipe_core::{Error, Frame};
+use framepipe_core::{Frame, Result};
 
-use super::{Done, Inst, Job, Kind, Shared, State, Step, Version};
+use super::{Done, Flight, Inst, Job, Kind, Run, Shared, State, Step, Version};
 
-impl State {
-    /// Ends the run with `e` (the first error is the one returned; a later one is dropped
-    /// after unlocking).
-    pub(crate) fn fail(&mut self, e: Error) {
-        if self.error.is_none() {
-            self.error = Some(e);
-        } else {
-            self.garbage = Some(e);
-        }
-        self.abort = true;
-        self.wake.work_all = true;
-        self.wake.ports = true;
-        self.wake.io = u8::MAX;
-    }
-
-    /// Ends the run early without an error (a `stop` command): no new frames; frames in flight
-    /// are dropped.
-    pub(crate) fn stop(&mut self) {
-        self.source_done = true;
-        self.abort = true;
-        self.drop_pending();
-        // Idle workers leave (see `worker_loop`); output threads see the end.
-        self.wake.work_all = true;
-        self.wake.ports = true;
-        self.wake.io = u8::MAX;
-    }
-
+impl Flight {
     /// Runs the queued bookkeeping steps until none is left.
-    pub(super) fn drain(&mut self) {
+    pub(super) fn drain(&mut self, run: &mut Run) {
         let v = Arc::clone(&self.ver);
         while let Some(step) = self.steps.pop_front() {
             match step {
-                Step::Runnable(node, slot) => self.runnable(&v, node, slot),
+                Step::Runnable(node, slot) => self.runnable(run, &v, node, slot),
                 Step::Finished(node, slot, output) => self.finished_node(&v, node, slot, output),
             }
         }
     }
 
     /// `node` may run for `slot` now (its inputs are ready, or it is a root of a begun frame).
-    pub(super) fn runnable(&mut self, v: &Version, node: usize, slot: usize) {
-        if self.abort {
+    fn runnable(&mut self, run: &mut Run, v: &Version, node: usize, slot: usize) {
+        if run.abort {
             return;
         }
-        if self.nodes[node].held {
+        if self.nodes[node].awaiting_hand_over {
             // Kept by a live edit, still finishing the replaced version's frames: this one
-            // runs once it is handed over (`hand_over`).
+            // runs once it is handed over (`State::hand_over`).
             self.nodes[node].parked[slot] = true;
             return;
         }
@@ -69,19 +43,19 @@ impl State {
             st.busy = true;
         }
         if t.head {
-            self.enter_branch(v, node, slot);
+            self.enter_branch(run, v, node, slot);
             return;
         }
         match t.kind {
             Kind::Source => {
-                if seq >= self.end_seq {
+                if seq >= run.end_seq {
                     self.steps.push_back(Step::Finished(node, slot, None));
-                } else if t.blocks && self.io {
+                } else if t.blocks && run.io {
                     self.io_ready.push_back((node, slot));
                     // One idle IO thread (none idle: a busy one takes it after its job).
-                    let one = self.io_idle & self.io_idle.wrapping_neg();
-                    self.io_idle &= !one;
-                    self.wake.io |= one;
+                    let one = run.io_idle & run.io_idle.wrapping_neg();
+                    run.io_idle &= !one;
+                    run.wake.io |= one;
                 } else {
                     self.ready.push_back((node, slot));
                 }
@@ -100,7 +74,7 @@ impl State {
             }
             Kind::Process | Kind::Sink(_) => {
                 // A frame at or after a source's end is empty everywhere.
-                let empty = seq >= self.end_seq
+                let empty = seq >= run.end_seq
                     || t.inputs
                         .iter()
                         .any(|&i| self.slots[slot].outputs[i].is_none());
@@ -113,7 +87,7 @@ impl State {
                     let frame = self.consume(slot, t.inputs[0]).expect("checked above");
                     // When it was processed, not when its turn came.
                     let ready_ns = self.slots[slot].ready_ns[node];
-                    self.hand_to_port(port, slot, slot, frame, ready_ns);
+                    self.hand_to_port(run, port, slot, slot, frame, ready_ns);
                 } else {
                     self.ready.push_back((node, slot));
                 }
@@ -122,13 +96,7 @@ impl State {
     }
 
     /// `node` has finished `slot` with `output` (none: an empty frame).
-    pub(super) fn finished_node(
-        &mut self,
-        v: &Version,
-        node: usize,
-        slot: usize,
-        output: Option<Frame>,
-    ) {
+    fn finished_node(&mut self, v: &Version, node: usize, slot: usize, output: Option<Frame>) {
         let t = &v.topo.nodes[node];
         debug_assert!(self.nodes[node].owed > 0, "a node finishes a frame it owes");
         self.nodes[node].owed = self.nodes[node].owed.saturating_sub(1);
@@ -176,7 +144,7 @@ impl State {
 
     /// Feedback `f` may yield for frame `seq` once that frame has begun and its node has
     /// finished the frame before.
-    pub(super) fn try_feedback(&mut self, v: &Version, f: usize, seq: u64) {
+    fn try_feedback(&mut self, v: &Version, f: usize, seq: u64) {
         let slot = (seq % v.topo.cap as u64) as usize;
         let s = &self.slots[slot];
         if !(s.active && s.begun && s.ctx.seq == seq) {
@@ -192,7 +160,7 @@ impl State {
     }
 
     /// A serial node finished a frame: let the next one in, if it is already waiting.
-    pub(super) fn release_serial(&mut self, node: usize) {
+    fn release_serial(&mut self, node: usize) {
         self.nodes[node].next_seq += 1;
         self.let_in(node);
     }
@@ -210,70 +178,74 @@ impl State {
         }
     }
 
-    /// Drops every frame in flight (they go back to their pools) and what waits for them, of
-    /// every version.
-    pub(crate) fn drop_pending(&mut self) {
-        self.drop_own();
-        if self.old.is_some() {
-            self.with_old(State::drop_own);
-        }
-    }
-
-    /// `drop_pending` for the version swapped in.
-    pub(super) fn drop_own(&mut self) {
-        self.ready.clear();
-        self.io_ready.clear();
-        self.steps.clear();
-        for p in &mut self.ports {
-            p.ready = None;
-            p.held_over = false;
-        }
-        for s in &mut self.slots {
-            s.active = false;
-            for o in &mut s.outputs {
-                *o = None;
+    /// Frame `slot` has begun (its time fixed): its roots are runnable.
+    fn begun(&mut self, run: &mut Run, slot: usize) {
+        if !run.abort {
+            let v = Arc::clone(&self.ver);
+            self.slots[slot].begun = true;
+            let seq = self.slots[slot].ctx.seq;
+            for &r in &v.topo.roots {
+                match v.topo.nodes[r].kind {
+                    Kind::Feedback { .. } => self.try_feedback(&v, r, seq),
+                    _ => self.steps.push_back(Step::Runnable(r, slot)),
+                }
             }
         }
-        for n in &mut self.nodes {
-            n.parked.iter_mut().for_each(|p| *p = false);
-            n.ring.iter_mut().for_each(|r| *r = None);
-            n.owed = 0;
-        }
-        for b in &mut self.branch_inputs {
-            b.clear();
-        }
-        self.branch_busy.iter_mut().for_each(|b| *b = false);
-        self.in_flight = 0;
+        self.drain(run);
     }
 
-    /// Bookkeeping after any change: drops pending work on abort, publishes the in-flight
-    /// count, wakes whoever can now proceed.
-    pub(crate) fn after_change(&mut self, shared: &Shared) {
-        if self.abort {
-            self.drop_pending();
+    /// Node `node` of this flight ran frame `slot`: its instance comes home and its output
+    /// (`Ok(None)` from a source: its stream ended) finishes the frame there.
+    fn node_done(
+        &mut self,
+        run: &mut Run,
+        node: usize,
+        slot: usize,
+        inst: Inst,
+        result: Result<Option<Frame>>,
+    ) {
+        self.running -= 1;
+        match inst {
+            Inst::Source(s) => self.nodes[node].source = Some(s),
+            Inst::Proc(i) => self.nodes[node].free.push(i),
         }
-        self.maybe_retire();
-        self.maybe_switch(shared);
-        self.maybe_retire();
-        let old_in_flight = self.old.as_ref().map_or(0, |p| p.state.in_flight);
-        shared
-            .counters
-            .in_flight
-            .store(self.in_flight + old_in_flight, Ordering::Relaxed);
-        if self.finished() {
-            self.wake.work_all = true;
-            self.wake.ports = true;
-            self.wake.io = u8::MAX;
-        } else if self.workers_idle() && self.has_work() {
-            // Several independent jobs (branches of one frame): wake every idle worker.
-            if self.ready.len() + self.old_ready() + usize::from(self.begin_runnable()) > 1 {
-                self.wake.work_all = true;
-            } else {
-                self.wake.work_one = true;
+        if !run.abort {
+            let is_source = self.ver.topo.nodes[node].kind == Kind::Source;
+            let seq = self.slots[slot].ctx.seq;
+            let output = match result {
+                Ok(Some(frame)) => Some(frame),
+                Ok(None) => {
+                    run.end_at(seq);
+                    None
+                }
+                Err(e) if is_source => {
+                    // Frames before this one still reach the sinks; the error is returned at
+                    // the end.
+                    run.source_failed(e);
+                    run.end_at(seq);
+                    None
+                }
+                Err(e) => {
+                    run.fail(e);
+                    None
+                }
+            };
+            if !run.abort {
+                self.steps.push_back(Step::Finished(node, slot, output));
             }
         }
+        self.drain(run);
     }
 
+    /// The sink of output `port` has consumed the frame of `slot`: it finishes it.
+    pub(super) fn finish_at_sink(&mut self, run: &mut Run, port: usize, slot: usize) {
+        let node = self.port_nodes[port];
+        self.steps.push_back(Step::Finished(node, slot, None));
+        self.drain(run);
+    }
+}
+
+impl State {
     /// Records a job's outcome and returns the job the same worker should run next, if any
     /// (usually the node just made runnable: its input is warm in this worker's cache).
     pub(crate) fn complete(&mut self, done: Done, shared: &Shared) -> Option<Job> {
@@ -287,100 +259,73 @@ impl State {
     /// Records a job's outcome (the IO thread's way: it takes no compute job next); whether
     /// the caller may take another job.
     pub(crate) fn record(&mut self, done: Done, shared: &Shared) -> bool {
-        if let Done::Slice(slot, panicked) = done {
-            self.count_slice(slot, panicked);
-            self.after_change(shared);
-            return false;
-        }
-        let of_old = match &done {
-            Done::Node { version, .. } if *version != self.ver.number => {
-                debug_assert!(
-                    self.old
-                        .as_ref()
-                        .is_some_and(|p| p.state.ver.number == *version),
-                    "a job's version is the running one or the one it replaced"
-                );
-                self.old.is_some()
-            }
-            _ => false,
-        };
-        if of_old {
-            self.with_old(|st| st.record_own(done));
-            self.hand_over();
-        } else {
-            self.record_own(done);
-        }
-        self.after_change(shared);
-        !self.abort
-    }
-
-    /// `record`'s bookkeeping in the version swapped in (a node's or a beginning's outcome).
-    pub(super) fn record_own(&mut self, done: Done) {
-        let v = Arc::clone(&self.ver);
         match done {
-            Done::Slice(..) => unreachable!("counted by `record`"),
+            Done::Slice(slot, panicked) => {
+                self.count_slice(slot, panicked);
+                self.after_change(shared);
+                return false;
+            }
             Done::Begin { slot } => {
                 self.begin_busy = false;
-                if !self.abort {
-                    self.slots[slot].begun = true;
-                    let seq = self.slots[slot].ctx.seq;
-                    for &r in &v.topo.roots {
-                        match v.topo.nodes[r].kind {
-                            Kind::Feedback { .. } => self.try_feedback(&v, r, seq),
-                            _ => self.steps.push_back(Step::Runnable(r, slot)),
-                        }
-                    }
-                }
+                self.flight.begun(&mut self.run, slot);
             }
             Done::Node {
                 node,
                 slot,
+                version,
                 inst,
                 result,
-                ..
             } => {
-                self.running -= 1;
-                match inst {
-                    Inst::Source(s) => self.nodes[node].source = Some(s),
-                    Inst::Proc(i) => self.nodes[node].free.push(i),
-                }
-                if !self.abort {
-                    let is_source = v.topo.nodes[node].kind == Kind::Source;
-                    let output = match result {
-                        Ok(Some(frame)) => Some(frame),
-                        Ok(None) => {
-                            self.end_at(self.slots[slot].ctx.seq);
-                            None
-                        }
-                        Err(e) if is_source => {
-                            // Frames before this one still reach the sinks; the error is
-                            // returned at the end.
-                            if self.source_error.is_none() {
-                                self.source_error = Some(e);
-                            } else {
-                                self.garbage = Some(e);
-                            }
-                            self.end_at(self.slots[slot].ctx.seq);
-                            None
-                        }
-                        Err(e) => {
-                            self.fail(e);
-                            None
-                        }
-                    };
-                    if !self.abort {
-                        self.steps.push_back(Step::Finished(node, slot, output));
+                debug_assert!(
+                    version == self.flight.ver.number
+                        || self
+                            .retiring
+                            .as_ref()
+                            .is_some_and(|r| r.flight.ver.number == version),
+                    "a job's version is the running one or the one it replaced"
+                );
+                match self.retiring.as_mut() {
+                    Some(r) if version != self.flight.ver.number => {
+                        r.flight.node_done(&mut self.run, node, slot, inst, result);
+                        self.hand_over();
                     }
+                    _ => self
+                        .flight
+                        .node_done(&mut self.run, node, slot, inst, result),
                 }
             }
         }
-        self.drain();
+        self.after_change(shared);
+        !self.run.abort
     }
 
-    /// A source ended at frame `seq`: no frame begins from then on, and frames from it on that
-    /// have begun flow through empty.
-    pub(super) fn end_at(&mut self, seq: u64) {
-        self.end_seq = self.end_seq.min(seq);
-        self.source_done = true;
+    /// Bookkeeping after any change: drops pending work on abort, switches or retires a
+    /// version when due, publishes the in-flight count, wakes whoever can now proceed.
+    pub(crate) fn after_change(&mut self, shared: &Shared) {
+        if self.run.abort {
+            self.drop_pending();
+        }
+        self.maybe_retire();
+        self.maybe_switch(shared);
+        self.maybe_retire();
+        let retiring_in_flight = self.retiring.as_ref().map_or(0, |r| r.flight.in_flight);
+        shared.counters.in_flight.store(
+            self.flight.in_flight + retiring_in_flight,
+            Ordering::Relaxed,
+        );
+        if self.finished() {
+            self.run.wake.work_all = true;
+            self.run.wake.ports = true;
+            self.run.wake.io = u8::MAX;
+        } else if self.workers_idle() && self.has_work() {
+            // Several independent jobs (branches of one frame): wake every idle worker.
+            if self.flight.ready.len() + self.retiring_ready() + usize::from(self.begin_runnable())
+                > 1
+            {
+                self.run.wake.work_all = true;
+            } else {
+                self.run.wake.work_one = true;
+            }
+        }
     }
 }

@@ -2,52 +2,46 @@
 
 use std::sync::Arc;
 
-use framepipe_clock::now_ns;
-use framepipe_core::{Frame, FrameCtx};
+use framepipe_core::Frame;
 
-use crate::exec::PanicPayload;
+use crate::exec::{PanicPayload, SliceJob, SliceSlot};
 
-use super::{Inputs, Inst, Job, Kind, Shared, State, Version};
+use super::{Flight, Inputs, Inst, Job, Kind, Shared, State, Version};
 
 impl State {
-    pub(crate) fn finished(&self) -> bool {
-        self.broken
-            || self.abort
-            || (self.source_done
-                && self.in_flight == 0
-                && !self.begin_busy
-                && self.running == 0
-                && self.old.is_none()
-                && !self.branch_busy.iter().any(|&b| b))
-    }
-
-    /// Node jobs running on workers (and the IO thread), of every version.
+    /// Node jobs running on workers (and the IO threads), of every version.
     pub(crate) fn running_jobs(&self) -> usize {
-        self.running + self.old.as_ref().map_or(0, |p| p.state.running)
+        self.flight.running + self.retiring.as_ref().map_or(0, |r| r.flight.running)
     }
 
     /// While a replaced version still has frames in flight, the new version's node jobs take
     /// at most all workers but one (all of one worker): a worker stays free for the old
     /// frames' next nodes, which are due first and would otherwise wait for a new frame's job
     /// to end (jobs are not preempted).
-    pub(super) fn new_jobs_held_back(&self) -> bool {
-        self.old.as_ref().is_some_and(|p| p.state.in_flight > 0)
-            && self.running >= self.slices.len().saturating_sub(1).max(1)
+    fn new_jobs_held_back(&self) -> bool {
+        self.retiring
+            .as_ref()
+            .is_some_and(|r| r.flight.in_flight > 0)
+            && self.flight.running >= self.slices.len().saturating_sub(1).max(1)
     }
 
     /// The replaced version's jobs waiting for a worker (none when there is none).
-    pub(super) fn old_ready(&self) -> usize {
-        self.old.as_ref().map_or(0, |p| p.state.ready.len())
+    pub(super) fn retiring_ready(&self) -> usize {
+        self.retiring.as_ref().map_or(0, |r| r.flight.ready.len())
     }
 
     /// The version job `job` belongs to (a worker runs it with that one).
     pub(crate) fn job_ver(&self, job: &Job) -> &Arc<Version> {
         if let Job::Node { version, .. } = job {
-            if let Some(p) = self.old.as_ref().filter(|p| p.state.ver.number == *version) {
-                return &p.state.ver;
+            if let Some(r) = self
+                .retiring
+                .as_ref()
+                .filter(|r| r.flight.ver.number == *version)
+            {
+                return &r.flight.ver;
             }
         }
-        &self.ver
+        &self.flight.ver
     }
 
     /// Whether a worker may be idle, waiting for this show's work (in a host: always).
@@ -56,20 +50,20 @@ impl State {
     }
 
     pub(crate) fn has_work(&self) -> bool {
-        (!self.ready.is_empty() && !self.new_jobs_held_back())
-            || self.old_ready() > 0
+        (!self.flight.ready.is_empty() && !self.new_jobs_held_back())
+            || self.retiring_ready() > 0
             || self.begin_runnable()
             || self.slice_pending().is_some()
     }
 
     pub(super) fn begin_runnable(&self) -> bool {
-        !self.source_done
-            && !self.abort
+        !self.run.source_done
+            && !self.run.abort
             && !self.begin_busy
             && self.next_seq <= self.begin_limit
             && self.next_seq < self.switch_at
-            && self.in_flight < self.max_in_flight
-            && !self.slots[(self.next_seq % self.max_in_flight as u64) as usize].active
+            && self.flight.in_flight < self.flight.ver.topo.cap
+            && !self.flight.slots[self.flight.slot_of(self.next_seq)].active
     }
 
     pub(crate) fn slice_pending(&self) -> Option<usize> {
@@ -79,10 +73,10 @@ impl State {
     }
 
     /// The next job for an idle worker: slices of a frame being worked on first (they hold a
-    /// worker waiting), then the show's runnable node furthest down the graph (to bound latency
-    /// and frames in flight), then the next frame's beginning, then a leaky branch's node.
+    /// worker waiting), then the replaced version's runnable nodes (its frames are older), then
+    /// the show's runnable node furthest down the graph (to bound latency and frames in
+    /// flight), then the next frame's beginning, then a leaky branch's node.
     pub(crate) fn next_job(&mut self, shared: &Shared) -> Option<Job> {
-        let v = Arc::clone(&self.ver);
         if let Some(slot) = self.slice_pending() {
             let s = &mut self.slices[slot];
             let index = s.next;
@@ -90,53 +84,26 @@ impl State {
             let job = s.job.expect("pending slot has a job");
             return Some(Job::Slice { slot, index, job });
         }
-        // The replaced version's frames are older: theirs first (its jobs are all the show's:
-        // a version with leaky branches is not switched while it has frames in flight).
-        if self.old_ready() > 0 {
-            return self.with_old(|st| {
-                let pos = (0..st.ready.len()).max_by_key(|&i| st.ready[i].0)?;
-                let (node, slot) = st.ready.remove(pos).expect("index in range");
-                let v = Arc::clone(&st.ver);
-                Some(st.node_job(&v, node, slot))
-            });
+        // Its jobs are all the show's: a version with leaky branches is not switched while it
+        // has frames in flight.
+        if let Some(r) = self
+            .retiring
+            .as_mut()
+            .filter(|r| !r.flight.ready.is_empty())
+        {
+            return r.flight.next_node_job(false);
         }
-        let cap = v.topo.cap;
         let held_back = self.new_jobs_held_back();
-        let show = (0..self.ready.len())
-            .filter(|&i| self.ready[i].1 < cap && !held_back)
-            .max_by_key(|&i| self.ready[i].0);
-        if let Some(pos) = show {
-            let (node, slot) = self.ready.remove(pos).expect("index in range");
-            return Some(self.node_job(&v, node, slot));
+        if !held_back {
+            if let Some(job) = self.flight.next_node_job(true) {
+                return Some(job);
+            }
         }
         if self.begin_runnable() {
             let seq = self.next_seq;
             self.next_seq += 1;
-            self.in_flight += 1;
             self.begin_busy = true;
-            let slot = (seq % self.max_in_flight as u64) as usize;
-            let s = &mut self.slots[slot];
-            s.ctx = FrameCtx {
-                seq,
-                pts_ns: shared.rate.frame_time_ns(seq),
-            };
-            s.active = true;
-            s.begun = false;
-            s.begun_ns = now_ns();
-            s.left = v.topo.show_nodes;
-            for (i, t) in v.topo.nodes.iter().enumerate() {
-                s.missing[i] = t.inputs.len() as u32;
-                s.uses[i] = t.consumers.len() as u32;
-                debug_assert!(s.outputs[i].is_none(), "a freed slot holds no frame");
-                if t.branch.is_none() {
-                    self.nodes[i].owed += 1;
-                }
-            }
-            for &g in &v.topo.gated {
-                s.missing[g] += v.topo.sources.len() as u32;
-            }
-            let pts_ns = s.ctx.pts_ns;
-            return Some(Job::Begin { slot, pts_ns });
+            return Some(self.flight.begin_frame(seq, shared.rate.frame_time_ns(seq)));
         }
         // Leaky branches last: they run on workers the show leaves idle, so a slow tap takes
         // no worker the show could use (in a paced show, workers wait for the clock most of
@@ -144,26 +111,33 @@ impl State {
         if held_back {
             return None;
         }
-        if let Some(pos) = (0..self.ready.len()).max_by_key(|&i| self.ready[i].0) {
-            let (node, slot) = self.ready.remove(pos).expect("index in range");
-            return Some(self.node_job(&v, node, slot));
-        }
-        None
+        self.flight.next_node_job(false)
     }
 
-    /// The next job for an IO thread: a blocking source's frame, the oldest first.
-    pub(crate) fn next_io_job(&mut self) -> Option<Job> {
-        if self
-            .old
-            .as_ref()
-            .is_some_and(|p| !p.state.io_ready.is_empty())
-        {
-            return self.with_old(State::next_io_job);
-        }
-        let (node, slot) = self.io_ready.pop_front()?;
-        let v = Arc::clone(&self.ver);
+    /// The next job for IO thread `k`: a blocking source's frame, the oldest first (the
+    /// replaced version's first). The thread is busy until it records the job
+    /// ([`record_io`](Self::record_io)).
+    pub(crate) fn next_io_job(&mut self, k: usize) -> Option<Job> {
+        let flight = match self.retiring.as_mut() {
+            Some(r) if !r.flight.io_ready.is_empty() => &mut r.flight,
+            _ => &mut self.flight,
+        };
+        let (node, slot) = flight.io_ready.pop_front()?;
+        let job = flight.node_job(node, slot);
         self.io_busy += 1;
-        Some(self.node_job(&v, node, slot))
+        self.run.io_idle &= !(1 << k);
+        Some(job)
+    }
+
+    /// IO thread `k` waits for a job: a queued one wakes it.
+    pub(crate) fn io_thread_idle(&mut self, k: usize) {
+        self.run.io_idle |= 1 << k;
+    }
+
+    /// Records an IO thread's job (as [`record`](Self::record)).
+    pub(crate) fn record_io(&mut self, done: super::Done, shared: &Shared) -> bool {
+        self.io_busy -= 1;
+        self.record(done, shared)
     }
 
     /// The first IO thread has started: blocking sources' jobs go to the IO threads from now
@@ -172,16 +146,86 @@ impl State {
     /// having none.
     pub(crate) fn start_io(&mut self) {
         debug_assert!(
-            self.ready
+            self.flight
+                .ready
                 .iter()
-                .all(|&(n, _)| !self.ver.topo.nodes[n].blocks),
+                .all(|&(n, _)| !self.flight.ver.topo.nodes[n].blocks),
             "a blocking source's job was queued for the workers before the IO thread started"
         );
-        self.io = true;
+        self.run.io = true;
+    }
+
+    /// Counts one claimed slice of `slot` as done; wakes its owner when it was the last.
+    /// The first panic is kept for the owner to re-raise (a second one in the same frame is
+    /// dropped here: an error path, the only free under this lock).
+    pub(crate) fn count_slice(&mut self, slot: usize, panicked: Option<PanicPayload>) {
+        let s = &mut self.slices[slot];
+        s.done += 1;
+        if s.panicked.is_none() {
+            s.panicked = panicked;
+        }
+        if s.done == s.n {
+            self.run.wake.slices = true;
+        }
+    }
+
+    /// Worker `worker` offers `n` slices of `job` to the idle workers (its slot was free).
+    pub(crate) fn post_slices(&mut self, worker: usize, job: SliceJob, n: usize) {
+        self.slices[worker] = SliceSlot {
+            job: Some(job),
+            n,
+            next: 0,
+            done: 0,
+            panicked: None,
+        };
+    }
+
+    /// The owner of `worker`'s slices claims the next one nobody took, if any.
+    pub(crate) fn claim_slice(&mut self, worker: usize) -> Option<usize> {
+        let s = &mut self.slices[worker];
+        (s.next < s.n).then(|| {
+            s.next += 1;
+            s.next - 1
+        })
+    }
+
+    /// Whether every slice of `worker`'s is done.
+    pub(crate) fn slices_done(&self, worker: usize) -> bool {
+        let s = &self.slices[worker];
+        s.done >= s.n
+    }
+
+    /// Clears `worker`'s slice slot (every slice done); the first slice panic, to re-raise.
+    pub(crate) fn finish_slices(&mut self, worker: usize) -> Option<PanicPayload> {
+        std::mem::take(&mut self.slices[worker]).panicked
+    }
+
+    /// Asks for another worker (done when the lock is released).
+    pub(crate) fn announce_work(&mut self) {
+        self.run.wake.work_one = true;
+    }
+
+    /// Wakes every idle worker once the lock is released (slices to help with).
+    pub(crate) fn wake_all_workers(&mut self) {
+        self.run.wake.work_all = true;
+    }
+}
+
+impl Flight {
+    /// Takes the runnable node furthest down the graph (the highest index) off the queue, of
+    /// the frames only (`frames_only`) or of the frames and the leaky branches, as its job.
+    fn next_node_job(&mut self, frames_only: bool) -> Option<Job> {
+        let cap = self.ver.topo.cap;
+        let pos = (0..self.ready.len())
+            .filter(|&i| !frames_only || self.ready[i].1 < cap)
+            .max_by_key(|&i| self.ready[i].0)?;
+        let (node, slot) = self.ready.remove(pos).expect("index in range");
+        Some(self.node_job(node, slot))
     }
 
     /// The job of runnable `node` at `slot`: its inputs and an instance.
-    pub(super) fn node_job(&mut self, v: &Version, node: usize, slot: usize) -> Job {
+    fn node_job(&mut self, node: usize, slot: usize) -> Job {
+        let v = Arc::clone(&self.ver);
         let t = &v.topo.nodes[node];
         let mut inputs = Inputs::new();
         if t.head {
@@ -221,29 +265,5 @@ impl State {
         } else {
             s.outputs[i].clone()
         }
-    }
-
-    /// Counts one claimed slice of `slot` as done; wakes its owner when it was the last.
-    /// The first panic is kept for the owner to re-raise (a second one in the same frame is
-    /// dropped here: an error path, the only free under this lock).
-    pub(crate) fn count_slice(&mut self, slot: usize, panicked: Option<PanicPayload>) {
-        let s = &mut self.slices[slot];
-        s.done += 1;
-        if s.panicked.is_none() {
-            s.panicked = panicked;
-        }
-        if s.done == s.n {
-            self.wake.slices = true;
-        }
-    }
-
-    /// Wakes every idle worker once the lock is released (slices to help with).
-    /// Asks for another worker (done when the lock is released).
-    pub(crate) fn announce_work(&mut self) {
-        self.wake.work_one = true;
-    }
-
-    pub(crate) fn wake_all_workers(&mut self) {
-        self.wake.work_all = true;
     }
 }

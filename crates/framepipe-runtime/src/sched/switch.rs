@@ -1,44 +1,153 @@
-//! Live edits' version switch: arming, the waiting switch, the overlapping switch, handing kept
-//! nodes over, retiring the replaced version.
+//! Live edits' version switch. A version goes through three types: a [`NextVersion`] (built
+//! by the edit thread, then armed in the state until its switch), the running [`Flight`], and,
+//! once replaced, a [`Retiring`] version finishing its frames beside the running one (an
+//! overlapping switch) and a [`Replaced`] one handed to the edit thread to be dropped off the
+//! frame path. Every step is moves and assignments only: nothing allocates or frees here.
+//!
+//! * [`State::arm_switch`] (master output thread): no frame begins in the running version from
+//!   the switch frame on.
+//! * `maybe_switch` (whoever changed the state last): when the switch frame is next, either
+//!   at once (`switch_overlapping`, neither version has a leaky branch or a feedback) or once
+//!   the frames in flight have left every node but the sinks holding them (the waiting
+//!   switch).
+//! * `hand_over` (after a retiring version's job or sink completes): a kept node the retiring
+//!   version no longer owes a frame moves to the running version.
+//! * `maybe_retire`: the retiring version's last frame has left every node: it becomes
+//!   [`Replaced`], taken by the master output thread ([`State::take_replaced`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use framepipe_clock::now_ns;
+use framepipe_core::FramePool;
 
-use super::{Kind, Shared, State, Step, Version};
+use crate::live::{Fate, Live, LiveStage};
+use crate::memory::PoolPlan;
+use crate::stats::GraphView;
 
-/// A live edit's next graph version, built off the frame path (`pipeline::prepare_edit`),
-/// waiting in the state for its switch; after the switch it holds what it replaced.
-pub(crate) struct Pending {
-    /// The new version's scheduler state, made like a run's first (`new_state`): its version,
-    /// nodes, slots and queues are swapped in at the switch.
-    pub(crate) state: State,
-    /// The new version's live stages (swapped into `Shared::live`).
-    pub(crate) live_stages: Vec<crate::live::LiveStage>,
+use super::{Flight, NodeState, Shared, State, Step, Version};
+
+/// What a live edit does at its switch besides bringing its version (built with it by the
+/// edit's builder, `edit::prepare_edit`).
+pub(crate) struct EditPlan {
+    /// The new version's live stages (they become `Live::stages` at the switch; the replaced
+    /// ones go with the replaced version).
+    pub(crate) live_stages: Vec<LiveStage>,
     /// (running node, new node) carried over: instances, source, feedback ring, live values.
     pub(crate) moves: Vec<(usize, usize)>,
     /// Per running node: what the edit does to it, for the commands read once it is armed
     /// (`Live::arm`, `Live::gone`).
-    pub(crate) fates: Vec<crate::live::Fate>,
+    pub(crate) fates: Vec<Fate>,
     /// The running nodes the edit removes (their names), for the refusals of commands on
     /// them after the switch.
     pub(crate) removed: Vec<Arc<str>>,
     /// Per new node: carried over (else it starts at the switch frame).
     pub(crate) moved: Vec<bool>,
-    /// The edit's command, answered once switched (or refused).
-    pub(crate) posted: Option<framepipe_control::Posted>,
     /// The new graph, published once switched.
-    pub(crate) graph_view: Option<crate::stats::GraphView>,
+    pub(crate) graph_view: Option<GraphView>,
     /// The new version's own pools, each once with its plan, until the edit's checks have
-    /// passed: then (`pipeline::fill_edit_pools`) replaced by quota handles on a host's pools
+    /// passed: then (`edit::fill_edit_pools`) replaced by quota handles on a host's pools
     /// or filled.
-    pub(crate) edit_pools: Vec<(framepipe_core::FramePool, crate::memory::PoolPlan)>,
-    /// The frame the switch happened at.
-    pub(crate) frame: u64,
-    /// When it was armed and when it switched (monotonic ns): the drain, for the figures.
-    pub(crate) armed_ns: i64,
-    pub(crate) switched_ns: i64,
+    pub(crate) edit_pools: Vec<(FramePool, PoolPlan)>,
+}
+
+/// A live edit's next graph version: built off the frame path (on the edit thread), then armed
+/// in the state ([`State::arm_switch`]) until it switches in. Moved by value (the channels to
+/// and from the edit thread are bounded: nothing allocates or frees on the way).
+pub(crate) struct NextVersion {
+    flight: Flight,
+    plan: EditPlan,
+    /// The edit's command, answered once switched (or refused).
+    posted: Option<framepipe_control::Posted>,
+    /// When it was armed (monotonic ns): the drain, for the figures.
+    armed_ns: i64,
+}
+
+impl NextVersion {
+    /// The next version `ver` (its sinks' nodes per output port, its nodes' states) and what
+    /// the edit does at the switch.
+    pub(crate) fn new(
+        ver: Arc<Version>,
+        port_nodes: Vec<usize>,
+        nodes: Vec<NodeState>,
+        plan: EditPlan,
+    ) -> Self {
+        NextVersion {
+            flight: Flight::new(ver, port_nodes, nodes),
+            plan,
+            posted: None,
+            armed_ns: 0,
+        }
+    }
+
+    /// The version it brings.
+    pub(crate) fn version(&self) -> &Arc<Version> {
+        &self.flight.ver
+    }
+
+    /// The version it brings, while nothing else holds it (on the edit thread, before it is
+    /// sent).
+    pub(crate) fn version_mut(&mut self) -> Option<&mut Version> {
+        Arc::get_mut(&mut self.flight.ver)
+    }
+
+    /// The new version's live stages (a crossfade sets its ramps on them).
+    pub(crate) fn live_stages_mut(&mut self) -> &mut [LiveStage] {
+        &mut self.plan.live_stages
+    }
+
+    /// The new version's own pools and their plans, taken once to be filled or shared.
+    pub(crate) fn take_edit_pools(&mut self) -> Vec<(FramePool, PoolPlan)> {
+        std::mem::take(&mut self.plan.edit_pools)
+    }
+
+    /// The edit's command, answered when it switches in.
+    pub(crate) fn set_posted(&mut self, posted: framepipe_control::Posted) {
+        self.posted = Some(posted);
+    }
+
+    /// The edit's command, to refuse it (it never switched in).
+    pub(crate) fn take_posted(&mut self) -> Option<framepipe_control::Posted> {
+        self.posted.take()
+    }
+}
+
+/// The version an overlapping switch replaced, finishing its frames beside the running one
+/// (its jobs name its version number; they go first) until its last frame has left every
+/// node (`maybe_retire`).
+pub(crate) struct Retiring {
+    pub(super) flight: Flight,
+    /// The edit that replaced it: its moves say which of its nodes go on in the running
+    /// version (`hand_over`).
+    plan: EditPlan,
+}
+
+/// A version a switch replaced, with no frame left in flight: handed by the master output
+/// thread to the edit thread, which drops it off the frame path (its removed nodes' instances,
+/// its slots, the replaced live stages, its pools once their frames are back).
+pub(crate) struct Replaced {
+    flight: Flight,
+    /// The edit's remains (the replaced live stages among them): dropped with it.
+    _plan: EditPlan,
+}
+
+impl Replaced {
+    /// Lets go of what it still holds of its pools' frames: its sources (a held source's last
+    /// frame), feedback rings and slots' outputs (no free: the version holds the pools).
+    pub(crate) fn release_frames(&mut self) {
+        for n in &mut self.flight.nodes {
+            n.ring.iter_mut().for_each(|r| *r = None);
+            n.source = None;
+        }
+        for s in &mut self.flight.slots {
+            s.outputs.iter_mut().for_each(|o| *o = None);
+        }
+    }
+
+    /// Its version, once nothing else holds it.
+    pub(crate) fn version_mut(&mut self) -> Option<&mut Version> {
+        Arc::get_mut(&mut self.flight.ver)
+    }
 }
 
 /// What the master output thread answers a switched edit with.
@@ -50,70 +159,70 @@ pub(crate) struct SwitchNews {
     /// From its arming to its switch (ns).
     pub(crate) drain_ns: i64,
     /// The new graph, to publish.
-    pub(crate) graph_view: Option<crate::stats::GraphView>,
-    /// The nodes the switch removed (`Pending::removed`).
+    pub(crate) graph_view: Option<GraphView>,
+    /// The nodes the switch removed (`EditPlan::removed`).
     pub(crate) removed: Vec<Arc<str>>,
 }
 
 impl State {
-    /// Swaps the replaced version's state (`old`) with the running one's: the state machine's
-    /// code then works on the replaced version. Moves only (pointers and counts); always
-    /// undone before the lock is released (`with_old`).
-    pub(super) fn swap_old(&mut self) {
-        if let Some(mut p) = self.old.take() {
-            swap_versions(self, &mut p.state);
-            self.old = Some(p);
-        }
-    }
-
-    /// Runs `f` on the replaced version's state (see `swap_old`).
-    pub(super) fn with_old<R>(&mut self, f: impl FnOnce(&mut State) -> R) -> R {
-        self.swap_old();
-        let r = f(self);
-        self.swap_old();
-        r
-    }
-
     /// Arms a live edit's switch: no frame begins in the running version from now on; once
     /// the frames in flight have left every node but the sinks holding them, the next version
-    /// takes over (`maybe_switch`). The live lock is taken inside (as at the switch): a
-    /// command read since the edit was read is shown from the frame its reply named, so the
-    /// switch comes after that frame (`Live::arm`), and the commands read from now on know
-    /// the switch frame and which nodes it ends (`Live::gone`).
-    pub(crate) fn arm_switch(&mut self, mut p: Box<Pending>, shared: &Shared) {
-        debug_assert!(self.pending.is_none());
-        p.armed_ns = now_ns();
+    /// takes over (`maybe_switch`). The live lock is taken inside, under this one (as at the
+    /// switch; the lock order is in `lock.rs`): a command read since the edit was read is
+    /// shown from the frame its reply named, so the switch comes after that frame
+    /// (`Live::arm`), and the commands read from now on know the switch frame and which nodes
+    /// it ends (`Live::gone`).
+    pub(crate) fn arm_switch(&mut self, mut next: NextVersion, shared: &Shared) {
+        debug_assert!(self.next.is_none());
+        next.armed_ns = now_ns();
         // A version an edit switched in shows at least its first frame: an edit armed before
         // that frame began switches after it (else its reply would name a frame that shows
         // the next edit's graph instead).
-        let at = if self.ver.number > 0 {
+        let at = if self.flight.ver.number > 0 {
             self.next_seq.max(self.ver_first + 1)
         } else {
             self.next_seq
         };
-        self.switch_at = shared.live.lock().arm(at, &p.fates);
-        self.pending = Some(p);
+        self.switch_at = shared.live.lock().arm(at, &next.plan.fates);
+        self.next = Some(next);
     }
 
-    /// Switches to the pending version once the running one's frames are done with: every
+    /// The armed edit, if any, taken out (the run ended before it switched in).
+    pub(crate) fn take_next_version(&mut self) -> Option<NextVersion> {
+        self.next.take()
+    }
+
+    /// The news of a switch, for the master output thread to answer (at the switch, before
+    /// the replaced version is done).
+    pub(crate) fn take_switch_news(&mut self) -> Option<SwitchNews> {
+        self.news.take()
+    }
+
+    /// A replaced version with no frame left, for the master output thread to hand to the
+    /// edit thread.
+    pub(crate) fn take_replaced(&mut self) -> Option<Replaced> {
+        self.replaced.take()
+    }
+
+    /// Switches to the armed version once the running one's frames are done with: every
     /// frame before the switch frame has left every node but the show's sinks that hold it
     /// (at their port, or being consumed by their output thread: a frame waiting there for
     /// its deadline does not hold the next version's first frame back), no job runs, no
     /// leaky branch holds a frame that has not reached its sink. Moves only (the new version
     /// was built off the frame path): the kept nodes' instances, sources and feedback rings,
-    /// and their live values, go into the new version; what is replaced waits in `switched`
-    /// to be dropped off the frame path. A sink holding a frame of the replaced version stays
-    /// busy in the new one until that frame's completion (`Port::held_over`).
+    /// and their live values, go into the new version; what is replaced waits in `replaced`
+    /// to be dropped off the frame path. A sink finishing a frame of the replaced version
+    /// stays busy in the new one until that frame's completion (`Port::finishing_replaced`).
     pub(super) fn maybe_switch(&mut self, shared: &Shared) {
         // After the sources' end no frame begins any more: an edit switched in then would
         // be answered with a frame that is never output; it is refused at the run's end.
-        if self.pending.is_none()
-            || self.source_done
-            || self.abort
+        if self.next.is_none()
+            || self.run.source_done
+            || self.run.abort
             || self.broken
             || self.begin_busy
-            || self.switched.is_some()
-            || self.old.is_some()
+            || self.replaced.is_some()
+            || self.retiring.is_some()
             || self.news.is_some()
             || self.next_seq < self.switch_at
         {
@@ -123,11 +232,11 @@ impl State {
             self.switch_overlapping(shared);
             return;
         }
-        if self.running > 0
-            || !self.ready.is_empty()
-            || !self.io_ready.is_empty()
+        if self.flight.running > 0
+            || !self.flight.ready.is_empty()
+            || !self.flight.io_ready.is_empty()
             || self.slice_pending().is_some()
-            || !self.only_held_at_sinks()
+            || !self.frames_only_at_sinks()
         {
             return;
         }
@@ -135,168 +244,168 @@ impl State {
         // frame waiting at a port, only its sinks left: their output threads are consuming
         // that frame (a preview blocked in its I/O). The switch does not wait for them (a
         // leaky branch never holds back the show); their completion is ignored (`sink_done`).
-        let mut p = self.pending.take().expect("checked");
+        let NextVersion {
+            flight: mut next,
+            mut plan,
+            posted,
+            armed_ns,
+        } = self.next.take().expect("checked");
         let n = self.next_seq;
-        for port in &mut self.ports {
-            port.held_over = self.nodes[port.node].busy;
+        for (port, &node) in self.run.ports.iter_mut().zip(&self.flight.port_nodes) {
+            port.finishing_replaced = self.flight.nodes[node].busy;
         }
-        let next = &mut p.state;
-        for &(o, j) in &p.moves {
-            let (old, new) = (&mut self.nodes[o], &mut next.nodes[j]);
-            std::mem::swap(&mut new.free, &mut old.free);
-            std::mem::swap(&mut new.source, &mut old.source);
-            std::mem::swap(&mut new.ring, &mut old.ring);
-            new.first_seq = old.first_seq;
+        for &(o, j) in &plan.moves {
+            next.take_node(j, &mut self.flight, o);
+            next.nodes[j].first_seq = self.flight.nodes[o].first_seq;
         }
-        start_new_nodes(next, &p.moved, n);
-        move_live_stages(&mut shared.live.lock(), &mut p, n);
-        let next = &mut p.state;
-        std::mem::swap(&mut self.ver, &mut next.ver);
-        std::mem::swap(&mut self.nodes, &mut next.nodes);
-        std::mem::swap(&mut self.slots, &mut next.slots);
-        std::mem::swap(&mut self.ready, &mut next.ready);
-        std::mem::swap(&mut self.io_ready, &mut next.io_ready);
-        std::mem::swap(&mut self.steps, &mut next.steps);
-        std::mem::swap(&mut self.branch_busy, &mut next.branch_busy);
-        std::mem::swap(&mut self.branch_inputs, &mut next.branch_inputs);
-        for (port, np) in self.ports.iter_mut().zip(&next.ports) {
-            port.node = np.node;
-            // Its first frame of the new version (`n`) waits for the held one.
-            self.nodes[port.node].busy = port.held_over;
-        }
+        start_new_nodes(&mut next, &plan.moved, n);
+        move_live_stages(&mut shared.live.lock(), &mut plan, next.ver.number, n);
         // The frames still held by sinks are the replaced version's (its pools', its slots'):
         // the new version's frames are counted afresh.
-        self.in_flight = 0;
-        self.announce_switch(shared, &mut p, n);
-        self.switched = Some(p);
+        let replaced = std::mem::replace(&mut self.flight, next);
+        for (port, &node) in self.run.ports.iter().zip(&self.flight.port_nodes) {
+            // Its first frame of the new version (`n`) waits for the one it is finishing.
+            self.flight.nodes[node].busy = port.finishing_replaced;
+        }
+        self.announce_switch(shared, &mut plan, posted, armed_ns, n);
+        self.replaced = Some(Replaced {
+            flight: replaced,
+            _plan: plan,
+        });
     }
 
-    /// Whether the pending version may switch in while the running one still has frames in
+    /// Whether the armed version may switch in while the running one still has frames in
     /// flight (`switch_overlapping`): neither has a leaky branch or a feedback (a branch's
-    /// slot and a feedback's ring are not handed over node by node), and no sink still waits
-    /// for a frame of an earlier switch. Otherwise the switch waits for the frames in flight
-    /// to be made.
-    pub(super) fn can_overlap(&self) -> bool {
-        let Some(next) = self.pending.as_ref().map(|p| &p.state) else {
+    /// slot and a feedback's ring are not handed over node by node), and no sink is still
+    /// finishing a frame of an earlier switch. Otherwise the switch waits for the frames in
+    /// flight to be made.
+    fn can_overlap(&self) -> bool {
+        let Some(next) = self.next.as_ref() else {
             return false;
         };
-        let simple = |v: &Version| {
-            v.topo.branches.is_empty()
-                && v.topo
-                    .nodes
-                    .iter()
-                    .all(|t| !matches!(t.kind, Kind::Feedback { .. }))
-        };
-        simple(&self.ver) && simple(&next.ver) && !self.ports.iter().any(|p| p.held_over)
+        self.flight.overlappable()
+            && next.flight.overlappable()
+            && !self.run.ports.iter().any(|p| p.finishing_replaced)
     }
 
-    /// Switches to the pending version at frame `n` (the next to begin) at once, while the
+    /// Switches to the armed version at frame `n` (the next to begin) at once, while the
     /// running version's frames before `n` are still being made: those finish in their
-    /// version, which moves to `old` and runs beside the new one (its jobs name it; its frames
-    /// go first) until its last frame has left every node (`maybe_retire`). A kept node the
-    /// old version still owes frames to is *held* in the new one (its frames from `n` park)
-    /// and handed over (instances, source: one of each, moved) once it has finished the old
-    /// version's last frame (`hand_over`), so it still takes every frame once, in order; a
-    /// kept sink likewise takes `n` only after the old version's last frame. The old frames'
-    /// nodes that have not started yet take their parameter values now (the live stages go
-    /// to the new version). Moves and assignments only, like the waiting switch.
-    pub(super) fn switch_overlapping(&mut self, shared: &Shared) {
-        let mut p = self.pending.take().expect("checked");
+    /// version, which becomes [`Retiring`] and runs beside the new one (its jobs name it; its
+    /// frames go first) until its last frame has left every node (`maybe_retire`). A kept
+    /// node the retiring version still owes frames to awaits its hand-over in the new one (its
+    /// frames from `n` park) and is handed over (instances, source: one of each, moved) once
+    /// it has finished the retiring version's last frame (`hand_over`), so it still takes
+    /// every frame once, in order; a kept sink likewise takes `n` only after the retiring
+    /// version's last frame. The retiring frames' nodes that have not started yet take their
+    /// parameter values now (the live stages go to the new version). Moves and assignments
+    /// only, like the waiting switch.
+    fn switch_overlapping(&mut self, shared: &Shared) {
+        let NextVersion {
+            flight: mut next,
+            mut plan,
+            posted,
+            armed_ns,
+        } = self.next.take().expect("checked");
         let n = self.next_seq;
-        let next = &mut p.state;
-        for &(o, j) in &p.moves {
-            let (old, new) = (&mut self.nodes[o], &mut next.nodes[j]);
-            new.first_seq = old.first_seq;
-            if old.owed == 0 {
-                std::mem::swap(&mut new.free, &mut old.free);
-                std::mem::swap(&mut new.source, &mut old.source);
-                std::mem::swap(&mut new.ring, &mut old.ring);
+        for &(o, j) in &plan.moves {
+            next.nodes[j].first_seq = self.flight.nodes[o].first_seq;
+            if self.flight.nodes[o].owed == 0 {
+                next.take_node(j, &mut self.flight, o);
             } else {
-                new.held = true;
+                next.nodes[j].awaiting_hand_over = true;
             }
         }
-        start_new_nodes(next, &p.moved, n);
+        start_new_nodes(&mut next, &plan.moved, n);
         {
             let mut live = shared.live.lock();
-            let cap = self.ver.topo.cap;
+            let cap = self.flight.ver.topo.cap;
             for s in 0..live.stages.len() {
-                live.catch_up(s, n, &self.ver.snapshots, cap);
+                live.catch_up(s, n, &self.flight.ver.snapshots, cap);
             }
-            move_live_stages(&mut live, &mut p, n);
+            move_live_stages(&mut live, &mut plan, next.ver.number, n);
         }
-        swap_versions(self, &mut p.state);
-        self.announce_switch(shared, &mut p, n);
-        self.old = Some(p);
+        let replaced = std::mem::replace(&mut self.flight, next);
+        self.announce_switch(shared, &mut plan, posted, armed_ns, n);
+        self.retiring = Some(Retiring {
+            flight: replaced,
+            plan,
+        });
     }
 
-    /// The end of both switches, at frame `n`: the version is `p`'s now (published for the
-    /// stats readers), its first frame `n`; the switch's news (the replies, the drain, the
-    /// graph's view) is left for the output thread, and every port and worker looks again.
-    pub(super) fn announce_switch(&mut self, shared: &Shared, p: &mut Pending, n: u64) {
+    /// The end of both switches, at frame `n`: the version is the running flight's now
+    /// (published for the stats readers), its first frame `n`; the switch's news (the
+    /// replies, the drain, the graph's view) is left for the output thread, and every port
+    /// and worker looks again.
+    fn announce_switch(
+        &mut self,
+        shared: &Shared,
+        plan: &mut EditPlan,
+        posted: Option<framepipe_control::Posted>,
+        armed_ns: i64,
+        n: u64,
+    ) {
         self.switch_at = u64::MAX;
         self.ver_first = n;
-        p.frame = n;
-        p.switched_ns = now_ns();
-        shared.version.store(self.ver.number, Ordering::Release);
+        shared
+            .version
+            .store(self.flight.ver.number, Ordering::Release);
         self.news = Some(SwitchNews {
-            posted: p.posted.take(),
+            posted,
             frame: n,
-            drain_ns: p.switched_ns - p.armed_ns,
-            graph_view: p.graph_view.take(),
-            removed: std::mem::take(&mut p.removed),
+            drain_ns: now_ns() - armed_ns,
+            graph_view: plan.graph_view.take(),
+            removed: std::mem::take(&mut plan.removed),
         });
-        self.wake.ports = true;
-        self.wake.work_all = true;
+        self.run.wake.ports = true;
+        self.run.wake.work_all = true;
     }
 
-    /// Hands the kept nodes that the replaced version no longer owes a frame over to the
+    /// Hands the kept nodes that the retiring version no longer owes a frame over to the
     /// running one: their instances, source and ring move in, and their parked frames become
     /// runnable (in order: a serial node parks again what is not its turn).
     pub(super) fn hand_over(&mut self) {
-        let Some(mut p) = self.old.take() else {
+        let Some(r) = self.retiring.as_mut() else {
             return;
         };
         let mut any = false;
-        for &(o, j) in &p.moves {
-            if !self.nodes[j].held || p.state.nodes[o].owed > 0 {
+        for &(o, j) in &r.plan.moves {
+            if !self.flight.nodes[j].awaiting_hand_over || r.flight.nodes[o].owed > 0 {
                 continue;
             }
-            let (old, new) = (&mut p.state.nodes[o], &mut self.nodes[j]);
-            std::mem::swap(&mut new.free, &mut old.free);
-            std::mem::swap(&mut new.source, &mut old.source);
-            std::mem::swap(&mut new.ring, &mut old.ring);
-            new.held = false;
+            self.flight.take_node(j, &mut r.flight, o);
+            let new = &mut self.flight.nodes[j];
+            new.awaiting_hand_over = false;
             for (k, parked) in new.parked.iter_mut().enumerate() {
-                if *parked && self.slots[k].active {
+                if *parked && self.flight.slots[k].active {
                     *parked = false;
-                    self.steps.push_back(Step::Runnable(j, k));
+                    self.flight.steps.push_back(Step::Runnable(j, k));
                     any = true;
                 }
             }
         }
-        self.old = Some(p);
         if any {
-            self.drain();
+            self.flight.drain(&mut self.run);
         }
     }
 
-    /// The replaced version of an overlapping switch has no frame left in flight and no job
-    /// running: it goes to `switched`, for the master output thread to hand to the edit thread
-    /// (which drops it off the frame path).
+    /// The retiring version has no frame left in flight and no job running: it becomes
+    /// [`Replaced`], for the master output thread to hand to the edit thread (which drops it
+    /// off the frame path).
     pub(super) fn maybe_retire(&mut self) {
-        let done = self
-            .old
-            .as_ref()
-            .is_some_and(|p| p.state.in_flight == 0 && p.state.running == 0);
-        if !done || self.switched.is_some() {
+        let done = self.retiring.as_ref().is_some_and(|r| r.flight.idle());
+        if !done || self.replaced.is_some() {
             return;
         }
         debug_assert!(
-            self.abort || self.nodes.iter().all(|n| !n.held),
+            self.run.abort || self.flight.nodes.iter().all(|n| !n.awaiting_hand_over),
             "every kept node was handed over"
         );
-        self.switched = self.old.take();
-        self.wake.ports = true;
+        let Retiring { flight, plan } = self.retiring.take().expect("checked");
+        self.replaced = Some(Replaced {
+            flight,
+            _plan: plan,
+        });
+        self.run.wake.ports = true;
     }
 
     /// Whether the running version's frames in flight have left every node but the show's
@@ -305,46 +414,44 @@ impl State {
     /// count: its frame must reach it in this version's bookkeeping first); no frame waits at
     /// a leaky sink's port (its branch may take the next one only once that one is taken);
     /// each holding sink's port is a show sink in the next version too (it will wait there);
-    /// no sink still waits for the frame of an earlier switch.
-    pub(super) fn only_held_at_sinks(&self) -> bool {
-        let v = &self.ver;
-        let Some(next) = self.pending.as_ref().map(|p| &p.state) else {
+    /// no sink is still finishing the frame of an earlier switch.
+    fn frames_only_at_sinks(&self) -> bool {
+        let f = &self.flight;
+        let v = &f.ver;
+        let Some(next) = self.next.as_ref().map(|p| &p.flight) else {
             return false;
         };
         let holding = |node: usize, seq: u64| {
-            let st = &self.nodes[node];
+            let st = &f.nodes[node];
             v.topo.nodes[node].branch.is_none() && st.busy && st.next_seq == seq
         };
-        for (i, port) in self.ports.iter().enumerate() {
-            let leaky = v.topo.nodes[port.node].branch.is_some();
-            if port.held_over || (leaky && port.ready.is_some()) {
+        for (i, port) in self.run.ports.iter().enumerate() {
+            let node = f.port_nodes[i];
+            let leaky = v.topo.nodes[node].branch.is_some();
+            if port.finishing_replaced || (leaky && port.ready.is_some()) {
                 return false;
             }
-            let held = self.nodes[port.node].busy && !leaky;
-            let np = next.ports[i].node;
-            if held && next.ver.topo.nodes[np].branch.is_some() {
+            let has_frame = f.nodes[node].busy && !leaky;
+            let np = next.port_nodes[i];
+            if has_frame && next.ver.topo.nodes[np].branch.is_some() {
                 return false;
             }
         }
-        self.slots[..v.topo.cap].iter().all(|s| {
+        f.slots[..v.topo.cap].iter().all(|s| {
             !s.active
                 || s.left
-                    == self
-                        .ports
+                    == f.port_nodes
                         .iter()
-                        .filter(|p| holding(p.node, s.ctx.seq))
+                        .filter(|&&node| holding(node, s.ctx.seq))
                         .count()
         })
     }
 }
 
-/// Swaps what belongs to one graph version between two states: the version, its nodes,
-/// slots, queues, frames in flight and running jobs, and the sinks' nodes of the ports. What
-/// is the show's whatever the version stays (frame numbers, the end, the ports' frames, the
-/// IO thread, slices, wake-ups). Moves only.
-/// Both switches: the new version's nodes take frames from `n`; those not kept from the old
-/// one (`moved[j]` false) also count their first frame (and a source its origin) from `n`.
-pub(super) fn start_new_nodes(next: &mut State, moved: &[bool], n: u64) {
+/// Both switches: the new version's nodes take frames from `n`; those not kept from the
+/// replaced one (`moved[j]` false) also count their first frame (and a source its origin)
+/// from `n`.
+fn start_new_nodes(next: &mut Flight, moved: &[bool], n: u64) {
     for (j, st) in next.nodes.iter_mut().enumerate() {
         st.next_seq = n;
         if !moved[j] {
@@ -357,34 +464,18 @@ pub(super) fn start_new_nodes(next: &mut State, moved: &[bool], n: u64) {
 }
 
 /// Both switches: the kept nodes' live parameters (values, oscillators, bypass) move to their
-/// place in the new version's stages, which become the live ones, sampling from frame `n`; a
-/// node replaced by one of the same name and element first takes what commands read after the
-/// edit set on it (`Live::carry`).
-pub(super) fn move_live_stages(live: &mut crate::live::Live, p: &mut Pending, n: u64) {
-    live.carry(&mut p.live_stages, &p.moved, &p.moves);
-    for &(o, j) in &p.moves {
+/// place in the new version's stages, which become the live ones (of version `number`),
+/// sampling from frame `n`; the replaced stages go into `plan`. A node replaced by one of the
+/// same name and element first takes what commands read after the edit set on it
+/// (`Live::carry`).
+fn move_live_stages(live: &mut Live, plan: &mut EditPlan, number: u64, n: u64) {
+    live.carry(&mut plan.live_stages, &plan.moved, &plan.moves);
+    for &(o, j) in &plan.moves {
         if let Some(old) = live.stages.get_mut(o) {
-            std::mem::swap(&mut old.params, &mut p.live_stages[j].params);
-            p.live_stages[j].bypass = old.bypass;
+            std::mem::swap(&mut old.params, &mut plan.live_stages[j].params);
+            plan.live_stages[j].bypass = old.bypass;
         }
     }
-    std::mem::swap(&mut live.stages, &mut p.live_stages);
-    live.switched(p.state.ver.number, n);
-}
-
-pub(super) fn swap_versions(a: &mut State, b: &mut State) {
-    std::mem::swap(&mut a.ver, &mut b.ver);
-    std::mem::swap(&mut a.nodes, &mut b.nodes);
-    std::mem::swap(&mut a.slots, &mut b.slots);
-    std::mem::swap(&mut a.ready, &mut b.ready);
-    std::mem::swap(&mut a.io_ready, &mut b.io_ready);
-    std::mem::swap(&mut a.steps, &mut b.steps);
-    std::mem::swap(&mut a.branch_busy, &mut b.branch_busy);
-    std::mem::swap(&mut a.branch_inputs, &mut b.branch_inputs);
-    std::mem::swap(&mut a.in_flight, &mut b.in_flight);
-    std::mem::swap(&mut a.max_in_flight, &mut b.max_in_flight);
-    std::mem::swap(&mut a.running, &mut b.running);
-    for (x, y) in a.ports.iter_mut().zip(b.ports.iter_mut()) {
-        std::mem::swap(&mut x.node, &mut y.node);
-    }
+    std::mem::swap(&mut live.stages, &mut plan.live_stages);
+    live.switched(number, n);
 }
