@@ -1,5 +1,5 @@
-//! The edit thread: builds each live edit's version off the frame path and hands it to the
-//! master output to switch in at a frame boundary; drops replaced versions once their frames are back.
+//! The edit thread: builds each live edit's version off the frame path and hands it to the master
+//! output to switch in at a frame boundary; drops replaced versions once their frames are back.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,11 +8,11 @@ use framepipe_core::Result;
 
 use super::MemoryKind;
 
-/// What a show holds against `--max-memory` right now, as the budget counts it: every graph
-/// version alive (its frame pools at full capacity) and every effect instance (one output frame
-/// each, the estimate of [`PoolNeeds::total`](super::PoolNeeds::total)). A live edit builds its version while the running
-/// one goes on, so two versions (three during a crossfade's hand-over) can be alive at once:
-/// the edit's check adds what it would make to what is held here ([`MemoryBook::admit`]).
+/// What a show holds against `--max-memory` right now, as the budget counts it: every graph version
+/// alive (its frame pools at full capacity) and every effect instance (one output frame each, the
+/// estimate of [`PoolNeeds::total`](super::PoolNeeds::total)). A live edit builds its version while
+/// the running one goes on, so two versions (three during a crossfade's hand-over) can be alive at
+/// once: the edit's check adds what it would make to what is held here ([`MemoryBook::admit`]).
 ///
 /// Counted per memory kind ([`MemoryKind`]), each against its own limit; the edit checks
 /// ([`admit`](Self::admit), [`fits`](Self::fits), [`refuse_over`](Self::refuse_over)) are of host

@@ -4,8 +4,9 @@ use framepipe_core::{FramePool, Limits, Result};
 
 use super::{pool_bytes, MemoryKind, PoolNeeds, PoolPlan, PoolShape};
 
-/// A run's pools: per node, the pool its output comes from; and each distinct pool once with
-/// its plan (what [`fill_in_background`] fills, what a host's [`SharedPools`](super::SharedPools) counts).
+/// A run's pools: per node, the pool its output comes from; and each distinct pool once with its
+/// plan (what [`fill_in_background`] fills, what a host's [`SharedPools`](super::SharedPools)
+/// counts).
 #[derive(Debug, Default)]
 pub(crate) struct ShowPools {
     pub per_node: Vec<FramePool>,

@@ -5,18 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use framepipe_core::FramePool;
 
+use super::filler::{fill_all, Pace};
 use super::{Held, PoolPlan, PoolShape};
-
-/// How often a host's pool filler looks at its pools (and at the shows' latency budgets).
-const TOP_UP_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// How long a worker may be held up (its CPU taken away, other shows' frames before this
-/// one's) without the filler having seen it: the default latency budget then grows by 5/4 of
-/// it, and so do the frames a show begins ahead. A show whose period is short against it (1000
-/// fps) is filled for every frame it may have in flight; at 25 fps it changes nothing (10 ms is
-/// under a period). A longer delay that makes a worker's acquire grow the pool raises the
-/// frames kept free by as many (the pool's own evidence, `grown_on_acquire`).
-const WORKER_DELAY_NS: u64 = 10_000_000;
 
 /// A shared pool is made with room for this many times the quotas enrolled when the host
 /// starts, so that a live edit can hold the new version's quota next to the old one's until the
@@ -32,18 +22,17 @@ const EDIT_ROOM: usize = 2;
 /// quota always gets a frame, one at its quota is refused as its own pool's end would refuse
 /// it), but frames are made only for what the shows hold *together*.
 ///
-/// **The filler.** A helper thread (`fp-pool-fill`) looks at every pool every `TOP_UP_EVERY`
-/// until the last show is gone, and makes frames (on its own thread, never on a worker or an
-/// output thread) up to a target: per paced show, what it holds between frames (its plan's
-/// `idle`: the frame waiting for its deadline, the output's last frame, what nodes keep) plus
-/// the frames it begins ahead beyond that one,
-/// `min(in_flight, 1 + (budget + 12.5 ms + 1 ms) / period) - 1` (the latency budget now, read
-/// lock-free from the show's counters, `latency_budget_us`; 12.5 ms is what a worker held up
-/// for `WORKER_DELAY_NS` adds to the default budget; 1 ms is how much earlier a host lets a
-/// frame begin), plus two frames per worker (a running stage's input and output); then at least
-/// one frame per worker free, and one more for every frame a worker's acquire had to make. At
-/// 25 fps the frames ahead are the one waiting frame (a budget under 26.5 ms); at 1000 fps,
-/// every frame in flight.
+/// **The filler** (`filler.rs`). A helper thread (`fp-pool-fill`) looks at every pool every
+/// `TOP_UP_EVERY` until the last show is gone, and makes frames (on its own thread, never on a
+/// worker or an output thread) up to a target: per paced show, what it holds between frames (its
+/// plan's `idle`: the frame waiting for its deadline, the output's last frame, what nodes keep)
+/// plus the frames it begins ahead beyond that one, `min(in_flight, 1 + (budget + 12.5 ms + 1 ms) /
+/// period) - 1` (the latency budget now, read lock-free from the show's counters,
+/// `latency_budget_us`; 12.5 ms is what a worker held up for `WORKER_DELAY_NS` adds to the default
+/// budget; 1 ms is how much earlier a host lets a frame begin), plus two frames per worker (a
+/// running stage's input and output); then at least one frame per worker free, and one more for
+/// every frame a worker's acquire had to make. At 25 fps the frames ahead are the one waiting frame
+/// (a budget under 26.5 ms); at 1000 fps, every frame in flight.
 ///
 /// Why the budget and not the pool's own evidence (its peak, or `grown_on_acquire`): the
 /// evidence comes only once a worker has already needed the frame, while the budget comes
@@ -74,45 +63,45 @@ pub struct SharedPools {
 }
 
 #[derive(Debug, Default)]
-struct Registry {
-    shapes: Vec<Shape>,
+pub(super) struct Registry {
+    pub(super) shapes: Vec<Shape>,
     /// The pools are made (the host started): no more shows may be enrolled.
-    open: bool,
+    pub(super) open: bool,
     /// The host's workers (set when it starts).
-    threads: usize,
+    pub(super) threads: usize,
     /// The filler thread runs.
-    filling: bool,
-    next_id: u64,
-    next_show: u64,
+    pub(super) filling: bool,
+    pub(super) next_id: u64,
+    pub(super) next_show: u64,
     /// How much before its latency budget says a paced show's frames begin: its host's clock
     /// rounds a show's "may begin" wake-ups up to its grid and lets its frames begin that much
     /// earlier ([`SharedPools::with_begin_slack`]).
-    begin_slack_ns: u64,
+    pub(super) begin_slack_ns: u64,
 }
 
 /// One pool of a shape (a shape may have several: see [`EDIT_ROOM`]).
 #[derive(Debug)]
-struct Shape {
-    shape: PoolShape,
+pub(super) struct Shape {
+    pub(super) shape: PoolShape,
     /// The versions holding a quota handle on it (before the host starts: enrolled).
-    members: Vec<Member>,
+    pub(super) members: Vec<Member>,
     /// The shows that held one so far (a show's live edits count once).
-    seen: Vec<u64>,
+    pub(super) seen: Vec<u64>,
     /// The sum of their quotas: the most frames they may hold together.
-    quota: usize,
+    pub(super) quota: usize,
     /// The most the quotas ever added up to (what `stats` calls its capacity).
-    quota_peak: usize,
+    pub(super) quota_peak: usize,
     /// The most the filler aimed at so far (its frames are made, never freed).
-    target: usize,
+    pub(super) target: usize,
     /// Frames the filler keeps free beyond one per worker: what workers' acquires had to make
     /// themselves (no free frame) since the host started, as the filler saw.
-    extra_free: usize,
+    pub(super) extra_free: usize,
     /// `grown_on_acquire` at the filler's last look.
-    grown_seen: usize,
-    pool: Option<FramePool>,
+    pub(super) grown_seen: usize,
+    pub(super) pool: Option<FramePool>,
     /// The pool was dropped (no version held a quota handle on it any more and every frame of
     /// it was back: see [`Registry::sweep`]); its last figures.
-    retired: Option<(usize, usize, usize)>,
+    pub(super) retired: Option<(usize, usize, usize)>,
 }
 
 impl Shape {
@@ -133,89 +122,26 @@ impl Shape {
         self.quota_peak = self.quota_peak.max(self.quota);
         self.members.push(m);
     }
-
-    /// What the filler makes ahead of need now (see [`SharedPools`]): at most the quotas.
-    fn fill_target(&self, threads: usize, begin_slack_ns: u64) -> usize {
-        self.members
-            .iter()
-            .map(|m| m.holds(begin_slack_ns))
-            .fold(0usize, usize::saturating_add)
-            .saturating_add(2 * threads)
-            .min(self.quota)
-    }
 }
 
 /// A version's quota handle on a shared pool, as the registry counts it.
 #[derive(Debug)]
-struct Member {
-    id: u64,
-    quota: usize,
+pub(super) struct Member {
+    pub(super) id: u64,
+    pub(super) quota: usize,
     /// A clone of the version's quota handle (`None` while enrolled: the pool is not made
     /// yet): what it holds is read before its quota is given back.
-    handle: Option<FramePool>,
+    pub(super) handle: Option<FramePool>,
     /// Its lease's life: once the lease is dropped, the member leaves at the registry's next
     /// sweep after every frame of its handle is back.
-    life: Arc<LeaseLife>,
+    pub(super) life: Arc<LeaseLife>,
     /// Frames of this pool the show holds between frames (`PoolPlan::idle`).
-    idle: usize,
+    pub(super) idle: usize,
     /// Frames of this pool each frame begun ahead holds (`PoolPlan::ahead`).
-    ahead: usize,
+    pub(super) ahead: usize,
     /// A paced show's figures (the frames it begins ahead); `None`: unpaced, it grows the pool
     /// on demand only.
-    pace: Option<Pace>,
-}
-
-impl Member {
-    /// What it may hold at once (see [`SharedPools`]): its idle frames, and the frames it
-    /// begins ahead by its latency budget now (read lock-free) grown by a worker's delay and
-    /// by `begin_slack_ns` (how much earlier its host lets a frame begin); 0 when unpaced.
-    fn holds(&self, begin_slack_ns: u64) -> usize {
-        let Some(p) = &self.pace else { return 0 };
-        let budget_ns = p
-            .counters
-            .latency_budget_us
-            .load(std::sync::atomic::Ordering::Relaxed)
-            .saturating_mul(1000)
-            .saturating_add(WORKER_DELAY_NS.saturating_mul(5) / 4);
-        let begun = budget_ns
-            .saturating_add(begin_slack_ns)
-            .checked_div(p.period_ns)
-            .unwrap_or(0)
-            .saturating_add(1);
-        let begun = usize::try_from(begun)
-            .unwrap_or(usize::MAX)
-            .min(p.in_flight);
-        // The one waiting frame is in `idle`.
-        self.idle
-            .saturating_add(self.ahead.saturating_mul(begun.saturating_sub(1)))
-            .min(self.quota)
-    }
-}
-
-/// What the filler needs of a paced show: its latency budget (read lock-free), its period and
-/// the most frames it has in flight.
-#[derive(Debug, Clone)]
-pub(crate) struct Pace {
-    counters: Arc<crate::stats::Counters>,
-    period_ns: u64,
-    in_flight: usize,
-}
-
-impl Pace {
-    /// A show's, read from its `counters` (the latency budget), its output rate `pace`
-    /// (`None`: unpaced, then `None`: it grows the pools on demand only) and its frames in
-    /// flight.
-    pub(crate) fn of(
-        counters: &Arc<crate::stats::Counters>,
-        pace: Option<framepipe_core::Rational>,
-        in_flight: usize,
-    ) -> Option<Pace> {
-        pace.map(|rate| Pace {
-            counters: Arc::clone(counters),
-            period_ns: rate.period_ns(),
-            in_flight,
-        })
-    }
+    pub(super) pace: Option<Pace>,
 }
 
 /// A version's place in a host's [`SharedPools`]: its members (one per pool it uses), counted
@@ -241,7 +167,7 @@ pub(crate) struct PoolLease {
 /// What a [`PoolLease`]'s members share with it: whether it was dropped, and the memory its
 /// version counted for its pools ([`Held`]), kept counted until its last member leaves.
 #[derive(Debug, Default)]
-struct LeaseLife {
+pub(super) struct LeaseLife {
     dropped: std::sync::atomic::AtomicBool,
     held: std::sync::OnceLock<Held>,
 }
@@ -356,7 +282,7 @@ impl SharedPools {
             .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -540,55 +466,7 @@ impl SharedPools {
         };
         (handles, lease)
     }
-
-    /// Starts the filler unless it runs (see [`SharedPools`]); it ends when no version holds a
-    /// handle any more and every pool is dropped.
-    fn keep_filled(&self, reg: &mut Registry) {
-        if reg.filling {
-            return;
-        }
-        let pools = self.clone();
-        let started = std::thread::Builder::new()
-            .name("fp-pool-fill".into())
-            .spawn(move || pools.filler());
-        reg.filling = started.is_ok();
-    }
-
-    /// The filler's loop: every [`TOP_UP_EVERY`], the registry's sweep (the members of dropped
-    /// versions whose frames are back leave; pools nobody holds any more are dropped, here),
-    /// then each pool to its target, then enough frames free (within the quotas in force).
-    /// Nothing is allocated per look once its lists have grown to the number of pools.
-    fn filler(&self) {
-        let mut work = Vec::new();
-        let mut gone = Vec::new();
-        loop {
-            work.clear();
-            {
-                let mut reg = self.lock();
-                reg.sweep(&mut gone);
-                if reg
-                    .shapes
-                    .iter()
-                    .all(|s| s.members.is_empty() && s.pool.is_none())
-                {
-                    reg.filling = false;
-                    drop(reg);
-                    gone.clear();
-                    return;
-                }
-                reg.look(&mut work);
-            }
-            // Their buffers are freed here, outside the lock.
-            gone.clear();
-            fill_all(&work);
-            std::thread::sleep(TOP_UP_EVERY);
-        }
-    }
 }
-
-/// What the filler does for one pool after a look: (the pool, its target, frames to keep
-/// free, the most frames it may make: the quotas in force).
-type FillWork = (FramePool, usize, usize, usize);
 
 impl Registry {
     /// Members whose lease was dropped (their version is gone) leave once every frame taken
@@ -598,7 +476,7 @@ impl Registry {
     /// to `gone`, whose caller lets go of it outside the lock (the filler's or the edit
     /// thread: never a worker or an output thread; its buffers are freed there unless a
     /// handle is still held elsewhere). Only once the pools are made (the host started).
-    fn sweep(&mut self, gone: &mut Vec<FramePool>) {
+    pub(super) fn sweep(&mut self, gone: &mut Vec<FramePool>) {
         use std::sync::atomic::Ordering::Acquire;
         for shape in &mut self.shapes {
             let mut k = 0;
@@ -620,37 +498,6 @@ impl Registry {
                 shape.retired = Some((p.allocated(), sh.peak, sh.grown_on_acquire));
                 gone.push(p);
             }
-        }
-    }
-
-    /// Reads every show's latency budget and every pool's evidence, and lists what to make
-    /// (one atomic load per show, one per pool: no lock a show takes, nothing allocated once
-    /// `work` has room for every pool).
-    fn look(&mut self, work: &mut Vec<FillWork>) {
-        work.clear();
-        let threads = self.threads;
-        for shape in &mut self.shapes {
-            let Some(pool) = &shape.pool else { continue };
-            let grown = pool.sharing().grown_on_acquire;
-            if grown > shape.grown_seen {
-                shape.extra_free = shape.extra_free.saturating_add(grown - shape.grown_seen);
-                shape.grown_seen = grown;
-            }
-            let target = shape.fill_target(threads, self.begin_slack_ns);
-            shape.target = shape.target.max(target);
-            let free = threads.saturating_add(shape.extra_free);
-            work.push((pool.clone(), target, free, shape.quota));
-        }
-    }
-}
-
-/// Makes each pool's frames up to its target, then until it has its frames free (on the
-/// filler's or the host's starting thread, never a worker's or an output's).
-fn fill_all(work: &[FillWork]) {
-    for (pool, target, free, cap) in work {
-        pool.fill((*target).min(*cap));
-        while pool.available() < *free && pool.allocated() < *cap {
-            pool.fill(pool.allocated() + 1);
         }
     }
 }

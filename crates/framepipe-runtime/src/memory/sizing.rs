@@ -98,9 +98,9 @@ pub(crate) struct PoolPlan {
     /// output thread's last frame, what nodes keep (`extra`), one per leaky branch. What a
     /// host's shared pool is filled with per show ([`SharedPools`](super::SharedPools)).
     pub idle: usize,
-    /// Frames of this pool that each frame a paced show has begun ahead holds once it is done
-    /// (the chain's master pool: its frame; in a graph, each node's output), `idle` counting
-    /// the first ([`SharedPools`](super::SharedPools) adds the others by the show's latency budget).
+    /// Frames of this pool that each frame a paced show has begun ahead holds once it is done (the
+    /// chain's master pool: its frame; in a graph, each node's output), `idle` counting the first
+    /// ([`SharedPools`](super::SharedPools) adds the others by the show's latency budget).
     pub ahead: usize,
 }
 
