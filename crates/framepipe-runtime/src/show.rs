@@ -299,6 +299,9 @@ impl Prepared {
     pub(crate) fn start_pools(&mut self) {
         let mut own = std::mem::take(&mut self.own_pools);
         if let Some(lease) = self.pool_share.take() {
+            // The host's pools are made and filled, if this is its first show, outside the
+            // show's scheduler lock.
+            let handles = lease.bind(&own, self.threads);
             let mut st = self.shared.lock();
             if self.options.pace.is_some() {
                 // A paced show begins its frame 0 only, then each frame just in time for its
@@ -312,7 +315,7 @@ impl Prepared {
             // Only the state holds the version before the run; were it otherwise, the show
             // keeps its own pools.
             if let Some(ver) = st.running_version_mut() {
-                own = ver.pools.bind(lease, own, self.threads);
+                own = ver.pools.bind(lease, own, &handles);
             }
         }
         if self.options.pace.is_some() {

@@ -178,6 +178,20 @@ impl PoolLease {
         &self.reg
     }
 
+    /// An enrolled show's handles on the host's pools as it starts, one per pool of `own` (its
+    /// own, as enrolled; `None`: the host has none for it), each with that pool's capacity as
+    /// its quota (see [`SharedPools::bind`]; the first show's call makes every pool and starts
+    /// the filler). `threads`: the host's workers. Takes the registry's lock: never call it
+    /// under a show's scheduler lock.
+    pub(crate) fn bind(
+        &self,
+        own: &[(FramePool, PoolPlan)],
+        threads: usize,
+    ) -> Vec<Option<FramePool>> {
+        let pools: Vec<FramePool> = own.iter().map(|(p, _)| p.clone()).collect();
+        self.reg.clone().bind(self, &pools, threads)
+    }
+
     /// The show it is a version of (its versions' leases share it).
     pub(crate) fn show(&self) -> u64 {
         self.show

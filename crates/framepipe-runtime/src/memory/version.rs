@@ -80,19 +80,19 @@ impl VersionPools {
     }
 
     /// A show in a host, as it starts (before its first frame): every pool of `own` (its own,
-    /// from [`make`](Self::make), enrolled in the host's pools with `lease`) is replaced by a
-    /// handle on the host's pool of its shape, with its own capacity as its quota (a feedback's
-    /// frame 0 is copied over), and what its pools count moves into the lease. `threads`: the
-    /// host's workers. Returns the pools it keeps of its own (the host had none for them).
+    /// from [`make`](Self::make), enrolled in the host's pools with `lease`) is replaced by its
+    /// handle on the host's pool of its shape (`handles`, from [`PoolLease::bind`]; its own
+    /// capacity as its quota; a feedback's frame 0 is copied over), and what its pools count
+    /// moves into the lease. Returns the pools it keeps of its own (the host had none for
+    /// them).
     pub(crate) fn bind(
         &mut self,
         lease: PoolLease,
         mut own: Vec<(FramePool, PoolPlan)>,
-        threads: usize,
+        handles: &[Option<FramePool>],
     ) -> Vec<(FramePool, PoolPlan)> {
         let pools: Vec<FramePool> = own.iter().map(|(p, _)| p.clone()).collect();
-        let handles = lease.pools().clone().bind(&lease, &pools, threads);
-        self.share(&pools, &handles, lease);
+        self.share(&pools, handles, lease);
         own.retain(|(p, _)| self.per_node.iter().any(|q| q.same_handle(p)));
         own
     }
