@@ -12,44 +12,30 @@ use framepipe_control::CommandReader;
 use framepipe_core::{Error, FramePool, Result, Sink, VideoInfo};
 
 use crate::exec::{catch_panic, guard, panic_error};
-use crate::memory::{PoolPlan, SharedPools, ShowPools};
+use crate::memory::{Pace, PoolPlan, SharedPools};
 use crate::model::{Options, JOIN_GRACE};
 use crate::sched::Shared;
 use crate::stats::EventFn;
 use crate::stats::ShowView;
 use crate::stats::{Counters, RunStats};
 
-/// What a host's pool filler reads of a paced show (`None`: unpaced): its counters (the
-/// latency budget), its period and its frames in flight.
-pub(crate) fn pace_of(
-    shared: &Shared,
-    options: Options,
-    in_flight: usize,
-) -> Option<crate::memory::Pace> {
-    options.pace.map(|rate| crate::memory::Pace {
-        counters: Arc::clone(&shared.counters),
-        period_ns: rate.period_ns(),
-        in_flight,
-    })
-}
-
 /// A negotiated pipeline, ready to run.
 pub struct Prepared {
     pub(crate) shared: Arc<Shared>,
     /// Per output port (the master's first).
     pub(crate) sinks: Vec<Option<Box<dyn Sink>>>,
-    pub(crate) infos: Vec<VideoInfo>,
-    pub(crate) threads: usize,
-    pub(crate) in_flight: usize,
+    infos: Vec<VideoInfo>,
+    threads: usize,
+    in_flight: usize,
     pub(crate) options: Options,
     pub(crate) stall_timeout_ns: u64,
     pub(crate) commands: Option<CommandReader>,
     pub(crate) editor: Option<Box<dyn crate::Editor>>,
     /// Its own pools (each once, with its plan): lazy, nothing made until the run starts
     /// ([`start_pools`](Self::start_pools)).
-    pub(crate) own_pools: Vec<(FramePool, PoolPlan)>,
+    own_pools: Vec<(FramePool, PoolPlan)>,
     /// Its place in a host's shared pools ([`share_pools`](Self::share_pools)).
-    pub(crate) pool_share: Option<crate::memory::PoolLease>,
+    pool_share: Option<crate::memory::PoolLease>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -63,6 +49,38 @@ impl std::fmt::Debug for Prepared {
 }
 
 impl Prepared {
+    /// A show whose first version is built (`shared`: its state; `sinks`: per output port;
+    /// `infos`: each node's output shape), ready to run with `options`. `own_pools`: its
+    /// pools, readied as it starts ([`start_pools`](Self::start_pools)).
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        sinks: Vec<Option<Box<dyn Sink>>>,
+        infos: Vec<VideoInfo>,
+        in_flight: usize,
+        options: Options,
+        own_pools: Vec<(FramePool, PoolPlan)>,
+    ) -> Self {
+        let stall_timeout_ns = match (options.stall_timeout_ns, options.pace) {
+            (0, Some(pace)) => pace.period_ns().saturating_mul(5).max(100_000_000),
+            // Unpaced (batch) runs have no deadline to miss: only report what looks stuck.
+            (0, None) => shared.rate.period_ns().saturating_mul(5).max(1_000_000_000),
+            (t, _) => t,
+        };
+        Prepared {
+            threads: shared.threads,
+            shared,
+            sinks,
+            infos,
+            in_flight,
+            options,
+            stall_timeout_ns,
+            commands: None,
+            editor: None,
+            own_pools,
+            pool_share: None,
+        }
+    }
+
     /// Live counters; reading them never blocks the workers.
     pub fn counters(&self) -> Arc<Counters> {
         Arc::clone(&self.shared.counters)
@@ -266,7 +284,7 @@ impl Prepared {
     /// Enrolls this show's pools in a host's shared pools (at `Host::add`): when the host
     /// starts, [`start_pools`](Self::start_pools) replaces them with quota handles on those.
     pub(crate) fn share_pools(&mut self, pools: &SharedPools) {
-        let pace = pace_of(&self.shared, self.options, self.in_flight);
+        let pace = Pace::of(&self.shared.counters, self.options.pace, self.in_flight);
         self.pool_share = pools.enroll(&self.own_pools, pace);
     }
 
@@ -276,12 +294,12 @@ impl Prepared {
     /// frame 0 is copied over). Alone (or for a pool the host has none for): a paced run's own
     /// pools are filled by a helper thread while the first frames flow.
     pub(crate) fn start_pools(&mut self) {
-        let own = std::mem::take(&mut self.own_pools);
-        let mut keep = own;
+        let mut own = std::mem::take(&mut self.own_pools);
         if let Some(lease) = self.pool_share.take() {
+            // The host's pools are made and filled, if this is its first show, outside the
+            // show's scheduler lock.
+            let handles = lease.bind(&own, self.threads);
             let mut st = self.shared.lock();
-            // Only the state holds the version before the run; were it otherwise, the show
-            // keeps its own pools.
             if self.options.pace.is_some() {
                 // A paced show begins its frame 0 only, then each frame just in time for its
                 // deadline (the output raises the limit as it releases frames, once it has
@@ -291,25 +309,14 @@ impl Prepared {
                 // quotas, nothing saved.
                 st.allow_begin_until(0);
             }
+            // Only the state holds the version before the run; were it otherwise, the show
+            // keeps its own pools.
             if let Some(ver) = st.running_version_mut() {
-                let pools: Vec<FramePool> = keep.iter().map(|(p, _)| p.clone()).collect();
-                let handles = lease.pools().clone().bind(&lease, &pools, self.threads);
-                crate::memory::rebind(&mut ver.pools, &mut ver.first_frames, &pools, &handles);
-                if let Some(held) = ver.pools_held.take() {
-                    lease.count(held);
-                }
-                ver.pool_lease = Some(lease);
-                // What the show still fills of its own: the pools it kept.
-                keep.retain(|(p, _)| ver.pools.iter().any(|q| q.same_handle(p)));
+                own = ver.pools.bind(lease, own, &handles);
             }
         }
         if self.options.pace.is_some() {
-            ShowPools {
-                per_node: Vec::new(),
-                distinct: keep,
-                bytes: 0,
-            }
-            .fill_in_background();
+            crate::memory::fill_in_background(own);
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::running::kept_nodes;
 use super::*;
-use crate::memory::{PoolNeeds, PoolNode};
+use crate::memory::{MemoryKind, PoolNeeds, PoolNode};
 use crate::model::OnEnd;
 use crate::model::Overload;
 use crate::model::{Part, Plan};
@@ -98,6 +98,8 @@ pub(super) fn pool_layout<'p>(
                     .count();
             PoolNode {
                 info: e.info,
+                // Every element's frames are in host memory.
+                kind: MemoryKind::Cpu,
                 name: &e.name,
                 writes: !matches!(e.part, Part::Sink(_) | Part::Feedback { .. }),
                 instances: instances_of(e, threads),
@@ -130,7 +132,7 @@ pub(crate) fn need_of(plan: &Plan, ctx: &VersionCtx<'_>) -> Need {
         ))
     };
     Need {
-        pools: crate::memory::pool_bytes(&plans),
+        pools: crate::memory::pool_bytes(&plans, MemoryKind::Cpu),
         new_instances: plan
             .nodes
             .iter()

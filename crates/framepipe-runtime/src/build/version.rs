@@ -2,16 +2,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use framepipe_core::{Error, Frame, FramePool, Result, Sink, VideoInfo};
+use framepipe_core::{Error, FramePool, Result, Sink, VideoInfo};
 
 use super::need::pool_layout;
 use super::running::kept_nodes;
 use super::*;
 use crate::live::{FrameParams, Live, LiveStage};
-use crate::memory::{PoolNeeds, PoolPlan, ShowPools};
-use crate::model::OnEnd;
-use crate::model::Options;
-use crate::model::{Part, Plan};
+use crate::memory::{MemoryKind, PoolNeeds, PoolPlan, VersionPools};
+use crate::model::{ExecNode, OnEnd, Options, Part, Plan};
 use crate::sched::{Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version};
 use crate::stats::StageCounters;
 use crate::stats::{GraphView, NodeView};
@@ -58,7 +56,7 @@ pub(crate) struct Built {
     pub graph_view: GraphView,
     /// Live edits: (running node, new node) whose instances, source or ring move in.
     pub moves: Vec<(usize, usize)>,
-    /// Each distinct pool of `ver.pools` once, with its plan.
+    /// Each distinct pool of `ver.pools` once, with its plan: readied as the version starts.
     pub pool_plans: Vec<(FramePool, PoolPlan)>,
 }
 
@@ -66,61 +64,124 @@ pub(crate) struct Built {
 /// mixer (except those a live edit keeps), sources, sinks (started; a new run's only), and the
 /// scheduler's shape of it. Everything that allocates for a version happens here.
 pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
-    let VersionCtx {
-        threads, in_flight, ..
-    } = *ctx;
-    let rate = plan.rate;
-    let n = plan.nodes.len();
-    let infos: Vec<VideoInfo> = plan.nodes.iter().map(|e| e.info).collect();
-    let names: Vec<Arc<str>> = plan
-        .nodes
-        .iter()
-        .map(|e| Arc::from(e.name.as_str()))
-        .collect();
-    let elements: Vec<String> = plan.nodes.iter().map(|e| e.element.clone()).collect();
-    let kinds: Vec<&'static str> = plan.nodes.iter().map(|e| e.kind_word()).collect();
-    let mut moves = Vec::new();
     let need = need_of(&plan, ctx);
     let kept = kept_nodes(&plan, ctx.running);
-    // A live edit's version is made while the running one goes on, and both live until the
-    // switch is over: what it adds must fit besides what the show holds already (checked
-    // before anything of it is made; a frame over its share of the budget is named first).
     if let Some(r) = ctx.running {
-        let limits = framepipe_core::Limits::current();
-        for e in &plan.nodes {
-            limits.check_frame(&e.name, e.info.width, e.info.height)?;
-        }
-        let running = r.ver.pool_bytes.saturating_add(r.ver.instance_bytes);
-        let (name, during, hint) = match ctx.admit {
-            Admit::First | Admit::Edit => ("the new one", "while the edit switches", ""),
-            Admit::FadeStart => (
-                "the crossfade's graph of both projects",
-                "as the fade begins",
-                ", or load without fade= (a cut holds the running graph and the new one only)",
-            ),
-            Admit::FadeEnd => ("the new project's graph", "at the fade's end", ""),
-        };
-        ctx.memory
-            .admit(running, need.added(), name, during, hint)?;
+        admit_edit(&plan, r, ctx, need)?;
     }
-    let (holds, pool_nodes, chain, keep_last) = pool_layout(&plan, ctx);
-    let ShowPools {
-        per_node: pools,
-        distinct: pool_plans,
-        bytes: pool_bytes,
-    } = crate::memory::frame_pools(&PoolNeeds {
-        nodes: &pool_nodes,
-        chain,
-        threads,
-        in_flight,
-        keep_last,
-    })?;
-    drop(pool_nodes);
-    debug_assert_eq!(pool_bytes, need.pools);
-    let pools_held = ctx.memory.hold(pool_bytes);
+    let (holds, mut pools, pool_plans) = make_pools(&plan, ctx)?;
+    debug_assert_eq!(pools.bytes(), need.pools);
+    let live = live_params(&plan)?;
+    let graph_view = graph_view(&plan, &live, ctx.number);
+    let described = Described::of(&plan);
+    let param_names = param_names(&live);
+    let live_spec = live.spec();
+    let nb = plan.heads.len();
+    let snapshots: Vec<Mutex<FrameParams>> = (0..ctx.in_flight + nb)
+        .map(|_| Mutex::new(live.empty_frame()))
+        .collect();
+    let initial = live.empty_frame();
 
-    // Live parameters, one stage per node.
-    let mut live_stages = Vec::with_capacity(n);
+    // Sinks start with their input's shape; then every instance is made, so that a
+    // plugin that cannot be made fails before any frame, and none is constructed on the
+    // frame path (which would allocate and could make a frame late mid-show).
+    let master = plan
+        .nodes
+        .iter()
+        .position(|e| e.master)
+        .expect("a checked graph has a master sink");
+    let rate = plan.rate;
+    let mut nodes = Nodes::new(&plan, ctx, master);
+    for (i, e) in plan.nodes.into_iter().enumerate() {
+        nodes.add(i, e, kept[i], rate, ctx, &mut pools, &initial.values[i])?;
+    }
+    let Nodes {
+        topo_nodes,
+        node_states,
+        counters,
+        port_nodes,
+        sinks,
+        roots,
+        branches,
+        show_nodes,
+        moves,
+    } = nodes;
+    debug_assert_eq!(branches.len(), nb);
+    if let Some(r) = ctx.running {
+        check_ports(r, &port_nodes, master, &described.names)?;
+    }
+    let topo = topo(topo_nodes, ctx.in_flight, branches, roots, show_nodes);
+    let stages: Arc<[Arc<StageCounters>]> = counters.into_iter().collect();
+    Ok(Built {
+        ver: Version {
+            number: ctx.number,
+            topo,
+            snapshots,
+            param_names,
+            live_spec,
+            stages,
+            names: described.names,
+            infos: described.infos,
+            elements: described.elements,
+            kinds: described.kinds,
+            ports: port_nodes.clone(),
+            holds,
+            instance_bytes: need.all_instances,
+            pools,
+        },
+        live,
+        node_states,
+        sinks,
+        port_nodes,
+        graph_view,
+        moves,
+        pool_plans,
+    })
+}
+
+/// A live edit's version is made while the running one goes on, and both live until the
+/// switch is over: what it adds must fit besides what the show holds already (checked before
+/// anything of it is made; a frame over its share of the budget is named first).
+fn admit_edit(plan: &Plan, r: &RunningVersion<'_>, ctx: &VersionCtx<'_>, need: Need) -> Result<()> {
+    let limits = framepipe_core::Limits::current();
+    for e in &plan.nodes {
+        limits.check_frame(&e.name, e.info.width, e.info.height)?;
+    }
+    let running = r.ver.pools.bytes().saturating_add(r.ver.instance_bytes);
+    let (name, during, hint) = match ctx.admit {
+        Admit::First | Admit::Edit => ("the new one", "while the edit switches", ""),
+        Admit::FadeStart => (
+            "the crossfade's graph of both projects",
+            "as the fade begins",
+            ", or load without fade= (a cut holds the running graph and the new one only)",
+        ),
+        Admit::FadeEnd => ("the new project's graph", "at the fade's end", ""),
+    };
+    ctx.memory.admit(running, need.added(), name, during, hint)
+}
+
+/// Per node the frames it keeps beyond the frames in flight, and the version's pools (checked
+/// against the memory budget, then made lazy and counted), each distinct one with its plan.
+type MadePools = (Vec<usize>, VersionPools, Vec<(FramePool, PoolPlan)>);
+
+fn make_pools(plan: &Plan, ctx: &VersionCtx<'_>) -> Result<MadePools> {
+    let (holds, pool_nodes, chain, keep_last) = pool_layout(plan, ctx);
+    let (pools, plans) = VersionPools::make(
+        &PoolNeeds {
+            nodes: &pool_nodes,
+            chain,
+            threads: ctx.threads,
+            in_flight: ctx.in_flight,
+            keep_last,
+        },
+        ctx.memory,
+    )?;
+    Ok((holds, pools, plans))
+}
+
+/// Live parameters, one stage per node, with the oscillators the graph puts on them.
+fn live_params(plan: &Plan) -> Result<Live> {
+    let mut live_stages = Vec::with_capacity(plan.nodes.len());
     for e in &plan.nodes {
         let is_proc = matches!(e.part, Part::Effect(_) | Part::Mixer(_));
         let mut live = LiveStage::new(e.name.clone(), e.element.clone(), is_proc, e.same_shape);
@@ -144,9 +205,13 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
         }
         live_stages.push(live);
     }
-    let live = Live::new(live_stages);
-    let graph_view = GraphView {
-        version: ctx.number,
+    Ok(Live::new(live_stages))
+}
+
+/// The version as control surfaces see it.
+fn graph_view(plan: &Plan, live: &Live, number: u64) -> GraphView {
+    GraphView {
+        version: number,
         nodes: plan
             .nodes
             .iter()
@@ -169,9 +234,12 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                 auto: e.auto,
             })
             .collect(),
-    };
-    let param_names: Vec<Vec<Arc<str>>> = live
-        .stages
+    }
+}
+
+/// Per node, the names of its live parameters.
+fn param_names(live: &Live) -> Vec<Vec<Arc<str>>> {
+    live.stages
         .iter()
         .map(|s| {
             s.params
@@ -179,45 +247,94 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                 .map(|p| Arc::from(p.spec.name.as_str()))
                 .collect()
         })
-        .collect();
-    let live_spec = live.spec();
-    let nb = plan.heads.len();
-    let snapshots: Vec<Mutex<FrameParams>> = (0..in_flight + nb)
-        .map(|_| Mutex::new(live.empty_frame()))
-        .collect();
-    let initial = live.empty_frame();
+        .collect()
+}
 
-    // Sinks start with their input's shape; then every instance is made, so that a
-    // plugin that cannot be made fails before any frame, and none is constructed on the
-    // frame path (which would allocate and could make a frame late mid-show).
-    let master = plan
-        .nodes
-        .iter()
-        .position(|e| e.master)
-        .expect("a checked graph has a master sink");
-    let mut port_nodes = match ctx.running {
-        // Filled in by the running sinks (they keep their ports), checked below.
-        Some(r) => vec![usize::MAX; r.ports.len()],
-        None => {
-            let mut p = vec![master];
-            p.extend(
-                (0..n).filter(|&i| i != master && matches!(plan.nodes[i].part, Part::Sink(_))),
-            );
-            p
+/// Per node: what a live edit compares (name, element, kind word, output shape).
+struct Described {
+    names: Vec<Arc<str>>,
+    elements: Vec<String>,
+    kinds: Vec<&'static str>,
+    infos: Vec<VideoInfo>,
+}
+
+impl Described {
+    fn of(plan: &Plan) -> Self {
+        Described {
+            names: plan
+                .nodes
+                .iter()
+                .map(|e| Arc::from(e.name.as_str()))
+                .collect(),
+            elements: plan.nodes.iter().map(|e| e.element.clone()).collect(),
+            kinds: plan.nodes.iter().map(|e| e.kind_word()).collect(),
+            infos: plan.nodes.iter().map(|e| e.info).collect(),
         }
-    };
-    let heads = plan.heads.clone();
-    let mut topo_nodes = Vec::with_capacity(n);
-    let mut node_states = Vec::with_capacity(n);
-    let mut counters = Vec::with_capacity(n);
-    let mut sinks: Vec<Option<Box<dyn Sink>>> = (0..port_nodes.len()).map(|_| None).collect();
-    let mut first_frames: Vec<Option<Frame>> = (0..n).map(|_| None).collect();
-    let mut roots = Vec::new();
-    let mut branches: Vec<Vec<usize>> = vec![Vec::new(); nb];
-    let mut show_nodes = 0;
-    for (i, e) in plan.nodes.into_iter().enumerate() {
-        // A running source or sink is the one of that name (its shape is checked below).
-        let old = kept[i];
+    }
+}
+
+/// The scheduler's shape of the version and what each node starts with, made node by node in
+/// execution order ([`add`](Self::add)).
+struct Nodes {
+    topo_nodes: Vec<TopoNode>,
+    node_states: Vec<NodeState>,
+    counters: Vec<Arc<StageCounters>>,
+    /// Per output port: its sink's node (a live edit: filled in by the running sinks, which
+    /// keep their ports; `usize::MAX` until then).
+    port_nodes: Vec<usize>,
+    /// Per output port: a new run's sink, started.
+    sinks: Vec<Option<Box<dyn Sink>>>,
+    /// Sources and feedbacks: the nodes a frame begins at.
+    roots: Vec<usize>,
+    /// Per leaky branch: its nodes.
+    branches: Vec<Vec<usize>>,
+    /// Nodes not in a leaky branch.
+    show_nodes: usize,
+    /// Live edits: (running node, new node) whose instances, source or ring move in.
+    moves: Vec<(usize, usize)>,
+}
+
+impl Nodes {
+    fn new(plan: &Plan, ctx: &VersionCtx<'_>, master: usize) -> Self {
+        let n = plan.nodes.len();
+        let port_nodes = match ctx.running {
+            Some(r) => vec![usize::MAX; r.ports.len()],
+            None => {
+                let mut p = vec![master];
+                p.extend(
+                    (0..n).filter(|&i| i != master && matches!(plan.nodes[i].part, Part::Sink(_))),
+                );
+                p
+            }
+        };
+        Nodes {
+            topo_nodes: Vec::with_capacity(n),
+            node_states: Vec::with_capacity(n),
+            counters: Vec::with_capacity(n),
+            sinks: (0..port_nodes.len()).map(|_| None).collect(),
+            port_nodes,
+            roots: Vec::new(),
+            branches: vec![Vec::new(); plan.heads.len()],
+            show_nodes: 0,
+            moves: Vec::new(),
+        }
+    }
+
+    /// Node `i`: its source readied, its instances made (or, `old`: the running node a live
+    /// edit keeps, whose instances, source, ring or sink move in), its sink started, its
+    /// feedback's frame 0 taken from `pools`. `initial`: its live parameters' first values.
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        i: usize,
+        e: ExecNode,
+        old: Option<usize>,
+        rate: framepipe_core::Rational,
+        ctx: &VersionCtx<'_>,
+        pools: &mut VersionPools,
+        initial: &[framepipe_core::PropValue],
+    ) -> Result<()> {
+        let threads = ctx.threads;
         let instance_bytes = framepipe_core::limits::frame_bytes(e.info.width, e.info.height);
         let counter = match (old, ctx.running) {
             (Some(o), Some(r)) => Arc::clone(&r.ver.stages[o]),
@@ -230,7 +347,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             Part::Source { mut source, on_end } => {
                 // Ready before the clock starts (a decoder's first frame decoded).
                 source.ready()?;
-                roots.push(i);
+                self.roots.push(i);
                 blocks = source.blocks();
                 let own = source.info().rate;
                 let resample = (own != rate).then_some((own, rate));
@@ -254,7 +371,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             }
             Part::Effect(_) | Part::Mixer(_) if old.is_some() => {
                 // Kept by the edit: its instances move in at the switch, with their state.
-                moves.push((old.expect("checked"), i));
+                self.moves.push((old.expect("checked"), i));
                 Kind::Process
             }
             Part::Effect(stage) => {
@@ -262,8 +379,8 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                 for _ in 0..count {
                     st.free.push(Instance::new(
                         Proc::Effect(stage.factory.instantiate()?),
-                        &initial.values[i],
-                        ctx.memory.hold(instance_bytes),
+                        initial,
+                        ctx.memory.hold(MemoryKind::Cpu, instance_bytes),
                     ));
                 }
                 Kind::Process
@@ -273,23 +390,23 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                 for _ in 0..count {
                     st.free.push(Instance::new(
                         Proc::Mixer(stage.factory.instantiate()?),
-                        &initial.values[i],
-                        ctx.memory.hold(instance_bytes),
+                        initial,
+                        ctx.memory.hold(MemoryKind::Cpu, instance_bytes),
                     ));
                 }
                 Kind::Process
             }
             Part::Feedback { from, color } => {
-                roots.push(i);
+                self.roots.push(i);
                 if let Some(o) = old {
                     // Its ring (the previous frame of the node it feeds back) moves in.
-                    moves.push((o, i));
+                    self.moves.push((o, i));
                 }
-                st.ring = (0..in_flight).map(|_| None).collect();
+                st.ring = (0..ctx.in_flight).map(|_| None).collect();
                 let mut frame = pools[i].try_acquire()?;
                 let px = u32::from_le_bytes(color);
                 frame.words_mut().iter_mut().for_each(|w| *w = px);
-                first_frames[i] = Some(frame.freeze());
+                pools.set_first_frame(i, frame.freeze());
                 counter.add_instance();
                 Kind::Feedback { from }
             }
@@ -301,7 +418,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                         e.name
                     )));
                 };
-                moves.push((o, i));
+                self.moves.push((o, i));
                 if sink {
                     let port = r
                         .port_of(o)
@@ -314,7 +431,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                             e.name, was.width, was.height, e.info.width, e.info.height
                         )));
                     }
-                    port_nodes[port] = i;
+                    self.port_nodes[port] = i;
                     Kind::Sink(port)
                 } else {
                     if r.ver.topo.nodes[o].kind != Kind::Source {
@@ -323,7 +440,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                             e.name, e.name, r.ver.kinds[o]
                         )));
                     }
-                    roots.push(i);
+                    self.roots.push(i);
                     blocks = r.ver.topo.nodes[o].blocks;
                     Kind::Source
                 }
@@ -339,17 +456,21 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                 // Ready before the clock starts (an encoder loaded and reading): the first
                 // frames are not late because a sink was still starting.
                 sink.ready()?;
-                let port = port_nodes.iter().position(|&p| p == i).expect("a port");
-                sinks[port] = Some(sink);
+                let port = self
+                    .port_nodes
+                    .iter()
+                    .position(|&p| p == i)
+                    .expect("a port");
+                self.sinks[port] = Some(sink);
                 counter.add_instance();
                 Kind::Sink(port)
             }
         };
         match e.branch {
-            Some(b) => branches[b].push(i),
-            None => show_nodes += 1,
+            Some(b) => self.branches[b].push(i),
+            None => self.show_nodes += 1,
         }
-        topo_nodes.push(TopoNode {
+        self.topo_nodes.push(TopoNode {
             kind,
             inputs: e.inputs,
             consumers: e.consumers,
@@ -359,70 +480,57 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             head: e.head,
             blocks,
         });
-        node_states.push(st);
-        counters.push(counter);
+        self.node_states.push(st);
+        self.counters.push(counter);
+        Ok(())
     }
-    debug_assert_eq!(heads.len(), nb);
-    let sources: Vec<usize> = (0..n)
-        .filter(|&i| topo_nodes[i].kind == Kind::Source)
-        .collect();
+}
+
+/// The scheduler's shape of the version: its nodes, and the sources and gated nodes among them.
+fn topo(
+    nodes: Vec<TopoNode>,
+    in_flight: usize,
+    branches: Vec<Vec<usize>>,
+    roots: Vec<usize>,
+    show_nodes: usize,
+) -> Topo {
+    let n = nodes.len();
+    let sources: Vec<usize> = (0..n).filter(|&i| nodes[i].kind == Kind::Source).collect();
     let gated: Vec<usize> = (0..n)
         .filter(|&i| {
-            let t: &TopoNode = &topo_nodes[i];
+            let t: &TopoNode = &nodes[i];
             t.head || (t.branch.is_none() && matches!(t.kind, Kind::Sink(_)))
         })
         .collect();
-    let topo = Topo {
-        nodes: topo_nodes,
+    Topo {
+        nodes,
         sources,
         gated,
         cap: in_flight,
         branches,
         roots,
         show_nodes,
-    };
-    if let Some(r) = ctx.running {
-        if let Some(p) = port_nodes.iter().position(|&i| i == usize::MAX) {
-            return Err(Error::Graph(format!(
-                "the edit removes the sink {}; sinks cannot be removed while running",
-                r.ver.names[r.ports[p]]
-            )));
-        }
-        if port_nodes[0] != master {
-            return Err(Error::Graph(format!(
-                "the edit would make {} the master output instead of {}",
-                names[master], r.ver.names[r.ports[0]]
-            )));
-        }
     }
-    let stages: Arc<[Arc<StageCounters>]> = counters.into_iter().collect();
-    Ok(Built {
-        ver: Version {
-            number: ctx.number,
-            topo,
-            pools,
-            first_frames,
-            snapshots,
-            param_names,
-            live_spec,
-            stages,
-            names,
-            infos,
-            elements,
-            kinds,
-            ports: port_nodes.clone(),
-            holds,
-            pool_bytes: need.pools,
-            instance_bytes: need.all_instances,
-            pools_held: Some(pools_held),
-            pool_lease: None,
-        },
-        live,
-        node_states,
-        sinks,
-        port_nodes,
-        graph_view,
-        moves,
-        pool_plans,
-    })
+}
+
+/// A live edit keeps every running sink on its port, the master's first.
+fn check_ports(
+    r: &RunningVersion<'_>,
+    port_nodes: &[usize],
+    master: usize,
+    names: &[Arc<str>],
+) -> Result<()> {
+    if let Some(p) = port_nodes.iter().position(|&i| i == usize::MAX) {
+        return Err(Error::Graph(format!(
+            "the edit removes the sink {}; sinks cannot be removed while running",
+            r.ver.names[r.ports[p]]
+        )));
+    }
+    if port_nodes[0] != master {
+        return Err(Error::Graph(format!(
+            "the edit would make {} the master output instead of {}",
+            names[master], r.ver.names[r.ports[0]]
+        )));
+    }
+    Ok(())
 }

@@ -1,5 +1,5 @@
-//! The edit thread: builds each live edit's version off the frame path and hands it to the
-//! master output to switch in at a frame boundary; drops replaced versions once their frames are back.
+//! The edit thread: builds each live edit's version off the frame path and hands it to the master
+//! output to switch in at a frame boundary; drops replaced versions once their frames are back.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
@@ -356,7 +356,7 @@ fn after_fade_fits(
         return Ok(0);
     };
     let need = need_after(graph?, p, shared, options).map_err(one_line)?;
-    let fade = p.version().pool_bytes + p.version().instance_bytes;
+    let fade = p.version().pools.bytes() + p.version().instance_bytes;
     shared
         .counters
         .memory
@@ -571,8 +571,7 @@ impl Buried {
         let Some(ver) = self.p.version_mut() else {
             return false;
         };
-        ver.first_frames.iter_mut().for_each(|f| *f = None);
-        ver.pools.iter().all(|pool| pool.in_use() == 0)
+        ver.pools.release()
     }
 }
 

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use framepipe_core::{Error, Result};
 
 use crate::build::*;
+use crate::memory::Pace;
 use crate::model::Graph;
 use crate::model::Options;
 use crate::model::Plan;
 use crate::sched::{EditPlan, NextVersion, Shared, Version};
-use crate::show::pace_of;
 
 /// Plans `graph` as the next version of `ver` (its sources' and sinks' shapes as they run).
 fn plan_against(
@@ -120,25 +120,21 @@ pub(crate) fn prepare_edit(
 /// Readies a live edit's new pools on the edit thread, once every check of the edit has passed
 /// (its memory checks, a crossfade's): nothing is made for an edit that is refused. In a host,
 /// they are replaced by quota handles on the host's pools (a new shape's pool made and filled
-/// here: `share_edit`; the host's filler does the rest); alone, or for a pool the host has
-/// none for, their buffers are made (allocated, every page touched): left lazy, they would be
-/// made by the workers running the first frames after the switch.
+/// here; the host's filler does the rest); alone, or for a pool the host has none for, their
+/// buffers are made (allocated, every page touched): left lazy, they would be made by the
+/// workers running the first frames after the switch (`VersionPools::share_for_edit`,
+/// `VersionPools::fill_own_now`).
 pub(crate) fn fill_edit_pools(p: &mut NextVersion, shared: &Shared, options: Options) {
     let own = p.take_edit_pools();
     let running = Arc::clone(shared.lock().running_version());
     // Only the edit thread holds the new version before it is sent (`NextVersion::new` kept one
     // reference); were it otherwise, it keeps its own pools.
     if let Some(next) = p.version_mut() {
-        let pace = pace_of(shared, options, running.topo.cap);
-        crate::memory::share_edit(next, &own, &running, pace);
+        let pace = Pace::of(&shared.counters, options.pace, running.topo.cap);
+        next.pools.share_for_edit(&own, &running.pools, pace);
     }
     drop(running);
-    let pools = &p.version().pools;
-    for (i, pool) in pools.iter().enumerate() {
-        if pool.quota().is_none() && !pools[..i].iter().any(|q| q.same_pool(pool)) {
-            pool.fill(pool.capacity());
-        }
-    }
+    p.version().pools.fill_own_now();
 }
 
 /// What the budget would count for the version `graph` makes once `p` runs (a crossfade's

@@ -107,7 +107,7 @@ impl Host {
         Host {
             threads,
             shows: Vec::new(),
-            pools: SharedPools::new(),
+            pools: SharedPools::with_begin_slack(GRID_NS as u64),
             standby: true,
             clock: Arc::new(ClockCounters::default()),
             stall: None,

@@ -1,15 +1,22 @@
-//! The memory book: what a show holds against `--max-memory`, counted by guards.
+//! The memory book: what a show holds against its budget, per memory kind, counted by guards.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use framepipe_core::limits::human_bytes;
-use framepipe_core::{Limits, Result};
+use framepipe_core::Result;
 
-/// What a show holds against `--max-memory` right now, as the budget counts it: every graph
-/// version alive (its frame pools at full capacity) and every effect instance (one output frame
-/// each, the estimate of [`PoolNeeds::total`]). A live edit builds its version while the running
-/// one goes on, so two versions (three during a crossfade's hand-over) can be alive at once:
-/// the edit's check adds what it would make to what is held here ([`MemoryBook::admit`]).
+use super::MemoryKind;
+
+/// What a show holds against `--max-memory` right now, as the budget counts it: every graph version
+/// alive (its frame pools at full capacity) and every effect instance (one output frame each, the
+/// estimate of [`PoolNeeds::total`](super::PoolNeeds::total)). A live edit builds its version while
+/// the running one goes on, so two versions (three during a crossfade's hand-over) can be alive at
+/// once: the edit's check adds what it would make to what is held here ([`MemoryBook::admit`]).
+///
+/// Counted per memory kind ([`MemoryKind`]), each against its own limit; the edit checks
+/// ([`admit`](Self::admit), [`fits`](Self::fits), [`refuse_over`](Self::refuse_over)) are of host
+/// memory, the one kind there is.
 ///
 /// Counted by guards ([`Held`]): a version holds one for its pools, each instance one for
 /// itself, so the figure follows the objects (an instance a live edit keeps moves with its
@@ -18,13 +25,14 @@ use framepipe_core::{Limits, Result};
 /// never on the frame path.
 #[derive(Debug, Default)]
 pub(crate) struct MemoryBook {
-    held: std::sync::atomic::AtomicU64,
-    peak: std::sync::atomic::AtomicU64,
+    /// Per memory kind ([`MemoryKind::index`]): bytes counted now, and the most at once.
+    held: [AtomicU64; MemoryKind::COUNT],
+    peak: [AtomicU64; MemoryKind::COUNT],
     /// Edits refused because what they would hold with the running graph is over the budget.
-    refused: std::sync::atomic::AtomicU64,
+    refused: AtomicU64,
     /// The last refusal by [`admit`](Self::admit) would not have been one with only the
     /// running version held: it is up to the edit thread to wait or refuse (and count it).
-    later: std::sync::atomic::AtomicBool,
+    later: AtomicBool,
 }
 
 /// A show's memory as the budget counts it (`--stats`: `memory`).
@@ -42,36 +50,43 @@ pub struct MemoryStats {
 }
 
 impl MemoryBook {
-    /// Counted now, bytes.
+    /// Host memory counted now (what `--max-memory` limits), bytes.
     pub fn held(&self) -> u64 {
-        self.held.load(std::sync::atomic::Ordering::Acquire)
+        self.held_in(MemoryKind::Cpu)
+    }
+
+    /// Memory of `kind` counted now, bytes.
+    pub(crate) fn held_in(&self, kind: MemoryKind) -> u64 {
+        self.held[kind.index()].load(Ordering::Acquire)
     }
 
     /// The figures for `--stats`.
     pub fn stats(&self) -> MemoryStats {
-        use std::sync::atomic::Ordering::Relaxed;
         MemoryStats {
-            max_memory: Limits::current().max_memory,
+            max_memory: MemoryKind::Cpu.limit(),
             held: self.held(),
-            held_max: self.peak.load(Relaxed),
-            edits_refused: self.refused.load(Relaxed),
+            held_max: self.peak[MemoryKind::Cpu.index()].load(Ordering::Relaxed),
+            edits_refused: self.refused.load(Ordering::Relaxed),
         }
     }
 
-    /// A guard counting `bytes` until it is dropped.
-    pub(crate) fn hold(self: &Arc<Self>, bytes: u64) -> Held {
-        use std::sync::atomic::Ordering::AcqRel;
-        let now = self.held.fetch_add(bytes, AcqRel).saturating_add(bytes);
-        self.peak.fetch_max(now, AcqRel);
+    /// A guard counting `bytes` of `kind` until it is dropped.
+    pub(crate) fn hold(self: &Arc<Self>, kind: MemoryKind, bytes: u64) -> Held {
+        let k = kind.index();
+        let now = self.held[k]
+            .fetch_add(bytes, Ordering::AcqRel)
+            .saturating_add(bytes);
+        self.peak[k].fetch_max(now, Ordering::AcqRel);
         Held {
             book: Arc::clone(self),
+            kind,
             bytes,
         }
     }
 
-    /// Whether `bytes` more would fit in the budget now.
+    /// Whether `bytes` more host memory would fit in the budget now.
     pub(crate) fn fits(&self, bytes: u64) -> bool {
-        self.held().saturating_add(bytes) <= Limits::current().max_memory
+        self.held().saturating_add(bytes) <= MemoryKind::Cpu.limit()
     }
 
     /// Refuses an edit whose new version would make what is held over the budget: `new` bytes
@@ -91,7 +106,7 @@ impl MemoryBook {
         if held > running {
             // Would it fit once the replaced version is freed (its last frames out)? Then
             // the edit thread may wait for that rather than refuse.
-            let later = running.saturating_add(new) <= Limits::current().max_memory;
+            let later = running.saturating_add(new) <= MemoryKind::Cpu.limit();
             return self
                 .over(
                     [
@@ -110,7 +125,7 @@ impl MemoryBook {
                 )
                 .inspect_err(|_| {
                     if later {
-                        self.later.store(true, std::sync::atomic::Ordering::Relaxed);
+                        self.later.store(true, Ordering::Relaxed);
                     } else {
                         self.count_refusal();
                     }
@@ -122,13 +137,12 @@ impl MemoryBook {
     /// Whether the last refusal would not have been one with only the running version held
     /// (then it was not counted: see [`count_refusal`](Self::count_refusal)); clears it.
     pub(crate) fn take_later(&self) -> bool {
-        self.later.swap(false, std::sync::atomic::Ordering::Relaxed)
+        self.later.swap(false, Ordering::Relaxed)
     }
 
     /// Counts an edit refused for memory (in `--stats`).
     pub(crate) fn count_refusal(&self) {
-        self.refused
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.refused.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Refuses (counting the refusal) when the two parts, held at once `during`, would be over
@@ -147,7 +161,7 @@ impl MemoryBook {
 
     /// [`refuse_over`](Self::refuse_over) without counting.
     fn over(&self, parts: [(&str, u64); 2], during: &str, hint: &str) -> Result<()> {
-        let limit = Limits::current().max_memory;
+        let limit = MemoryKind::Cpu.limit();
         let total = parts[0].1.saturating_add(parts[1].1);
         if total <= limit {
             return Ok(());
@@ -170,13 +184,12 @@ impl MemoryBook {
 #[derive(Debug)]
 pub(crate) struct Held {
     book: Arc<MemoryBook>,
+    kind: MemoryKind,
     bytes: u64,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.book
-            .held
-            .fetch_sub(self.bytes, std::sync::atomic::Ordering::AcqRel);
+        self.book.held[self.kind.index()].fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }

@@ -2,36 +2,24 @@
 
 use framepipe_core::{FramePool, Limits, Result};
 
-use super::{pool_bytes, PoolNeeds, PoolPlan};
+use super::{pool_bytes, MemoryKind, PoolNeeds, PoolPlan, PoolShape};
 
-/// A run's pools: per node, the pool its output comes from; and each distinct pool once with
-/// its plan (what [`ShowPools::fill_in_background`] fills, what a host's [`SharedPools`] counts).
+/// A run's pools: per node, the pool its output comes from; and each distinct pool once with its
+/// plan (what [`fill_in_background`] fills, what a host's [`SharedPools`](super::SharedPools)
+/// counts).
 #[derive(Debug, Default)]
 pub(crate) struct ShowPools {
     pub per_node: Vec<FramePool>,
     pub distinct: Vec<(FramePool, PoolPlan)>,
-    /// Their bytes at full capacity ([`pool_bytes`]).
+    /// Their host-memory bytes at full capacity ([`pool_bytes`]).
     pub bytes: u64,
-}
-
-impl ShowPools {
-    /// A paced run's pools are filled to their `fill` by a helper thread while the first frames
-    /// flow (see the module documentation).
-    pub fn fill_in_background(self) {
-        fill_in_background(
-            self.distinct
-                .into_iter()
-                .map(|(pool, plan)| (pool, plan.fill))
-                .collect(),
-        );
-    }
 }
 
 /// Checks the run's frames against the memory budget, then makes one lazy pool per distinct
 /// frame size: for each node, the pool its output comes from, and each pool once with its plan.
 /// Nothing frame-sized is allocated before the checks pass, nor here: a paced run's pools are
-/// filled by a helper thread once it starts ([`ShowPools::fill_in_background`]), or replaced by
-/// a host's shared pools ([`SharedPools`]).
+/// filled by a helper thread once it starts ([`fill_in_background`]), or replaced by
+/// a host's shared pools ([`SharedPools`](super::SharedPools)).
 pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<ShowPools> {
     let limits = Limits::current();
     for node in needs.nodes {
@@ -44,24 +32,36 @@ pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<ShowPools> {
     let pools: Vec<FramePool> = plans
         .iter()
         .map(|p| {
-            if shared {
-                FramePool::lazy_shared(p.width, p.height, p.capacity)
-            } else {
-                Ok(FramePool::lazy(p.width, p.height, p.capacity))
+            PoolShape {
+                width: p.width,
+                height: p.height,
+                kind: p.kind,
+                shared,
             }
+            .make(p.capacity)
         })
         .collect::<Result<_>>()?;
     Ok(ShowPools {
-        bytes: pool_bytes(&plans),
+        bytes: pool_bytes(&plans, MemoryKind::Cpu),
         per_node: node_pool.into_iter().map(|i| pools[i].clone()).collect(),
         distinct: pools.into_iter().zip(plans).collect(),
     })
 }
 
+/// A paced run's own pools (each once, with its plan) are filled to their `fill` by a helper
+/// thread while the first frames flow (see the module documentation).
+pub(crate) fn fill_in_background(own: Vec<(FramePool, PoolPlan)>) {
+    fill_to_targets(
+        own.into_iter()
+            .map(|(pool, plan)| (pool, plan.fill))
+            .collect(),
+    );
+}
+
 /// Fills every pool to its target on a short-lived helper thread, one frame at a time, the
 /// source's pool first; stops early when nobody else holds a pool any more (the run ended or was
 /// never started). If the thread cannot be started, the pools still grow on demand.
-fn fill_in_background(pools: Vec<(FramePool, usize)>) {
+fn fill_to_targets(pools: Vec<(FramePool, usize)>) {
     let _ = std::thread::Builder::new()
         .name("fp-pool-fill".into())
         .spawn(move || {

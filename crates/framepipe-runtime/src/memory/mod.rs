@@ -1,6 +1,21 @@
 //! Frame pools sized from what a run needs, checked against the memory budget before anything is
 //! allocated.
 //!
+//! Contract: nothing frame-sized is allocated before the budget check passes; after the
+//! warm-up, taking a frame from a pool on the frame path allocates nothing and takes no lock
+//! but the pool's own; what a show holds is counted in its [`MemoryBook`] by guards, per
+//! [`MemoryKind`], and given back when the objects holding it are dropped (never on the frame
+//! path); no worker or output thread ever takes a host's registry lock.
+//!
+//! * `sizing.rs`: how many frames each pool may need ([`PoolNeeds`] → [`PoolPlan`]).
+//! * `kind.rs`: where a frame's memory lives ([`MemoryKind`]) and the one place a pool is made
+//!   ([`PoolShape::make`]).
+//! * `book.rs`: what a show holds against its budget ([`MemoryBook`], [`Held`]).
+//! * `fill.rs`: a show's own pools, made lazy ([`frame_pools`]) and filled in the background.
+//! * `version.rs`: one graph version's pools ([`VersionPools`]).
+//! * `shared.rs`: a host's pools, shared by its shows ([`SharedPools`], [`PoolLease`]).
+//! * `filler.rs`: a host's pool filler thread, which makes their frames ahead of need.
+//!
 //! # How many frames a pool can need at once
 //!
 //! Frames are held only by:
@@ -55,15 +70,15 @@
 //!
 //! # When the frames are allocated
 //!
-//! Pools are lazy ([`FramePool::lazy`]): a frame buffer is allocated and every page of it written
-//! the first time a stage finds no free frame, never again after. An **unpaced** run (batch
-//! rendering) grows on demand only, so it holds what it really uses and its first frame waits
-//! only for the buffers that frame needs. A **paced** run (a show) cannot allocate late in the
-//! show: a helper thread (`fp-pool-fill`) fills every pool to its capacity (but for the frame a
-//! sink may keep: no framepipe sink does, and one that does keeps it from its first frame, so it
-//! is made during the warm-up anyway) while the first frames flow, so that after the warm-up no
-//! frame allocates or faults in a page again.
-//! Measured with `scripts/bench-memory` (docs/RELIABILITY.md).
+//! Pools are lazy ([`FramePool::lazy`](framepipe_core::FramePool::lazy)): a frame buffer is
+//! allocated and every page of it written the first time a stage finds no free frame, never again
+//! after. An **unpaced** run (batch rendering) grows on demand only, so it holds what it really
+//! uses and its first frame waits only for the buffers that frame needs. A **paced** run (a show)
+//! cannot allocate late in the show: a helper thread (`fp-pool-fill`) fills every pool to its
+//! capacity (but for the frame a sink may keep: no framepipe sink does, and one that does keeps it
+//! from its first frame, so it is made during the warm-up anyway) while the first frames flow, so
+//! that after the warm-up no frame allocates or faults in a page again. Measured with
+//! `scripts/bench-memory` (docs/RELIABILITY.md).
 //!
 //! # In a host
 //!
@@ -75,24 +90,33 @@
 //!
 //! # Where the frames live
 //!
-//! On the heap, unless something in the process runs frames in a child process (an isolated
-//! frei0r plugin: it calls [`framepipe_core::shm::request_shared_pools`] when it is built, before
-//! the pools are made): then every pool is made with [`FramePool::lazy_shared`], its buffers in
-//! one memfd per pool, so that the child reads its inputs and writes its output in place instead
-//! of through copies (docs/ISOLATION.md). Allocation and touching are the same either way.
+//! On the heap, unless something in the process runs frames in a child process (an isolated frei0r
+//! plugin: it calls [`framepipe_core::shm::request_shared_pools`] when it is built, before the
+//! pools are made): then every pool is made with
+//! [`FramePool::lazy_shared`](framepipe_core::FramePool::lazy_shared), its buffers in one memfd per
+//! pool, so that the child reads its inputs and writes its output in place instead of through
+//! copies (docs/ISOLATION.md). Allocation and touching are the same either way.
 
 mod book;
 mod fill;
+mod filler;
+mod kind;
 mod shared;
 mod sizing;
 #[cfg(test)]
 mod tests;
+mod version;
 
 pub use book::MemoryStats;
 pub use shared::{SharedPoolStats, SharedPools};
 pub use sizing::IN_FLIGHT_BYTES;
 
 pub(crate) use book::{Held, MemoryBook};
-pub(crate) use fill::{frame_pools, ShowPools};
-pub(crate) use shared::{rebind, share_edit, Pace, PoolLease};
+pub(crate) use fill::{fill_in_background, frame_pools, ShowPools};
+pub(crate) use filler::Pace;
+pub(crate) use kind::{MemoryKind, PoolShape};
+pub(crate) use shared::PoolLease;
 pub(crate) use sizing::{in_flight, pool_bytes, PoolNeeds, PoolNode, PoolPlan};
+pub(crate) use version::VersionPools;
+
+use shared::rebind;

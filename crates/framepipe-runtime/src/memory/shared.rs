@@ -5,50 +5,34 @@ use std::sync::{Arc, Mutex};
 
 use framepipe_core::FramePool;
 
-use super::{Held, PoolPlan};
-
-/// How often a host's pool filler looks at its pools (and at the shows' latency budgets).
-const TOP_UP_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// Frames a paced show in a host begins this much before its latency budget says: the host's
-/// clock rounds a show's "may begin" wake-ups up to its grid and lets its frames begin that
-/// much earlier (`set_begin_slack` in `host.rs`).
-const HOST_BEGIN_SLACK_NS: u64 = crate::host::GRID_NS as u64;
-
-/// How long a worker may be held up (its CPU taken away, other shows' frames before this
-/// one's) without the filler having seen it: the default latency budget then grows by 5/4 of
-/// it, and so do the frames a show begins ahead. A show whose period is short against it (1000
-/// fps) is filled for every frame it may have in flight; at 25 fps it changes nothing (10 ms is
-/// under a period). A longer delay that makes a worker's acquire grow the pool raises the
-/// frames kept free by as many (the pool's own evidence, `grown_on_acquire`).
-const WORKER_DELAY_NS: u64 = 10_000_000;
+use super::filler::{fill_all, Pace};
+use super::{Held, PoolPlan, PoolShape};
 
 /// A shared pool is made with room for this many times the quotas enrolled when the host
 /// starts, so that a live edit can hold the new version's quota next to the old one's until the
-/// old version is dropped (slots without a buffer cost a few words each; a shared-memory pool's
+/// old version is dropped (frames not made yet cost a few words each; a shared-memory pool's
 /// memfd is sparse). An edit that finds no room gets a new pool of that shape.
 const EDIT_ROOM: usize = 2;
 
-/// The frame pools of a [`Host`](crate::Host)'s shows: **one pool per frame shape** (width,
-/// height, and whether its frames are in shared memory: what makes two frames interchangeable;
-/// the format and stride are always RGBA, `width * 4`) for every show, each show holding a
+/// The frame pools of a [`Host`](crate::Host)'s shows: **one pool per frame shape**
+/// (`PoolShape`: size, memory kind, and whether its frames are in shared memory: what makes
+/// two frames interchangeable) for every show, each show holding a
 /// quota handle on it ([`FramePool::with_quota`]) whose quota is the capacity its own plan
 /// gives it. The quotas in force never add up to more than the pool's frames (a show within its
 /// quota always gets a frame, one at its quota is refused as its own pool's end would refuse
 /// it), but frames are made only for what the shows hold *together*.
 ///
-/// **The filler.** A helper thread (`fp-pool-fill`) looks at every pool every [`TOP_UP_EVERY`]
-/// until the last show is gone, and makes frames (on its own thread, never on a worker or an
-/// output thread) up to a target: per paced show, what it holds between frames (its plan's
-/// `idle`: the frame waiting for its deadline, the output's last frame, what nodes keep) plus
-/// the frames it begins ahead beyond that one,
-/// `min(in_flight, 1 + (budget + 12.5 ms + 1 ms) / period) - 1` (the latency budget now, read
-/// lock-free from the show's counters, `latency_budget_us`; 12.5 ms is what a worker held up
-/// for [`WORKER_DELAY_NS`] adds to the default budget; 1 ms is how much earlier a host lets a
-/// frame begin), plus two frames per worker (a running stage's input and output); then at least
-/// one frame per worker free, and one more for every frame a worker's acquire had to make. At
-/// 25 fps the frames ahead are the one waiting frame (a budget under 26.5 ms); at 1000 fps,
-/// every frame in flight.
+/// **The filler** (`filler.rs`). A helper thread (`fp-pool-fill`) looks at every pool every
+/// `TOP_UP_EVERY` until the last show is gone, and makes frames (on its own thread, never on a
+/// worker or an output thread) up to a target: per paced show, what it holds between frames (its
+/// plan's `idle`: the frame waiting for its deadline, the output's last frame, what nodes keep)
+/// plus the frames it begins ahead beyond that one, `min(in_flight, 1 + (budget + 12.5 ms + 1 ms) /
+/// period) - 1` (the latency budget now, read lock-free from the show's counters,
+/// `latency_budget_us`; 12.5 ms is what a worker held up for `WORKER_DELAY_NS` adds to the default
+/// budget; 1 ms is how much earlier a host lets a frame begin), plus two frames per worker (a
+/// running stage's input and output); then at least one frame per worker free, and one more for
+/// every frame a worker's acquire had to make. At 25 fps the frames ahead are the one waiting frame
+/// (a budget under 26.5 ms); at 1000 fps, every frame in flight.
 ///
 /// Why the budget and not the pool's own evidence (its peak, or `grown_on_acquire`): the
 /// evidence comes only once a worker has already needed the frame, while the budget comes
@@ -79,50 +63,48 @@ pub struct SharedPools {
 }
 
 #[derive(Debug, Default)]
-struct Registry {
-    shapes: Vec<Shape>,
+pub(super) struct Registry {
+    pub(super) shapes: Vec<Shape>,
     /// The pools are made (the host started): no more shows may be enrolled.
-    open: bool,
+    pub(super) open: bool,
     /// The host's workers (set when it starts).
-    threads: usize,
+    pub(super) threads: usize,
     /// The filler thread runs.
-    filling: bool,
-    next_id: u64,
-    next_show: u64,
+    pub(super) filling: bool,
+    pub(super) next_id: u64,
+    pub(super) next_show: u64,
+    /// How much before its latency budget says a paced show's frames begin: its host's clock
+    /// rounds a show's "may begin" wake-ups up to its grid and lets its frames begin that much
+    /// earlier ([`SharedPools::with_begin_slack`]).
+    pub(super) begin_slack_ns: u64,
 }
 
 /// One pool of a shape (a shape may have several: see [`EDIT_ROOM`]).
 #[derive(Debug)]
-struct Shape {
-    width: u32,
-    height: u32,
-    shared: bool,
+pub(super) struct Shape {
+    pub(super) shape: PoolShape,
     /// The versions holding a quota handle on it (before the host starts: enrolled).
-    members: Vec<Member>,
+    pub(super) members: Vec<Member>,
     /// The shows that held one so far (a show's live edits count once).
-    seen: Vec<u64>,
+    pub(super) seen: Vec<u64>,
     /// The sum of their quotas: the most frames they may hold together.
-    quota: usize,
+    pub(super) quota: usize,
     /// The most the quotas ever added up to (what `stats` calls its capacity).
-    quota_peak: usize,
+    pub(super) quota_peak: usize,
     /// The most the filler aimed at so far (its frames are made, never freed).
-    target: usize,
+    pub(super) target: usize,
     /// Frames the filler keeps free beyond one per worker: what workers' acquires had to make
     /// themselves (no free frame) since the host started, as the filler saw.
-    extra_free: usize,
+    pub(super) extra_free: usize,
     /// `grown_on_acquire` at the filler's last look.
-    grown_seen: usize,
-    pool: Option<FramePool>,
+    pub(super) grown_seen: usize,
+    pub(super) pool: Option<FramePool>,
     /// The pool was dropped (no version held a quota handle on it any more and every frame of
     /// it was back: see [`Registry::sweep`]); its last figures.
-    retired: Option<(usize, usize, usize)>,
+    pub(super) retired: Option<(usize, usize, usize)>,
 }
 
 impl Shape {
-    fn key(&self) -> (u32, u32, bool) {
-        (self.width, self.height, self.shared)
-    }
-
     /// Whether a new quota handle of `quota` frames fits: a handle left (one per frame of the
     /// pool) and frames for every quota in force.
     fn room_for(&self, quota: usize) -> bool {
@@ -140,72 +122,26 @@ impl Shape {
         self.quota_peak = self.quota_peak.max(self.quota);
         self.members.push(m);
     }
-
-    /// What the filler makes ahead of need now (see [`SharedPools`]): at most the quotas.
-    fn fill_target(&self, threads: usize) -> usize {
-        self.members
-            .iter()
-            .map(Member::holds)
-            .fold(0usize, usize::saturating_add)
-            .saturating_add(2 * threads)
-            .min(self.quota)
-    }
 }
 
 /// A version's quota handle on a shared pool, as the registry counts it.
 #[derive(Debug)]
-struct Member {
-    id: u64,
-    quota: usize,
+pub(super) struct Member {
+    pub(super) id: u64,
+    pub(super) quota: usize,
     /// A clone of the version's quota handle (`None` while enrolled: the pool is not made
     /// yet): what it holds is read before its quota is given back.
-    handle: Option<FramePool>,
+    pub(super) handle: Option<FramePool>,
     /// Its lease's life: once the lease is dropped, the member leaves at the registry's next
     /// sweep after every frame of its handle is back.
-    life: Arc<LeaseLife>,
+    pub(super) life: Arc<LeaseLife>,
     /// Frames of this pool the show holds between frames (`PoolPlan::idle`).
-    idle: usize,
+    pub(super) idle: usize,
     /// Frames of this pool each frame begun ahead holds (`PoolPlan::ahead`).
-    ahead: usize,
+    pub(super) ahead: usize,
     /// A paced show's figures (the frames it begins ahead); `None`: unpaced, it grows the pool
     /// on demand only.
-    pace: Option<Pace>,
-}
-
-impl Member {
-    /// What it may hold at once (see [`SharedPools`]): its idle frames, and the frames it
-    /// begins ahead by its latency budget now (read lock-free) grown by a worker's delay; 0
-    /// when unpaced.
-    fn holds(&self) -> usize {
-        let Some(p) = &self.pace else { return 0 };
-        let budget_ns = p
-            .counters
-            .latency_budget_us
-            .load(std::sync::atomic::Ordering::Relaxed)
-            .saturating_mul(1000)
-            .saturating_add(WORKER_DELAY_NS.saturating_mul(5) / 4);
-        let begun = budget_ns
-            .saturating_add(HOST_BEGIN_SLACK_NS)
-            .checked_div(p.period_ns)
-            .unwrap_or(0)
-            .saturating_add(1);
-        let begun = usize::try_from(begun)
-            .unwrap_or(usize::MAX)
-            .min(p.in_flight);
-        // The one waiting frame is in `idle`.
-        self.idle
-            .saturating_add(self.ahead.saturating_mul(begun.saturating_sub(1)))
-            .min(self.quota)
-    }
-}
-
-/// What the filler needs of a paced show: its latency budget (read lock-free), its period and
-/// the most frames it has in flight.
-#[derive(Debug, Clone)]
-pub(crate) struct Pace {
-    pub counters: Arc<crate::stats::Counters>,
-    pub period_ns: u64,
-    pub in_flight: usize,
+    pub(super) pace: Option<Pace>,
 }
 
 /// A version's place in a host's [`SharedPools`]: its members (one per pool it uses), counted
@@ -231,7 +167,7 @@ pub(crate) struct PoolLease {
 /// What a [`PoolLease`]'s members share with it: whether it was dropped, and the memory its
 /// version counted for its pools ([`Held`]), kept counted until its last member leaves.
 #[derive(Debug, Default)]
-struct LeaseLife {
+pub(super) struct LeaseLife {
     dropped: std::sync::atomic::AtomicBool,
     held: std::sync::OnceLock<Held>,
 }
@@ -240,6 +176,25 @@ impl PoolLease {
     /// The host's pools this version's are on.
     pub(crate) fn pools(&self) -> &SharedPools {
         &self.reg
+    }
+
+    /// An enrolled show's handles on the host's pools as it starts, one per pool of `own` (its
+    /// own, as enrolled; `None`: the host has none for it), each with that pool's capacity as
+    /// its quota (see [`SharedPools::bind`]; the first show's call makes every pool and starts
+    /// the filler). `threads`: the host's workers. Takes the registry's lock: never call it
+    /// under a show's scheduler lock.
+    pub(crate) fn bind(
+        &self,
+        own: &[(FramePool, PoolPlan)],
+        threads: usize,
+    ) -> Vec<Option<FramePool>> {
+        let pools: Vec<FramePool> = own.iter().map(|(p, _)| p.clone()).collect();
+        self.reg.clone().bind(self, &pools, threads)
+    }
+
+    /// The show it is a version of (its versions' leases share it).
+    pub(crate) fn show(&self) -> u64 {
+        self.show
     }
 
     /// Keeps `held` (what the version's pools count in its show's memory book) counted until
@@ -300,6 +255,14 @@ impl SharedPools {
         Self::default()
     }
 
+    /// No pools yet; its shows' frames begin `begin_slack_ns` before their latency budgets say
+    /// (their host's clock grid), so that many more are made ahead of need.
+    pub(crate) fn with_begin_slack(begin_slack_ns: u64) -> Self {
+        let pools = Self::default();
+        pools.lock().begin_slack_ns = begin_slack_ns;
+        pools
+    }
+
     /// One line per pool, in the order they were made (first enrolled).
     pub fn stats(&self) -> Vec<SharedPoolStats> {
         let reg = self.lock();
@@ -315,9 +278,9 @@ impl SharedPools {
                     (None, None) => (0, 0, 0, 0),
                 };
                 SharedPoolStats {
-                    width: s.width,
-                    height: s.height,
-                    shared_memory: s.shared,
+                    width: s.shape.width,
+                    height: s.shape.height,
+                    shared_memory: s.shape.shared,
                     shows: s.seen.len(),
                     holders: s.members.len(),
                     capacity: s.quota_peak,
@@ -333,7 +296,7 @@ impl SharedPools {
             .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -353,8 +316,8 @@ impl SharedPools {
         reg.next_show += 1;
         let life = Arc::new(LeaseLife::default());
         for (pool, plan) in pools {
-            let key = (pool.width(), pool.height(), pool.is_shared());
-            let s = match reg.shapes.iter().position(|s| s.key() == key) {
+            let key = PoolShape::of(pool);
+            let s = match reg.shapes.iter().position(|s| s.shape == key) {
                 Some(s) => s,
                 None => {
                     reg.shapes.push(new_shape(key));
@@ -403,8 +366,8 @@ impl SharedPools {
             reg.open = true;
             reg.threads = threads;
             for shape in &mut reg.shapes {
-                let slots = shape.quota.saturating_mul(EDIT_ROOM).max(1);
-                shape.pool = make_pool(shape.key(), slots);
+                let capacity = shape.quota.saturating_mul(EDIT_ROOM).max(1);
+                shape.pool = make_pool(shape.shape, capacity);
             }
             // What the shows hold first is made now, before any show starts (below, outside
             // the lock); the filler goes on from there.
@@ -452,12 +415,12 @@ impl SharedPools {
         let mut fill = Vec::new();
         let life = Arc::new(LeaseLife::default());
         for (own_pool, plan) in own {
-            let key = (own_pool.width(), own_pool.height(), own_pool.is_shared());
+            let key = PoolShape::of(own_pool);
             let quota = own_pool.capacity();
             let found = reg
                 .shapes
                 .iter()
-                .position(|s| s.key() == key && s.room_for(quota));
+                .position(|s| s.shape == key && s.room_for(quota));
             let (s, new) = match found {
                 Some(s) => (s, false),
                 None => {
@@ -487,7 +450,11 @@ impl SharedPools {
                 ahead: plan.ahead,
                 pace: pace.clone(),
             };
-            let ahead_of_need = if new { plan.fill } else { member.holds() };
+            let ahead_of_need = if new {
+                plan.fill
+            } else {
+                member.holds(reg.begin_slack_ns)
+            };
             let shape = &mut reg.shapes[s];
             shape.join(member, show);
             let cap = shape.quota;
@@ -513,55 +480,7 @@ impl SharedPools {
         };
         (handles, lease)
     }
-
-    /// Starts the filler unless it runs (see [`SharedPools`]); it ends when no version holds a
-    /// handle any more and every pool is dropped.
-    fn keep_filled(&self, reg: &mut Registry) {
-        if reg.filling {
-            return;
-        }
-        let pools = self.clone();
-        let started = std::thread::Builder::new()
-            .name("fp-pool-fill".into())
-            .spawn(move || pools.filler());
-        reg.filling = started.is_ok();
-    }
-
-    /// The filler's loop: every [`TOP_UP_EVERY`], the registry's sweep (the members of dropped
-    /// versions whose frames are back leave; pools nobody holds any more are dropped, here),
-    /// then each pool to its target, then enough frames free (within the quotas in force).
-    /// Nothing is allocated per look once its lists have grown to the number of pools.
-    fn filler(&self) {
-        let mut work = Vec::new();
-        let mut gone = Vec::new();
-        loop {
-            work.clear();
-            {
-                let mut reg = self.lock();
-                reg.sweep(&mut gone);
-                if reg
-                    .shapes
-                    .iter()
-                    .all(|s| s.members.is_empty() && s.pool.is_none())
-                {
-                    reg.filling = false;
-                    drop(reg);
-                    gone.clear();
-                    return;
-                }
-                reg.look(&mut work);
-            }
-            // Their buffers are freed here, outside the lock.
-            gone.clear();
-            fill_all(&work);
-            std::thread::sleep(TOP_UP_EVERY);
-        }
-    }
 }
-
-/// What the filler does for one pool after a look: (the pool, its target, frames to keep
-/// free, the most frames it may make: the quotas in force).
-type FillWork = (FramePool, usize, usize, usize);
 
 impl Registry {
     /// Members whose lease was dropped (their version is gone) leave once every frame taken
@@ -571,7 +490,7 @@ impl Registry {
     /// to `gone`, whose caller lets go of it outside the lock (the filler's or the edit
     /// thread: never a worker or an output thread; its buffers are freed there unless a
     /// handle is still held elsewhere). Only once the pools are made (the host started).
-    fn sweep(&mut self, gone: &mut Vec<FramePool>) {
+    pub(super) fn sweep(&mut self, gone: &mut Vec<FramePool>) {
         use std::sync::atomic::Ordering::Acquire;
         for shape in &mut self.shapes {
             let mut k = 0;
@@ -595,44 +514,11 @@ impl Registry {
             }
         }
     }
-
-    /// Reads every show's latency budget and every pool's evidence, and lists what to make
-    /// (one atomic load per show, one per pool: no lock a show takes, nothing allocated once
-    /// `work` has room for every pool).
-    fn look(&mut self, work: &mut Vec<FillWork>) {
-        work.clear();
-        let threads = self.threads;
-        for shape in &mut self.shapes {
-            let Some(pool) = &shape.pool else { continue };
-            let grown = pool.sharing().grown_on_acquire;
-            if grown > shape.grown_seen {
-                shape.extra_free = shape.extra_free.saturating_add(grown - shape.grown_seen);
-                shape.grown_seen = grown;
-            }
-            let target = shape.fill_target(threads);
-            shape.target = shape.target.max(target);
-            let free = threads.saturating_add(shape.extra_free);
-            work.push((pool.clone(), target, free, shape.quota));
-        }
-    }
 }
 
-/// Makes each pool's frames up to its target, then until it has its frames free (on the
-/// filler's or the host's starting thread, never a worker's or an output's).
-fn fill_all(work: &[FillWork]) {
-    for (pool, target, free, cap) in work {
-        pool.fill((*target).min(*cap));
-        while pool.available() < *free && pool.allocated() < *cap {
-            pool.fill(pool.allocated() + 1);
-        }
-    }
-}
-
-fn new_shape((width, height, shared): (u32, u32, bool)) -> Shape {
+fn new_shape(shape: PoolShape) -> Shape {
     Shape {
-        width,
-        height,
-        shared,
+        shape,
         members: Vec::new(),
         seen: Vec::new(),
         quota: 0,
@@ -645,21 +531,16 @@ fn new_shape((width, height, shared): (u32, u32, bool)) -> Shape {
     }
 }
 
-/// A shared pool of `slots` frames of this shape, nothing allocated (`None`: its shared memory
-/// could not be made).
-fn make_pool((width, height, shared): (u32, u32, bool), slots: usize) -> Option<FramePool> {
-    let slots = slots.max(1);
-    if shared {
-        FramePool::lazy_shared(width, height, slots).ok()
-    } else {
-        Some(FramePool::lazy(width, height, slots))
-    }
+/// A shared pool of `capacity` frames of this shape, nothing allocated (`None`: its shared
+/// memory could not be made).
+fn make_pool(shape: PoolShape, capacity: usize) -> Option<FramePool> {
+    shape.make(capacity.max(1)).ok()
 }
 
 /// Replaces a version's pools by quota handles (`handles[k]` for `own[k]`; `None` keeps that
 /// one), copying a feedback's frame 0 over (within the quota: the version holds nothing else
 /// yet; on failure it stays in its own pool, which it keeps alive).
-pub(crate) fn rebind(
+pub(super) fn rebind(
     pools: &mut [FramePool],
     first_frames: &mut [Option<framepipe_core::Frame>],
     own: &[FramePool],
@@ -681,32 +562,4 @@ pub(crate) fn rebind(
             *frame = Some(copy.freeze());
         }
     }
-}
-
-/// A live edit's new version of a show in a host (on the edit thread, once the edit's checks
-/// have passed: nothing is made for an edit that is refused): its pools become quota handles
-/// on the host's ([`SharedPools::join`]), held until the version is dropped and its frames are
-/// back, and the memory its pools count stays counted as long. A show alone (no lease on the
-/// running version) keeps its own; returns whether the version's pools are the host's.
-pub(crate) fn share_edit(
-    next: &mut crate::sched::Version,
-    own: &[(FramePool, PoolPlan)],
-    running: &crate::sched::Version,
-    pace: Option<Pace>,
-) -> bool {
-    let Some((reg, show)) = running
-        .pool_lease
-        .as_ref()
-        .map(|l| (l.pools().clone(), l.show))
-    else {
-        return false;
-    };
-    let (handles, lease) = reg.join(show, own, pace);
-    let own: Vec<FramePool> = own.iter().map(|(p, _)| p.clone()).collect();
-    rebind(&mut next.pools, &mut next.first_frames, &own, &handles);
-    if let Some(held) = next.pools_held.take() {
-        lease.count(held);
-    }
-    next.pool_lease = Some(lease);
-    true
 }

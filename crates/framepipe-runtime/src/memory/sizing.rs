@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use framepipe_core::limits::{frame_bytes, human_bytes};
 use framepipe_core::VideoInfo;
 
+use super::MemoryKind;
+
 /// Frames in flight, by default, take at most this much (the default `2 * threads + 2` is
 /// lowered for large frames, never below `threads + 1`). On two workers: 1920x1080 keeps the
 /// usual 6, 3840x2160 gets 3. `threads + 1` keeps every worker busy: when one finishes a frame
@@ -44,6 +46,8 @@ pub(crate) fn in_flight(
 pub(crate) struct PoolNode<'a> {
     /// Its output shape (a sink: its input's; it writes none).
     pub info: VideoInfo,
+    /// Where its output frames live (a pool serves one size of one kind).
+    pub kind: MemoryKind,
     pub name: &'a str,
     /// Writes frames of its own (sources, effects, mixers; not sinks or feedbacks).
     pub writes: bool,
@@ -83,6 +87,7 @@ pub(crate) struct PoolNeeds<'a> {
 pub(crate) struct PoolPlan {
     pub width: u32,
     pub height: u32,
+    pub kind: MemoryKind,
     pub capacity: usize,
     /// What a paced run fills in the background: the capacity but for the frames sinks may
     /// keep. No framepipe sink keeps one; a sink that does keeps it from its first frame on, so
@@ -91,11 +96,11 @@ pub(crate) struct PoolPlan {
     /// Frames a paced show holds of this pool while no worker runs it: a frame done and waiting
     /// for its deadline (the master's pool: its frame; in a graph, each node's output), the
     /// output thread's last frame, what nodes keep (`extra`), one per leaky branch. What a
-    /// host's shared pool is filled with per show ([`SharedPools`]).
+    /// host's shared pool is filled with per show ([`SharedPools`](super::SharedPools)).
     pub idle: usize,
-    /// Frames of this pool that each frame a paced show has begun ahead holds once it is done
-    /// (the chain's master pool: its frame; in a graph, each node's output), `idle` counting
-    /// the first ([`SharedPools`] adds the others by the show's latency budget).
+    /// Frames of this pool that each frame a paced show has begun ahead holds once it is done (the
+    /// chain's master pool: its frame; in a graph, each node's output), `idle` counting the first
+    /// ([`SharedPools`](super::SharedPools) adds the others by the show's latency budget).
     pub ahead: usize,
 }
 
@@ -106,15 +111,15 @@ impl PoolNeeds<'_> {
         let mut node_pool = Vec::with_capacity(self.nodes.len());
         for node in self.nodes {
             let info = node.info;
-            let idx = match plans
-                .iter()
-                .position(|p| p.width == info.width && p.height == info.height)
-            {
+            let idx = match plans.iter().position(|p| {
+                p.width == info.width && p.height == info.height && p.kind == node.kind
+            }) {
                 Some(i) => i,
                 None => {
                     plans.push(PoolPlan {
                         width: info.width,
                         height: info.height,
+                        kind: node.kind,
                         capacity: 0,
                         fill: 0,
                         idle: 0,
@@ -172,10 +177,10 @@ impl PoolNeeds<'_> {
         (plans, node_pool)
     }
 
-    /// Everything the run may hold (pools at full capacity, the instances' estimate), and its
-    /// description for a refusal.
+    /// Everything the run may hold in host memory (pools at full capacity, the instances'
+    /// estimate), and its description for a refusal.
     pub fn total(&self, plans: &[PoolPlan]) -> (u64, String) {
-        let pools = pool_bytes(plans);
+        let pools = pool_bytes(plans, MemoryKind::Cpu);
         let instances: u64 = self
             .nodes
             .iter()
@@ -205,9 +210,12 @@ impl PoolNeeds<'_> {
     }
 }
 
-/// The pools' bytes at full capacity.
-pub(crate) fn pool_bytes(plans: &[PoolPlan]) -> u64 {
-    plans.iter().fold(0u64, |sum, p| {
-        sum.saturating_add((p.capacity as u64).saturating_mul(frame_bytes(p.width, p.height)))
-    })
+/// The bytes of the pools of `kind` at full capacity.
+pub(crate) fn pool_bytes(plans: &[PoolPlan], kind: MemoryKind) -> u64 {
+    plans
+        .iter()
+        .filter(|p| p.kind == kind)
+        .fold(0u64, |sum, p| {
+            sum.saturating_add((p.capacity as u64).saturating_mul(frame_bytes(p.width, p.height)))
+        })
 }

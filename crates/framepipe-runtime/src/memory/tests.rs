@@ -19,6 +19,7 @@ fn chain<'a>(infos: &[VideoInfo], instances: &[usize]) -> Vec<PoolNode<'a>> {
     let mut nodes: Vec<PoolNode<'a>> = (0..n)
         .map(|i| PoolNode {
             info: infos[i],
+            kind: MemoryKind::Cpu,
             name: "stage",
             writes: true,
             instances: if i == 0 { 0 } else { instances[i - 1] },
@@ -30,6 +31,7 @@ fn chain<'a>(infos: &[VideoInfo], instances: &[usize]) -> Vec<PoolNode<'a>> {
         .collect();
     nodes.push(PoolNode {
         info: infos[n - 1],
+        kind: MemoryKind::Cpu,
         name: "sink",
         writes: false,
         instances: 0,
@@ -45,8 +47,8 @@ fn chain<'a>(infos: &[VideoInfo], instances: &[usize]) -> Vec<PoolNode<'a>> {
 fn the_memory_book_counts_what_is_held_until_dropped_and_names_both_parts() {
     let limit = Limits::current().max_memory;
     let book = Arc::new(MemoryBook::default());
-    let running = book.hold(limit / 2);
-    let instance = book.hold(limit / 8);
+    let running = book.hold(MemoryKind::Cpu, limit / 2);
+    let instance = book.hold(MemoryKind::Cpu, limit / 8);
     assert_eq!(book.held(), limit / 2 + limit / 8);
     // The new version would add half the budget: over it beside what is held.
     let e = book
@@ -183,6 +185,7 @@ fn a_graph_counts_every_node_of_a_frame_and_a_branch_once() {
     let small = info(320, 180);
     let node = |info, writes, instances, in_branch, sinks_fed| PoolNode {
         info,
+        kind: MemoryKind::Cpu,
         name: "n",
         writes,
         instances,
@@ -270,7 +273,7 @@ fn lazy_pools_allocate_nothing_until_used_and_paced_ones_fill_up() {
     // A paced run's, once it starts.
     let planned = frame_pools(&needs).unwrap();
     let pools = planned.per_node.clone();
-    planned.fill_in_background();
+    fill_in_background(planned.distinct);
     let t0 = std::time::Instant::now();
     while pools[0].allocated() < 6 {
         assert!(

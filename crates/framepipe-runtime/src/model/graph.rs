@@ -8,7 +8,8 @@
 //! which sink is the master output, which nodes are leaky and which leaky branch each belongs
 //! to. Negotiation of frame shapes is in `plan.rs`, the scheduler in `sched/`.
 //!
-//! The old chain (`source ! effects ! sink`) is a graph too: [`Pipeline::new`] builds one.
+//! The old chain (`source ! effects ! sink`) is a graph too:
+//! [`Pipeline::new`](super::Pipeline::new) builds one.
 
 use framepipe_control::Oscillator;
 use framepipe_core::{
@@ -121,9 +122,10 @@ pub enum NodeKind {
         /// leaky is, unless one says so).
         master: bool,
     },
-    /// Only in a live edit's graph ([`Editor::build`]): the source or sink of this name in the
-    /// running graph, kept as it is (a source goes on from where it is; a sink keeps its file
-    /// or connection). Its inputs are given as for a sink (one) or none for a source.
+    /// Only in a live edit's graph ([`Editor::build`](crate::Editor::build)): the source or sink of
+    /// this name in the running graph, kept as it is (a source goes on from where it is; a sink
+    /// keeps its file or connection). Its inputs are given as for a sink (one) or none for a
+    /// source.
     Running {
         /// A source (no input) or a sink (one input).
         sink: bool,

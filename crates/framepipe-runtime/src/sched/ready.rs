@@ -62,7 +62,7 @@ impl Flight {
             }
             Kind::Feedback { .. } => {
                 let out = if seq == self.nodes[node].first_seq {
-                    v.first_frames[node].clone()
+                    v.pools.first_frame(node)
                 } else {
                     let k = ((seq - 1) % v.topo.cap as u64) as usize;
                     match self.nodes[node].ring[k].take() {

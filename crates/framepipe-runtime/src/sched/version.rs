@@ -2,8 +2,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use framepipe_core::{Frame, FramePool};
-
 use crate::live::{FrameParams, LiveSpec};
 use crate::stats::StageCounters;
 
@@ -16,10 +14,6 @@ pub(crate) struct Version {
     /// 0 for the graph the run started with, +1 per edit.
     pub(crate) number: u64,
     pub(crate) topo: Topo,
-    /// The pool each node's output frames come from (index = node).
-    pub(crate) pools: Vec<FramePool>,
-    /// Feedback nodes: frame 0's frame (the colour asked for).
-    pub(crate) first_frames: Vec<Option<Frame>>,
     /// Per-slot parameter snapshots (frames, then leaky branches). A frame's is written at its
     /// boundary and read by the nodes running it, a branch's copied from its frame's when the
     /// branch takes it; its mutex is never contended in practice.
@@ -40,17 +34,10 @@ pub(crate) struct Version {
     /// Per node: frames of its own output it keeps beyond the frames in flight (a source's
     /// last frame under `hold` or resampling), counted again when a live edit carries it over.
     pub(crate) holds: Vec<usize>,
-    /// What the budget counts for it: its pools at full capacity, and the estimate of every
-    /// node's instances (one output frame each; they move with the nodes a live edit keeps).
-    pub(crate) pool_bytes: u64,
+    /// What the budget counts for its instances: one output frame each (they move with the
+    /// nodes a live edit keeps).
     pub(crate) instance_bytes: u64,
-    /// Its pools' share of the show's [`MemoryBook`](crate::memory::MemoryBook), counted until
-    /// it is dropped (a replaced version: on the edit thread, once its frames are back). In a
-    /// host it moves into the pool lease (`None` here), counted until the lease's frames are
-    /// back.
-    pub(crate) pools_held: Option<crate::memory::Held>,
-    /// In a host: its pools' quota handles on the host's shared pools, given back once it is
-    /// dropped and every frame taken through them is back (`memory/`, `PoolLease`). Declared
-    /// last: the version's handles and frames go before it.
-    pub(crate) pool_lease: Option<crate::memory::PoolLease>,
+    /// Per node, the pool its output frames come from (`pools[node]`), feedbacks' frames 0,
+    /// and what they count in the show's memory book (memory/).
+    pub(crate) pools: crate::memory::VersionPools,
 }
