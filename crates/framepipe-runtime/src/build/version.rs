@@ -150,7 +150,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
         nodes: plan
             .nodes
             .iter()
-            .zip(&live.stages)
+            .zip(live.stages())
             .map(|(e, st)| NodeView {
                 name: e.name.clone(),
                 element: e.element.clone(),
@@ -162,8 +162,8 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                     .collect(),
                 width: e.info.width,
                 height: e.info.height,
-                props: st.params.iter().map(|p| p.spec.clone()).collect(),
-                bypassable: st.is_effect && st.same_shape,
+                props: st.specs().cloned().collect(),
+                bypassable: st.bypassable(),
                 leaky: e.branch.is_some(),
                 master: e.master,
                 auto: e.auto,
@@ -171,14 +171,9 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             .collect(),
     };
     let param_names: Vec<Vec<Arc<str>>> = live
-        .stages
+        .stages()
         .iter()
-        .map(|s| {
-            s.params
-                .iter()
-                .map(|p| Arc::from(p.spec.name.as_str()))
-                .collect()
-        })
+        .map(|s| s.specs().map(|p| Arc::from(p.name.as_str())).collect())
         .collect();
     let live_spec = live.spec();
     let nb = plan.heads.len();

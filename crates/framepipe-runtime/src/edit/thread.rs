@@ -504,7 +504,7 @@ fn start_fade(p: &mut Pending, fade: &Fade, frames: u64) -> std::result::Result<
         let stage = p
             .live_stages
             .iter_mut()
-            .find(|s| s.label == *node)
+            .find(|s| s.label() == node)
             .ok_or_else(|| format!("the crossfade has no node {node}"))?;
         stage.ramp(prop, frames)?;
     }

@@ -103,7 +103,7 @@ pub(crate) fn prepare_edit(
     let state = new_state(Arc::new(next), shared.threads, port_nodes, node_states);
     Ok(Box::new(crate::sched::Pending {
         state,
-        live_stages: live.stages,
+        live_stages: live.into_stages(),
         moves,
         fates,
         removed,

@@ -30,7 +30,7 @@ impl Shared {
             ver.stages[node].add_instance();
         }
         // This node's values for this frame: those in force now, unless it has them already
-        // (see live.rs); then the instance is brought to them.
+        // (see `crate::live`); then the instance is brought to them.
         if slot < ver.topo.cap {
             self.start_node(ver, node, slot, ctx.seq);
         }

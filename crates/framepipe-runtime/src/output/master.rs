@@ -10,7 +10,7 @@ use framepipe_control::{Command, CommandReader, Outcome, Posted, Transport};
 
 use super::Output;
 use crate::edit::{EditLink, FromEditor, ToEditor};
-use crate::live::{Edit, Fate};
+use crate::live::{Fate, Set};
 use crate::sched::{Shared, Version};
 use crate::stats::Event;
 
@@ -142,7 +142,7 @@ pub(super) type Of = (usize, Option<(usize, Fate, u64)>);
 /// Parameter edits waiting to be assigned, with their commands (answered once assigned).
 /// Every vector has room for [`EDIT_BATCH`] from the start.
 struct Batch<'a> {
-    edits: &'a mut Vec<Edit>,
+    edits: &'a mut Vec<Set>,
     posted: &'a mut Vec<Posted>,
     /// Per command of `posted`: how many of `edits` are its; whether it is refused.
     of: &'a mut Vec<Of>,
@@ -286,7 +286,7 @@ fn apply_batch(
 /// Assigns the batch's edits under the live lock, from the first frame that can show all of
 /// them: the latest of their stages' next frames (the next frame to begin for a clock
 /// command), the stages behind it first sampling their current values for the frames in
-/// between (`Live::catch_up`; see live.rs). After unlocking, the old values they then hold
+/// between (`Live::catch_up`; see `crate::live`). After unlocking, the old values they then hold
 /// are dropped and their commands answered with that frame.
 ///
 /// The edits were resolved (node and property indices) against graph version `ver`; if a
@@ -302,7 +302,7 @@ fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batc
     let (frame, next_frame) = {
         let mut live = shared.live.lock();
         let next_frame = live.next_frame();
-        let frame = if live.version == ver.number {
+        let frame = if live.version() == ver.number {
             let first_of = |live: &crate::live::Live, of: &[Of]| {
                 let mut k = 0;
                 let mut first = None::<u64>;

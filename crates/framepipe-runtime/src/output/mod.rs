@@ -4,7 +4,7 @@
 //! to the process. Once per frame boundary it reads the command queue (lock-free), applies
 //! transport commands itself and parameter commands to the live state (they reach every frame
 //! whose node has not started yet: a node samples its values when it starts a frame, see
-//! live.rs), and answers each command on the queue's return path (lock-free, no
+//! `crate::live`), and answers each command on the queue's return path (lock-free, no
 //! allocation) with the frame it applies from, or the reason it was refused, waits for the next frame in order, waits for its deadline on the frame
 //! clock when the run is paced, and hands it to the sink. It also notices stalled stages.
 //!
@@ -38,7 +38,7 @@ use framepipe_control::{CommandReader, Outcome, Posted, Release, Transport};
 use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
 
 use crate::edit::{EditLink, FromEditor};
-use crate::live::Edit;
+use crate::live::Set;
 use crate::model::{Options, Overload};
 use crate::sched::{PortItem, Shared, Version};
 use crate::stats::{LateLog, PacingStats};
@@ -121,7 +121,7 @@ pub(crate) struct Output {
     cpu: CpuMeter,
     transport: Transport,
     last: Option<(FrameCtx, Frame)>,
-    edits: Vec<Edit>,
+    edits: Vec<Set>,
     /// The commands of `edits`, answered once assigned.
     edited: Vec<Posted>,
     /// Per command of `edited`: how many of `edits` are its, and whether it is refused (its

@@ -218,10 +218,7 @@ impl State {
         start_new_nodes(next, &p.moved, n);
         {
             let mut live = shared.live.lock();
-            let cap = self.ver.topo.cap;
-            for s in 0..live.stages.len() {
-                live.catch_up(s, n, &self.ver.snapshots, cap);
-            }
+            live.catch_up_all(n, &self.ver.snapshots, self.ver.topo.cap);
             move_live_stages(&mut live, &mut p, n);
         }
         swap_versions(self, &mut p.state);
@@ -356,20 +353,17 @@ pub(super) fn start_new_nodes(next: &mut State, moved: &[bool], n: u64) {
     }
 }
 
-/// Both switches: the kept nodes' live parameters (values, oscillators, bypass) move to their
-/// place in the new version's stages, which become the live ones, sampling from frame `n`; a
-/// node replaced by one of the same name and element first takes what commands read after the
-/// edit set on it (`Live::carry`).
+/// Both switches: the new version's live stages take over from frame `n` (`Live::switch_to`:
+/// the kept nodes' values move to their new place, a replaced node takes what was set on it
+/// since the edit was read); the running ones are left in `p`, dropped off the frame path.
 pub(super) fn move_live_stages(live: &mut crate::live::Live, p: &mut Pending, n: u64) {
-    live.carry(&mut p.live_stages, &p.moved, &p.moves);
-    for &(o, j) in &p.moves {
-        if let Some(old) = live.stages.get_mut(o) {
-            std::mem::swap(&mut old.params, &mut p.live_stages[j].params);
-            p.live_stages[j].bypass = old.bypass;
-        }
-    }
-    std::mem::swap(&mut live.stages, &mut p.live_stages);
-    live.switched(p.state.ver.number, n);
+    live.switch_to(
+        &mut p.live_stages,
+        &p.moved,
+        &p.moves,
+        p.state.ver.number,
+        n,
+    );
 }
 
 pub(super) fn swap_versions(a: &mut State, b: &mut State) {

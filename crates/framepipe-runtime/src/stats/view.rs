@@ -183,7 +183,7 @@ impl ShowView {
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return,
         };
-        if v.version != live.version {
+        if v.version != live.version() {
             // A live edit switched versions and its graph is not published yet: the values
             // would be read with the old graph (and reshaping them here would allocate on
             // the frame path). `set_graph` publishes them with the new graph.
