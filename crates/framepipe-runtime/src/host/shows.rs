@@ -137,7 +137,7 @@ impl Core {
         let Some(live) = slot.as_mut() else {
             return 0;
         };
-        let before = live.shared.counters.frames_out.load(Ordering::Relaxed);
+        let before = live.shared.counters.frames_out();
         let g = self.slots[i].generation.fetch_add(1, Ordering::AcqRel) + 1;
         let mut again = 0;
         let ended = loop {
@@ -176,7 +176,7 @@ impl Core {
                 }
             }
         };
-        let frames_out = live.shared.counters.frames_out.load(Ordering::Relaxed);
+        let frames_out = live.shared.counters.frames_out();
         if !ended {
             return frames_out.saturating_sub(before);
         }

@@ -72,7 +72,7 @@ impl Output {
                     // Nothing new at this deadline: show the previous frame again.
                     self.last_release_ns = Some(p.wait_next().released_ns);
                     p.stats_mut().record_repeat();
-                    shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
+                    shared.counters.count_repeats(1);
                     let sink_name = &self.sink_name;
                     let result = guard(sink_name, || sink.consume(ctx, frame));
                     // Look for the next frame (or the end) after every repeat: a repeat that
@@ -109,7 +109,7 @@ impl Output {
             let tick = p.wait_next();
             self.last_release_ns = Some(tick.released_ns);
             if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
-                shared.counters.late.fetch_add(1, Ordering::Relaxed);
+                shared.counters.count_late();
                 let allowed_at = allowed_at(&self.allowed, self.allowed_n, seq);
                 let budget_ns = allowed_at
                     .map(|(_, b)| b)
@@ -129,10 +129,7 @@ impl Output {
             // second).
             if tick.released_ns - self.peak_window.0 >= 1_000_000_000 {
                 let us = (self.peak_window.1.max(0) / 1000) as u64;
-                shared
-                    .counters
-                    .lateness_peak_us
-                    .store(us, Ordering::Relaxed);
+                shared.counters.set_lateness_peak_us(us);
                 self.peak_window = (tick.released_ns, 0);
             }
             self.peak_window.1 = self.peak_window.1.max(tick.lateness_ns);
@@ -165,15 +162,11 @@ impl Output {
         shared.mark_running(self.out_slot, None);
         self.sink_counter.record(started.elapsed());
         if result.is_ok() && self.port == 0 {
-            shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
+            shared.counters.count_frame_out();
         }
         if let Some((first, drain_ns, at_arm)) = self.edit_watch {
             if ctx.seq >= first {
-                let repeats = shared
-                    .counters
-                    .repeated
-                    .load(Ordering::Relaxed)
-                    .saturating_sub(at_arm);
+                let repeats = shared.counters.repeated().saturating_sub(at_arm);
                 shared.counters.record_edit(drain_ns, repeats);
                 self.edit_watch = None;
             }

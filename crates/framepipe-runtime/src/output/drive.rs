@@ -128,7 +128,7 @@ fn drive_with_standby(
                 watch_ref.stand_by(|| {
                     let mut d = core_ref.lock();
                     let d = &mut *d;
-                    let released = shared.counters.frames_out.load(Ordering::Relaxed);
+                    let released = shared.counters.frames_out();
                     let out = d.out.as_mut().expect("until the end");
                     let next = loop {
                         match out.poll(shared, &mut *d.sink, now_ns()) {
@@ -136,11 +136,7 @@ fn drive_with_standby(
                             next => break next,
                         }
                     };
-                    let served = shared
-                        .counters
-                        .frames_out
-                        .load(Ordering::Relaxed)
-                        .saturating_sub(released);
+                    let served = shared.counters.frames_out().saturating_sub(released);
                     watch_ref.publish_from_standby(watch_time(out, &next, now_ns()));
                     (served, !matches!(next, Next::Done))
                 })

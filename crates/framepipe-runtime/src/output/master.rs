@@ -31,7 +31,7 @@ impl Output {
         if let (Some(l), Some(reader)) = (self.edits_link.as_mut(), self.commands.as_mut()) {
             match l.take() {
                 Some(FromEditor::Ready(p)) => {
-                    let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                    let repeated = shared.counters.repeated();
                     self.edit_repeats_at_arm = repeated;
                     if let Some((sent_ns, at_send)) = self.edit_sent.take() {
                         let build_ns = now_ns() - sent_ns;
@@ -120,15 +120,12 @@ impl Output {
                 boundary,
             );
             if !building && self.edits_link.as_ref().is_some_and(|l| l.busy) {
-                let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                let repeated = shared.counters.repeated();
                 self.edit_sent = Some((now_ns(), repeated));
             }
         }
         if port == 0 {
-            shared
-                .counters
-                .paused
-                .store(self.transport.is_paused(), Ordering::Relaxed);
+            shared.counters.set_paused(self.transport.is_paused());
         }
         stop
     }
@@ -348,8 +345,7 @@ fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batc
                     }
                     k += n;
                 }
-                let mbpm = (live.tempo() * 1000.0).round() as u64;
-                shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
+                shared.counters.set_tempo_bpm(live.tempo());
             }
             Some(first)
         } else {

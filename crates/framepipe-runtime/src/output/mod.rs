@@ -29,7 +29,6 @@ mod pace;
 mod stalls;
 mod standby;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -211,7 +210,7 @@ impl Output {
             reader.set_waker(move || signal.raise());
         }
         if port == 0 {
-            shared.counters.realtime.store(realtime, Ordering::Relaxed);
+            shared.counters.set_realtime(realtime);
         }
         Ok(Output {
             port,
@@ -352,8 +351,7 @@ impl Output {
             self.budget = latency_budget(self.options.latency_ns, &self.window, &self.margin);
             shared
                 .counters
-                .latency_budget_us
-                .store(self.budget.unwrap_or(0) / 1000, Ordering::Relaxed);
+                .set_latency_budget_us(self.budget.unwrap_or(0) / 1000);
         }
 
         // 3. Release it, or hold it while paused.
@@ -408,10 +406,7 @@ impl Output {
             for _ in 0..skipped {
                 p.stats_mut().record_repeat();
             }
-            shared
-                .counters
-                .repeated
-                .fetch_add(skipped, Ordering::Relaxed);
+            shared.counters.count_repeats(skipped);
         }
         let d = p.next_deadline().expect("started");
         // Was the frame itself late (ready only after its deadline)? Judged by when it reached
@@ -429,8 +424,7 @@ impl Output {
             self.margin_seen = Some(d);
             shared
                 .counters
-                .latency_margin_us
-                .store(self.margin.ns() / 1000, Ordering::Relaxed);
+                .set_latency_margin_us(self.margin.ns() / 1000);
         }
         // After the driver lost the CPU, deadlines may already have passed: keep the grid (no
         // drift) but release no closer than half a period after the previous frame, so the

@@ -45,8 +45,7 @@ impl Shared {
         let asked = now_ns();
         let locked = self.lock();
         self.counters
-            .output_lock_wait
-            .record((locked.since - asked).max(0) as u64);
+            .record_output_lock_wait((locked.since - asked).max(0) as u64);
         locked
     }
 
@@ -100,11 +99,11 @@ impl Locked<'_> {
         let held = (now_ns() - self.since).max(0) as u64;
         let guard = if wake.any() {
             drop(guard);
-            self.shared.counters.lock_hold.record(held);
+            self.shared.counters.record_lock_hold(held);
             self.shared.wake(wake);
             self.shared.state.lock()
         } else {
-            self.shared.counters.lock_hold.record(held);
+            self.shared.counters.record_lock_hold(held);
             cv.wait(guard)
         };
         self.guard = Some(guard);
@@ -134,7 +133,7 @@ impl Drop for Locked<'_> {
             let held = (now_ns() - self.since).max(0) as u64;
             drop(guard);
             // Recorded with the mutex released: the histogram's atomics are not held time.
-            self.shared.counters.lock_hold.record(held);
+            self.shared.counters.record_lock_hold(held);
             drop(garbage);
             self.shared.wake(wake);
         }

@@ -1,7 +1,6 @@
 //! Readiness: what a completed job makes runnable, serial nodes' turns, feedbacks, a frame
 //! leaving flight, and the run's end.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use framepipe_clock::now_ns;
@@ -258,8 +257,7 @@ impl State {
         let old_in_flight = self.old.as_ref().map_or(0, |p| p.state.in_flight);
         shared
             .counters
-            .in_flight
-            .store(self.in_flight + old_in_flight, Ordering::Relaxed);
+            .set_in_flight(self.in_flight + old_in_flight);
         if self.finished() {
             self.wake.work_all = true;
             self.wake.ports = true;
