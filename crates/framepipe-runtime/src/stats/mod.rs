@@ -299,7 +299,6 @@ impl Counters {
     }
 
     /// The list of a new graph version.
-    #[allow(dead_code)] // used by live edits
     pub(crate) fn set_stages(&self, stages: Arc<[Arc<StageCounters>]>) {
         *self.stages.lock().unwrap_or_else(|p| p.into_inner()) = stages;
     }

@@ -198,7 +198,6 @@ impl ShowView {
 
     /// Replaces the graph (a live edit switched versions), with the values `live` starts with.
     /// Called off the frame path.
-    #[allow(dead_code)] // used by live edits
     pub(crate) fn set_graph(&self, graph: GraphView, live: &Live) {
         let mut values = ValuesView {
             version: graph.version,
