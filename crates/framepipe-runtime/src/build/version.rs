@@ -267,7 +267,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                 for _ in 0..count {
                     st.free.push(Instance::new(
                         Proc::Effect(stage.factory.instantiate()?),
-                        &initial.values[i],
+                        initial.values(i),
                         ctx.memory.hold(instance_bytes),
                     ));
                 }
@@ -278,7 +278,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
                 for _ in 0..count {
                     st.free.push(Instance::new(
                         Proc::Mixer(stage.factory.instantiate()?),
-                        &initial.values[i],
+                        initial.values(i),
                         ctx.memory.hold(instance_bytes),
                     ));
                 }

@@ -45,11 +45,11 @@
 //!   [`Live::arm`]) and both switches (`maybe_switch`, `switch_overlapping`:
 //!   [`Live::switch_to`]).
 //!
-//! Lock order: the scheduler lock, then the live lock, then a frame's snapshot
-//! ([`FrameParams`], [`lock`]) or the view's values; never the reverse. Nothing holding the live
-//! lock waits for the scheduler lock. Under it: assignments, a few float operations per
-//! property, no allocation (but a text `set` longer than the buffer it replaces), no printing,
-//! no element or user code.
+//! Lock order (as in `sched/lock.rs`, "Lock order"): the scheduler lock, then the live lock,
+//! then a frame's snapshot ([`FrameParams`], [`lock`]) or the view's values; never the
+//! reverse. Nothing holding the live lock waits for the scheduler lock. Under it:
+//! assignments and a few float operations per property; no allocation (but a text value
+//! growing its buffer once), no printing, no element or user code.
 //!
 //! ## Files
 //!

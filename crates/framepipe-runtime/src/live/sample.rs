@@ -14,16 +14,26 @@ use super::{assign, Live, Set};
 #[derive(Debug)]
 pub(crate) struct FrameParams {
     /// The frame in this slot (set when it begins; `u64::MAX` before the first).
-    pub frame: u64,
+    frame: u64,
     /// Oscillator time and beat position of the frame.
-    pub time: OscTime,
+    time: OscTime,
     /// Per stage: bypassed?
-    pub bypass: Vec<bool>,
+    bypass: Vec<bool>,
     /// Per stage, per parameter: the value.
-    pub values: Vec<Vec<PropValue>>,
+    values: Vec<Vec<PropValue>>,
 }
 
 impl FrameParams {
+    /// Node `node`'s values for this frame, one per property.
+    pub(crate) fn values(&self, node: usize) -> &[PropValue] {
+        &self.values[node]
+    }
+
+    /// Whether node `node` is bypassed for this frame.
+    pub(crate) fn bypassed(&self, node: usize) -> bool {
+        self.bypass[node]
+    }
+
     /// Copies `from`'s frame, time and values of `nodes` into this snapshot, without
     /// allocating (a leaky branch taking a frame's parameters).
     pub fn copy_nodes(&mut self, from: &FrameParams, nodes: &[usize]) {

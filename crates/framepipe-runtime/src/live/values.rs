@@ -345,7 +345,7 @@ mod tests {
             .map(|k| {
                 live.begin(k * 40_000_000, &mut out, std::iter::empty());
                 live.sample_stage(0, &mut out);
-                out.values[0][0].clone()
+                out.values(0)[0].clone()
             })
             .collect()
     }

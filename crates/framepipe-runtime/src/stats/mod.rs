@@ -1,10 +1,20 @@
 //! What a running show reports: live and final statistics, [`Event`]s, and the published view
 //! of the show for control surfaces.
 //!
-//! Counters are atomics written by the workers and read by anyone (a status line, a monitor)
-//! without taking the scheduler's lock, so watching never slows the frames. Events are delivered
-//! outside the scheduler lock (`events.rs`); the view is read without it and written with a
-//! `try_lock` that never makes the engine wait (`view.rs`).
+//! Contract: nothing here makes the frame path wait. [`Counters`] and [`StageCounters`] are
+//! relaxed atomics (but the node list, an `Arc` replaced per graph version off the frame
+//! path), private to this module: the workers, the output threads and the scheduler
+//! count and set them through methods (one atomic operation each, no lock, no allocation), and
+//! anyone (a status line, a monitor) reads them without the scheduler's lock. Events are
+//! delivered outside the scheduler lock (`events.rs`); the view is read without it and written
+//! by the workers with a `try_lock` that never waits (`view.rs`).
+//!
+//! | file | its job |
+//! |---|---|
+//! | `mod.rs` | the counters ([`StageCounters`], [`Counters`]) and their snapshots ([`StageStats`], [`EditStats`], [`RunStats`]) |
+//! | `pacing.rs` | the frame clock's figures of a paced run ([`PacingStats`]) and the late frames' log ([`LateLog`]) |
+//! | `events.rs` | [`Event`]s and their delivery |
+//! | `view.rs` | the published state for control surfaces ([`ShowView`]: the graph as it runs, the latest values) |
 
 mod events;
 mod view;
