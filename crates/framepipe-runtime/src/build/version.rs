@@ -93,7 +93,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
     let rate = plan.rate;
     let mut nodes = Nodes::new(&plan, ctx, master);
     for (i, e) in plan.nodes.into_iter().enumerate() {
-        nodes.add(i, e, kept[i], rate, ctx, &mut pools, &initial.values[i])?;
+        nodes.add(i, e, kept[i], rate, ctx, &mut pools, initial.values(i))?;
     }
     let Nodes {
         topo_nodes,
@@ -215,7 +215,7 @@ fn graph_view(plan: &Plan, live: &Live, number: u64) -> GraphView {
         nodes: plan
             .nodes
             .iter()
-            .zip(&live.stages)
+            .zip(live.stages())
             .map(|(e, st)| NodeView {
                 name: e.name.clone(),
                 element: e.element.clone(),
@@ -227,8 +227,8 @@ fn graph_view(plan: &Plan, live: &Live, number: u64) -> GraphView {
                     .collect(),
                 width: e.info.width,
                 height: e.info.height,
-                props: st.params.iter().map(|p| p.spec.clone()).collect(),
-                bypassable: st.is_effect && st.same_shape,
+                props: st.specs().cloned().collect(),
+                bypassable: st.bypassable(),
                 leaky: e.branch.is_some(),
                 master: e.master,
                 auto: e.auto,
@@ -239,14 +239,9 @@ fn graph_view(plan: &Plan, live: &Live, number: u64) -> GraphView {
 
 /// Per node, the names of its live parameters.
 fn param_names(live: &Live) -> Vec<Vec<Arc<str>>> {
-    live.stages
+    live.stages()
         .iter()
-        .map(|s| {
-            s.params
-                .iter()
-                .map(|p| Arc::from(p.spec.name.as_str()))
-                .collect()
-        })
+        .map(|s| s.specs().map(|p| Arc::from(p.name.as_str())).collect())
         .collect()
 }
 

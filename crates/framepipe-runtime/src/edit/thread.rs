@@ -509,7 +509,7 @@ fn start_fade(p: &mut NextVersion, fade: &Fade, frames: u64) -> std::result::Res
         let stage = p
             .live_stages_mut()
             .iter_mut()
-            .find(|s| s.label == *node)
+            .find(|s| s.label() == node)
             .ok_or_else(|| format!("the crossfade has no node {node}"))?;
         stage.ramp(prop, frames)?;
     }

@@ -101,7 +101,7 @@ pub(crate) fn prepare_edit(
         .map(|o| Arc::clone(&ver.names[o]))
         .collect();
     let plan = EditPlan {
-        live_stages: live.stages,
+        live_stages: live.into_stages(),
         moves,
         fates,
         removed,

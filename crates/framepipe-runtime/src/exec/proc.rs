@@ -30,7 +30,7 @@ impl Shared {
             ver.stages[node].add_instance();
         }
         // This node's values for this frame: those in force now, unless it has them already
-        // (see live.rs); then the instance is brought to them.
+        // (see `crate::live`); then the instance is brought to them.
         if slot < ver.topo.cap {
             self.start_node(ver, node, slot, ctx.seq);
         }
@@ -88,13 +88,13 @@ impl Shared {
         // never waits for element code.
         let bypass = {
             let snap = lock(&ver.snapshots[slot]);
-            for (j, value) in snap.values[node].iter().enumerate() {
+            for (j, value) in snap.values(node).iter().enumerate() {
                 inst.changed[j] = inst.applied[j] != *value;
                 if inst.changed[j] {
                     assign(&mut inst.applied[j], value);
                 }
             }
-            snap.bypass[node]
+            snap.bypassed(node)
         };
         let mut rejected = Vec::new();
         for j in 0..inst.applied.len() {

@@ -83,7 +83,7 @@ impl Shared {
     /// the control surfaces (at most every `PUBLISH_EVERY_NS`, never waiting).
     pub(super) fn start_node(&self, ver: &Version, node: usize, slot: usize, seq: u64) {
         let mut live = self.live.lock();
-        if live.version != ver.number {
+        if live.version() != ver.number {
             // A frame of the version a live edit replaced: its values were sampled at the
             // switch (the live stages are the new version's now).
             return;

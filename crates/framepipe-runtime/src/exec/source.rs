@@ -98,7 +98,7 @@ impl Shared {
                 .applied
                 .iter_mut()
                 .zip(s.changed.iter_mut())
-                .zip(snap.values[node].iter())
+                .zip(snap.values(node).iter())
             {
                 *changed = *applied != *value;
                 if *changed {

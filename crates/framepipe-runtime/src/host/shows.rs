@@ -147,7 +147,7 @@ impl ShowTable {
         let Some(live) = show.as_mut() else {
             return 0;
         };
-        let before = live.shared.counters.frames_out.load(Ordering::Relaxed);
+        let before = live.shared.counters.frames_out();
         let g = self.entries[i].generation.fetch_add(1, Ordering::AcqRel) + 1;
         let mut again = 0;
         let ended = loop {
@@ -181,7 +181,7 @@ impl ShowTable {
                 }
             }
         };
-        let frames_out = live.shared.counters.frames_out.load(Ordering::Relaxed);
+        let frames_out = live.shared.counters.frames_out();
         if !ended {
             return frames_out.saturating_sub(before);
         }

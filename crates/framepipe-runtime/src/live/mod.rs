@@ -29,6 +29,37 @@
 //!
 //! Two stages driven by the same oscillator agree on every frame even though they process it
 //! at different moments: the value is a function of the frame's oscillator time.
+//!
+//! ## The live lock
+//!
+//! One [`Live`] per show, behind `Shared::live` (a priority-inheriting mutex): the live lock. It
+//! is taken by
+//! * the worker beginning a frame ([`Live::begin`]) and each node's job as it starts a frame
+//!   ([`Live::start_node`], then `ShowView::publish`, which only `try_lock`s the view);
+//! * the output thread: assigning one frame boundary's sets together (`assign_sets`:
+//!   [`Live::first_frame_of`], [`Live::gone`], [`Live::catch_up`], [`Live::commanded`],
+//!   [`Live::apply`]), and reading a live edit ([`Live::edit_read`]);
+//! * the edit thread: [`Live::next_frame`] (a crossfade's end), and the new graph's view
+//!   (`ShowView::set_graph`, which waits for the view's readers);
+//! * three scheduler methods, **under the scheduler lock**: arming a live edit (`arm_switch`:
+//!   [`Live::arm`]) and both switches (`maybe_switch`, `switch_overlapping`:
+//!   [`Live::switch_to`]).
+//!
+//! Lock order (as in `sched/lock.rs`, "Lock order"): the scheduler lock, then the live lock,
+//! then a frame's snapshot ([`FrameParams`], [`lock`]) or the view's values; never the
+//! reverse. Nothing holding the live lock waits for the scheduler lock. Under it:
+//! assignments and a few float operations per property; no allocation (but a text value
+//! growing its buffer once), no printing, no element or user code.
+//!
+//! ## Files
+//!
+//! | file | its job |
+//! |---|---|
+//! | `mod.rs` | the state: [`Live`], [`LiveStage`], [`LiveParam`]; the lock's contract |
+//! | `values.rs` | the values: a stage's properties (set value, oscillator, ramp), assigning a resolved [`Set`], keeping every value in its declared range, publishing them |
+//! | `sample.rs` | per-frame sampling: [`FrameParams`], [`Live::begin`], [`Live::start_node`], [`Live::catch_up`] |
+//! | `resolve.rs` | command resolution: a parameter command against [`LiveSpec`], without any lock, into a [`Set`] |
+//! | `races.rs` | sets racing a live edit: [`Fate`], [`Live::arm`], [`Live::gone`], [`Live::carry`], [`Live::switch_to`] |
 
 mod races;
 mod resolve;
@@ -36,7 +67,7 @@ mod sample;
 mod values;
 
 pub(crate) use races::{gone_reason, Fate};
-pub(crate) use resolve::{Edit, LiveSpec};
+pub(crate) use resolve::{LiveSpec, Set};
 pub(crate) use sample::{lock, FrameParams};
 pub(crate) use values::assign;
 use values::Ramp;
@@ -46,7 +77,7 @@ use framepipe_core::{PropSpec, PropValue};
 
 /// One controllable property of one stage.
 pub(crate) struct LiveParam {
-    pub spec: PropSpec,
+    spec: PropSpec,
     /// Value set by the user (initial property or last `set`).
     base: PropValue,
     osc: Option<Oscillator>,
@@ -62,30 +93,31 @@ pub(crate) struct LiveParam {
 /// The controllable state of one stage (effects only; the source and sink have none).
 pub(crate) struct LiveStage {
     /// Name shown in stats (`frei0r-glow`, or `frei0r-glow#2` for a second one).
-    pub label: String,
+    label: String,
     /// Element name as registered.
-    pub element: String,
-    pub is_effect: bool,
+    element: String,
+    /// An effect or a mixer (a source's stage has the properties of a generator, if any).
+    is_effect: bool,
     /// Whether output shape == input shape (only then may the stage be bypassed).
-    pub same_shape: bool,
-    pub bypass: bool,
+    same_shape: bool,
+    bypass: bool,
     /// The command epoch of the last `bypass` on it (0: none).
     bypass_touched: u64,
-    pub params: Vec<LiveParam>,
+    params: Vec<LiveParam>,
     /// What the armed live edit does to this node (see [`Live::arm`]).
-    pub(crate) fate: Fate,
+    fate: Fate,
     /// The latest first frame of a command on it read since the live edit on its way was read
     /// (`None`: none): if the edit removes the node, it switches after that frame, which then
     /// shows the command (see [`Live::arm`]).
     since_edit: Option<u64>,
-    /// The next frame this stage samples: frames before it have their values, an edit
+    /// The next frame this stage samples: frames before it have their values, a set
     /// assigned now is seen from it on (see the module doc).
     next: u64,
 }
 
 /// All live state, under its own lock (never the scheduler's).
 pub(crate) struct Live {
-    pub stages: Vec<LiveStage>,
+    stages: Vec<LiveStage>,
     clock: OscClock,
     /// Tap tempo over the taps' posting times.
     taps: TapTempo,
@@ -94,14 +126,14 @@ pub(crate) struct Live {
     /// frame to begin: the first whose oscillator time sees a clock command assigned now.
     sampled: u64,
     /// The graph version the stages belong to (set by a live edit's switch, with them).
-    pub(crate) version: u64,
+    version: u64,
     /// The command epoch: +1 when a live edit is read and at each switch. A command stamps
     /// what it changes with it, so that the switch knows which values were set while the edit
     /// was on its way (read after it: see [`Live::carry`]).
     epoch: u64,
     /// The armed live edit's switch frame (no frame from it on begins in these stages'
     /// version), while one is armed.
-    pub(crate) switch_at: Option<u64>,
+    switch_at: Option<u64>,
 }
 
 impl Live {
@@ -115,5 +147,21 @@ impl Live {
             epoch: 1,
             switch_at: None,
         }
+    }
+
+    /// The stages, in the graph version's node order.
+    pub(crate) fn stages(&self) -> &[LiveStage] {
+        &self.stages
+    }
+
+    /// The stages, taken out (a graph version built for a live edit hands them to its switch:
+    /// [`Live::switch_to`]).
+    pub(crate) fn into_stages(self) -> Vec<LiveStage> {
+        self.stages
+    }
+
+    /// The graph version the stages belong to (a live edit's switch changes it, with them).
+    pub(crate) fn version(&self) -> u64 {
+        self.version
     }
 }

@@ -63,6 +63,32 @@ impl Live {
         }
     }
 
+    /// A live edit's switch at frame `at` (under the scheduler lock: `maybe_switch`,
+    /// `switch_overlapping`): `stages`, the next version's (`version`), become the live ones,
+    /// and the running ones are left in `stages`, to be dropped off the frame path. First a
+    /// node replaced by one of the same name and element passes on what was set on it since
+    /// the edit was read ([`Live::carry`]); a node the edit keeps (`moves`: running index,
+    /// new index) moves its values, oscillators and bypass to its new place. Each stage
+    /// samples from frame `at` on. Swaps only, no allocation.
+    pub(crate) fn switch_to(
+        &mut self,
+        stages: &mut Vec<LiveStage>,
+        moved: &[bool],
+        moves: &[(usize, usize)],
+        version: u64,
+        at: u64,
+    ) {
+        self.carry(stages, moved, moves);
+        for &(o, j) in moves {
+            if let Some(old) = self.stages.get_mut(o) {
+                std::mem::swap(&mut old.params, &mut stages[j].params);
+                stages[j].bypass = old.bypass;
+            }
+        }
+        std::mem::swap(&mut self.stages, stages);
+        self.switched(version, at);
+    }
+
     /// At a live edit's switch, before the new stages `new` take over: a node that the edit
     /// replaced by a new instance of the same element under the same name (`moved[j]` false)
     /// takes the values, oscillators and bypass that commands read *after the edit* set on
@@ -71,7 +97,7 @@ impl Live {
     /// was read gives way to the edit's node as written. Stages that move into the new version
     /// whole (`moves`' first) are left alone: their values go with them. Swaps only, no
     /// allocation.
-    pub fn carry(&mut self, new: &mut [LiveStage], moved: &[bool], moves: &[(usize, usize)]) {
+    fn carry(&mut self, new: &mut [LiveStage], moved: &[bool], moves: &[(usize, usize)]) {
         let epoch = self.epoch;
         for (j, ns) in new.iter_mut().enumerate() {
             if moved.get(j).copied().unwrap_or(true) {
@@ -113,8 +139,9 @@ impl Live {
 
     /// After a live edit's switch at frame `at`: the stages are `version`'s, and each samples
     /// from frame `at` on. Frames of the old version still in flight (an overlapping switch)
-    /// took their values at the switch, for the nodes that had not started them (state.rs).
-    pub fn switched(&mut self, version: u64, at: u64) {
+    /// took their values at the switch, for the nodes that had not started them
+    /// ([`Live::catch_up_all`]).
+    fn switched(&mut self, version: u64, at: u64) {
         self.version = version;
         for st in &mut self.stages {
             st.next = at;
@@ -140,7 +167,7 @@ pub(crate) fn gone_reason(label: &str, fate: Fate, at: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::Edit;
+    use crate::live::Set;
     use framepipe_control::Oscillator;
     use framepipe_core::{PropKind, PropSpec, PropValue};
 
@@ -162,9 +189,9 @@ mod tests {
     /// before it (`p`) gives way to the edit's node as written. A node that moves whole is left
     /// alone, and nothing is carried into a node of another name.
     #[test]
-    fn issue_9_a_replaced_node_takes_the_values_set_after_the_edit_was_read() {
+    fn a_replaced_node_takes_the_values_set_after_the_edit_was_read() {
         let mut live = Live::new(vec![pq("fx", 0.0, 0.0), pq("kept", 0.0, 0.0)]);
-        let set = |stage, param, x| Edit::Set {
+        let set = |stage, param, x| Set::Value {
             stage,
             param,
             value: PropValue::Float(x),
@@ -172,7 +199,7 @@ mod tests {
         live.apply(&mut set(0, 0, 0.3));
         live.edit_read();
         live.apply(&mut set(0, 1, 0.7));
-        live.apply(&mut Edit::Bypass { stage: 0, on: true });
+        live.apply(&mut Set::Bypass { stage: 0, on: true });
         live.apply(&mut set(1, 1, 0.9));
         // The next version: fx replaced (as written: p = 0.5), kept moved, other new.
         let mut new = vec![
@@ -209,7 +236,7 @@ mod tests {
         // An oscillator attached after the edit was read goes with the node too; one on a
         // property of another type does not (the same name, another element's spec).
         let osc = Oscillator::new(framepipe_control::Shape::Sine).with_range(0.0, 1.0);
-        live.apply(&mut Edit::Attach {
+        live.apply(&mut Set::Attach {
             stage: 0,
             param: 1,
             osc,
@@ -228,7 +255,7 @@ mod tests {
     /// first frame would be the switch frame is refused, one before it is not, and a node that
     /// goes on is never refused.
     #[test]
-    fn issue_9_an_armed_edit_switches_after_the_commands_read_since_it_and_ends_its_nodes() {
+    fn an_armed_edit_switches_after_the_commands_read_since_it_and_ends_its_nodes() {
         let mut live = Live::new(vec![pq("fx", 0.0, 0.0), pq("kept", 0.0, 0.0)]);
         live.edit_read();
         live.commanded(0, 5);

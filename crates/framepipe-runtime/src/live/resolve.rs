@@ -1,6 +1,6 @@
 //! Command resolution: a parameter command (`set`, `osc`, `unosc`, `bypass`, `speed`,
 //! `tempo`, `tap`) resolved against the stages' names and property specs ([`LiveSpec`]),
-//! without any lock, into an [`Edit`] ready to be assigned under the live lock.
+//! without any lock, into a [`Set`] ready to be assigned under the live lock.
 
 use framepipe_control::{Command, OscClock, Oscillator, Target};
 use framepipe_core::{PropSpec, PropValue};
@@ -8,12 +8,13 @@ use framepipe_core::{PropSpec, PropValue};
 use super::values::numeric;
 use super::Live;
 
-/// A parameter command resolved against the pipeline (stage and property by index, value
-/// parsed, oscillator checked), ready to be assigned under the live lock.
+/// A set: a parameter command resolved against the pipeline (stage and property by index,
+/// value parsed, oscillator checked), ready to be assigned under the live lock
+/// ([`Live::apply`]). ("Edit" is a graph change only: `crate::edit`.)
 #[derive(Debug)]
-pub(crate) enum Edit {
+pub(crate) enum Set {
     /// A fixed value (replaces an oscillator).
-    Set {
+    Value {
         stage: usize,
         param: usize,
         value: PropValue,
@@ -36,15 +37,15 @@ pub(crate) enum Edit {
     Tap { at_ns: i64, lag_ns: i64 },
 }
 
-impl Edit {
+impl Set {
     /// The stage it changes (`None`: the oscillator clock's speed, tempo or beat).
     pub(crate) fn stage(&self) -> Option<usize> {
         match self {
-            Edit::Set { stage, .. }
-            | Edit::Attach { stage, .. }
-            | Edit::Unosc { stage, .. }
-            | Edit::Bypass { stage, .. } => Some(*stage),
-            Edit::Speed(_) | Edit::Tempo(_) | Edit::Tap { .. } => None,
+            Set::Value { stage, .. }
+            | Set::Attach { stage, .. }
+            | Set::Unosc { stage, .. }
+            | Set::Bypass { stage, .. } => Some(*stage),
+            Set::Speed(_) | Set::Tempo(_) | Set::Tap { .. } => None,
         }
     }
 }
@@ -130,7 +131,7 @@ impl LiveSpec {
         })
     }
 
-    fn attach(&self, stage: usize, param: usize, osc: Oscillator) -> Result<Edit, String> {
+    fn attach(&self, stage: usize, param: usize, osc: Oscillator) -> Result<Set, String> {
         let st = &self.stages[stage];
         let spec = &st.props[param];
         if !numeric(&spec.kind) {
@@ -140,13 +141,13 @@ impl LiveSpec {
             ));
         }
         osc.validate().map_err(|e| e.to_string())?;
-        Ok(Edit::Attach { stage, param, osc })
+        Ok(Set::Attach { stage, param, osc })
     }
 
     /// Resolves a parameter command (`set`, `osc`, `unosc`, `bypass`, `speed`, `tempo`, `tap`):
     /// finds the stage
     /// and property, parses and checks the value. Errors name what was wrong. No lock is needed.
-    pub fn resolve(&self, cmd: &Command) -> Result<Edit, String> {
+    pub fn resolve(&self, cmd: &Command) -> Result<Set, String> {
         match cmd {
             Command::Set {
                 element,
@@ -163,7 +164,7 @@ impl LiveSpec {
                 let value = st.props[param]
                     .parse(&st.label, value)
                     .map_err(|e| e.to_string())?;
-                Ok(Edit::Set {
+                Ok(Set::Value {
                     stage,
                     param,
                     value,
@@ -177,7 +178,7 @@ impl LiveSpec {
             Command::Unosc { element, prop } => {
                 let stage = self.stage_index(element)?;
                 let param = self.param(stage, prop)?;
-                Ok(Edit::Unosc { stage, param })
+                Ok(Set::Unosc { stage, param })
             }
             Command::Bypass { element, on } => {
                 let stage = self.stage_index(element)?;
@@ -193,20 +194,20 @@ impl LiveSpec {
                         self.stages[stage].label
                     ));
                 }
-                Ok(Edit::Bypass { stage, on: *on })
+                Ok(Set::Bypass { stage, on: *on })
             }
             Command::Speed(x) => {
                 OscClock::new().set_speed(*x).map_err(|e| e.to_string())?;
-                Ok(Edit::Speed(*x))
+                Ok(Set::Speed(*x))
             }
             Command::Tempo(bpm) => {
                 framepipe_control::beat::check_tempo(*bpm).map_err(|e| e.to_string())?;
-                Ok(Edit::Tempo(*bpm))
+                Ok(Set::Tempo(*bpm))
             }
             Command::Tap { at_ns } => {
                 let now = framepipe_control::monotonic_ns();
                 let at_ns = at_ns.unwrap_or(now);
-                Ok(Edit::Tap {
+                Ok(Set::Tap {
                     at_ns,
                     lag_ns: now.saturating_sub(at_ns).max(0),
                 })

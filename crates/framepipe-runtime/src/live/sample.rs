@@ -7,23 +7,33 @@ use framepipe_control::OscTime;
 use framepipe_core::PropValue;
 
 use super::values::{settle, typed};
-use super::{assign, Edit, Live};
+use super::{assign, Live, Set};
 
 /// The values one frame is processed with. Preallocated per slot; refilled without allocating
 /// (text values reuse their buffers).
 #[derive(Debug)]
 pub(crate) struct FrameParams {
     /// The frame in this slot (set when it begins; `u64::MAX` before the first).
-    pub frame: u64,
+    frame: u64,
     /// Oscillator time and beat position of the frame.
-    pub time: OscTime,
+    time: OscTime,
     /// Per stage: bypassed?
-    pub bypass: Vec<bool>,
+    bypass: Vec<bool>,
     /// Per stage, per parameter: the value.
-    pub values: Vec<Vec<PropValue>>,
+    values: Vec<Vec<PropValue>>,
 }
 
 impl FrameParams {
+    /// Node `node`'s values for this frame, one per property.
+    pub(crate) fn values(&self, node: usize) -> &[PropValue] {
+        &self.values[node]
+    }
+
+    /// Whether node `node` is bypassed for this frame.
+    pub(crate) fn bypassed(&self, node: usize) -> bool {
+        self.bypass[node]
+    }
+
     /// Copies `from`'s frame, time and values of `nodes` into this snapshot, without
     /// allocating (a leaky branch taking a frame's parameters).
     pub fn copy_nodes(&mut self, from: &FrameParams, nodes: &[usize]) {
@@ -122,10 +132,19 @@ impl Live {
         self.stages[s].next = until;
     }
 
-    /// The first frame that sees `edit` if it is assigned now: its stage's next frame, or for
+    /// Brings every stage to frame `until` ([`Live::catch_up`]): at an overlapping switch, the
+    /// running version's frames still in flight take the values in force now for the nodes
+    /// that have not started them (under the scheduler lock: `switch_overlapping`).
+    pub(crate) fn catch_up_all(&mut self, until: u64, snaps: &[Mutex<FrameParams>], cap: usize) {
+        for s in 0..self.stages.len() {
+            self.catch_up(s, until, snaps, cap);
+        }
+    }
+
+    /// The first frame that sees `set` if it is assigned now: its stage's next frame, or for
     /// the clock commands the next frame to begin.
-    pub fn first_frame_of(&self, edit: &Edit) -> u64 {
-        match edit.stage() {
+    pub fn first_frame_of(&self, set: &Set) -> u64 {
+        match set.stage() {
             Some(s) => self.stages[s].next,
             None => self.sampled,
         }
@@ -149,7 +168,7 @@ impl Live {
     }
 
     /// The sequence number of the next frame to begin: every stage samples its values for
-    /// that frame and later ones after now (an edit assigned now is seen from there at the
+    /// that frame and later ones after now (a set assigned now is seen from there at the
     /// latest; see [`Live::first_frame_of`] for the exact frame).
     pub fn next_frame(&self) -> u64 {
         self.sampled
@@ -185,8 +204,8 @@ mod tests {
         (live, snaps)
     }
 
-    fn set(stage: usize, x: f64) -> Edit {
-        Edit::Set {
+    fn set(stage: usize, x: f64) -> Set {
+        Set::Value {
             stage,
             param: 0,
             value: PropValue::Float(x),
@@ -223,7 +242,7 @@ mod tests {
         // The other stage has started nothing: a `set` on it is seen from frame 0.
         assert_eq!(live.first_frame_of(&set(1, 0.5)), 0);
         // A clock command applies from the next frame to begin.
-        assert_eq!(live.first_frame_of(&Edit::Speed(2.0)), 4);
+        assert_eq!(live.first_frame_of(&Set::Speed(2.0)), 4);
     }
 
     /// Issue #9: commands read together apply from the latest of their stages' next frames;

@@ -5,7 +5,7 @@
 use framepipe_control::{Oscillator, TapResult};
 use framepipe_core::{PropKind, PropSpec, PropValue};
 
-use super::{Edit, Fate, Live, LiveParam, LiveStage};
+use super::{Fate, Live, LiveParam, LiveStage, Set};
 
 /// A one-shot ramp from 0 to 1 on the frame clock: the value for frame `start + k` is
 /// `k / frames` (then 1 for good), where `start` is the first frame sampled with it (the first
@@ -54,6 +54,21 @@ impl LiveStage {
             since_edit: None,
             next: 0,
         }
+    }
+
+    /// The node's name, as commands name it.
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Its properties' specs, in order.
+    pub(crate) fn specs(&self) -> impl Iterator<Item = &PropSpec> {
+        self.params.iter().map(|p| &p.spec)
+    }
+
+    /// Whether it can be bypassed: an effect or mixer whose output has its input's shape.
+    pub(crate) fn bypassable(&self) -> bool {
+        self.is_effect && self.same_shape
     }
 
     /// Attaches an oscillator to numeric property `prop`.
@@ -235,25 +250,23 @@ impl Live {
         self.clock.tempo()
     }
 
-    /// Applies a resolved edit: assignments only (no parsing, no formatting, no allocation: a
-    /// new value is swapped in and the old one is left in `edit`, to be dropped by the caller
+    /// Applies a resolved set: assignments only (no parsing, no formatting, no allocation: a
+    /// new value is swapped in and the old one is left in `set`, to be dropped by the caller
     /// after unlocking). Seen from [`Live::first_frame_of`] on.
-    pub fn apply(&mut self, edit: &mut Edit) {
+    pub fn apply(&mut self, set: &mut Set) {
         let epoch = self.epoch;
-        if let Some(s) = edit.stage() {
+        if let Some(s) = set.stage() {
             let st = &mut self.stages[s];
-            match edit {
-                Edit::Set { param, .. }
-                | Edit::Attach { param, .. }
-                | Edit::Unosc { param, .. } => {
+            match set {
+                Set::Value { param, .. } | Set::Attach { param, .. } | Set::Unosc { param, .. } => {
                     st.params[*param].touched = epoch;
                 }
-                Edit::Bypass { .. } => st.bypass_touched = epoch,
+                Set::Bypass { .. } => st.bypass_touched = epoch,
                 _ => {}
             }
         }
-        match edit {
-            Edit::Set {
+        match set {
+            Set::Value {
                 stage,
                 param,
                 value,
@@ -263,12 +276,12 @@ impl Live {
                 p.osc = None;
                 p.ramp = None;
             }
-            Edit::Attach { stage, param, osc } => {
+            Set::Attach { stage, param, osc } => {
                 let p = &mut self.stages[*stage].params[*param];
                 p.osc = Some(*osc);
                 p.ramp = None;
             }
-            Edit::Unosc { stage, param } => {
+            Set::Unosc { stage, param } => {
                 let p = &mut self.stages[*stage].params[*param];
                 let (osc, ramp) = (p.osc.take(), p.ramp.take());
                 if osc.is_some() || ramp.is_some() {
@@ -277,16 +290,16 @@ impl Live {
                     assign(&mut p.base, &p.last);
                 }
             }
-            Edit::Bypass { stage, on } => self.stages[*stage].bypass = *on,
-            Edit::Speed(x) => {
+            Set::Bypass { stage, on } => self.stages[*stage].bypass = *on,
+            Set::Speed(x) => {
                 // Checked by `LiveSpec::resolve`; cannot fail here.
                 let _ = self.clock.set_speed(*x);
             }
-            Edit::Tempo(bpm) => {
+            Set::Tempo(bpm) => {
                 // Checked by `LiveSpec::resolve`; cannot fail here.
                 let _ = self.clock.set_tempo(*bpm);
             }
-            Edit::Tap { at_ns, lag_ns } => {
+            Set::Tap { at_ns, lag_ns } => {
                 let tempo = match self.taps.tap(*at_ns) {
                     TapResult::Ignored => return,
                     TapResult::First => None,
@@ -332,13 +345,14 @@ mod tests {
             .map(|k| {
                 live.begin(k * 40_000_000, &mut out, std::iter::empty());
                 live.sample_stage(0, &mut out);
-                out.values[0][0].clone()
+                out.values(0)[0].clone()
             })
             .collect()
     }
 
-    /// Issue 7: an oscillator with an absurd frequency produced NaN, and NaN reached a frei0r
-    /// plugin (which segfaulted). Every value that leaves `live` is finite and in range.
+    /// An oscillator with an absurd frequency gives NaN; every value that leaves `live` is
+    /// finite and in range all the same, so no element is handed a NaN (issue #7: a frei0r
+    /// plugin segfaulted on one).
     #[test]
     fn an_absurd_oscillator_never_reaches_the_element_as_nan() {
         let float = PropKind::Float { min: 0.0, max: 1.0 };
@@ -385,7 +399,7 @@ mod tests {
             .map(PropValue::Float)
             .collect();
         assert_eq!(got, want);
-        live.apply(&mut Edit::Set {
+        live.apply(&mut Set::Value {
             stage: 0,
             param: 0,
             value: PropValue::Float(0.3),

@@ -137,8 +137,7 @@ impl Member {
         let Some(p) = &self.pace else { return 0 };
         let budget_ns = p
             .counters
-            .latency_budget_us
-            .load(std::sync::atomic::Ordering::Relaxed)
+            .latency_budget_us()
             .saturating_mul(1000)
             .saturating_add(WORKER_DELAY_NS.saturating_mul(5) / 4);
         let begun = budget_ns

@@ -1,7 +1,6 @@
 //! Delivery: taking the port's next frame from the scheduler (returning the previous one in
 //! the same critical section), and releasing a frame to the sink at its deadline.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use framepipe_core::Sink;
@@ -141,7 +140,7 @@ impl Output {
         self.sink_counter.record(started.elapsed());
         if let Some(m) = self.master.as_mut() {
             if result.is_ok() {
-                shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
+                shared.counters.count_frame_out();
             }
             m.released(shared, ctx.seq);
         }

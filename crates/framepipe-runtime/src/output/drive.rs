@@ -155,18 +155,14 @@ fn drive_with_standby(
                 watch_ref.stand_by(|| {
                     let mut d = core_ref.lock();
                     let d = &mut *d;
-                    let released = shared.counters.frames_out.load(Ordering::Relaxed);
+                    let released = shared.counters.frames_out();
                     let next = loop {
                         match d.out.poll(shared, &mut *d.sink, now_ns()) {
                             Next::Again => continue,
                             next => break next,
                         }
                     };
-                    let served = shared
-                        .counters
-                        .frames_out
-                        .load(Ordering::Relaxed)
-                        .saturating_sub(released);
+                    let served = shared.counters.frames_out().saturating_sub(released);
                     watch_ref.publish_from_standby(d.out.watch_time(&next, now_ns()));
                     (served, !matches!(next, Next::Done))
                 })

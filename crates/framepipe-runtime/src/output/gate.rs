@@ -41,8 +41,6 @@
 //! budget there), and a noisy spell longer than 2 ms makes late frames every time it comes
 //! back.
 
-use std::sync::atomic::Ordering;
-
 use framepipe_clock::now_ns;
 
 use crate::sched::Shared;
@@ -285,8 +283,7 @@ impl Gate {
         self.budget = latency_budget(self.asked_ns, &self.window, &self.margin);
         shared
             .counters
-            .latency_budget_us
-            .store(self.budget.unwrap_or(0) / 1000, Ordering::Relaxed);
+            .set_latency_budget_us(self.budget.unwrap_or(0) / 1000);
     }
 
     /// A frame with deadline `deadline` was ready at `ready_ns`, once frames are held back:
@@ -303,8 +300,7 @@ impl Gate {
         self.margin_seen = Some(deadline);
         shared
             .counters
-            .latency_margin_us
-            .store(self.margin.ns() / 1000, Ordering::Relaxed);
+            .set_latency_margin_us(self.margin.ns() / 1000);
     }
 
     /// A frame was released: the first one opens the gate (frames begun from then on were

@@ -20,7 +20,7 @@ use framepipe_control::{Command, CommandReader, Outcome, Posted, Transport};
 use super::gate::Gate;
 use super::Output;
 use crate::edit::{EditLink, FromEditor, ToEditor};
-use crate::live::{Edit, Fate};
+use crate::live::{Fate, Set};
 use crate::sched::{Shared, Version};
 use crate::stats::Event;
 
@@ -43,7 +43,7 @@ pub(super) struct Master {
     /// A paced master's latency gate.
     pub(super) gate: Option<Gate>,
     /// Sets resolved at this boundary, waiting to be assigned.
-    sets: Vec<Edit>,
+    sets: Vec<Set>,
     /// The commands of `sets`, answered once assigned.
     set_posted: Vec<Posted>,
     /// Per command of `set_posted`: how many of `sets` are its, and whether it is refused
@@ -123,7 +123,7 @@ impl Master {
         };
         match l.take() {
             Some(FromEditor::Ready(p)) => {
-                let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                let repeated = shared.counters.repeated();
                 self.edit_repeats_at_arm = repeated;
                 if let Some((sent_ns, at_send)) = self.edit_sent.take() {
                     let build_ns = now_ns() - sent_ns;
@@ -204,14 +204,11 @@ impl Master {
                 boundary,
             );
             if !building && self.edits_link.as_ref().is_some_and(|l| l.busy) {
-                let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                let repeated = shared.counters.repeated();
                 self.edit_sent = Some((now_ns(), repeated));
             }
         }
-        shared
-            .counters
-            .paused
-            .store(self.transport.is_paused(), Ordering::Relaxed);
+        shared.counters.set_paused(self.transport.is_paused());
         stop
     }
 
@@ -220,11 +217,7 @@ impl Master {
     pub(super) fn released(&mut self, shared: &Shared, seq: u64) {
         if let Some((first, drain_ns, at_arm)) = self.edit_watch {
             if seq >= first {
-                let repeats = shared
-                    .counters
-                    .repeated
-                    .load(Ordering::Relaxed)
-                    .saturating_sub(at_arm);
+                let repeats = shared.counters.repeated().saturating_sub(at_arm);
                 shared.counters.record_edit(drain_ns, repeats);
                 self.edit_watch = None;
             }
@@ -308,7 +301,7 @@ type Of = (usize, Option<(usize, Fate, u64)>);
 /// Sets waiting to be assigned, with their commands (answered once assigned).
 /// Every vector has room for [`SET_BATCH`] from the start.
 struct Batch<'a> {
-    sets: &'a mut Vec<Edit>,
+    sets: &'a mut Vec<Set>,
     posted: &'a mut Vec<Posted>,
     /// Per command of `posted`: how many of `sets` are its; whether it is refused.
     of: &'a mut Vec<Of>,
@@ -452,7 +445,7 @@ fn apply_batch(
 /// Assigns the batch's sets under the live lock, from the first frame that can show all of
 /// them: the latest of their stages' next frames (the next frame to begin for a clock
 /// command), the stages behind it first sampling their current values for the frames in
-/// between (`Live::catch_up`; see live.rs). After unlocking, the old values they then hold
+/// between (`Live::catch_up`; see `crate::live`). After unlocking, the old values they then hold
 /// are dropped and their commands answered with that frame.
 ///
 /// The sets were resolved (node and property indices) against graph version `ver`; if a
@@ -468,7 +461,7 @@ fn assign_sets(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch
     let (frame, next_frame) = {
         let mut live = shared.live.lock();
         let next_frame = live.next_frame();
-        let frame = if live.version == ver.number {
+        let frame = if live.version() == ver.number {
             let first_of = |live: &crate::live::Live, of: &[Of]| {
                 let mut k = 0;
                 let mut first = None::<u64>;
@@ -514,8 +507,7 @@ fn assign_sets(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch
                     }
                     k += n;
                 }
-                let mbpm = (live.tempo() * 1000.0).round() as u64;
-                shared.counters.tempo_mbpm.store(mbpm, Ordering::Relaxed);
+                shared.counters.set_tempo_bpm(live.tempo());
             }
             Some(first)
         } else {

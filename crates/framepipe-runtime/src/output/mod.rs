@@ -39,7 +39,6 @@ mod pace;
 mod stalls;
 mod standby;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -161,7 +160,7 @@ impl Output {
         };
         debug_assert!(port == 0 || (commands.is_none() && edits_link.is_none()));
         let master = (port == 0).then(|| {
-            shared.counters.realtime.store(realtime, Ordering::Relaxed);
+            shared.counters.set_realtime(realtime);
             let gate = pacer
                 .as_ref()
                 .map(|p| Gate::new(p.period_ns(), options.latency_ns));

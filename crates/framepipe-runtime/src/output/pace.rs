@@ -3,8 +3,6 @@
 //! the lateness figures and the log of late frames, the overload policy (the slow policy's
 //! slip, the live policy's repeats), and the figures at the end.
 
-use std::sync::atomic::Ordering;
-
 use framepipe_clock::{now_ns, CpuMeter, Pacer};
 use framepipe_core::{Frame, FrameCtx, Result};
 
@@ -101,10 +99,7 @@ impl Pacing {
             for _ in 0..skipped {
                 p.stats_mut().record_repeat();
             }
-            shared
-                .counters
-                .repeated
-                .fetch_add(skipped, Ordering::Relaxed);
+            shared.counters.count_repeats(skipped);
         }
         let d = p.next_deadline().expect("started");
         let at = match self.last_release_ns {
@@ -133,7 +128,7 @@ impl Pacing {
         // Nothing new at this deadline: show the previous frame again.
         self.last_release_ns = Some(self.pacer.wait_next().released_ns);
         self.pacer.stats_mut().record_repeat();
-        shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
+        shared.counters.count_repeats(1);
         Some(Repeat::Shown(show(ctx, frame)))
     }
 
@@ -154,7 +149,7 @@ impl Pacing {
         let tick = p.wait_next();
         self.last_release_ns = Some(tick.released_ns);
         if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
-            shared.counters.late.fetch_add(1, Ordering::Relaxed);
+            shared.counters.count_late();
             let allowed_at = gate.and_then(|g| g.allowed_at(seq));
             let budget_ns = allowed_at
                 .map(|(_, b)| b)
@@ -174,10 +169,7 @@ impl Pacing {
         // second).
         if tick.released_ns - self.peak_window.0 >= 1_000_000_000 {
             let us = (self.peak_window.1.max(0) / 1000) as u64;
-            shared
-                .counters
-                .lateness_peak_us
-                .store(us, Ordering::Relaxed);
+            shared.counters.set_lateness_peak_us(us);
             self.peak_window = (tick.released_ns, 0);
         }
         self.peak_window.1 = self.peak_window.1.max(tick.lateness_ns);

@@ -38,7 +38,7 @@ fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64, started
         let Some(counter) = ver.stages.get(s - 1) else {
             continue;
         };
-        if elapsed > stall_ns && !counter.stall_reported.swap(true, Ordering::Relaxed) {
+        if elapsed > stall_ns && counter.report_stall_once() {
             shared.emit(Event::Stalled {
                 stage: counter.name.clone(),
                 elapsed_ms: (elapsed / 1_000_000) as u64,

@@ -63,8 +63,7 @@ impl Shared {
         let asked = now_ns();
         let locked = self.lock();
         self.counters
-            .output_lock_wait
-            .record((locked.since - asked).max(0) as u64);
+            .record_output_lock_wait((locked.since - asked).max(0) as u64);
         locked
     }
 
@@ -112,11 +111,11 @@ impl Locked<'_> {
         let held_ns = (now_ns() - self.since).max(0) as u64;
         let guard = if wake.any() {
             drop(guard);
-            self.shared.counters.lock_hold.record(held_ns);
+            self.shared.counters.record_lock_hold(held_ns);
             self.shared.wake(wake);
             self.shared.scheduler.lock()
         } else {
-            self.shared.counters.lock_hold.record(held_ns);
+            self.shared.counters.record_lock_hold(held_ns);
             cv.wait(guard)
         };
         self.guard = Some(guard);
@@ -152,7 +151,7 @@ impl Drop for Locked<'_> {
             let held_ns = (now_ns() - self.since).max(0) as u64;
             drop(guard);
             // Recorded with the mutex released: the histogram's atomics are not held time.
-            self.shared.counters.lock_hold.record(held_ns);
+            self.shared.counters.record_lock_hold(held_ns);
             drop(garbage);
             self.shared.wake(wake);
         }

@@ -1,6 +1,13 @@
 //! Lock statistics: how long the scheduler lock is held, and how long the output thread waits
 //! to get it. Every acquisition records into a fixed log2 histogram of atomics (no allocation,
 //! no lock), read into [`LockSummary`]s for `RunStats` and `--stats`.
+//!
+//! Hand-written, not `hdrhistogram`: any thread that takes the scheduler lock records here, at
+//! once, through `&self` (one relaxed `fetch_add`). The crate's `Histogram::record` takes
+//! `&mut self`, so a shared one would need a lock inside the hold it measures; its
+//! `SyncHistogram` gives each thread a `Recorder` whose phase shift sends over an unbounded
+//! channel (allocates) and whose `refresh` waits for every recorder. Power-of-two buckets are
+//! the precision these figures need. See docs/REALTIME.md, "Hand-written, and why".
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -1,7 +1,6 @@
 //! Readiness: what a completed job makes runnable in its flight (serial nodes' turns,
 //! feedbacks, a frame leaving flight), and the bookkeeping after every change.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use framepipe_clock::now_ns;
@@ -309,10 +308,9 @@ impl Scheduler {
         self.maybe_switch(shared);
         self.maybe_retire();
         let retiring_in_flight = self.retiring.as_ref().map_or(0, |r| r.flight.in_flight);
-        shared.counters.in_flight.store(
-            self.flight.in_flight + retiring_in_flight,
-            Ordering::Relaxed,
-        );
+        shared
+            .counters
+            .set_in_flight(self.flight.in_flight + retiring_in_flight);
         if self.finished() {
             self.run.wake.work_all = true;
             self.run.wake.ports = true;

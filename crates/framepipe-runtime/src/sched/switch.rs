@@ -318,10 +318,7 @@ impl Scheduler {
         start_new_nodes(&mut next, &plan.moved, n);
         {
             let mut live = shared.live.lock();
-            let cap = self.flight.ver.topo.cap;
-            for s in 0..live.stages.len() {
-                live.catch_up(s, n, &self.flight.ver.snapshots, cap);
-            }
+            live.catch_up_all(n, &self.flight.ver.snapshots, self.flight.ver.topo.cap);
             move_live_stages(&mut live, &mut plan, next.ver.number, n);
         }
         let replaced = std::mem::replace(&mut self.flight, next);
@@ -463,19 +460,9 @@ fn start_new_nodes(next: &mut Flight, moved: &[bool], n: u64) {
     }
 }
 
-/// Both switches: the kept nodes' live parameters (values, oscillators, bypass) move to their
-/// place in the new version's stages, which become the live ones (of version `number`),
-/// sampling from frame `n`; the replaced stages go into `plan`. A node replaced by one of the
-/// same name and element first takes what commands read after the edit set on it
-/// (`Live::carry`).
+/// Both switches: the new version's live stages take over from frame `n` (`Live::switch_to`:
+/// the kept nodes' values move to their new place, a replaced node takes what was set on it
+/// since the edit was read); the running ones are left in `plan`, dropped off the frame path.
 fn move_live_stages(live: &mut Live, plan: &mut EditPlan, number: u64, n: u64) {
-    live.carry(&mut plan.live_stages, &plan.moved, &plan.moves);
-    for &(o, j) in &plan.moves {
-        if let Some(old) = live.stages.get_mut(o) {
-            std::mem::swap(&mut old.params, &mut plan.live_stages[j].params);
-            plan.live_stages[j].bypass = old.bypass;
-        }
-    }
-    std::mem::swap(&mut live.stages, &mut plan.live_stages);
-    live.switched(number, n);
+    live.switch_to(&mut plan.live_stages, &plan.moved, &plan.moves, number, n);
 }

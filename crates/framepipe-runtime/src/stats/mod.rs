@@ -1,10 +1,20 @@
 //! What a running show reports: live and final statistics, [`Event`]s, and the published view
 //! of the show for control surfaces.
 //!
-//! Counters are atomics written by the workers and read by anyone (a status line, a monitor)
-//! without taking the scheduler's lock, so watching never slows the frames. Events are delivered
-//! outside the scheduler lock (`events.rs`); the view is read without it and written with a
-//! `try_lock` that never makes the engine wait (`view.rs`).
+//! Contract: nothing here makes the frame path wait. [`Counters`] and [`StageCounters`] are
+//! relaxed atomics (but the node list, an `Arc` replaced per graph version off the frame
+//! path), private to this module: the workers, the output threads and the scheduler
+//! count and set them through methods (one atomic operation each, no lock, no allocation), and
+//! anyone (a status line, a monitor) reads them without the scheduler's lock. Events are
+//! delivered outside the scheduler lock (`events.rs`); the view is read without it and written
+//! by the workers with a `try_lock` that never waits (`view.rs`).
+//!
+//! | file | its job |
+//! |---|---|
+//! | `mod.rs` | the counters ([`StageCounters`], [`Counters`]) and their snapshots ([`StageStats`], [`EditStats`], [`RunStats`]) |
+//! | `pacing.rs` | the frame clock's figures of a paced run ([`PacingStats`]) and the late frames' log ([`LateLog`]) |
+//! | `events.rs` | [`Event`]s and their delivery |
+//! | `view.rs` | the published state for control surfaces ([`ShowView`]: the graph as it runs, the latest values) |
 
 mod events;
 mod view;
@@ -35,7 +45,7 @@ pub struct StageCounters {
     instances: AtomicUsize,
     skipped: AtomicU64,
     /// A stall of this stage was reported (once per stage).
-    pub(crate) stall_reported: AtomicBool,
+    stall_reported: AtomicBool,
 }
 
 impl StageCounters {
@@ -60,6 +70,11 @@ impl StageCounters {
         self.frames.fetch_add(1, Ordering::Relaxed);
         self.busy_ns
             .fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Whether a stall of this stage is to be reported now: true the first time only.
+    pub(crate) fn report_stall_once(&self) -> bool {
+        !self.stall_reported.swap(true, Ordering::Relaxed)
     }
 
     pub(crate) fn add_instance(&self) {
@@ -110,37 +125,37 @@ pub struct Counters {
     /// One per node of the running graph version (see [`Counters::stages`]). Replaced whole
     /// by a live edit (off the frame path); a node kept by the edit keeps its counters.
     stages: Mutex<Arc<[Arc<StageCounters>]>>,
-    pub(crate) in_flight: AtomicUsize,
-    pub(crate) frames_out: AtomicU64,
-    pub(crate) started: std::time::Instant,
-    pub(crate) late: AtomicU64,
-    pub(crate) repeated: AtomicU64,
-    pub(crate) realtime: AtomicBool,
+    in_flight: AtomicUsize,
+    frames_out: AtomicU64,
+    started: std::time::Instant,
+    late: AtomicU64,
+    repeated: AtomicU64,
+    realtime: AtomicBool,
     /// Paced runs: how long before its deadline a frame begins, µs.
-    pub(crate) latency_budget_us: AtomicU64,
+    latency_budget_us: AtomicU64,
     /// Paced runs: the default budget's adaptive margin now, µs (see `output/gate.rs`).
-    pub(crate) latency_margin_us: AtomicU64,
+    latency_margin_us: AtomicU64,
     /// Paced runs: the worst lateness of a frame in the last whole second, µs.
-    pub(crate) lateness_peak_us: AtomicU64,
-    pub(crate) paused: AtomicBool,
+    lateness_peak_us: AtomicU64,
+    paused: AtomicBool,
     /// The beat clock's tempo, 1/1000 bpm (written after each `tempo` / `tap` is assigned).
-    pub(crate) tempo_mbpm: AtomicU64,
+    tempo_mbpm: AtomicU64,
     /// How long each acquisition of the scheduler lock was held.
-    pub(crate) lock_hold: Log2Histogram,
+    lock_hold: Log2Histogram,
     /// How long the output thread waited to acquire it.
-    pub(crate) output_lock_wait: Log2Histogram,
+    output_lock_wait: Log2Histogram,
     /// Live edits switched in whose first frame was released (master output).
-    pub(crate) edit_switches: AtomicU64,
+    edit_switches: AtomicU64,
     /// Deadlines repeated (live policy) from an edit's arming to its first frame's release.
-    pub(crate) edit_repeats: AtomicU64,
+    edit_repeats: AtomicU64,
     /// The drains (arming to switch) of those edits: sum and longest, µs.
-    pub(crate) edit_drain_us_sum: AtomicU64,
-    pub(crate) edit_drain_us_max: AtomicU64,
+    edit_drain_us_sum: AtomicU64,
+    edit_drain_us_max: AtomicU64,
     /// Edits built (handed to the edit thread by a command, back built), the deadlines
     /// repeated meanwhile and the builds' total time, µs.
-    pub(crate) edit_builds: AtomicU64,
-    pub(crate) edit_build_repeats: AtomicU64,
-    pub(crate) edit_build_us_sum: AtomicU64,
+    edit_builds: AtomicU64,
+    edit_build_repeats: AtomicU64,
+    edit_build_us_sum: AtomicU64,
     /// What the show holds against `--max-memory` (every graph version alive, its instances).
     pub(crate) memory: Arc<crate::memory::MemoryBook>,
 }
@@ -174,6 +189,72 @@ impl Counters {
             edit_build_us_sum: AtomicU64::new(0),
             memory,
         }
+    }
+
+    /// The master output released a frame.
+    pub(crate) fn count_frame_out(&self) {
+        self.frames_out.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The master output released a frame later than the late threshold.
+    pub(crate) fn count_late(&self) {
+        self.late.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The master output showed the previous frame again at `n` deadlines (live policy).
+    pub(crate) fn count_repeats(&self, n: u64) {
+        self.repeated.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Frames in flight now, over every graph version alive (the scheduler, under its lock).
+    pub(crate) fn set_in_flight(&self, n: usize) {
+        self.in_flight.store(n, Ordering::Relaxed);
+    }
+
+    /// Whether the master output thread runs under `SCHED_FIFO`.
+    pub(crate) fn set_realtime(&self, on: bool) {
+        self.realtime.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the master output is paused.
+    pub(crate) fn set_paused(&self, on: bool) {
+        self.paused.store(on, Ordering::Relaxed);
+    }
+
+    /// The beat clock's tempo, bpm (after a `tempo` or `tap` is assigned).
+    pub(crate) fn set_tempo_bpm(&self, bpm: f64) {
+        let mbpm = (bpm * 1000.0).round() as u64;
+        self.tempo_mbpm.store(mbpm, Ordering::Relaxed);
+    }
+
+    /// Paced runs: how long before its deadline a frame begins now, µs.
+    pub(crate) fn set_latency_budget_us(&self, us: u64) {
+        self.latency_budget_us.store(us, Ordering::Relaxed);
+    }
+
+    /// Paced runs: the latency budget now, µs (0 before the graph's latency is known).
+    pub(crate) fn latency_budget_us(&self) -> u64 {
+        self.latency_budget_us.load(Ordering::Relaxed)
+    }
+
+    /// Paced runs with the default budget: its adaptive margin now, µs.
+    pub(crate) fn set_latency_margin_us(&self, us: u64) {
+        self.latency_margin_us.store(us, Ordering::Relaxed);
+    }
+
+    /// Paced runs: the worst lateness of a frame in the last whole second, µs.
+    pub(crate) fn set_lateness_peak_us(&self, us: u64) {
+        self.lateness_peak_us.store(us, Ordering::Relaxed);
+    }
+
+    /// One hold of the scheduler lock, ns (lock-free: any thread, at any time).
+    pub(crate) fn record_lock_hold(&self, ns: u64) {
+        self.lock_hold.record(ns);
+    }
+
+    /// One wait of the output thread for the scheduler lock, ns.
+    pub(crate) fn record_output_lock_wait(&self, ns: u64) {
+        self.output_lock_wait.record(ns);
     }
 
     /// The master output released the first frame of a live edit: `drain_ns` from its arming
@@ -228,7 +309,6 @@ impl Counters {
     }
 
     /// The list of a new graph version.
-    #[allow(dead_code)] // used by live edits
     pub(crate) fn set_stages(&self, stages: Arc<[Arc<StageCounters>]>) {
         *self.stages.lock().unwrap_or_else(|p| p.into_inner()) = stages;
     }

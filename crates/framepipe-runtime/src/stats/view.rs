@@ -183,7 +183,7 @@ impl ShowView {
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return,
         };
-        if v.version != live.version {
+        if v.version != live.version() {
             // A live edit switched versions and its graph is not published yet: the values
             // would be read with the old graph (and reshaping them here would allocate on
             // the frame path). `set_graph` publishes them with the new graph.
@@ -198,7 +198,6 @@ impl ShowView {
 
     /// Replaces the graph (a live edit switched versions), with the values `live` starts with.
     /// Called off the frame path.
-    #[allow(dead_code)] // used by live edits
     pub(crate) fn set_graph(&self, graph: GraphView, live: &Live) {
         let mut values = ValuesView {
             version: graph.version,
