@@ -9,10 +9,11 @@
 //!   channel); other commands are refused and reported when the queue is full;
 //! * at the end of input the sender is dropped: a paused run stops (nothing could resume it),
 //!   after the steps already asked for, and says so; a running run goes on;
-//! * a flood is coalesced (`framepipe_control::Coalescer`: one `set` per property per 10 ms
-//!   reaches the engine, the rest are replaced by the latest and counted) and read no faster
-//!   than 256 commands per 10 ms (the writer waits on its pipe); messages about bad lines and
-//!   a full queue are limited to a few a second, the rest counted (issue #21).
+//! * a flood is coalesced (each show's `outlet::Outlet`, over `framepipe_control::Coalescer`:
+//!   one `set` per property per 10 ms reaches the engine, the rest are replaced by the latest
+//!   and counted) and read no faster than 256 commands per 10 ms (the writer waits on its
+//!   pipe); messages about bad lines and a full queue are limited to a few a second, the rest
+//!   counted (issue #21).
 //!
 //! Every command posted gets one reply from the engine; the `fp-replies` thread (the one reader
 //! of the replies: a small hub) prints each as one line on stderr ([`spawn_reply_printer`]) and,
@@ -34,11 +35,13 @@ use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
 use framepipe_control::{
-    Coalescer, Command, CommandSender, Full, LogLimit, Outcome, Replies, Ticket, Transport,
+    Command, CommandSender, Full, LogLimit, Outcome, Replies, Ticket, Transport,
 };
 use framepipe_core::{ElementKind, Registry};
 use framepipe_midi::{MidiHandle, Reply};
 use framepipe_project::GraphDesc;
+
+use crate::outlet::Outlet;
 
 /// The longest command line accepted, in bytes (newline excluded).
 pub const MAX_LINE: usize = 4096;
@@ -166,21 +169,22 @@ pub fn print_reply(who: &str, cmd: &Command) -> Reply {
     })
 }
 
-/// Starts the `fp-stdin` thread: reads commands from standard input and posts them to `tx`
-/// (surface commands to `midi`). `start_paused`: the run begins paused (for the end-of-input
-/// message); `others`: another surface (OSC, MIDI) also posts commands, so the end of stdin
-/// does not end a pause.
-pub fn spawn_stdin_reader(
-    tx: CommandSender,
-    start_paused: bool,
-    others: bool,
-    midi: Option<MidiHandle>,
-) {
+/// Starts the `fp-stdin` thread, the one reader of standard input whatever the number of
+/// shows: with one show every line is its command ([`read_one`]); with several, each line is
+/// `@NAME COMMAND` (to show NAME) or `@* COMMAND` (to every show; [`read_show_commands`]).
+/// `others`: another surface (OSC, MIDI, web, a window) also posts commands, so the end of
+/// stdin does not end a pause.
+pub fn spawn_stdin_reader(mut shows: Vec<(String, ShowInput)>, others: bool) {
     let spawned = std::thread::Builder::new()
         .name("fp-stdin".into())
         .spawn(move || {
             let stdin = std::io::stdin();
-            read_commands(&mut stdin.lock(), tx, start_paused, others, midi.as_ref());
+            if shows.len() == 1 {
+                let (_, show) = shows.pop().expect("one show");
+                read_one(&mut stdin.lock(), show, others);
+            } else {
+                read_show_commands(&mut stdin.lock(), shows, others);
+            }
         });
     if let Err(e) = spawned {
         crate::say!("framepipe: warning: no command input: {e}");
@@ -207,17 +211,11 @@ impl ReplySource {
     /// The return path of show `name` (`None`: the only show), skipping the reply to `skip`.
     pub fn new(name: Option<&str>, replies: Replies, skip: Option<Ticket>) -> Self {
         ReplySource {
-            who: name.map_or(String::new(), |n| format!("show {n}: ")),
+            who: crate::outlet::who(name),
             replies,
             skip,
             web: None,
         }
-    }
-
-    /// Its replies also go to the show's web pages.
-    pub fn with_web(mut self, web: Option<framepipe_web::ReplyTap>) -> Self {
-        self.web = web;
-        self
     }
 }
 
@@ -475,21 +473,20 @@ fn read_lines(input: &mut impl BufRead, mut on: impl FnMut(Input<'_>)) {
 /// #21: a flood of bad lines costs the log a few lines a second).
 const LINE_LOG_BURST: u32 = 10;
 
-/// One show's side of the command reader: where its commands go, coalesced (a flood of `set`s
-/// of one property reaches the engine as one per 10 ms, issue #21), and what its transport
-/// will be once the engine has read them (for the end-of-input message; the real decision is
-/// the engine's).
+/// One show's side of the command reader: its [`Outlet`] (coalesced: a flood of `set`s of one
+/// property reaches the engine as one per 10 ms, issue #21), and what its transport will be
+/// once the engine has read them (for the end-of-input message; the real decision is the
+/// engine's).
 pub struct ShowInput {
-    /// `show NAME: ` in a run of several shows, empty for one show (prefixes messages).
-    who: String,
-    tx: CommandSender,
+    outlet: Outlet,
     mirror: Transport,
-    /// Commands held back (`framepipe_control::Coalescer`).
-    coalescer: Coalescer,
-    /// Refusals for a full queue: a line a second at most, the rest counted.
-    full: LogLimit,
-    /// The show's MIDI surface (several shows with `--midi`).
+    /// The show's MIDI surface (with `--midi`).
     midi: Option<MidiHandle>,
+}
+
+/// How stdin reports a post: a full queue said (see [`said_full`]).
+fn stdin_posted(who: &str, full: &mut LogLimit, _: usize, r: Result<Ticket, Full>) {
+    said_full(who, full, r);
 }
 
 impl ShowInput {
@@ -501,11 +498,8 @@ impl ShowInput {
             mirror.apply(&Command::Pause);
         }
         ShowInput {
-            who: name.map_or(String::new(), |n| format!("show {n}: ")),
-            tx,
+            outlet: Outlet::new(name, tx),
             mirror,
-            coalescer: Coalescer::new(),
-            full: LogLimit::new(1),
             midi: None,
         }
     }
@@ -516,9 +510,9 @@ impl ShowInput {
         self
     }
 
-    /// Takes `cmd` (a surface command to `midi`, after what is held), reporting what cannot be
-    /// applied.
-    fn submit(&mut self, cmd: Command, midi: Option<&MidiHandle>) {
+    /// Takes `cmd` (a surface command to its MIDI surface, after what is held), reporting what
+    /// cannot be applied.
+    fn submit(&mut self, cmd: Command) {
         if matches!(
             cmd,
             Command::Pause | Command::Step(_) | Command::Resume | Command::Stop
@@ -526,52 +520,33 @@ impl ShowInput {
             self.mirror.apply(&cmd);
         }
         if !cmd.is_surface() {
-            let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
-            self.coalescer
-                .offer(tx, cmd, &mut |_, r| said_full(who, full, r));
+            self.outlet.offer(cmd, &mut stdin_posted);
             return;
         }
-        self.flush();
-        let reply = print_reply(&self.who, &cmd);
-        let midi = self.midi.as_ref().or(midi);
-        match route(cmd, &self.tx, midi, reply) {
+        self.outlet.flush(&mut stdin_posted);
+        let reply = print_reply(self.outlet.who(), &cmd);
+        match route(cmd, self.outlet.tx(), self.midi.as_ref(), reply) {
             Ok(_) => {}
-            Err(NotRouted::Full(cmd)) => said_full(&self.who, &mut self.full, Err(Full(cmd))),
-            Err(other) => crate::say!("\rframepipe: {}{other}", self.who),
+            Err(NotRouted::Full(cmd)) => self.outlet.report(Err(Full(cmd)), &mut stdin_posted),
+            Err(other) => crate::say!("\rframepipe: {}{other}", self.outlet.who()),
         }
-    }
-
-    /// Posts what is held now.
-    fn flush(&mut self) {
-        let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
-        self.coalescer
-            .flush(tx, &mut |_, r| said_full(who, full, r));
     }
 
     /// After a line: posts what is held once it is due, and waits for the next gap when a flood
     /// outruns the engine (the writer is then held back by the pipe).
     fn after_line(&mut self) {
-        let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
-        if self.coalescer.due() {
-            self.coalescer
-                .flush(tx, &mut |_, r| said_full(who, full, r));
-        } else if self.coalescer.should_wait() {
-            self.coalescer
-                .settle(tx, &mut |_, r| said_full(who, full, r));
-        }
-        if let Some(n) = full.tick(Instant::now()) {
+        if let Some(n) = self.outlet.pace(&mut stdin_posted) {
             crate::say!(
-                "\rframepipe: {who}{n} more commands were not applied while the queue was full"
+                "\rframepipe: {}{n} more commands were not applied while the queue was full",
+                self.outlet.who()
             );
         }
     }
 
     /// Before a read that may block: nothing may stay held meanwhile.
     fn idle(&mut self) {
-        if self.coalescer.held() > 0 {
-            let (who, full, tx) = (&self.who, &mut self.full, &self.tx);
-            self.coalescer
-                .settle(tx, &mut |_, r| said_full(who, full, r));
+        if self.outlet.held() > 0 {
+            self.outlet.settle(&mut stdin_posted);
         }
     }
 
@@ -579,13 +554,13 @@ impl ShowInput {
     /// end of input); says what that means for a paused show (nothing when `others`: another
     /// surface still holds a sender and may resume it).
     fn end(mut self, others: bool) {
-        self.flush();
-        let who = &self.who;
-        let hidden = self.full.take_hidden();
+        self.outlet.flush(&mut stdin_posted);
+        let who = self.outlet.who().to_string();
+        let hidden = self.outlet.take_hidden();
         if hidden > 0 {
             crate::say!("\rframepipe: {who}{hidden} more commands were not applied while the queue was full");
         }
-        let coalesced = self.coalescer.coalesced();
+        let coalesced = self.outlet.coalesced();
         if coalesced > 0 {
             crate::say!(
                 "\rframepipe: {who}{coalesced} commands from stdin were replaced by a later one before they were posted (coalesced: a frame shows one value per property)"
@@ -602,7 +577,7 @@ impl ShowInput {
                 );
             }
         }
-        drop(self.tx);
+        drop(self.outlet.into_sender());
     }
 }
 
@@ -644,24 +619,18 @@ pub fn shown(cmd: &Command) -> String {
     }
 }
 
-/// Reads command lines from `input` until its end, posts them to `tx` (coalesced, see
-/// [`ShowInput`]), then drops `tx` (the engine sees the end of input) and says what the end
-/// means for a paused run (nothing when `others`: another surface still holds a sender and may
-/// resume it). Bad lines are reported a few a second at most, the rest counted.
-pub fn read_commands(
-    input: &mut impl BufRead,
-    tx: CommandSender,
-    start_paused: bool,
-    others: bool,
-    midi: Option<&MidiHandle>,
-) {
-    let mut show = ShowInput::new(None, tx, start_paused);
+/// Reads the only show's command lines from `input` until its end and posts them through
+/// `show` (coalesced, see [`ShowInput`]); at the end drops its sender (the engine sees the end
+/// of input) and says what the end means for a paused run (nothing when `others`: another
+/// surface still holds a sender and may resume it). Bad lines are reported a few a second at
+/// most, the rest counted.
+pub fn read_one(input: &mut impl BufRead, mut show: ShowInput, others: bool) {
     let mut bad = LogLimit::new(LINE_LOG_BURST);
     read_lines(input, |input| match input {
         Input::Idle => show.idle(),
         Input::Line(text, _) => {
             match Command::parse_line(text) {
-                Ok(Some(cmd)) => show.submit(cmd, midi),
+                Ok(Some(cmd)) => show.submit(cmd),
                 Ok(None) => {}
                 Err(e) => said_bad(&mut bad, text, &e),
             }
@@ -714,20 +683,6 @@ pub fn some_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
         text.push_str(&format!(" and {more} more"));
     }
     text
-}
-
-/// Starts the `fp-stdin` thread for a run of several shows: each line is `@NAME COMMAND` (to
-/// show NAME) or `@* COMMAND` (to every show); see [`read_show_commands`].
-pub fn spawn_show_stdin_reader(shows: Vec<(String, ShowInput)>, others: bool) {
-    let spawned = std::thread::Builder::new()
-        .name("fp-stdin".into())
-        .spawn(move || {
-            let stdin = std::io::stdin();
-            read_show_commands(&mut stdin.lock(), shows, others);
-        });
-    if let Err(e) = spawned {
-        crate::say!("framepipe: warning: no command input: {e}");
-    }
 }
 
 /// Reads command lines for several shows until the end of `input`: `@NAME COMMAND` posts
@@ -826,7 +781,7 @@ pub fn read_show_commands(
             }
         };
         for &i in &targets {
-            shows[i].1.submit(cmd.clone(), None);
+            shows[i].1.submit(cmd.clone());
         }
         for i in targets {
             shows[i].1.after_line();
@@ -836,6 +791,37 @@ pub fn read_show_commands(
     for (_, show) in shows {
         show.end(others);
     }
+}
+
+/// Whether commands are read from stdin, given the sources that read it (`stdin_sources`):
+/// `--control` (none given: stdin unless a source reads it, which is said unless `quiet`);
+/// refused when two sources read stdin, or one does and `--control stdin` asks for it too.
+pub(crate) fn commands_from_stdin(
+    control: Option<&str>,
+    stdin_sources: &[String],
+    quiet: bool,
+) -> anyhow::Result<bool> {
+    if let [a, b, ..] = stdin_sources {
+        anyhow::bail!("{a} and {b} both read stdin; only one source can, give the other a file");
+    }
+    Ok(match (control, stdin_sources.first()) {
+        (None, None) | (Some("stdin"), None) => true,
+        (None, Some(source)) => {
+            if !quiet {
+                crate::say!(
+                    "framepipe: {source} reads stdin, so commands are not read from it \
+                     (SIGINT/SIGTERM still stop the run)"
+                );
+            }
+            false
+        }
+        (Some("stdin"), Some(source)) => anyhow::bail!(
+            "--control stdin: {source} reads stdin too, and they cannot share it; use \
+             --control none, or give the source a file"
+        ),
+        (Some("none"), _) => false,
+        (Some(other), _) => anyhow::bail!("bad --control '{other}': expected stdin or none"),
+    })
 }
 
 #[cfg(test)]

@@ -219,7 +219,7 @@ impl DescEditor {
                 .into_iter()
                 .map(|i| next.nodes[i].name.clone())
                 .collect();
-            crate::resolve_paths(&mut next, folder, &self.registry, &sinks);
+            crate::load::resolve_paths(&mut next, folder, &self.registry, &sinks);
         }
         Ok(next)
     }
@@ -595,7 +595,7 @@ mod tests {
              invert name=fx2 ! y4msink name=out location={out}"
         ))
         .unwrap();
-        let registry = crate::registry_for(&desc, None);
+        let registry = crate::load::registry_for(&desc, None);
         (DescEditor::new(desc, registry), out)
     }
 

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use framepipe_control::CommandSender;
 use framepipe_core::{PropKind, Rational, Registry};
 use framepipe_midi::{
     LiveValues, MidiInput, Port, Props, Range, SaveContext, ShowSurface, Surface,
@@ -147,33 +146,9 @@ pub fn surface(
     Ok(surface)
 }
 
-/// Starts the MIDI surface on `port` for the graph `desc`, posting to `tx`.
-#[allow(clippy::too_many_arguments)] // the run's pieces the surface needs, each once
-pub fn start(
-    port: &str,
-    desc: &GraphDesc,
-    registry: &Registry,
-    project: Option<PathBuf>,
-    pace: Option<Rational>,
-    start_paused: bool,
-    counters: Arc<framepipe_runtime::Counters>,
-    view: ShowView,
-    tx: CommandSender,
-) -> Result<MidiInput> {
-    let surface = surface(desc, registry, project, pace, start_paused, counters, view)?;
-    start_shows(
-        port,
-        vec![ShowSurface {
-            name: None,
-            surface,
-            tx,
-        }],
-    )
-}
-
-/// Starts one MIDI input on `port` for several shows' surfaces (issue #11): each show's own
-/// mappings post to its own queue.
-pub fn start_shows(port: &str, shows: Vec<ShowSurface>) -> Result<MidiInput> {
+/// Starts the one MIDI input on `port` for every show's surface (one show or several, issue
+/// #11): each show's own mappings post to its own queue.
+pub fn start(port: &str, shows: Vec<ShowSurface>) -> Result<MidiInput> {
     let notify: framepipe_midi::input::Notify = Arc::new(|line: &str| {
         crate::say!("\rframepipe: {line}");
     });

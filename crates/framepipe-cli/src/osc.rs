@@ -23,11 +23,13 @@ use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 
 use framepipe_control::osc_in::{self, Ranges};
-use framepipe_control::{Coalescer, CommandSender, Full, LogLimit, Ticket};
+use framepipe_control::{CommandSender, Full, LogLimit, Ticket};
 use framepipe_oscquery::live::model_of;
 use framepipe_oscquery::norm_ranges;
 use framepipe_runtime::{GraphView, ShowView};
 use rosc::OscPacket;
+
+use crate::outlet::Outlet;
 
 /// The receive buffer: every UDP datagram fits.
 pub const MAX_DATAGRAM: usize = 64 * 1024;
@@ -197,15 +199,12 @@ fn ranges_of(graph: &GraphView) -> Ranges {
 /// A show as the `fp-osc` thread keeps it: its queue, and its `/norm` table with the graph it
 /// was made from.
 struct Target {
-    name: Option<String>,
-    tx: CommandSender,
+    /// Its queue: values held back (a flood of one property reaches the engine once per
+    /// 10 ms), full-queue drops said once a second at most.
+    outlet: Outlet,
     view: ShowView,
     graph: Arc<GraphView>,
     ranges: Ranges,
-    /// Values held back (a flood of one property reaches the engine once per 10 ms).
-    coalescer: Coalescer,
-    /// Full-queue drops: one line a second at most, the rest counted.
-    full: LogLimit,
 }
 
 impl Target {
@@ -213,13 +212,10 @@ impl Target {
         let graph = show.view.graph();
         let ranges = ranges_of(&graph);
         Target {
-            name: show.name,
-            tx: show.tx,
+            outlet: Outlet::new(show.name.as_deref(), show.tx),
             view: show.view,
             graph,
             ranges,
-            coalescer: Coalescer::new(),
-            full: LogLimit::new(1),
         }
     }
 
@@ -239,7 +235,7 @@ impl Target {
         }
         let cmds = osc_in::packet_commands(packet, &self.ranges);
         for e in &cmds.refused {
-            warn.bad(counters, from, &Shown(self.name.as_deref(), e));
+            warn.bad(counters, from, &Shown(self.outlet.name(), e));
         }
         counters
             .ok
@@ -253,26 +249,18 @@ impl Target {
     /// posts what is held once it is due, and waits for the next gap when a flood outruns the
     /// engine (the kernel then drops what the socket cannot hold).
     fn after(&mut self, counters: &OscCounters) {
-        if self.coalescer.due() {
-            self.send(counters, None, false);
-        } else if self.coalescer.should_wait() {
-            self.send(counters, None, true);
-        }
-        if let Some(n) = self.full.tick(Instant::now()) {
+        if let Some(n) = self
+            .outlet
+            .pace(&mut |who, full, n, r| posted(counters, who, full, n, r))
+        {
             crate::say!(
                 "\rframepipe: osc: {}{n} more commands dropped in the last second (command queue full)",
-                self.who()
+                self.outlet.who()
             );
         }
     }
 
-    fn who(&self) -> String {
-        self.name
-            .as_deref()
-            .map_or(String::new(), |n| format!("show {n}: "))
-    }
-
-    /// Offers `cmd` to the coalescer (posted at once unless one of its property was posted
+    /// Offers `cmd` to the outlet (posted at once unless one of its property was posted
     /// within the gap), or, without one, posts what is held (after the gap, with `settle`).
     /// Counts what is posted, dropped and coalesced.
     fn send(
@@ -281,30 +269,17 @@ impl Target {
         cmd: Option<framepipe_control::Command>,
         settle: bool,
     ) {
-        let coalesced = self.coalescer.coalesced();
-        let who = self.who();
-        let (tx, full) = (&self.tx, &mut self.full);
-        let mut post = |n: usize, r: Result<Ticket, Full>| match r {
-            Ok(_) => {
-                counters.ok.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            Err(Full(cmd)) => {
-                counters.full.fetch_add(n as u64, Ordering::Relaxed);
-                if full.allow(Instant::now()) {
-                    crate::say!(
-                        "\rframepipe: osc: {who}command queue full; dropped: {} (and any more until it drains)",
-                        crate::commands::shown(&cmd)
-                    );
-                }
-            }
+        let coalesced = self.outlet.coalesced();
+        let mut post = |who: &str, full: &mut LogLimit, n: usize, r: Result<Ticket, Full>| {
+            posted(counters, who, full, n, r)
         };
         match cmd {
-            Some(cmd) => self.coalescer.offer(tx, cmd, &mut post),
-            None if settle => self.coalescer.settle(tx, &mut post),
-            None => self.coalescer.flush(tx, &mut post),
+            Some(cmd) => self.outlet.offer(cmd, &mut post),
+            None if settle => self.outlet.settle(&mut post),
+            None => self.outlet.flush(&mut post),
         }
         // A message replaced by a later one was taken (the later one stands for it).
-        let replaced = self.coalescer.coalesced() - coalesced;
+        let replaced = self.outlet.coalesced() - coalesced;
         if replaced > 0 {
             counters.ok.fetch_add(replaced, Ordering::Relaxed);
             counters.coalesced.fetch_add(replaced, Ordering::Relaxed);
@@ -313,7 +288,32 @@ impl Target {
 
     /// Whether it holds commands (the thread then looks again within a millisecond).
     fn holds(&self) -> bool {
-        self.coalescer.held() > 0
+        self.outlet.held() > 0
+    }
+}
+
+/// How the OSC input reports a post of `n` messages: counted as `ok` or `full` (dropped); a
+/// drop said once a second at most (`full`), naming the show when there are several (`who`).
+fn posted(
+    counters: &OscCounters,
+    who: &str,
+    full: &mut LogLimit,
+    n: usize,
+    r: Result<Ticket, Full>,
+) {
+    match r {
+        Ok(_) => {
+            counters.ok.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        Err(Full(cmd)) => {
+            counters.full.fetch_add(n as u64, Ordering::Relaxed);
+            if full.allow(Instant::now()) {
+                crate::say!(
+                    "\rframepipe: osc: {who}command queue full; dropped: {} (and any more until it drains)",
+                    crate::commands::shown(&cmd)
+                );
+            }
+        }
     }
 }
 
@@ -347,13 +347,13 @@ impl Listener {
         let index = targets
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| t.name.clone().map(|n| (n, i)))
+            .filter_map(|(i, t)| t.outlet.name().map(|n| (n.to_string(), i)))
             .collect();
         let names = targets
             .iter()
-            .map(|t| t.name.clone().unwrap_or_default())
+            .map(|t| t.outlet.name().unwrap_or_default().to_string())
             .collect();
-        let single = targets.len() == 1 && targets[0].name.is_none();
+        let single = targets.len() == 1 && targets[0].outlet.name().is_none();
         Listener {
             targets,
             index,
@@ -470,7 +470,7 @@ mod tests {
             "testsrc width=16 height=16 ! invert name=fx ! nullsink",
         )
         .unwrap();
-        let registry = crate::registry_for(&desc, None);
+        let registry = crate::load::registry_for(&desc, None);
         let graph = crate::build::build(&desc, &registry, crate::build::Purpose::Run).unwrap();
         let prepared = graph
             .prepare(framepipe_runtime::Options {

@@ -2,8 +2,9 @@
 //! scripts, and the rule for lines printed between redraws.
 //!
 //! * The status line is drawn only when stderr is a terminal (and not `-q`), fitted to the
-//!   terminal's width (`TIOCGWINSZ` on stderr, else `$COLUMNS`, else 80) by dropping its less
-//!   important fields first, so that it never wraps (a wrapped line leaves a line per redraw).
+//!   terminal's width (`TIOCGWINSZ` on stderr, else `$COLUMNS`, else 80) so that it never wraps
+//!   (a wrapped line leaves a line per redraw): one show's by dropping its less important
+//!   fields first, several shows' (one field) by cutting it.
 //! * A line printed meanwhile ([`say_line`], the `say!` macro) clears the status line first;
 //!   when there is no status line (stderr a file or pipe), nothing but the line is written: no
 //!   `\r`, no escape codes in a log file.
@@ -12,7 +13,7 @@
 
 use std::fmt;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -52,7 +53,7 @@ pub(crate) fn line_start() -> &'static str {
     }
 }
 
-/// Says whether a status line is being drawn (by [`status_line`] or a show host's own).
+/// Says whether a status line is being drawn (by [`status_line`]).
 pub(crate) fn drawing(on: bool) {
     STATUS_ON.store(on, Ordering::Relaxed);
 }
@@ -125,75 +126,154 @@ fn progress_fields(frames: u64, total: Option<u64>, fps: f64) -> Vec<(u8, String
     out
 }
 
-/// Where the status line gets its figures; each extra a summary read from atomics.
-pub(crate) struct StatusSource {
-    pub counters: Arc<Counters>,
-    /// Frames the run will output, when the sources' lengths say it.
-    pub total: Option<u64>,
-    /// The surfaces' counts (OSC, MIDI, web, OSCQuery), each a short summary.
-    pub extras: Vec<Box<dyn Fn() -> String + Send>>,
+/// A surface's counts for the status line (`osc: 3 ok, 0 bad`), read from atomics.
+pub(crate) type Summary = Box<dyn Fn() -> String + Send>;
+
+/// What the status line counts: the only show, or every show of the run.
+pub(crate) enum Figures {
+    /// One show: its figures and per-node times, and the frames it will output when the
+    /// sources' lengths say it.
+    Show {
+        counters: Arc<Counters>,
+        total: Option<u64>,
+    },
+    /// Several shows: how many still run, frames out and late/repeated frames over them all.
+    Shows {
+        counters: Vec<Arc<Counters>>,
+        running: Arc<AtomicUsize>,
+    },
 }
 
-/// Redraws one status line on stderr four times a second until `stop`, fitted to the
-/// terminal's width (read at each redraw: a resized terminal is followed). Reads only atomics.
+/// Where the status line gets its figures; each extra a surface's summary read from atomics.
+pub(crate) struct StatusSource {
+    pub figures: Figures,
+    /// The surfaces' counts (OSC, MIDI, web, OSCQuery), each a short summary.
+    pub extras: Vec<Summary>,
+}
+
+/// The frame rate measured between two redraws.
+struct Rate {
+    last: (u64, Instant),
+    fps: f64,
+}
+
+impl Rate {
+    /// `frames` out now: the rate since the last call (kept when no time passed).
+    fn update(&mut self, frames: u64) -> f64 {
+        let now = Instant::now();
+        let dt = now.duration_since(self.last.1).as_secs_f64();
+        if dt > 0.0 {
+            self.fps = frames.saturating_sub(self.last.0) as f64 / dt;
+        }
+        self.last = (frames, now);
+        self.fps
+    }
+}
+
+impl StatusSource {
+    /// The line's fields, each with its importance (see [`fit`]). Reads only atomics (one show:
+    /// a snapshot of its counters).
+    fn fields(&self, rate: &mut Rate) -> Vec<(u8, String)> {
+        match &self.figures {
+            Figures::Show { counters, total } => {
+                let s = counters.snapshot();
+                let fps = rate.update(s.frames);
+                // Importance: the frame count and rate first, then progress, trouble (late,
+                // paused), then the rest; the per-node times go first when room is short.
+                let mut fields: Vec<(u8, String)> = vec![(10, format!("{} frames", s.frames))];
+                fields.extend(progress_fields(s.frames, *total, fps));
+                fields.push((9, format!("{fps:.1} fps")));
+                let (late, rep) = (counters.late(), counters.repeated());
+                if late + rep > 0 {
+                    fields.push((7, format!("late {late} rep {rep}")));
+                }
+                if counters.paused() {
+                    fields.push((8, "PAUSED".into()));
+                }
+                if counters.realtime() {
+                    fields.push((4, "RT".into()));
+                }
+                fields.push((3, format!("in flight {}", s.in_flight)));
+                fields.push((2, format!("{:.1}bpm", counters.tempo_bpm())));
+                let budget = counters.latency_budget_ms();
+                if budget > 0.0 {
+                    fields.push((3, format!("latency {budget:.1}ms")));
+                }
+                for extra in &self.extras {
+                    fields.push((5, extra()));
+                }
+                for st in &s.stages {
+                    let skipped = if st.skipped > 0 {
+                        format!(" skipped {}", st.skipped)
+                    } else {
+                        String::new()
+                    };
+                    let text = if st.instances > 1 {
+                        format!("{} {:.1}ms x{}{skipped}", st.name, st.mean_ms, st.instances)
+                    } else {
+                        format!("{} {:.1}ms{skipped}", st.name, st.mean_ms)
+                    };
+                    fields.push((1, text));
+                }
+                fields
+            }
+            Figures::Shows { counters, running } => {
+                let (mut frames, mut late, mut repeated, mut paused) = (0u64, 0u64, 0u64, 0usize);
+                for c in counters {
+                    frames += c.frames_out();
+                    late += c.late();
+                    repeated += c.repeated();
+                    paused += c.paused() as usize;
+                }
+                let fps = rate.update(frames);
+                // One field: cut at the terminal's width rather than thinned.
+                let mut line = format!(
+                    "{}/{} shows running  {frames:>8} frames out  {fps:>7.1} fps  late {late} rep {repeated}",
+                    running.load(Ordering::Relaxed),
+                    counters.len()
+                );
+                if paused > 0 {
+                    line.push_str(&format!("  {paused} paused"));
+                }
+                for summary in &self.extras {
+                    line.push_str(&format!("  {}", summary()));
+                }
+                vec![(10, line)]
+            }
+        }
+    }
+}
+
+/// The status line of a run of one show or several (the `fp-status` thread): redrawn on stderr
+/// four times a second until `stop`, fitted to the terminal's width (read at each redraw: a
+/// resized terminal is followed). Reads only atomics.
 pub(crate) fn status_line(src: &StatusSource, stop: &AtomicBool) {
     drawing(true);
-    let counters = &src.counters;
-    let mut last = (0u64, Instant::now());
-    let mut fps = 0.0;
+    let mut rate = Rate {
+        last: (0, Instant::now()),
+        fps: 0.0,
+    };
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(REDRAW);
-        let s = counters.snapshot();
-        let now = Instant::now();
-        let dt = now.duration_since(last.1).as_secs_f64();
-        if dt > 0.0 {
-            fps = (s.frames - last.0.min(s.frames)) as f64 / dt;
-        }
-        last = (s.frames, now);
-        // Importance: the frame count and rate first, then progress, trouble (late, paused),
-        // then the rest; the per-node times go first when room is short.
-        let mut fields: Vec<(u8, String)> = vec![(10, format!("{} frames", s.frames))];
-        fields.extend(progress_fields(s.frames, src.total, fps));
-        fields.push((9, format!("{fps:.1} fps")));
-        let (late, rep) = (counters.late(), counters.repeated());
-        if late + rep > 0 {
-            fields.push((7, format!("late {late} rep {rep}")));
-        }
-        if counters.paused() {
-            fields.push((8, "PAUSED".into()));
-        }
-        if counters.realtime() {
-            fields.push((4, "RT".into()));
-        }
-        fields.push((3, format!("in flight {}", s.in_flight)));
-        fields.push((2, format!("{:.1}bpm", counters.tempo_bpm())));
-        let budget = counters.latency_budget_ms();
-        if budget > 0.0 {
-            fields.push((3, format!("latency {budget:.1}ms")));
-        }
-        for extra in &src.extras {
-            fields.push((5, extra()));
-        }
-        for st in &s.stages {
-            let skipped = if st.skipped > 0 {
-                format!(" skipped {}", st.skipped)
-            } else {
-                String::new()
-            };
-            let text = if st.instances > 1 {
-                format!("{} {:.1}ms x{}{skipped}", st.name, st.mean_ms, st.instances)
-            } else {
-                format!("{} {:.1}ms{skipped}", st.name, st.mean_ms)
-            };
-            fields.push((1, text));
-        }
-        let line = fit(&fields, columns());
+        let line = fit(&src.fields(&mut rate), columns());
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r{line}\x1b[K");
         let _ = err.flush();
     }
     drawing(false);
     let _ = write!(std::io::stderr(), "\r\x1b[K");
+}
+
+/// Starts the `fp-status` thread drawing `src` until `stop` (`None` if it cannot be started:
+/// the run goes on without a status line).
+pub(crate) fn spawn_status_line(
+    src: StatusSource,
+    stop: Arc<AtomicBool>,
+) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("fp-status".into())
+        .spawn(move || status_line(&src, &stop))
+        .ok()
 }
 
 /// Frames the run will output, when known: the shortest of the sources that end the run

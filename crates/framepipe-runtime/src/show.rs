@@ -11,7 +11,7 @@ use std::sync::Arc;
 use framepipe_control::CommandReader;
 use framepipe_core::{Error, FramePool, Result, Sink, VideoInfo};
 
-use crate::exec::{guard, panic_message};
+use crate::exec::{catch_panic, guard, panic_error};
 use crate::memory::{PoolPlan, SharedPools, ShowPools};
 use crate::model::{Options, JOIN_GRACE};
 use crate::sched::Shared;
@@ -149,7 +149,7 @@ impl Prepared {
         }
         let commands = self.commands.take();
         let mut sink = self.sinks[0].take().expect("the master sink");
-        let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let output = catch_panic(|| {
             crate::output::run_output(
                 &shared,
                 0,
@@ -159,9 +159,9 @@ impl Prepared {
                 options,
                 stall,
             )
-        }));
+        });
         let (pacing, out_result) = output.unwrap_or_else(|p| {
-            let e = Error::element("output thread", format!("panicked: {}", panic_message(&*p)));
+            let e = panic_error("output thread", &p);
             shared.break_run(e, None);
             (None, Ok(()))
         });
@@ -192,7 +192,7 @@ impl Prepared {
             let spawned = std::thread::Builder::new()
                 .name(format!("fp-out-{port}"))
                 .spawn(move || {
-                    let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let output = catch_panic(|| {
                         crate::output::run_output(
                             &sh,
                             port,
@@ -202,14 +202,11 @@ impl Prepared {
                             follower_options,
                             u64::MAX,
                         )
-                    }));
+                    });
                     let out = match output {
                         Ok((_, r)) => r,
                         Err(p) => {
-                            let e = Error::element(
-                                format!("output thread of {name}"),
-                                format!("panicked: {}", panic_message(&*p)),
-                            );
+                            let e = panic_error(format!("output thread of {name}"), &p);
                             sh.break_run(e, None);
                             Ok(())
                         }

@@ -99,8 +99,8 @@ fn sanitize(name: &str) -> String {
 /// window, a socket) are replaced by `nullsink` (keeping `master=` and `leaky=`). Refuses what
 /// would still touch the outside: a source reading stdin or the network.
 pub(super) fn prepare_show(arg: &str) -> Result<ShowDesc> {
-    let mut desc = crate::load_desc(arg)?;
-    let registry = crate::registry_for(&desc, None);
+    let mut desc = crate::load::load_desc(arg)?;
+    let registry = crate::load::registry_for(&desc, None);
     if let Some(s) = crate::commands::stdin_sources(&desc, &registry).first() {
         bail!("doctor cannot measure a show whose source reads stdin ({s}); give it a file");
     }

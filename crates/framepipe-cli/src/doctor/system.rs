@@ -347,7 +347,7 @@ fn rtprio_grants() -> Vec<(String, String)> {
 pub(super) fn frei0r() -> Section {
     progress("frei0r: search path and plugins");
     let dirs = framepipe_frei0r::search_path();
-    let (registry, warnings) = crate::registry(None);
+    let (registry, warnings) = crate::load::registry(None);
     let count = registry
         .iter()
         .filter(|e| e.desc.name.starts_with("frei0r-"))

@@ -1,7 +1,6 @@
 //! The edit thread: builds each live edit's version off the frame path and hands it to the
 //! master output to switch in at a frame boundary; drops replaced versions once their frames are back.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::Arc;
@@ -13,6 +12,7 @@ use framepipe_control::{Command, Posted};
 use super::{fill_edit_pools, need_after, prepare_edit};
 use super::{Editor, Fade};
 use crate::build::Admit;
+use crate::exec::catch_panic;
 use crate::model::Options;
 use crate::sched::{NextVersion, Replaced, Shared};
 use crate::Event;
@@ -238,7 +238,7 @@ pub(crate) fn spawn(
             }
             // The run ended (the output thread waits for this edit's answer).
             if let Some(p) = parked.take() {
-                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| editor.settled(false)));
+                let _ = catch_panic(|| editor.settled(false));
                 shared.counters.memory.count_refusal();
                 send(FromEditor::Refused(p.posted, p.reason));
             }
@@ -312,7 +312,7 @@ fn try_edit(
             send(FromEditor::Ready(p));
         }
         Err(reason) => {
-            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| editor.settled(false)));
+            let _ = catch_panic(|| editor.settled(false));
             if memory.take_later() {
                 if since.elapsed() <= BURY_MAX {
                     *parked = Some(Parked {
@@ -334,7 +334,7 @@ fn try_edit(
 fn guarded<T>(
     f: impl FnOnce() -> std::result::Result<T, String>,
 ) -> std::result::Result<T, String> {
-    std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+    catch_panic(f).unwrap_or_else(|p| {
         Err(format!(
             "building the edit panicked: {}",
             crate::exec::panic_message(&*p)
@@ -396,7 +396,7 @@ fn build_after_fade(
             next: Some(next),
         },
         Err(reason) => {
-            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| editor.settled(false)));
+            let _ = catch_panic(|| editor.settled(false));
             if shared.counters.memory.take_later() {
                 shared.counters.memory.count_refusal();
             }

@@ -2,22 +2,72 @@
 //! one per blocking source (at most `MAX_IO_THREADS`), so that a source waiting on a socket or
 //! a pipe holds no compute worker.
 
-use std::panic::AssertUnwindSafe;
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use framepipe_core::Error;
-
-use crate::exec::unwind::panic_message;
-use crate::sched::{Shared, MAX_IO_THREADS};
+use crate::exec::{work, WorkSource};
+use crate::sched::{Done, Job, Locked, Scheduler, Shared, MAX_IO_THREADS};
 use crate::stats::Event;
 
 /// The longest an IO thread sleeps without a signal.
 const IO_POLL: Duration = Duration::from_millis(100);
 
+/// IO thread `k`'s work source: its show's blocking sources' jobs (`Scheduler::next_io_job`),
+/// one at a time: a report hands nothing on (the source's next node is a compute worker's).
+/// It waits for a job on its own signal, outside the scheduler lock.
+struct IoJobs<'a> {
+    show: &'a Shared,
+    k: usize,
+    started: Cell<bool>,
+}
+
+impl<'a> IoJobs<'a> {
+    fn new(show: &'a Shared, k: usize) -> Self {
+        IoJobs {
+            show,
+            k,
+            started: Cell::new(false),
+        }
+    }
+}
+
+impl WorkSource for IoJobs<'_> {
+    const STAYS: bool = true;
+
+    fn next_show(&self) -> Option<&Shared> {
+        (!self.started.replace(true)).then_some(self.show)
+    }
+
+    fn take_job(&self, _show: &Shared, st: &mut Scheduler) -> Option<Job> {
+        st.next_io_job(self.k)
+    }
+
+    fn report(&self, show: &Shared, st: &mut Scheduler, done: Done) -> Option<Job> {
+        st.record_io(done, show);
+        None
+    }
+
+    fn idle<'a>(&self, show: &'a Shared, mut st: Locked<'a>) -> Option<Locked<'a>> {
+        if st.finished() || st.aborted() {
+            return None;
+        }
+        // Woken (its bit taken) when a job is queued for it; every IO thread at the end and
+        // on abort. The timeout only bounds what a lost wake-up could cost.
+        st.io_thread_idle(self.k);
+        drop(st);
+        show.io_signals[self.k].wait(IO_POLL);
+        Some(show.lock())
+    }
+
+    fn thread(&self, _thread: usize) -> String {
+        "IO thread fp-io".into()
+    }
+}
+
 impl Shared {
-    /// The `running` slot of IO thread `k` (after the workers' and the output threads').
-    fn io_slot(&self, k: usize) -> usize {
+    /// IO thread `k`'s index in `running` (after the workers and the output threads).
+    fn io_thread_index(&self, k: usize) -> usize {
         self.running.len() - MAX_IO_THREADS + k
     }
 
@@ -46,40 +96,12 @@ impl Shared {
         Ok(())
     }
 
-    /// IO thread `k`'s body: runs blocking sources' jobs, one at a time, until the run ends.
-    /// A panic outside the element guards ends the run, as a worker's does.
+    /// IO thread `k`'s body: runs blocking sources' jobs, one at a time, until the run ends
+    /// (the worker loop over [`IoJobs`]). A panic outside the element guards ends the run, as
+    /// a worker's does.
     fn io_thread(&self, k: usize) {
         self.io_signals[k].register_current();
-        let io = self.io_slot(k);
-        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            loop {
-                let mut st = self.lock();
-                if let Some(job) = st.next_io_job(k) {
-                    let ver = Arc::clone(st.job_ver(&job));
-                    drop(st);
-                    let done = self.run_job(&ver, job, io);
-                    let mut st = self.lock();
-                    st.record_io(done, self);
-                    continue;
-                }
-                if st.finished() || st.aborted() {
-                    return;
-                }
-                // Woken (its bit taken) when a job is queued for it; every IO thread at the
-                // end and on abort. The timeout only bounds what a lost wake-up could cost.
-                st.io_thread_idle(k);
-                drop(st);
-                self.io_signals[k].wait(IO_POLL);
-            }
-        }));
-        if let Err(p) = r {
-            let e = Error::element(
-                "IO thread fp-io",
-                format!("panicked: {}", panic_message(&*p)),
-            );
-            self.mark_running(io, None);
-            self.break_run(e, None);
-        }
+        work(&IoJobs::new(self, k), self.io_thread_index(k));
     }
 
     /// At the run's end: waits up to `grace` for the IO threads to leave; one blocked inside
@@ -100,11 +122,11 @@ impl Shared {
                 let _ = h.join();
             } else {
                 let stage = self
-                    .running_stage(self.io_slot(k))
+                    .running_stage(self.io_thread_index(k))
                     .unwrap_or_else(|| Arc::from("(scheduler)"));
                 self.emit(Event::LeftRunning {
                     stage,
-                    worker: self.io_slot(k),
+                    worker: self.io_thread_index(k),
                 });
             }
         }

@@ -13,9 +13,13 @@ impl Shared {
     /// Runs one job outside the lock.
     pub(crate) fn run_job(&self, ver: &Version, job: Job, worker: usize) -> Done {
         match job {
-            Job::Slice { slot, index, job } => {
+            Job::Slice {
+                slot: owner,
+                index,
+                job,
+            } => {
                 // A panicking slice is contained so that the owner's count still completes.
-                Done::Slice(slot, job.call_caught(index))
+                Done::Slice(owner, job.call_caught(index))
             }
             Job::Begin { slot, pts_ns } => {
                 self.begin_frame(ver, slot, pts_ns);

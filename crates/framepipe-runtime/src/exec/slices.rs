@@ -1,5 +1,5 @@
 //! The slice runner handed to effects: fork-join of one frame's slices on the pipeline's own
-//! workers. The caller publishes the job in its worker's slot; idle workers take slices before
+//! workers. The caller publishes the job as its worker's fork (`SliceFork`, `Scheduler::slices`); idle workers take slices before
 //! any other work (`Scheduler::next_job`); the caller runs slices too and returns when all are done.
 
 #![allow(unsafe_code)] // only for the slice runner's borrowed closure; see SliceJob
@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 
 use framepipe_core::SliceRunner;
 
+use crate::exec::unwind::{catch_panic, resume_panic, PanicPayload};
 use crate::sched::Shared;
 
 /// A borrowed slice closure with its lifetime erased, so that other workers can call it.
@@ -21,7 +22,7 @@ unsafe impl Send for SliceJob {}
 
 impl SliceJob {
     /// Runs slice `index` of a claimed job, containing a panic (returned as its payload).
-    /// Only for an index claimed from a published slot and not yet counted done.
+    /// Only for an index claimed from a published fork and not yet counted done.
     pub(crate) fn call_caught(self, index: usize) -> Option<PanicPayload> {
         // SAFETY: the slice owner waits (in `PoolSlices::run`) until this index is counted
         // done before its closure goes out of scope, so the pointer is valid here.
@@ -35,9 +36,6 @@ thread_local! {
     static IN_SLICE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// What a caught panic carries (its message, usually).
-pub(crate) type PanicPayload = Box<dyn std::any::Any + Send + 'static>;
-
 /// Runs one slice with [`IN_SLICE`] set, containing a panic (returned as its payload).
 fn run_slice(f: &(dyn Fn(usize) + Sync), index: usize) -> Option<PanicPayload> {
     struct Reset;
@@ -48,14 +46,19 @@ fn run_slice(f: &(dyn Fn(usize) + Sync), index: usize) -> Option<PanicPayload> {
     }
     IN_SLICE.with(|c| c.set(true));
     let _reset = Reset;
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(index))).err()
+    catch_panic(|| f(index)).err()
 }
 
+/// One worker's fork of a frame's slices, published under the scheduler lock for idle workers
+/// to help with (one per worker, `Scheduler::slices`; empty while it runs none).
 #[derive(Default)]
-pub(crate) struct SliceSlot {
+pub(crate) struct SliceFork {
     pub(crate) job: Option<SliceJob>,
+    /// Slices in all.
     pub(crate) n: usize,
+    /// The next slice index to claim.
     pub(crate) next: usize,
+    /// Slices run and counted.
     pub(crate) done: usize,
     /// The first slice panic; the owner re-raises it once every slice is accounted for.
     pub(crate) panicked: Option<PanicPayload>,
@@ -95,16 +98,16 @@ impl SliceRunner for PoolSlices<'_> {
             return;
         }
         let erased: *const (dyn Fn(usize) + Sync + '_) = job;
-        // Only the lifetime changes. The pointer is published in this worker's slot and this
+        // Only the lifetime changes. The pointer is published in this worker's fork and this
         // function does not return until `done == n`, i.e. until every index claimed by any
-        // worker has been run; then the slot is cleared under the lock, so no worker can
+        // worker has been run; then the fork is cleared under the lock, so no worker can
         // dereference the pointer once `job` goes out of scope.
         let erased: *const (dyn Fn(usize) + Sync + 'static) =
-            // SAFETY: see above: the pointee outlives every use through the slot.
+            // SAFETY: see above: the pointee outlives every use through the fork.
             unsafe { std::mem::transmute(erased) };
         let mut st = self.shared.lock();
         st.post_slices(self.worker, SliceJob(erased), n);
-        if st.workers_idle() {
+        if self.shared.workers.any() {
             st.wake_all_workers();
         }
         while let Some(index) = st.claim_slice(self.worker) {
@@ -119,9 +122,9 @@ impl SliceRunner for PoolSlices<'_> {
         let panicked = st.finish_slices(self.worker);
         drop(st);
         if let Some(payload) = panicked {
-            // Every slice is accounted for and the slot is cleared: safe to unwind now. The
+            // Every slice is accounted for and the fork is cleared: safe to unwind now. The
             // effect's guard turns this into an error naming the element, with the message.
-            std::panic::resume_unwind(payload);
+            resume_panic(payload);
         }
     }
 }

@@ -1,16 +1,15 @@
 //! The host's clock thread: polls every show's master output at its deadlines, its signals
 //! and its command polls, with a standby thread on another CPU.
 
-use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 
-use framepipe_clock::{now_ns, prepare_pacing_thread, PiMutex, WakeMargin};
+use framepipe_clock::{now_ns, prepare_pacing_thread, WakeMargin};
 use framepipe_core::{Result, Sink};
 
-use super::shows::{Core, Slot};
+use super::shows::ShowTable;
 use super::signals::HostSignals;
 use super::timers::Timers;
 use crate::output::{standby_possible, Output, Watch};
@@ -39,7 +38,7 @@ pub(super) struct Ended {
 }
 
 /// A running show on the clock thread.
-pub(super) struct Live {
+pub(super) struct RunningShow {
     pub(super) shared: Arc<Shared>,
     pub(super) sink: Box<dyn Sink>,
     pub(super) out: Output,
@@ -69,7 +68,7 @@ pub(crate) const GRID_NS: i64 = 1_000_000;
 /// show) without it, 32 (a median of 0) with 300 ms; 500 ms is not measured separately.
 pub(super) const WARM_UP_NS: i64 = 500_000_000;
 
-/// How the clock thread runs (from the [`Host`]).
+/// How the clock thread runs (from the [`Host`](crate::Host)).
 pub(super) struct ClockSetup {
     pub(super) realtime: bool,
     pub(super) standby: bool,
@@ -77,7 +76,7 @@ pub(super) struct ClockSetup {
     pub(super) stall: Option<(Duration, Duration)>,
 }
 
-/// The host clock's figures (`--stats` `clock`), readable after [`Host::run`].
+/// The host clock's figures (`--stats` `clock`), readable after [`Host::run`](crate::Host::run).
 #[derive(Debug, Default)]
 pub struct ClockCounters {
     /// Whether a standby thread ran beside the clock thread.
@@ -120,17 +119,14 @@ pub(super) fn clock_loop(
         stall,
     } = *how;
     let mut stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
-    let _ = signals.clock.set(std::thread::current());
+    signals.register_clock();
     let paced = starts.iter().flatten().any(|s| s.options.pace.is_some());
     let with_standby = standby_wanted && paced && standby_possible();
     // Kept to the end: dropping it restores this thread's policy and timer slack.
     let setup = prepare_pacing_thread(realtime);
     let n = starts.len();
-    let mut shows: Vec<Option<Live>> = Vec::with_capacity(n);
-    let mut timers = Timers {
-        deadlines: BinaryHeap::with_capacity(2 * n + 16),
-        others: BinaryHeap::with_capacity(4 * n + 16),
-    };
+    let mut shows: Vec<Option<RunningShow>> = Vec::with_capacity(n);
+    let mut timers = Timers::for_shows(n);
     let mut margin = WakeMargin::default();
     let now = now_ns();
     // Shows of the same period spread their first deadlines over it: (period, shows of it,
@@ -181,7 +177,7 @@ pub(super) fn clock_loop(
                         *k += 1;
                     }
                 }
-                shows.push(Some(Live {
+                shows.push(Some(RunningShow {
                     shared,
                     sink,
                     out,
@@ -200,12 +196,7 @@ pub(super) fn clock_loop(
             }
         }
     }
-    let running = shows.iter().filter(|s| s.is_some()).count();
-    let core = Core {
-        slots: shows.into_iter().map(Slot::new).collect(),
-        timers: PiMutex::new(timers),
-        running: AtomicUsize::new(running),
-    };
+    let core = ShowTable::new(shows, timers);
     let watch = Watch::default();
     let (core, standby) = (&core, &watch);
     std::thread::scope(|scope| {
@@ -224,13 +215,11 @@ pub(super) fn clock_loop(
                             // A wake-up this round queued before the clock thread's sleep
                             // ends (it computed its sleep before): wake it up for it.
                             let next = core.publish(standby, false);
-                            let sleeps_to = signals.clock_wakes_at.load(Ordering::SeqCst);
+                            let sleeps_to = signals.clock_sleeps_to();
                             next.is_some_and(|(t, _)| sleeps_to != 0 && t < sleeps_to)
                         };
                         if wake_clock {
-                            if let Some(t) = signals.clock.get() {
-                                t.unpark();
-                            }
+                            signals.wake_clock();
                         }
                         (served, core.running() != 0)
                     })

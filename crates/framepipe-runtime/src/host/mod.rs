@@ -6,11 +6,11 @@
 //!   work (a frame may begin, a node became runnable, slices wait for help) by queueing its
 //!   index on the host's work queue, once until a worker takes it (`HostSignals::work_for`); a
 //!   worker takes a show from the queue, runs one of its jobs and the jobs its completions hand
-//!   straight on (`Shared::host_round`), and announces the show again if it has more work than
+//!   straight on (`exec::work` over `HostQueue`, `workers.rs`), and announces the show again if it has more work than
 //!   that, so that another worker joins in. The scheduler of each show is unchanged: its own
 //!   lock, slots, serial and parallel nodes.
 //! * **The clock.** One thread (`fp-clock`) drives every show's master output: each is an
-//!   [`Output`] state machine, polled when its deadline comes (a binary heap of wake-up times:
+//!   [`Output`](crate::output::Output) state machine, polled when its deadline comes (a binary heap of wake-up times:
 //!   it sleeps to the nearest, then spins only the last stretch of a deadline, with one
 //!   adaptive wake-up margin), when its port is signalled (a frame ready, the end: the workers
 //!   queue the show's index and unpark the clock), or when its command poll is due. No show has
@@ -26,7 +26,7 @@
 //!   deadline not yet served and, if it is still not served then (the clock thread lost its
 //!   CPU: on a VM, for up to milliseconds), serves what is due in the clock thread's place.
 //!   Each show's state machine is behind a lock of its own and the wake-ups behind a short
-//!   one (`Core`), so that both threads can serve at once, different shows: a clock thread
+//!   one (`ShowTable`), so that both threads can serve at once, different shows: a clock thread
 //!   that loses its CPU in the middle of one show's poll holds back that show only. Neither
 //!   thread holds a lock while it sleeps or spins, nor waits for a show's lock (it asks the
 //!   holder to poll that show again).
@@ -37,24 +37,31 @@
 //! What a show still has of its own: its follower output threads (a sink other than the
 //! master, unpaced, blocking only in its own I/O) and its edit thread when it has an editor.
 //! Its frame pools are quota handles on the host's, one per frame size (`SharedPools`,
-//! `pools.rs`). The master sink runs on the clock thread:
+//! `memory/`). The master sink runs on the clock thread:
 //! a sink that blocks (a full pipe, a peer applying back-pressure) delays every show's clock.
+//!
+//! * `mod.rs`: [`Host`] (adding shows, running them, concluding each by name), a blocking
+//!   master sink's own output thread.
+//! * `workers.rs`: the host's workers (`HostQueue`, the work source of `exec`'s worker loop).
+//! * `signals.rs`: `HostSignals`, the queue of shows with work and the raised master ports.
+//! * `clock.rs`: the clock thread and its standby, its figures, its grid (`GRID_NS`).
+//! * `shows.rs`: the clock's show table (`ShowTable`, `ShowEntry`): serving what is due.
+//! * `timers.rs`: the clock's wake-ups.
 
 mod clock;
 mod shows;
 mod signals;
 mod timers;
+mod workers;
 
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use framepipe_core::{Error, Result};
 
+use crate::exec::{catch_panic, panic_error, ShowQueue};
 use crate::memory::SharedPools;
-use crate::model::JOIN_GRACE;
 use crate::sched::Shared;
 use crate::show::{conclude, Prepared};
 use crate::stats::RunStats;
@@ -63,6 +70,7 @@ pub use clock::ClockCounters;
 pub(crate) use clock::GRID_NS;
 use clock::{clock_loop, ClockSetup, Ended, Start};
 pub(crate) use signals::HostSignals;
+use workers::{join_or_leave, start_workers};
 
 /// How one show of a [`Host`] ended.
 #[derive(Debug)]
@@ -187,11 +195,11 @@ impl Host {
         let mut own_outputs = Vec::new();
         for (i, (name, mut p)) in self.shows.into_iter().enumerate() {
             let shared = Arc::clone(&p.shared);
-            shared.serve_host(Arc::clone(&signals), i);
+            shared.workers.serve_from(Arc::clone(&signals) as _, i);
             let sink = p.take_master_sink();
             let own = sink.blocks();
             if !own {
-                shared.port_signals[0].route_to_host(Arc::clone(&signals), i);
+                shared.port_signals[0].route_to(Arc::clone(&signals) as _, i);
                 want_realtime |= p.options.pace.is_some() && p.options.realtime;
             }
             p.start_pools();
@@ -216,31 +224,7 @@ impl Host {
             names.push(name);
         }
         let all: Arc<[Arc<Shared>]> = all.into();
-        let mut workers = Vec::with_capacity(threads);
-        for w in 0..threads {
-            let (sig, shows) = (Arc::clone(&signals), Arc::clone(&all));
-            let spawned = std::thread::Builder::new()
-                .name(format!("fp-worker-{w}"))
-                .spawn(move || {
-                    while let Some(i) = sig.next_work() {
-                        sig.queued[i].store(false, Ordering::Release);
-                        shows[i].host_round(w);
-                    }
-                });
-            match spawned {
-                Ok(h) => workers.push(h),
-                Err(e) => {
-                    // Without workers nothing would run: every show fails with the reason.
-                    if workers.is_empty() {
-                        for s in all.iter() {
-                            let mut st = s.lock();
-                            st.fail(Error::io("starting a worker thread", e.kind().into()));
-                            st.after_change(s);
-                        }
-                    }
-                }
-            }
-        }
+        let workers = start_workers(&signals, &all, threads);
         // Every show may begin its first frames: a worker looks at each.
         for i in 0..n {
             signals.work_for(i);
@@ -338,15 +322,11 @@ fn own_output(index: usize, start: Start, tx: Sender<Ended>) -> std::io::Result<
     std::thread::Builder::new()
         .name("fp-out-0".into())
         .spawn(move || {
-            let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let output = catch_panic(|| {
                 crate::output::run_output(&shared, 0, &mut *sink, commands, link, options, stall_ns)
-            }));
+            });
             let output = output.unwrap_or_else(|p| {
-                let e = Error::element(
-                    "output thread",
-                    format!("panicked: {}", crate::exec::panic_message(&*p)),
-                );
-                shared.break_run(e, None);
+                shared.break_run(panic_error("output thread", &p), None);
                 (None, Ok(()))
             });
             let _ = tx.send(Ended {
@@ -357,18 +337,4 @@ fn own_output(index: usize, start: Start, tx: Sender<Ended>) -> std::io::Result<
             });
         })
         .map(drop)
-}
-
-/// Joins the host workers; one still blocked inside an element after [`JOIN_GRACE`] (every
-/// show has ended) is left running, detached: it exits when the element returns.
-fn join_or_leave(workers: Vec<JoinHandle<()>>) {
-    let deadline = std::time::Instant::now() + JOIN_GRACE;
-    while workers.iter().any(|h| !h.is_finished()) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    for h in workers {
-        if h.is_finished() {
-            let _ = h.join();
-        }
-    }
 }

@@ -6,12 +6,11 @@ use std::sync::mpsc::Sender;
 use std::sync::{Mutex, TryLockError};
 
 use framepipe_clock::{now_ns, PiMutex};
-use framepipe_core::Error;
 
-use super::clock::{Ended, Live, GRID_NS};
+use super::clock::{Ended, RunningShow, GRID_NS};
 use super::signals::HostSignals;
 use super::timers::Timers;
-use crate::exec::panic_message;
+use crate::exec::{catch_panic, panic_error};
 use crate::output::Next;
 use crate::output::Watch;
 
@@ -22,26 +21,26 @@ pub(super) const AGAIN_LIMIT: usize = 64;
 /// One show on the clock threads: its output state machine behind a lock of its own, so that a
 /// clock thread that loses its CPU while it polls one show (inside its sink's `consume`, its
 /// output's bookkeeping) holds back that show alone: the other thread serves the others.
-pub(super) struct Slot {
+pub(super) struct ShowEntry {
     /// The show, `None` once it ended (or if its output could not start). Never waited for:
-    /// a thread that finds it held raises `wanted` and goes on (see [`Core::poll`]).
-    pub(super) live: Mutex<Option<Live>>,
+    /// a thread that finds it held raises `wanted` and goes on (see [`ShowTable::poll`]).
+    show: Mutex<Option<RunningShow>>,
     /// The generation of the show's wake-ups, bumped at every poll: a heap entry of another
     /// generation is stale. [`ENDED`] once the show ended.
-    pub(super) generation: AtomicU64,
-    /// A poll was asked for while another thread held `live`: the holder polls once more
+    generation: AtomicU64,
+    /// A poll was asked for while another thread held `show`: the holder polls once more
     /// before it lets go, so that no due wake-up or signal is lost.
-    pub(super) wanted: AtomicBool,
+    wanted: AtomicBool,
 }
 
-/// A slot's generation once its show ended: every wake-up of it is stale.
+/// An entry's generation once its show ended: every wake-up of it is stale.
 pub(super) const ENDED: u64 = u64::MAX;
 
-impl Slot {
-    pub(super) fn new(live: Option<Live>) -> Self {
-        Slot {
+impl ShowEntry {
+    fn new(live: Option<RunningShow>) -> Self {
+        ShowEntry {
             generation: AtomicU64::new(if live.is_some() { 0 } else { ENDED }),
-            live: Mutex::new(live),
+            show: Mutex::new(live),
             wanted: AtomicBool::new(false),
         }
     }
@@ -52,19 +51,30 @@ impl Slot {
     }
 }
 
-/// What the clock threads (the clock thread and its standby) share: every show's [`Slot`], the
-/// wake-ups behind a short lock of their own (`timers`: a pop or a push, never held across a
-/// show's poll), and how many shows still run. Both threads may serve at once, different
-/// shows; neither holds a lock while it sleeps or spins (docs/SHOWS.md says what one lock over
-/// every show did in P8).
-pub(super) struct Core {
-    pub(super) slots: Vec<Slot>,
-    pub(super) timers: PiMutex<Timers>,
+/// What the clock threads (the clock thread and its standby) share: every show's
+/// [`ShowEntry`], the wake-ups behind a short lock of their own (`timers`: a pop or a push,
+/// never held across a show's poll), and how many shows still run. Both threads may serve at
+/// once, different shows; neither holds a lock while it sleeps or spins, so a clock thread
+/// that loses its CPU holds back only the show it is polling (docs/SHOWS.md).
+pub(super) struct ShowTable {
+    entries: Vec<ShowEntry>,
+    timers: PiMutex<Timers>,
     /// Shows not ended yet.
-    pub(super) running: AtomicUsize,
+    running: AtomicUsize,
 }
 
-impl Core {
+impl ShowTable {
+    /// The table of `shows` (`None`: a show whose output did not start) with their first
+    /// wake-ups.
+    pub(super) fn new(shows: Vec<Option<RunningShow>>, timers: Timers) -> Self {
+        let running = shows.iter().filter(|s| s.is_some()).count();
+        ShowTable {
+            entries: shows.into_iter().map(ShowEntry::new).collect(),
+            timers: PiMutex::new(timers),
+            running: AtomicUsize::new(running),
+        }
+    }
+
     /// Serves everything due now: deadlines first, then the signalled shows (taken from
     /// `HostSignals::raised` one at a time, so that what this thread has not taken yet stays
     /// there for the other one, should this one lose its CPU), then the other wake-ups whose
@@ -74,7 +84,7 @@ impl Core {
         // Deadlines first: a release waits for nothing else that is due (a frame's beginning
         // or a command poll of another group rounded to the same millisecond, a signal).
         loop {
-            let due = self.timers.lock().pop_due(now_ns(), true, &self.slots);
+            let due = self.timers.lock().pop_due(now_ns(), true, &self.entries);
             let Some(i) = due else { break };
             released += self.poll(i, tx);
         }
@@ -82,7 +92,7 @@ impl Core {
         // again: the loop ends once no signal is left).
         loop {
             // In the order they were signalled.
-            let raised = signals.raised.lock().pop_front();
+            let raised = signals.take_raised();
             let Some(i) = raised else { break };
             released += self.poll(i, tx);
         }
@@ -92,8 +102,8 @@ impl Core {
                 let now = now_ns();
                 let mut timers = self.timers.lock();
                 timers
-                    .pop_due(now, true, &self.slots)
-                    .or_else(|| timers.pop_due(now, false, &self.slots))
+                    .pop_due(now, true, &self.entries)
+                    .or_else(|| timers.pop_due(now, false, &self.entries))
             };
             let Some(i) = due else { break };
             released += self.poll(i, tx);
@@ -103,29 +113,29 @@ impl Core {
 
     /// Polls show `i` if no other thread is polling it, else asks that thread to poll it once
     /// more; returns how many frames this thread released.
-    pub(super) fn poll(&self, i: usize, tx: &Sender<Ended>) -> u64 {
-        let slot = &self.slots[i];
-        slot.wanted.store(true, Ordering::SeqCst);
+    fn poll(&self, i: usize, tx: &Sender<Ended>) -> u64 {
+        let entry = &self.entries[i];
+        entry.wanted.store(true, Ordering::SeqCst);
         // Orders the store before the try_lock's load (store then load on both sides: the
         // holder's unlock and load of `wanted` below): one of the two threads sees the other.
         std::sync::atomic::fence(Ordering::SeqCst);
         let mut released = 0;
         loop {
-            let mut live = match slot.live.try_lock() {
+            let mut live = match entry.show.try_lock() {
                 Ok(g) => g,
                 // A panic is caught inside `poll_locked`: the state is whole.
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
                 // The holder sees `wanted` before it lets go, or after (below).
                 Err(TryLockError::WouldBlock) => return released,
             };
-            while slot.wanted.swap(false, Ordering::SeqCst) {
+            while entry.wanted.swap(false, Ordering::SeqCst) {
                 released += self.poll_locked(&mut live, i, tx);
             }
             drop(live);
             std::sync::atomic::fence(Ordering::SeqCst);
             // Raised between the last swap and the unlock, by a thread that found the lock
             // held: it went on, so this thread polls again.
-            if !slot.wanted.load(Ordering::SeqCst) {
+            if !entry.wanted.load(Ordering::SeqCst) {
                 return released;
             }
         }
@@ -133,18 +143,16 @@ impl Core {
 
     /// Polls show `i`, held by this thread, until it waits for something (a wake-up is queued
     /// for it) or ends (handed back to be concluded); returns how many frames it released.
-    pub(super) fn poll_locked(&self, slot: &mut Option<Live>, i: usize, tx: &Sender<Ended>) -> u64 {
-        let Some(live) = slot.as_mut() else {
+    fn poll_locked(&self, show: &mut Option<RunningShow>, i: usize, tx: &Sender<Ended>) -> u64 {
+        let Some(live) = show.as_mut() else {
             return 0;
         };
         let before = live.shared.counters.frames_out.load(Ordering::Relaxed);
-        let g = self.slots[i].generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let g = self.entries[i].generation.fetch_add(1, Ordering::AcqRel) + 1;
         let mut again = 0;
         let ended = loop {
             let now = now_ns();
-            let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                live.out.poll(&live.shared, &mut *live.sink, now)
-            }));
+            let next = catch_panic(|| live.out.poll(&live.shared, &mut *live.sink, now));
             match next {
                 Ok(Next::Again) => {
                     again += 1;
@@ -167,10 +175,7 @@ impl Core {
                 }
                 Ok(Next::Done) => break true,
                 Err(p) => {
-                    let e = Error::element(
-                        "output of the clock thread",
-                        format!("panicked: {}", panic_message(&*p)),
-                    );
+                    let e = panic_error("output of the clock thread", &p);
                     live.shared.break_run(e, None);
                     break true;
                 }
@@ -180,22 +185,17 @@ impl Core {
         if !ended {
             return frames_out.saturating_sub(before);
         }
-        self.slots[i].generation.store(ENDED, Ordering::Release);
-        let Live {
+        self.entries[i].generation.store(ENDED, Ordering::Release);
+        let RunningShow {
             shared,
             sink,
             out,
             side,
-        } = slot.take().expect("polled");
-        let output = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| out.finish(&shared)))
-            .unwrap_or_else(|p| {
-                let e = Error::element(
-                    "output of the clock thread",
-                    format!("panicked: {}", panic_message(&*p)),
-                );
-                shared.break_run(e, None);
-                (None, Ok(()))
-            });
+        } = show.take().expect("polled");
+        let output = catch_panic(|| out.finish(&shared)).unwrap_or_else(|p| {
+            shared.break_run(panic_error("output of the clock thread", &p), None);
+            (None, Ok(()))
+        });
         let _ = tx.send(Ended {
             index: i,
             sink,
@@ -212,7 +212,7 @@ impl Core {
     /// clock thread (with its CPU, which the standby keeps off), else by the standby.
     pub(super) fn publish(&self, watch: &Watch, clock: bool) -> Option<(i64, bool)> {
         let mut timers = self.timers.lock();
-        let next = timers.next(&self.slots);
+        let next = timers.next(&self.entries);
         let t = next.map(|(t, _)| t);
         if clock {
             watch.publish(t);
@@ -224,7 +224,7 @@ impl Core {
 
     /// The earliest timed wake-up of any show now.
     pub(super) fn next(&self) -> Option<(i64, bool)> {
-        self.timers.lock().next(&self.slots)
+        self.timers.lock().next(&self.entries)
     }
 
     pub(super) fn running(&self) -> usize {

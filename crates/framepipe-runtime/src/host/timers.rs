@@ -3,21 +3,31 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::shows::Slot;
+use super::shows::ShowEntry;
 
 /// One wake-up: (when, generation, show).
-pub(super) type Timer = Reverse<(i64, u64, usize)>;
+type Timer = Reverse<(i64, u64, usize)>;
 
 /// The clock thread's wake-ups: deadlines (a frame to release: precise, spun for) and the
 /// others (a frame may begin, a command poll, a pause), each a binary heap of
 /// (when, generation, show). An entry whose generation is not its show's any more (the show
 /// was polled since) is stale and skipped.
 pub(super) struct Timers {
-    pub(super) deadlines: BinaryHeap<Timer>,
-    pub(super) others: BinaryHeap<Timer>,
+    deadlines: BinaryHeap<Timer>,
+    others: BinaryHeap<Timer>,
 }
 
 impl Timers {
+    /// The wake-ups of `n` shows, made with room for what they usually hold at once (one
+    /// current wake-up each, and the stale ones not yet at the top).
+    pub(super) fn for_shows(n: usize) -> Self {
+        Timers {
+            deadlines: BinaryHeap::with_capacity(2 * n + 16),
+            others: BinaryHeap::with_capacity(4 * n + 16),
+        }
+    }
+
+    /// Queues show `show`'s wake-up at `t` of generation `generation` (a deadline or not).
     pub(super) fn push(&mut self, t: i64, generation: u64, show: usize, deadline: bool) {
         let heap = if deadline {
             &mut self.deadlines
@@ -28,7 +38,12 @@ impl Timers {
     }
 
     /// The next show whose deadline (`deadline`) or other wake-up is due at `now`.
-    pub(super) fn pop_due(&mut self, now: i64, deadline: bool, slots: &[Slot]) -> Option<usize> {
+    pub(super) fn pop_due(
+        &mut self,
+        now: i64,
+        deadline: bool,
+        entries: &[ShowEntry],
+    ) -> Option<usize> {
         let heap = if deadline {
             &mut self.deadlines
         } else {
@@ -39,7 +54,7 @@ impl Timers {
                 return None;
             }
             heap.pop();
-            if slots[i].current(g) {
+            if entries[i].current(g) {
                 return Some(i);
             }
         }
@@ -48,10 +63,10 @@ impl Timers {
 
     /// The earliest live wake-up, and whether it is a deadline (stale entries at the top are
     /// dropped on the way).
-    pub(super) fn next(&mut self, slots: &[Slot]) -> Option<(i64, bool)> {
+    pub(super) fn next(&mut self, entries: &[ShowEntry]) -> Option<(i64, bool)> {
         let live = |heap: &mut BinaryHeap<Timer>| {
             while let Some(&Reverse((t, g, i))) = heap.peek() {
-                if slots[i].current(g) {
+                if entries[i].current(g) {
                     return Some(t);
                 }
                 heap.pop();

@@ -70,14 +70,8 @@ impl Shared {
 
     /// Does the wake-ups collected under the lock.
     fn wake(&self, w: Wake) {
-        if let Some((h, show)) = self.host.get() {
-            if w.work_all || w.work_one {
-                h.work_for(*show);
-            }
-        } else if w.work_all {
-            self.work.notify_all();
-        } else if w.work_one {
-            self.work.notify_one();
+        if w.work_all || w.work_one {
+            self.workers.wake(w.work_all);
         }
         if w.slices {
             self.slice_done.notify_all();
@@ -111,7 +105,7 @@ impl Locked<'_> {
     /// When wake-ups are pending, they are done with the mutex released (as on every release:
     /// a woken output thread must not run into a held lock) and this returns at once without
     /// waiting, like a spurious wake-up: callers wait in a loop that checks their condition.
-    fn wait(mut self, cv: &PiCondvar) -> Self {
+    pub(crate) fn wait(mut self, cv: &PiCondvar) -> Self {
         let mut guard = self.guard.take().expect("held");
         let wake = std::mem::take(&mut guard.run.wake);
         // (A discarded error stays in the state: it is dropped at the next release.)
@@ -128,16 +122,6 @@ impl Locked<'_> {
         self.guard = Some(guard);
         self.since = now_ns();
         self
-    }
-
-    /// An idle worker waits for this show's work (counted as waiting meanwhile, so that
-    /// queued work wakes it).
-    pub(crate) fn wait_for_work(mut self) -> Self {
-        self.waiting += 1;
-        let shared = self.shared;
-        let mut st = self.wait(&shared.work);
-        st.waiting -= 1;
-        st
     }
 
     /// A slice owner waits for the slices other workers took.

@@ -89,7 +89,7 @@ pub(crate) use job::{Done, Inputs, Inst, Instance, Job, Kind, Proc, SourceInst, 
 pub(crate) use lock::Locked;
 pub use lockstats::LockSummary;
 pub(crate) use lockstats::Log2Histogram;
-pub(crate) use ports::{PortItem, PortSignal};
+pub(crate) use ports::{PortItem, PortQueue, PortSignal};
 pub(crate) use switch::{EditPlan, NextVersion, Replaced};
 pub(crate) use version::Version;
 
@@ -100,12 +100,12 @@ use run::Run;
 use switch::{Retiring, SwitchNews};
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use framepipe_clock::{PiCondvar, PiMutex};
 use framepipe_core::Rational;
 
-use crate::exec::SliceSlot;
+use crate::exec::SliceFork;
 use crate::live::Live;
 use crate::stats::Counters;
 use crate::stats::EventFn;
@@ -142,13 +142,8 @@ pub(crate) struct Scheduler {
     begin_limit: u64,
     /// A frame's beginning job is out (one at a time, in order).
     begin_busy: bool,
-    /// Workers waiting for this show's work on its condition variable.
-    waiting: usize,
-    /// The show runs in a [`Host`](crate::Host): its workers are the host's, which wait for
-    /// any show's work (`HostSignals`), not on this show's condition variable.
-    host: bool,
     /// One slot per worker for its fork-join slice jobs.
-    slices: Vec<SliceSlot>,
+    slices: Vec<SliceFork>,
     /// A panic outside any element left the state inconsistent: the run is over whatever the
     /// in-flight count says (see `Shared::break_run`).
     broken: bool,
@@ -161,8 +156,8 @@ pub(crate) struct Shared {
     /// The scheduler lock ([`Shared::lock`]). Priority-inheriting: while the SCHED_FIFO
     /// output thread waits for it, the worker holding it runs at the output thread's priority.
     scheduler: PiMutex<Scheduler>,
-    /// Workers wait here for work ([`Locked::wait_for_work`]).
-    work: PiCondvar,
+    /// The show's idle workers (its own, or a host's), as a wake-up reaches them.
+    pub(crate) workers: crate::exec::IdleWorkers,
     /// A slice owner waits here for the slices other workers took
     /// ([`Locked::wait_for_slices`]).
     slice_done: PiCondvar,
@@ -185,8 +180,6 @@ pub(crate) struct Shared {
     version: AtomicU64,
     /// The published state for control surfaces (`stats/view.rs`).
     pub(crate) view: crate::stats::ShowView,
-    /// In a host: where this show's work is announced to the host's workers, and its index.
-    host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
     /// What the IO threads wait on, one each ([`MAX_IO_THREADS`]): all raised when a blocking
     /// source's job is queued (and at the end).
     pub(crate) io_signals: Vec<PortSignal>,
@@ -209,7 +202,7 @@ impl Shared {
         let ports = scheduler.run.ports.len();
         Shared {
             scheduler: PiMutex::new(scheduler),
-            work: PiCondvar::new(),
+            workers: Default::default(),
             slice_done: PiCondvar::new(),
             rate,
             threads,
@@ -225,7 +218,6 @@ impl Shared {
             events: None,
             counters,
             view,
-            host: OnceLock::new(),
             io_signals: (0..MAX_IO_THREADS).map(|_| PortSignal::default()).collect(),
             io_threads: Mutex::new(Vec::new()),
         }
@@ -234,13 +226,6 @@ impl Shared {
     /// The number of the running graph version, without the lock.
     pub(crate) fn running_version_number(&self) -> u64 {
         self.version.load(Ordering::Acquire)
-    }
-
-    /// Runs the show on a host's workers (before it starts): its work is announced to
-    /// `signals` as show `show`, and its own workers' condition variable is not used.
-    pub(crate) fn serve_host(&self, signals: Arc<crate::host::HostSignals>, show: usize) {
-        let _ = self.host.set((signals, show));
-        self.lock().use_host_workers();
     }
 }
 
@@ -273,9 +258,7 @@ impl Scheduler {
             next_seq: 0,
             begin_limit: u64::MAX,
             begin_busy: false,
-            waiting: 0,
-            host: false,
-            slices: (0..threads).map(|_| SliceSlot::default()).collect(),
+            slices: (0..threads).map(|_| SliceFork::default()).collect(),
             broken: false,
         }
     }

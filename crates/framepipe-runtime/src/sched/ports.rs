@@ -37,6 +37,13 @@ pub(crate) struct PortItem {
     pub(crate) version: u64,
 }
 
+/// Where a port's signal goes instead of to its own thread: a queue of the shows whose port was
+/// raised, served by one thread for many shows (a host's clock thread, `host::HostSignals`).
+pub(crate) trait PortQueue: Send + Sync + std::fmt::Debug {
+    /// Show `show`'s port was raised.
+    fn port_raised(&self, show: usize);
+}
+
 /// What the output thread of a port waits on instead of the scheduler mutex: a flag set (after
 /// unlocking) whenever its port or the run's end changed, and an unpark of its thread. It
 /// checks the flag, and takes the lock only when there is something to take.
@@ -44,8 +51,8 @@ pub(crate) struct PortItem {
 pub(crate) struct PortSignal {
     flag: AtomicBool,
     thread: OnceLock<Thread>,
-    /// In a host, the master port's signal goes to the clock thread, naming the show.
-    host: OnceLock<(Arc<crate::host::HostSignals>, usize)>,
+    /// In a host, the master port's signal goes to the clock thread's queue, naming the show.
+    queue: OnceLock<(Arc<dyn PortQueue>, usize)>,
 }
 
 impl PortSignal {
@@ -55,10 +62,10 @@ impl PortSignal {
     }
 
     pub(crate) fn raise(&self) {
-        if let Some((h, show)) = self.host.get() {
+        if let Some((q, show)) = self.queue.get() {
             // Queued once per raise after the last `take`: the clock thread polls the show.
             if !self.flag.swap(true, Ordering::AcqRel) {
-                h.port_raised(*show);
+                q.port_raised(*show);
             }
             return;
         }
@@ -68,9 +75,9 @@ impl PortSignal {
         }
     }
 
-    /// Routes this signal to a host's clock thread (before the show starts).
-    pub(crate) fn route_to_host(&self, h: Arc<crate::host::HostSignals>, show: usize) {
-        let _ = self.host.set((h, show));
+    /// Routes this signal to `queue`, as show `show` (before the show starts).
+    pub(crate) fn route_to(&self, queue: Arc<dyn PortQueue>, show: usize) {
+        let _ = self.queue.set((queue, show));
     }
 
     /// Whether the port was signalled since the last call (clears it).

@@ -317,7 +317,7 @@ impl Scheduler {
             self.run.wake.work_all = true;
             self.run.wake.ports = true;
             self.run.wake.io = u8::MAX;
-        } else if self.workers_idle() && self.has_work() {
+        } else if shared.workers.any() && self.has_work() {
             // Several independent jobs (branches of one frame): wake every idle worker.
             if self.flight.ready.len() + self.retiring_ready() + usize::from(self.begin_runnable())
                 > 1

@@ -165,11 +165,6 @@ impl Scheduler {
         self.begin_limit = seq;
     }
 
-    /// The show runs in a host: its workers are the host's (before the run starts).
-    pub(super) fn use_host_workers(&mut self) {
-        self.host = true;
-    }
-
     /// Whether a compute worker is inside one of this show's jobs (a node of any version, or
     /// a frame's beginning); the IO threads' jobs are not counted.
     pub(crate) fn compute_jobs_running(&self) -> bool {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use framepipe_core::Frame;
 
-use crate::exec::{PanicPayload, SliceJob, SliceSlot};
+use crate::exec::{PanicPayload, SliceFork, SliceJob};
 
 use super::{Flight, Inputs, Inst, Job, Kind, Scheduler, Shared, Version};
 
@@ -42,11 +42,6 @@ impl Scheduler {
             }
         }
         &self.flight.ver
-    }
-
-    /// Whether a worker may be idle, waiting for this show's work (in a host: always).
-    pub(crate) fn workers_idle(&self) -> bool {
-        self.waiting > 0 || self.host
     }
 
     pub(crate) fn has_work(&self) -> bool {
@@ -171,7 +166,7 @@ impl Scheduler {
 
     /// Worker `worker` offers `n` slices of `job` to the idle workers (its slot was free).
     pub(crate) fn post_slices(&mut self, worker: usize, job: SliceJob, n: usize) {
-        self.slices[worker] = SliceSlot {
+        self.slices[worker] = SliceFork {
             job: Some(job),
             n,
             next: 0,

@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use framepipe_core::Error;
-
-use crate::exec::panic_message;
+use crate::exec::{catch_panic, panic_error};
 use crate::sched::Shared;
 
 /// Something a running pipeline reports (to a status line, a log, a control surface).
@@ -84,11 +82,8 @@ impl Shared {
     /// output thread or a worker and leaving the others waiting).
     pub(crate) fn emit(&self, e: Event) {
         let Some(f) = &self.events else { return };
-        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&e))) {
-            let e = Error::element(
-                "event callback",
-                format!("panicked: {}", panic_message(&*p)),
-            );
+        if let Err(p) = catch_panic(|| f(&e)) {
+            let e = panic_error("event callback", &p);
             let mut st = self.lock();
             st.fail(e);
             st.after_change(self);
