@@ -328,8 +328,9 @@ fn plugins_and_inspect_describe_the_frei0r_plugins() {
     assert!(text.contains("lanczos3"), "{text}");
 }
 
+// issue #8
 #[test]
-fn issue_8_plugins_and_inspect_show_frei0r_mixers() {
+fn plugins_and_inspect_list_the_frei0r_mixers() {
     let out = ok(&["plugins"]);
     let text = String::from_utf8_lossy(&out.stdout);
     let line = |name: &str| -> Vec<String> {

@@ -14,7 +14,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{feed, kill, spawn, tmpdir, wait, FP};
+use common::{feed, fifo, kill, spawn, tmpdir, wait, FP};
 use rosc::{encoder, OscMessage, OscPacket, OscType};
 
 /// Lines of `text` that contain `needle`.
@@ -242,14 +242,6 @@ fn an_osc_flood_of_huge_strings_and_unknown_addresses_writes_little_to_stderr() 
         bad >= sent,
         "every huge string and bogus address is counted: {summary}"
     );
-}
-
-/// A FIFO made with mkfifo(1).
-fn fifo(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
-    let p = dir.join(name);
-    let st = Command::new("mkfifo").arg(&p).status().expect("mkfifo");
-    assert!(st.success(), "mkfifo {}", p.display());
-    p
 }
 
 /// Writes all of `bytes` to a non-blocking FIFO writer, waiting while the pipe is full.

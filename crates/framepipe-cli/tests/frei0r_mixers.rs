@@ -64,8 +64,9 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
     }
 }
 
+// issue #8
 #[test]
-fn issue_8_frei0r_mixers_in_a_cli_graph_match_gstreamer_at_1_2_4_threads() {
+fn frei0r_mixers_in_a_cli_graph_match_gstreamer_at_1_2_4_threads() {
     let dir = tmpdir("f0mix");
     let files = ["a.rgba", "b.rgba", "c.rgba"];
     for (i, f) in files.iter().enumerate() {

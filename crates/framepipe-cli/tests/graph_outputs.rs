@@ -38,10 +38,11 @@ fn two_sources(mixer: &str) -> String {
     )
 }
 
+// issue #8
 /// The issue's peer check: a graph of two sources with effects, a mixer and a tee to two file
 /// sinks writes the same frames in both files, identical whatever `--threads`.
 #[test]
-fn issue_8_two_sources_mixed_and_teed_write_identical_files_at_any_thread_count() {
+fn two_sources_mixed_and_teed_write_identical_files_at_any_thread_count() {
     for mixer in ["frei0r-multiply", "mix mode=crossfade fader=0.3"] {
         let dir = tmpdir(&format!("graph-{}", mixer.len()));
         let mut first: Option<Vec<u8>> = None;
@@ -76,10 +77,11 @@ fn issue_8_two_sources_mixed_and_teed_write_identical_files_at_any_thread_count(
     }
 }
 
+// issue #8
 /// The mixer's output differs from each input alone: it really mixes (crossfade at 0 and 1 gives
 /// each input exactly, and 0.5 neither).
 #[test]
-fn issue_8_crossfade_at_its_ends_gives_each_input_exactly() {
+fn a_crossfade_at_its_ends_gives_each_input_exactly() {
     let dir = tmpdir("xfade-ends");
     let graph = |fader: &str| {
         format!(
@@ -109,10 +111,11 @@ fn issue_8_crossfade_at_its_ends_gives_each_input_exactly() {
     assert!(half != a && half != b, "fader=0.5 is neither");
 }
 
+// issue #8
 /// Feedback through the CLI: `feedback from=X` gives X's previous frame, and the loop's output
 /// is the same at any thread count (a frame-by-frame loop computed in order).
 #[test]
-fn issue_8_a_feedback_loop_is_identical_at_any_thread_count() {
+fn a_feedback_loop_is_identical_at_any_thread_count() {
     let dir = tmpdir("feedback");
     let graph = format!(
         "testsrc pattern=bars width=320 height=240 frames={FRAMES} ! m.  \
@@ -141,9 +144,10 @@ fn issue_8_a_feedback_loop_is_identical_at_any_thread_count() {
     );
 }
 
+// issue #8
 /// A monitor tap writes a small preview beside the full-size show; the show gets every frame.
 #[test]
-fn issue_8_a_monitor_tap_previews_beside_the_show() {
+fn a_monitor_tap_previews_beside_the_show() {
     let dir = tmpdir("monitor");
     let graph = format!(
         "testsrc pattern=bars width=320 height=240 frames={FRAMES} ! frei0r-glow ! tee name=t  \

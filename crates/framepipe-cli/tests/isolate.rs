@@ -170,8 +170,9 @@ fn check_frames(got: &[u32], input: &[u32], mask: u32, hold: bool) {
     }
 }
 
+// issue #11
 #[test]
-fn issue_11_a_plugin_segfaulting_on_one_frame_costs_that_frame_only() {
+fn a_plugin_segfaulting_on_one_frame_costs_that_frame_only() {
     let p = Plugins::build("segv");
     let input = input(&p);
     let src = p.path("in.rgba");
@@ -205,8 +206,9 @@ fn issue_11_a_plugin_segfaulting_on_one_frame_costs_that_frame_only() {
     assert_no_process_with(&p.0.display().to_string());
 }
 
+// issue #11
 #[test]
-fn issue_11_a_plugin_that_hangs_is_killed_at_the_stall_timeout_and_restarted() {
+fn a_plugin_that_hangs_is_killed_at_the_stall_timeout_and_restarted() {
     let p = Plugins::build("hang");
     let input = input(&p);
     let src = p.path("in.rgba");
@@ -228,8 +230,9 @@ fn issue_11_a_plugin_that_hangs_is_killed_at_the_stall_timeout_and_restarted() {
     assert_no_process_with(&p.0.display().to_string());
 }
 
+// issue #11
 #[test]
-fn issue_11_a_parameter_set_while_running_reaches_the_isolated_plugin() {
+fn a_parameter_set_while_running_reaches_the_isolated_plugin() {
     let p = Plugins::build("set");
     let input = input(&p);
     let src = p.path("in.rgba");
@@ -285,8 +288,9 @@ fn issue_11_a_parameter_set_while_running_reaches_the_isolated_plugin() {
     }
 }
 
+// issue #11
 #[test]
-fn issue_11_the_real_crashing_plugins_run_isolated_to_the_end() {
+fn the_real_crashing_plugins_run_isolated_to_the_end() {
     let d = tmpdir("isolate-real");
     let file = |n: &str| d.join(n).display().to_string();
     let run = |pipeline: &str| {
@@ -375,8 +379,9 @@ fn issue_11_the_real_crashing_plugins_run_isolated_to_the_end() {
     );
 }
 
+// issue #11
 #[test]
-fn issue_11_isolated_plugins_give_the_same_bytes_as_in_process() {
+fn isolated_plugins_give_the_same_bytes_as_in_process() {
     let d = tmpdir("isolate-same");
     let file = |n: &str| d.join(n).display().to_string();
     let (w, h, frames) = (96, 72, 6);
@@ -444,8 +449,9 @@ fn issue_11_isolated_plugins_give_the_same_bytes_as_in_process() {
     }
 }
 
+// issue #11
 #[test]
-fn issue_11_isolate_plugins_flag_isolates_every_frei0r_node() {
+fn the_isolate_plugins_flag_isolates_every_frei0r_node() {
     let p = Plugins::build("flag");
     let out = p.run("testsrc width=64 height=64 frames=8 rate=30 ! frei0r-fp_segv ! nullsink");
     // Without isolation the crash takes the process down.

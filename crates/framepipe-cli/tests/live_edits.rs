@@ -63,8 +63,9 @@ fn assert_span(out: &[u8], span: std::ops::Range<usize>, inside: &[u8], outside:
     }
 }
 
+// issue #9
 #[test]
-fn issue_9_edits_on_stdin_show_from_the_frame_their_reply_names() {
+fn edits_on_stdin_show_from_the_frame_their_reply_names() {
     let dir = tmpdir("live-edits");
     let out_path = dir.join("out.rgba");
     let pipeline = format!(
@@ -109,8 +110,9 @@ fn issue_9_edits_on_stdin_show_from_the_frame_their_reply_names() {
     assert_ne!(plain[..FRAME], plain[FRAME..2 * FRAME]);
 }
 
+// issue #9
 #[test]
-fn issue_9_load_switches_scene_keeping_the_running_source_and_sink() {
+fn load_switches_scene_keeping_the_running_source_and_sink() {
     let dir = tmpdir("live-load");
     // The next scene, loaded by a path relative to the working directory: the same source
     // (so it goes on) and sink, without the invert.
@@ -382,21 +384,24 @@ fn crossfade(threads: usize, fps: u32, seconds: usize) {
     assert!(start + len < frames, "fade from {start}, {frames} frames");
 }
 
+// issue #9
 #[test]
-fn issue_9_load_with_fade_crossfades_on_the_frame_clock_one_thread() {
+fn load_with_fade_crossfades_on_the_frame_clock_one_thread() {
     crossfade(1, 30, 1);
 }
 
+// issue #9
 #[test]
-fn issue_9_load_with_fade_crossfades_on_the_frame_clock_three_threads() {
+fn load_with_fade_crossfades_on_the_frame_clock_three_threads() {
     crossfade(3, 300, 2);
 }
 
+// issue #9
 /// A crossfade to a project of another frame size is refused (a running sink keeps its size)
 /// and the show goes on unchanged; `stop` during a fade ends the run on a whole frame of it,
 /// with no end reported.
 #[test]
-fn issue_9_a_refused_fade_changes_nothing_and_stop_ends_a_fade() {
+fn a_refused_fade_changes_nothing_and_stop_ends_a_fade() {
     let dir = tmpdir("live-fade-stop");
     std::fs::write(
         dir.join("new.toml"),
@@ -432,11 +437,12 @@ fn issue_9_a_refused_fade_changes_nothing_and_stop_ends_a_fade() {
     assert!(frames < start + 300, "fade from {start}, {frames} frames");
 }
 
+// issue #9
 /// A show with a leaky preview (`monitor` into a `leaky=true` sink) beside its master: a
 /// crossfade mixes the master's frames and cuts the preview (two leaky branches cannot meet in
 /// a mixer) at the fade's first frame; the old preview branch is dropped.
 #[test]
-fn issue_9_a_crossfade_cuts_a_leaky_preview_and_fades_the_master() {
+fn a_crossfade_cuts_a_leaky_preview_and_fades_the_master() {
     let dir = tmpdir("live-fade-preview");
     let show = |pattern: &str| {
         format!(
@@ -502,7 +508,7 @@ fn issue_9_a_crossfade_cuts_a_leaky_preview_and_fades_the_master() {
 /// frame. One worker and a latency budget that lets every frame in flight begin ahead of its
 /// deadline make the first frame after the switch need all of them at once.
 #[test]
-fn issue_9_load_under_overload_live_does_not_exhaust_a_frame_pool() {
+fn load_under_overload_live_does_not_exhaust_a_frame_pool() {
     let dir = tmpdir("live-load-overload");
     let pipeline = "testsrc width=64 height=48 pattern=bars ! frei0r-glow name=g blur=0.3 \
                     ! frei0r-vignette name=v ! nullsink";
@@ -589,7 +595,7 @@ fn stats_memory(path: &std::path::Path) -> serde_json::Value {
 /// it beside the running one (what the check counted one version of before), the crossfade
 /// is refused too and the output is the old project's, every frame once, in order.
 #[test]
-fn issue_9_a_crossfade_over_max_memory_is_refused_and_a_cut_that_fits_is_applied() {
+fn a_crossfade_over_max_memory_is_refused_and_a_cut_that_fits_is_applied() {
     let dir = tmpdir("live-fade-memory");
     std::fs::write(
         dir.join("new.toml"),
@@ -693,7 +699,7 @@ fn issue_9_a_crossfade_over_max_memory_is_refused_and_a_cut_that_fits_is_applied
 /// need and two, it is refused with the figures, and the show goes on unchanged, every frame
 /// once, in order.
 #[test]
-fn issue_9_an_add_whose_version_would_not_fit_beside_the_running_one_is_refused() {
+fn an_add_whose_version_would_not_fit_beside_the_running_one_is_refused() {
     let dir = tmpdir("live-add-memory");
     let one = one_version(2, &old_project());
     let limit = one + one / 2;
@@ -741,7 +747,7 @@ fn issue_9_an_add_whose_version_would_not_fit_beside_the_running_one_is_refused(
 /// more than the budget (the version after the fade waited for the running graph to be
 /// dropped; built at once, beside both, it did not fit and the fade got stuck).
 #[test]
-fn issue_9_a_crossfade_holds_two_versions_at_once_never_three() {
+fn a_crossfade_holds_two_versions_at_once_never_three() {
     let dir = tmpdir("live-fade-two");
     std::fs::write(
         dir.join("new.toml"),
@@ -799,7 +805,7 @@ fn issue_9_a_crossfade_holds_two_versions_at_once_never_three() {
 /// is applied; every frame is output once, in order, each edit from the frame its reply
 /// names; `--stats` never counted more than the budget.
 #[test]
-fn issue_9_an_edit_waits_for_the_version_an_earlier_edit_replaced_to_be_freed() {
+fn an_edit_waits_for_the_version_an_earlier_edit_replaced_to_be_freed() {
     let dir = tmpdir("live-edit-waits");
     let pipeline = format!(
         "testsrc width={W} height={H} ! stamp name=st ! rawsink name=out location=out.rgba"
@@ -977,18 +983,21 @@ fn set_racing_replace(threads: usize, load: bool) {
     );
 }
 
+// issue #9
 #[test]
-fn issue_9_a_set_read_while_a_replace_is_pending_shows_from_its_frame_one_thread() {
+fn a_set_read_while_a_replace_is_pending_shows_from_its_frame_one_thread() {
     set_racing_replace(1, false);
 }
 
+// issue #9
 #[test]
-fn issue_9_a_set_read_while_a_replace_is_pending_shows_from_its_frame_two_threads() {
+fn a_set_read_while_a_replace_is_pending_shows_from_its_frame_two_threads() {
     set_racing_replace(2, false);
 }
 
+// issue #9
 #[test]
-fn issue_9_a_set_read_while_a_load_is_pending_shows_from_its_frame() {
+fn a_set_read_while_a_load_is_pending_shows_from_its_frame() {
     set_racing_replace(2, true);
 }
 
@@ -1044,13 +1053,15 @@ fn set_racing_remove(threads: usize) {
     );
 }
 
+// issue #9
 #[test]
-fn issue_9_a_set_read_while_a_remove_is_pending_is_shown_or_refused_one_thread() {
+fn a_set_read_while_a_remove_is_pending_is_shown_or_refused_one_thread() {
     set_racing_remove(1);
 }
 
+// issue #9
 #[test]
-fn issue_9_a_set_read_while_a_remove_is_pending_is_shown_or_refused_two_threads() {
+fn a_set_read_while_a_remove_is_pending_is_shown_or_refused_two_threads() {
     set_racing_remove(2);
 }
 
@@ -1058,7 +1069,7 @@ fn issue_9_a_set_read_while_a_remove_is_pending_is_shown_or_refused_two_threads(
 /// is not there yet when the set is read) with a reason that says so, and shows nowhere; the
 /// add itself is applied.
 #[test]
-fn issue_9_a_set_on_a_node_a_pending_add_brings_is_refused_saying_so() {
+fn a_set_on_a_node_a_pending_add_brings_is_refused_saying_so() {
     let dir = tmpdir("stale-add");
     let mut show = value_show(&dir, 2);
     std::thread::sleep(Duration::from_millis(300));

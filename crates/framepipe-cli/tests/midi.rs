@@ -9,12 +9,12 @@ mod common;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{tmpdir, FP};
+use common::{fifo, tmpdir, FP};
 
 const W: usize = 64;
 const H: usize = 32;
@@ -32,14 +32,6 @@ fn pipeline_to(location: &str) -> String {
         "testsrc width={W} height={H} frames=100000 pattern=solid color=0.5,0.5,0.5 ! \
          frei0r-brightness brightness=0 ! invert ! rawsink location={location}"
     )
-}
-
-/// A FIFO made with mkfifo(1).
-fn fifo(dir: &Path, name: &str) -> PathBuf {
-    let p = dir.join(name);
-    let st = Command::new("mkfifo").arg(&p).status().expect("mkfifo");
-    assert!(st.success(), "mkfifo {}", p.display());
-    p
 }
 
 /// The writing end of a FIFO, opened once framepipe reads it (non-blocking: a framepipe that
@@ -690,7 +682,7 @@ fn midi_through_an_alsa_virtual_port() {
 /// mapped in cam2's project sets cam2's property (its reply and its pixels) and not cam1's;
 /// `@cam1 learn ...` on stdin learns into cam1's surface only.
 #[test]
-fn issue_11_midi_mappings_of_each_project_reach_their_own_show() {
+fn midi_mappings_of_each_project_reach_their_own_show() {
     let dir = tmpdir("midi-shows");
     let (out1, out2, path) = (
         dir.join("one.rgba"),

@@ -697,7 +697,7 @@ fn a_live_edit_is_announced_and_the_tree_and_norm_follow() {
 /// one show changes that show's tree, its listened value and its output frames, not the
 /// other's; an OSC packet over the WebSocket reaches the show it names.
 #[test]
-fn issue_11_oscquery_has_one_subtree_per_show_and_a_set_reaches_one_show() {
+fn oscquery_has_one_subtree_per_show_and_a_set_reaches_that_show_only() {
     let dir = tmpdir("oscquery-shows");
     let (out1, out2) = (dir.join("one.raw"), dir.join("two.raw"));
     let show = |out: &Path| {

@@ -5,20 +5,12 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Read;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{kill, run, spawn, tmpdir, wait, FP};
-
-/// A FIFO made with mkfifo(1).
-fn fifo(dir: &Path, name: &str) -> PathBuf {
-    let p = dir.join(name);
-    let st = Command::new("mkfifo").arg(&p).status().expect("mkfifo");
-    assert!(st.success(), "mkfifo {}", p.display());
-    p
-}
+use common::{assert_sigterm_ends_at_once, fifo, run, run_fp, spawn, tmpdir, wait, Fp, FP};
 
 /// `framepipe ARGS` under a 4 GiB address-space limit: a build that read a device whole would
 /// fail there instead of taking the machine's memory.
@@ -84,22 +76,20 @@ fn a_live_load_of_a_special_file_is_refused_and_later_sets_still_work() {
         "testsrc width=32 height=24 frames=0 ! stamp name=fx what=value ! rawsink name=out location={}",
         out_path.display()
     );
-    let mut child = spawn(&["run", &pipeline]);
-    let mut stdin = child.stdin.take().unwrap();
+    let mut fp = Fp::run(&[&pipeline]);
     std::thread::sleep(Duration::from_millis(300));
     // One edit at a time (a second one while the first is prepared is refused as such), and
     // at most 3 refusals of a kind a second are printed (the rest counted): 450 ms apart.
     for (path, _) in &projects {
-        writeln!(stdin, "load {path}").unwrap();
+        fp.command(&format!("load {path}"));
         std::thread::sleep(Duration::from_millis(450));
     }
-    writeln!(stdin, "set fx.value 0.5").unwrap();
+    fp.command("set fx.value 0.5");
     std::thread::sleep(Duration::from_millis(500));
-    writeln!(stdin, "stop").unwrap();
-    let done = wait(child, Duration::from_secs(30), "loads of special files");
-    drop(stdin);
-    let err = String::from_utf8_lossy(&done.stderr);
-    assert!(done.status.success(), "{err}");
+    fp.command("stop");
+    let ok = fp.wait_exit(Duration::from_secs(30));
+    let err = fp.stderr();
+    assert!(ok, "{err}");
     for (path, why) in &projects {
         let line = err
             .lines()
@@ -122,22 +112,8 @@ fn a_fifo_sink_without_a_reader_ends_on_sigterm_with_143() {
         path.display()
     );
     let child = spawn(&["run", &pipeline]);
-    let pid = child.id();
     std::thread::sleep(Duration::from_millis(800));
-    let sent = Instant::now();
-    kill(pid, "TERM");
-    let done = wait(
-        child,
-        Duration::from_secs(10),
-        "a FIFO sink without a reader",
-    );
-    let err = String::from_utf8_lossy(&done.stderr);
-    assert_eq!(done.status.code(), Some(143), "{err}");
-    assert!(
-        sent.elapsed() < Duration::from_secs(3),
-        "{:?} after SIGTERM",
-        sent.elapsed()
-    );
+    assert_sigterm_ends_at_once(child, "a FIFO sink without a reader");
 }
 
 #[test]
@@ -172,10 +148,7 @@ fn a_stats_path_that_cannot_be_written_fails_before_the_show() {
         out_path.display()
     );
     let stats_arg = stats.display().to_string();
-    let out = run(
-        Command::new(FP).args(["run", "--stats", &stats_arg, &pipeline]),
-        Duration::from_secs(20),
-    );
+    let out = run_fp(None, &["run", "--stats", &stats_arg, &pipeline]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -196,27 +169,13 @@ fn sigterm_while_tcpsrc_waits_for_its_sender_exits_143_at_once() {
         "run",
         &format!("tcpsrc listen=127.0.0.1:{port} timeout=60 ! nullsink"),
     ]);
-    let pid = child.id();
     // Listening: a connection is accepted (and left without a header).
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(start.elapsed() < Duration::from_secs(20), "never listened");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let sent = Instant::now();
-    kill(pid, "TERM");
-    let done = wait(
-        child,
-        Duration::from_secs(10),
-        "tcpsrc waiting for its sender",
-    );
-    let err = String::from_utf8_lossy(&done.stderr);
-    assert_eq!(done.status.code(), Some(143), "{err}");
-    assert!(
-        sent.elapsed() < Duration::from_secs(3),
-        "{:?} after SIGTERM",
-        sent.elapsed()
-    );
+    assert_sigterm_ends_at_once(child, "tcpsrc waiting for its sender");
 }
 
 #[test]
@@ -246,10 +205,7 @@ fn a_sink_writing_a_stdout_closed_at_start_is_an_error_naming_it() {
 fn a_sink_on_a_full_disk_names_itself_and_the_frames_kept() {
     for sink in ["y4msink", "rawsink"] {
         let pipeline = format!("testsrc width=32 height=24 frames=5 ! {sink} location=/dev/full");
-        let out = run(
-            Command::new(FP).args(["run", "--unpaced", &pipeline]),
-            Duration::from_secs(20),
-        );
+        let out = run_fp(None, &["run", "--unpaced", &pipeline]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{sink}: {err}");
         assert!(
@@ -305,14 +261,9 @@ fn relative_paths_in_a_project_file_resolve_against_its_folder() {
          pipeline = \"rawsrc location=in.rgba width=8 height=8 ! rawsink location=out.rgba\"\n",
     )
     .unwrap();
-    let out = run(
-        Command::new(FP).current_dir(dir.path()).args([
-            "run",
-            "-q",
-            "--unpaced",
-            "shows/a/show.toml",
-        ]),
-        Duration::from_secs(20),
+    let out = run_fp(
+        Some(dir.path()),
+        &["run", "-q", "--unpaced", "shows/a/show.toml"],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -329,15 +280,15 @@ fn midi_given_as_a_relative_path_is_read_as_a_file() {
     let dir = tmpdir("midi-path");
     // One control change, then the end of the file.
     std::fs::write(dir.path().join("ctl.mid"), [0xb0, 7, 64]).unwrap();
-    let out = run(
-        Command::new(FP).current_dir(dir.path()).args([
+    let out = run_fp(
+        Some(dir.path()),
+        &[
             "run",
             "--unpaced",
             "--midi",
             "./ctl.mid",
             "testsrc width=32 height=24 frames=5 ! nullsink",
-        ]),
-        Duration::from_secs(20),
+        ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -347,15 +298,15 @@ fn midi_given_as_a_relative_path_is_read_as_a_file() {
 #[test]
 fn midi_on_a_directory_is_refused_at_start() {
     let dir = tmpdir("midi-dir");
-    let out = run(
-        Command::new(FP).current_dir(dir.path()).args([
+    let out = run_fp(
+        Some(dir.path()),
+        &[
             "run",
             "--unpaced",
             "--midi",
             "./",
             "testsrc width=32 height=24 frames=5 ! nullsink",
-        ]),
-        Duration::from_secs(20),
+        ],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -378,30 +329,17 @@ fn a_project_loaded_live_reads_its_relative_paths_from_its_own_folder() {
          location=out.rgba\"\n",
     )
     .unwrap();
-    let mut child = Command::new(FP)
-        .current_dir(dir.path())
-        .args([
-            "run",
-            "testsrc width=8 height=8 frames=0 ! rawsink name=out location=out.rgba",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    writeln!(stdin, "load scenes/b/scene.toml").unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    writeln!(stdin, "stop").unwrap();
-    let done = wait(
-        child,
-        Duration::from_secs(30),
-        "a live load from another folder",
+    let mut fp = Fp::run_in(
+        dir.path(),
+        &["testsrc width=8 height=8 frames=0 ! rawsink name=out location=out.rgba"],
     );
-    drop(stdin);
-    let err = String::from_utf8_lossy(&done.stderr);
-    assert!(done.status.success(), "{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    fp.command("load scenes/b/scene.toml");
+    std::thread::sleep(Duration::from_millis(500));
+    fp.command("stop");
+    let ok = fp.wait_exit(Duration::from_secs(30));
+    let err = fp.stderr();
+    assert!(ok, "{err}");
     assert!(
         err.contains("ok 'load scenes/b/scene.toml' from frame "),
         "{err}"

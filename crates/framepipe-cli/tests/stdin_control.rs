@@ -217,7 +217,7 @@ fn ok_frame(err: &str, cmd: &str) -> u64 {
 /// Issue #9: every stdin command gets one reply line on stderr, `ok ... from frame N` or
 /// `refused ...: REASON`, and a refusal is reported once (no separate warning).
 #[test]
-fn issue_9_every_stdin_command_gets_one_reply_line() {
+fn every_stdin_command_gets_one_reply_line() {
     let err = replies_of(
         false,
         &["set 1.blur 0.3", "set 1.blurr 1", "bypass 1 on", "stop"],
@@ -248,9 +248,10 @@ fn issue_9_every_stdin_command_gets_one_reply_line() {
     );
 }
 
+// issue #9
 /// With `-q`, applied commands are silent and refusals still said.
 #[test]
-fn issue_9_quiet_prints_only_refusals() {
+fn quiet_prints_only_refusals() {
     let err = replies_of(true, &["set 1.blur 0.3", "set 1.nosuch 1", "stop"]);
     assert!(!err.contains("framepipe: ok '"), "{err}");
     assert!(

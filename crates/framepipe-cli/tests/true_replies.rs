@@ -6,83 +6,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
-use std::process::Child;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::wait_until;
+use common::{wait_until, Fp};
 use rosc::{encoder, OscMessage, OscPacket, OscType};
 use serde_json::{json, Value};
-
-/// A running framepipe with its stderr collected; killed when dropped.
-struct Fp {
-    child: Child,
-    err: Arc<Mutex<String>>,
-}
-
-impl Fp {
-    fn start(args: &[&str]) -> Fp {
-        let mut child = common::spawn(args);
-        let err = Arc::new(Mutex::new(String::new()));
-        let stderr = child.stderr.take().unwrap();
-        let sink = Arc::clone(&err);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let mut e = sink.lock().unwrap();
-                e.push_str(&line);
-                e.push('\n');
-            }
-        });
-        Fp { child, err }
-    }
-
-    fn stderr(&self) -> String {
-        self.err.lock().unwrap().clone()
-    }
-
-    fn command(&mut self, line: &str) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// The text after `prefix` on the first stderr line that starts with it (waits 20 s).
-    fn line_after(&self, prefix: &str) -> String {
-        let mut found = None;
-        wait_until(Duration::from_secs(20), prefix, || {
-            found = self
-                .stderr()
-                .lines()
-                .find_map(|l| l.trim_start_matches('\r').strip_prefix(prefix))
-                .map(str::to_string);
-            found.is_some()
-        });
-        found.unwrap()
-    }
-
-    fn count(&self, needle: &str) -> usize {
-        self.stderr().matches(needle).count()
-    }
-
-    /// Waits until stderr has more than `n` lines containing `needle`.
-    fn wait_more(&self, needle: &str, n: usize) {
-        wait_until(
-            Duration::from_secs(20),
-            &format!("more than {n} lines with '{needle}'"),
-            || self.count(needle) > n,
-        );
-    }
-}
-
-impl Drop for Fp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn free_udp_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
@@ -126,8 +56,7 @@ const REASON: &str =
 #[test]
 fn a_property_read_at_the_start_is_refused_on_every_surface_and_shown_read_only() {
     let osc_port = free_udp_port();
-    let mut fp = Fp::start(&[
-        "run",
+    let mut fp = Fp::run(&[
         "--fps",
         "30",
         "--no-mdns",
@@ -235,8 +164,7 @@ fn a_property_read_at_the_start_is_refused_on_every_surface_and_shown_read_only(
 fn after_one_show_failed_the_others_still_take_every_show_commands() {
     // Issue #22 item 8: `@*` after one show of several failed reaches the shows still running;
     // the failed one answers for its own copy.
-    let mut fp = Fp::start(&[
-        "run",
+    let mut fp = Fp::run(&[
         "--fps",
         "30",
         "testsrc width=32 height=32 ! stamp name=st ! rawsink location=/dev/full",

@@ -607,7 +607,7 @@ fn web_pages_stay_in_sync_and_each_gets_its_own_reply() {
 /// show-2's output frame and not on show-1's, and its reply comes back to that page. The
 /// one-show routes say where to go; the page's stop ends show-2 only, which the list shows.
 #[test]
-fn issue_11_web_page_lists_the_shows_and_a_value_set_on_one_reaches_that_show_only() {
+fn the_web_page_lists_the_shows_and_a_value_set_on_one_reaches_that_show_only() {
     let Some(exe) = cdp::chromium() else {
         println!("SKIPPED: chromium is not installed (scripts/install-deps installs it)");
         return;

@@ -7,116 +7,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{tmpdir, wait_until, FP};
+use common::{tmpdir, wait_until, Fp};
 use serde_json::{json, Value};
 use tungstenite::Message;
-
-/// A running `framepipe run` killed on drop, its stderr collected and its stdin kept.
-struct Fp {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Fp {
-    fn start(args: &[&str]) -> Fp {
-        let mut child = Command::new(FP)
-            .arg("run")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn framepipe");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        {
-            let stderr = Arc::clone(&stderr);
-            let pipe = child.stderr.take().unwrap();
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(|l| l.ok()) {
-                    let mut s = stderr.lock().unwrap();
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-            });
-        }
-        Fp {
-            stdin: child.stdin.take(),
-            child,
-            stderr,
-        }
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// The port of the URL after `prefix` on stderr (`web control on http://127.0.0.1:P/`).
-    fn port_after(&self, prefix: &str) -> u16 {
-        let mut port = None;
-        wait_until(Duration::from_secs(20), prefix, || {
-            port = self.stderr().lines().find_map(|l| {
-                let url = l.split(prefix).nth(1)?;
-                url.trim_start_matches("http://")
-                    .split('/')
-                    .next()?
-                    .rsplit(':')
-                    .next()?
-                    .parse()
-                    .ok()
-            });
-            port.is_some()
-        });
-        port.unwrap()
-    }
-
-    fn web_port(&self) -> u16 {
-        self.port_after("web control on ")
-    }
-
-    fn command(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{line}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Waits for a successful exit.
-    fn wait_exit(&mut self) {
-        let start = Instant::now();
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                assert!(st.success(), "{}", self.stderr());
-                return;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "still running: {}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Fp {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "framepipe ({:?}), its stderr:\n{}",
-                self.child.try_wait(),
-                self.stderr()
-            );
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 type Ws = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>;
 
@@ -222,7 +119,7 @@ fn a_web_client_cannot_open_a_file_connect_to_a_host_or_save_through_the_page() 
     let target = TcpListener::bind("127.0.0.1:0").unwrap();
     target.set_nonblocking(true).unwrap();
     let target_port = target.local_addr().unwrap().port();
-    let mut fp = Fp::start(&[
+    let mut fp = Fp::run(&[
         "--fps",
         "30",
         "--control",
@@ -299,7 +196,7 @@ fn a_web_client_cannot_open_a_file_connect_to_a_host_or_save_through_the_page() 
     let bad_preview = post(&mut page, 3, "link web-monitor nosuchnode");
     assert_eq!(bad_preview["type"], "error", "{bad_preview}");
     send_stop(&mut page);
-    fp.wait_exit();
+    fp.wait_success();
     let web = &stats_of(&stats)["web"];
     assert_eq!(
         web["forbidden"].as_u64(),
@@ -331,7 +228,7 @@ fn a_web_page_loads_scenes_from_the_scenes_folder_only() {
     std::os::unix::fs::symlink(dir.join("outside.toml"), scenes.join("link.toml")).unwrap();
     std::fs::create_dir(scenes.join("sub")).unwrap();
     std::fs::write(scenes.join("sub").join("deep.toml"), scene(4)).unwrap();
-    let fp = Fp::start(&[
+    let fp = Fp::run(&[
         "--fps",
         "30",
         "--control",
@@ -401,7 +298,7 @@ fn load_with_the_web_page_keeps_its_preview() {
     let dir = tmpdir("web-load");
     let two = dir.join("scene2.toml");
     std::fs::write(&two, scene(2)).unwrap();
-    let mut fp = Fp::start(&[
+    let mut fp = Fp::run(&[
         "--fps",
         "30",
         "--web",
@@ -446,14 +343,14 @@ fn load_with_the_web_page_keeps_its_preview() {
     assert!(later > first);
     assert_eq!(http_status(port, "/preview.jpg"), 200);
     fp.command("stop");
-    fp.wait_exit();
+    fp.wait_success();
 }
 
 #[test]
 fn web_caps_pages_and_silent_connections_and_lets_new_clients_in_after() {
     let dir = tmpdir("web-caps");
     let stats = dir.join("stats.json");
-    let mut fp = Fp::start(&[
+    let mut fp = Fp::run(&[
         "--fps",
         "30",
         "--control",
@@ -512,7 +409,7 @@ fn web_caps_pages_and_silent_connections_and_lets_new_clients_in_after() {
     drop(silent);
     let mut page = ws(port, "/ws").unwrap();
     send_stop(&mut page);
-    fp.wait_exit();
+    fp.wait_success();
     let web = &stats_of(&stats)["web"];
     assert!(web["refused_clients"].as_u64().unwrap() >= 1, "{web}");
     assert!(web["http_refused"].as_u64().unwrap() >= 1, "{web}");
@@ -527,7 +424,7 @@ fn oscquery_answers_after_silent_connections_and_idle_clients_do_not_lock_it() {
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let osc_port = udp.local_addr().unwrap().port();
     drop(udp);
-    let mut fp = Fp::start(&[
+    let mut fp = Fp::run(&[
         "--fps",
         "30",
         "--no-mdns",
@@ -603,7 +500,7 @@ fn oscquery_answers_after_silent_connections_and_idle_clients_do_not_lock_it() {
     assert_eq!(values, 3, "the legit controller lost its stream");
     drop(idle);
     fp.command("stop");
-    fp.wait_exit();
+    fp.wait_success();
     let q = &stats_of(&stats)["oscquery"];
     assert!(q["http_timed_out"].as_u64().unwrap() >= 250, "{q}");
     assert!(q["ws_refused"].as_u64().unwrap() >= 1, "{q}");
@@ -627,7 +524,7 @@ fn remote_surfaces_cannot_set_a_text_property_the_terminal_can() {
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let osc_port = udp.local_addr().unwrap().port();
     drop(udp);
-    let mut fp = Fp::start(&[
+    let mut fp = Fp::run(&[
         "--fps",
         "30",
         "--no-mdns",
@@ -724,7 +621,7 @@ fn remote_surfaces_cannot_set_a_text_property_the_terminal_can() {
         e.contains("ok 'set fd.classifier") && e.contains(&path("stdin"))
     });
     send_stop(&mut page);
-    fp.wait_exit();
+    fp.wait_success();
     let err = fp.stderr();
     for who in ["page", "osc", "oscquery"] {
         assert!(

@@ -5,6 +5,9 @@
 //!   from its own wake-ups) and spins the last stretch, so a frame leaves within a microsecond or
 //!   so of its deadline. Deadlines are computed from the frame index and an exact [`Rational`]
 //!   rate, so they never drift.
+//! * [`WakeMargin`]: that margin, and the one sleep then spin every pacing thread uses
+//!   ([`WakeMargin::wait_until`], or [`WakeMargin::wait_until_with`] for a thread whose sleep
+//!   something else can cut short: a host's clock thread).
 //! * [`LatenessStats`]: a fixed log-linear histogram of lateness (p50/p99/max, late and
 //!   repeated frame counts).
 //! * [`prepare_pacing_thread`]: low timer slack (`PR_SET_TIMERSLACK`, 1 ns) and, when the
@@ -16,9 +19,9 @@
 //!
 //! # Real-time contract
 //! Nothing here allocates, locks or blocks per frame except the intended sleep in
-//! [`Pacer::wait_until`]. [`LatenessStats::new`] allocates its histogram once; recording is an
-//! array increment. Every call per frame is a handful of `clock_gettime` calls (vDSO, no
-//! syscall), one `clock_nanosleep` and a bounded spin of at most the current margin
+//! [`WakeMargin::wait_until_with`]. [`LatenessStats::new`] allocates its histogram once;
+//! recording is an array increment. Every call per frame is a handful of `clock_gettime` calls
+//! (vDSO, no syscall), one `clock_nanosleep` and a bounded spin of at most the current margin
 //! (the 90th percentile of recent wake-up delays plus 20 µs, within 30 µs .. 1 ms).
 //!
 //! Unsafe code is limited to the libc calls in [`sys`]; each block states why it holds.

@@ -57,7 +57,6 @@ pub struct Pacer {
     origin_ns: Option<i64>,
     index: u64,
     margin: WakeMargin,
-    adaptive: bool,
     stats: LatenessStats,
 }
 
@@ -68,6 +67,8 @@ pub struct Pacer {
 #[derive(Debug, Clone)]
 pub struct WakeMargin {
     margin_ns: i64,
+    /// Whether it learns from wake-ups (`false`: [`fixed`](Self::fixed)).
+    adaptive: bool,
     /// Recent oversleeps, a ring; `wakes` counts all ever recorded.
     oversleeps: [i64; WAKE_WINDOW],
     wakes: usize,
@@ -77,6 +78,7 @@ impl Default for WakeMargin {
     fn default() -> Self {
         WakeMargin {
             margin_ns: INITIAL_MARGIN_NS,
+            adaptive: true,
             oversleeps: [0; WAKE_WINDOW],
             wakes: 0,
         }
@@ -84,15 +86,29 @@ impl Default for WakeMargin {
 }
 
 impl WakeMargin {
+    /// A margin that stays at `margin_ns` (at least 0) whatever the wake-ups (for
+    /// measurements).
+    pub fn fixed(margin_ns: i64) -> Self {
+        WakeMargin {
+            margin_ns: margin_ns.max(0),
+            adaptive: false,
+            ..WakeMargin::default()
+        }
+    }
+
     /// The margin now, ns.
     pub fn ns(&self) -> i64 {
         self.margin_ns
     }
 
     /// Records one observed oversleep and recomputes the margin once the window is full
-    /// (until then the initial margin stands). A copy and a selection over 64 integers on the
-    /// stack: well under a microsecond, no allocation.
+    /// (until then the initial margin stands); a [`fixed`](Self::fixed) margin ignores it. A
+    /// copy and a selection over 64 integers on the stack: well under a microsecond, no
+    /// allocation.
     pub fn learn(&mut self, oversleep_ns: i64) {
+        if !self.adaptive {
+            return;
+        }
         self.oversleeps[self.wakes % WAKE_WINDOW] = oversleep_ns;
         self.wakes += 1;
         if self.wakes >= WAKE_WINDOW {
@@ -100,6 +116,47 @@ impl WakeMargin {
             let (_, &mut q, _) = sorted.select_nth_unstable(WAKE_RANK);
             self.margin_ns = (q + MARGIN_HEADROOM_NS).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
         }
+    }
+
+    /// Waits until `deadline_ns` (`CLOCK_MONOTONIC`): sleeps with `clock_nanosleep`
+    /// (`TIMER_ABSTIME`) to `deadline - margin`, learns the oversleep, spins the rest. Returns
+    /// the lateness, `now - deadline` on return (never negative: it does not return early).
+    pub fn wait_until(&mut self, deadline_ns: i64) -> i64 {
+        let slept = |to| {
+            sleep_until_ns(to);
+            true
+        };
+        self.wait_until_with(deadline_ns, i64::MAX, slept)
+            .expect("clock_nanosleep with TIMER_ABSTIME does not return early")
+    }
+
+    /// The sleep then spin of every pacing thread: sleeps with `sleep` to `deadline -
+    /// min(margin, max_spin_ns)` (when that is still ahead), learns the oversleep, then spins
+    /// to `deadline_ns`; returns the lateness then (`now - deadline`, never negative).
+    ///
+    /// `sleep(to)` sleeps until `to` (`CLOCK_MONOTONIC` ns) and says whether it slept the
+    /// whole time: a thread that must also wake up for something else (a host's clock thread,
+    /// unparked by a show's signal) returns `false` when woken early or not put to sleep at
+    /// all; then nothing is learned, there is no spin, and the result is `None`.
+    pub fn wait_until_with(
+        &mut self,
+        deadline_ns: i64,
+        max_spin_ns: i64,
+        sleep: impl FnOnce(i64) -> bool,
+    ) -> Option<i64> {
+        let sleep_to = deadline_ns - self.margin_ns.min(max_spin_ns);
+        if sleep_to > now_ns() {
+            if !sleep(sleep_to) {
+                return None;
+            }
+            self.learn(now_ns() - sleep_to);
+        }
+        let mut now = now_ns();
+        while now < deadline_ns {
+            std::hint::spin_loop();
+            now = now_ns();
+        }
+        Some(now - deadline_ns)
     }
 }
 
@@ -117,7 +174,6 @@ impl Pacer {
             origin_ns: None,
             index: 0,
             margin: WakeMargin::default(),
-            adaptive: true,
             stats: LatenessStats::default(),
         })
     }
@@ -136,8 +192,7 @@ impl Pacer {
 
     /// Uses a fixed sleep-to-spin margin instead of the adaptive one (for measurements).
     pub fn with_fixed_margin_ns(mut self, margin_ns: i64) -> Self {
-        self.margin.margin_ns = margin_ns.max(0);
-        self.adaptive = false;
+        self.margin = WakeMargin::fixed(margin_ns);
         self
     }
 
@@ -226,21 +281,7 @@ impl Pacer {
     /// rest. Returns the lateness, `now - deadline` on return (never negative: it does not
     /// return early). Adapts the margin from the observed wake-up. Does not record statistics.
     pub fn wait_until(&mut self, deadline_ns: i64) -> i64 {
-        let sleep_target = deadline_ns - self.margin.margin_ns;
-        let before = now_ns();
-        if sleep_target > before {
-            sleep_until_ns(sleep_target);
-            let woke = now_ns();
-            if self.adaptive {
-                self.margin.learn(woke - sleep_target);
-            }
-        }
-        let mut now = now_ns();
-        while now < deadline_ns {
-            std::hint::spin_loop();
-            now = now_ns();
-        }
-        now - deadline_ns
+        self.margin.wait_until(deadline_ns)
     }
 
     /// Waits for the next deadline, records its lateness in [`stats`](Self::stats) and
@@ -350,6 +391,39 @@ mod tests {
             p.margin.learn(0);
         }
         assert_eq!(p.margin_ns(), MIN_MARGIN_NS);
+    }
+
+    /// A sleep cut short (a host's clock thread unparked by a signal) neither spins nor
+    /// teaches the margin anything; a whole one does, and the wait ends at the deadline.
+    #[test]
+    fn a_sleep_cut_short_returns_without_spinning_or_learning() {
+        let mut m = WakeMargin::default();
+        let deadline = now_ns() + 50_000_000;
+        let mut asked = None;
+        let r = m.wait_until_with(deadline, i64::MAX, |to| {
+            asked = Some(to);
+            false
+        });
+        assert_eq!(r, None);
+        assert_eq!(asked, Some(deadline - INITIAL_MARGIN_NS));
+        assert!(now_ns() < deadline, "no spin to the deadline");
+        assert_eq!(m.wakes, 0, "nothing learned");
+
+        let deadline = now_ns() + 2_000_000;
+        let r = m.wait_until_with(deadline, 100_000, |to| {
+            assert_eq!(to, deadline - 100_000, "the spin is capped");
+            sleep_until_ns(to);
+            true
+        });
+        assert!(r.is_some_and(|late| late >= 0) && now_ns() >= deadline);
+        assert_eq!(m.wakes, 1);
+
+        // A fixed margin never learns.
+        let mut f = WakeMargin::fixed(70_000);
+        for _ in 0..WAKE_WINDOW {
+            f.learn(900_000);
+        }
+        assert_eq!(f.ns(), 70_000);
     }
 
     #[test]

@@ -10,12 +10,15 @@
 //! past the end of a frame at that write.
 //!
 //! [`FramePool::lazy_shared`]: crate::FramePool::lazy_shared
-#![allow(unsafe_code)] // memfd_create, mmap, munmap; see the SAFETY comments
+#![allow(unsafe_code)] // mmap, munmap and the mapped slots; see the SAFETY comments
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rustix::fs::{MemfdFlags, SealFlags};
+use rustix::mm;
 
 /// Pool ids: unique in this process, never reused (0 means "no pool").
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -38,43 +41,38 @@ pub fn shared_pools_requested() -> bool {
 }
 
 /// A new anonymous shared memory file (`memfd_create`, close-on-exec, plus `flags`), empty.
-pub fn memfd(name: &str, flags: libc::c_uint) -> std::io::Result<File> {
-    let cname = std::ffi::CString::new(name).unwrap_or_else(|_| c"framepipe-shm".to_owned());
-    // SAFETY: a valid NUL-terminated name; the descriptor is checked, then owned by a File.
-    let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC | flags) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor nobody else owns.
-    Ok(unsafe { File::from_raw_fd(fd) })
+/// A name holding a NUL byte is replaced by `framepipe-shm`.
+pub fn memfd(name: &str, flags: MemfdFlags) -> std::io::Result<File> {
+    let name = if name.contains('\0') {
+        "framepipe-shm"
+    } else {
+        name
+    };
+    let fd = rustix::fs::memfd_create(name, MemfdFlags::CLOEXEC | flags)?;
+    Ok(File::from(fd))
 }
 
 /// Maps the first `len` bytes of `file` shared, readable and writable. The caller unmaps it
 /// (`munmap(ptr, len)`) and reads or writes it only within a file at least `len` long.
 pub fn map_shared(file: &File, len: usize) -> std::io::Result<NonNull<u8>> {
-    // SAFETY: a new mapping at an address the kernel picks: it aliases no Rust object; the
-    // result is checked.
+    // SAFETY: a new mapping at an address the kernel picks (no MAP_FIXED): it aliases no Rust
+    // object.
     let ptr = unsafe {
-        libc::mmap(
+        mm::mmap(
             std::ptr::null_mut(),
             len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
+            mm::ProtFlags::READ | mm::ProtFlags::WRITE,
+            mm::MapFlags::SHARED,
+            file,
             0,
         )
-    };
-    if ptr == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
+    }?;
     NonNull::new(ptr.cast()).ok_or_else(|| std::io::Error::other("mmap returned null"))
 }
 
 /// The page size of this machine.
 pub fn page_size() -> usize {
-    // SAFETY: sysconf has no memory effects; a failure (-1) falls back to 4 KiB.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(p).ok().filter(|&p| p > 0).unwrap_or(4096)
+    rustix::param::page_size()
 }
 
 /// Where a frame of a shared pool lives: enough for another process to map the pool's memfd
@@ -122,21 +120,11 @@ impl SharedRegion {
             .ok_or_else(|| {
                 std::io::Error::other(format!("bad pool size: {slots} x {span} bytes"))
             })?;
-        let file = memfd(&format!("framepipe-pool-{name}"), libc::MFD_ALLOW_SEALING)?;
+        let file = memfd(&format!("framepipe-pool-{name}"), MemfdFlags::ALLOW_SEALING)?;
         file.set_len(len as u64)?;
         // Nobody (a child process that opened it included) may shrink or grow it now: a shrunk
         // file would make this process's reads of its frames fault.
-        // SAFETY: fcntl on our own descriptor with integer arguments.
-        let r = unsafe {
-            libc::fcntl(
-                file.as_raw_fd(),
-                libc::F_ADD_SEALS,
-                libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL,
-            )
-        };
-        if r != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        rustix::fs::fcntl_add_seals(&file, SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL)?;
         let ptr = map_shared(&file, len)?;
         Ok(SharedRegion {
             file,
@@ -171,8 +159,6 @@ impl Drop for SharedRegion {
     fn drop(&mut self) {
         // SAFETY: our own mapping; it is dropped with the pool, after every frame handle (each
         // holds the pool), so no slice into it remains.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
+        let _ = unsafe { mm::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }

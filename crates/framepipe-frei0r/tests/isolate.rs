@@ -10,8 +10,9 @@ use framepipe_core::{
 };
 use framepipe_frei0r::modes;
 
+// issue #11
 #[test]
-fn issue_11_every_stateless_plugin_gives_the_same_bytes_isolated() {
+fn every_stateless_plugin_gives_the_same_bytes_isolated() {
     framepipe_frei0r::isolate::set_host_program(PathBuf::from(env!("CARGO_BIN_EXE_frei0r-host")));
     let (w, h) = (64u32, 48u32);
     let info = VideoInfo {

@@ -11,8 +11,9 @@ use framepipe_core::{Element, FrameCtx, FramePool, InlineSlices, Rational, Regis
 #[global_allocator]
 static GLOBAL: framepipe_testkit::CountingAlloc = framepipe_testkit::CountingAlloc;
 
+// issue #11
 #[test]
-fn issue_11_the_isolated_frame_loop_does_not_allocate() {
+fn the_isolated_frame_loop_does_not_allocate() {
     framepipe_frei0r::isolate::set_host_program(PathBuf::from(env!("CARGO_BIN_EXE_frei0r-host")));
     let (w, h) = (160u32, 120u32);
     let mut r = Registry::new();

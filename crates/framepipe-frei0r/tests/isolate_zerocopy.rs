@@ -133,8 +133,9 @@ fn pattern(pool: &FramePool, seed: usize) -> Frame {
     f.freeze()
 }
 
+// issue #11
 #[test]
-fn issue_11_frames_of_a_shared_pool_go_to_the_child_and_back_without_a_copy() {
+fn frames_of_a_shared_pool_go_to_the_child_and_back_without_a_copy() {
     let r = registry(&[Path::new("/usr/lib/frei0r-1")]);
     // The same plugin, in process and isolated, on frames of a shared pool and of a heap pool.
     for (element, pool, copies_per_frame) in [
@@ -177,8 +178,9 @@ fn issue_11_frames_of_a_shared_pool_go_to_the_child_and_back_without_a_copy() {
     }
 }
 
+// issue #11
 #[test]
-fn issue_11_an_isolated_plugin_can_write_only_its_output_frame() {
+fn an_isolated_plugin_can_write_only_its_output_frame() {
     let built = Built::new();
     let r = registry(&[&built.0]);
     let words = (W * H) as usize;

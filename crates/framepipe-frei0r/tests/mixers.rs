@@ -242,13 +242,15 @@ fn check_against_gst(stem: &str, gst_name: &str, props: &[(&str, &str)], inputs:
     ours
 }
 
+// issue #8
 #[test]
-fn issue_8_mixers_match_gstreamer_multiply() {
+fn mixer_multiply_matches_gstreamer() {
     check_against_gst("multiply", "multiply", &[], 2);
 }
 
+// issue #8
 #[test]
-fn issue_8_mixers_match_gstreamer_xfade0r() {
+fn mixer_xfade0r_matches_gstreamer_at_two_fader_positions() {
     // xfade0r is BGRA8888: the swap path. The fader is given on both sides, and it matters: the
     // same inputs at another fader position give other bytes.
     let at_03 = check_against_gst("xfade0r", "xfade0r", &[("fader", "0.3")], 2);
@@ -256,20 +258,23 @@ fn issue_8_mixers_match_gstreamer_xfade0r() {
     assert!(at_03 != at_08, "the fader changes nothing");
 }
 
+// issue #8
 #[test]
-fn issue_8_mixers_match_gstreamer_rgb_mixer3() {
+fn mixer3_rgb_matches_gstreamer() {
     // RGB (file RGB.so, gst frei0r-mixer-rgb): the one mixer3 on Debian; each input averaged to
     // one channel (R from the first, G from the second, B from the third).
     check_against_gst("RGB", "rgb", &[], 3);
 }
 
+// issue #8
 #[test]
-fn issue_8_mixers_match_gstreamer_blend_with_a_parameter() {
+fn mixer_blend_with_a_parameter_matches_gstreamer() {
     check_against_gst("blend", "blend", &[("blend", "0.25")], 2);
 }
 
+// issue #8
 #[test]
-fn issue_8_every_mixer_is_registered_with_its_inputs_and_parameters() {
+fn every_mixer_is_registered_with_its_inputs_and_parameters() {
     let r = registry();
     let mut counts = [0usize; 4];
     for e in r.iter().filter(|e| e.desc.name.starts_with("frei0r-")) {
@@ -308,8 +313,9 @@ fn issue_8_every_mixer_is_registered_with_its_inputs_and_parameters() {
     assert!(matches!(x.desc.props[0].default, PropValue::Float(_)));
 }
 
+// issue #8
 #[test]
-fn issue_8_frei0r_mixers_negotiate_only_what_frei0r_takes() {
+fn frei0r_mixers_negotiate_only_what_frei0r_takes() {
     let r = registry();
     let mut m = mixer(&r, "frei0r-multiply", &[]);
     let e = m
@@ -345,8 +351,9 @@ fn issue_8_frei0r_mixers_negotiate_only_what_frei0r_takes() {
     );
 }
 
+// issue #8
 #[test]
-fn issue_8_a_live_mixer_property_change_equals_a_fresh_instance_with_that_value() {
+fn a_live_mixer_property_change_equals_a_fresh_instance_with_that_value() {
     let (w, h) = (64u32, 48u32);
     let r = registry();
     let data: Vec<Vec<u8>> = (1..=2)
@@ -380,8 +387,9 @@ fn issue_8_a_live_mixer_property_change_equals_a_fresh_instance_with_that_value(
     assert!(o.data() == &fresh[..]);
 }
 
+// issue #8
 #[test]
-fn issue_8_probe_measures_mixers() {
+fn the_probe_finds_multiply_stateless_as_the_committed_table_says() {
     // multiply keeps no state: parallel. The probe runs it on distinct input pairs.
     let report =
         framepipe_frei0r::probe::probe_plugin(&Path::new(DIR).join("multiply.so")).unwrap();
@@ -433,8 +441,9 @@ void f0r_update2(void *p, double t, const uint32_t *a, const uint32_t *b, const 
 }
 "#;
 
+// issue #8
 #[test]
-fn issue_8_probe_tells_a_stateful_mixer_from_a_stateless_one() {
+fn probe_tells_a_stateful_mixer_from_a_stateless_one() {
     let scratch = Scratch::new("cc");
     let src = scratch.file("testmix.c", TEST_MIXER_C.as_bytes());
     let build = |stem: &str, defines: &[&str]| -> PathBuf {
@@ -494,11 +503,12 @@ fn build(r: &Registry, name: &str, props: &[(&str, String)]) -> Element {
     r.create(name, &given).unwrap()
 }
 
+// issue #8
 /// The same peer check through the graph engine (framepipe-runtime) with real elements:
 /// `rawsrc` per input file → the frei0r mixer node (scheduled as the registry says: parallel)
 /// → `rawsink`, at 1, 2 and 4 worker threads: the file written equals gst's output.
 #[test]
-fn issue_8_mixers_match_gstreamer_through_the_graph_engine_at_1_2_4_threads() {
+fn mixers_match_gstreamer_through_the_graph_engine_at_1_2_4_threads() {
     use framepipe_runtime::{Graph, MixerStage, Node, NodeKind, OnEnd, Options};
     let (w, h, frames) = (96u32, 72u32, 12u32);
     let mut r = registry();

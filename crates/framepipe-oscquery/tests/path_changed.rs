@@ -189,7 +189,7 @@ fn a_new_graph_version_is_announced_and_the_tree_follows() {
 /// `/two/framepipe/...`). A live edit of one is announced with its own path
 /// (`PATH_CHANGED /two`), its subtree follows, and the other show's listened value goes on.
 #[test]
-fn issue_11_an_edit_of_one_show_is_announced_under_its_name() {
+fn an_edit_of_one_show_is_announced_under_its_name() {
     let one = Edited(Arc::new(Mutex::new((model(0, &["a"]), 0.25))));
     let two = Edited(Arc::new(Mutex::new((model(0, &["a", "b"]), 0.5))));
     let entry = |name: &str| ShowEntry {

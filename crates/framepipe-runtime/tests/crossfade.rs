@@ -210,8 +210,9 @@ fn run(threads: usize, paced: bool, at: usize) -> (Vec<u32>, Vec<Outcome>, Vec<E
     (sink.values(), outcomes, events)
 }
 
+// issue #9
 #[test]
-fn issue_9_a_crossfade_ramps_on_the_frame_clock_then_the_new_graph_runs_alone() {
+fn a_crossfade_ramps_on_the_frame_clock_then_the_new_graph_runs_alone() {
     for threads in [1, 2, 4] {
         for paced in [false, true] {
             let what = format!("threads {threads}, paced {paced}");

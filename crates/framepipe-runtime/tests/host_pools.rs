@@ -304,8 +304,9 @@ impl Sink for MarkPools {
     }
 }
 
+// issue #11
 #[test]
-fn issue_11_at_1000_fps_no_frame_is_made_after_the_warm_up() {
+fn at_1000_fps_no_frame_is_made_after_the_warm_up() {
     // Three shows of `testsrc 64x64 ! stamp` at 1000 fps in one host, 2.5 s each: once warm
     // (1 s), their shared pool makes no frame any more, neither by the filler nor by a
     // worker's acquire (an allocation and page faults on the frame path).
@@ -466,8 +467,9 @@ fn wait_holders(pools: &framepipe_runtime::SharedPools, w: u32, h: u32, holders:
     }
 }
 
+// issue #11
 #[test]
-fn issue_11_a_live_edit_in_a_host_takes_its_frames_from_the_shared_pools() {
+fn a_live_edit_in_a_host_takes_its_frames_from_the_shared_pools() {
     use framepipe_control::{command_queue, Command, GraphEdit, Outcome};
     use framepipe_runtime::{Graph, Node, NodeKind, OnEnd};
     const FPS: u32 = 100;
@@ -850,8 +852,9 @@ impl framepipe_runtime::Editor for HalfSizeFade {
     }
 }
 
+// issue #11
 #[test]
-fn issue_11_a_refused_crossfade_in_a_host_makes_nothing_in_its_pools() {
+fn a_refused_crossfade_in_a_host_makes_nothing_in_its_pools() {
     // Gap 1: the edit thread took its quota handles (making and filling the new shape's
     // shared pool) before the crossfade's own checks, so a refused crossfade had made that
     // pool's frames already. Now nothing is taken before every check has passed.
@@ -965,8 +968,9 @@ fn of_shape(
         .collect()
 }
 
+// issue #11
 #[test]
-fn issue_11_a_pool_no_version_holds_any_more_is_dropped_once_its_frames_are_back() {
+fn a_pool_no_version_holds_any_more_is_dropped_once_its_frames_are_back() {
     // Gap 2: a pool no version held any more was dropped only when a newer pool of its shape
     // existed, so a frame size an edit stopped using kept its frames until the host ended
     // (and the memory book no longer counted them). Now it is dropped (on the filler's or the
@@ -1074,8 +1078,9 @@ fn issue_11_a_pool_no_version_holds_any_more_is_dropped_once_its_frames_are_back
     });
 }
 
+// issue #11
 #[test]
-fn issue_11_a_replaced_version_keeps_its_quota_while_a_frame_of_it_is_out() {
+fn a_replaced_version_keeps_its_quota_while_a_frame_of_it_is_out() {
     // Gap 3: a replaced version whose frame outlived the edit thread's 2 s burial (here: the
     // held source's last frame, which the new version keeps) was dropped anyway, giving its
     // quota back while that frame was still out (then by whoever let go of the version

@@ -630,7 +630,7 @@ fn an_absurd_oscillator_reaches_the_element_finite_and_in_range() {
 /// allow, so a `set` reaches the output within a frame or two of being posted, not `in_flight`
 /// frames later. Before this, with 8 frames in flight, it landed 8 frames after.
 #[test]
-fn issue_9_a_set_reaches_the_output_within_a_frame_or_two_in_a_paced_run() {
+fn a_set_reaches_the_output_within_a_frame_or_two_in_a_paced_run() {
     let seen = Seen::default();
     let released = Released::default();
     let (tx, rx) = command_queue(16);
@@ -694,7 +694,7 @@ fn issue_9_a_set_reaches_the_output_within_a_frame_or_two_in_a_paced_run() {
 /// master output feeds its slack to the margin, which grows to cover such a delay (1.5 times
 /// it, at most half a period). Fed nothing, the margin would stay at its 2 ms start.
 #[test]
-fn issue_9_a_delayed_frame_grows_the_latency_margin() {
+fn a_delayed_frame_grows_the_latency_margin() {
     const HICCUP: Duration = Duration::from_millis(20);
     let seen = Seen::default();
     let setup = Setup {
@@ -726,7 +726,7 @@ fn issue_9_a_delayed_frame_grows_the_latency_margin() {
         "margin peak {} ms",
         pacing.latency_margin_peak_ms
     );
-    // (Its decay and its place in the budget: the unit tests of `budget.rs` and `output.rs`;
+    // (Its decay and its place in the budget: the unit tests of `output/gate.rs`;
     // judged here at the run's end they would depend on the last frames' timing, which a
     // loaded machine moves.)
 }
@@ -735,7 +735,7 @@ fn issue_9_a_delayed_frame_grows_the_latency_margin() {
 /// frame that saw the new value (the frame before it did not), at 1 and 2 threads, paced and
 /// unpaced; a refused command's reply names the reason.
 #[test]
-fn issue_9_an_applied_reply_names_the_first_frame_that_saw_the_value() {
+fn an_applied_reply_names_the_first_frame_that_saw_the_value() {
     for threads in [1, 2] {
         for paced in [false, true] {
             applied_reply_is_exact(threads, paced);
@@ -928,7 +928,7 @@ fn a_tempo_change_changes_the_beat_rate_from_its_frame_without_a_jump() {
 /// Issue #10 (OSC bundles): a batch's commands take effect at the same frame in every stage,
 /// the one its reply names; a batch with one bad command is refused whole and changes nothing.
 #[test]
-fn issue_10_a_batch_applies_at_one_frame_or_not_at_all() {
+fn a_batch_applies_at_one_frame_or_not_at_all() {
     use framepipe_control::Outcome;
     for threads in [1, 2] {
         const FRAMES: u64 = 60;
@@ -1000,7 +1000,7 @@ fn issue_10_a_batch_applies_at_one_frame_or_not_at_all() {
 /// Issue #9 (state can be read without the scheduler's lock): the published view names the
 /// graph's nodes and properties, and its values follow an oscillated property while running.
 #[test]
-fn issue_9_the_published_view_follows_the_values_while_running() {
+fn the_published_view_follows_the_values_while_running() {
     let seen = Seen::default();
     let p = Pipeline::new(
         (
@@ -1167,7 +1167,7 @@ impl Effect for Gate {
 /// (When the values were sampled as a frame began, it came a frame or more later: frame N had
 /// begun, the reply named a later one.) By frame numbers, at 1, 2 and 3 threads.
 #[test]
-fn issue_9_a_set_reaches_a_frame_begun_before_it_whose_node_had_not_run() {
+fn a_set_reaches_a_frame_begun_before_it_whose_node_had_not_run() {
     use framepipe_control::Outcome;
     const AT: u64 = 20;
     for threads in [1, 2, 3] {

@@ -1458,7 +1458,7 @@ fn an_edit_does_not_wait_for_a_blocked_leaky_sink() {
 /// frame that begins after the new version's first release needs all of them at once: the
 /// frames in flight, the output's last frame and the effect's output being written.
 #[test]
-fn issue_9_an_edit_under_the_live_policy_keeps_the_output_frame_in_the_new_pools() {
+fn an_edit_under_the_live_policy_keeps_the_output_frame_in_the_new_pools() {
     const N: u64 = 90;
     for threads in [1, 2] {
         let master = Collect::default();
@@ -1562,7 +1562,7 @@ impl framepipe_core::Sink for LoggedSink {
 /// source and the sink saw (a period, 200 ms, apart); every frame still reaches the sink
 /// once, in order, with the edit from frame N on.
 #[test]
-fn issue_9_an_edits_first_frame_begins_before_the_last_old_frame_is_released() {
+fn an_edits_first_frame_begins_before_the_last_old_frame_is_released() {
     const FRAMES: u64 = 12;
     for threads in [1, 2, 4] {
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -1652,7 +1652,7 @@ fn issue_9_an_edits_first_frame_begins_before_the_last_old_frame_is_released() {
 /// here); the second, sent on the first's reply, is ready well before N begins, and used to
 /// switch at N too, so that both replies named N and the first edit's graph showed no frame.
 #[test]
-fn issue_9_an_edit_right_after_another_switches_after_the_others_first_frame() {
+fn an_edit_right_after_another_switches_after_the_others_first_frame() {
     const N: u64 = 14;
     for threads in [1, 2] {
         let master = Collect::default();
@@ -1824,7 +1824,7 @@ impl framepipe_core::Sink for LoggedSink3 {
 /// One worker cannot overlap frames at all (a frame's beginning waits for the nodes' jobs),
 /// so 2 and 4 threads, unpaced, and 4 paced (2 cannot keep up with 10 fps of 250 ms frames).
 #[test]
-fn issue_9_an_edits_first_frame_begins_while_the_old_frames_are_still_made() {
+fn an_edits_first_frame_begins_while_the_old_frames_are_still_made() {
     const FRAMES: u64 = 14;
     for (threads, paced) in [(2, false), (4, false), (4, true)] {
         let log: Log3 = Arc::new(Mutex::new(Vec::new()));

@@ -337,8 +337,9 @@ impl Sink for KeepOne {
     }
 }
 
+// issue #11
 #[test]
-fn issue_11_a_replaced_version_whose_frame_outlives_2_s_is_still_dropped_off_the_frame_path() {
+fn a_replaced_version_whose_frame_outlives_2_s_is_still_dropped_off_the_frame_path() {
     // The edit thread used to give up burying a replaced version after 2 s: then the version
     // (and its pools' buffers) went with whoever let go of it last, here the output thread
     // dropping the frame its sink kept 3 s after the edit. Now the edit thread keeps the

@@ -11,54 +11,25 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::{tmpdir, FP};
 use serde_json::{json, Value};
 
-/// A running `framepipe run` killed on drop, with its stderr collected.
+/// A `framepipe run` with `--web` (stdin closed): the shared [`common::Fp`](crate::common::Fp),
+/// with the URL it printed.
 pub struct Fp {
-    pub child: Child,
-    pub stderr: Arc<Mutex<String>>,
+    fp: crate::common::Fp,
     pub url: String,
 }
 
 impl Fp {
     /// Starts `framepipe run ARGS` and waits for the web URL it prints.
     pub fn start(args: &[&str]) -> Fp {
-        let mut child = Command::new(FP)
-            .arg("run")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn framepipe");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        {
-            let stderr = Arc::clone(&stderr);
-            let pipe = child.stderr.take().unwrap();
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(|l| l.ok()) {
-                    if let Some(url) = line.split("web control on ").nth(1) {
-                        let _ = tx.send(url.trim().to_string());
-                    }
-                    let mut s = stderr.lock().unwrap();
-                    s.push_str(&line);
-                    s.push('\n');
-                }
-            });
-        }
-        let url = match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(u) => u,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("no web URL printed; stderr: {}", stderr.lock().unwrap());
-            }
-        };
-        Fp { child, stderr, url }
+        let fp =
+            crate::common::Fp::start(Command::new(FP).arg("run").args(args).stdin(Stdio::null()));
+        let url = fp.after("web control on ");
+        Fp { fp, url }
     }
 
     /// `host:port` of the server.
@@ -83,28 +54,18 @@ impl Fp {
     pub fn token(&self) -> Option<String> {
         self.url.split("token=").nth(1).map(str::to_string)
     }
+}
 
-    /// Waits for the exit (after a `stop`), returns whether it succeeded.
-    pub fn wait_exit(&mut self, limit: Duration) -> bool {
-        let start = Instant::now();
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                return st.success();
-            }
-            assert!(
-                start.elapsed() < limit,
-                "framepipe still running; stderr: {}",
-                self.stderr.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+impl std::ops::Deref for Fp {
+    type Target = crate::common::Fp;
+    fn deref(&self) -> &Self::Target {
+        &self.fp
     }
 }
 
-impl Drop for Fp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::DerefMut for Fp {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.fp
     }
 }
 

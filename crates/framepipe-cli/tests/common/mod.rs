@@ -1,6 +1,11 @@
-//! Helpers shared by the hardening tests (issue #7): the real binary, temporary directories,
-//! waiting with a deadline, real signals, peak memory of a live child.
+//! Helpers shared by the CLI's tests: the real binary, temporary directories, waiting with a
+//! deadline, a live process to talk to ([`Fp`]), FIFOs, real signals, peak memory of a live
+//! child.
 #![allow(dead_code)] // each test file uses its own subset
+
+mod fp;
+#[allow(unused_imports)] // used by the files that drive a live process
+pub use fp::Fp;
 
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
@@ -127,6 +132,38 @@ pub fn kill(pid: u32, sig: &str) {
         .status()
         .unwrap();
     assert!(st.success(), "kill -{sig} {pid}");
+}
+
+/// Sends SIGTERM to `child` and asserts that it exits 143 (the signal's status) within 3 s.
+pub fn assert_sigterm_ends_at_once(child: Child, what: &str) {
+    let pid = child.id();
+    let sent = Instant::now();
+    kill(pid, "TERM");
+    let done = wait(child, Duration::from_secs(10), what);
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(143), "{err}");
+    assert!(
+        sent.elapsed() < Duration::from_secs(3),
+        "{:?} after SIGTERM",
+        sent.elapsed()
+    );
+}
+
+/// A FIFO `dir/name` made with mkfifo(1).
+pub fn fifo(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let st = Command::new("mkfifo").arg(&p).status().expect("mkfifo");
+    assert!(st.success(), "mkfifo {}", p.display());
+    p
+}
+
+/// Runs `framepipe ARGS` (in `dir`, when given) to its end, 20 s at most, as [`run`] does.
+pub fn run_fp(dir: Option<&std::path::Path>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(FP);
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
+    }
+    run(cmd.args(args), Duration::from_secs(20))
 }
 
 /// Peak resident memory of a live process so far (`VmHWM`), bytes.

@@ -11,7 +11,6 @@
 //! plugin started); the parent kills it, and its group, when it stalls or the node ends.
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -19,6 +18,9 @@ use super::poolmap::PoolMaps;
 use super::shm::{publish, Shm};
 use super::{decode_param, own_cpus, unpin_self, HOST_ARG, WAKE};
 use crate::plugin::{ColorModel, Instance, Plugin, PluginKind};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::fs::OFlags;
+use rustix::process::{getpgrp, getpid, getppid, kill_current_process_group, Signal};
 
 /// Runs the host with the process's arguments when the first one is [`HOST_ARG`]; returns `None`
 /// otherwise (the program goes on as itself). A binary that may be used as the host calls this
@@ -123,15 +125,14 @@ fn serve(args: &[String]) -> Result<(), String> {
             inst.set_param(index, &value).map_err(|e| e.to_string())?;
         }
         if req == last {
-            let mut pfd = libc::pollfd {
-                fd: requests.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
+            let half_a_second = Timespec {
+                tv_sec: 0,
+                tv_nsec: 500_000_000,
             };
-            // SAFETY: one valid pollfd for the call's duration.
-            let n = unsafe { libc::poll(&mut pfd, 1, 500) };
-            // SAFETY: getppid cannot fail.
-            if n == 0 && unsafe { libc::getppid() } != ppid {
+            let mut pfd = [PollFd::new(&requests, PollFlags::IN)];
+            let n = poll(&mut pfd, Some(&half_a_second)).unwrap_or(1);
+            // No parent (0) when it was outside this process's PID namespace.
+            if n == 0 && getppid().map_or(0, |p| p.as_raw_nonzero().get()) != ppid {
                 end_own_group();
                 return Ok(());
             }
@@ -216,11 +217,8 @@ fn serve(args: &[String]) -> Result<(), String> {
 /// group itself (it was killed). Only when this child leads its group (its parent started it
 /// so, as [`super::Isolated`] does): never someone else's group.
 fn end_own_group() {
-    // SAFETY: getpid/getpgrp cannot fail; kill(0, ..) signals our own process group only.
-    unsafe {
-        if libc::getpgrp() == libc::getpid() {
-            libc::kill(0, libc::SIGKILL);
-        }
+    if getpgrp() == getpid() {
+        let _ = kill_current_process_group(Signal::KILL);
     }
 }
 
@@ -229,34 +227,29 @@ fn end_own_group() {
 /// `/dev/null`, so that a plugin reading stdin or printing to stdout cannot take a request or
 /// fake a done.
 fn take_pipes() -> Result<(File, File), String> {
-    let err = |what: &str| format!("{what}: {}", std::io::Error::last_os_error());
-    // SAFETY: descriptor calls on this process's own descriptors 0 and 1 and on the new ones
-    // they return, each checked; `from_raw_fd` takes sole ownership of a descriptor just made.
-    unsafe {
-        let req = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3);
-        if req < 0 {
-            return Err(err("cannot take the request pipe"));
-        }
-        let requests = File::from_raw_fd(req);
-        let done = libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3);
-        if done < 0 {
-            return Err(err("cannot take the done pipe"));
-        }
-        let done = File::from_raw_fd(done);
-        let flags = libc::fcntl(req, libc::F_GETFL);
-        if flags < 0 || libc::fcntl(req, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return Err(err("cannot make the request pipe non-blocking"));
-        }
-        let null = File::options()
-            .read(true)
-            .write(true)
-            .open("/dev/null")
-            .map_err(|e| format!("cannot open /dev/null: {e}"))?;
-        if libc::dup2(null.as_raw_fd(), 0) < 0 || libc::dup2(null.as_raw_fd(), 1) < 0 {
-            return Err(err("cannot point stdin and stdout at /dev/null"));
-        }
-        Ok((requests, done))
+    fn err(what: &'static str) -> impl Fn(rustix::io::Errno) -> String {
+        move |e| format!("{what}: {}", std::io::Error::from(e))
     }
+    let requests = File::from(
+        rustix::io::fcntl_dupfd_cloexec(std::io::stdin(), 3)
+            .map_err(err("cannot take the request pipe"))?,
+    );
+    let done = File::from(
+        rustix::io::fcntl_dupfd_cloexec(std::io::stdout(), 3)
+            .map_err(err("cannot take the done pipe"))?,
+    );
+    rustix::fs::fcntl_getfl(&requests)
+        .and_then(|flags| rustix::fs::fcntl_setfl(&requests, flags | OFlags::NONBLOCK))
+        .map_err(err("cannot make the request pipe non-blocking"))?;
+    let null = File::options()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    rustix::stdio::dup2_stdin(&null)
+        .and_then(|()| rustix::stdio::dup2_stdout(&null))
+        .map_err(err("cannot point stdin and stdout at /dev/null"))?;
+    Ok((requests, done))
 }
 
 /// Takes a block from the top of the C heap and gives it back: glibc checks the heap's top chunk

@@ -60,6 +60,10 @@ pub use host::host_main_if_asked;
 use shm::{futex_wait, Shm};
 
 use crate::plugin::{ParamValue, Plugin};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::fs::OFlags;
+use rustix::process::{kill_process_group, waitid, Pid, Signal, WaitId, WaitIdOptions};
+use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
 
 /// The first argument that makes a program that calls [`host_main_if_asked`] serve as the
 /// host of an isolated plugin instead of being itself.
@@ -96,7 +100,7 @@ static HOST: OnceLock<PathBuf> = OnceLock::new();
 static STATS: Mutex<Vec<Arc<Counters>>> = Mutex::new(Vec::new());
 /// The process group of every child running now (each child leads its own group): what
 /// [`end_all`] ends.
-static GROUPS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+static GROUPS: Mutex<Vec<Pid>> = Mutex::new(Vec::new());
 
 /// Ends every isolated child still running and every process it started (its whole process
 /// group, SIGKILL): for exit paths that do not drop the graph (`std::process::exit` after an
@@ -107,40 +111,35 @@ pub fn end_all() {
     // leader is reaped, so every group killed here still has its unreaped leader.
     let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
     for pgid in groups.drain(..) {
-        // SAFETY: killpg has no memory preconditions; the group is one of our children's, its
-        // leader not reaped (above), so the id cannot name another group.
-        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        // The group is one of our children's, its leader not reaped (above), so the id cannot
+        // name another group.
+        let _ = kill_process_group(pgid, Signal::KILL);
     }
 }
 
 /// Ends `child`'s whole process group (SIGKILL) and reaps the child. The group is killed before
 /// the leader is reaped: until then its id cannot be reused by another process group.
 fn end_group(child: &mut Child) -> Option<std::process::ExitStatus> {
-    let pgid = child.id() as libc::pid_t;
+    let pgid = pid_of(child);
     GROUPS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .retain(|&g| g != pgid);
-    // SAFETY: as in `end_all`: our unreaped child leads this group.
-    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    // As in `end_all`: our unreaped child leads this group.
+    let _ = kill_process_group(pgid, Signal::KILL);
     child.wait().ok()
 }
 
 /// Whether `child` has ended, without reaping it (`waitid(WNOWAIT)`): its group id stays ours
 /// until [`end_group`] has killed what is left in it.
 fn has_exited(child: &Child) -> bool {
-    // SAFETY: a zeroed siginfo_t is valid; waitid writes into it; WNOWAIT leaves the child
-    // waitable.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let r = libc::waitid(
-            libc::P_PID,
-            child.id() as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        r == 0 && info.si_pid() != 0
-    }
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    matches!(waitid(WaitId::Pid(pid_of(child)), options), Ok(Some(_)))
+}
+
+/// A running child's process id (never 0).
+fn pid_of(child: &Child) -> Pid {
+    Pid::from_child(child)
 }
 
 /// Isolates every frei0r node built from now on (`framepipe run --isolate-plugins`), as if each
@@ -521,15 +520,12 @@ impl Isolated {
         GROUPS
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(child.id() as libc::pid_t);
+            .push(pid_of(&child));
         let mut stdin = child.stdin.take().expect("stdin was piped");
         let done = child.stdout.take().expect("stdout was piped");
         // The parent's end of the done pipe is read without blocking (`wait_done` polls it).
-        // SAFETY: fcntl on a descriptor we own, flags read then written back.
-        unsafe {
-            let fd = done.as_raw_fd();
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        if let Ok(flags) = rustix::fs::fcntl_getfl(&done) {
+            let _ = rustix::fs::fcntl_setfl(&done, flags | OFlags::NONBLOCK);
         }
         let mut lines = String::new();
         for (i, v) in &self.params {
@@ -755,7 +751,6 @@ impl Isolated {
     /// thread), it died, or the stall timeout passed (it is then killed). Without a wake-up it
     /// checks every [`POLL`] whether the child is still alive.
     fn wait_done(&mut self, seq: u32) -> Result<(), Failure> {
-        use std::os::fd::AsRawFd;
         let deadline = Instant::now() + self.settings.stall;
         // The done pipe was closed: the child is dying (its exit closes it before it can be
         // reaped); from then on, wait by sleeping a little.
@@ -771,21 +766,17 @@ impl Isolated {
             if closed {
                 std::thread::sleep(wait.min(Duration::from_millis(1)));
             } else {
-                let mut pfd = libc::pollfd {
-                    fd: io.done.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
+                // Whole milliseconds, at least one (`wait` is at most POLL, 10 ms).
+                let ms = wait.as_millis().max(1) as i64;
+                let timeout = Timespec {
+                    tv_sec: ms / 1000,
+                    tv_nsec: ms % 1000 * 1_000_000,
                 };
-                // SAFETY: one valid pollfd for the call's duration.
-                let n = unsafe { libc::poll(&mut pfd, 1, wait.as_millis().max(1) as libc::c_int) };
-                if n > 0 {
+                let mut pfd = [PollFd::new(&io.done, PollFlags::IN)];
+                if poll(&mut pfd, Some(&timeout)).is_ok_and(|n| n > 0) {
                     // Take the bytes waiting (one per frame done; `done` says which frame).
                     let mut buf = [0u8; 64];
-                    // SAFETY: reads into our own buffer, at most its length.
-                    let r = unsafe {
-                        libc::read(io.done.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len())
-                    };
-                    if r == 0 {
+                    if rustix::io::read(&io.done, &mut buf) == Ok(0) {
                         closed = true;
                     }
                 }
@@ -806,43 +797,26 @@ impl Isolated {
 /// load balancer is slow to notice (docs/ISOLATION.md, "Cost"). The child lifts the restriction
 /// as soon as it runs ([`unpin_self`]). Best effort: a failure changes nothing else.
 fn pin_to_this_cpu(child: u32) {
-    // SAFETY: sched_getcpu has no preconditions.
-    let cpu = unsafe { libc::sched_getcpu() };
-    if cpu < 0 {
+    let cpu = sched_getcpu();
+    let Some(child) = i32::try_from(child).ok().and_then(Pid::from_raw) else {
         return;
-    }
-    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET stays inside it (cpu < CPU_SETSIZE,
-    // checked); sched_setaffinity reads `size_of` bytes of it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if (cpu as usize) < 8 * std::mem::size_of::<libc::cpu_set_t>() {
-            libc::CPU_SET(cpu as usize, &mut set);
-            libc::sched_setaffinity(
-                child as libc::pid_t,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                &set,
-            );
-        }
+    };
+    if cpu < CpuSet::MAX_CPU {
+        let mut set = CpuSet::new();
+        set.set(cpu);
+        let _ = sched_setaffinity(Some(child), &set);
     }
 }
 
 /// The child's CPUs as it was started (before any [`pin_to_this_cpu`]).
-pub(crate) fn own_cpus() -> Option<libc::cpu_set_t> {
-    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity writes at most `size_of` bytes.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
-            .then_some(set)
-    }
+pub(crate) fn own_cpus() -> Option<CpuSet> {
+    sched_getaffinity(None).ok()
 }
 
 /// Lifts [`pin_to_this_cpu`]'s restriction (the child, once running): the child stays where it
 /// is and the scheduler may move it again.
-pub(crate) fn unpin_self(cpus: &libc::cpu_set_t) {
-    // SAFETY: sched_setaffinity reads `size_of` bytes of a valid set.
-    unsafe {
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), cpus);
-    }
+pub(crate) fn unpin_self(cpus: &CpuSet) {
+    let _ = sched_setaffinity(None, cpus);
 }
 
 impl Drop for Isolated {

@@ -20,10 +20,10 @@
 //! parent has dropped (a graph edit made new ones) does not stay alive in the child.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 
 use framepipe_core::SharedFrame;
+use rustix::mm;
 
 /// Pools mapped at once at most (a request names at most four: three inputs and the output).
 pub(crate) const MAX_POOLS: usize = 8;
@@ -63,24 +63,23 @@ impl PoolMap {
                 f.pool_id, f.slots, f.span
             ));
         }
-        // SAFETY: a fresh private reservation of address space (no access, no memory); checked.
+        // SAFETY: a fresh private reservation of address space (no access, no memory) at an
+        // address the kernel picks: it aliases nothing.
         let base = unsafe {
-            libc::mmap(
+            mm::mmap_anonymous(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
+                mm::ProtFlags::empty(),
+                mm::MapFlags::PRIVATE | mm::MapFlags::NORESERVE,
             )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(format!(
+        }
+        .map_err(|e| {
+            format!(
                 "cannot reserve {len} bytes for frame pool {}: {}",
                 f.pool_id,
-                std::io::Error::last_os_error()
-            ));
-        }
+                std::io::Error::from(e)
+            )
+        })?;
         let map = PoolMap {
             id: f.pool_id,
             base: NonNull::new(base.cast()).expect("mmap never returns null on success"),
@@ -94,21 +93,21 @@ impl PoolMap {
             // SAFETY: replaces pages of our own reservation (MAP_FIXED inside it, leaving the
             // guard pages around the slot as they are) with slot k of a file that long (checked).
             let r = unsafe {
-                libc::mmap(
+                mm::mmap(
                     map.slot_addr(k).cast(),
                     f.span,
-                    libc::PROT_READ,
-                    libc::MAP_SHARED | libc::MAP_FIXED,
-                    file.as_raw_fd(),
-                    (k * f.span) as libc::off_t,
+                    mm::ProtFlags::READ,
+                    mm::MapFlags::SHARED | mm::MapFlags::FIXED,
+                    &file,
+                    (k * f.span) as u64,
                 )
             };
-            if r == libc::MAP_FAILED {
+            if let Err(e) = r {
                 // `map` drops: the whole reservation is unmapped.
                 return Err(format!(
                     "cannot map frame pool {}: {}",
                     f.pool_id,
-                    std::io::Error::last_os_error()
+                    std::io::Error::from(e)
                 ));
             }
         }
@@ -150,9 +149,7 @@ impl Drop for PoolMap {
     fn drop(&mut self) {
         // SAFETY: the reservation and every slot mapping in it are ours; no slice into them
         // outlives the frame that made it (callers make slices only after every lookup).
-        unsafe {
-            libc::munmap(self.base.as_ptr().cast(), self.len);
-        }
+        let _ = unsafe { mm::munmap(self.base.as_ptr().cast(), self.len) };
     }
 }
 
@@ -223,19 +220,17 @@ impl PoolMaps {
             .ok_or("set_writable on a pool not mapped")?;
         let (k, _) = map.place(f, 0)?;
         let prot = if writable {
-            libc::PROT_READ | libc::PROT_WRITE
+            mm::MprotectFlags::READ | mm::MprotectFlags::WRITE
         } else {
-            libc::PROT_READ
+            mm::MprotectFlags::READ
         };
         // SAFETY: exactly slot k's own mapping (page-aligned, `span` long); only its access
         // changes, and the file was opened for writing.
-        let r = unsafe { libc::mprotect(map.slot_addr(k).cast(), map.span, prot) };
-        if r != 0 {
-            return Err(format!(
+        unsafe { mm::mprotect(map.slot_addr(k).cast(), map.span, prot) }.map_err(|e| {
+            format!(
                 "cannot change the access of an output frame: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok(())
+                std::io::Error::from(e)
+            )
+        })
     }
 }

@@ -23,6 +23,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use framepipe_core::SharedFrame;
+use rustix::fs::MemfdFlags;
+use rustix::mm;
+use rustix::thread::futex;
 
 /// Bytes kept for the header.
 const HEADER_BYTES: usize = 4096;
@@ -118,7 +121,7 @@ pub(crate) fn region_len(inputs: usize, words: usize) -> usize {
 impl Shm {
     /// A new anonymous shared memory file of the right size, mapped here (parent side).
     pub(crate) fn create(name: &str, inputs: usize, words: usize) -> std::io::Result<Shm> {
-        let file = framepipe_core::shm::memfd(&format!("framepipe-{name}"), 0)?;
+        let file = framepipe_core::shm::memfd(&format!("framepipe-{name}"), MemfdFlags::empty())?;
         let len = region_len(inputs, words);
         file.set_len(len as u64)?;
         Shm::map(file, inputs, words)
@@ -188,11 +191,13 @@ impl Shm {
             let end = self.offset(self.inputs + slot) + self.words * 4;
             // SAFETY: `end` is page-aligned (each slot ends on a page boundary) and the guard
             // page lies inside our mapping; nothing of ours lives in it.
-            let r =
-                unsafe { libc::mprotect(self.ptr.add(end).cast(), HEADER_BYTES, libc::PROT_NONE) };
-            if r != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            unsafe {
+                mm::mprotect(
+                    self.ptr.add(end).cast(),
+                    HEADER_BYTES,
+                    mm::MprotectFlags::empty(),
+                )
+            }?;
         }
         Ok(())
     }
@@ -245,47 +250,24 @@ impl Shm {
 impl Drop for Shm {
     fn drop(&mut self) {
         // SAFETY: our own mapping; no slice into it outlives `self` (they borrow it).
-        unsafe {
-            libc::munmap(self.ptr.cast(), self.len);
-        }
+        let _ = unsafe { mm::munmap(self.ptr.cast(), self.len) };
     }
 }
 
 /// Waits until `word` no longer holds `expected`, a wake-up, or `timeout` (whichever first;
 /// spurious returns are possible: callers re-check). A shared (not process-private) futex.
 pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    let ts = futex::Timespec {
+        tv_sec: timeout.as_secs().try_into().unwrap_or(i64::MAX),
+        tv_nsec: timeout.subsec_nanos().into(),
     };
-    // SAFETY: `word` is a valid, aligned u32 for the call's duration; the kernel only reads it.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            &ts as *const libc::timespec,
-            std::ptr::null::<u32>(),
-            0u32,
-        );
-    }
+    // Every outcome (woken, `word` changed, timed out, interrupted) leads the caller to re-check.
+    let _ = futex::wait(word, futex::Flags::empty(), expected, Some(&ts));
 }
 
 /// Wakes the waiters on `word` (in either process).
 pub(crate) fn futex_wake(word: &AtomicU32) {
-    // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE does not touch memory.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE,
-            i32::MAX,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            0u32,
-        );
-    }
+    let _ = futex::wake(word, futex::Flags::empty(), i32::MAX as u32);
 }
 
 /// Stores `value` (release) and wakes the other side.

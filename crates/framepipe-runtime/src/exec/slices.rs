@@ -1,5 +1,5 @@
 //! The slice runner handed to effects: fork-join of one frame's slices on the pipeline's own
-//! workers. The caller publishes the job as its worker's fork (`SliceFork`, `Scheduler::slices`); idle workers take slices before
+//! workers. The caller publishes the job as its worker's fork (`SliceFork`, `Scheduler::post_slices`); idle workers take slices before
 //! any other work (`Scheduler::next_job`); the caller runs slices too and returns when all are done.
 
 #![allow(unsafe_code)] // only for the slice runner's borrowed closure; see SliceJob

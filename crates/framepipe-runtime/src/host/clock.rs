@@ -256,36 +256,26 @@ pub(super) fn clock_loop(
                 std::thread::sleep(d);
                 continue;
             }
-            let sleep_to = if precise {
-                t - margin.ns().min(MAX_SPIN_NS)
-            } else {
-                t
-            };
-            if sleep_to > now {
-                // Announce the sleep, then look at the signals and the wake-ups once more (a
-                // signal raised, or a wake-up the standby queued, before the announcement did
-                // not unpark: it must be seen here).
+            // The sleep, cut short by a signal: announced, then the signals and the wake-ups
+            // are looked at once more (a signal raised, or a wake-up the standby queued,
+            // before the announcement did not unpark: it must be seen here). `false`: not
+            // slept, or unparked (a show was signalled, or the standby queued an earlier
+            // wake-up): the next round serves it.
+            let sleep = |sleep_to: i64| {
                 signals.clock_wakes_at.store(sleep_to, Ordering::SeqCst);
                 if !signals.raised.lock().is_empty() || core.next().is_some_and(|(u, _)| u < t) {
                     signals.clock_wakes_at.store(0, Ordering::SeqCst);
-                    continue;
+                    return false;
                 }
-                std::thread::park_timeout(Duration::from_nanos((sleep_to - now) as u64));
+                std::thread::park_timeout(Duration::from_nanos((sleep_to - now).max(0) as u64));
                 signals.clock_wakes_at.store(0, Ordering::SeqCst);
-                let woke = now_ns();
-                if woke < sleep_to {
-                    // Unparked: a show was signalled, or the standby queued an earlier
-                    // wake-up.
-                    continue;
-                }
-                if precise {
-                    margin.learn(woke - sleep_to);
-                }
-            }
+                now_ns() >= sleep_to
+            };
             if precise {
-                while now_ns() < t {
-                    std::hint::spin_loop();
-                }
+                // A deadline: the one sleep then spin, spinning at most MAX_SPIN_NS.
+                margin.wait_until_with(t, MAX_SPIN_NS, sleep);
+            } else if t > now {
+                sleep(t);
             }
         }
         standby.finish();

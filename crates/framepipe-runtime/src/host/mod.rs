@@ -22,7 +22,7 @@
 //!   show's signal wakes the clock only when it would sleep more than 0.5 ms. Deadlines are
 //!   served before every other wake-up due at the same moment.
 //! * **The standby.** With paced shows and two CPUs, a second thread (`fp-clock-standby`)
-//!   keeps off the CPU the clock thread runs on (`standby.rs`). It sleeps to 0.25 ms after the earliest
+//!   keeps off the CPU the clock thread runs on (`output/standby.rs`). It sleeps to 0.25 ms after the earliest
 //!   deadline not yet served and, if it is still not served then (the clock thread lost its
 //!   CPU: on a VM, for up to milliseconds), serves what is due in the clock thread's place.
 //!   Each show's state machine is behind a lock of its own and the wake-ups behind a short

@@ -2,18 +2,47 @@
 //! the same critical section), and releasing a frame to the sink at its deadline.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use framepipe_core::Sink;
 
-use super::pace::{allowed_at, on_grid};
-use super::stalls::check_stalls;
+use super::master::Master;
+use super::pace::Repeat;
 use super::{Due, Next, Output};
 use crate::exec::guard;
-use crate::sched::{PortItem, Shared};
-use crate::stats::LateFrame;
-use framepipe_clock::now_ns;
+use crate::sched::{PortItem, Replaced, Shared, SwitchNews};
 
 impl Output {
+    /// A live edit switched versions: looks at the new one (its sink node and that node's
+    /// counters), under the scheduler lock; the master also takes, in that critical section,
+    /// the switch's news (to answer the edit) and the version it replaced once that is done
+    /// (to hand it to the edit thread), also when it waits for that alone ([`Master::retire_due`]).
+    pub(super) fn follow_switch(
+        &mut self,
+        shared: &Shared,
+    ) -> (Option<SwitchNews>, Option<Replaced>) {
+        let port = self.port;
+        let changed = shared.running_version_number() != self.ver.number;
+        if !changed && !self.master.as_ref().is_some_and(Master::retire_due) {
+            return (None, None);
+        }
+        let mut st = shared.lock_output();
+        if changed {
+            self.ver = Arc::clone(st.running_version());
+            self.sink_stage = st.sink_node(port);
+        }
+        let (news, switched) = if self.master.is_some() {
+            (st.take_switch_news(), st.take_replaced())
+        } else {
+            (None, None)
+        };
+        drop(st);
+        if changed {
+            self.sink_counter = Arc::clone(&self.ver.stages[self.sink_stage]);
+        }
+        (news, switched)
+    }
+
     /// Takes the next frame when it is there: `Ok(Some)`; `Ok(None)` at the end; `Err(next)`:
     /// not yet, wait as `next` says (or poll again at once: a command, an edit, the time to let
     /// the next frame begin, a repeat given to the sink).
@@ -37,64 +66,52 @@ impl Output {
         if got.is_some() || end {
             return Ok(got);
         }
-        check_stalls(
-            shared,
-            &self.ver,
-            self.stall_ns,
-            now,
-            self.released_seq.is_some(),
-        );
-        if self.commands.as_ref().is_some_and(|r| r.pending() > 0)
-            || self
-                .edits_link
-                .as_ref()
-                .is_some_and(|l| l.ready.load(Ordering::Acquire))
+        self.check_stalls(shared, now);
+        if self.master.as_ref().is_some_and(|m| m.waiting())
             || shared.running_version_number() != self.ver.number
         {
             return Err(Next::Again);
         }
         let mut wake = now + self.poll_ns;
-        if let Some(at) = self.begin_at {
+        if let Some(at) = self.begin_at() {
             if now >= at {
                 // The next frame's time to begin: read commands, then let it.
                 return Err(Next::Again);
             }
             wake = wake.min(at);
         }
-        if let (true, false, Some(p), Some((ctx, frame))) = (
-            self.live_policy,
-            self.transport.is_paused(),
-            self.pacer.as_mut(),
-            self.last.as_ref(),
-        ) {
-            if let Some(deadline) = p.next_deadline() {
-                if now >= deadline {
-                    // Nothing new at this deadline: show the previous frame again.
-                    self.last_release_ns = Some(p.wait_next().released_ns);
-                    p.stats_mut().record_repeat();
-                    shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
-                    let sink_name = &self.sink_name;
-                    let result = guard(sink_name, || sink.consume(ctx, frame));
-                    // Look for the next frame (or the end) after every repeat: a repeat that
-                    // outlasts a period must not lead straight to another one, or a slow sink
-                    // would repeat for ever.
-                    let mut st = shared.lock_output();
-                    if let Err(e) = result {
-                        st.fail(e);
-                        st.after_change(shared);
-                    }
-                    let got = st.take_ready(port);
-                    let end = got.is_none() && st.finished();
-                    drop(st);
-                    if got.is_some() || end {
-                        return Ok(got);
-                    }
-                    return Err(Next::Again);
+        let paused = self
+            .master
+            .as_ref()
+            .is_some_and(|m| m.transport.is_paused());
+        let sink_name = &self.sink_name;
+        let repeat = match self.pacing.as_mut().filter(|_| !paused) {
+            Some(p) => p.repeat(shared, now, |ctx, frame| {
+                guard(sink_name, || sink.consume(ctx, frame))
+            }),
+            None => None,
+        };
+        match repeat {
+            Some(Repeat::Shown(result)) => {
+                // Look for the next frame (or the end) after every repeat: a repeat that
+                // outlasts a period must not lead straight to another one, or a slow sink
+                // would repeat for ever.
+                let mut st = shared.lock_output();
+                if let Err(e) = result {
+                    st.fail(e);
+                    st.after_change(shared);
                 }
-                wake = wake.min(deadline);
+                let got = st.take_ready(port);
+                let end = got.is_none() && st.finished();
+                drop(st);
+                if got.is_some() || end {
+                    return Ok(got);
+                }
+                Err(Next::Again)
             }
+            Some(Repeat::At(deadline)) => Err(Next::Wait(wake.min(deadline))),
+            None => Err(Next::Wait(wake)),
         }
-        Err(Next::Wait(wake))
     }
 
     /// Releases a frame whose deadline has come (or an unpaced one): the frame clock's figures,
@@ -103,52 +120,10 @@ impl Output {
         let Due {
             item, frame_late, ..
         } = due;
-        let (ready_ns, begun_ns, seq) = (item.ready_ns, item.begun_ns, item.ctx.seq);
-        if let Some(p) = self.pacer.as_mut() {
-            // The deadline has passed (the driver waited for it): no wait here.
-            let tick = p.wait_next();
-            self.last_release_ns = Some(tick.released_ns);
-            if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
-                shared.counters.late.fetch_add(1, Ordering::Relaxed);
-                let allowed_at = allowed_at(&self.allowed, self.allowed_n, seq);
-                let budget_ns = allowed_at
-                    .map(|(_, b)| b)
-                    .or(self.budget)
-                    .unwrap_or(0)
-                    .min(i64::MAX as u64) as i64;
-                self.late_log.push(LateFrame {
-                    deadline_ns: tick.deadline_ns,
-                    lateness_ns: tick.lateness_ns,
-                    ready_ns: ready_ns - tick.deadline_ns,
-                    begun_ns: begun_ns - tick.deadline_ns,
-                    budget_ns,
-                    allowed_ns: allowed_at.map(|(t, _)| t - tick.deadline_ns),
-                });
-            }
-            // The worst lateness of each whole second, for live displays (two atomic stores a
-            // second).
-            if tick.released_ns - self.peak_window.0 >= 1_000_000_000 {
-                let us = (self.peak_window.1.max(0) / 1000) as u64;
-                shared
-                    .counters
-                    .lateness_peak_us
-                    .store(us, Ordering::Relaxed);
-                self.peak_window = (tick.released_ns, 0);
-            }
-            self.peak_window.1 = self.peak_window.1.max(tick.lateness_ns);
-            if frame_late && !self.live_policy {
-                // Slow policy: the pipeline could not keep up; the clock slips to this frame
-                // instead of hurrying the next (on a host's grid: to the grid's first time at
-                // least half a period later, so the show stays with its group).
-                match self.grid {
-                    None => p.slip_to(tick.released_ns),
-                    Some(_) => p.resync(on_grid(
-                        self.grid,
-                        self.period_ns,
-                        tick.released_ns + self.half_period_ns,
-                    )),
-                }
-            }
+        let times = (item.ready_ns, item.begun_ns, item.ctx.seq);
+        if let Some(p) = self.pacing.as_mut() {
+            let gate = self.master.as_ref().and_then(|m| m.gate.as_ref());
+            p.release(shared, times, frame_late, gate);
         }
 
         // 5. The sink.
@@ -164,29 +139,20 @@ impl Output {
         let result = guard(&self.sink_name, || sink.consume(&ctx, &frame));
         shared.mark_running(self.out_slot, None);
         self.sink_counter.record(started.elapsed());
-        if result.is_ok() && self.port == 0 {
-            shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Some((first, drain_ns, at_arm)) = self.edit_watch {
-            if ctx.seq >= first {
-                let repeats = shared
-                    .counters
-                    .repeated
-                    .load(Ordering::Relaxed)
-                    .saturating_sub(at_arm);
-                shared.counters.record_edit(drain_ns, repeats);
-                self.edit_watch = None;
+        if let Some(m) = self.master.as_mut() {
+            if result.is_ok() {
+                shared.counters.frames_out.fetch_add(1, Ordering::Relaxed);
             }
+            m.released(shared, ctx.seq);
         }
-        if self.live_policy && self.pacer.is_some() {
-            self.last = Some((ctx, frame));
-        } else {
-            drop(frame);
+        match self.pacing.as_mut() {
+            Some(p) => p.keep_shown(ctx, frame),
+            None => drop(frame),
         }
         let failed = result.is_err();
         self.released_seq = Some(ctx.seq);
-        if self.gate_opened_ns.is_none() {
-            self.gate_opened_ns = Some(now_ns());
+        if let Some(g) = self.gate_mut() {
+            g.released();
         }
         self.done = Some((slot, version, result));
         if failed {

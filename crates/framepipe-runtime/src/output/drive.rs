@@ -1,22 +1,29 @@
-//! The drivers of an [`Output`] on a thread of its own: [`run_output`] (the single-show run's
-//! output threads), and for a paced master the same with a standby thread beside it.
+//! The drivers of an [`Output`] on a thread of its own: [`run_output`] (a run's output
+//! threads), and for a paced master the same loop with a standby thread beside it
+//! (`fp-out-standby`, see [`standby`](super::standby)). A host's clock thread is the third
+//! driver (`host`). Every driver waits for a [`Next::Deadline`] with the clock crate's one
+//! sleep then spin (`WakeMargin`), and for a [`Next::Wait`] on the port's signal (the host:
+//! its own signals).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use framepipe_clock::{now_ns, prepare_pacing_thread};
+use framepipe_clock::{now_ns, prepare_pacing_thread, PiMutex, WakeMargin};
 use framepipe_control::CommandReader;
 use framepipe_core::{Result, Sink};
 
+use super::standby::{self, Watch};
 use super::{Next, Output};
 use crate::edit::EditLink;
 use crate::model::Options;
-use crate::sched::Shared;
+use crate::sched::{PortSignal, Shared};
 use crate::stats::PacingStats;
 
 /// Runs the output loop of sink port `port` on the calling thread until the end of the stream,
 /// an error, or `stop`: a paced one under the frame clock (sleep then spin, `SCHED_FIFO` when
-/// permitted and asked, restored at the end, also when unwinding).
+/// permitted and asked, restored at the end, also when unwinding). The paced master gets a
+/// standby thread on another CPU (see [`standby`](super::standby)) unless
+/// `options.no_standby`.
 pub(crate) fn run_output(
     shared: &Shared,
     port: usize,
@@ -41,25 +48,49 @@ pub(crate) fn run_output(
         Ok(o) => o,
         Err(e) => return (None, Err(e)),
     };
-    // The paced master output gets a standby thread on another CPU (`standby.rs`).
-    if port == 0 && options.pace.is_some() && !options.no_standby && super::standby::possible() {
-        let (out, rescued) =
-            drive_with_standby(shared, signal, out, sink, realtime, options.inject_stall);
-        let (mut pacing, result) = out.finish(shared);
-        if let Some(p) = pacing.as_mut() {
-            p.standby_rescued = Some(rescued);
-        }
-        drop(setup);
-        return (pacing, result);
+    let with_standby =
+        out.master.is_some() && out.pacing.is_some() && !options.no_standby && standby::possible();
+    let rescued = if with_standby {
+        let stall = options.inject_stall;
+        Some(drive_with_standby(
+            shared, signal, &mut out, sink, realtime, stall,
+        ))
+    } else {
+        drive(signal, None, || {
+            let now = now_ns();
+            (out.poll(shared, sink, now), now)
+        });
+        None
+    };
+    let (mut pacing, result) = out.finish(shared);
+    if let (Some(p), Some(rescued)) = (pacing.as_mut(), rescued) {
+        p.standby_rescued = Some(rescued);
     }
+    drop(setup);
+    (pacing, result)
+}
+
+/// The loop of an output on a thread of its own: `round` polls it (returning what it asks
+/// and when it polled), then the loop waits as it asks: a deadline with the one sleep then
+/// spin, anything else on the port's `signal` with a timeout. `stall`: (when, how long), one
+/// sleep injected at the first deadline from then on, as if the thread had lost its CPU (for
+/// tests of the standby).
+fn drive(
+    signal: &PortSignal,
+    mut stall: Option<(i64, Duration)>,
+    mut round: impl FnMut() -> (Next, i64),
+) {
+    let mut margin = WakeMargin::default();
     loop {
-        let now = now_ns();
-        match out.poll(shared, sink, now) {
+        let (next, now) = round();
+        match next {
             Next::Again => {}
+            Next::Deadline(_) if stall.is_some_and(|(t, _)| now >= t) => {
+                let (_, d) = stall.take().expect("checked");
+                std::thread::sleep(d);
+            }
             Next::Deadline(at) => {
-                if let Some(p) = out.pacer_mut() {
-                    p.wait_until(at);
-                }
+                margin.wait_until(at);
             }
             Next::Wait(at) => {
                 signal.wait(Duration::from_nanos((at - now).max(0) as u64));
@@ -67,58 +98,54 @@ pub(crate) fn run_output(
             Next::Done => break,
         }
     }
-    let r = out.finish(shared);
-    drop(setup);
-    r
 }
 
 /// The output state machine and its sink, as the master output thread and its standby share
 /// them (one at a time, under a lock).
 struct Driven<'a> {
-    /// Taken back at the end.
-    out: Option<Output>,
+    out: &'a mut Output,
     sink: &'a mut dyn Sink,
 }
 
-/// When the standby should look whether the output thread came back (see `standby.rs`): the
-/// next time a frame must be released (the frame held for its deadline, or the clock's next
-/// deadline) or may begin, whichever is sooner. Not the output thread's other wake-ups (a
-/// frame ready, a command posted, its 50 ms stall poll): the standby would wake for each, and
-/// a wake-up costs it tens of µs of CPU on a VM.
-fn watch_time(out: &mut Output, next: &Next, now: i64) -> Option<i64> {
-    if matches!(next, Next::Done) {
-        return None;
+impl Output {
+    /// When the standby should look whether the output thread came back (see
+    /// [`standby`](super::standby)): the next time a frame must be released (the frame held
+    /// for its deadline, or the clock's next deadline) or may begin, whichever is sooner. Not
+    /// the output thread's other wake-ups (a frame ready, a command posted, its 50 ms stall
+    /// poll): the standby would wake for each, and a wake-up costs it tens of µs of CPU on a
+    /// VM.
+    fn watch_time(&self, next: &Next, now: i64) -> Option<i64> {
+        if matches!(next, Next::Done) {
+            return None;
+        }
+        let due = self.due.as_ref().map(|d| d.at);
+        let begin = self.begin_at();
+        let deadline = self.pacing.as_ref().and_then(|p| p.next_deadline());
+        due.into_iter()
+            .chain(begin)
+            .chain(deadline)
+            .filter(|&t| t > now)
+            .min()
     }
-    let due = out.due.as_ref().map(|d| d.at);
-    let begin = out.begin_at;
-    let deadline = out.pacer_mut().and_then(|p| p.next_deadline());
-    due.into_iter()
-        .chain(begin)
-        .chain(deadline)
-        .filter(|&t| t > now)
-        .min()
 }
 
-/// [`run_output`]'s loop for a paced master output, with a standby thread (`fp-out-standby`,
-/// see `standby.rs`) that keeps off the calling thread's CPU and releases a frame the calling
-/// thread has not released 0.25 ms after its deadline (it lost its CPU). The calling thread
-/// sleeps and spins with its own wake-up margin, not holding the lock. Returns the output (to
-/// be finished) and how many frames the standby released.
+/// [`drive`] for a paced master output, with a standby thread (`fp-out-standby`, see
+/// [`standby`](super::standby)) that keeps off the calling thread's CPU and releases a frame
+/// the calling thread has not released 0.25 ms after its deadline (it lost its CPU). The
+/// calling thread sleeps and spins with its own wake-up margin, not holding the lock. Returns
+/// how many frames the standby released. `stall`: (after how long, how long) (see
+/// `Options::inject_stall`).
 fn drive_with_standby(
     shared: &Shared,
-    signal: &crate::sched::PortSignal,
-    out: Output,
+    signal: &PortSignal,
+    out: &mut Output,
     sink: &mut dyn Sink,
     realtime: bool,
     stall: Option<(Duration, Duration)>,
-) -> (Output, u64) {
-    let mut stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
-    let core = framepipe_clock::PiMutex::new(Driven {
-        out: Some(out),
-        sink,
-    });
-    let watch = super::standby::Watch::default();
-    let mut margin = framepipe_clock::WakeMargin::default();
+) -> u64 {
+    let stall = stall.map(|(after, d)| (now_ns() + after.as_nanos() as i64, d));
+    let core = PiMutex::new(Driven { out, sink });
+    let watch = Watch::default();
     let (core_ref, watch_ref) = (&core, &watch);
     std::thread::scope(|scope| {
         let _ = std::thread::Builder::new()
@@ -129,9 +156,8 @@ fn drive_with_standby(
                     let mut d = core_ref.lock();
                     let d = &mut *d;
                     let released = shared.counters.frames_out.load(Ordering::Relaxed);
-                    let out = d.out.as_mut().expect("until the end");
                     let next = loop {
-                        match out.poll(shared, &mut *d.sink, now_ns()) {
+                        match d.out.poll(shared, &mut *d.sink, now_ns()) {
                             Next::Again => continue,
                             next => break next,
                         }
@@ -141,45 +167,19 @@ fn drive_with_standby(
                         .frames_out
                         .load(Ordering::Relaxed)
                         .saturating_sub(released);
-                    watch_ref.publish_from_standby(watch_time(out, &next, now_ns()));
+                    watch_ref.publish_from_standby(d.out.watch_time(&next, now_ns()));
                     (served, !matches!(next, Next::Done))
                 })
             });
-        loop {
-            let (next, now) = {
-                let mut d = core_ref.lock();
-                let d = &mut *d;
-                let now = now_ns();
-                let out = d.out.as_mut().expect("until the end");
-                let next = out.poll(shared, &mut *d.sink, now);
-                watch_ref.publish(watch_time(out, &next, now));
-                (next, now)
-            };
-            match next {
-                Next::Again => {}
-                Next::Deadline(_) if stall.is_some_and(|(t, _)| now >= t) => {
-                    let (_, d) = stall.take().expect("checked");
-                    std::thread::sleep(d);
-                }
-                Next::Deadline(at) => {
-                    let sleep_to = at - margin.ns();
-                    if sleep_to > now {
-                        framepipe_clock::sleep_until_ns(sleep_to);
-                        margin.learn(now_ns() - sleep_to);
-                    }
-                    while now_ns() < at {
-                        std::hint::spin_loop();
-                    }
-                }
-                Next::Wait(at) => {
-                    signal.wait(Duration::from_nanos((at - now).max(0) as u64));
-                }
-                Next::Done => break,
-            }
-        }
+        drive(signal, stall, || {
+            let mut d = core_ref.lock();
+            let d = &mut *d;
+            let now = now_ns();
+            let next = d.out.poll(shared, &mut *d.sink, now);
+            watch_ref.publish(d.out.watch_time(&next, now));
+            (next, now)
+        });
         watch_ref.finish();
     });
-    let rescued = watch.rescued.load(Ordering::Relaxed);
-    let out = core.lock().out.take().expect("taken once");
-    (out, rescued)
+    watch.rescued.load(Ordering::Relaxed)
 }

@@ -1,6 +1,10 @@
-//! The latency gate of a paced master output: frames begin just in time, a latency budget
-//! before their deadline (`Options::latency_ns`, else the default budget below), measured
-//! with the graph's latency over the last frames ([`LatencyWindow`]).
+//! The latency gate of a paced master output ([`Gate`]): frames begin just in time, a latency
+//! budget before their deadline (`Options::latency_ns`, else the default budget below, from
+//! the graph's latency over the last frames, [`LatencyWindow`]). The master raises the
+//! scheduler's begin limit to every frame whose deadline is within the budget
+//! ([`Gate::let_begin`], under the scheduler lock it takes anyway) and wakes up when the next
+//! one may begin ([`Gate::begin_at`]); it keeps the limit's last raises to say when a late
+//! frame was let begin.
 //!
 //! ## The default budget
 //!
@@ -25,17 +29,23 @@
 //!   gets what it showed, for about a second after each delay.
 //!
 //! The master output lets frames begin at their time also while it waits for a frame's
-//! deadline (it wakes up for it), so a budget longer than a period needs no rounding. (It
-//! used to let them begin only at releases and while waiting for a frame, which made a budget
-//! between two multiples of the period act as the lower one: measured, `--latency 40` at 60
-//! fps put frames 33.3 ms ahead; the default was then rounded up to whole periods.)
+//! deadline (it wakes up for it), so a budget longer than a period needs no rounding (letting
+//! them begin only at releases and while waiting for a frame makes a budget between two
+//! multiples of the period act as the lower one: measured, `--latency 40` at 60 fps put
+//! frames 33.3 ms ahead).
 //!
-//! No half-period margin any more: it was a third of the control latency of a light chain
-//! (16.8 of ~48 ms p95 at 30 fps). Its cost: on a machine that starves the workers, the old
-//! 17 ms at 30 fps absorbed more (docs/REALTIME.md has both builds' late frames). Then a fixed
-//! 2 ms margin: a light chain at 60 fps stayed at 1.1x the goal on a quiet machine
-//! (the goal leaves ~0.8 ms for the whole budget there), and a noisy spell longer than 2 ms made
-//! late frames every time it came back.
+//! Why an adaptive margin: half a period is a third of the control latency of a light chain
+//! (16.8 of ~48 ms p95 at 30 fps), though on a machine that starves the workers it absorbs
+//! more (docs/REALTIME.md has both policies' late frames); a fixed 2 ms keeps a light chain at
+//! 60 fps at 1.1x the goal on a quiet machine (the goal leaves ~0.8 ms for the whole
+//! budget there), and a noisy spell longer than 2 ms makes late frames every time it comes
+//! back.
+
+use std::sync::atomic::Ordering;
+
+use framepipe_clock::now_ns;
+
+use crate::sched::Shared;
 
 /// The adaptive margin never goes below this: 0.25 ms, about the output thread's timer
 /// oversleep at the 99th percentile plus a worker's wake-up on the 2-core test machine
@@ -151,30 +161,30 @@ impl Margin {
 /// up to 3.4 periods for their frame then). So once [`HELD_ENOUGH`] frames begun held back
 /// have come, the window forgets the warm-up's.
 #[derive(Default)]
-pub(super) struct LatencyWindow {
+struct LatencyWindow {
     ns: [i64; 32],
     n: usize,
     /// Frames pushed that began held back (after the warm-up).
-    held: usize,
+    held_back: usize,
 }
 
 /// Frames begun held back after which the warm-up's latencies no longer count.
-pub(super) const HELD_ENOUGH: usize = 4;
+const HELD_ENOUGH: usize = 4;
 
 impl LatencyWindow {
     /// A frame's latency; `held_back`: it began after the warm-up (frames come in order: the
     /// warm-up's first).
-    pub(super) fn push(&mut self, ns: i64, held_back: bool) {
+    fn push(&mut self, ns: i64, held_back: bool) {
         self.ns[self.n % self.ns.len()] = ns.max(0);
         self.n += 1;
-        self.held += usize::from(held_back);
+        self.held_back += usize::from(held_back);
     }
 
     /// The slowest of the last frames (of those begun held back, once there are enough).
-    pub(super) fn max(&self) -> Option<i64> {
+    fn max(&self) -> Option<i64> {
         let mut k = self.n.min(self.ns.len());
-        if self.held >= HELD_ENOUGH {
-            k = k.min(self.held);
+        if self.held_back >= HELD_ENOUGH {
+            k = k.min(self.held_back);
         }
         (self.n - k..self.n)
             .map(|i| self.ns[i % self.ns.len()])
@@ -185,16 +195,197 @@ impl LatencyWindow {
 /// How long before its deadline a frame begins, in a paced run: the asked latency, or by
 /// default the measured one with a margin (see [`default_budget`]: a quarter
 /// of it and the adaptive margin). `None` (no limit) until a latency is known.
-pub(super) fn latency_budget(
-    asked_ns: u64,
-    window: &LatencyWindow,
-    margin: &Margin,
-) -> Option<u64> {
+fn latency_budget(asked_ns: u64, window: &LatencyWindow, margin: &Margin) -> Option<u64> {
     if asked_ns > 0 {
         return Some(asked_ns);
     }
     let max = window.max()? as u64;
     Some(default_budget(max, margin.ns()))
+}
+
+/// The latency gate of a paced master output (see the module doc).
+pub(super) struct Gate {
+    /// The asked budget (`Options::latency_ns`; 0: the default budget).
+    asked_ns: u64,
+    period_ns: u64,
+    window: LatencyWindow,
+    /// When the first frame was released (frames begun since were held back by the budget).
+    opened_ns: Option<i64>,
+    /// The default budget's adaptive margin, fed with each frame's slack.
+    margin: Margin,
+    /// When the margin last saw a frame (its deadline, ns).
+    margin_seen: Option<i64>,
+    budget: Option<u64>,
+    /// When the next frame may begin (the master wakes up then to let it); set where the
+    /// output takes the lock for the next frame.
+    begin_at: Option<i64>,
+    /// Added to the latency budget when letting frames begin: how late the driver may wake up
+    /// for a frame's beginning (a host rounds such wake-ups up to a grid).
+    begin_slack_ns: u64,
+    /// The begin limit's last raises: (limit, when, the budget then), a ring
+    /// ([`ALLOWED_KEPT`]).
+    allowed: [Raise; ALLOWED_KEPT],
+    allowed_n: usize,
+}
+
+impl Gate {
+    /// The gate of a master paced at `period_ns`, with the asked budget `asked_ns` (0: the
+    /// default budget).
+    pub(super) fn new(period_ns: u64, asked_ns: u64) -> Self {
+        Gate {
+            asked_ns,
+            period_ns,
+            window: LatencyWindow::default(),
+            opened_ns: None,
+            margin: Margin::new(period_ns),
+            margin_seen: None,
+            budget: None,
+            begin_at: None,
+            begin_slack_ns: 0,
+            allowed: [(0, 0, 0); ALLOWED_KEPT],
+            allowed_n: 0,
+        }
+    }
+
+    /// The adaptive margin never goes below `floor_ns` (see [`HOST_MIN_MARGIN_NS`]).
+    pub(super) fn set_margin_floor(&mut self, floor_ns: u64) {
+        self.margin = Margin::with_floor(self.period_ns, floor_ns);
+    }
+
+    /// Frames begin `slack_ns` earlier than the budget says.
+    pub(super) fn set_begin_slack(&mut self, slack_ns: u64) {
+        self.begin_slack_ns = slack_ns;
+    }
+
+    /// When the next frame may begin (`None`: no limit to raise, or not known yet).
+    pub(super) fn begin_at(&self) -> Option<i64> {
+        self.begin_at
+    }
+
+    /// The latency budget now (`None`: no limit until a latency is known).
+    pub(super) fn budget(&self) -> Option<u64> {
+        self.budget
+    }
+
+    /// The graph's latency now: the slowest of the last frames (ns).
+    pub(super) fn frame_latency_ns(&self) -> Option<i64> {
+        self.window.max()
+    }
+
+    /// The default budget's adaptive margin.
+    pub(super) fn margin(&self) -> &Margin {
+        &self.margin
+    }
+
+    /// A frame taken at the master sink (`begun_ns`, `ready_ns`: when it began and was ready
+    /// there): its latency joins the window, and the budget follows.
+    pub(super) fn taken(&mut self, shared: &Shared, begun_ns: i64, ready_ns: i64) {
+        let held_back = self.opened_ns.is_some_and(|t| begun_ns >= t);
+        self.window.push(ready_ns - begun_ns, held_back);
+        self.budget = latency_budget(self.asked_ns, &self.window, &self.margin);
+        shared
+            .counters
+            .latency_budget_us
+            .store(self.budget.unwrap_or(0) / 1000, Ordering::Relaxed);
+    }
+
+    /// A frame with deadline `deadline` was ready at `ready_ns`, once frames are held back:
+    /// its slack feeds the default budget's margin (not an asked budget's).
+    pub(super) fn observe_slack(&mut self, shared: &Shared, deadline: i64, ready_ns: i64) {
+        if self.asked_ns != 0 {
+            return;
+        }
+        // At most two periods: a pause is not a quiet spell.
+        let elapsed = self.margin_seen.map_or(0, |t| {
+            ((deadline - t).max(0) as u64).min(2 * self.period_ns)
+        });
+        self.margin.observe(deadline - ready_ns, elapsed);
+        self.margin_seen = Some(deadline);
+        shared
+            .counters
+            .latency_margin_us
+            .store(self.margin.ns() / 1000, Ordering::Relaxed);
+    }
+
+    /// A frame was released: the first one opens the gate (frames begun from then on were
+    /// held back by the budget).
+    pub(super) fn released(&mut self) {
+        if self.opened_ns.is_none() {
+            self.opened_ns = Some(now_ns());
+        }
+    }
+
+    /// Lets begin every frame whose deadline is within the budget (raising the scheduler's
+    /// begin limit, under its lock `st`) and notes when the next one may (`begin_at`).
+    /// `released`: the last frame released; `deadline`: the next one's deadline.
+    pub(super) fn let_begin(
+        &mut self,
+        shared: &Shared,
+        st: &mut crate::sched::Locked<'_>,
+        now: i64,
+        released: Option<u64>,
+        deadline: Option<i64>,
+    ) {
+        self.begin_at = None;
+        if let (Some(seq), Some(b), Some(d)) = (released, self.budget, deadline) {
+            let budget = b;
+            // A host rounds this output's wake-ups up to its grid: begin that much earlier.
+            let b = b.saturating_add(self.begin_slack_ns);
+            let limit = begin_limit(seq, d, self.period_ns, b, now);
+            if limit > st.begin_limit() || st.begin_limit() == u64::MAX {
+                st.allow_begin_until(limit);
+                st.after_change(shared);
+                self.allowed[self.allowed_n % ALLOWED_KEPT] = (limit, now, budget);
+                self.allowed_n += 1;
+            }
+            self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit()));
+        }
+    }
+
+    /// When frame `seq` was let begin and the budget then (`None`: not known).
+    pub(super) fn allowed_at(&self, seq: u64) -> Option<(i64, u64)> {
+        allowed_at(&self.allowed, self.allowed_n, seq)
+    }
+}
+
+/// When the master output last raised the begin limit: (the limit, when, the budget then),
+/// the latest [`ALLOWED_KEPT`], to say when a late frame was let begin.
+const ALLOWED_KEPT: usize = 8;
+
+/// One raise of the begin limit: (the limit, when, the budget then).
+type Raise = (u64, i64, u64);
+
+/// When frame `seq` was let begin and the budget then, from the ring `allowed` of the begin
+/// limit's last raises (`n` raises so far, the latest [`ALLOWED_KEPT`] kept): the earliest kept
+/// raise to `seq` or beyond, if the raise before it (kept too) was below `seq`.
+fn allowed_at(allowed: &[Raise; ALLOWED_KEPT], n: usize, seq: u64) -> Option<(i64, u64)> {
+    let k = n.min(ALLOWED_KEPT);
+    let mut below = false;
+    for i in n - k..n {
+        let (limit, at, budget) = allowed[i % ALLOWED_KEPT];
+        if limit >= seq {
+            return below.then_some((at, budget));
+        }
+        below = true;
+    }
+    None
+}
+
+/// The last frame that may have begun at `now`: every frame whose deadline is at most `budget`
+/// away. `released` is the last frame released, `d_next` the next one's deadline.
+fn begin_limit(released: u64, d_next: i64, period: u64, budget: u64, now: i64) -> u64 {
+    let lead = now.saturating_add(budget as i64) - d_next;
+    if lead < 0 {
+        released
+    } else {
+        released + 1 + lead as u64 / period.max(1)
+    }
+}
+
+/// When the frame after `limit` may begin (see [`begin_limit`]).
+fn next_begin_ns(released: u64, d_next: i64, period: u64, budget: u64, limit: u64) -> i64 {
+    let frames = limit.saturating_sub(released) as i64;
+    d_next + frames.saturating_mul(period as i64) - budget as i64
 }
 
 #[cfg(test)]
@@ -356,5 +547,23 @@ mod tests {
         assert_eq!(window.max(), Some(70 * MS), "still one of the last 32");
         window.push(60 * MS, true);
         assert_eq!(window.max(), Some(60 * MS));
+    }
+
+    /// A late frame's "let begin" time is the raise of the begin limit that first reached it,
+    /// known only when the raise before it (below it) is kept too.
+    #[test]
+    fn a_frame_is_let_begin_by_the_first_raise_that_reaches_it() {
+        let mut allowed = [(0, 0, 0); ALLOWED_KEPT];
+        let raises = [(5u64, 100i64, 7u64), (6, 200, 8), (8, 300, 9), (9, 400, 10)];
+        for (k, r) in raises.iter().enumerate() {
+            allowed[k] = *r;
+        }
+        let at = |seq| allowed_at(&allowed, raises.len(), seq);
+        assert_eq!(at(5), None, "the raise before it is not kept");
+        assert_eq!(at(6), Some((200, 8)));
+        assert_eq!(at(7), Some((300, 9)));
+        assert_eq!(at(8), Some((300, 9)));
+        assert_eq!(at(9), Some((400, 10)));
+        assert_eq!(at(10), None, "not let begin yet");
     }
 }

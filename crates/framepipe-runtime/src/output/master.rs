@@ -1,6 +1,15 @@
-//! The master output's part: it reads the command queue at every frame boundary, applies
+//! The master output's part ([`Master`], held by the output of port 0 only): at every frame
+//! boundary it takes the edit thread's answer, follows a live edit's switch (answering the
+//! edit, handing what it replaced to the edit thread), reads the command queue, applies
 //! transport commands itself and parameter commands (sets) to the live state, hands live
-//! edits to the edit thread and answers each command on the queue's return path.
+//! edits to the edit thread, and answers each command on the queue's return path. It also
+//! holds the latency gate (a paced master) and the stall checks' threshold, and at the end
+//! answers an edit the run's end overtook.
+//!
+//! Sets are resolved (parsed, checked) without any lock, then assigned together under the
+//! live lock ([`assign_sets`]), so that every command read at one boundary applies from the
+//! same frame, the one its reply names; old values are dropped, refusals reported and replies
+//! sent with no lock held.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -8,6 +17,7 @@ use std::sync::Arc;
 use framepipe_clock::now_ns;
 use framepipe_control::{Command, CommandReader, Outcome, Posted, Transport};
 
+use super::gate::Gate;
 use super::Output;
 use crate::edit::{EditLink, FromEditor, ToEditor};
 use crate::live::{Edit, Fate};
@@ -15,104 +25,178 @@ use crate::sched::{Shared, Version};
 use crate::stats::Event;
 
 /// The reply to an edit that the run's end overtook.
-pub(super) const ENDED_BEFORE_EDIT: &str = "the run ended before the edit could take effect";
+const ENDED_BEFORE_EDIT: &str = "the run ended before the edit could take effect";
 
-/// Most parameter edits applied in one critical section of the live lock (one frame
-/// boundary's worth in practice; more are applied in further batches).
-pub(super) const EDIT_BATCH: usize = 64;
-const _: () = assert!(EDIT_BATCH >= framepipe_control::MAX_BATCH);
+/// Most sets applied in one critical section of the live lock (one frame boundary's worth in
+/// practice; more are applied in further batches).
+const SET_BATCH: usize = 64;
+const _: () = assert!(SET_BATCH >= framepipe_control::MAX_BATCH);
 
-impl Output {
-    /// Reads the commands and the edit thread's answers; whether `stop` was read.
-    pub(super) fn read_commands(&mut self, shared: &Shared) -> bool {
-        let port = self.port;
-        // The edit thread's answer first: an edit armed now may switch at once, and the
-        // commands read below must know it.
-        if let (Some(l), Some(reader)) = (self.edits_link.as_mut(), self.commands.as_mut()) {
-            match l.take() {
-                Some(FromEditor::Ready(p)) => {
-                    let repeated = shared.counters.repeated.load(Ordering::Relaxed);
-                    self.edit_repeats_at_arm = repeated;
-                    if let Some((sent_ns, at_send)) = self.edit_sent.take() {
-                        let build_ns = now_ns() - sent_ns;
-                        let repeats = repeated.saturating_sub(at_send);
-                        shared.counters.record_edit_build(build_ns, repeats);
-                    }
-                    // (It may switch at once, e.g. in a paused show: the commands below are
-                    // then read against the new version.)
-                    let mut st = shared.lock_output();
-                    st.arm_switch(p, shared);
-                    st.after_change(shared);
+/// The master output's part (see the module doc).
+pub(super) struct Master {
+    commands: Option<CommandReader>,
+    edits_link: Option<EditLink>,
+    /// Pause, step, resume, stop: decides at each boundary whether the next frame goes.
+    pub(super) transport: Transport,
+    /// Stages running one frame longer than this are reported (`u64::MAX`: never).
+    pub(super) stall_ns: u64,
+    /// A paced master's latency gate.
+    pub(super) gate: Option<Gate>,
+    /// Sets resolved at this boundary, waiting to be assigned.
+    sets: Vec<Edit>,
+    /// The commands of `sets`, answered once assigned.
+    set_posted: Vec<Posted>,
+    /// Per command of `set_posted`: how many of `sets` are its, and whether it is refused
+    /// (its node ended by the armed live edit: the fate and the switch frame).
+    set_of: Vec<Of>,
+    /// The nodes the last live edit removed, and its first frame: a command naming one is
+    /// refused saying so.
+    removed: (Vec<Arc<str>>, u64),
+    /// The repeat count when it armed the last live edit.
+    edit_repeats_at_arm: u64,
+    /// A live edit handed to the edit thread: when (monotonic ns) and the repeat count then,
+    /// until it comes back built (`Counters::record_edit_build`).
+    edit_sent: Option<(i64, u64)>,
+    /// A live edit switched in: (its first frame, its drain in ns, the repeat count when it
+    /// was armed), until that frame is released (`Counters::record_edit`).
+    edit_watch: Option<(u64, i64, u64)>,
+    /// A live edit switched in and was answered; what it replaced is not yet handed to the
+    /// edit thread (an overlapping switch's replaced version still finishes its frames):
+    /// looked for at every boundary until then.
+    retire_due: bool,
+}
+
+impl Master {
+    /// The master's part: `commands` (a post raises port 0's signal, the queue's waker: the
+    /// master output thread, in a host the clock thread for this show, wakes up; commands are
+    /// not polled), the edit thread's `edits_link`, the stall threshold and a paced master's
+    /// latency gate.
+    pub(super) fn new(
+        shared: &Shared,
+        commands: Option<CommandReader>,
+        edits_link: Option<EditLink>,
+        stall_ns: u64,
+        gate: Option<Gate>,
+    ) -> Self {
+        if let Some(reader) = commands.as_ref() {
+            let signal = Arc::clone(&shared.port_signals[0]);
+            reader.set_waker(move || signal.raise());
+        }
+        Master {
+            commands,
+            edits_link,
+            transport: Transport::new(),
+            stall_ns,
+            gate,
+            sets: Vec::with_capacity(SET_BATCH),
+            set_posted: Vec::with_capacity(SET_BATCH),
+            set_of: Vec::with_capacity(SET_BATCH),
+            removed: (Vec::new(), 0),
+            edit_repeats_at_arm: 0,
+            edit_sent: None,
+            edit_watch: None,
+            retire_due: false,
+        }
+    }
+
+    /// Whether a live edit switched in and what it replaced is still to be handed to the
+    /// edit thread (looked for at every boundary until then).
+    pub(super) fn retire_due(&self) -> bool {
+        self.retire_due
+    }
+
+    /// Whether a command or the edit thread's answer is waiting (poll again at once).
+    pub(super) fn waiting(&self) -> bool {
+        self.commands.as_ref().is_some_and(|r| r.pending() > 0)
+            || self
+                .edits_link
+                .as_ref()
+                .is_some_and(|l| l.ready.load(Ordering::Acquire))
+    }
+
+    /// The edit thread's answer: a built edit is armed (it may switch at once, e.g. in a
+    /// paused show: the commands read after are then read against the new version); a refused
+    /// one is answered.
+    fn take_built(&mut self, shared: &Shared) {
+        let (Some(l), Some(reader)) = (self.edits_link.as_mut(), self.commands.as_mut()) else {
+            return;
+        };
+        match l.take() {
+            Some(FromEditor::Ready(p)) => {
+                let repeated = shared.counters.repeated.load(Ordering::Relaxed);
+                self.edit_repeats_at_arm = repeated;
+                if let Some((sent_ns, at_send)) = self.edit_sent.take() {
+                    let build_ns = now_ns() - sent_ns;
+                    let repeats = repeated.saturating_sub(at_send);
+                    shared.counters.record_edit_build(build_ns, repeats);
                 }
-                Some(FromEditor::Refused(p, reason)) => {
-                    l.busy = false;
-                    self.edit_sent = None;
-                    refuse(shared, reader, p, reason);
-                }
-                None => {}
+                let mut st = shared.lock_output();
+                st.arm_switch(p, shared);
+                st.after_change(shared);
+            }
+            Some(FromEditor::Refused(p, reason)) => {
+                l.busy = false;
+                self.edit_sent = None;
+                refuse(shared, reader, p, reason);
+            }
+            None => {}
+        }
+    }
+
+    /// A live edit switched in (`news`, with `ver` the new version): answered at the switch
+    /// (the next edit may be built then, against the new version); what it replaced goes to
+    /// the edit thread once its frames are done (`switched`; at once when the switch waited
+    /// for them).
+    fn switched(
+        &mut self,
+        shared: &Shared,
+        ver: &Version,
+        news: Option<crate::sched::SwitchNews>,
+        switched: Option<crate::sched::Replaced>,
+    ) {
+        if let Some(mut news) = news {
+            shared.counters.set_stages(Arc::clone(&ver.stages));
+            std::mem::swap(&mut self.removed.0, &mut news.removed);
+            self.removed.1 = news.frame;
+            self.edit_watch = Some((news.frame, news.drain_ns, self.edit_repeats_at_arm));
+            if let (Some(p), Some(reader)) = (news.posted, self.commands.as_mut()) {
+                reader.reply(p, Outcome::Applied { frame: news.frame });
+            }
+            if let Some(l) = self.edits_link.as_mut() {
+                l.busy = false;
+                // Full (cannot be: see the channel's size): dropped here instead.
+                let _ = l.tx.try_send(ToEditor::Switched {
+                    frame: news.frame,
+                    graph_view: news.graph_view,
+                    dropped: news.removed,
+                });
+            }
+            self.retire_due = true;
+        }
+        if let Some(sw) = switched {
+            self.retire_due = false;
+            if let Some(l) = self.edits_link.as_mut() {
+                let _ = l.tx.try_send(ToEditor::Bury(sw));
             }
         }
-        // A live edit switched versions: look at the new one (and, the master, answer the
-        // edit and hand what the switch replaced to the edit thread).
-        let changed = shared.running_version_number() != self.ver.number;
-        if changed || self.retire_due {
-            let mut st = shared.lock_output();
-            if changed {
-                self.ver = Arc::clone(st.running_version());
-                self.sink_stage = st.sink_node(port);
-            }
-            let (news, switched) = if port == 0 {
-                (st.take_switch_news(), st.take_replaced())
-            } else {
-                (None, None)
-            };
-            drop(st);
-            if changed {
-                self.sink_counter = Arc::clone(&self.ver.stages[self.sink_stage]);
-            }
-            // Answered at the switch (the next edit may be built then, against the new
-            // version); what it replaced goes to the edit thread once its frames are done (at
-            // once when the switch waited for them).
-            if let Some(mut news) = news {
-                shared.counters.set_stages(Arc::clone(&self.ver.stages));
-                std::mem::swap(&mut self.removed.0, &mut news.removed);
-                self.removed.1 = news.frame;
-                self.edit_watch = Some((news.frame, news.drain_ns, self.edit_repeats_at_arm));
-                if let (Some(p), Some(reader)) = (news.posted, self.commands.as_mut()) {
-                    reader.reply(p, Outcome::Applied { frame: news.frame });
-                }
-                if let Some(l) = self.edits_link.as_mut() {
-                    l.busy = false;
-                    // Full (cannot be: see the channel's size): dropped here instead.
-                    let _ = l.tx.try_send(ToEditor::Switched {
-                        frame: news.frame,
-                        graph_view: news.graph_view,
-                        dropped: news.removed,
-                    });
-                }
-                self.retire_due = true;
-            }
-            if let Some(sw) = switched {
-                self.retire_due = false;
-                if let Some(l) = self.edits_link.as_mut() {
-                    let _ = l.tx.try_send(ToEditor::Bury(sw));
-                }
-            }
-        }
+    }
+
+    /// Applies the commands pending now (see [`apply_commands`]); `boundary`: the next frame
+    /// to be released, which names the boundary (see `Outcome::Applied`). Whether `stop` was
+    /// read.
+    fn apply_pending(&mut self, shared: &Shared, ver: &Version, boundary: u64) -> bool {
         let mut stop = false;
         if let Some(reader) = self.commands.as_mut() {
-            // The boundary is named by the next frame to be released (see `Outcome::Applied`).
-            let boundary = self.released_seq.map_or(0, |s| s + 1);
             let mut batch = Batch {
-                edits: &mut self.edits,
-                posted: &mut self.edited,
-                of: &mut self.edited_of,
+                sets: &mut self.sets,
+                posted: &mut self.set_posted,
+                of: &mut self.set_of,
                 removed: (&self.removed.0, self.removed.1),
             };
             let building = self.edits_link.as_ref().is_some_and(|l| l.busy);
             stop = apply_commands(
                 shared,
-                &self.ver,
+                ver,
                 reader,
                 self.edits_link.as_mut(),
                 &mut self.transport,
@@ -124,27 +208,109 @@ impl Output {
                 self.edit_sent = Some((now_ns(), repeated));
             }
         }
-        if port == 0 {
-            shared
-                .counters
-                .paused
-                .store(self.transport.is_paused(), Ordering::Relaxed);
-        }
+        shared
+            .counters
+            .paused
+            .store(self.transport.is_paused(), Ordering::Relaxed);
         stop
+    }
+
+    /// Frame `seq` was given to the sink: the first frame of a live edit ends its watch
+    /// (`Counters::record_edit`).
+    pub(super) fn released(&mut self, shared: &Shared, seq: u64) {
+        if let Some((first, drain_ns, at_arm)) = self.edit_watch {
+            if seq >= first {
+                let repeats = shared
+                    .counters
+                    .repeated
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(at_arm);
+                shared.counters.record_edit(drain_ns, repeats);
+                self.edit_watch = None;
+            }
+        }
+    }
+
+    /// The end of the run: an edit built but not switched in before it, or still on the edit
+    /// thread, is answered saying so; one switched in but not yet answered is answered.
+    pub(super) fn finish(&mut self, shared: &Shared) {
+        let Some(reader) = self.commands.as_mut() else {
+            return;
+        };
+        let (pending, switched, news) = {
+            let mut st = shared.lock_output();
+            (
+                st.take_next_version(),
+                st.take_replaced(),
+                st.take_switch_news(),
+            )
+        };
+        // (An edit answered whose replaced version had not finished: nothing to wait for.)
+        let in_state = pending.is_some() || switched.is_some() || news.is_some() || self.retire_due;
+        if let Some(p) = pending.and_then(|mut p| p.take_posted()) {
+            refuse(shared, reader, p, ENDED_BEFORE_EDIT.into());
+        }
+        // An edit still on the edit thread (being built, or built and not yet taken): its
+        // answer is waited for (off the frame path: the run is over), so that it too gets a
+        // reply. Dropping our sender lets the edit thread end after it.
+        if let Some(l) = self.edits_link.take() {
+            let EditLink { tx, rx, busy, .. } = l;
+            drop(tx);
+            if busy && !in_state {
+                match rx.recv_timeout(crate::model::JOIN_GRACE) {
+                    Ok(FromEditor::Ready(mut p)) => {
+                        if let Some(posted) = p.take_posted() {
+                            refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());
+                        }
+                    }
+                    Ok(FromEditor::Refused(p, reason)) => refuse(shared, reader, p, reason),
+                    // The edit thread is stuck in an element's constructor: it is left
+                    // running, detached (see `Prepared::run`).
+                    Err(_) => {}
+                }
+            }
+        }
+        if let Some(news) = news {
+            if let Some(p) = news.posted {
+                reader.reply(p, Outcome::Applied { frame: news.frame });
+            }
+        }
+        drop(switched);
     }
 }
 
-/// Per command waiting to be assigned: how many of the batch's edits are its, and whether it
+impl Output {
+    /// At a frame boundary: the master takes the edit thread's answer; every output follows a
+    /// live edit's switch to the new version ([`Output::follow_switch`]), the master also
+    /// answering the edit; the master applies the pending commands. Whether `stop` was read.
+    pub(super) fn read_commands(&mut self, shared: &Shared) -> bool {
+        // The edit thread's answer first: an edit armed now may switch at once, and the
+        // commands read below must know it.
+        if let Some(m) = self.master.as_mut() {
+            m.take_built(shared);
+        }
+        let (news, switched) = self.follow_switch(shared);
+        let Some(m) = self.master.as_mut() else {
+            return false;
+        };
+        if news.is_some() || switched.is_some() {
+            m.switched(shared, &self.ver, news, switched);
+        }
+        m.apply_pending(shared, &self.ver, self.released_seq.map_or(0, |s| s + 1))
+    }
+}
+
+/// Per command waiting to be assigned: how many of the batch's sets are its, and whether it
 /// is refused because the armed live edit ends its node before its frame (that node's stage,
 /// the fate, the switch frame).
-pub(super) type Of = (usize, Option<(usize, Fate, u64)>);
+type Of = (usize, Option<(usize, Fate, u64)>);
 
-/// Parameter edits waiting to be assigned, with their commands (answered once assigned).
-/// Every vector has room for [`EDIT_BATCH`] from the start.
+/// Sets waiting to be assigned, with their commands (answered once assigned).
+/// Every vector has room for [`SET_BATCH`] from the start.
 struct Batch<'a> {
-    edits: &'a mut Vec<Edit>,
+    sets: &'a mut Vec<Edit>,
     posted: &'a mut Vec<Posted>,
-    /// Per command of `posted`: how many of `edits` are its; whether it is refused.
+    /// Per command of `posted`: how many of `sets` are its; whether it is refused.
     of: &'a mut Vec<Of>,
     /// The nodes the last live edit removed, and its first frame (for the refusals).
     removed: (&'a [Arc<str>], u64),
@@ -182,7 +348,7 @@ fn apply_commands(
                         l.busy = true;
                         // The commands read before it are assigned first: the ones after it
                         // are those its switch carries into a node it replaces.
-                        assign_edits(shared, ver, reader, batch);
+                        assign_sets(shared, ver, reader, batch);
                         shared.live.lock().edit_read();
                         continue;
                     }
@@ -217,11 +383,11 @@ fn apply_commands(
             continue;
         }
         match ver.live_spec.resolve(&p.command) {
-            Ok(edit) => {
-                if batch.edits.len() == batch.edits.capacity() {
-                    assign_edits(shared, ver, reader, batch);
+            Ok(set) => {
+                if batch.sets.len() == batch.sets.capacity() {
+                    assign_sets(shared, ver, reader, batch);
                 }
-                batch.edits.push(edit);
+                batch.sets.push(set);
                 batch.posted.push(p);
                 batch.of.push((1, None));
             }
@@ -232,13 +398,13 @@ fn apply_commands(
             }
         }
     }
-    assign_edits(shared, ver, reader, batch);
+    assign_sets(shared, ver, reader, batch);
     stop
 }
 
 /// A [`Command::Batch`]: every parameter command in it is resolved first; if one is refused,
 /// the whole batch is (with that command's reason) and nothing of it applies. Otherwise its
-/// transport commands apply now and its edits join the ones assigned at this boundary, so that
+/// transport commands apply now and its sets join the ones assigned at this boundary, so that
 /// all of it is seen from the same frame (the one its reply names).
 fn apply_batch(
     shared: &Shared,
@@ -253,18 +419,18 @@ fn apply_batch(
         unreachable!("apply_batch takes a batch");
     };
     // Room for all of it in this assignment (a batch has at most MAX_BATCH commands, and the
-    // buffer holds EDIT_BATCH >= MAX_BATCH, so this never grows it).
-    if batch.edits.len() + n > batch.edits.capacity() {
-        assign_edits(shared, ver, reader, batch);
+    // buffer holds SET_BATCH >= MAX_BATCH, so this never grows it).
+    if batch.sets.len() + n > batch.sets.capacity() {
+        assign_sets(shared, ver, reader, batch);
     }
-    let start = batch.edits.len();
+    let start = batch.sets.len();
     let mut refused = None;
     for c in cmds {
         if matches!(c, Command::Pause | Command::Resume | Command::Step(_)) {
             continue;
         }
         match ver.live_spec.resolve(c) {
-            Ok(edit) => batch.edits.push(edit),
+            Ok(set) => batch.sets.push(set),
             Err(reason) => {
                 refused = Some(format!("{c}: {reason}"));
                 break;
@@ -272,7 +438,7 @@ fn apply_batch(
         }
     }
     if let Some(reason) = refused {
-        batch.edits.truncate(start);
+        batch.sets.truncate(start);
         refuse(shared, reader, p, reason);
         return;
     }
@@ -280,23 +446,23 @@ fn apply_batch(
         transport.apply(c);
     }
     batch.posted.push(p);
-    batch.of.push((batch.edits.len() - start, None));
+    batch.of.push((batch.sets.len() - start, None));
 }
 
-/// Assigns the batch's edits under the live lock, from the first frame that can show all of
+/// Assigns the batch's sets under the live lock, from the first frame that can show all of
 /// them: the latest of their stages' next frames (the next frame to begin for a clock
 /// command), the stages behind it first sampling their current values for the frames in
 /// between (`Live::catch_up`; see live.rs). After unlocking, the old values they then hold
 /// are dropped and their commands answered with that frame.
 ///
-/// The edits were resolved (node and property indices) against graph version `ver`; if a
+/// The sets were resolved (node and property indices) against graph version `ver`; if a
 /// live edit switched versions since (another thread may make the switch between the output
 /// thread's look at the version and this), they would name other nodes, or none: they are
 /// refused instead. A command on a node that the armed live edit removes (or replaces by
 /// another element) is refused when that frame would be the switch's or later: no frame
 /// would show it (`Live::gone`).
-fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch: &mut Batch<'_>) {
-    if batch.edits.is_empty() {
+fn assign_sets(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch: &mut Batch<'_>) {
+    if batch.sets.is_empty() {
         return;
     }
     let (frame, next_frame) = {
@@ -308,7 +474,7 @@ fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batc
                 let mut first = None::<u64>;
                 for &(n, gone) in of {
                     if gone.is_none() {
-                        for e in &batch.edits[k..k + n] {
+                        for e in &batch.sets[k..k + n] {
                             let f = live.first_frame_of(e);
                             first = Some(first.map_or(f, |g| g.max(f)));
                         }
@@ -323,7 +489,7 @@ fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batc
                 let mut k = 0;
                 let mut any = false;
                 for (n, gone) in batch.of.iter_mut() {
-                    *gone = batch.edits[k..k + *n].iter().find_map(|e| {
+                    *gone = batch.sets[k..k + *n].iter().find_map(|e| {
                         let s = e.stage()?;
                         live.gone(s, f).map(|(fate, at)| (s, fate, at))
                     });
@@ -338,7 +504,7 @@ fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batc
                 let mut k = 0;
                 for &(n, gone) in batch.of.iter() {
                     if gone.is_none() {
-                        for e in batch.edits[k..k + n].iter_mut() {
+                        for e in batch.sets[k..k + n].iter_mut() {
                             if let Some(s) = e.stage() {
                                 live.catch_up(s, first, &ver.snapshots, ver.topo.cap);
                                 live.commanded(s, first);
@@ -357,14 +523,14 @@ fn assign_edits(shared: &Shared, ver: &Version, reader: &mut CommandReader, batc
         };
         (frame, next_frame)
     };
-    batch.edits.clear();
+    batch.sets.clear();
     for (p, (_, gone)) in batch.posted.drain(..).zip(batch.of.drain(..)) {
         match (frame, gone) {
             (Some(_), Some((s, fate, at))) => {
                 let reason = crate::live::gone_reason(ver.live_spec.label(s), fate, at);
                 refuse(shared, reader, p, reason);
             }
-            // (None: only commands without edits are left, transport ones of a batch.)
+            // (None: only commands without sets are left, transport ones of a batch.)
             (Some(frame), None) => reader.reply(
                 p,
                 Outcome::Applied {
@@ -420,7 +586,7 @@ fn not_yet(
 
 /// Refuses a command: reported as an event (for a caller without a reply printer) and
 /// answered with `reason`. Every refusal of the output thread goes through here.
-pub(super) fn refuse(shared: &Shared, reader: &mut CommandReader, p: Posted, reason: String) {
+fn refuse(shared: &Shared, reader: &mut CommandReader, p: Posted, reason: String) {
     shared.emit(Event::CommandRejected {
         command: p.command.to_string(),
         reason: reason.clone(),

@@ -1,18 +1,28 @@
-//! The output thread: the one thread that releases frames to the sink.
+//! The outputs: one per sink port, the loop that releases that port's frames to its sink, as
+//! a pollable state machine ([`Output`], returning [`Next`]) that several drivers run.
 //!
-//! It is the thread that called [`Prepared::run`](crate::Prepared::run), so it adds no thread
-//! to the process. Once per frame boundary it reads the command queue (lock-free), applies
-//! transport commands itself and parameter commands to the live state (they reach every frame
-//! whose node has not started yet: a node samples its values when it starts a frame, see
-//! live.rs), and answers each command on the queue's return path (lock-free, no
-//! allocation) with the frame it applies from, or the reason it was refused, waits for the next frame in order, waits for its deadline on the frame
-//! clock when the run is paced, and hands it to the sink. It also notices stalled stages.
-//!
-//! It takes the scheduler lock once per frame (returning the previous frame and taking the next
-//! in one critical section) and never waits on it: it waits for a frame on its port's flag and
-//! `park`. Commands are also read while it waits, so `stop` ends the run at once even when no
-//! frame is coming (a blocked source, a pause). Its scheduling policy is restored at the end,
-//! also when unwinding; a panic here is caught by `Prepared::run`.
+//! Contract:
+//! * An output takes its port's next frame in order, waits for its deadline on the frame clock
+//!   when the run is paced ([`pace`]), hands it to the sink and returns it to the scheduler
+//!   ([`deliver`]). It takes the scheduler lock once per frame (returning the previous frame
+//!   and taking the next in one critical section) and never waits on it: it waits for a frame
+//!   on its port's flag and `park`.
+//! * The master output (port 0) also holds the [`master`] part: once per frame boundary it
+//!   reads the command queue (lock-free), applies transport commands itself and parameter
+//!   commands (sets) to the live state (they reach every frame whose node has not started
+//!   yet: a node samples its values when it starts a frame, see `live`), hands live edits to
+//!   the edit thread, answers each command on the queue's return path (lock-free, no
+//!   allocation) with the frame it applies from or the reason it was refused, and reports
+//!   stalled stages ([`stalls`]). Paced, it lets frames begin just in time ([`gate`]).
+//!   Commands are also read while it waits, so `stop` ends the run at once even when no frame
+//!   is coming (a blocked source, a pause). The other outputs follow it unpaced.
+//! * Drivers ([`drive`]): the output's own thread ([`run_output`]: the single-show run, whose
+//!   master output is the thread that called [`Prepared::run`](crate::Prepared::run), so it
+//!   adds no thread to the process), with a [`standby`] thread beside a paced master, and a
+//!   [`Host`](crate::Host)'s clock thread, which drives the master outputs of every show.
+//!   They differ in what they wait on; the waiting for a deadline is the clock crate's one
+//!   sleep then spin (`WakeMargin::wait_until_with`). Its scheduling policy is restored at
+//!   the end, also when unwinding; a panic here is caught by `Prepared::run`.
 //!
 //! Overload policies (paced runs):
 //! * `slow`: a frame that is late is released when ready and the clock slips to it; nothing is
@@ -33,30 +43,28 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use framepipe_clock::{now_ns, CpuMeter, Pacer};
-use framepipe_control::{CommandReader, Outcome, Posted, Release, Transport};
-use framepipe_core::{Error, Frame, FrameCtx, Result, Sink};
+use framepipe_clock::Pacer;
+use framepipe_control::{CommandReader, Release};
+use framepipe_core::{Error, Result, Sink};
 
-use crate::edit::{EditLink, FromEditor};
-use crate::live::Edit;
-use crate::model::{Options, Overload};
+use crate::edit::EditLink;
+use crate::model::Options;
 use crate::sched::{PortItem, Shared, Version};
-use crate::stats::{LateLog, PacingStats};
+use crate::stats::{PacingStats, StageCounters};
 
-use gate::{latency_budget, LatencyWindow, Margin};
-use master::{refuse, Of, EDIT_BATCH, ENDED_BEFORE_EDIT};
-use pace::{on_grid, Raise, ALLOWED_KEPT};
-use stalls::check_stalls;
+use gate::Gate;
+use master::Master;
+use pace::Pacing;
 
 pub(crate) use drive::run_output;
 pub(crate) use gate::HOST_MIN_MARGIN_NS;
 pub(crate) use standby::{possible as standby_possible, Watch};
 
-/// How often the output thread looks at stalls while it has nothing else to do. Commands do not
-/// wait for it: a post raises the master port's signal (the command queue's waker), which
-/// wakes the output thread (in a host, has the clock thread poll the show). It was 2 ms when
-/// commands were polled: 20 wake-ups a frame at 25 fps, for nothing most of the time.
-/// The same in a host (the clock thread polls the show then).
+/// How often an output looks at stalls while it has nothing else to do (in a host, the clock
+/// thread polls the show then). Commands do not wait for it: a post raises the master port's
+/// signal (the command queue's waker), which wakes the output thread (in a host, has the clock
+/// thread poll the show); polling commands instead (every 2 ms) cost 20 wake-ups a frame at 25
+/// fps, for nothing most of the time.
 const POLL: Duration = Duration::from_millis(50);
 
 /// What an [`Output`] asks of whoever drives it, after one [`Output::poll`].
@@ -96,89 +104,37 @@ pub(crate) struct Output {
     port: usize,
     /// This output's slot in `Shared::running` (after the workers').
     out_slot: usize,
-    commands: Option<CommandReader>,
-    edits_link: Option<EditLink>,
-    options: Options,
-    stall_ns: u64,
     /// The graph version this output last looked at (re-read, under the lock it takes anyway,
     /// when `Shared::version` says a live edit switched), and its sink node's counters.
     ver: Arc<Version>,
     sink_stage: usize,
-    sink_counter: Arc<crate::stats::StageCounters>,
+    sink_counter: Arc<StageCounters>,
     sink_name: Arc<str>,
-    live_policy: bool,
-    pacer: Option<Pacer>,
-    /// Paced, in a host: the grid its deadlines are on, `anchor + phase + k * period` (the
-    /// host spreads its shows' groups over the period; the shows of a group share one grid).
-    /// `None`: the first deadline is when the first frame is taken.
-    grid: Option<(i64, i64)>,
-    realtime: bool,
-    half_period_ns: i64,
-    last_release_ns: Option<i64>,
-    /// (start of the current second, worst lateness in it so far), ns.
-    peak_window: (i64, i64),
-    late_log: LateLog,
-    cpu: CpuMeter,
-    transport: Transport,
-    last: Option<(FrameCtx, Frame)>,
-    edits: Vec<Edit>,
-    /// The commands of `edits`, answered once assigned.
-    edited: Vec<Posted>,
-    /// Per command of `edited`: how many of `edits` are its, and whether it is refused (its
-    /// node ended by the armed live edit: the fate and the switch frame).
-    edited_of: Vec<Of>,
-    /// The nodes the last live edit removed, and its first frame: a command naming one is
-    /// refused saying so.
-    removed: (Vec<Arc<str>>, u64),
+    /// A paced output: its frame clock and what it keeps about the releases.
+    pacing: Option<Pacing>,
+    /// The master output (port 0): commands, live edits' replies, the latency gate, stall
+    /// checks. `None`: a follower, delivery (and pacing) only.
+    master: Option<Master>,
+    /// The last frame given to the sink (`None` before the first).
+    released_seq: Option<u64>,
     /// The outcome of the frame last given to the sink (its slot), returned to the scheduler in
     /// the next critical section (with the taking of the next frame).
     done: Option<(usize, u64, Result<()>)>,
-    /// Paced master: frames begin just in time (see `Options::latency_ns`).
-    gate: bool,
-    period_ns: u64,
-    window: LatencyWindow,
-    /// When the first frame was released (frames begun since were held back by the budget).
-    gate_opened_ns: Option<i64>,
-    /// The default budget's adaptive margin, fed with each frame's slack.
-    margin: Margin,
-    /// When the margin last saw a frame (its deadline, ns).
-    margin_seen: Option<i64>,
-    released_seq: Option<u64>,
-    budget: Option<u64>,
-    /// When the next frame may begin (a paced master wakes up then to let it); set where the
-    /// output takes the lock for the next frame.
-    begin_at: Option<i64>,
-    /// A frame held back while paused (still in flight; the sink's turn is taken).
-    held: Option<PortItem>,
+    /// A frame taken while paused, kept until the transport lets it go (still in flight; the
+    /// sink's turn is taken).
+    paused_frame: Option<PortItem>,
     due: Option<Due>,
     ended: bool,
     /// How often it looks at commands and stalls while it waits for a frame (or is paused).
     poll_ns: i64,
-    /// Added to the latency budget when letting frames begin: how late the driver may wake up
-    /// for a frame's beginning (a host rounds such wake-ups up to a grid).
-    begin_slack_ns: u64,
-    /// The begin limit's last raises: (limit, when, the budget then), a ring
-    /// ([`ALLOWED_KEPT`]).
-    allowed: [Raise; ALLOWED_KEPT],
-    allowed_n: usize,
-    /// The master's repeat count when it armed the last live edit.
-    edit_repeats_at_arm: u64,
-    /// A live edit handed to the edit thread: when (monotonic ns) and the repeat count then,
-    /// until it comes back built (`Counters::record_edit_build`).
-    edit_sent: Option<(i64, u64)>,
-    /// A live edit switched in: (its first frame, its drain in ns, the repeat count when it
-    /// was armed), until that frame is released (`Counters::record_edit`).
-    edit_watch: Option<(u64, i64, u64)>,
-    /// The master: a live edit switched in and was answered; what it replaced is not yet
-    /// handed to the edit thread (an overlapping switch's replaced version still finishes its
-    /// frames): looked for at every boundary until then.
-    retire_due: bool,
 }
 
 impl Output {
-    /// The output of sink port `port` (0: the master, which reads `commands` and answers
-    /// edits; the others follow it unpaced). `realtime`: whether the driving thread runs under
-    /// `SCHED_FIFO` (for the figures). A rate the frame clock cannot pace stops the run.
+    /// The output of sink port `port`: port 0 is the master, which reads `commands`, answers
+    /// edits through `edits_link` and reports stages running one frame longer than `stall_ns`;
+    /// the others follow it unpaced (they have no commands, no link, and ignore `stall_ns`).
+    /// `realtime`: whether the driving thread runs under `SCHED_FIFO` (for the figures). A
+    /// rate the frame clock cannot pace stops the run.
     pub(crate) fn new(
         shared: &Shared,
         port: usize,
@@ -203,63 +159,29 @@ impl Output {
                 return Err(Error::from(e));
             }
         };
-        let period_ns = pacer.as_ref().map_or(0, |p| p.period_ns());
-        if let Some(reader) = commands.as_ref().filter(|_| port == 0) {
-            // A post wakes the master output thread (in a host, the clock thread for this
-            // show): commands are not polled.
-            let signal = Arc::clone(&shared.port_signals[0]);
-            reader.set_waker(move || signal.raise());
-        }
-        if port == 0 {
+        debug_assert!(port == 0 || (commands.is_none() && edits_link.is_none()));
+        let master = (port == 0).then(|| {
             shared.counters.realtime.store(realtime, Ordering::Relaxed);
-        }
+            let gate = pacer
+                .as_ref()
+                .map(|p| Gate::new(p.period_ns(), options.latency_ns));
+            Master::new(shared, commands, edits_link, stall_ns, gate)
+        });
         Ok(Output {
             port,
             out_slot: shared.threads + port,
-            commands,
-            edits_link,
-            options,
-            stall_ns,
             ver,
             sink_stage,
             sink_counter,
             sink_name,
-            live_policy: options.overload == Overload::Live,
-            gate: port == 0 && pacer.is_some(),
-            half_period_ns: period_ns as i64 / 2,
-            pacer,
-            grid: None,
-            realtime,
-            last_release_ns: None,
-            peak_window: (now_ns(), 0),
-            late_log: LateLog::default(),
-            cpu: CpuMeter::start(),
-            transport: Transport::new(),
-            last: None,
-            edits: Vec::with_capacity(EDIT_BATCH),
-            edited: Vec::with_capacity(EDIT_BATCH),
-            edited_of: Vec::with_capacity(EDIT_BATCH),
-            removed: (Vec::new(), 0),
-            done: None,
-            period_ns,
-            window: LatencyWindow::default(),
-            gate_opened_ns: None,
-            margin: Margin::new(period_ns),
-            margin_seen: None,
+            pacing: pacer.map(|p| Pacing::new(p, options.overload, realtime)),
+            master,
             released_seq: None,
-            budget: None,
-            begin_at: None,
-            held: None,
+            done: None,
+            paused_frame: None,
             due: None,
             ended: false,
             poll_ns: POLL.as_nanos() as i64,
-            begin_slack_ns: 0,
-            allowed: [(0, 0, 0); ALLOWED_KEPT],
-            allowed_n: 0,
-            edit_repeats_at_arm: 0,
-            edit_sent: None,
-            edit_watch: None,
-            retire_due: false,
         })
     }
 
@@ -268,24 +190,48 @@ impl Output {
     /// spreads the groups over the period, so that their deadlines share wake-ups without all
     /// falling together.
     pub(crate) fn set_grid(&mut self, anchor: i64, phase_ns: i64) {
-        self.grid = Some((anchor, phase_ns.max(0)));
+        if let Some(p) = self.pacing.as_mut() {
+            p.set_grid(anchor, phase_ns);
+        }
     }
 
     /// The default budget's adaptive margin never goes below `floor` (a show in a host:
     /// [`HOST_MIN_MARGIN_NS`]). Before the first frame only.
     pub(crate) fn set_margin_floor(&mut self, floor: Duration) {
-        self.margin = Margin::with_floor(self.period_ns, floor.as_nanos() as u64);
+        if let Some(g) = self.gate_mut() {
+            g.set_margin_floor(floor.as_nanos() as u64);
+        }
     }
 
     /// Frames begin this much earlier than the latency budget says: the driver wakes up that
     /// late for a beginning (a host rounds such wake-ups up to its grid).
     pub(crate) fn set_begin_slack(&mut self, slack: Duration) {
-        self.begin_slack_ns = slack.as_nanos() as u64;
+        if let Some(g) = self.gate_mut() {
+            g.set_begin_slack(slack.as_nanos() as u64);
+        }
     }
 
-    /// The frame clock of a paced output (the driver sleeps and spins with its margin).
-    pub(crate) fn pacer_mut(&mut self) -> Option<&mut Pacer> {
-        self.pacer.as_mut()
+    /// The paced master's latency gate.
+    fn gate(&self) -> Option<&Gate> {
+        self.master.as_ref().and_then(|m| m.gate.as_ref())
+    }
+
+    fn gate_mut(&mut self) -> Option<&mut Gate> {
+        self.master.as_mut().and_then(|m| m.gate.as_mut())
+    }
+
+    /// When the next frame may begin (a paced master wakes up then to let it).
+    fn begin_at(&self) -> Option<i64> {
+        self.gate().and_then(Gate::begin_at)
+    }
+
+    /// Paced master: lets begin every frame whose deadline is within the budget (raising the
+    /// scheduler's begin limit) and notes when the next one may.
+    fn let_begin(&mut self, shared: &Shared, st: &mut crate::sched::Locked<'_>, now: i64) {
+        let deadline = self.pacing.as_ref().and_then(Pacing::next_deadline);
+        if let Some(g) = self.master.as_mut().and_then(|m| m.gate.as_mut()) {
+            g.let_begin(shared, st, now, self.released_seq, deadline);
+        }
     }
 
     /// Does what can be done now (commands, taking the next frame, releasing a frame whose
@@ -298,11 +244,11 @@ impl Output {
             if now < at {
                 // The next frames may have to begin before this one is released (a budget
                 // longer than the time to its deadline): wake up for that first.
-                if self.begin_at.is_some_and(|b| now >= b) {
+                if self.begin_at().is_some_and(|b| now >= b) {
                     let mut st = shared.lock_output();
                     self.let_begin(shared, &mut st, now);
                 }
-                if let Some(b) = self.begin_at.filter(|&b| b > now && b < at) {
+                if let Some(b) = self.begin_at().filter(|&b| b > now && b < at) {
                     return Next::Wait(b);
                 }
                 return Next::Deadline(at);
@@ -315,14 +261,14 @@ impl Output {
         //    signal is cleared first: in a host a raise queues the show for the clock thread
         //    only while it is clear, and a paused show never gets to `take` (which clears it
         //    too), so a `resume` posted after any other raise would wait for the next poll.
-        if self.port == 0 {
-            shared.port_signals[0].take();
+        if self.master.is_some() {
+            shared.port_signals[self.port].take();
         }
         if self.read_commands(shared) {
             // At once, even while waiting for a frame that does not come (a blocked source, a
             // pause): every frame the sink got was whole; no new frame is started; the frames
             // in flight go back to their pools.
-            drop(self.held.take());
+            drop(self.paused_frame.take());
             let mut st = shared.lock_output();
             if let Some((slot, v, r)) = self.done.take() {
                 st.sink_done(shared, self.port, slot, v, r);
@@ -335,7 +281,7 @@ impl Output {
 
         // 2. The next frame in order (or the end). Under the live policy, the previous frame is
         //    shown again at deadlines that pass meanwhile; stalls are noticed while waiting.
-        let item = match self.held.take() {
+        let item = match self.paused_frame.take() {
             Some(t) => t,
             None => match self.take(shared, sink, now) {
                 Ok(Some(t)) => t,
@@ -346,34 +292,25 @@ impl Output {
                 Err(next) => return next,
             },
         };
-        if self.gate {
-            let held_back = self.gate_opened_ns.is_some_and(|t| item.begun_ns >= t);
-            self.window.push(item.ready_ns - item.begun_ns, held_back);
-            self.budget = latency_budget(self.options.latency_ns, &self.window, &self.margin);
-            shared
-                .counters
-                .latency_budget_us
-                .store(self.budget.unwrap_or(0) / 1000, Ordering::Relaxed);
+        if let Some(g) = self.gate_mut() {
+            g.taken(shared, item.begun_ns, item.ready_ns);
         }
 
-        // 3. Release it, or hold it while paused.
-        match self.transport.at_boundary() {
+        // 3. Release it, or hold it while paused (only the master has a transport).
+        let release = self
+            .master
+            .as_mut()
+            .map_or(Release::Go, |m| m.transport.at_boundary());
+        match release {
             Release::Go => {}
             Release::GoAfterPause => {
-                let at = self.on_grid(now);
-                if let Some(p) = self.pacer.as_mut() {
-                    p.resync(at);
+                if let Some(p) = self.pacing.as_mut() {
+                    p.resume(now);
                 }
             }
             Release::Hold => {
-                self.held = Some(item);
-                check_stalls(
-                    shared,
-                    &self.ver,
-                    self.stall_ns,
-                    now,
-                    self.released_seq.is_some(),
-                );
+                self.paused_frame = Some(item);
+                self.check_stalls(shared, now);
                 // A command (`resume`) raises the port's signal.
                 return Next::Wait(now + self.poll_ns);
             }
@@ -388,7 +325,7 @@ impl Output {
         }
 
         // 4. Its deadline.
-        let Some(p) = self.pacer.as_mut() else {
+        let Some(p) = self.pacing.as_mut() else {
             return self.release(
                 shared,
                 sink,
@@ -399,46 +336,19 @@ impl Output {
                 },
             );
         };
-        if p.next_deadline().is_none() {
-            let origin = on_grid(self.grid, self.period_ns, now);
-            p.start_at(origin);
-        }
-        if self.live_policy {
-            let skipped = p.skip_missed(now);
-            for _ in 0..skipped {
-                p.stats_mut().record_repeat();
-            }
-            shared
-                .counters
-                .repeated
-                .fetch_add(skipped, Ordering::Relaxed);
-        }
-        let d = p.next_deadline().expect("started");
+        let (d, at) = p.deadline(shared, now);
         // Was the frame itself late (ready only after its deadline)? Judged by when it reached
         // the sink stage, not when this output looked, so that a preempted output thread does
         // not pass for an overloaded pipeline.
         let frame_late = item.ready_ns > d + framepipe_clock::DEFAULT_LATE_THRESHOLD_NS;
         // Its slack feeds the default budget's margin, once frames are held back (the warm-up
         // and a pause's held frame say nothing about how early a frame must begin).
-        if self.gate && self.released_seq.is_some() && self.options.latency_ns == 0 {
-            // At most two periods: a pause is not a quiet spell.
-            let elapsed = self
-                .margin_seen
-                .map_or(0, |t| ((d - t).max(0) as u64).min(2 * self.period_ns));
-            self.margin.observe(d - item.ready_ns, elapsed);
-            self.margin_seen = Some(d);
-            shared
-                .counters
-                .latency_margin_us
-                .store(self.margin.ns() / 1000, Ordering::Relaxed);
+        if let (Some(g), Some(_)) = (
+            self.master.as_mut().and_then(|m| m.gate.as_mut()),
+            self.released_seq,
+        ) {
+            g.observe_slack(shared, d, item.ready_ns);
         }
-        // After the driver lost the CPU, deadlines may already have passed: keep the grid (no
-        // drift) but release no closer than half a period after the previous frame, so the
-        // output catches up without a burst.
-        let at = match self.last_release_ns {
-            Some(prev) => d.max(prev + self.half_period_ns),
-            None => d,
-        };
         let due = Due {
             item,
             frame_late,
@@ -452,80 +362,21 @@ impl Output {
     }
 
     /// Ends the output: returns the last frame's outcome to the scheduler, answers an edit the
-    /// end overtook, and gives the frame clock's figures.
+    /// end overtook (the master), and gives the frame clock's figures.
     pub(crate) fn finish(mut self, shared: &Shared) -> (Option<PacingStats>, Result<()>) {
         drop(self.due.take());
-        drop(self.held.take());
+        drop(self.paused_frame.take());
         if let Some((slot, v, r)) = self.done.take() {
             shared
                 .lock_output()
                 .sink_done(shared, self.port, slot, v, r);
         }
-        // An edit built but not switched in before the end: say so.
-        if let Some(reader) = self.commands.as_mut() {
-            let (pending, switched, news) = {
-                let mut st = shared.lock_output();
-                (
-                    st.take_next_version(),
-                    st.take_replaced(),
-                    st.take_switch_news(),
-                )
-            };
-            // (An edit answered whose replaced version had not finished: nothing to wait for.)
-            let in_state =
-                pending.is_some() || switched.is_some() || news.is_some() || self.retire_due;
-            if let Some(p) = pending.and_then(|mut p| p.take_posted()) {
-                refuse(shared, reader, p, ENDED_BEFORE_EDIT.into());
-            }
-            // An edit still on the edit thread (being built, or built and not yet taken): its
-            // answer is waited for (off the frame path: the run is over), so that it too gets
-            // a reply. Dropping our sender lets the edit thread end after it.
-            if let Some(l) = self.edits_link.take() {
-                let EditLink { tx, rx, busy, .. } = l;
-                drop(tx);
-                if busy && !in_state {
-                    match rx.recv_timeout(crate::model::JOIN_GRACE) {
-                        Ok(FromEditor::Ready(mut p)) => {
-                            if let Some(posted) = p.take_posted() {
-                                refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());
-                            }
-                        }
-                        Ok(FromEditor::Refused(p, reason)) => refuse(shared, reader, p, reason),
-                        // The edit thread is stuck in an element's constructor: it is left
-                        // running, detached (see `Prepared::run`).
-                        Err(_) => {}
-                    }
-                }
-            }
-            if let Some(news) = news {
-                if let Some(p) = news.posted {
-                    reader.reply(p, Outcome::Applied { frame: news.frame });
-                }
-            }
-            drop(switched);
+        if let Some(m) = self.master.as_mut() {
+            m.finish(shared);
         }
-        drop(self.last.take());
-        let budget = self.budget;
-        let period_ns = self.period_ns;
         let cap = self.ver.topo.cap;
-        let pacing = self.pacer.map(|p| PacingStats {
-            target_fps: p.rate().as_f64(),
-            overload: self.options.overload,
-            lateness: p.stats().summary(),
-            realtime: self.realtime,
-            cpu_share: self.cpu.share(),
-            latency_budget_ms: budget.map_or(0.0, |b| b as f64 / 1e6),
-            frames_ahead: budget.map_or(0, |b| {
-                usize::try_from(b.div_ceil(period_ns.max(1)))
-                    .unwrap_or(usize::MAX)
-                    .min(cap)
-            }),
-            frame_latency_ms: self.window.max().map_or(0.0, |ns| ns as f64 / 1e6),
-            latency_margin_ms: self.margin.ns() as f64 / 1e6,
-            latency_margin_peak_ms: self.margin.peak_ns() as f64 / 1e6,
-            late_log: self.late_log,
-            standby_rescued: None,
-        });
+        let gate = self.master.as_ref().and_then(|m| m.gate.as_ref());
+        let pacing = self.pacing.map(|p| p.figures(gate, cap));
         (pacing, Ok(()))
     }
 }

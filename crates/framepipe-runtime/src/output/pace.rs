@@ -1,52 +1,239 @@
-//! The frame clock's side of a paced output: deadlines on a host's grid, and (the master) the
-//! begin limit that lets frames begin just in time, with a ring of its last raises (to say
-//! when a late frame was let begin).
+//! The frame clock of a paced output ([`Pacing`]): each frame's deadline (on a host's grid,
+//! catching up without a burst after the driver lost its CPU), its release on the clock with
+//! the lateness figures and the log of late frames, the overload policy (the slow policy's
+//! slip, the live policy's repeats), and the figures at the end.
 
-use super::Output;
+use std::sync::atomic::Ordering;
+
+use framepipe_clock::{now_ns, CpuMeter, Pacer};
+use framepipe_core::{Frame, FrameCtx, Result};
+
+use super::gate::Gate;
+use crate::model::Overload;
 use crate::sched::Shared;
+use crate::stats::{LateFrame, LateLog, PacingStats};
 
-/// When the master output last raised the begin limit: (the limit, when, the budget then),
-/// the latest [`ALLOWED_KEPT`], to say when a late frame was let begin.
-pub(super) const ALLOWED_KEPT: usize = 8;
+/// A paced output's frame clock and what it keeps about its releases.
+pub(super) struct Pacing {
+    pacer: Pacer,
+    overload: Overload,
+    /// The live policy: a deadline with no new frame shows the previous one again.
+    live_policy: bool,
+    /// In a host: the grid its deadlines are on, `anchor + phase + k * period` (the host
+    /// spreads its shows' groups over the period; the shows of a group share one grid).
+    /// `None`: the first deadline is when the first frame is taken.
+    grid: Option<(i64, i64)>,
+    period_ns: u64,
+    half_period_ns: i64,
+    /// Whether the driving thread runs under `SCHED_FIFO` (for the figures).
+    realtime: bool,
+    cpu: CpuMeter,
+    last_release_ns: Option<i64>,
+    /// (start of the current second, worst lateness in it so far), ns.
+    peak_window: (i64, i64),
+    late_log: LateLog,
+    /// Live policy: the frame last given to the sink, shown again at a deadline with no new
+    /// frame.
+    shown: Option<(FrameCtx, Frame)>,
+}
 
-/// One raise of the begin limit: (the limit, when, the budget then).
-pub(super) type Raise = (u64, i64, u64);
+/// What [`Pacing::repeat`] did.
+pub(super) enum Repeat {
+    /// A deadline had passed: the previous frame was given to the sink again (its result).
+    Shown(Result<()>),
+    /// The next deadline, at which to show it again if no new frame comes.
+    At(i64),
+}
 
-/// When frame `seq` was let begin and the budget then, from the ring `allowed` of the begin
-/// limit's last raises (`n` raises so far, the latest [`ALLOWED_KEPT`] kept): the earliest kept
-/// raise to `seq` or beyond, if the raise before it (kept too) was below `seq`.
-pub(super) fn allowed_at(
-    allowed: &[Raise; ALLOWED_KEPT],
-    n: usize,
-    seq: u64,
-) -> Option<(i64, u64)> {
-    let k = n.min(ALLOWED_KEPT);
-    let mut below = false;
-    for i in n - k..n {
-        let (limit, at, budget) = allowed[i % ALLOWED_KEPT];
-        if limit >= seq {
-            return below.then_some((at, budget));
+impl Pacing {
+    pub(super) fn new(pacer: Pacer, overload: Overload, realtime: bool) -> Self {
+        let period_ns = pacer.period_ns();
+        Pacing {
+            pacer,
+            overload,
+            live_policy: overload == Overload::Live,
+            grid: None,
+            period_ns,
+            half_period_ns: period_ns as i64 / 2,
+            realtime,
+            cpu: CpuMeter::start(),
+            last_release_ns: None,
+            peak_window: (now_ns(), 0),
+            late_log: LateLog::default(),
+            shown: None,
         }
-        below = true;
     }
-    None
-}
 
-/// The last frame that may have begun at `now`: every frame whose deadline is at most `budget`
-/// away. `released` is the last frame released, `d_next` the next one's deadline.
-fn begin_limit(released: u64, d_next: i64, period: u64, budget: u64, now: i64) -> u64 {
-    let lead = now.saturating_add(budget as i64) - d_next;
-    if lead < 0 {
-        released
-    } else {
-        released + 1 + lead as u64 / period.max(1)
+    /// See [`Output::set_grid`](super::Output::set_grid).
+    pub(super) fn set_grid(&mut self, anchor: i64, phase_ns: i64) {
+        self.grid = Some((anchor, phase_ns.max(0)));
     }
-}
 
-/// When the frame after `limit` may begin (see [`begin_limit`]).
-fn next_begin_ns(released: u64, d_next: i64, period: u64, budget: u64, limit: u64) -> i64 {
-    let frames = limit.saturating_sub(released) as i64;
-    d_next + frames.saturating_mul(period as i64) - budget as i64
+    /// The next deadline (`None` before the first frame is taken).
+    pub(super) fn next_deadline(&self) -> Option<i64> {
+        self.pacer.next_deadline()
+    }
+
+    /// The first time at or after `t` on this output's deadline grid (`t` without one).
+    fn on_grid(&self, t: i64) -> i64 {
+        on_grid(self.grid, self.period_ns, t)
+    }
+
+    /// After a pause: the clock starts again from `now` (on the grid).
+    pub(super) fn resume(&mut self, now: i64) {
+        let at = self.on_grid(now);
+        self.pacer.resync(at);
+    }
+
+    /// The next frame's deadline, and when it may be released: the clock starts at the first
+    /// frame (on the grid); the live policy skips deadlines already missed (counted as
+    /// repeated); after the driver lost the CPU, deadlines may already have passed: the grid
+    /// stays (no drift) but a frame is released no closer than half a period after the
+    /// previous one, so the output catches up without a burst.
+    pub(super) fn deadline(&mut self, shared: &Shared, now: i64) -> (i64, i64) {
+        let p = &mut self.pacer;
+        if p.next_deadline().is_none() {
+            let origin = on_grid(self.grid, self.period_ns, now);
+            p.start_at(origin);
+        }
+        if self.live_policy {
+            let skipped = p.skip_missed(now);
+            for _ in 0..skipped {
+                p.stats_mut().record_repeat();
+            }
+            shared
+                .counters
+                .repeated
+                .fetch_add(skipped, Ordering::Relaxed);
+        }
+        let d = p.next_deadline().expect("started");
+        let at = match self.last_release_ns {
+            Some(prev) => d.max(prev + self.half_period_ns),
+            None => d,
+        };
+        (d, at)
+    }
+
+    /// Live policy, no new frame: at a deadline that has passed (and not paused), gives the
+    /// previous frame to `show` again, counted as repeated. `None`: nothing to repeat.
+    pub(super) fn repeat(
+        &mut self,
+        shared: &Shared,
+        now: i64,
+        show: impl FnOnce(&FrameCtx, &Frame) -> Result<()>,
+    ) -> Option<Repeat> {
+        if !self.live_policy {
+            return None;
+        }
+        let (ctx, frame) = self.shown.as_ref()?;
+        let deadline = self.pacer.next_deadline()?;
+        if now < deadline {
+            return Some(Repeat::At(deadline));
+        }
+        // Nothing new at this deadline: show the previous frame again.
+        self.last_release_ns = Some(self.pacer.wait_next().released_ns);
+        self.pacer.stats_mut().record_repeat();
+        shared.counters.repeated.fetch_add(1, Ordering::Relaxed);
+        Some(Repeat::Shown(show(ctx, frame)))
+    }
+
+    /// Releases frame `seq` on the clock (its deadline has passed: the driver waited for it):
+    /// the lateness figures, a late frame's entry in the late log (with when the master's
+    /// `gate` let it begin), and under the slow policy a late frame's slip of the clock.
+    /// `ready_ns`, `begun_ns`: when it was ready at the sink and began; `frame_late`: it was
+    /// ready only after its deadline.
+    pub(super) fn release(
+        &mut self,
+        shared: &Shared,
+        (ready_ns, begun_ns, seq): (i64, i64, u64),
+        frame_late: bool,
+        gate: Option<&Gate>,
+    ) {
+        let p = &mut self.pacer;
+        // The deadline has passed (the driver waited for it): no wait here.
+        let tick = p.wait_next();
+        self.last_release_ns = Some(tick.released_ns);
+        if tick.lateness_ns > framepipe_clock::DEFAULT_LATE_THRESHOLD_NS {
+            shared.counters.late.fetch_add(1, Ordering::Relaxed);
+            let allowed_at = gate.and_then(|g| g.allowed_at(seq));
+            let budget_ns = allowed_at
+                .map(|(_, b)| b)
+                .or(gate.and_then(Gate::budget))
+                .unwrap_or(0)
+                .min(i64::MAX as u64) as i64;
+            self.late_log.push(LateFrame {
+                deadline_ns: tick.deadline_ns,
+                lateness_ns: tick.lateness_ns,
+                ready_ns: ready_ns - tick.deadline_ns,
+                begun_ns: begun_ns - tick.deadline_ns,
+                budget_ns,
+                allowed_ns: allowed_at.map(|(t, _)| t - tick.deadline_ns),
+            });
+        }
+        // The worst lateness of each whole second, for live displays (two atomic stores a
+        // second).
+        if tick.released_ns - self.peak_window.0 >= 1_000_000_000 {
+            let us = (self.peak_window.1.max(0) / 1000) as u64;
+            shared
+                .counters
+                .lateness_peak_us
+                .store(us, Ordering::Relaxed);
+            self.peak_window = (tick.released_ns, 0);
+        }
+        self.peak_window.1 = self.peak_window.1.max(tick.lateness_ns);
+        if frame_late && !self.live_policy {
+            // Slow policy: the pipeline could not keep up; the clock slips to this frame
+            // instead of hurrying the next (on a host's grid: to the grid's first time at
+            // least half a period later, so the show stays with its group).
+            match self.grid {
+                None => p.slip_to(tick.released_ns),
+                Some(_) => p.resync(on_grid(
+                    self.grid,
+                    self.period_ns,
+                    tick.released_ns + self.half_period_ns,
+                )),
+            }
+        }
+    }
+
+    /// The frame just given to the sink: kept to be shown again under the live policy,
+    /// dropped (back to its pool) otherwise.
+    pub(super) fn keep_shown(&mut self, ctx: FrameCtx, frame: Frame) {
+        if self.live_policy {
+            self.shown = Some((ctx, frame));
+        } else {
+            drop(frame);
+        }
+    }
+
+    /// The frame clock's figures at the end, with the master's latency `gate` (without one,
+    /// its figures are 0). `cap`: the frames in flight at most.
+    pub(super) fn figures(mut self, gate: Option<&Gate>, cap: usize) -> PacingStats {
+        drop(self.shown.take());
+        let budget = gate.and_then(Gate::budget);
+        let period_ns = self.period_ns;
+        let p = self.pacer;
+        PacingStats {
+            target_fps: p.rate().as_f64(),
+            overload: self.overload,
+            lateness: p.stats().summary(),
+            realtime: self.realtime,
+            cpu_share: self.cpu.share(),
+            latency_budget_ms: budget.map_or(0.0, |b| b as f64 / 1e6),
+            frames_ahead: budget.map_or(0, |b| {
+                usize::try_from(b.div_ceil(period_ns.max(1)))
+                    .unwrap_or(usize::MAX)
+                    .min(cap)
+            }),
+            frame_latency_ms: gate
+                .and_then(Gate::frame_latency_ns)
+                .map_or(0.0, |ns| ns as f64 / 1e6),
+            latency_margin_ms: gate.map_or(0.0, |g| g.margin().ns() as f64 / 1e6),
+            latency_margin_peak_ms: gate.map_or(0.0, |g| g.margin().peak_ns() as f64 / 1e6),
+            late_log: self.late_log,
+            standby_rescued: None,
+        }
+    }
 }
 
 /// The first time at or after `t` on the grid `anchor + phase + k * period` (`t` itself without
@@ -62,63 +249,9 @@ pub(super) fn on_grid(grid: Option<(i64, i64)>, period_ns: u64, t: i64) -> i64 {
     }
 }
 
-impl Output {
-    /// Paced master: lets begin every frame whose deadline is within the budget (raising the
-    /// scheduler's begin limit) and notes when the next one may (`begin_at`).
-    pub(super) fn let_begin(
-        &mut self,
-        shared: &Shared,
-        st: &mut crate::sched::Locked<'_>,
-        now: i64,
-    ) {
-        self.begin_at = None;
-        if let (true, Some(seq), Some(b), Some(d)) = (
-            self.gate,
-            self.released_seq,
-            self.budget,
-            self.pacer.as_ref().and_then(|p| p.next_deadline()),
-        ) {
-            let budget = b;
-            // A host rounds this output's wake-ups up to its grid: begin that much earlier.
-            let b = b.saturating_add(self.begin_slack_ns);
-            let limit = begin_limit(seq, d, self.period_ns, b, now);
-            if limit > st.begin_limit() || st.begin_limit() == u64::MAX {
-                st.allow_begin_until(limit);
-                st.after_change(shared);
-                self.allowed[self.allowed_n % ALLOWED_KEPT] = (limit, now, budget);
-                self.allowed_n += 1;
-            }
-            self.begin_at = Some(next_begin_ns(seq, d, self.period_ns, b, st.begin_limit()));
-        }
-    }
-
-    /// The first time at or after `t` on this output's deadline grid (`t` without one).
-    pub(super) fn on_grid(&self, t: i64) -> i64 {
-        on_grid(self.grid, self.period_ns, t)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{allowed_at, on_grid, ALLOWED_KEPT};
-
-    /// A late frame's "let begin" time is the raise of the begin limit that first reached it,
-    /// known only when the raise before it (below it) is kept too.
-    #[test]
-    fn a_frame_is_let_begin_by_the_first_raise_that_reaches_it() {
-        let mut allowed = [(0, 0, 0); ALLOWED_KEPT];
-        let raises = [(5u64, 100i64, 7u64), (6, 200, 8), (8, 300, 9), (9, 400, 10)];
-        for (k, r) in raises.iter().enumerate() {
-            allowed[k] = *r;
-        }
-        let at = |seq| allowed_at(&allowed, raises.len(), seq);
-        assert_eq!(at(5), None, "the raise before it is not kept");
-        assert_eq!(at(6), Some((200, 8)));
-        assert_eq!(at(7), Some((300, 9)));
-        assert_eq!(at(8), Some((300, 9)));
-        assert_eq!(at(9), Some((400, 10)));
-        assert_eq!(at(10), None, "not let begin yet");
-    }
+    use super::on_grid;
 
     /// A host's shows of one group share the grid: whenever each (re)starts its clock, its
     /// deadlines land on the same times, the first at or after the start, within a period.

@@ -1,18 +1,30 @@
-//! Stall checks: a stage running one frame for too long is reported once.
+//! Stall checks: the master output reports, once per stage, a stage running one frame for
+//! too long (while it waits for a frame, or is paused). The followers leave it to the master.
 
 use std::sync::atomic::Ordering;
 
+use super::Output;
 use crate::sched::{Shared, Version};
 use crate::stats::Event;
+
+impl Output {
+    /// The master: reports the stages running one frame longer than its threshold.
+    pub(super) fn check_stalls(&self, shared: &Shared, now: i64) {
+        if let Some(m) = self.master.as_ref() {
+            let started = self.released_seq.is_some();
+            check_stalls(shared, &self.ver, m.stall_ns, now, started);
+        }
+    }
+}
 
 /// Reports, once per stage, a stage that has been running one frame for longer than `stall_ns`.
 /// Not before the show has started (`started`: its first frame released): the first frames
 /// carry the start-up (a decoder's first frame, caches, pools), which is no stall.
-pub(super) fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64, started: bool) {
+fn check_stalls(shared: &Shared, ver: &Version, stall_ns: u64, now: i64, started: bool) {
     if !started {
         return;
     }
-    // A follower output thread (stall `u64::MAX`) leaves stall reports to the master's.
+    // `u64::MAX`: no stall reports.
     let Ok(stall_ns) = i64::try_from(stall_ns) else {
         return;
     };

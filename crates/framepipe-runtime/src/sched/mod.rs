@@ -90,14 +90,14 @@ pub(crate) use lock::Locked;
 pub use lockstats::LockSummary;
 pub(crate) use lockstats::Log2Histogram;
 pub(crate) use ports::{PortItem, PortQueue, PortSignal};
-pub(crate) use switch::{EditPlan, NextVersion, Replaced};
+pub(crate) use switch::{EditPlan, NextVersion, Replaced, SwitchNews};
 pub(crate) use version::Version;
 
 use flight::{Flight, Step};
 use lock::Wake;
 use ports::Port;
 use run::Run;
-use switch::{Retiring, SwitchNews};
+use switch::Retiring;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -142,7 +142,7 @@ pub(crate) struct Scheduler {
     begin_limit: u64,
     /// A frame's beginning job is out (one at a time, in order).
     begin_busy: bool,
-    /// One slot per worker for its fork-join slice jobs.
+    /// One fork per worker for its fork-join slice jobs.
     slices: Vec<SliceFork>,
     /// A panic outside any element left the state inconsistent: the run is over whatever the
     /// in-flight count says (see `Shared::break_run`).

@@ -118,7 +118,7 @@ pub struct Counters {
     pub(crate) realtime: AtomicBool,
     /// Paced runs: how long before its deadline a frame begins, µs.
     pub(crate) latency_budget_us: AtomicU64,
-    /// Paced runs: the default budget's adaptive margin now, µs (see `budget.rs`).
+    /// Paced runs: the default budget's adaptive margin now, µs (see `output/gate.rs`).
     pub(crate) latency_margin_us: AtomicU64,
     /// Paced runs: the worst lateness of a frame in the last whole second, µs.
     pub(crate) lateness_peak_us: AtomicU64,

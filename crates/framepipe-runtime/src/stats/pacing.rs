@@ -27,7 +27,7 @@ pub struct PacingStats {
     /// The graph's latency (a frame's beginning to ready at the master sink), the slowest of
     /// the last frames, at the end of the run (ms).
     pub frame_latency_ms: f64,
-    /// The default budget's adaptive margin at the end of the run (ms; see `budget.rs`): what
+    /// The default budget's adaptive margin at the end of the run (ms; see `output/gate.rs`): what
     /// the budget adds to the graph's latency and a quarter of it.
     pub latency_margin_ms: f64,
     /// The largest the adaptive margin was during the run (ms).
@@ -36,7 +36,7 @@ pub struct PacingStats {
     /// late (a pause, an edit, another process at that moment).
     pub late_log: LateLog,
     /// Frames the standby thread released because the output thread had not 0.25 ms after
-    /// their deadline (`None`: no standby; see `standby.rs`).
+    /// their deadline (`None`: no standby; see `output/standby.rs`).
     pub standby_rescued: Option<u64>,
 }
 
