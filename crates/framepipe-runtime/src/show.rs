@@ -298,7 +298,11 @@ impl Prepared {
         if let Some(lease) = self.pool_share.take() {
             // The host's pools are made and filled, if this is its first show, outside the
             // show's scheduler lock.
-            let handles = lease.bind(&own, self.threads);
+            // Only the state holds the version before the run (nothing else runs yet, so
+            // this cannot change before the rebind below); were it otherwise, the show keeps
+            // its own pools and the host's registry is left alone.
+            let bindable = self.shared.lock().running_version_mut().is_some();
+            let handles = bindable.then(|| lease.bind(&own, self.threads));
             let mut st = self.shared.lock();
             if self.options.pace.is_some() {
                 // A paced show begins its frame 0 only, then each frame just in time for its
@@ -309,9 +313,7 @@ impl Prepared {
                 // quotas, nothing saved.
                 st.allow_begin_until(0);
             }
-            // Only the state holds the version before the run; were it otherwise, the show
-            // keeps its own pools.
-            if let Some(ver) = st.running_version_mut() {
+            if let (Some(ver), Some(handles)) = (st.running_version_mut(), handles) {
                 own = ver.pools.bind(lease, own, &handles);
             }
         }

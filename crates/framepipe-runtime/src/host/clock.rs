@@ -61,6 +61,9 @@ pub(super) const MAX_SPIN_NS: i64 = 100_000;
 /// grid, so that the shows of a group, whose times are close, share one wake-up.
 pub(crate) const GRID_NS: i64 = 1_000_000;
 
+// A host's shared pools make frames ahead for shows that begin one grid step early.
+const _: () = assert!(GRID_NS as u64 == crate::memory::HOST_BEGIN_SLACK_NS);
+
 /// The shows' first deadlines are at least this long after the clock starts: every show's
 /// first frames (its sources starting, its pools being filled, hundreds of shows at once)
 /// are made meanwhile instead of counting late. Measured with 200 shows of

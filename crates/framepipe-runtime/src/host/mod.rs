@@ -44,7 +44,7 @@
 //!   master sink's own output thread.
 //! * `workers.rs`: the host's workers (`HostQueue`, the work source of `exec`'s worker loop).
 //! * `signals.rs`: `HostSignals`, the queue of shows with work and the raised master ports.
-//! * `clock.rs`: the clock thread and its standby, its figures, its grid (`GRID_NS`).
+//! * `clock.rs`: the clock thread and its standby, its figures, its grid (`GRID_NS`, which `memory::HOST_BEGIN_SLACK_NS` must equal).
 //! * `shows.rs`: the clock's show table (`ShowTable`, `ShowEntry`): serving what is due.
 //! * `timers.rs`: the clock's wake-ups.
 
@@ -67,7 +67,6 @@ use crate::show::{conclude, Prepared};
 use crate::stats::RunStats;
 
 pub use clock::ClockCounters;
-pub(crate) use clock::GRID_NS;
 use clock::{clock_loop, ClockSetup, Ended, Start};
 pub(crate) use signals::HostSignals;
 use workers::{join_or_leave, start_workers};
@@ -87,7 +86,7 @@ pub struct ShowResult {
 pub struct Host {
     threads: usize,
     shows: Vec<(String, Prepared)>,
-    /// One frame pool per frame shape for every show, each show with its quota (`pools.rs`).
+    /// One frame pool per frame shape for every show, each show with its quota (`memory/shared.rs`).
     pools: SharedPools,
     /// Whether the clock thread has a standby thread (on by default; see [`Host::set_standby`]).
     standby: bool,
@@ -107,7 +106,7 @@ impl Host {
         Host {
             threads,
             shows: Vec::new(),
-            pools: SharedPools::with_begin_slack(GRID_NS as u64),
+            pools: SharedPools::new(),
             standby: true,
             clock: Arc::new(ClockCounters::default()),
             stall: None,

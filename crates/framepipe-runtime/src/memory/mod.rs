@@ -115,7 +115,7 @@ pub(crate) use book::{Held, MemoryBook};
 pub(crate) use fill::{fill_in_background, frame_pools, ShowPools};
 pub(crate) use filler::Pace;
 pub(crate) use kind::{MemoryKind, PoolShape};
-pub(crate) use shared::PoolLease;
+pub(crate) use shared::{PoolLease, HOST_BEGIN_SLACK_NS};
 pub(crate) use sizing::{in_flight, pool_bytes, PoolNeeds, PoolNode, PoolPlan};
 pub(crate) use version::VersionPools;
 

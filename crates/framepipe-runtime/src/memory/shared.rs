@@ -57,7 +57,7 @@ const EDIT_ROOM: usize = 2;
 /// (`PoolLease`).
 ///
 /// Cloning it is cheap: a clone sees the same pools ([`stats`](Self::stats)).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SharedPools {
     inner: Arc<Mutex<Registry>>,
 }
@@ -75,7 +75,7 @@ pub(super) struct Registry {
     pub(super) next_show: u64,
     /// How much before its latency budget says a paced show's frames begin: its host's clock
     /// rounds a show's "may begin" wake-ups up to its grid and lets its frames begin that much
-    /// earlier ([`SharedPools::with_begin_slack`]).
+    /// earlier ([`HOST_BEGIN_SLACK_NS`]).
     pub(super) begin_slack_ns: u64,
 }
 
@@ -249,17 +249,25 @@ pub struct SharedPoolStats {
     pub dropped: bool,
 }
 
-impl SharedPools {
-    /// No pools yet.
-    pub fn new() -> Self {
-        Self::default()
-    }
+/// How much earlier than its latency budget says a host lets a show's frame begin: the host
+/// clock's grid (`host::GRID_NS`; the host checks at compile time that they agree).
+pub(crate) const HOST_BEGIN_SLACK_NS: u64 = 1_000_000;
 
-    /// No pools yet; its shows' frames begin `begin_slack_ns` before their latency budgets say
-    /// (their host's clock grid), so that many more are made ahead of need.
-    pub(crate) fn with_begin_slack(begin_slack_ns: u64) -> Self {
-        let pools = Self::default();
-        pools.lock().begin_slack_ns = begin_slack_ns;
+impl Default for SharedPools {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SharedPools {
+    /// No pools yet. Its shows' frames begin up to [`HOST_BEGIN_SLACK_NS`] before their
+    /// latency budgets say (their host's clock grid), so the filler makes that many more ahead
+    /// of need.
+    pub fn new() -> Self {
+        let pools = SharedPools {
+            inner: Arc::default(),
+        };
+        pools.lock().begin_slack_ns = HOST_BEGIN_SLACK_NS;
         pools
     }
 

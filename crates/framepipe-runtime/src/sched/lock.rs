@@ -17,7 +17,10 @@
 //!    branch's), or alone (a node syncing its parameters); the view's values (`stats/view.rs`,
 //!    `try_lock` under the live lock, never waiting).
 //!
-//! Under the scheduler lock nothing allocates, prints or calls element or user code.
+//! Once a show runs, nothing under the scheduler lock allocates, prints or calls element or user
+//! code. Before its first frame (no other thread contends yet) a show joining a host rebinds
+//! its version's pools to the host's under it (`Prepared::start_pools`: a feedback's first
+//! frame is copied into the host's pool).
 
 use std::ops::{Deref, DerefMut};
 

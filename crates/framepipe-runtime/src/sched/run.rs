@@ -122,7 +122,7 @@ impl Scheduler {
         self.run.source_done = true;
         self.run.abort = true;
         self.drop_pending();
-        // Idle workers leave (see `worker_loop`); output threads see the end.
+        // Idle workers leave (see `OwnWorkers::idle`, `exec/worker.rs`); output threads see the end.
         self.run.wake_everyone();
     }
 
