@@ -9,7 +9,7 @@ use super::running::kept_nodes;
 use super::*;
 use crate::live::{FrameParams, Live, LiveStage};
 use crate::memory::{MemoryKind, PoolNeeds, PoolPlan, VersionPools};
-use crate::model::{ExecNode, OnEnd, Options, Part, Plan};
+use crate::model::{ExecNode, Options, Part, Plan};
 use crate::sched::{Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version};
 use crate::stats::StageCounters;
 use crate::stats::{GraphView, NodeView};
@@ -344,23 +344,7 @@ impl Nodes {
                 source.ready()?;
                 self.roots.push(i);
                 blocks = source.blocks();
-                let own = source.info().rate;
-                let resample = (own != rate).then_some((own, rate));
-                let applied: Vec<_> = source.live_props().into_iter().map(|(_, v)| v).collect();
-                let n = applied.len();
-                st.source = Some(SourceInst {
-                    applied,
-                    refused: vec![false; n],
-                    changed: vec![false; n],
-                    source,
-                    on_end,
-                    resample,
-                    produced: 0,
-                    origin: 0,
-                    last: None,
-                    keep_last: on_end == OnEnd::Hold || resample.is_some(),
-                    giving_last: false,
-                });
+                st.set_source(SourceInst::new(source, on_end, rate));
                 counter.add_instance();
                 Kind::Source
             }
@@ -372,7 +356,7 @@ impl Nodes {
             Part::Effect(stage) => {
                 let count = if e.serial { 1 } else { threads };
                 for _ in 0..count {
-                    st.free.push(Instance::new(
+                    st.add_instance(Instance::new(
                         Proc::Effect(stage.factory.instantiate()?),
                         initial,
                         ctx.memory.hold(MemoryKind::Cpu, instance_bytes),
@@ -383,7 +367,7 @@ impl Nodes {
             Part::Mixer(stage) => {
                 let count = if e.serial { 1 } else { threads };
                 for _ in 0..count {
-                    st.free.push(Instance::new(
+                    st.add_instance(Instance::new(
                         Proc::Mixer(stage.factory.instantiate()?),
                         initial,
                         ctx.memory.hold(MemoryKind::Cpu, instance_bytes),
@@ -397,7 +381,7 @@ impl Nodes {
                     // Its ring (the previous frame of the node it feeds back) moves in.
                     self.moves.push((o, i));
                 }
-                st.ring = (0..ctx.in_flight).map(|_| None).collect();
+                st.make_ring(ctx.in_flight);
                 let mut frame = pools[i].try_acquire()?;
                 let px = u32::from_le_bytes(color);
                 frame.words_mut().iter_mut().for_each(|w| *w = px);

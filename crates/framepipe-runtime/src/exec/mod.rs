@@ -21,11 +21,14 @@
 //! * `run.rs`: one job (a slice, a frame's beginning, a node on one frame).
 //! * `source.rs`: a source on one frame (resampling, its end, its live properties).
 //! * `proc.rs`: an effect or a mixer on one frame, with that frame's parameter values.
+//! * `instance.rs`: the instances a job runs (their parameter bookkeeping is exec's; the
+//!   scheduler only stores them between jobs).
 //! * `io.rs`: the IO threads that run blocking sources (their work source, start, join).
 //! * `slices.rs`: the slice runner handed to effects (fork-join on the same workers).
 //! * `unwind.rs`: the one panic capture.
 
 mod idle;
+mod instance;
 mod io;
 mod proc;
 mod run;
@@ -36,6 +39,7 @@ mod unwind;
 mod worker;
 
 pub(crate) use idle::{IdleWorkers, ShowQueue};
+pub(crate) use instance::{Inst, Instance, Proc, SourceInst};
 pub(crate) use slices::{SliceFork, SliceJob};
 pub(crate) use unwind::{catch_panic, guard, panic_error, panic_message, PanicPayload};
 pub(crate) use worker::{work, WorkSource};

@@ -3,11 +3,12 @@
 
 use framepipe_core::{Error, Frame, Result};
 
+use super::{Instance, Proc};
 use crate::exec::slices::PoolSlices;
 use crate::exec::unwind::guard;
 use crate::live::{assign, lock};
 use crate::model::MAX_INPUTS;
-use crate::sched::{Inputs, Instance, Proc, Shared, Version};
+use crate::sched::{Inputs, Shared, Version};
 use crate::stats::Event;
 
 impl Shared {

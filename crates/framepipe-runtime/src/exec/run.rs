@@ -5,9 +5,10 @@ use std::time::Instant;
 
 use framepipe_clock::now_ns;
 
+use super::Inst;
 use crate::exec::unwind::guard;
 use crate::live::lock;
-use crate::sched::{Done, Inst, Job, Shared, Version};
+use crate::sched::{Done, Job, Shared, Version};
 
 impl Shared {
     /// Runs one job outside the lock.

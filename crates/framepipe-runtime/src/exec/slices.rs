@@ -53,15 +53,69 @@ fn run_slice(f: &(dyn Fn(usize) + Sync), index: usize) -> Option<PanicPayload> {
 /// to help with (one per worker, `Scheduler::slices`; empty while it runs none).
 #[derive(Default)]
 pub(crate) struct SliceFork {
-    pub(crate) job: Option<SliceJob>,
+    job: Option<SliceJob>,
     /// Slices in all.
-    pub(crate) n: usize,
+    n: usize,
     /// The next slice index to claim.
-    pub(crate) next: usize,
+    next: usize,
     /// Slices run and counted.
-    pub(crate) done: usize,
+    done: usize,
     /// The first slice panic; the owner re-raises it once every slice is accounted for.
-    pub(crate) panicked: Option<PanicPayload>,
+    panicked: Option<PanicPayload>,
+}
+
+impl SliceFork {
+    /// `n` slices of `job`, none claimed yet.
+    pub(crate) fn new(job: SliceJob, n: usize) -> Self {
+        SliceFork {
+            job: Some(job),
+            n,
+            next: 0,
+            done: 0,
+            panicked: None,
+        }
+    }
+
+    /// Whether a slice is left for a helper to claim.
+    pub(crate) fn pending(&self) -> bool {
+        self.job.is_some() && self.next < self.n
+    }
+
+    /// Claims the next slice (it is [`pending`](Self::pending)): its index and the job.
+    pub(crate) fn claim_pending(&mut self) -> (usize, SliceJob) {
+        let index = self.next;
+        self.next += 1;
+        (index, self.job.expect("a pending fork has a job"))
+    }
+
+    /// The owner claims the next slice nobody took, if any.
+    pub(crate) fn claim(&mut self) -> Option<usize> {
+        (self.next < self.n).then(|| {
+            self.next += 1;
+            self.next - 1
+        })
+    }
+
+    /// Counts one claimed slice as done, keeping the first panic (a second one in the same
+    /// frame is dropped: an error path, the only free under the scheduler lock); whether it was
+    /// the last.
+    pub(crate) fn count(&mut self, panicked: Option<PanicPayload>) -> bool {
+        self.done += 1;
+        if self.panicked.is_none() {
+            self.panicked = panicked;
+        }
+        self.done == self.n
+    }
+
+    /// Whether every slice is done.
+    pub(crate) fn all_done(&self) -> bool {
+        self.done >= self.n
+    }
+
+    /// Empties the fork (every slice done): the first slice panic, to re-raise.
+    pub(crate) fn finish(&mut self) -> Option<PanicPayload> {
+        std::mem::take(self).panicked
+    }
 }
 
 /// The slice runner handed to effects: fork-join on the pipeline's own workers.

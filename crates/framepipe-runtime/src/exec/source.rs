@@ -3,9 +3,10 @@
 
 use framepipe_core::{Error, Frame, Result};
 
+use super::SourceInst;
 use crate::live::{assign, lock};
 use crate::model::OnEnd;
-use crate::sched::{Shared, SourceInst, Version};
+use crate::sched::{Shared, Version};
 use crate::stats::Event;
 
 impl Shared {

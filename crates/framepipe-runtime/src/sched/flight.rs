@@ -45,11 +45,11 @@ pub(crate) struct NodeState {
     /// Serial nodes: runnable for the frame of this slot, waiting for its turn.
     pub(super) parked: Vec<bool>,
     /// Instances not in use.
-    pub(crate) free: Vec<Instance>,
-    pub(crate) source: Option<SourceInst>,
+    pub(super) free: Vec<Instance>,
+    pub(super) source: Option<SourceInst>,
     /// Feedback nodes: the node fed back's output per frame, `(seq, frame)` at `seq % cap`,
     /// until the next frame takes it.
-    pub(crate) ring: Vec<Option<(u64, Option<Frame>)>>,
+    pub(super) ring: Vec<Option<(u64, Option<Frame>)>>,
     /// Frames in flight (begun, or taken into its leaky branch) that this node has not
     /// finished yet: a live edit hands a kept node over to the next version once the replaced
     /// version's count is 0.
@@ -61,6 +61,21 @@ pub(crate) struct NodeState {
 }
 
 impl NodeState {
+    /// The builder gives the node one more instance (a parallel node: one per worker).
+    pub(crate) fn add_instance(&mut self, instance: Instance) {
+        self.free.push(instance);
+    }
+
+    /// The builder gives a source node its source.
+    pub(crate) fn set_source(&mut self, source: SourceInst) {
+        self.source = Some(source);
+    }
+
+    /// A feedback node's ring, one entry per frame in flight.
+    pub(crate) fn make_ring(&mut self, in_flight: usize) {
+        self.ring = (0..in_flight).map(|_| None).collect();
+    }
+
     /// A node with no instance, source or ring yet (the builder adds them).
     pub(crate) fn new() -> Self {
         NodeState {

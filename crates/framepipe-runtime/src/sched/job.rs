@@ -1,10 +1,11 @@
-//! The scheduler's vocabulary: what a node is to it (`Kind`, `Topo`), the instances a job
-//! carries, a job (`Job`) and its outcome (`Done`).
+//! The scheduler's vocabulary: what a node is to it (`Kind`, `Topo`), a job (`Job`, carrying
+//! the instance it runs: exec's `Inst`) and its outcome (`Done`).
 
-use framepipe_core::{Effect, Frame, FrameCtx, Mixer, PropValue, Rational, Result, Source};
+use framepipe_core::{Frame, FrameCtx, Result};
 
+use crate::exec::Inst;
 use crate::exec::{PanicPayload, SliceJob};
-use crate::model::{OnEnd, MAX_INPUTS};
+use crate::model::MAX_INPUTS;
 
 /// What a node is, for the scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,75 +56,6 @@ pub(crate) struct TopoNode {
     /// A source that may wait on the outside world (`Source::blocks`): its jobs go to the
     /// show's IO thread, never to a compute worker.
     pub blocks: bool,
-}
-
-/// An effect or mixer instance.
-pub(crate) enum Proc {
-    Effect(Box<dyn Effect>),
-    Mixer(Box<dyn Mixer>),
-}
-
-/// An effect or mixer instance with the property values it currently has.
-pub(crate) struct Instance {
-    pub(crate) proc: Proc,
-    /// Has processed a frame (counted in the stats' `instances` the first time).
-    pub(crate) used: bool,
-    pub(crate) applied: Vec<PropValue>,
-    /// Properties the element refused to change live (reported once, then not retried).
-    pub(crate) refused: Vec<bool>,
-    /// Scratch for `sync_params`: which values differ on this frame.
-    pub(crate) changed: Vec<bool>,
-    /// Its share of the memory budget (one output frame), counted while it lives: it moves
-    /// with the instance when a live edit keeps its node.
-    _budget_share: crate::memory::Held,
-}
-
-impl Instance {
-    pub(crate) fn new(
-        proc: Proc,
-        initial: &[PropValue],
-        budget_share: crate::memory::Held,
-    ) -> Self {
-        Instance {
-            _budget_share: budget_share,
-            proc,
-            used: false,
-            applied: initial.to_vec(),
-            refused: vec![false; initial.len()],
-            changed: vec![false; initial.len()],
-        }
-    }
-}
-
-/// A source with what the graph keeps of it: its end policy, its resampling to the graph's
-/// rate, the last frame it gave (for `hold` and for repeating frames of a slower source).
-pub(crate) struct SourceInst {
-    pub source: Box<dyn Source>,
-    pub on_end: OnEnd,
-    /// `(source rate, graph rate)` when they differ: output frame N takes the source's frame
-    /// `floor(N / graph rate * source rate)`.
-    pub resample: Option<(Rational, Rational)>,
-    /// Frames read from the source so far (its own frame numbers; they go on across loops).
-    pub produced: u64,
-    /// The graph frame it started at (0, or the frame a live edit added it at): graph frame
-    /// N takes its frame for N − origin.
-    pub origin: u64,
-    /// The last frame read, kept when it may be given again (hold, resampling).
-    pub last: Option<Frame>,
-    pub keep_last: bool,
-    /// Ended under `hold`: the last frame is given from now on.
-    pub giving_last: bool,
-    /// Its live properties' values as last set on it ([`Source::live_props`]), which it
-    /// refused (reported once), and scratch for which changed on this frame: as an effect
-    /// instance's.
-    pub applied: Vec<PropValue>,
-    pub refused: Vec<bool>,
-    pub changed: Vec<bool>,
-}
-
-pub(crate) enum Inst {
-    Source(SourceInst),
-    Proc(Instance),
 }
 
 /// A node's input frames for one job, without allocating.

@@ -84,8 +84,9 @@ mod select;
 mod switch;
 mod version;
 
+pub(crate) use crate::exec::{Inst, Instance, Proc, SourceInst};
 pub(crate) use flight::NodeState;
-pub(crate) use job::{Done, Inputs, Inst, Instance, Job, Kind, Proc, SourceInst, Topo, TopoNode};
+pub(crate) use job::{Done, Inputs, Job, Kind, Topo, TopoNode};
 pub(crate) use lock::Locked;
 pub use lockstats::LockSummary;
 pub(crate) use lockstats::Log2Histogram;

@@ -62,9 +62,7 @@ impl Scheduler {
     }
 
     pub(crate) fn slice_pending(&self) -> Option<usize> {
-        self.slices
-            .iter()
-            .position(|s| s.job.is_some() && s.next < s.n)
+        self.slices.iter().position(|s| s.pending())
     }
 
     /// The next job for an idle worker: slices of a frame being worked on first (they hold a
@@ -73,10 +71,7 @@ impl Scheduler {
     /// flight), then the next frame's beginning, then a leaky branch's node.
     pub(crate) fn next_job(&mut self, shared: &Shared) -> Option<Job> {
         if let Some(slot) = self.slice_pending() {
-            let s = &mut self.slices[slot];
-            let index = s.next;
-            s.next += 1;
-            let job = s.job.expect("pending slot has a job");
+            let (index, job) = self.slices[slot].claim_pending();
             return Some(Job::Slice { slot, index, job });
         }
         // Its jobs are all the show's: a version with leaky branches is not switched while it
@@ -154,45 +149,29 @@ impl Scheduler {
     /// The first panic is kept for the owner to re-raise (a second one in the same frame is
     /// dropped here: an error path, the only free under this lock).
     pub(crate) fn count_slice(&mut self, slot: usize, panicked: Option<PanicPayload>) {
-        let s = &mut self.slices[slot];
-        s.done += 1;
-        if s.panicked.is_none() {
-            s.panicked = panicked;
-        }
-        if s.done == s.n {
+        if self.slices[slot].count(panicked) {
             self.run.wake.slices = true;
         }
     }
 
     /// Worker `worker` offers `n` slices of `job` to the idle workers (its slot was free).
     pub(crate) fn post_slices(&mut self, worker: usize, job: SliceJob, n: usize) {
-        self.slices[worker] = SliceFork {
-            job: Some(job),
-            n,
-            next: 0,
-            done: 0,
-            panicked: None,
-        };
+        self.slices[worker] = SliceFork::new(job, n);
     }
 
     /// The owner of `worker`'s slices claims the next one nobody took, if any.
     pub(crate) fn claim_slice(&mut self, worker: usize) -> Option<usize> {
-        let s = &mut self.slices[worker];
-        (s.next < s.n).then(|| {
-            s.next += 1;
-            s.next - 1
-        })
+        self.slices[worker].claim()
     }
 
     /// Whether every slice of `worker`'s is done.
     pub(crate) fn slices_done(&self, worker: usize) -> bool {
-        let s = &self.slices[worker];
-        s.done >= s.n
+        self.slices[worker].all_done()
     }
 
     /// Clears `worker`'s slice slot (every slice done); the first slice panic, to re-raise.
     pub(crate) fn finish_slices(&mut self, worker: usize) -> Option<PanicPayload> {
-        std::mem::take(&mut self.slices[worker]).panicked
+        self.slices[worker].finish()
     }
 
     /// Asks for another worker (done when the lock is released).

@@ -454,7 +454,7 @@ fn start_new_nodes(next: &mut Flight, moved: &[bool], n: u64) {
         if !moved[j] {
             st.first_seq = n;
             if let Some(src) = st.source.as_mut() {
-                src.origin = n;
+                src.start_at(n);
             }
         }
     }
