@@ -24,7 +24,7 @@
 //!   error naming the line;
 //! * GLSL 1.10 names that core 3.3 lacks: `texture2D` (and `…Proj`, `…Lod`, `texture2DRect`)
 //!   → `texture…`, `varying` → `in`/`out`, `attribute` → `in`, `gl_FragColor` →
-//!   `isf_FragColor`; ISF 1.0's `vv_` names ([`RENAMES`](crate::upgrade::RENAMES));
+//!   `isf_FragColor`; ISF 1.0's `vv_` names ([`RENAMES`]);
 //! * `#version` lines are blanked (the assembly writes its own first); `#extension` lines
 //!   move to just after it (GLSL wants them before any declaration).
 //!

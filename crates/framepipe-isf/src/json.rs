@@ -57,8 +57,8 @@ pub(crate) fn flag(v: &Value, at: &str) -> Result<bool> {
     }
 }
 
-/// An array of exactly `N` numbers; `short` extra ones may be missing and take `fill`
-/// (a colour's alpha).
+/// An array of `N` numbers; with `fill`, the last may be missing and takes it (a colour's
+/// alpha).
 pub(crate) fn numbers<const N: usize>(v: &Value, at: &str, fill: Option<f64>) -> Result<[f64; N]> {
     let what = || {
         if fill.is_some() {

@@ -81,7 +81,8 @@ pub(crate) struct Decl {
 }
 
 impl Decl {
-    /// Reads `WIDTH`, `HEIGHT`, `FLOAT` (and `PERSISTENT` when `persistent_key`) of `obj`.
+    /// Reads `PERSISTENT`, `FLOAT`, `WIDTH` and `HEIGHT` of `obj` (a pass, or an ISF 1.0
+    /// persistent buffer).
     pub(crate) fn parse(obj: &serde_json::Map<String, Value>, at: &str) -> Result<Decl> {
         let get = |k: &str| obj.get(k).filter(|v| !v.is_null());
         let size = |k: &str| -> Result<Option<Expr>> {
