@@ -48,16 +48,81 @@ pub(crate) enum FromEditor {
 
 /// The master output thread's end of the edit thread: it never blocks on it.
 pub(crate) struct EditLink {
-    pub tx: SyncSender<ToEditor>,
-    pub rx: Receiver<FromEditor>,
+    tx: SyncSender<ToEditor>,
+    rx: Receiver<FromEditor>,
     /// A message waits in `rx` (the output thread looks only when set).
-    pub ready: Arc<AtomicBool>,
+    ready: Arc<AtomicBool>,
     /// An edit is being built or waits for its switch: the next is refused until it is
     /// answered (one edit at a time keeps every version built against the running one).
-    pub busy: bool,
+    busy: bool,
 }
 
 impl EditLink {
+    /// Whether the edit thread's message is waiting (no lock, no syscall).
+    pub(crate) fn has_message(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Whether an edit is being built or waits for its switch (the next one is refused).
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy
+    }
+
+    /// Sends edit `p` to be built; the link is busy until it is answered. A full or closed
+    /// channel hands the message back.
+    #[allow(
+        clippy::result_large_err,
+        reason = "the message comes back by value so that the edit can be refused; boxing it would allocate on the output thread"
+    )]
+    pub(crate) fn build(
+        &mut self,
+        p: framepipe_control::Posted,
+    ) -> Result<(), std::sync::mpsc::TrySendError<ToEditor>> {
+        self.tx.try_send(ToEditor::Build(p))?;
+        self.busy = true;
+        Ok(())
+    }
+
+    /// The edit in progress was refused (answered): the next may come.
+    pub(crate) fn refused(&mut self) {
+        self.busy = false;
+    }
+
+    /// The edit in progress switched in at `frame`: the next may come; the edit thread is told
+    /// (a full channel cannot be: see its size; the message is then dropped here).
+    pub(crate) fn switched(
+        &mut self,
+        frame: u64,
+        graph_view: Option<crate::stats::GraphView>,
+        dropped: Vec<Arc<str>>,
+    ) {
+        self.busy = false;
+        let _ = self.tx.try_send(ToEditor::Switched {
+            frame,
+            graph_view,
+            dropped,
+        });
+    }
+
+    /// Hands a replaced version to the edit thread, to drop off the frame path.
+    pub(crate) fn bury(&self, replaced: crate::sched::Replaced) {
+        let _ = self.tx.try_send(ToEditor::Bury(replaced));
+    }
+
+    /// Ends the link at the run's end: the edit thread is let go (this sender dropped, so it
+    /// ends once it is done); when an edit is still on it and `wait` is set, its answer is
+    /// waited for up to `grace` (off the frame path: the run is over), so that it too gets a
+    /// reply.
+    pub(crate) fn close(self, wait: bool, grace: std::time::Duration) -> Option<FromEditor> {
+        let EditLink { tx, rx, busy, .. } = self;
+        drop(tx);
+        if busy && wait {
+            rx.recv_timeout(grace).ok()
+        } else {
+            None
+        }
+    }
+
     /// The edit thread's message, if one is there.
     pub(crate) fn take(&mut self) -> Option<FromEditor> {
         if !self.ready.swap(false, Ordering::AcqRel) {

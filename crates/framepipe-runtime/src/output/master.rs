@@ -11,7 +11,6 @@
 //! same frame, the one its reply names; old values are dropped, refusals reported and replies
 //! sent with no lock held.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use framepipe_clock::now_ns;
@@ -108,10 +107,7 @@ impl Master {
     /// Whether a command or the edit thread's answer is waiting (poll again at once).
     pub(super) fn waiting(&self) -> bool {
         self.commands.as_ref().is_some_and(|r| r.pending() > 0)
-            || self
-                .edits_link
-                .as_ref()
-                .is_some_and(|l| l.ready.load(Ordering::Acquire))
+            || self.edits_link.as_ref().is_some_and(|l| l.has_message())
     }
 
     /// The edit thread's answer: a built edit is armed (it may switch at once, e.g. in a
@@ -135,7 +131,7 @@ impl Master {
                 st.after_change(shared);
             }
             Some(FromEditor::Refused(p, reason)) => {
-                l.busy = false;
+                l.refused();
                 self.edit_sent = None;
                 refuse(shared, reader, p, reason);
             }
@@ -163,20 +159,14 @@ impl Master {
                 reader.reply(p, Outcome::Applied { frame: news.frame });
             }
             if let Some(l) = self.edits_link.as_mut() {
-                l.busy = false;
-                // Full (cannot be: see the channel's size): dropped here instead.
-                let _ = l.tx.try_send(ToEditor::Switched {
-                    frame: news.frame,
-                    graph_view: news.graph_view,
-                    dropped: news.removed,
-                });
+                l.switched(news.frame, news.graph_view, news.removed);
             }
             self.retire_due = true;
         }
         if let Some(sw) = switched {
             self.retire_due = false;
-            if let Some(l) = self.edits_link.as_mut() {
-                let _ = l.tx.try_send(ToEditor::Bury(sw));
+            if let Some(l) = self.edits_link.as_ref() {
+                l.bury(sw);
             }
         }
     }
@@ -193,7 +183,7 @@ impl Master {
                 of: &mut self.set_of,
                 removed: (&self.removed.0, self.removed.1),
             };
-            let building = self.edits_link.as_ref().is_some_and(|l| l.busy);
+            let building = self.edits_link.as_ref().is_some_and(|l| l.is_busy());
             stop = apply_commands(
                 shared,
                 ver,
@@ -203,7 +193,7 @@ impl Master {
                 &mut batch,
                 boundary,
             );
-            if !building && self.edits_link.as_ref().is_some_and(|l| l.busy) {
+            if !building && self.edits_link.as_ref().is_some_and(|l| l.is_busy()) {
                 let repeated = shared.counters.repeated();
                 self.edit_sent = Some((now_ns(), repeated));
             }
@@ -247,20 +237,16 @@ impl Master {
         // answer is waited for (off the frame path: the run is over), so that it too gets a
         // reply. Dropping our sender lets the edit thread end after it.
         if let Some(l) = self.edits_link.take() {
-            let EditLink { tx, rx, busy, .. } = l;
-            drop(tx);
-            if busy && !in_state {
-                match rx.recv_timeout(crate::model::JOIN_GRACE) {
-                    Ok(FromEditor::Ready(mut p)) => {
-                        if let Some(posted) = p.take_posted() {
-                            refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());
-                        }
+            match l.close(!in_state, crate::model::JOIN_GRACE) {
+                Some(FromEditor::Ready(mut p)) => {
+                    if let Some(posted) = p.take_posted() {
+                        refuse(shared, reader, posted, ENDED_BEFORE_EDIT.into());
                     }
-                    Ok(FromEditor::Refused(p, reason)) => refuse(shared, reader, p, reason),
-                    // The edit thread is stuck in an element's constructor: it is left
-                    // running, detached (see `Prepared::run`).
-                    Err(_) => {}
                 }
+                Some(FromEditor::Refused(p, reason)) => refuse(shared, reader, p, reason),
+                // Nothing on its way, or the edit thread is stuck in an element's
+                // constructor: it is left running, detached (see `Prepared::run`).
+                None => {}
             }
         }
         if let Some(news) = news {
@@ -333,12 +319,11 @@ fn apply_commands(
             // Built on the edit thread, switched in at a frame boundary; answered then.
             let refused = match link.as_deref_mut() {
                 None => Some("live edits are not available in this run"),
-                Some(l) if l.busy => {
+                Some(l) if l.is_busy() => {
                     Some("another edit is being prepared; send this one once it is answered")
                 }
-                Some(l) => match l.tx.try_send(ToEditor::Build(p)) {
+                Some(l) => match l.build(p) {
                     Ok(()) => {
-                        l.busy = true;
                         // The commands read before it are assigned first: the ones after it
                         // are those its switch carries into a node it replaces.
                         assign_sets(shared, ver, reader, batch);
@@ -385,7 +370,7 @@ fn apply_commands(
                 batch.of.push((1, None));
             }
             Err(reason) => {
-                let on_its_way = link.as_deref().is_some_and(|l| l.busy);
+                let on_its_way = link.as_deref().is_some_and(|l| l.is_busy());
                 let reason = not_yet(reason, &p.command, on_its_way, batch.removed);
                 refuse(shared, reader, p, reason);
             }
