@@ -14,7 +14,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{feed, fifo, kill, spawn, tmpdir, wait, FP};
+use common::{feed, fifo, free_udp_port, kill, spawn, tmpdir, wait, FP};
 use rosc::{encoder, OscMessage, OscPacket, OscType};
 
 /// Lines of `text` that contain `needle`.
@@ -114,11 +114,7 @@ fn msg(addr: &str, args: Vec<OscType>) -> OscPacket {
 /// over OSC and counts what it refused.
 #[test]
 fn an_osc_flood_of_huge_strings_and_unknown_addresses_writes_little_to_stderr() {
-    let port = UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_udp_port();
     let mut child = spawn(&[
         "run",
         "--fps",

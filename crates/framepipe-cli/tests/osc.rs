@@ -9,21 +9,12 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{tmpdir, wait, wait_until};
+use common::{free_udp_port, tmpdir, wait, wait_until};
 use rosc::{encoder, OscBundle, OscMessage, OscPacket, OscTime, OscType};
 
 const W: usize = 64;
 const H: usize = 32;
 const FRAME: usize = W * H * 4;
-
-/// A free UDP port on loopback (bound, then released for framepipe).
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A black 64x32 frame with a white "8" stamped at (0,0), inverted: white frame, black digit.
 fn pipeline(out: &Path) -> String {
@@ -147,7 +138,7 @@ fn check_sequence(out: &Path, order: &[(bool, Option<usize>)], optional: &[usize
 fn osc_sets_a_property_scales_norm_bypasses_and_stops() {
     let dir = tmpdir("osc-set");
     let out = dir.join("out.rgba");
-    let port = free_port();
+    let port = free_udp_port();
     let child = start(&out, port);
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     wait_until(Duration::from_secs(20), "first frames", || {
@@ -222,7 +213,7 @@ fn osc_sets_a_property_scales_norm_bypasses_and_stops() {
 fn osc_garbage_huge_datagrams_and_floods_are_counted_and_the_run_goes_on() {
     let dir = tmpdir("osc-garbage");
     let out = dir.join("out.rgba");
-    let port = free_port();
+    let port = free_udp_port();
     let child = start(&out, port);
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let to = ("127.0.0.1", port);

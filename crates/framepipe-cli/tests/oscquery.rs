@@ -12,7 +12,7 @@ use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{tmpdir, wait_until};
+use common::{free_udp_port, tmpdir, wait_until};
 use framepipe_core::{PropKind, Registry};
 use rosc::{encoder, OscBundle, OscMessage, OscPacket, OscTime, OscType};
 use serde_json::Value;
@@ -103,14 +103,6 @@ impl Drop for Fp {
             let _ = c.wait();
         }
     }
-}
-
-fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// GET `base` + `path`: (status, body).

@@ -10,17 +10,9 @@ use std::io::Write;
 use std::net::{TcpStream, UdpSocket};
 use std::time::Duration;
 
-use common::{wait_until, Fp};
+use common::{free_udp_port, wait_until, Fp};
 use rosc::{encoder, OscMessage, OscPacket, OscType};
 use serde_json::{json, Value};
-
-fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn http_json(base: &str, path: &str) -> Value {
     let authority = base.trim_start_matches("http://");

@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{tmpdir, wait_until, Fp};
+use common::{free_udp_port, tmpdir, wait_until, Fp};
 use serde_json::{json, Value};
 use tungstenite::Message;
 
@@ -421,9 +421,7 @@ fn web_caps_pages_and_silent_connections_and_lets_new_clients_in_after() {
 fn oscquery_answers_after_silent_connections_and_idle_clients_do_not_lock_it() {
     let dir = tmpdir("oscq-caps");
     let stats = dir.join("stats.json");
-    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let osc_port = udp.local_addr().unwrap().port();
-    drop(udp);
+    let osc_port = free_udp_port();
     let mut fp = Fp::run(&[
         "--fps",
         "30",
@@ -521,9 +519,7 @@ fn remote_surfaces_cannot_set_a_text_property_the_terminal_can() {
     let dir = tmpdir("web-text");
     let stats = dir.join("stats.json");
     let path = |who: &str| dir.join(format!("{who}-cascade.xml")).display().to_string();
-    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let osc_port = udp.local_addr().unwrap().port();
-    drop(udp);
+    let osc_port = free_udp_port();
     let mut fp = Fp::run(&[
         "--fps",
         "30",
