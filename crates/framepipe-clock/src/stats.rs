@@ -6,13 +6,13 @@
 //! The maximum and minimum are kept exactly.
 //!
 //! Hand-written, not `hdrhistogram`: that crate would be allowed here (one writer, the output
-//! thread, owns this; a `Histogram::new_with_bounds` does not resize, and `saturating_record`
-//! never allocates), but it does the same job (its cost not measured against ours; 2
-//! significant digits: buckets of 1/128 of a value in about 35 KB; ours 1/64 in 19 KB), the
-//! exact extremes, sum and counts stay ours beside it, and its quantile is the highest value
-//! of a bucket where ours is the middle: every run's reported figures would change, for the ~60 lines of bucket arithmetic
-//! below, which `buckets_are_contiguous_and_cover_their_values` checks. See docs/REALTIME.md,
-//! "Hand-written, and why".
+//! thread, owns this; a `Histogram::new_with_bounds` does not resize, and `saturating_record` never
+//! allocates), but it does the same job (its cost not measured against ours; 2 significant digits:
+//! buckets of 1/128 of a value in about 35 KB; ours 1/64 in 19 KB), the exact extremes, sum and
+//! counts stay ours beside it, and its quantile is the highest value of a bucket where ours is the
+//! middle: every run's reported figures would change, for the ~60 lines of bucket arithmetic below,
+//! which `buckets_are_contiguous_and_cover_their_values` checks. See docs/REALTIME.md, "Hand-
+//! written, and why".
 
 use serde::Serialize;
 
