@@ -11,8 +11,8 @@
 //! buckets of 1/128 of a value in about 35 KB; ours 1/64 in 19 KB), the exact extremes, sum and
 //! counts stay ours beside it, and its quantile is the highest value of a bucket where ours is the
 //! middle: every run's reported figures would change, for the ~60 lines of bucket arithmetic below,
-//! which `buckets_are_contiguous_and_cover_their_values` checks. See docs/REALTIME.md, "Hand-
-//! written, and why".
+//! which `buckets_are_contiguous_and_cover_their_values` checks. See docs/REALTIME.md,
+//! "Hand-written, and why".
 
 use serde::Serialize;
 
