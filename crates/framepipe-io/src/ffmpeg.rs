@@ -737,6 +737,24 @@ pub struct FfmpegSink {
     running: Option<Running>,
 }
 
+/// How often the output thread looks for a free buffer while the encoder is a whole ring behind.
+const FREE_POLL: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// A free buffer of the ring, waiting while the encoder is a whole ring behind (`Err`: the
+/// writer thread ended). It polls (`try_recv`, then a [`FREE_POLL`] sleep) instead of blocking in
+/// `recv`: std's channel allocates a thread's wait context the first time that thread blocks,
+/// which would land on the output thread mid-run, the first time the encoder falls behind. The
+/// wait is the encoder's back-pressure either way; 100 µs is a small part of a frame period.
+fn take_free(free: &std::sync::mpsc::Receiver<Vec<u8>>) -> std::result::Result<Vec<u8>, ()> {
+    loop {
+        match free.try_recv() {
+            Ok(buf) => return Ok(buf),
+            Err(std::sync::mpsc::TryRecvError::Empty) => std::thread::sleep(FREE_POLL),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => return Err(()),
+        }
+    }
+}
+
 /// A running encoder. Frames reach its pipe through a writer thread (`fp-ffmpeg-writer`) and a
 /// ring of frame buffers allocated at start: `consume` copies the frame into a free buffer and
 /// hands it over, and waits only when every buffer is still queued. So an encoder that is slow
@@ -949,7 +967,7 @@ impl Sink for FfmpegSink {
     fn consume(&mut self, _ctx: &FrameCtx, frame: &Frame) -> Result<()> {
         let handed = match self.running.as_mut() {
             None => Err(None),
-            Some(r) => match (r.free.recv(), r.filled.as_ref()) {
+            Some(r) => match (take_free(&r.free), r.filled.as_ref()) {
                 (Ok(mut buf), Some(filled)) => {
                     let data = frame.data();
                     // Sized at start for this stream's frames: never resized in a run.
