@@ -169,7 +169,13 @@ pub mod cdp {
             b
         }
 
-        fn exchange(&mut self, mut msg: Value) -> Value {
+        fn exchange(&mut self, msg: Value) -> Value {
+            self.try_exchange(msg)
+                .unwrap_or_else(|v| panic!("DevTools error: {v}"))
+        }
+
+        /// One request and its reply: `Err` holds a reply that is an error.
+        fn try_exchange(&mut self, mut msg: Value) -> Result<Value, Value> {
             self.next += 1;
             let id = self.next;
             msg["id"] = json!(id);
@@ -179,8 +185,10 @@ pub mod cdp {
                 let Message::Text(t) = m else { continue };
                 let v: Value = serde_json::from_str(t.as_str()).unwrap();
                 if v["id"] == json!(id) {
-                    assert!(v.get("error").is_none(), "DevTools error: {v}");
-                    return v["result"].clone();
+                    if v.get("error").is_some() {
+                        return Err(v);
+                    }
+                    return Ok(v["result"].clone());
                 }
             }
         }
@@ -203,6 +211,27 @@ pub mod cdp {
             );
             assert!(r.get("exceptionDetails").is_none(), "{expr}: {r}");
             r["result"]["value"].clone()
+        }
+
+        /// Evaluates `expr` for `wait_for`: an evaluation cut short because the page navigated
+        /// (a click on a link while waiting for the next page) is "not yet", not an error.
+        fn poll(&mut self, expr: &str) -> Value {
+            let s = self.session.clone();
+            let msg = json!({ "method": "Runtime.evaluate", "sessionId": s, "params":
+                { "expression": expr, "returnByValue": true, "awaitPromise": true } });
+            match self.try_exchange(msg) {
+                Ok(r) => {
+                    assert!(r.get("exceptionDetails").is_none(), "{expr}: {r}");
+                    r["result"]["value"].clone()
+                }
+                Err(v)
+                    if v.to_string()
+                        .contains("Inspected target navigated or closed") =>
+                {
+                    Value::Null
+                }
+                Err(v) => panic!("DevTools error: {v}"),
+            }
         }
 
         /// A real mouse click (pressed, released) at the centre of the element `id`.
@@ -237,7 +266,7 @@ pub mod cdp {
         /// Waits until `expr` is true in the page.
         pub fn wait_for(&mut self, expr: &str, limit: Duration) {
             let start = Instant::now();
-            while self.eval(expr) != json!(true) {
+            while self.poll(expr) != json!(true) {
                 assert!(
                     start.elapsed() < limit,
                     "page: not within {limit:?}: {expr}"
