@@ -396,6 +396,13 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
             sink,
             master: node.master,
         },
+        Element::Gpu(f) => {
+            return Err(framepipe_core::Error::Pipeline(format!(
+                "{}: GPU elements cannot run in this build (no GPU executor)",
+                f.name()
+            ))
+            .into())
+        }
     };
     Ok(Node {
         name: d.name.clone(),

@@ -324,6 +324,8 @@ pub enum Element {
     Mixer(Box<dyn MixerFactory>),
     /// A sink.
     Sink(Box<dyn Sink>),
+    /// A GPU source, effect or mixer (a shader): see [`crate::gpu`].
+    Gpu(Box<dyn crate::gpu::GpuFactory>),
 }
 
 impl fmt::Debug for Element {
@@ -333,6 +335,7 @@ impl fmt::Debug for Element {
             Element::Effect(_) => "Element::Effect",
             Element::Mixer(_) => "Element::Mixer",
             Element::Sink(_) => "Element::Sink",
+            Element::Gpu(_) => "Element::Gpu",
         })
     }
 }

@@ -12,6 +12,8 @@
 //! * [`crash`]: the line that names the node a fatal signal hit (a plugin run in process).
 //! * [`limits`]: the memory budget every size from untrusted input is checked against.
 //! * [`quote`]: untrusted text in a message: cut, with its length, and on one line.
+//! * [`gpu`]: the contract of GPU elements ([`GpuFactory`], [`GpuNode`]): shaders run on the
+//!   engine's one GPU context, frames kept as textures between GPU nodes.
 //! * [`element`]: the [`Source`], [`Effect`]/[`EffectFactory`] and [`Sink`] traits every element
 //!   implements, and [`Registry`], through which native and frei0r elements are found by name.
 //!
@@ -25,6 +27,7 @@ pub mod crash;
 pub mod element;
 pub mod error;
 pub mod frame;
+pub mod gpu;
 pub mod info;
 pub mod limits;
 pub mod props;
@@ -38,6 +41,7 @@ pub use element::{
 };
 pub use error::{Error, Result};
 pub use frame::{Frame, FrameMut, FramePool, PoolSharing};
+pub use gpu::{GpuCtx, GpuFactory, GpuImage, GpuNode, TexFormat};
 pub use info::{FrameCtx, LoopOrigin, Rational, VideoInfo};
 pub use limits::Limits;
 pub use props::{PathUse, PropKind, PropSpec, PropValue, Props};
