@@ -27,6 +27,7 @@ pub(crate) fn native_registry(window: Option<&WindowLink>) -> Registry {
     framepipe_net::register(&mut r);
     framepipe_effects::register(&mut r);
     framepipe_window::register(&mut r, window.cloned());
+    framepipe_clip::register(&mut r);
     r
 }
 
