@@ -9,8 +9,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{run, tmpdir, FP};
+use common::{run, tmpdir, wait, FP};
 use serde_json::Value;
+use std::io::Write;
 
 const W: usize = 64;
 const H: usize = 48;
@@ -19,9 +20,21 @@ const FRAME: usize = W * H * 4;
 /// Makes `name`: `frames` frames at `rate` fps, frame N showing N in bars, encoded with
 /// `codec_args`.
 fn make_clip(dir: &Path, name: &str, frames: u32, rate: u32, codec_args: &[&str]) {
+    make_clip_from(dir, name, 0, frames, rate, codec_args)
+}
+
+/// [`make_clip`], frame N showing `offset + N`.
+fn make_clip_from(
+    dir: &Path,
+    name: &str,
+    offset: u32,
+    frames: u32,
+    rate: u32,
+    codec_args: &[&str],
+) {
     let src = format!(
         "color=black:size={W}x{H}:rate={rate},format=yuv420p,\
-         geq=lum='if(bitand(floor(N/pow(2\\,floor(X/8)))\\,1)\\,235\\,16)':cb=128:cr=128"
+         geq=lum='if(bitand(floor((N+{offset})/pow(2\\,floor(X/8)))\\,1)\\,235\\,16)':cb=128:cr=128"
     );
     let frames = frames.to_string();
     let mut args = vec![
@@ -223,4 +236,86 @@ fn an_h264_clip_equals_ffmpegs_own_decode_byte_for_byte() {
     assert!(theirs.status.success());
     assert_eq!(ours.len(), theirs.stdout.len());
     assert!(ours == theirs.stdout, "H.264: not ffmpeg's pictures");
+}
+
+/// Runs `pipeline` paced in `dir`, sends `commands` on stdin one by one (`wait_ms` apart,
+/// then `stop`), and gives the indices written to `out.rgba` and the stderr.
+fn live(dir: &Path, pipeline: &str, commands: &[&str], wait_ms: u64) -> (Vec<u32>, String) {
+    let mut child = std::process::Command::new(FP)
+        .current_dir(dir)
+        .args(["run", pipeline])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for c in commands.iter().chain(&["stop"]) {
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        stdin.write_all(format!("{c}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+    let done = wait(child, Duration::from_secs(30), pipeline);
+    drop(stdin);
+    let err = String::from_utf8_lossy(&done.stderr).into_owned();
+    assert!(done.status.success(), "{err}");
+    (indices(&std::fs::read(dir.join("out.rgba")).unwrap()), err)
+}
+
+/// The frame number of `framepipe: ok 'CMD' from frame N` in `err`.
+fn ok_frame(err: &str, cmd: &str) -> usize {
+    let prefix = format!("framepipe: ok '{cmd}' from frame ");
+    let line = err
+        .lines()
+        .map(|l| l.trim_start_matches('\r'))
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no reply to '{cmd}' in:\n{err}"));
+    line[prefix.len()..].parse().unwrap()
+}
+
+#[test]
+fn a_live_speed_of_minus_one_plays_back_from_the_frame_the_reply_names() {
+    let dir = tmpdir("clip-live-speed");
+    make_clip(&dir, "c.mp4", 24, 60, H264);
+    let (got, err) = live(
+        &dir,
+        "clip name=c location=c.mp4 loop=true ! rawsink location=out.rgba",
+        &["set c.speed -1"],
+        400,
+    );
+    let n = ok_frame(&err, "set c.speed -1");
+    assert!(n > 0 && n + 2 < got.len(), "frame {n} of {}", got.len());
+    let want_before: Vec<u32> = (0..n as u32).map(|i| i % 24).collect();
+    assert_eq!(got[..n], want_before[..], "{err}");
+    let last = got[n - 1] as i64;
+    let want_after: Vec<u32> = (0..got.len() - n)
+        .map(|k| (last - 1 - k as i64).rem_euclid(24) as u32)
+        .collect();
+    assert_eq!(got[n..], want_after[..], "reversed from frame {n}");
+}
+
+#[test]
+fn a_deck_trigger_from_stdin_starts_the_clip_on_the_frame_the_reply_names() {
+    // A bank of three with the middle one missing: named at start and skipped; triggering
+    // it leaves clip 0 playing; clip 2 starts on the frame the reply names, from its first
+    // frame.
+    let dir = tmpdir("clip-deck");
+    make_clip(&dir, "a.mp4", 20, 60, H264);
+    make_clip_from(&dir, "b.mp4", 100, 20, 60, H264);
+    let (got, err) = live(
+        &dir,
+        "clips name=deck locations=a.mp4,missing.mp4,b.mp4 ! rawsink location=out.rgba",
+        &["set deck.clip 1", "set deck.clip 2"],
+        300,
+    );
+    assert!(
+        err.contains("skipped clip 1") && err.contains("missing.mp4"),
+        "{err}"
+    );
+    let n = ok_frame(&err, "set deck.clip 2");
+    assert!(n > 0 && n + 2 < got.len(), "frame {n} of {}", got.len());
+    let want_before: Vec<u32> = (0..n as u32).map(|i| i % 20).collect();
+    assert_eq!(got[..n], want_before[..], "{err}");
+    let want_after: Vec<u32> = (0..(got.len() - n) as u32).map(|k| 100 + k % 20).collect();
+    assert_eq!(got[n..], want_after[..], "clip 2 from frame {n}");
 }

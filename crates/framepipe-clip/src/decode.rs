@@ -89,6 +89,16 @@ impl ClipFile {
     /// Opens `location`, finds its best video stream and opens a decoder for it with
     /// `threads` threads (0 = as many as the machine has). Decodes nothing yet.
     pub fn open(location: &str, threads: usize) -> Result<Self, ClipError> {
+        Self::open_sized(location, threads, None)
+    }
+
+    /// [`open`](Self::open), its pictures given at `size` (scaled, bicubic) when that is not
+    /// the clip's own.
+    pub fn open_sized(
+        location: &str,
+        threads: usize,
+        size: Option<(u32, u32)>,
+    ) -> Result<Self, ClipError> {
         init();
         let bad = |reason: String| ClipError::Open {
             location: location.into(),
@@ -135,6 +145,7 @@ impl ClipFile {
         if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE {
             return Err(bad(format!("unsupported picture size {width}x{height}")));
         }
+        let (width, height) = size.unwrap_or((width, height));
         let mut me = ClipFile {
             location: location.into(),
             input,
@@ -425,5 +436,30 @@ pub fn copy_rgba(src: &ff::frame::Video, out: &mut [u8]) {
     }
     for (dst, srow) in out.chunks_exact_mut(row).zip(data.chunks(stride)) {
         dst.copy_from_slice(&srow[..row]);
+    }
+}
+
+impl ClipFile {
+    /// Decodes frames `first..first + out.len()` into `out` (tight RGBA, one buffer a frame),
+    /// through `scratch` (from [`rgba_frame`](Self::rgba_frame)); says how many it wrote (fewer
+    /// at the end of the clip). Afterwards decoding goes on after the last one.
+    pub fn decode_into(
+        &mut self,
+        first: u64,
+        out: &mut [Vec<u8>],
+        scratch: &mut ff::frame::Video,
+    ) -> Result<usize, ClipError> {
+        self.seek(first)?;
+        let mut n = 0;
+        while n < out.len() {
+            let Some(i) = self.decode_next()? else { break };
+            if i < first + n as u64 {
+                continue;
+            }
+            self.convert(scratch)?;
+            copy_rgba(scratch, &mut out[n]);
+            n += 1;
+        }
+        Ok(n)
     }
 }

@@ -5,6 +5,7 @@
 //! | element | kind | module |
 //! |---|---|---|
 //! | `clip` | source | [`clip`]: one clip; seamless loops, in/out, ping-pong, speed, reverse, scrub, pause |
+//! | `clips` | source | [`deck`]: a bank of clips, one playing, triggered live by `clip=N` |
 //!
 //! | module | job |
 //! |---|---|
@@ -27,6 +28,7 @@
 
 pub mod clip;
 pub mod cursor;
+pub mod deck;
 #[allow(unsafe_code)] // FFI calls ffmpeg-next does not wrap: see the crate doc
 pub mod decode;
 pub mod error;
@@ -39,4 +41,5 @@ use framepipe_core::Registry;
 /// Registers the clip players in `registry`.
 pub fn register(registry: &mut Registry) {
     registry.register(clip::desc(), Box::new(clip::build));
+    registry.register(deck::desc(), Box::new(deck::build));
 }

@@ -1,4 +1,5 @@
-//! A clip played by a decoder thread of its own, ahead of the frames asked for.
+//! Clips played by a decoder thread of their own, ahead of the frames asked for: one clip
+//! (`clip`), or one at a time of a bank (`clips`), all given at one picture size.
 //!
 //! The **decoder thread** (`fp-clip`) runs the play head ([`Cursor`]) ahead of the show: for
 //! each coming output frame it gets the clip frame's picture (from its cache of decoded
@@ -50,6 +51,7 @@ const IDLE: Duration = Duration::from_millis(5);
 #[derive(Debug)]
 struct Msg {
     generation: u64,
+    clip: usize,
     step: Step,
     buf: Vec<u8>,
 }
@@ -58,6 +60,7 @@ struct Msg {
 #[derive(Debug, Clone, Copy)]
 struct Command {
     generation: u64,
+    clip: usize,
     cursor: Cursor,
 }
 
@@ -94,33 +97,53 @@ impl Sizing {
 pub struct Player {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
-    span: Span,
+    spans: Vec<Span>,
+    active: usize,
     generation: u64,
     /// The picture shown last (kept for pause and for repeats).
     current: Option<Msg>,
     /// A picture taken from the queue that begins a new loop, held back at the end of a play.
     held: Option<Msg>,
-    location: String,
+    locations: Vec<String>,
 }
 
 impl std::fmt::Debug for Player {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Player")
-            .field("location", &self.location)
-            .field("span", &self.span)
+            .field("locations", &self.locations)
+            .field("active", &self.active)
             .finish()
     }
 }
 
 impl Player {
-    /// Starts the decoder thread on `file`, playing `span` from head `cursor`.
+    /// Starts the decoder thread on one clip, playing `span` from head `cursor`.
     pub fn start(
         file: ClipFile,
         span: Span,
         cursor: Cursor,
         sizing: Sizing,
     ) -> Result<Self, ClipError> {
-        let info = file.info().clone();
+        Self::start_bank(vec![Some(file)], vec![span], 0, cursor, sizing)
+    }
+
+    /// Starts the decoder thread on a bank of clips (`None`: a place whose clip could not be
+    /// opened), all giving pictures of one size, playing clip `active`'s `spans[active]` from
+    /// head `cursor`.
+    pub fn start_bank(
+        files: Vec<Option<ClipFile>>,
+        spans: Vec<Span>,
+        active: usize,
+        cursor: Cursor,
+        sizing: Sizing,
+    ) -> Result<Self, ClipError> {
+        let Some(any) = files.iter().flatten().next() else {
+            return Err(ClipError::Open {
+                location: String::new(),
+                reason: "no clip to play".into(),
+            });
+        };
+        let info = any.info().clone();
         let bytes = info.width as usize * info.height as usize * 4;
         let depth = sizing.depth.max(1);
         let shared = Arc::new(Shared {
@@ -135,17 +158,24 @@ impl Player {
         for _ in 0..depth {
             let _ = shared.free.push(vec![0; bytes]);
         }
-        let location = file.location().to_string();
+        let locations = files
+            .iter()
+            .map(|f| {
+                f.as_ref()
+                    .map_or_else(String::new, |f| f.location().to_string())
+            })
+            .collect();
         let cache = (0..sizing.cache.max(2))
             .map(|_| Slot {
                 index: None,
                 used: 0,
-                pic: file.rgba_frame(),
+                pic: any.rgba_frame(),
             })
             .collect();
         let mut worker = Worker {
-            file,
-            span,
+            files,
+            spans: spans.clone(),
+            active,
             cursor,
             generation: 0,
             cache,
@@ -165,22 +195,33 @@ impl Player {
         Ok(Player {
             shared,
             thread: Some(thread),
-            span,
+            spans,
+            active,
             generation: 0,
             current: None,
             held: None,
-            location,
+            locations,
         })
     }
 
-    /// The span played.
+    /// The span of the clip playing.
     pub fn span(&self) -> Span {
-        self.span
+        self.spans[self.active]
     }
 
-    /// The head of the picture shown last, if any.
-    pub fn head(&self) -> Option<Step> {
-        self.current.as_ref().map(|m| m.step)
+    /// The span of clip `clip` of the bank.
+    pub fn span_of(&self, clip: usize) -> Option<Span> {
+        self.spans.get(clip).copied()
+    }
+
+    /// The clip playing (its place in the bank).
+    pub fn active(&self) -> usize {
+        self.active
+    }
+
+    /// The clip and head of the picture shown last, if any.
+    pub fn head(&self) -> Option<(usize, Step)> {
+        self.current.as_ref().map(|m| (m.clip, m.step))
     }
 
     /// Waits until `frames` pictures are queued (or the queue is full, or the thread
@@ -201,7 +242,7 @@ impl Player {
         if self.shared.failed.load(Ordering::Acquire) {
             let e = self.shared.error.lock().unwrap_or_else(|p| p.into_inner());
             return Err(ClipError::Decode {
-                location: self.location.clone(),
+                location: self.locations.join(", "),
                 reason: e.clone().unwrap_or_else(|| "the decoder stopped".into()),
             });
         }
@@ -268,14 +309,22 @@ impl Player {
 
     /// From the next frame on, plays from head `cursor` (a new generation).
     pub fn restart(&mut self, cursor: Cursor) {
+        self.play(self.active, cursor);
+    }
+
+    /// From the next frame on, plays clip `clip` of the bank from head `cursor` (a new
+    /// generation).
+    pub fn play(&mut self, clip: usize, cursor: Cursor) {
         self.generation += 1;
         self.held = None;
+        self.active = clip;
         *self
             .shared
             .command
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(Command {
             generation: self.generation,
+            clip,
             cursor,
         });
         self.shared.commanded.store(true, Ordering::Release);
@@ -288,16 +337,23 @@ impl Player {
         let u = match (&self.held, &self.current) {
             (Some(h), _) => h.step.u - speed,
             (None, Some(c)) => c.step.u,
-            (None, None) => self.span.start(speed) - speed,
+            (None, None) => self.span().start(speed) - speed,
         };
-        let mut c = Cursor::new(&self.span, u, speed);
-        c.advance(&self.span);
+        self.set_speed_from(u, speed);
+    }
+
+    /// From the next frame on, plays at `speed` from the frame after head `u`.
+    pub fn set_speed_from(&mut self, u: i64, speed: i64) {
+        let span = self.span();
+        let mut c = Cursor::new(&span, u, speed);
+        c.advance(&span);
         self.restart(c);
     }
 
     /// From the next frame on, plays from `position` (0..1) at `speed`.
     pub fn seek(&mut self, position: f64, speed: i64) {
-        self.restart(Cursor::new(&self.span, self.span.head_at(position), speed));
+        let span = self.span();
+        self.restart(Cursor::new(&span, span.head_at(position), speed));
     }
 }
 
@@ -313,15 +369,17 @@ impl Drop for Player {
 
 /// A decoded picture in the cache.
 struct Slot {
-    index: Option<u64>,
+    /// (clip, frame).
+    index: Option<(usize, u64)>,
     used: u64,
     pic: ff::frame::Video,
 }
 
 /// The decoder thread's state.
 struct Worker {
-    file: ClipFile,
-    span: Span,
+    files: Vec<Option<ClipFile>>,
+    spans: Vec<Span>,
+    active: usize,
     cursor: Cursor,
     generation: u64,
     cache: Vec<Slot>,
@@ -345,6 +403,9 @@ impl Worker {
                 {
                     self.generation = c.generation;
                     self.cursor = c.cursor;
+                    if self.files.get(c.clip).is_some_and(Option::is_some) {
+                        self.active = c.clip;
+                    }
                 }
             }
             let Some(mut buf) = shared.free.pop() else {
@@ -352,7 +413,7 @@ impl Worker {
                 continue;
             };
             let mut ahead = self.cursor;
-            let step = ahead.next(&self.span);
+            let step = ahead.next(&self.spans[self.active]);
             let slot = self.fetch(step.frame, self.backward(step.u))?;
             if shared.commanded.load(Ordering::Acquire) {
                 // A new head came meanwhile: this picture is not wanted.
@@ -363,6 +424,7 @@ impl Worker {
             self.cursor = ahead;
             let msg = Msg {
                 generation: self.generation,
+                clip: self.active,
                 step,
                 buf,
             };
@@ -375,12 +437,25 @@ impl Worker {
 
     /// Whether the head at `u` is moving to lower frames.
     fn backward(&self, u: i64) -> bool {
-        let second_half = self.span.ping_pong && u >= (self.span.len as i64 - 1) * ONE;
+        let span = &self.spans[self.active];
+        let second_half = span.ping_pong && u >= (span.len as i64 - 1) * ONE;
         (self.cursor.speed < 0) != second_half
     }
 
+    /// The clip playing.
+    fn file(&mut self) -> Result<&mut ClipFile, ClipError> {
+        self.files
+            .get_mut(self.active)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| ClipError::Decode {
+                location: String::new(),
+                reason: "no clip at this place of the bank".into(),
+            })
+    }
+
     fn find(&mut self, index: u64) -> Option<usize> {
-        let s = self.cache.iter().position(|s| s.index == Some(index))?;
+        let key = (self.active, index);
+        let s = self.cache.iter().position(|s| s.index == Some(key))?;
         self.clock += 1;
         self.cache[s].used = self.clock;
         Some(s)
@@ -395,9 +470,13 @@ impl Worker {
 
     fn keep(&mut self, index: u64) -> Result<usize, ClipError> {
         let s = self.victim();
-        self.file.convert(&mut self.cache[s].pic)?;
+        let active = self.active;
+        let Worker { files, cache, .. } = self;
+        if let Some(file) = files.get_mut(active).and_then(Option::as_mut) {
+            file.convert(&mut cache[s].pic)?;
+        }
         self.clock += 1;
-        self.cache[s].index = Some(index);
+        self.cache[s].index = Some((active, index));
         self.cache[s].used = self.clock;
         self.last = Some(s);
         Ok(s)
@@ -411,12 +490,14 @@ impl Worker {
         }
         let lo = if backward {
             let window = self.cache.len() as u64 - 1;
-            index.saturating_sub(window - 1).max(self.span.first)
+            index
+                .saturating_sub(window - 1)
+                .max(self.spans[self.active].first)
         } else {
             index
         };
         let near = self
-            .file
+            .file()?
             .next_index()
             .is_some_and(|n| n <= lo && lo < n + READ_ON);
         // After a seek, the first frame must be at or before `lo`: a keyframe found after it
@@ -424,13 +505,13 @@ impl Worker {
         let mut back = 0;
         let mut first = !near;
         if !near {
-            self.file.seek_back(lo, back)?;
+            self.file()?.seek_back(lo, back)?;
         }
         let mut found = None;
-        while let Some(i) = self.file.decode_next()? {
+        while let Some(i) = self.file()?.decode_next()? {
             if std::mem::take(&mut first) && i > lo && back < lo {
                 back = (back * 2).max(1);
-                self.file.seek_back(lo, back)?;
+                self.file()?.seek_back(lo, back)?;
                 first = true;
                 continue;
             }
@@ -453,7 +534,7 @@ impl Worker {
         match found.or(self.last) {
             Some(s) => Ok(s),
             None => Err(ClipError::Decode {
-                location: self.file.location().into(),
+                location: self.file()?.location().into(),
                 reason: format!("no picture for frame {index}"),
             }),
         }
