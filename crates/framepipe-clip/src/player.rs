@@ -3,8 +3,10 @@
 //!
 //! The **decoder thread** (`fp-clip`) runs the play head ([`Cursor`]) ahead of the show: for
 //! each coming output frame it gets the clip frame's picture (from its cache of decoded
-//! pictures, or by decoding forward, or by seeking), copies it into a free buffer and queues
-//! it. The **player** (the source, on the show's thread) takes the next queued picture in
+//! pictures, or by decoding forward, or by seeking), hands it over in a free buffer and
+//! queues it: a picture the next frame does not show again is *swapped* into the queue (its
+//! cache place takes the free buffer), so that a picture is converted once and copied once,
+//! into the pool frame; one shown again (speeds below 1) is copied. The **player** (the source, on the show's thread) takes the next queued picture in
 //! [`Player::next`], copies it into the pool frame and gives the buffer back.
 //!
 //! Memory is fixed when the player starts: `depth + 1` RGBA buffers go round between the two
@@ -48,12 +50,11 @@ const POLL: Duration = Duration::from_micros(100);
 const IDLE: Duration = Duration::from_millis(5);
 
 /// A decoded picture on its way to the show.
-#[derive(Debug)]
 struct Msg {
     generation: u64,
     clip: usize,
     step: Step,
-    buf: Vec<u8>,
+    buf: ff::frame::Video,
 }
 
 /// A new head for the decoder thread.
@@ -68,7 +69,7 @@ struct Command {
 #[derive(Debug)]
 struct Shared {
     ready: ArrayQueue<Msg>,
-    free: ArrayQueue<Vec<u8>>,
+    free: ArrayQueue<ff::frame::Video>,
     command: Mutex<Option<Command>>,
     commanded: AtomicBool,
     stop: AtomicBool,
@@ -143,8 +144,6 @@ impl Player {
                 reason: "no clip to play".into(),
             });
         };
-        let info = any.info().clone();
-        let bytes = info.width as usize * info.height as usize * 4;
         let depth = sizing.depth.max(1);
         let shared = Arc::new(Shared {
             ready: ArrayQueue::new(depth + 1),
@@ -156,7 +155,7 @@ impl Player {
             error: Mutex::new(None),
         });
         for _ in 0..depth {
-            let _ = shared.free.push(vec![0; bytes]);
+            let _ = shared.free.push(any.rgba_frame());
         }
         let locations = files
             .iter()
@@ -288,7 +287,7 @@ impl Player {
             });
             return Ok(false);
         }
-        out.copy_from_slice(&msg.buf);
+        copy_rgba(&msg.buf, out);
         if let Some(old) = self.current.replace(msg) {
             let _ = self.shared.free.push(old.buf);
         }
@@ -300,7 +299,7 @@ impl Player {
     pub fn repeat(&self, out: &mut [u8]) -> bool {
         match &self.current {
             Some(m) => {
-                out.copy_from_slice(&m.buf);
+                copy_rgba(&m.buf, out);
                 true
             }
             None => false,
@@ -420,7 +419,15 @@ impl Worker {
                 let _ = shared.free.push(buf);
                 continue;
             }
-            copy_rgba(&self.cache[slot].pic, &mut buf);
+            if self.spans[self.active].frame_at(ahead.u) == step.frame {
+                copy_picture(&self.cache[slot].pic, &mut buf);
+            } else {
+                std::mem::swap(&mut self.cache[slot].pic, &mut buf);
+                self.cache[slot].index = None;
+                if self.last == Some(slot) {
+                    self.last = None;
+                }
+            }
             self.cursor = ahead;
             let msg = Msg {
                 generation: self.generation,
@@ -538,5 +545,20 @@ impl Worker {
                 reason: format!("no picture for frame {index}"),
             }),
         }
+    }
+}
+
+/// Copies one RGBA picture into another of the same size.
+fn copy_picture(src: &ff::frame::Video, dst: &mut ff::frame::Video) {
+    let (ss, ds) = (src.stride(0), dst.stride(0));
+    let row = src.width() as usize * 4;
+    if ss == ds {
+        dst.data_mut(0).copy_from_slice(src.data(0));
+        return;
+    }
+    let rows = src.height() as usize;
+    let (s, d) = (src.data(0), dst.data_mut(0));
+    for r in 0..rows {
+        d[r * ds..r * ds + row].copy_from_slice(&s[r * ss..r * ss + row]);
     }
 }
