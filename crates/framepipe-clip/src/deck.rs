@@ -479,7 +479,14 @@ impl Source for Deck {
         desc()
             .props
             .into_iter()
-            .map(|spec| {
+            .map(|mut spec| {
+                if spec.name == "clip" {
+                    // The range is the bank: a MIDI control or an OSCQuery slider spans it.
+                    spec.kind = PropKind::Int {
+                        min: 0,
+                        max: self.skipped.len().saturating_sub(1) as i64,
+                    };
+                }
                 let v = match spec.name.as_str() {
                     "clip" => PropValue::Int(self.clip as i64),
                     "trigger" => PropValue::Str(
