@@ -52,7 +52,7 @@ fn allocations(src: &mut dyn Source, n: u64, at: &mut dyn FnMut(u64, &mut dyn So
     let info = src.info();
     let pool = FramePool::new(info.width, info.height, 2);
     src.ready().unwrap();
-    let mut step = |seq: u64, src: &mut dyn Source| {
+    let step = |seq: u64, src: &mut dyn Source| {
         let mut f = pool.acquire().unwrap();
         let ctx = FrameCtx { seq, pts_ns: 0 };
         assert!(src.fill(&ctx, &mut f).unwrap(), "frame {seq}");
