@@ -262,6 +262,25 @@ impl ClipFile {
         Ok(())
     }
 
+    /// Goes back to the start of the file (its first byte; the first timestamp where a
+    /// demuxer cannot seek by bytes), for a demuxer whose timestamp seek lands after the
+    /// first frame (MPEG program streams).
+    pub fn seek_start(&mut self) -> Result<(), ClipError> {
+        // SAFETY: as in `seek_back`: the context is open and owned by `self.input`.
+        let r = unsafe {
+            ff::ffi::av_seek_frame(self.input.as_mut_ptr(), -1, 0, ff::ffi::AVSEEK_FLAG_BYTE)
+        };
+        if r < 0 {
+            self.input
+                .seek(i64::MIN, ..i64::MIN + 1)
+                .map_err(|e| self.failed(format!("seeking to the start: {e}")))?;
+        }
+        self.decoder.flush();
+        self.eof_sent = false;
+        self.next = None;
+        Ok(())
+    }
+
     /// Goes to the keyframe at or before frame `index`.
     pub fn seek(&mut self, index: u64) -> Result<(), ClipError> {
         self.seek_back(index, 0)

@@ -511,16 +511,25 @@ impl Worker {
         // (a demuxer index that rounds) means seeking again, further back.
         let mut back = 0;
         let mut first = !near;
+        let mut from_start = false;
         if !near {
             self.file()?.seek_back(lo, back)?;
         }
         let mut found = None;
         while let Some(i) = self.file()?.decode_next()? {
-            if std::mem::take(&mut first) && i > lo && back < lo {
-                back = (back * 2).max(1);
-                self.file()?.seek_back(lo, back)?;
-                first = true;
-                continue;
+            if std::mem::take(&mut first) && i > lo {
+                if back < lo {
+                    back = (back * 2).max(1);
+                    self.file()?.seek_back(lo, back)?;
+                    first = true;
+                    continue;
+                }
+                if !from_start {
+                    // Even a seek before frame 0 landed after `lo`: from the file's start.
+                    from_start = true;
+                    self.file()?.seek_start()?;
+                    continue;
+                }
             }
             if i < lo {
                 continue;
