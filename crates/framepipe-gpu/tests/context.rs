@@ -137,8 +137,11 @@ fn a_pool_lends_at_most_its_capacity_and_takes_textures_back_from_other_threads(
     assert!(names.iter().all(|&t| !unsafe { gpu.gl().is_texture(t) }));
 }
 
+/// `ready` polls without waiting. On llvmpipe the readback is done inside `start` (so `ready`
+/// is true at once and a waiting `ready` would not show here); the next test proves on a fence
+/// behind real pending work that the poll `ready` uses returns without waiting.
 #[test]
-fn ready_never_waits_for_a_pending_1080p_download() {
+fn a_1080p_download_polls_ready_without_waiting_and_a_full_ring_refuses_another() {
     let gpu = open();
     let (w, h) = (1920u32, 1080u32);
     let textures = TexturePool::new(w, h, TexFormat::Rgba8, 1);
