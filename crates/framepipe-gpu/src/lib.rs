@@ -30,6 +30,7 @@ mod error;
 pub mod isf;
 pub mod texture;
 pub mod transfer;
+pub mod transitions;
 
 pub use context::{Api, Garbage, GlObject, Gpu, GpuInfo, OpenOptions, Platform};
 pub use error::{GpuError, Result, PACKAGES};
@@ -38,7 +39,9 @@ pub use texture::{GpuFrame, TexturePool};
 pub use transfer::{read_back_blocking, read_back_blocking_f32, Downloader, Ticket, Uploader};
 
 /// Adds framepipe's GPU elements to `registry`: `isf`, `isf-NAME` for the shaders of the ISF
-/// folders ([`isf::library`]).
-pub fn register(registry: &mut framepipe_core::Registry) {
+/// folders ([`isf::library`]), and `transition-NAME` for the gl-transitions collection when
+/// it is installed ([`transitions`]). Returns warnings (a collection found but unreadable).
+pub fn register(registry: &mut framepipe_core::Registry) -> Vec<String> {
     isf::register(registry);
+    transitions::register(registry).into_iter().collect()
 }
