@@ -27,13 +27,16 @@
 
 pub mod context;
 mod error;
+mod fence;
 pub mod isf;
+pub mod probe;
 pub mod texture;
 pub mod transfer;
 pub mod transitions;
 
 pub use context::{Api, Garbage, GlObject, Gpu, GpuInfo, OpenOptions, Platform};
 pub use error::{GpuError, Result, PACKAGES};
+pub use fence::Fence;
 pub use framepipe_core::gpu::{glow, GpuImage, TexFormat};
 pub use texture::{GpuFrame, TexturePool};
 pub use transfer::{read_back_blocking, read_back_blocking_f32, Downloader, Ticket, Uploader};
