@@ -13,6 +13,11 @@
 //! * [`probe`]: what `framepipe doctor` measures: the renderer and the cost of uploads,
 //!   downloads and one full-screen pass.
 //!
+//! * [`isf`]: ISF shaders as GPU elements (`isf location=FILE.fs`, `isf-NAME`): passes,
+//!   persistent and float buffers, inputs as properties, imported images, reload.
+//! * [`transitions`]: the gl-transitions collection as `transition-NAME` mixers.
+//! * [`register`]: adds those elements to a registry.
+//!
 //! Texture row 0 is the picture's bottom row (GL's convention); uploads and downloads flip.
 //!
 //! # Why this crate uses `unsafe`
