@@ -259,3 +259,37 @@ fn a_last_pass_into_a_buffer_makes_that_buffer_the_output() {
         assert_eq!(px(f, 7, 40, 64), [v; 4], "frame {n}");
     }
 }
+
+/// The Vidvox shaders kept as framepipe-isf's fixtures (a generator with a `.vs` and a
+/// persistent buffer, a transition, a float-buffer history, a glitch effect) compile and run.
+#[test]
+fn the_vidvox_fixtures_compile_and_run() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../framepipe-isf/tests/fixtures");
+    let grey = vec![100u8; 64 * 48 * 4];
+    let white = vec![255u8; 64 * 48 * 4];
+    for (file, inputs) in [
+        ("life.fs", 0),
+        ("fade.fs", 2),
+        ("color_history.fs", 0),
+        ("poly_glitch.fs", 1),
+    ] {
+        let pictures: Vec<&[u8]> = [&grey[..], &white[..]][..inputs].to_vec();
+        let frames =
+            framepipe_gpu::isf::render_frames_with(&dir.join(file), &[], (64, 48), 3, &pictures)
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(frames.len(), 3, "{file}");
+        assert!(frames.iter().all(|f| f.len() == 64 * 48 * 4), "{file}");
+    }
+    // fade at progress 0.25: a quarter of the way from grey to white.
+    let f = framepipe_gpu::isf::render_frames_with(
+        &dir.join("fade.fs"),
+        &[("progress", "0.25")],
+        (64, 48),
+        1,
+        &[&grey, &white],
+    )
+    .unwrap();
+    let p = px(&f[0], 10, 10, 64);
+    let want = 100.0 + 0.25 * 155.0;
+    assert!((p[0] as f64 - want).abs() <= 1.5, "{p:?}, want {want}");
+}
