@@ -56,6 +56,11 @@ fn a_changed_file_is_reloaded_and_a_broken_one_keeps_the_previous_shader() {
     // The new shader, with the value the show set before the reload.
     assert!(last[0] == 0 && (127..=128).contains(&last[1]), "{last:?}");
     assert!(node.last_reload_error().is_none());
+    assert_eq!(
+        node.take_message(),
+        None,
+        "a reload that worked is not a message"
+    );
 
     std::fs::write(
         &path,
@@ -71,6 +76,14 @@ fn a_changed_file_is_reloaded_and_a_broken_one_keeps_the_previous_shader() {
         .last_reload_error()
         .expect("the broken file is reported");
     assert!(why.contains("live.fs:3") && why.contains("nope"), "{why}");
+    // Once, to the executor, for the operator.
+    let msg = node.take_message().expect("a message for the operator");
+    assert!(
+        msg.contains("changed but is refused; the previous shader goes on")
+            && msg.contains("live.fs:3"),
+        "{msg}"
+    );
+    assert_eq!(node.take_message(), None);
     assert_eq!(frame(&mut node), last);
     node.release(gpu.gl());
 }

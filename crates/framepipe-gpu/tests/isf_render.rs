@@ -33,6 +33,9 @@ fn time_frameindex_and_timedelta_come_from_the_frame_so_output_is_deterministic(
     let a = render_frames(&shader("time.fs"), &[], (64, 48), 4).unwrap();
     let b = render_frames(&shader("time.fs"), &[], (64, 48), 4).unwrap();
     assert_eq!(a, b);
+    // At 10 fps (a source's rate), frame 1 is at 0.1 s: red 0.1/4 (6), blue 1/10*15 (all).
+    let slow = render_frames(&shader("time.fs"), &[("rate", "10")], (64, 48), 2).unwrap();
+    assert_eq!(px(&slow[1], 0, 0, 64), [6, 1, 255, 255]);
     for (n, f) in a.iter().enumerate() {
         let time = n as f64 / 30.0;
         let r = (time / 4.0 * 255.0).round() as i32;
@@ -292,4 +295,17 @@ fn the_vidvox_fixtures_compile_and_run() {
     let p = px(&f[0], 10, 10, 64);
     let want = 100.0 + 0.25 * 155.0;
     assert!((p[0] as f64 - want).abs() <= 1.5, "{p:?}, want {want}");
+}
+
+#[test]
+fn an_effect_rendered_with_a_rate_runs_at_that_rate() {
+    let grey = vec![100u8; 64 * 48 * 4];
+    let f = framepipe_gpu::isf::render_frames_with(
+        &shader("inputs.fs"),
+        &[("rate", "10")],
+        (64, 48),
+        1,
+        &[&grey],
+    );
+    assert!(f.is_ok(), "{f:?}");
 }

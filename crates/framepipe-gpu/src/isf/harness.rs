@@ -55,6 +55,10 @@ pub fn render_frames_with(
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let is_source = loaded.frame_inputs() == 0;
+    // `rate` is a source's property; for an effect or mixer it only sets the frames' times.
+    if !is_source {
+        given.retain(|(k, _)| k != "rate");
+    }
     for (k, v) in [("width", size.0), ("height", size.1)] {
         if is_source && !given.iter().any(|(g, _)| g == k) {
             given.push((k.to_string(), v.to_string()));

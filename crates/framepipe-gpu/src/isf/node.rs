@@ -104,6 +104,8 @@ pub struct IsfNode {
     reload: Option<Watcher>,
     /// Why the last reload was refused, until one succeeds.
     last_reload_error: Option<String>,
+    /// A refused reload not yet taken by the executor ([`GpuNode::take_message`]).
+    message: Option<String>,
 }
 
 impl std::fmt::Debug for IsfNode {
@@ -134,6 +136,7 @@ impl IsfNode {
             date_origin,
             reload,
             last_reload_error: None,
+            message: None,
         }
     }
 
@@ -157,7 +160,13 @@ impl IsfNode {
         let Some(w) = &self.reload else { return };
         match w.poll() {
             None => {}
-            Some(Reload::Failed(why)) => self.last_reload_error = Some(why),
+            Some(Reload::Failed(why)) => {
+                self.message = Some(format!(
+                    "{} changed but is refused; the previous shader goes on: {why}",
+                    self.loaded.path.display()
+                ));
+                self.last_reload_error = Some(why);
+            }
             Some(Reload::Loaded(next)) => {
                 let mut values = Values::defaults(&next.shader, super::OWN_PROPS);
                 values.keep_from(&self.values);
@@ -171,11 +180,10 @@ impl IsfNode {
                         self.last_reload_error = None;
                     }
                     Err(why) => {
-                        let why = format!(
+                        self.message = Some(format!(
                             "{} changed but the new shader cannot run; the previous one goes on: {why}",
                             next.path.display()
-                        );
-                        eprintln!("framepipe: {}: {why}", self.element);
+                        ));
                         self.last_reload_error = Some(why);
                     }
                 }
@@ -602,6 +610,10 @@ impl GpuNode for IsfNode {
                 self.element
             )))
         }
+    }
+
+    fn take_message(&mut self) -> Option<String> {
+        self.message.take()
     }
 
     fn release(&mut self, gl: &glow::Context) {
