@@ -121,9 +121,13 @@ pub(crate) fn run(
             empty_vao: gpu.empty_vao(),
         };
         let rendered = node.render(&ctx, &images, &target.image());
+        // A GL error the node's calls raised (glGetError: this is a tool, it may ask).
+        let rendered = rendered
+            .map_err(|e| e.to_string())
+            .and_then(|()| gpu.check("the node's render").map_err(|e| e.to_string()));
         if let Err(e) = rendered {
             node.release(gpu.gl());
-            return Err(e.to_string());
+            return Err(e);
         }
         let bottom_up = read_back_blocking(&gpu, &target.image());
         let row = out.width as usize * 4;
