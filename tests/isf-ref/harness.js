@@ -21,14 +21,18 @@
 //   renderer binds every buffer's texture once, before the first pass, so a later pass would
 //   read the buffer as the previous frame left it (the final picture of a multi-pass shader
 //   one frame late, or empty on the first frame). When a pass begins, the buffer the pass
-//   before it wrote is flipped and bound again, and its end-of-frame flip is skipped;
+//   before it wrote is flipped and bound again (with its size: on the first frame the
+//   renderer gives IMG_SIZE of a buffer not drawn yet as undefined), and its end-of-frame
+//   flip is skipped;
 // * draw() calls bindTexture(null) around every pass on whatever texture unit is active,
 //   which is the last buffer's: that buffer would read as black in later passes. Each pass
 //   begins with a fresh, unused unit active;
 // * ISF 1.0 files go through the package's own Upgrader first (its Renderer does not call it).
+// * FLOAT passes need OES_texture_float (and rendering into, and filtering, float textures),
+//   which the harness enables on every context, as a page using the renderer must.
 // Deviations of the reference left as they are (the peer checks avoid them, and say so):
-// FLOAT buffers are 8-bit (ISFBuffer ignores FLOAT); IMG_PIXEL divides by RENDERSIZE, not
-// the image's size; `$WIDTH`/`$HEIGHT` are replaced once per expression.
+// IMG_PIXEL divides by RENDERSIZE, not the image's size; `$WIDTH`/`$HEIGHT` are replaced
+// once per expression.
 const Renderer = require('interactive-shader-format/lib/ISFRenderer.js');
 const ISFBuffer = require('interactive-shader-format/lib/ISFBuffer.js');
 const Upgrader = require('interactive-shader-format/lib/ISFUpgrader.js');
@@ -73,6 +77,11 @@ function webgl(width, height) {
     stencil: false,
   });
   if (!gl) throw new Error('no WebGL context (is SwiftShader enabled?)');
+  // FLOAT passes: the renderer asks for gl.FLOAT textures, which WebGL 1 has only with these
+  // (rendering into them, and sampling them with linear filtering).
+  for (const ext of ['OES_texture_float', 'WEBGL_color_buffer_float', 'OES_texture_float_linear']) {
+    if (!gl.getExtension(ext)) throw new Error(`WebGL here lacks ${ext}`);
+  }
   gl.pixelStorei(gl.UNPACK_COLORSPACE_CONVERSION_WEBGL, gl.NONE);
   return { canvas, gl };
 }
@@ -114,6 +123,7 @@ function isfRenderer(gl, job) {
         before.buffer.flip();
         before.buffer.flippedThisFrame = true;
         before.buffer.readTexture().bind(this.program.getUniformLocation(before.buffer.name));
+        Renderer.prototype.setValue.call(this, `_${before.buffer.name}_imgSize`, [before.buffer.width, before.buffer.height]);
       }
     }
     if (name === 'PASSINDEX') {

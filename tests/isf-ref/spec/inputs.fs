@@ -24,7 +24,7 @@ void main() {
   if (invert) c = vec3(1.0) - c;
   // a soft ring around the point2D (pixels), growing with TIME
   float d = distance(gl_FragCoord.xy, center);
-  float ring = smoothstep(3.0, 0.0, abs(d - (4.0 + 6.0 * TIME)));
+  float ring = smoothstep(3.0, 0.0, abs(d - (4.0 + 60.0 * TIME)));
   c = mix(c, vec3(1.0, 1.0, 0.0), ring);
   if (flash) c = mix(c, vec3(1.0), 0.5);
   gl_FragColor = vec4(clamp(c, 0.0, 1.0), 1.0);

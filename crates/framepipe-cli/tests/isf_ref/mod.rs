@@ -67,8 +67,13 @@ pub fn test_picture(width: u32, height: u32, seed: u32) -> Picture {
             let xs = (x + seed * 7) % width;
             let r = (xs * 255 / (width - 1)) as u8;
             let g = (y * 255 / (height - 1)) as u8;
-            let b = if ((xs / 8) + (y / 8) + seed) % 2 == 0 { 200 } else { 40 };
-            let in_square = (width / 4..width / 2).contains(&xs) && (height / 4..height / 2).contains(&y);
+            let b = if (xs / 8 + y / 8 + seed) & 1 == 0 {
+                200
+            } else {
+                40
+            };
+            let in_square =
+                (width / 4..width / 2).contains(&xs) && (height / 4..height / 2).contains(&y);
             if in_square {
                 rgba.extend_from_slice(&[250, 250, 250, 255]);
             } else {
@@ -130,12 +135,26 @@ pub fn diff(a: &Picture, b: &Picture) -> Diff {
     }
 }
 
+/// Writes `p` as an RGBA PNG (`FP_ISF_REF_DUMP=DIR` has the tests write both sides' frames).
+pub fn write_png(path: &Path, p: &Picture) {
+    let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut enc = png::Encoder::new(file, p.width, p.height);
+    enc.set_color(png::ColorType::Rgba);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.write_header()
+        .unwrap()
+        .write_image_data(&p.rgba)
+        .unwrap();
+}
+
 /// Standard base64 with padding.
 pub fn base64(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for c in bytes.chunks(3) {
-        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
         for k in 0..4 {
             if k <= c.len() {
                 out.push(A[(n >> (18 - 6 * k) & 63) as usize] as char);
@@ -218,6 +237,19 @@ impl Reference {
         })
     }
 
+    /// `call` (an `isfRef` function applied to `job`), its error caught in the page and
+    /// reported in a line, not with the whole job.
+    fn call(&mut self, call: &str, job: &Value) -> Value {
+        let v = self.browser.eval(&format!(
+            "(() => {{ try {{ return isfRef.{call}({job}); }} \
+             catch (e) {{ return {{ error: String((e && e.message) || e) }}; }} }})()"
+        ));
+        if let Some(e) = v.get("error") {
+            panic!("{call}: {}", e.as_str().unwrap_or_default());
+        }
+        v
+    }
+
     fn pictures(v: Value, width: u32, height: u32) -> Vec<Picture> {
         v.as_array()
             .unwrap_or_else(|| panic!("the harness returned {v}"))
@@ -230,9 +262,7 @@ impl Reference {
     /// `vs`, `width`, `height`, `inputs`, `images` (name: [`Picture::to_json`]), `frames`
     /// ([{time, frameIndex, timeDelta, inputs}]).
     pub fn render_isf(&mut self, job: &Value) -> Vec<Picture> {
-        let v = self
-            .browser
-            .eval(&format!("isfRef.renderIsf({job})"));
+        let v = self.call("renderIsf", job);
         Self::pictures(
             v,
             job["width"].as_u64().unwrap() as u32,
@@ -243,9 +273,7 @@ impl Reference {
     /// gl-transition's frames of the transition `job.name` at each of `job.progress`, from
     /// `job.from` to `job.to` (see `renderTransition` in harness.js).
     pub fn render_transition(&mut self, job: &Value) -> Vec<Picture> {
-        let v = self
-            .browser
-            .eval(&format!("isfRef.renderTransition({job})"));
+        let v = self.call("renderTransition", job);
         Self::pictures(
             v,
             job["width"].as_u64().unwrap() as u32,
