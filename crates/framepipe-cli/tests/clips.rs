@@ -319,3 +319,43 @@ fn a_deck_trigger_from_stdin_starts_the_clip_on_the_frame_the_reply_names() {
     let want_after: Vec<u32> = (0..(got.len() - n) as u32).map(|k| 100 + k % 20).collect();
     assert_eq!(got[n..], want_after[..], "clip 2 from frame {n}");
 }
+
+#[test]
+fn a_deck_goes_on_with_the_next_clip_when_one_fails_mid_play() {
+    // Clip 0's file is cut in the middle of its data (its index, at the front, still
+    // announces every frame): the decoder names it when it fails and the deck plays clip 1.
+    let dir = tmpdir("clip-deck-cut");
+    make_clip(
+        &dir,
+        "full.mp4",
+        60,
+        60,
+        &[H264, &["-movflags", "+faststart"]].concat(),
+    );
+    make_clip_from(&dir, "b.mp4", 100, 20, 60, H264);
+    let full = std::fs::read(dir.join("full.mp4")).unwrap();
+    // Half of the media data (after the `mdat` box's header) is kept.
+    let mdat = full.windows(4).position(|w| w == b"mdat").unwrap() + 4;
+    std::fs::write(dir.join("cut.mp4"), &full[..mdat + (full.len() - mdat) / 2]).unwrap();
+    let (got, err) = live(
+        &dir,
+        "clips name=deck locations=cut.mp4,b.mp4 ! rawsink location=out.rgba",
+        &[],
+        1200,
+    );
+    assert!(
+        err.contains("clip 0 stopped") && err.contains("goes on with clip 1"),
+        "{err}"
+    );
+    let switch = got.iter().position(|&i| i >= 100).expect("clip 1 played");
+    assert!(switch > 8, "clip 0's head and more played first: {got:?}");
+    assert_eq!(
+        got[..switch],
+        (0..switch as u32).collect::<Vec<_>>()[..],
+        "clip 0 in order"
+    );
+    let after: Vec<u32> = (0..(got.len() - switch) as u32)
+        .map(|k| 100 + k % 20)
+        .collect();
+    assert_eq!(got[switch..], after[..], "clip 1 from its start");
+}

@@ -11,8 +11,10 @@
 //! Every clip is given at the deck's size (the first playable clip's, or `width`/`height`),
 //! scaled as the `ffmpeg` tool scales (bicubic), frame by frame at the deck's rate. A clip
 //! that cannot be opened or decoded is named on stderr when the deck is built and skipped: its
-//! place in the bank stays (clip numbers are places in the list), and triggering it is refused
-//! with the reason.
+//! place in the bank stays (clip numbers are places in the list), and triggering it (or a
+//! place past the end) leaves the clip playing as it is: a refusal would make the runtime
+//! refuse every later trigger. A clip that fails mid-play is named on stderr by the decoder
+//! thread, dropped, and the deck goes on with the next clip.
 
 use framepipe_core::{
     Element, ElementDesc, ElementKind, Error, FrameCtx, FrameMut, Limits, Mode, PathUse, PropKind,
@@ -362,7 +364,7 @@ impl Deck {
         let Some(span) = self.player.span_of(n) else {
             return Ok(());
         };
-        if self.skipped[n] {
+        if self.skipped[n] || self.player.broken(n) {
             return Ok(());
         }
         if let Some(u) = self.shown_u() {

@@ -73,6 +73,8 @@ struct Shared {
     command: Mutex<Option<Command>>,
     commanded: AtomicBool,
     stop: AtomicBool,
+    /// Per clip of the bank: it failed mid-play and was dropped.
+    broken: Vec<AtomicBool>,
     /// Set when the thread ended on an error (its message in `error`).
     failed: AtomicBool,
     error: Mutex<Option<String>>,
@@ -151,6 +153,7 @@ impl Player {
             command: Mutex::new(None),
             commanded: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            broken: files.iter().map(|_| AtomicBool::new(false)).collect(),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
         });
@@ -218,6 +221,14 @@ impl Player {
         self.active
     }
 
+    /// Whether clip `clip` of the bank failed mid-play (the decoder dropped it).
+    pub fn broken(&self, clip: usize) -> bool {
+        self.shared
+            .broken
+            .get(clip)
+            .is_some_and(|b| b.load(Ordering::Acquire))
+    }
+
     /// The clip and head of the picture shown last, if any.
     pub fn head(&self) -> Option<(usize, Step)> {
         self.current.as_ref().map(|m| (m.clip, m.step))
@@ -240,10 +251,9 @@ impl Player {
     fn check(&self) -> Result<(), ClipError> {
         if self.shared.failed.load(Ordering::Acquire) {
             let e = self.shared.error.lock().unwrap_or_else(|p| p.into_inner());
-            return Err(ClipError::Decode {
-                location: self.locations.join(", "),
-                reason: e.clone().unwrap_or_else(|| "the decoder stopped".into()),
-            });
+            return Err(ClipError::Stopped(
+                e.clone().unwrap_or_else(|| "the decoder stopped".into()),
+            ));
         }
         Ok(())
     }
@@ -262,6 +272,8 @@ impl Player {
         loop {
             if let Some(m) = self.shared.ready.pop() {
                 if m.generation == self.generation {
+                    // The decoder may have moved on from a clip that failed.
+                    self.active = m.clip;
                     return Ok(m);
                 }
                 let _ = self.shared.free.push(m.buf);
@@ -400,10 +412,12 @@ impl Worker {
                     .unwrap_or_else(|p| p.into_inner())
                     .take()
                 {
+                    // A clip that stopped meanwhile: the one playing goes on, under the
+                    // new generation (the player waits for that).
                     self.generation = c.generation;
-                    self.cursor = c.cursor;
                     if self.files.get(c.clip).is_some_and(Option::is_some) {
                         self.active = c.clip;
+                        self.cursor = c.cursor;
                     }
                 }
             }
@@ -413,7 +427,14 @@ impl Worker {
             };
             let mut ahead = self.cursor;
             let step = ahead.next(&self.spans[self.active]);
-            let slot = self.fetch(step.frame, self.backward(step.u))?;
+            let slot = match self.fetch(step.frame, self.backward(step.u)) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = shared.free.push(buf);
+                    self.move_on(shared, e)?;
+                    continue;
+                }
+            };
             if shared.commanded.load(Ordering::Acquire) {
                 // A new head came meanwhile: this picture is not wanted.
                 let _ = shared.free.push(buf);
@@ -440,6 +461,32 @@ impl Worker {
                 let _ = shared.free.push(m.buf);
             }
         }
+    }
+
+    /// After clip `active` failed mid-play with `e`: in a bank with another playable clip,
+    /// says so on stderr (this thread is off the frame path) and goes on with the next one
+    /// from its start; alone, the error ends the player.
+    fn move_on(&mut self, shared: &Shared, e: ClipError) -> Result<(), ClipError> {
+        let n = self.files.len();
+        let Some(next) = (1..n)
+            .map(|k| (self.active + k) % n)
+            .find(|&i| self.files[i].is_some())
+        else {
+            return Err(e);
+        };
+        eprintln!(
+            "framepipe: clips: clip {} stopped: {e}; the deck goes on with clip {next}",
+            self.active
+        );
+        if let Some(b) = shared.broken.get(self.active) {
+            b.store(true, Ordering::Release);
+        }
+        self.files[self.active] = None;
+        self.last = None;
+        self.active = next;
+        let span = self.spans[next];
+        self.cursor = Cursor::new(&span, span.start(self.cursor.speed), self.cursor.speed);
+        Ok(())
     }
 
     /// Whether the head at `u` is moving to lower frames.
