@@ -20,6 +20,31 @@ use crate::error::ClipError;
 /// The largest side accepted (the engine's own limit).
 pub const MAX_SIDE: u32 = 16384;
 
+/// A clip closed to save its decoder's memory, and how to open it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closed {
+    location: String,
+    threads: usize,
+    size: Option<(u32, u32)>,
+}
+
+impl Closed {
+    /// Opens the clip again, as it was opened first.
+    pub fn open(&self) -> Result<ClipFile, ClipError> {
+        ClipFile::open_sized(&self.location, self.threads, self.size)
+    }
+
+    /// The file.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+}
+
+/// An RGBA picture of `width` x `height`, allocated by FFmpeg (aligned as its own frames).
+pub fn rgba_frame(width: u32, height: u32) -> ff::frame::Video {
+    ff::frame::Video::new(Pixel::RGBA, width, height)
+}
+
 /// The converter's context, owned by one [`ClipFile`].
 struct Scaler(scaling::Context);
 
@@ -57,6 +82,9 @@ pub struct ClipFile {
     /// Timestamp of frame 0, in the stream's time base.
     origin: i64,
     eof_sent: bool,
+    /// Decoder threads asked for, and whether the pictures are scaled (to reopen it alike).
+    threads: usize,
+    sized: bool,
     /// The index the next [`decode_next`](Self::decode_next) will most likely give (`None`
     /// after the end of the stream).
     next: Option<u64>,
@@ -157,6 +185,8 @@ impl ClipFile {
             tb,
             origin,
             eof_sent: false,
+            threads,
+            sized: size.is_some(),
             next: Some(0),
             info: ClipInfo {
                 width,
@@ -174,6 +204,16 @@ impl ClipFile {
             return Err(bad("the video stream has no frames".into()));
         }
         Ok(me)
+    }
+
+    /// Closes the file and its decoder (their memory is given back), keeping what opens it
+    /// again alike: see [`Closed::open`].
+    pub fn close(self) -> Closed {
+        Closed {
+            location: self.location.clone(),
+            threads: self.threads,
+            size: self.sized.then_some((self.info.width, self.info.height)),
+        }
     }
 
     /// What the clip is.

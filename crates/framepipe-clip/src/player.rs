@@ -39,7 +39,7 @@ use crossbeam_queue::ArrayQueue;
 use ffmpeg_next as ff;
 
 use crate::cursor::{Cursor, Span, Step, ONE};
-use crate::decode::{copy_rgba, ClipFile};
+use crate::decode::{copy_rgba, rgba_frame, ClipFile, Closed};
 use crate::error::ClipError;
 
 /// How far forward the decoder reads on rather than seeking (frames).
@@ -127,25 +127,21 @@ impl Player {
         cursor: Cursor,
         sizing: Sizing,
     ) -> Result<Self, ClipError> {
-        Self::start_bank(vec![Some(file)], vec![span], 0, cursor, sizing)
+        let size = (file.info().width, file.info().height);
+        Self::start_bank(vec![Place::Open(file)], vec![span], size, 0, cursor, sizing)
     }
 
-    /// Starts the decoder thread on a bank of clips (`None`: a place whose clip could not be
-    /// opened), all giving pictures of one size, playing clip `active`'s `spans[active]` from
-    /// head `cursor`.
+    /// Starts the decoder thread on a bank of clips, all giving pictures of `size`, playing
+    /// clip `active`'s `spans[active]` from head `cursor`. The decoder keeps one clip open at
+    /// a time: the one playing.
     pub fn start_bank(
-        files: Vec<Option<ClipFile>>,
+        files: Vec<Place>,
         spans: Vec<Span>,
+        size: (u32, u32),
         active: usize,
         cursor: Cursor,
         sizing: Sizing,
     ) -> Result<Self, ClipError> {
-        let Some(any) = files.iter().flatten().next() else {
-            return Err(ClipError::Open {
-                location: String::new(),
-                reason: "no clip to play".into(),
-            });
-        };
         let depth = sizing.depth.max(1);
         let shared = Arc::new(Shared {
             ready: ArrayQueue::new(depth + 1),
@@ -158,20 +154,14 @@ impl Player {
             error: Mutex::new(None),
         });
         for _ in 0..depth {
-            let _ = shared.free.push(any.rgba_frame());
+            let _ = shared.free.push(rgba_frame(size.0, size.1));
         }
-        let locations = files
-            .iter()
-            .map(|f| {
-                f.as_ref()
-                    .map_or_else(String::new, |f| f.location().to_string())
-            })
-            .collect();
+        let locations = files.iter().map(|f| f.location().to_string()).collect();
         let cache = (0..sizing.cache.max(2))
             .map(|_| Slot {
                 index: None,
                 used: 0,
-                pic: any.rgba_frame(),
+                pic: rgba_frame(size.0, size.1),
             })
             .collect();
         let mut worker = Worker {
@@ -378,6 +368,42 @@ impl Drop for Player {
     }
 }
 
+/// A clip of a bank, as the decoder thread holds it.
+#[derive(Debug)]
+pub enum Place {
+    /// Open: demuxer and decoder ready.
+    Open(ClipFile),
+    /// Closed, its decoder's memory given back; opened again when it plays.
+    Closed(Closed),
+    /// Could not be opened, or failed: skipped.
+    Gone,
+}
+
+impl Place {
+    /// Whether the place has a clip to play.
+    pub fn playable(&self) -> bool {
+        !matches!(self, Place::Gone)
+    }
+
+    /// The file, or empty.
+    pub fn location(&self) -> &str {
+        match self {
+            Place::Open(f) => f.location(),
+            Place::Closed(c) => c.location(),
+            Place::Gone => "",
+        }
+    }
+
+    /// Closes an open clip (its decoder's memory is given back).
+    pub fn close(&mut self) {
+        if let Place::Open(_) = self {
+            if let Place::Open(f) = std::mem::replace(self, Place::Gone) {
+                *self = Place::Closed(f.close());
+            }
+        }
+    }
+}
+
 /// A decoded picture in the cache.
 struct Slot {
     /// (clip, frame).
@@ -388,7 +414,7 @@ struct Slot {
 
 /// The decoder thread's state.
 struct Worker {
-    files: Vec<Option<ClipFile>>,
+    files: Vec<Place>,
     spans: Vec<Span>,
     active: usize,
     cursor: Cursor,
@@ -415,7 +441,11 @@ impl Worker {
                     // A clip that stopped meanwhile: the one playing goes on, under the
                     // new generation (the player waits for that).
                     self.generation = c.generation;
-                    if self.files.get(c.clip).is_some_and(Option::is_some) {
+                    if self.files.get(c.clip).is_some_and(Place::playable) {
+                        if c.clip != self.active {
+                            // The clip left gives its decoder's memory back.
+                            self.files[self.active].close();
+                        }
                         self.active = c.clip;
                         self.cursor = c.cursor;
                     }
@@ -470,7 +500,7 @@ impl Worker {
         let n = self.files.len();
         let Some(next) = (1..n)
             .map(|k| (self.active + k) % n)
-            .find(|&i| self.files[i].is_some())
+            .find(|&i| self.files[i].playable())
         else {
             return Err(e);
         };
@@ -481,7 +511,7 @@ impl Worker {
         if let Some(b) = shared.broken.get(self.active) {
             b.store(true, Ordering::Release);
         }
-        self.files[self.active] = None;
+        self.files[self.active] = Place::Gone;
         self.last = None;
         self.active = next;
         let span = self.spans[next];
@@ -496,15 +526,25 @@ impl Worker {
         (self.cursor.speed < 0) != second_half
     }
 
-    /// The clip playing.
+    /// The clip playing, opened again if it was closed.
     fn file(&mut self) -> Result<&mut ClipFile, ClipError> {
-        self.files
+        let place = self
+            .files
             .get_mut(self.active)
-            .and_then(Option::as_mut)
             .ok_or_else(|| ClipError::Decode {
                 location: String::new(),
                 reason: "no clip at this place of the bank".into(),
-            })
+            })?;
+        if let Place::Closed(c) = place {
+            *place = Place::Open(c.open()?);
+        }
+        match place {
+            Place::Open(f) => Ok(f),
+            _ => Err(ClipError::Decode {
+                location: String::new(),
+                reason: "no clip at this place of the bank".into(),
+            }),
+        }
     }
 
     fn find(&mut self, index: u64) -> Option<usize> {
@@ -526,7 +566,7 @@ impl Worker {
         let s = self.victim();
         let active = self.active;
         let Worker { files, cache, .. } = self;
-        if let Some(file) = files.get_mut(active).and_then(Option::as_mut) {
+        if let Some(Place::Open(file)) = files.get_mut(active) {
             file.convert(&mut cache[s].pic)?;
         }
         self.clock += 1;
