@@ -101,18 +101,25 @@ pub fn desc() -> ElementDesc {
         )
         .fixed(),
     ];
-    props.extend(play_props().into_iter().map(|p| {
-        if p.name == "loop" {
-            PropSpec {
-                default: PropValue::Bool(true),
-                description: "loop each clip (else hold its last frame until the next trigger)"
-                    .into(),
-                ..p
-            }
-        } else {
-            p
-        }
-    }));
+    // A deck never ends by itself: no `loops`.
+    props.extend(
+        play_props()
+            .into_iter()
+            .filter(|p| p.name != "loops")
+            .map(|p| {
+                if p.name == "loop" {
+                    PropSpec {
+                        default: PropValue::Bool(true),
+                        description:
+                            "loop each clip (else hold its last frame until the next trigger)"
+                                .into(),
+                        ..p
+                    }
+                } else {
+                    p
+                }
+            }),
+    );
     ElementDesc {
         name: NAME.into(),
         kind: ElementKind::Source,
