@@ -132,8 +132,16 @@ impl ClipFile {
             location: location.into(),
             reason,
         };
-        if !Path::new(location).exists() && !location.contains("://") {
-            return Err(bad("no such file".into()));
+        // Files only: a network stream could block a read without end (and the element's
+        // drop, which joins the decoder thread); ffmpegsrc is the element for URLs.
+        if !Path::new(location).is_file() {
+            return Err(bad(if location.contains("://") {
+                "a clip is a file: for a URL or a stream use ffmpegsrc".into()
+            } else if Path::new(location).exists() {
+                "not a regular file".into()
+            } else {
+                "no such file".into()
+            }));
         }
         let input = ff::format::input(&location).map_err(|e| bad(e.to_string()))?;
         let stream = input

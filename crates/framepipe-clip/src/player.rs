@@ -153,7 +153,9 @@ impl Player {
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
         });
-        for _ in 0..depth {
+        // `depth` queued ahead plus the one the player shows (kept for pause): with only
+        // `depth`, an `ahead=1` player would hold the one buffer while waiting for the next.
+        for _ in 0..=depth {
             let _ = shared.free.push(rgba_frame(size.0, size.1));
         }
         let locations = files.iter().map(|f| f.location().to_string()).collect();
