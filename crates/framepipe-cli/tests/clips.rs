@@ -359,3 +359,31 @@ fn a_deck_goes_on_with_the_next_clip_when_one_fails_mid_play() {
         .collect();
     assert_eq!(got[switch..], after[..], "clip 1 from its start");
 }
+
+#[test]
+fn pause_holds_the_frame_and_a_position_set_while_paused_shows_its_frame() {
+    let dir = tmpdir("clip-scrub");
+    make_clip(&dir, "c.mp4", 24, 60, H264);
+    let (got, err) = live(
+        &dir,
+        "clip name=c location=c.mp4 loop=true ! rawsink location=out.rgba",
+        &["set c.pause true", "set c.position 0.25"],
+        400,
+    );
+    let p = ok_frame(&err, "set c.pause true");
+    let q = ok_frame(&err, "set c.position 0.25");
+    assert!(0 < p && p < q && q + 2 < got.len(), "{p} {q} {}", got.len());
+    let before: Vec<u32> = (0..p as u32).map(|i| i % 24).collect();
+    assert_eq!(got[..p], before[..]);
+    assert!(
+        got[p..q].iter().all(|&i| i == got[p - 1]),
+        "paused from frame {p}: {:?}",
+        &got[p - 1..q]
+    );
+    // 0.25 of frames 0..=23 is 5.75: frame 6, held (still paused).
+    assert!(
+        got[q..].iter().all(|&i| i == 6),
+        "scrubbed at frame {q}: {:?}",
+        &got[q..]
+    );
+}
