@@ -107,9 +107,9 @@ const H264: &[&str] = &["-c:v", "libx264", "-g", "10", "-bf", "2", "-crf", "10"]
 
 #[test]
 fn a_looped_clip_paced_live_gives_every_frame_in_order_none_late_none_repeated() {
-    // 30 frames at 60 fps, played 10 times paced under --overload live: a late frame would
-    // be repeated by the output (and counted); a loop point that cost a decoder restart
-    // would make one late.
+    // 30 frames at 60 fps, played 10 times paced under --overload live: a frame not ready in
+    // time would be repeated by the output (and counted); a loop point that cost a decoder
+    // restart would make one late.
     let dir = tmpdir("clip-loops");
     make_clip(&dir, "c.mp4", 30, 60, H264);
     let stats = show(
@@ -121,8 +121,17 @@ fn a_looped_clip_paced_live_gives_every_frame_in_order_none_late_none_repeated()
     let want: Vec<u32> = (0..10).flat_map(|_| 0..30).collect();
     assert_eq!(got, want, "stats: {stats}");
     assert_eq!(stats["paced_fps"].as_f64(), Some(60.0), "{stats}");
-    assert_eq!(stats["late"].as_u64(), Some(0), "{stats}");
     assert_eq!(stats["repeated"].as_u64(), Some(0), "{stats}");
+    // No frame was late because of the clip: every late release (if the shared machine took
+    // the output thread's CPU) was of a frame ready before its deadline (`ready_us` < 0,
+    // docs/REALTIME.md "Late frames"), and the log holds every one of them.
+    let late = stats["late"].as_u64().unwrap();
+    let log = stats["late_frames"].as_array().unwrap();
+    assert_eq!(late as usize, log.len(), "more late frames than the log keeps: {stats}");
+    assert!(
+        log.iter().all(|f| f["ready_us"].as_f64().unwrap() < 0.0),
+        "a frame ready after its deadline: {stats}"
+    );
 }
 
 #[test]
@@ -252,8 +261,9 @@ fn live(dir: &Path, pipeline: &str, commands: &[&str], wait_ms: u64) -> (Vec<u32
     let mut stdin = child.stdin.take().unwrap();
     for c in commands.iter().chain(&["stop"]) {
         std::thread::sleep(Duration::from_millis(wait_ms));
-        stdin.write_all(format!("{c}\n").as_bytes()).unwrap();
-        stdin.flush().unwrap();
+        // A show that died early is reported below with its stderr, not as a broken pipe.
+        let _ = stdin.write_all(format!("{c}\n").as_bytes());
+        let _ = stdin.flush();
     }
     let done = wait(child, Duration::from_secs(30), pipeline);
     drop(stdin);
