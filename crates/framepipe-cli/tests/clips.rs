@@ -127,7 +127,11 @@ fn a_looped_clip_paced_live_gives_every_frame_in_order_none_late_none_repeated()
     // docs/REALTIME.md "Late frames"), and the log holds every one of them.
     let late = stats["late"].as_u64().unwrap();
     let log = stats["late_frames"].as_array().unwrap();
-    assert_eq!(late as usize, log.len(), "more late frames than the log keeps: {stats}");
+    assert_eq!(
+        late as usize,
+        log.len(),
+        "more late frames than the log keeps: {stats}"
+    );
     assert!(
         log.iter().all(|f| f["ready_us"].as_f64().unwrap() < 0.0),
         "a frame ready after its deadline: {stats}"
