@@ -468,6 +468,8 @@ impl Source for Deck {
         loop {
             if self.player.next(out).map_err(|e| Error::element(NAME, e))? {
                 self.shown = Shown::Player;
+                // The decoder may have moved on from a clip that failed.
+                self.clip = self.player.active();
                 return Ok(true);
             }
             if !self.settings.looping {
