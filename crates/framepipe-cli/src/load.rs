@@ -30,6 +30,7 @@ pub(crate) fn native_registry(window: Option<&WindowLink>) -> Registry {
     // isf, isf-NAME, transition-NAME (none when the gl-transitions collection cannot be
     // read: a show naming one is then told the element is unknown).
     let _ = framepipe_gpu::register(&mut r);
+    framepipe_clip::register(&mut r);
     r
 }
 
