@@ -44,7 +44,9 @@ pub use error::{GpuError, Result, PACKAGES};
 pub use fence::Fence;
 pub use framepipe_core::gpu::{glow, GpuImage, TexFormat};
 pub use texture::{GpuFrame, TexturePool};
-pub use transfer::{read_back_blocking, read_back_blocking_f32, Downloader, Ticket, Uploader};
+pub use transfer::{
+    read_back_blocking, read_back_blocking_f32, DownloadMode, Downloader, Ticket, Uploader,
+};
 
 /// Adds framepipe's GPU elements to `registry`: `isf`, `isf-NAME` for the shaders of the ISF
 /// folders ([`isf::library`]), and `transition-NAME` for the gl-transitions collection when
