@@ -8,27 +8,36 @@
 //!   (invalidating its old contents, so the driver never waits for the GPU to finish reading
 //!   it), writes the frame's rows bottom-up, unmaps, and has GL copy it into the texture
 //!   (`glTexSubImage2D` from the buffer), which the GPU does in order with the other commands.
-//! * [`Downloader`]: a ring of pixel-pack buffers with fences. [`Downloader::start`] asks GL to
-//!   copy a texture into a free buffer and puts a fence after it, and returns at once;
-//!   [`Downloader::ready`] polls the fence with a zero timeout (it never waits);
-//!   [`Downloader::finish`], once ready, maps the buffer and copies the rows, flipped, into a
-//!   CPU frame. So no thread waits for the GPU: the GPU executor starts a download, renders
-//!   other frames, and finishes it when it is ready. When every buffer of the ring is
-//!   waiting to be finished, `start` refuses ([`GpuError::RingFull`]): the caller finishes
-//!   one first. The engine sizes the ring to the frames it has in flight.
+//! * [`Downloader`]: a ring of readback slots. [`Downloader::start`] returns at once with a
+//!   [`Ticket`]; [`Downloader::ready`] says, without waiting, whether the pixels are in;
+//!   [`Downloader::finish`], once ready, copies them, rows flipped, into a CPU frame. So no
+//!   thread waits for the GPU: the GPU executor starts a download, renders other frames, and
+//!   finishes it when it is ready. When every slot holds an unfinished download, `start`
+//!   refuses ([`GpuError::RingFull`]): the caller finishes one first. The engine sizes the
+//!   ring to the frames it has in flight. The copy takes one of two paths ([`DownloadMode`]):
 //!
-//!   Where the copy happens is the driver's choice. GPU drivers queue `glReadPixels` into a
-//!   buffer like any command, so `start` returns at once and the fence signals later. Mesa's
-//!   llvmpipe does the copy inside the call, after waiting for the texture's pending
-//!   rendering: there `start` holds the GPU thread until the frame is rendered (measured at
-//!   1080p after a trivial pass: about 10-14 ms, then `ready` is true at once). Either way no
-//!   CPU worker waits: only the GPU thread calls these. (A fragment shader copying into a
-//!   storage buffer makes llvmpipe's `start` return at once, but costs it some 70 ms of CPU
-//!   per 1080p frame against 1.3 ms for the copy, and its `glMemoryBarrier` is a `glFinish`.)
+//!   - *inline*: `start` runs `glReadPixels` into the slot's pixel-pack buffer and puts a fence
+//!     after it; `ready` polls the fence with a zero timeout; `finish` maps the buffer. GPU
+//!     drivers queue that read like any command, so `start` returns at once. Mesa's llvmpipe
+//!     does the copy inside the call, after waiting for the texture's pending rendering: there
+//!     `start` holds the calling thread for the rest of the frame's rendering.
+//!   - *thread*: the downloader has a thread of its own with a second context sharing the GPU
+//!     context's objects (`eglCreateContext` with a share context). `start` only puts a fence
+//!     (`glFenceSync` + `glFlush`) and hands the texture, the fence and the size to that
+//!     thread; the thread waits on the fence, attaches the texture to a framebuffer of its
+//!     own context and reads it into the slot's memory, then marks the slot done (an atomic,
+//!     which is all `ready` reads); `finish` copies from that memory. The texture must not be
+//!     rendered into until `ready` says so (the GPU executor holds the frame until then).
+//!
+//!   [`DownloadMode::Auto`] (what [`Downloader::new`] takes) reads `FRAMEPIPE_GPU_DOWNLOAD`
+//!   (`thread` or `inline`), else takes *thread* on a software renderer and *inline* on a GPU.
+//!   On llvmpipe `glFlush` itself sometimes waits for rendering under way, so *thread*'s
+//!   `start` is mostly tens of microseconds but at times milliseconds (`examples/transfer.rs`).
 //! * [`read_back_blocking`]: a texture's bytes now, waiting for the GPU: for tests and tools.
 //!
-//! Neither the uploader nor the downloader allocates on the CPU per frame: their buffers are
-//! made on first use (and remade only when the frame size changes).
+//! Neither the uploader nor the downloader allocates on the CPU per frame: their buffers (and
+//! the download thread) are made on first use, the buffers remade only when the frame size
+//! changes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
