@@ -31,8 +31,9 @@
 //!
 //!   [`DownloadMode::Auto`] (what [`Downloader::new`] takes) reads `FRAMEPIPE_GPU_DOWNLOAD`
 //!   (`thread` or `inline`), else takes *thread* on a software renderer and *inline* on a GPU.
-//!   On llvmpipe `glFlush` itself sometimes waits for rendering under way, so *thread*'s
-//!   `start` is mostly tens of microseconds but at times milliseconds (`examples/transfer.rs`).
+//!   On llvmpipe *thread*'s `start` is some microseconds of CPU; on a busy machine its wall
+//!   time at times reaches milliseconds, spent waiting for a CPU (llvmpipe's rasterizer
+//!   threads and the download thread get busy as it flushes), not for the GPU.
 //! * [`read_back_blocking`]: a texture's bytes now, waiting for the GPU: for tests and tools.
 //!
 //! Neither the uploader nor the downloader allocates on the CPU per frame: their buffers (and
