@@ -43,7 +43,7 @@ pub use edit::{Editor, Fade};
 pub use host::{ClockCounters, Host, ShowResult};
 pub use memory::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
 pub use model::{
-    AutoScale, EffectStage, Graph, Layout, MixerStage, Node, NodeKind, OnEnd, Options, Overload,
+    AutoScale, EffectStage, GpuStage, Graph, Layout, MixerStage, Node, NodeKind, OnEnd, Options, Overload,
     Pipeline, JOIN_GRACE, MAX_INPUTS,
 };
 pub use sched::LockSummary;

@@ -10,7 +10,9 @@ use super::*;
 use crate::live::{FrameParams, Live, LiveStage};
 use crate::memory::{MemoryKind, PoolNeeds, PoolPlan, VersionPools};
 use crate::model::{ExecNode, Options, Part, Plan};
-use crate::sched::{Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version};
+use crate::sched::{
+    GpuProc, Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version,
+};
 use crate::stats::StageCounters;
 use crate::stats::{GraphView, NodeView};
 
@@ -338,6 +340,8 @@ impl Nodes {
         let mut st = NodeState::new();
         // A source whose `fill` may wait on the outside world: run by the IO thread.
         let mut blocks = false;
+        // Run by the GPU thread (a GPU node, an upload, a download).
+        let mut gpu = false;
         let kind = match e.part {
             Part::Source { mut source, on_end } => {
                 // Ready before the clock starts (a decoder's first frame decoded).
@@ -348,7 +352,7 @@ impl Nodes {
                 counter.add_instance();
                 Kind::Source
             }
-            Part::Effect(_) | Part::Mixer(_) if old.is_some() => {
+            Part::Effect(_) | Part::Mixer(_) | Part::Gpu(_) if old.is_some() => {
                 // Kept by the edit: its instances move in at the switch, with their state.
                 self.moves.push((old.expect("checked"), i));
                 Kind::Process
@@ -373,6 +377,52 @@ impl Nodes {
                         ctx.memory.hold(MemoryKind::Cpu, instance_bytes),
                     ));
                 }
+                Kind::Process
+            }
+            Part::Gpu(stage) => {
+                let source = e.inputs.is_empty();
+                if source {
+                    self.roots.push(i);
+                }
+                gpu = true;
+                // One instance: the GPU thread runs one job at a time.
+                st.add_instance(Instance::new(
+                    Proc::Gpu(GpuProc {
+                        node: stage.factory.instantiate()?,
+                        frames: if source {
+                            stage.factory.len_hint()
+                        } else {
+                            None
+                        },
+                        failed: false,
+                        rendered: false,
+                    }),
+                    initial,
+                    ctx.memory
+                        .hold(MemoryKind::Gpu, stage.factory.gpu_bytes()),
+                ));
+                Kind::Process
+            }
+            Part::Upload => {
+                gpu = true;
+                st.add_instance(Instance::new(
+                    Proc::Upload,
+                    initial,
+                    ctx.memory.hold(MemoryKind::Cpu, 0),
+                ));
+                Kind::Process
+            }
+            Part::Download => {
+                gpu = true;
+                // One per readback under way: at most one per frame in flight.
+                for _ in 0..ctx.in_flight.max(1) {
+                    st.add_instance(Instance::new(
+                        Proc::Download,
+                        initial,
+                        ctx.memory.hold(MemoryKind::Cpu, 0),
+                    ));
+                }
+                counter.add_instance();
                 Kind::Process
             }
             Part::Feedback { from, color } => {
@@ -458,6 +508,7 @@ impl Nodes {
             branch: e.branch,
             head: e.head,
             blocks,
+            gpu,
         });
         self.node_states.push(st);
         self.counters.push(counter);

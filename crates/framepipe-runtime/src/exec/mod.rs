@@ -39,7 +39,7 @@ mod unwind;
 mod worker;
 
 pub(crate) use idle::{IdleWorkers, ShowQueue};
-pub(crate) use instance::{Inst, Instance, Proc, SourceInst};
+pub(crate) use instance::{GpuProc, Inst, Instance, Proc, SourceInst};
 pub(crate) use slices::{SliceFork, SliceJob};
 pub(crate) use unwind::{catch_panic, guard, panic_error, panic_message, PanicPayload};
 pub(crate) use worker::{work, WorkSource};

@@ -65,6 +65,9 @@ impl Shared {
                         });
                         m.process(ctx, &refs[..n], &mut output, &slices)?;
                     }
+                    Proc::Gpu(_) | Proc::Upload | Proc::Download => {
+                        unreachable!("the GPU thread's jobs never reach a CPU worker")
+                    }
                 }
                 Ok(output.freeze())
             })
@@ -77,7 +80,7 @@ impl Shared {
     /// Sets on `inst` the properties whose value in snapshot `slot` differs from what it has.
     /// Returns whether the node is bypassed on this frame, and the properties the element
     /// refused (each reported once; the list allocates only then).
-    fn sync_params(
+    pub(super) fn sync_params(
         &self,
         ver: &Version,
         node: usize,
@@ -107,6 +110,9 @@ impl Shared {
             let r = match &mut inst.proc {
                 Proc::Effect(e) => e.set_property(name, value),
                 Proc::Mixer(m) => m.set_property(name, value),
+                // On the GPU thread, which syncs a GPU node's parameters before it renders.
+                Proc::Gpu(g) => g.node.set_property(name, value),
+                Proc::Upload | Proc::Download => Ok(()),
             };
             if let Err(e) = r {
                 inst.refused[j] = true;

@@ -28,6 +28,15 @@ pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<ShowPools> {
     let (plans, node_pool) = needs.plan();
     let (total, what) = needs.total(&plans);
     limits.check_total(&what, total)?;
+    let (gpu, what) = needs.gpu_total(&plans);
+    if gpu > MemoryKind::Gpu.limit() {
+        return Err(framepipe_core::Error::TooLarge {
+            what,
+            asked: gpu,
+            limit: MemoryKind::Gpu.limit(),
+            hint: "raise --max-gpu-memory, or lower --in-flight".into(),
+        });
+    }
     let shared = framepipe_core::shm::shared_pools_requested();
     let pools: Vec<FramePool> = plans
         .iter()

@@ -51,8 +51,16 @@ pub(crate) struct PoolNode<'a> {
     pub name: &'a str,
     /// Writes frames of its own (sources, effects, mixers; not sinks or feedbacks).
     pub writes: bool,
-    /// Effect or mixer instances (0 for a source: its job holds only the frame it fills).
+    /// Effect or mixer instances (0 for a source: its job holds only the frame it fills); a
+    /// node of the GPU thread: 1 (that thread runs one job at a time).
     pub instances: usize,
+    /// Its instance's own buffers, estimated in host memory (per instance: one output frame
+    /// for an effect or mixer, a download's staging; 0 for a GPU node's textures).
+    pub instance_bytes: u64,
+    /// GPU memory its instance keeps besides its output ([`GpuFactory::gpu_bytes`]).
+    ///
+    /// [`GpuFactory::gpu_bytes`]: framepipe_core::gpu::GpuFactory::gpu_bytes
+    pub gpu_bytes: u64,
     /// In a leaky branch: at most one frame of its own at a time, whatever the frames in flight.
     pub in_branch: bool,
     /// Sinks fed by this node (each may keep a clone of the frame it was given).
@@ -184,11 +192,16 @@ impl PoolNeeds<'_> {
         let instances: u64 = self
             .nodes
             .iter()
-            .map(|n| (n.instances as u64).saturating_mul(frame_bytes(n.info.width, n.info.height)))
+            .map(|n| (n.instances as u64).saturating_mul(n.instance_bytes))
             .fold(0u64, u64::saturating_add);
-        let n_instances: usize = self.nodes.iter().map(|n| n.instances).sum();
+        let n_instances: usize = self
+            .nodes
+            .iter()
+            .filter(|n| n.instance_bytes > 0)
+            .map(|n| n.instances)
+            .sum();
         let mut what = String::from("frame pools (");
-        for (i, p) in plans.iter().enumerate() {
+        for (i, p) in plans.iter().filter(|p| p.kind == MemoryKind::Cpu).enumerate() {
             let sep = if i == 0 { "" } else { ", " };
             let _ = write!(
                 what,
@@ -207,6 +220,35 @@ impl PoolNeeds<'_> {
             self.threads
         );
         (pools.saturating_add(instances), what)
+    }
+}
+
+impl PoolNeeds<'_> {
+    /// Everything the run may hold in GPU memory (texture pools at full capacity, the GPU
+    /// nodes' own buffers), and its description for a refusal.
+    pub fn gpu_total(&self, plans: &[PoolPlan]) -> (u64, String) {
+        let pools = pool_bytes(plans, MemoryKind::Gpu);
+        let own: u64 = self
+            .nodes
+            .iter()
+            .map(|n| n.gpu_bytes)
+            .fold(0u64, u64::saturating_add);
+        let mut what = String::from("GPU texture pools (");
+        for (i, p) in plans.iter().filter(|p| p.kind == MemoryKind::Gpu).enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(
+                what,
+                "{sep}{} textures of {}x{}",
+                p.capacity, p.width, p.height
+            );
+        }
+        let _ = write!(
+            what,
+            ": {}) and the GPU nodes' own buffers ({})",
+            human_bytes(pools),
+            human_bytes(own)
+        );
+        (pools.saturating_add(own), what)
     }
 }
 

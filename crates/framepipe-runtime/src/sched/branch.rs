@@ -62,6 +62,11 @@ impl Flight {
             let mut to = v.snapshots[bs].lock().unwrap_or_else(|p| p.into_inner());
             to.copy_nodes(&from, &v.topo.branches[b]);
         }
-        self.ready.push_back((head, bs));
+        if t.gpu {
+            self.gpu_ready.push_back((head, bs));
+            run.wake_gpu();
+        } else {
+            self.ready.push_back((head, bs));
+        }
     }
 }

@@ -112,6 +112,8 @@ pub(crate) struct Flight {
     pub(super) ready: VecDeque<(usize, usize)>,
     /// Blocking sources' jobs, for the IO threads (`Run::io`), not the compute workers.
     pub(super) io_ready: VecDeque<(usize, usize)>,
+    /// GPU nodes', uploads' and downloads' jobs, for the show's GPU thread only.
+    pub(super) gpu_ready: VecDeque<(usize, usize)>,
     pub(super) steps: VecDeque<Step>,
     /// Per leaky branch: holds a frame; the inputs its first node took.
     pub(super) branch_busy: Vec<bool>,
@@ -153,6 +155,9 @@ impl Flight {
             slots: (0..topo.cap + nb).map(|_| slot()).collect(),
             ready: VecDeque::with_capacity(n * (topo.cap + nb) + 1),
             io_ready: VecDeque::with_capacity(topo.sources.len() * topo.cap + 1),
+            gpu_ready: VecDeque::with_capacity(
+                topo.nodes.iter().filter(|t| t.gpu).count() * (topo.cap + nb) + 1,
+            ),
             branch_busy: vec![false; nb],
             branch_inputs: (0..nb).map(|_| Inputs::new()).collect(),
             steps: VecDeque::with_capacity(4 * n * (topo.cap + nb) + 8),
@@ -198,6 +203,7 @@ impl Flight {
     pub(super) fn drop_frames(&mut self) {
         self.ready.clear();
         self.io_ready.clear();
+        self.gpu_ready.clear();
         self.steps.clear();
         for s in &mut self.slots {
             s.active = false;

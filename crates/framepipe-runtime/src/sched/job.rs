@@ -56,6 +56,9 @@ pub(crate) struct TopoNode {
     /// A source that may wait on the outside world (`Source::blocks`): its jobs go to the
     /// show's IO thread, never to a compute worker.
     pub blocks: bool,
+    /// A GPU node, an upload or a download: its jobs go to the show's GPU thread, never to a
+    /// compute worker.
+    pub gpu: bool,
 }
 
 /// A node's input frames for one job, without allocating.

@@ -87,6 +87,9 @@ impl Flight {
                     // When it was processed, not when its turn came.
                     let ready_ns = self.slots[slot].ready_ns[node];
                     self.hand_to_port(run, port, slot, slot, frame, ready_ns);
+                } else if t.gpu {
+                    self.gpu_ready.push_back((node, slot));
+                    run.wake_gpu();
                 } else {
                     self.ready.push_back((node, slot));
                 }
@@ -315,6 +318,7 @@ impl Scheduler {
             self.run.wake.work_all = true;
             self.run.wake.ports = true;
             self.run.wake.io = u8::MAX;
+            self.run.wake.gpu = true;
         } else if shared.workers.any() && self.has_work() {
             // Several independent jobs (branches of one frame): wake every idle worker.
             if self.flight.ready.len() + self.retiring_ready() + usize::from(self.begin_runnable())

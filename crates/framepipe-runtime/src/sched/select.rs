@@ -119,6 +119,48 @@ impl Scheduler {
         Some(job)
     }
 
+    /// The next job for the show's GPU thread: a GPU node's, an upload's or a download's, the
+    /// replaced version's first (its frames are older), then the frames' furthest down the
+    /// graph (so that a frame's consecutive GPU nodes run back to back and frames leave
+    /// soon), then the leaky branches'. The job is the GPU thread's until it records it
+    /// ([`record_gpu`](Self::record_gpu)).
+    pub(crate) fn next_gpu_job(&mut self) -> Option<Job> {
+        let flight = match self.retiring.as_mut() {
+            Some(r) if !r.flight.gpu_ready.is_empty() => &mut r.flight,
+            _ => &mut self.flight,
+        };
+        let cap = flight.ver.topo.cap;
+        let q = &flight.gpu_ready;
+        let pos = (0..q.len())
+            .filter(|&i| q[i].1 < cap)
+            .max_by_key(|&i| q[i].0)
+            .or_else(|| (0..q.len()).max_by_key(|&i| q[i].0))?;
+        let (node, slot) = flight.gpu_ready.remove(pos).expect("index in range");
+        let job = flight.node_job(node, slot);
+        self.gpu_busy += 1;
+        Some(job)
+    }
+
+    /// Whether the GPU thread has a job waiting (the lock held).
+    pub(crate) fn has_gpu_work(&self) -> bool {
+        !self.flight.gpu_ready.is_empty()
+            || self
+                .retiring
+                .as_ref()
+                .is_some_and(|r| !r.flight.gpu_ready.is_empty())
+    }
+
+    /// The GPU thread waits for a job: a queued one wakes it.
+    pub(crate) fn gpu_thread_idle(&mut self) {
+        self.run.gpu_idle = true;
+    }
+
+    /// Records a GPU thread's job (as [`record`](Self::record)).
+    pub(crate) fn record_gpu(&mut self, done: super::Done, shared: &Shared) -> bool {
+        self.gpu_busy -= 1;
+        self.record(done, shared)
+    }
+
     /// IO thread `k` waits for a job: a queued one wakes it.
     pub(crate) fn io_thread_idle(&mut self, k: usize) {
         self.run.io_idle |= 1 << k;
