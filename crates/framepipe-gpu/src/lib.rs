@@ -1,0 +1,37 @@
+//! framepipe's GPU side: one headless OpenGL context, the textures frames live in on the GPU,
+//! and the moves between CPU frames and textures. GPU elements (ISF shaders, transitions)
+//! render with it through `framepipe_core::gpu`'s contract; the runtime's GPU executor owns
+//! the one [`Gpu`] and drives it.
+//!
+//! * [`context`]: [`Gpu::open`] (EGL without a window system, GL 3.3 core or GLES 3.0, current
+//!   on the opening thread; errors name the packages to install), [`GpuInfo`], the
+//!   [`Garbage`] queue for GL objects dropped on other threads.
+//! * [`texture`]: [`TexturePool`] and the [`GpuFrame`]s it lends (`Send`; back to the pool on
+//!   drop, from any thread, without a GL call or an allocation).
+//! * [`transfer`]: [`Uploader`] (pixel-unpack buffer ring), [`Downloader`] (pixel-pack buffers
+//!   and fences: readbacks that never make a thread wait), [`read_back_blocking`] for tests.
+//! * [`probe`]: what `framepipe doctor` measures: the renderer and the cost of uploads,
+//!   downloads and one full-screen pass.
+//!
+//! Texture row 0 is the picture's bottom row (GL's convention); uploads and downloads flip.
+//!
+//! # Why this crate uses `unsafe`
+//! GL is a C API: every [`glow`] call is `unsafe`, because GL cannot check that a context is
+//! current, that object names belong to it, or that a pointer it writes through is large
+//! enough. EGL is loaded from a shared library at run time, and an extension's entry point
+//! is cast to its C signature. Each block says why it holds: the context is current on this
+//! thread ([`Gpu`] is `!Send`, and everything that calls GL takes `&Gpu`), the names come from
+//! this context (pools and rings remember the context they were first used with), and the
+//! sizes of buffers GL reads or writes were checked against the texture's.
+#![allow(unsafe_code)] // GL and EGL calls: see "Why this crate uses unsafe" above
+
+pub mod context;
+mod error;
+pub mod texture;
+pub mod transfer;
+
+pub use context::{Api, Garbage, GlObject, Gpu, GpuInfo, OpenOptions, Platform};
+pub use error::{GpuError, Result, PACKAGES};
+pub use framepipe_core::gpu::{glow, GpuImage, TexFormat};
+pub use texture::{GpuFrame, TexturePool};
+pub use transfer::{read_back_blocking, read_back_blocking_f32, Downloader, Ticket, Uploader};
