@@ -41,10 +41,13 @@ mod stats;
 
 pub use edit::{Editor, Fade};
 pub use host::{ClockCounters, Host, ShowResult};
-pub use memory::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
+pub use memory::{
+    max_gpu_memory, set_max_gpu_memory, MemoryStats, SharedPoolStats, SharedPools,
+    DEFAULT_MAX_GPU_MEMORY, IN_FLIGHT_BYTES,
+};
 pub use model::{
-    AutoScale, EffectStage, GpuStage, Graph, Layout, MixerStage, Node, NodeKind, OnEnd, Options, Overload,
-    Pipeline, JOIN_GRACE, MAX_INPUTS,
+    AutoScale, EffectStage, GpuStage, Graph, Layout, MixerStage, Node, NodeKind, OnEnd, Options,
+    Overload, Pipeline, JOIN_GRACE, MAX_INPUTS,
 };
 pub use sched::LockSummary;
 pub use show::Prepared;

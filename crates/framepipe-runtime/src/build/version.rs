@@ -10,9 +10,7 @@ use super::*;
 use crate::live::{FrameParams, Live, LiveStage};
 use crate::memory::{MemoryKind, PoolNeeds, PoolPlan, VersionPools};
 use crate::model::{ExecNode, Options, Part, Plan};
-use crate::sched::{
-    GpuProc, Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version,
-};
+use crate::sched::{GpuProc, Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version};
 use crate::stats::StageCounters;
 use crate::stats::{GraphView, NodeView};
 
@@ -398,8 +396,7 @@ impl Nodes {
                         rendered: false,
                     }),
                     initial,
-                    ctx.memory
-                        .hold(MemoryKind::Gpu, stage.factory.gpu_bytes()),
+                    ctx.memory.hold(MemoryKind::Gpu, stage.factory.gpu_bytes()),
                 ));
                 Kind::Process
             }

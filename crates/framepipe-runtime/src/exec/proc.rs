@@ -8,7 +8,7 @@ use crate::exec::slices::PoolSlices;
 use crate::exec::unwind::guard;
 use crate::live::{assign, lock};
 use crate::model::MAX_INPUTS;
-use crate::sched::{Inputs, Shared, Version};
+use crate::sched::{Inputs, Pixels, Shared, Version};
 use crate::stats::Event;
 
 impl Shared {
@@ -23,7 +23,7 @@ impl Shared {
         ctx: &framepipe_core::FrameCtx,
         mut inputs: Inputs,
         worker: usize,
-    ) -> (Instance, Result<Frame>) {
+    ) -> (Instance, Result<Pixels>) {
         let slices = PoolSlices::new(self, worker);
         let name = &ver.stages[node].name;
         if !inst.used {
@@ -53,7 +53,7 @@ impl Shared {
                 let mut output = ver.pools[node].try_acquire()?;
                 match &mut inst.proc {
                     Proc::Effect(e) => {
-                        let input = inputs.frames[0].as_ref().expect("an effect's input");
+                        let input = inputs.frames[0].as_ref().expect("an effect's input").cpu();
                         e.process(ctx, input, &mut output, &slices)?;
                     }
                     Proc::Mixer(m) => {
@@ -62,6 +62,7 @@ impl Shared {
                             inputs.frames[k.min(n - 1)]
                                 .as_ref()
                                 .expect("a mixer's inputs")
+                                .cpu()
                         });
                         m.process(ctx, &refs[..n], &mut output, &slices)?;
                     }
@@ -69,7 +70,7 @@ impl Shared {
                         unreachable!("the GPU thread's jobs never reach a CPU worker")
                     }
                 }
-                Ok(output.freeze())
+                Ok(Pixels::Cpu(output.freeze()))
             })
         });
         // The inputs go back to their pools now, before the bookkeeping.

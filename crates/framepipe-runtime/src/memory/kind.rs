@@ -9,7 +9,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use framepipe_core::gpu::TexFormat;
 use framepipe_core::{FramePool, Limits, Result};
+use framepipe_gpu::TexturePool;
 
 /// The GPU memory budget when none is set: 2 GiB (a 1920x1080 RGBA8 texture is 7.9 MiB, so
 /// about 250 of them; textures on llvmpipe are host memory, outside `--max-memory`).
@@ -90,6 +92,13 @@ impl PoolShape {
         }
     }
 
+    /// A pool of `capacity` textures of this shape (a GPU node's or an upload's outputs): no
+    /// GL call here; a texture is made on the GPU thread the first time it is needed.
+    pub(crate) fn make_textures(self, capacity: usize) -> TexturePool {
+        debug_assert_eq!(self.kind, MemoryKind::Gpu);
+        TexturePool::new(self.width, self.height, TexFormat::Rgba8, capacity)
+    }
+
     /// A lazy pool of `capacity` frames of this shape: nothing is allocated until a frame is
     /// first needed or the pool is filled.
     pub(crate) fn make(self, capacity: usize) -> Result<FramePool> {
@@ -99,8 +108,9 @@ impl PoolShape {
             }
             MemoryKind::Cpu => Ok(FramePool::lazy(self.width, self.height, capacity)),
             // Its frames are textures ([`make_textures`](Self::make_textures)): the host pool
-            // standing in its place holds none.
-            MemoryKind::Gpu => Ok(FramePool::lazy(self.width, self.height, 0)),
+            // standing in its place is never drawn from, filled or shared, so its one lazy
+            // frame is never made.
+            MemoryKind::Gpu => Ok(FramePool::lazy(self.width, self.height, 1)),
         }
     }
 }

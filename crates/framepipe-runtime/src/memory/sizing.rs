@@ -201,7 +201,11 @@ impl PoolNeeds<'_> {
             .map(|n| n.instances)
             .sum();
         let mut what = String::from("frame pools (");
-        for (i, p) in plans.iter().filter(|p| p.kind == MemoryKind::Cpu).enumerate() {
+        for (i, p) in plans
+            .iter()
+            .filter(|p| p.kind == MemoryKind::Cpu)
+            .enumerate()
+        {
             let sep = if i == 0 { "" } else { ", " };
             let _ = write!(
                 what,
@@ -234,7 +238,11 @@ impl PoolNeeds<'_> {
             .map(|n| n.gpu_bytes)
             .fold(0u64, u64::saturating_add);
         let mut what = String::from("GPU texture pools (");
-        for (i, p) in plans.iter().filter(|p| p.kind == MemoryKind::Gpu).enumerate() {
+        for (i, p) in plans
+            .iter()
+            .filter(|p| p.kind == MemoryKind::Gpu)
+            .enumerate()
+        {
             let sep = if i == 0 { "" } else { ", " };
             let _ = write!(
                 what,

@@ -278,9 +278,10 @@ impl Graph {
         for node in &mut nodes {
             if let NodeKind::Gpu(g) = &mut node.kind {
                 if g.inputs() == (0, 0) && g.source_info.is_none() {
-                    let info = g.factory.negotiate(&[]).map_err(|e| {
-                        Error::Graph(format!("{}: {e}", node.name))
-                    })?;
+                    let info = g
+                        .factory
+                        .negotiate(&[])
+                        .map_err(|e| Error::Graph(format!("{}: {e}", node.name)))?;
                     g.source_info = Some(info);
                 }
             }

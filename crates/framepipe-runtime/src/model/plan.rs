@@ -291,7 +291,13 @@ impl Plan {
                                 head,
                                 branch,
                             };
-                            scale_inputs(&mut out, auto_scale.as_ref(), &at, &mut inputs, &mut infos)?;
+                            scale_inputs(
+                                &mut out,
+                                auto_scale.as_ref(),
+                                &at,
+                                &mut inputs,
+                                &mut infos,
+                            )?;
                         }
                         stage
                             .factory
@@ -535,7 +541,6 @@ impl Plan {
     }
 }
 
-
 /// Puts the transfers between CPU and GPU nodes (see the module documentation): an `upload`
 /// after each CPU node that feeds a GPU node, a `download` after each GPU node that feeds a
 /// CPU node, a sink or a feedback; each shared by every consumer of its kind. A transfer is
@@ -640,49 +645,45 @@ fn scale_inputs(
     infos: &mut [VideoInfo],
 ) -> Result<()> {
     let (name, head, branch) = (at.name, at.head, at.branch);
-        let (w, h) = (infos[0].width, infos[0].height);
-        for k in 1..inputs.len() {
-            if (infos[k].width, infos[k].height) == (w, h) {
-                continue;
-            }
-            let Some(make) = auto_scale else {
-                return Err(Error::Graph(format!(
-                    "{name} needs inputs of one size: input 0 ({}) is {w}x{h}, \
-                     input {k} ({}) is {}x{}; put a scale in front of it",
-                    out[inputs[0]].name,
-                    out[inputs[k]].name,
-                    infos[k].width,
-                    infos[k].height
-                )));
-            };
-            let mut factory = make(w, h)?;
-            let sinfo =
-                factory.negotiate(infos[k]).map_err(|e| in_node(&name, e))?;
-            let sname = auto_scaler_name(&name, k);
-            let mode = factory.default_mode();
-            let src = inputs[k];
-            out.push(ExecNode {
-                element: factory.name().to_string(),
-                name: sname.clone(),
-                part: Part::Effect(EffectStage::new(factory, mode)),
-                inputs: vec![src],
-                consumers: Vec::new(),
-                feeds: Vec::new(),
-                serial: mode == Mode::Serial,
-                // In front of a leaky branch's first mixer, the scaler runs
-                // with the show (so that the branch still starts at one node).
-                branch: if head { None } else { branch },
-                head: false,
-                master: false,
-                auto: true,
-                keep: false,
-                was: sname,
-                info: sinfo,
-                same_shape: false,
-            });
-            inputs[k] = out.len() - 1;
-            infos[k] = sinfo;
+    let (w, h) = (infos[0].width, infos[0].height);
+    for k in 1..inputs.len() {
+        if (infos[k].width, infos[k].height) == (w, h) {
+            continue;
         }
+        let Some(make) = auto_scale else {
+            return Err(Error::Graph(format!(
+                "{name} needs inputs of one size: input 0 ({}) is {w}x{h}, \
+                     input {k} ({}) is {}x{}; put a scale in front of it",
+                out[inputs[0]].name, out[inputs[k]].name, infos[k].width, infos[k].height
+            )));
+        };
+        let mut factory = make(w, h)?;
+        let sinfo = factory.negotiate(infos[k]).map_err(|e| in_node(&name, e))?;
+        let sname = auto_scaler_name(&name, k);
+        let mode = factory.default_mode();
+        let src = inputs[k];
+        out.push(ExecNode {
+            element: factory.name().to_string(),
+            name: sname.clone(),
+            part: Part::Effect(EffectStage::new(factory, mode)),
+            inputs: vec![src],
+            consumers: Vec::new(),
+            feeds: Vec::new(),
+            serial: mode == Mode::Serial,
+            // In front of a leaky branch's first mixer, the scaler runs
+            // with the show (so that the branch still starts at one node).
+            branch: if head { None } else { branch },
+            head: false,
+            master: false,
+            auto: true,
+            keep: false,
+            was: sname,
+            info: sinfo,
+            same_shape: false,
+        });
+        inputs[k] = out.len() - 1;
+        infos[k] = sinfo;
+    }
     Ok(())
 }
 

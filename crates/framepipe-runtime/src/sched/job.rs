@@ -1,7 +1,9 @@
 //! The scheduler's vocabulary: what a node is to it (`Kind`, `Topo`), a job (`Job`, carrying
 //! the instance it runs: exec's `Inst`) and its outcome (`Done`).
 
-use framepipe_core::{Frame, FrameCtx, Result};
+use framepipe_core::{FrameCtx, Result};
+
+use super::Pixels;
 
 use crate::exec::Inst;
 use crate::exec::{PanicPayload, SliceJob};
@@ -63,7 +65,7 @@ pub(crate) struct TopoNode {
 
 /// A node's input frames for one job, without allocating.
 pub(crate) struct Inputs {
-    pub frames: [Option<Frame>; MAX_INPUTS],
+    pub frames: [Option<Pixels>; MAX_INPUTS],
     pub n: usize,
 }
 
@@ -75,7 +77,7 @@ impl Inputs {
         }
     }
 
-    pub(super) fn push(&mut self, f: Option<Frame>) {
+    pub(super) fn push(&mut self, f: Option<Pixels>) {
         self.frames[self.n] = f;
         self.n += 1;
     }
@@ -127,7 +129,7 @@ pub(crate) enum Done {
         /// As in [`Job::Node`].
         version: u64,
         inst: Inst,
-        result: Result<Option<Frame>>,
+        result: Result<Option<Pixels>>,
     },
     Slice(usize, Option<PanicPayload>),
 }

@@ -2,11 +2,9 @@
 
 use std::sync::Arc;
 
-use framepipe_core::Frame;
-
 use crate::exec::{PanicPayload, SliceFork, SliceJob};
 
-use super::{Flight, Inputs, Inst, Job, Kind, Scheduler, Shared, Version};
+use super::{Flight, Inputs, Inst, Job, Kind, Pixels, Scheduler, Shared, Version};
 
 impl Scheduler {
     /// Node jobs running on workers (and the IO threads), of every version.
@@ -141,15 +139,6 @@ impl Scheduler {
         Some(job)
     }
 
-    /// Whether the GPU thread has a job waiting (the lock held).
-    pub(crate) fn has_gpu_work(&self) -> bool {
-        !self.flight.gpu_ready.is_empty()
-            || self
-                .retiring
-                .as_ref()
-                .is_some_and(|r| !r.flight.gpu_ready.is_empty())
-    }
-
     /// The GPU thread waits for a job: a queued one wakes it.
     pub(crate) fn gpu_thread_idle(&mut self) {
         self.run.gpu_idle = true;
@@ -273,7 +262,7 @@ impl Flight {
     }
 
     /// A consumer takes node `i`'s output at `slot` (the last one takes it, the others share it).
-    pub(super) fn consume(&mut self, slot: usize, i: usize) -> Option<Frame> {
+    pub(super) fn consume(&mut self, slot: usize, i: usize) -> Option<Pixels> {
         let s = &mut self.slots[slot];
         s.uses[i] -= 1;
         if s.uses[i] == 0 {
