@@ -51,7 +51,7 @@ pub use model::{
 };
 pub use sched::LockSummary;
 pub use show::Prepared;
-pub use stats::{Counters, EditStats, RunStats, StageCounters, StageStats};
+pub use stats::{Counters, EditStats, GpuStats, RunStats, StageCounters, StageStats};
 pub use stats::{Event, EventFn};
 pub use stats::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
 pub use stats::{LateFrame, LateLog, PacingStats};

@@ -27,6 +27,7 @@ use framepipe_core::gpu::{GpuCtx, GpuImage};
 use framepipe_core::{Error, FrameCtx, Result};
 use framepipe_gpu::{Downloader, Gpu, GpuFrame, Ticket, Uploader};
 
+use super::gl::Timers;
 use super::{guard, Inst, Instance, Proc};
 use crate::model::MAX_INPUTS;
 use crate::sched::{Done, Inputs, Job, Pixels, Shared, Version};
@@ -59,6 +60,8 @@ struct Executor {
     pending: Vec<Pending>,
     /// GL commands were issued since the last flush.
     unflushed: bool,
+    /// Each GPU node's time on the GPU.
+    timers: Timers,
 }
 
 impl Shared {
@@ -124,13 +127,15 @@ impl Shared {
                 return;
             }
         };
+        self.counters.set_renderer(gpu.info().renderer.clone());
         let _ = opened.send(Ok(()));
         let mut ex = Executor {
-            gpu,
             uploader: Uploader::new(UPLOAD_RING),
             downloader: Downloader::new(downloads.max(1)),
             pending: Vec::with_capacity(downloads.max(1)),
             unflushed: false,
+            timers: Timers::new(&gpu),
+            gpu,
         };
         if let Err(p) = super::catch_panic(std::panic::AssertUnwindSafe(|| ex.run(self))) {
             let e = super::panic_error("GPU thread fp-gpu", &p);
@@ -145,6 +150,7 @@ impl Executor {
     fn run(&mut self, show: &Shared) {
         loop {
             self.finish_ready(show);
+            self.timers.poll(&self.gpu);
             let mut st = show.lock();
             if st.finished() || st.aborted() {
                 // Readbacks under way are given up; their jobs are reported so that the
@@ -208,6 +214,9 @@ impl Executor {
             Proc::Upload => {
                 let r = guard(&counters.name, || self.upload(ver, node, &inputs));
                 self.unflushed = true;
+                if matches!(r, Ok(Some(_))) {
+                    show.counters.count_upload();
+                }
                 r
             }
             Proc::Download => {
@@ -321,6 +330,7 @@ impl Executor {
         };
         super::gl::bind_vertex_array(&self.gpu, gctx.empty_vao);
         let target = out.image();
+        let timer = self.timers.begin(&self.gpu);
         let rendered = guard(name, || {
             g.rendered = true;
             g.node.render(&gctx, &images[..n], &target)?;
@@ -328,6 +338,9 @@ impl Executor {
                 .check("render")
                 .map_err(|e| Error::Pipeline(format!("{name}: {e}")))
         });
+        if let Some(q) = timer {
+            self.timers.end(&self.gpu, q, Arc::clone(&ver.stages[node]));
+        }
         match rendered {
             Ok(()) => Ok(Some(Pixels::Gpu(Arc::new(out)))),
             Err(e) => {
@@ -377,6 +390,9 @@ impl Executor {
                 }
             };
             counters.record(p.started.elapsed());
+            if result.is_ok() {
+                show.counters.count_download();
+            }
             let done = Done::Node {
                 node: p.node,
                 slot: p.slot,
@@ -411,10 +427,12 @@ impl Executor {
             gpu,
             uploader,
             downloader,
+            timers,
             ..
         } = self;
         uploader.release(&gpu);
         downloader.release(&gpu);
+        timers.release(&gpu);
         gpu.collect();
     }
 }
