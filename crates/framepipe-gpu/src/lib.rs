@@ -27,11 +27,21 @@
 
 pub mod context;
 mod error;
+mod fence;
+pub mod isf;
+pub mod probe;
 pub mod texture;
 pub mod transfer;
 
 pub use context::{Api, Garbage, GlObject, Gpu, GpuInfo, OpenOptions, Platform};
 pub use error::{GpuError, Result, PACKAGES};
+pub use fence::Fence;
 pub use framepipe_core::gpu::{glow, GpuImage, TexFormat};
 pub use texture::{GpuFrame, TexturePool};
 pub use transfer::{read_back_blocking, read_back_blocking_f32, Downloader, Ticket, Uploader};
+
+/// Adds framepipe's GPU elements to `registry`: `isf`, `isf-NAME` for the shaders of the ISF
+/// folders ([`isf::library`]).
+pub fn register(registry: &mut framepipe_core::Registry) {
+    isf::register(registry);
+}

@@ -29,6 +29,7 @@ use glow::HasContext;
 
 use crate::context::{Garbage, GlObject, Gpu};
 use crate::error::{GpuError, Result};
+use crate::fence::Fence;
 use crate::texture::{gl_size, GpuFrame};
 
 /// Buffers in an uploader's ring unless told otherwise.
@@ -287,7 +288,7 @@ impl Ticket {
 struct PackSlot {
     buffer: RingBuffer,
     /// The fence after the readback, while a download is pending.
-    fence: Option<glow::Fence>,
+    fence: Option<Fence>,
     /// The pending ticket's serial; 0 when the slot is free.
     serial: u64,
 }
@@ -357,8 +358,8 @@ impl Downloader {
         // SAFETY: the context is current on this thread; the read framebuffer is complete
         // with `image` (w x h RGBA8) attached, and the buffer bound to PIXEL_PACK_BUFFER has
         // exactly w * h * 4 bytes, which is what the read writes from offset 0 (alignment 4,
-        // no row length). The fence is made after it, so it signals once the copy is done.
-        let fence = unsafe {
+        // no row length).
+        unsafe {
             gl.read_buffer(glow::COLOR_ATTACHMENT0);
             gl.pixel_store_i32(glow::PACK_ALIGNMENT, 4);
             gl.pixel_store_i32(glow::PACK_ROW_LENGTH, 0);
@@ -371,22 +372,12 @@ impl Downloader {
                 glow::UNSIGNED_BYTE,
                 glow::PixelPackData::BufferOffset(0),
             );
-            let fence = gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0);
             gl.bind_buffer(glow::PIXEL_PACK_BUFFER, None);
             gl.bind_framebuffer(glow::READ_FRAMEBUFFER, None);
-            // Submitted now, so that the fence can signal while we poll with no flush.
-            gl.flush();
-            fence
-        };
-        let fence = fence.map_err(|e| GpuError::Gl {
-            what: "glFenceSync",
-            detail: e,
-        })?;
-        if let Err(e) = gpu.check("download start") {
-            // SAFETY: the context is current; the fence is ours and unused.
-            unsafe { gl.delete_sync(fence) };
-            return Err(e);
         }
+        gpu.check("download start")?;
+        // After the read: it signals once the copy into the buffer is done.
+        let fence = Fence::insert(gpu)?;
         let serial = NEXT_SERIAL.fetch_add(1, Ordering::Relaxed);
         slot.fence = Some(fence);
         slot.serial = serial;
@@ -416,21 +407,16 @@ impl Downloader {
     }
 
     /// Whether the GPU has finished the copy, so that [`finish`](Self::finish) will not wait.
-    /// Polls the fence with a zero timeout: never waits. A ticket that is not this
+    /// Polls the fence with a zero timeout ([`Fence::signalled`]): never waits. A ticket that is not this
     /// downloader's reads as ready (its `finish` reports the mistake).
     pub fn ready(&self, gpu: &Gpu, ticket: &Ticket) -> bool {
         let Ok(index) = self.slot_of(ticket) else {
             return true;
         };
-        let Some(fence) = self.ring[index].fence else {
+        let Some(fence) = &self.ring[index].fence else {
             return true;
         };
-        // SAFETY: the context is current on this thread and the fence is a live sync object
-        // of it (deleted only by finish/cancel, which consume the ticket). Timeout 0 and no
-        // flags: the call only reads the fence's state.
-        let status = unsafe { gpu.gl().client_wait_sync(fence, 0, 0) };
-        // WAIT_FAILED also reads as ready: finish then reports the GL error.
-        status != glow::TIMEOUT_EXPIRED
+        fence.signalled(gpu)
     }
 
     /// Copies the downloaded pixels into `frame` (same size), rows flipped back, and frees the
@@ -499,9 +485,7 @@ impl Downloader {
     fn free(&mut self, gpu: &Gpu, index: usize) {
         let slot = &mut self.ring[index];
         if let Some(fence) = slot.fence.take() {
-            // SAFETY: the context is current; the fence is this slot's and no ticket names it
-            // any more.
-            unsafe { gpu.gl().delete_sync(fence) };
+            fence.delete(gpu);
         }
         slot.serial = 0;
     }
