@@ -315,6 +315,84 @@ fn a_chain_of_three_gpu_nodes_uploads_and_downloads_once_per_frame_with_exact_pi
     }
 }
 
+/// Counter → GPU `a` → CPU invert → GPU `b` → sink: two uploads and two downloads per frame.
+fn run_gpu_cpu_gpu(frames: u64, threads: usize) -> Vec<Vec<u8>> {
+    let keep = Keep::default();
+    let invert = framepipe_runtime::EffectStage::new(
+        Box::new(framepipe_effects::invert::InvertFactory),
+        Mode::Parallel,
+    );
+    let nodes = vec![
+        Node::new(
+            "src",
+            NodeKind::Source {
+                source: moving(frames),
+                on_end: OnEnd::Stop,
+            },
+            vec![],
+        ),
+        gpu_node("a", Op::Add(-20.0), None, 0),
+        Node::new("cpu", NodeKind::Effect(invert), vec![1]),
+        gpu_node("b", Op::Invert, None, 2),
+        Node::new(
+            "out",
+            NodeKind::Sink {
+                sink: Box::new(keep.clone()),
+                master: false,
+            },
+            vec![3],
+        ),
+    ];
+    Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads,
+            ..Options::default()
+        })
+        .unwrap()
+        .run()
+        .unwrap();
+    let got = keep.0.lock().unwrap().clone();
+    got
+}
+
+/// A source whose frames all differ pixel by pixel: frame n, pixel p has R = n * 40 + p.
+fn moving(frames: u64) -> Box<dyn framepipe_core::Source> {
+    struct Moving(u64, u64);
+    impl framepipe_core::Source for Moving {
+        fn info(&self) -> VideoInfo {
+            VideoInfo {
+                width: W,
+                height: H,
+                rate: framepipe_core::Rational::new(30, 1),
+            }
+        }
+        fn len_hint(&self) -> Option<u64> {
+            Some(self.1)
+        }
+        fn fill(&mut self, _ctx: &FrameCtx, frame: &mut framepipe_core::FrameMut) -> Result<bool> {
+            if self.0 >= self.1 {
+                return Ok(false);
+            }
+            let n = self.0;
+            for (p, px) in frame.data_mut().chunks_mut(4).enumerate() {
+                px.copy_from_slice(&[(n * 40 + p as u64) as u8, 100, (n * 7) as u8, 255]);
+            }
+            self.0 += 1;
+            Ok(true)
+        }
+    }
+    Box::new(Moving(0, frames))
+}
+
+#[test]
+fn frames_going_gpu_cpu_gpu_keep_their_order_and_pixels() {
+    let reference = run_gpu_cpu_gpu(5, 1);
+    for _ in 0..20 {
+        assert_eq!(run_gpu_cpu_gpu(5, 2), reference);
+    }
+}
+
 #[test]
 fn gpu_output_does_not_depend_on_the_worker_count() {
     let chain = [(Op::Add(7.0), None), (Op::Invert, None)];

@@ -183,11 +183,12 @@ fn make_pools(plan: &Plan, ctx: &VersionCtx<'_>) -> Result<MadePools> {
 fn live_params(plan: &Plan) -> Result<Live> {
     let mut live_stages = Vec::with_capacity(plan.nodes.len());
     for e in &plan.nodes {
-        let is_proc = matches!(e.part, Part::Effect(_) | Part::Mixer(_));
+        let is_proc = matches!(e.part, Part::Effect(_) | Part::Mixer(_) | Part::Gpu(_));
         let mut live = LiveStage::new(e.name.clone(), e.element.clone(), is_proc, e.same_shape);
         let (params, oscillators) = match &e.part {
             Part::Effect(s) => (s.params.clone(), s.oscillators.clone()),
             Part::Mixer(s) => (s.params.clone(), s.oscillators.clone()),
+            Part::Gpu(s) => (s.params.clone(), s.oscillators.clone()),
             // A generator's parameters (frei0r sources): set like an effect's.
             Part::Source { source, .. } => (source.live_props(), Vec::new()),
             _ => (Vec::new(), Vec::new()),

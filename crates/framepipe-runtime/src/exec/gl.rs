@@ -104,3 +104,28 @@ impl Timers {
         }
     }
 }
+
+/// A fence after the commands issued so far (not submitted by itself: the caller flushes).
+pub(super) fn fence(gpu: &Gpu) -> Option<glow::Fence> {
+    // SAFETY: the context is current on this thread; a sync object is only made.
+    unsafe {
+        gpu.gl()
+            .fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0)
+            .ok()
+    }
+}
+
+/// Whether the GPU is past `fence` (a zero-timeout poll: never waits).
+pub(super) fn signalled(gpu: &Gpu, fence: glow::Fence) -> bool {
+    // SAFETY: the context is current on this thread and `fence` is a live sync object of it
+    // (deleted only by `delete_fence`); timeout 0 and no flags only read its state.
+    let status = unsafe { gpu.gl().client_wait_sync(fence, 0, 0) };
+    status != glow::TIMEOUT_EXPIRED
+}
+
+/// Deletes `fence`.
+pub(super) fn delete_fence(gpu: &Gpu, fence: glow::Fence) {
+    // SAFETY: the context is current on this thread and `fence` is a sync object of it, not
+    // used after this.
+    unsafe { gpu.gl().delete_sync(fence) }
+}

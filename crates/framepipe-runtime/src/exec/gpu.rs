@@ -5,13 +5,21 @@
 //!
 //! Contract:
 //! * Consecutive GPU nodes of one frame run back to back: a completed GPU job makes its GPU
-//!   consumer runnable, and the next job taken is the one furthest down the graph. GL commands
-//!   are only submitted (`glFlush` when the thread runs out of jobs, and by each download's
-//!   start), never waited for: no `glFinish`, no blocking readback.
-//! * A download's job ends later than it runs: the readback is started (a pixel-pack buffer
-//!   and a fence, `Downloader::start`) and the job is reported once `Downloader::ready` says
-//!   the copy is done, polled between the thread's other jobs, or in 200 µs sleeps when it has
-//!   nothing else to do. No thread waits on one frame's readback while other GPU work is ready.
+//!   consumer runnable, and the next job taken is the one furthest down the graph. The jobs
+//!   issued until the thread runs out of ready jobs (at most [`MAX_BATCH`]) are one
+//!   submission: one `glFlush` and one fence at its end. Nothing is waited for: no `glFinish`,
+//!   no blocking readback; fences are polled with a zero timeout.
+//! * A texture a submission reads stays out of its pool until that submission's fence has
+//!   passed, and a download reads a texture only once the submissions before it have passed:
+//!   the CPU side of a transfer (an upload's copy into a texture taken from the pool, a
+//!   readback) never races the GPU still rendering. (Mesa's llvmpipe, 22.3, needs this: a
+//!   readback or an upload issued right after a render into or from the same texture saw
+//!   the texture as it was before the render in about 1 run in 5 of a GPU → CPU → GPU chain.)
+//! * A download's job ends later than it runs: once the submissions before it have passed,
+//!   the readback is started (a pixel-pack buffer and a fence, `Downloader::start`) and the
+//!   job is reported once `Downloader::ready` says the copy is done, polled between the
+//!   thread's other jobs, or in 200 µs sleeps when it has nothing else to do. No thread waits
+//!   on one frame's readback while other GPU work is ready.
 //! * A GPU node that fails at render (its error, a GL error after it, a panic) is reported
 //!   once ([`Event::GpuNodeFailed`]) and bypassed from then on: its first input passes (a
 //!   source gives black); the show goes on, as with an isolated plugin that crashed. An upload
@@ -20,15 +28,17 @@
 //!   (a download's) is not the job just run; it takes and reports under the same scheduler
 //!   lock, and calls no element code under it.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use framepipe_core::gpu::{GpuCtx, GpuImage};
+use framepipe_core::gpu::{glow, GpuCtx, GpuImage};
 use framepipe_core::{Error, FrameCtx, Result};
 use framepipe_gpu::{Downloader, Gpu, GpuFrame, Ticket, Uploader};
 
 use super::gl::Timers;
 use super::{guard, Inst, Instance, Proc};
+use crate::memory::GPU_HELD_TEXTURES;
 use crate::model::MAX_INPUTS;
 use crate::sched::{Done, Inputs, Job, Pixels, Shared, Version};
 use crate::stats::Event;
@@ -40,16 +50,27 @@ const READBACK_POLL: Duration = Duration::from_micros(200);
 /// Buffers of the upload ring (one upload is under way at a time; two let the next frame's
 /// upload go on while the driver still reads the last).
 const UPLOAD_RING: usize = 2;
+/// The most jobs in one submission: a download waiting for a submission to pass does not wait
+/// for an unbounded run of later jobs.
+const MAX_BATCH: usize = 4;
+/// Textures held for submissions in flight, as the queue is made (more grow it).
+const HELD: usize = 64;
 
-/// A download whose readback is under way.
+/// A download's job: waiting for the submissions before it, or its readback under way.
 struct Pending {
-    ticket: Ticket,
+    /// The readback, once started.
+    ticket: Option<Ticket>,
+    /// The submission it must see passed before reading (its input's render is in it or
+    /// before).
+    after: u64,
     node: usize,
     slot: usize,
     version: u64,
     inst: Instance,
     ver: Arc<Version>,
     started: Instant,
+    /// The texture to read, held until its readback is in.
+    input: Inputs,
 }
 
 /// The GPU thread's state: its context, transfers and readbacks under way.
@@ -58,10 +79,19 @@ struct Executor {
     uploader: Uploader,
     downloader: Downloader,
     pending: Vec<Pending>,
-    /// GL commands were issued since the last flush.
-    unflushed: bool,
     /// Each GPU node's time on the GPU.
     timers: Timers,
+    /// The submission being issued (numbered from 1) and its jobs so far.
+    batch: u64,
+    batch_jobs: usize,
+    /// Submitted batches' fences, oldest first.
+    fences: VecDeque<(u64, glow::Fence)>,
+    /// Every submission up to this one has passed on the GPU.
+    passed: u64,
+    /// What each submission's jobs read, held until it has passed, and how many textures
+    /// that is (at most [`GPU_HELD_TEXTURES`]: the pools have room for them).
+    held: VecDeque<(u64, Inputs)>,
+    held_textures: usize,
 }
 
 impl Shared {
@@ -129,13 +159,19 @@ impl Shared {
         };
         self.counters.set_renderer(gpu.info().renderer.clone());
         let _ = opened.send(Ok(()));
+        let timers = Timers::new(&gpu);
         let mut ex = Executor {
+            gpu,
             uploader: Uploader::new(UPLOAD_RING),
             downloader: Downloader::new(downloads.max(1)),
             pending: Vec::with_capacity(downloads.max(1)),
-            unflushed: false,
-            timers: Timers::new(&gpu),
-            gpu,
+            timers,
+            batch: 1,
+            batch_jobs: 0,
+            fences: VecDeque::with_capacity(HELD),
+            passed: 0,
+            held: VecDeque::with_capacity(HELD),
+            held_textures: 0,
         };
         if let Err(p) = super::catch_panic(std::panic::AssertUnwindSafe(|| ex.run(self))) {
             let e = super::panic_error("GPU thread fp-gpu", &p);
@@ -149,7 +185,7 @@ impl Executor {
     /// Takes, runs and reports GPU jobs until the run is over.
     fn run(&mut self, show: &Shared) {
         loop {
-            self.finish_ready(show);
+            self.advance(show);
             self.timers.poll(&self.gpu);
             let mut st = show.lock();
             if st.finished() || st.aborted() {
@@ -159,13 +195,18 @@ impl Executor {
                 self.cancel_pending(show);
                 return;
             }
-            let Some(job) = st.next_gpu_job() else {
-                let idle = self.pending.is_empty();
+            // A job may hold up to MAX_INPUTS textures until the GPU passes it: none is taken
+            // while that could be more than the pools keep room for (the GPU is behind; the
+            // thread polls its fences meanwhile).
+            let room = self.held_textures + MAX_INPUTS <= GPU_HELD_TEXTURES;
+            let job = if room { st.next_gpu_job() } else { None };
+            let Some(job) = job else {
+                let idle = room && self.pending.is_empty() && self.held.is_empty();
                 if idle {
                     st.gpu_thread_idle();
                 }
                 drop(st);
-                self.flush();
+                self.submit();
                 if idle {
                     self.gpu.collect();
                     show.gpu_signal.wait(GPU_IDLE);
@@ -183,10 +224,84 @@ impl Executor {
         }
     }
 
-    /// Submits what was issued (no wait).
-    fn flush(&mut self) {
-        if std::mem::take(&mut self.unflushed) {
-            super::gl::flush(&self.gpu);
+    /// Ends the submission being issued, if it has jobs: a fence after it, and `glFlush`
+    /// (no wait).
+    fn submit(&mut self) {
+        if self.batch_jobs == 0 {
+            return;
+        }
+        if let Some(f) = super::gl::fence(&self.gpu) {
+            self.fences.push_back((self.batch, f));
+        }
+        super::gl::flush(&self.gpu);
+        self.batch += 1;
+        self.batch_jobs = 0;
+    }
+
+    /// A job was issued in the current submission, reading `inputs` (held until it passes).
+    fn issued(&mut self, inputs: Inputs) {
+        self.held_textures += inputs.n;
+        self.held.push_back((self.batch, inputs));
+        self.batch_jobs += 1;
+        if self.batch_jobs >= MAX_BATCH {
+            self.submit();
+        }
+    }
+
+    /// Looks at what the GPU has done (never waits): submissions passed (their textures go
+    /// back to their pools), readbacks to start, downloads to report.
+    fn advance(&mut self, show: &Shared) {
+        while let Some(&(b, f)) = self.fences.front() {
+            if !super::gl::signalled(&self.gpu, f) {
+                break;
+            }
+            super::gl::delete_fence(&self.gpu, f);
+            self.fences.pop_front();
+            self.passed = b;
+        }
+        if self.fences.is_empty() && self.batch_jobs == 0 {
+            // Every fence made has passed (a submission whose fence could not be made counts
+            // as passed once the later ones have).
+            self.passed = self.batch - 1;
+        }
+        while self.held.front().is_some_and(|&(b, _)| b <= self.passed) {
+            if let Some((_, inputs)) = self.held.pop_front() {
+                self.held_textures -= inputs.n;
+            }
+        }
+        self.start_readbacks(show);
+        self.finish_ready(show);
+    }
+
+    /// Starts the readback of every download whose submissions before it have passed.
+    fn start_readbacks(&mut self, show: &Shared) {
+        let mut k = 0;
+        while k < self.pending.len() {
+            let p = &mut self.pending[k];
+            if p.ticket.is_some() || p.after > self.passed {
+                k += 1;
+                continue;
+            }
+            let input = p.input.frames[0].as_ref().expect("a download's input");
+            match self.downloader.start(&self.gpu, input.gpu()) {
+                Ok(ticket) => {
+                    p.ticket = Some(ticket);
+                    k += 1;
+                }
+                Err(e) => {
+                    let p = self.pending.swap_remove(k);
+                    let name = &p.ver.stages[p.node].name;
+                    let done = Done::Node {
+                        node: p.node,
+                        slot: p.slot,
+                        version: p.version,
+                        inst: Inst::Proc(p.inst),
+                        result: Err(Error::Pipeline(format!("{name}: {e}"))),
+                    };
+                    let mut st = show.lock();
+                    st.record_gpu(done, show);
+                }
+            }
         }
     }
 
@@ -213,38 +328,48 @@ impl Executor {
         let result = match &mut inst.proc {
             Proc::Upload => {
                 let r = guard(&counters.name, || self.upload(ver, node, &inputs));
-                self.unflushed = true;
+                self.batch_jobs += 1;
                 if matches!(r, Ok(Some(_))) {
                     show.counters.count_upload();
                 }
                 r
             }
             Proc::Download => {
-                let input = inputs.frames[0].as_ref().expect("a download's input");
-                match self.downloader.start(&self.gpu, input.gpu()) {
-                    Ok(ticket) => {
-                        framepipe_core::crash::leave();
-                        // The texture may go back to its pool now: a later render into it is
-                        // ordered after this copy on the one context.
-                        drop(inputs);
-                        self.pending.push(Pending {
-                            ticket,
-                            node,
-                            slot,
-                            version,
-                            inst,
-                            ver: Arc::clone(ver),
-                            started,
-                        });
-                        return None;
-                    }
-                    Err(e) => Err(Error::Pipeline(format!("{}: {e}", counters.name))),
-                }
+                framepipe_core::crash::leave();
+                // Read once what was issued before it has passed (`start_readbacks`).
+                let after = if self.batch_jobs > 0 {
+                    self.batch
+                } else {
+                    self.batch - 1
+                };
+                self.pending.push(Pending {
+                    ticket: None,
+                    after,
+                    input: inputs,
+                    node,
+                    slot,
+                    version,
+                    inst,
+                    ver: Arc::clone(ver),
+                    started,
+                });
+                return None;
             }
             Proc::Gpu(_) => {
                 let r = self.render(show, ver, node, slot, &mut inst, &ctx, &inputs);
-                self.unflushed = true;
-                r
+                framepipe_core::crash::leave();
+                if !matches!(r, Ok(None)) {
+                    counters.record(started.elapsed());
+                }
+                // Its inputs are held until the GPU has read them.
+                self.issued(inputs);
+                return Some(Done::Node {
+                    node,
+                    slot,
+                    version,
+                    inst: Inst::Proc(inst),
+                    result: r,
+                });
             }
             Proc::Effect(_) | Proc::Mixer(_) => unreachable!("CPU jobs never reach the GPU thread"),
         };
@@ -372,20 +497,25 @@ impl Executor {
     fn finish_ready(&mut self, show: &Shared) {
         let mut k = 0;
         while k < self.pending.len() {
-            if !self.downloader.ready(&self.gpu, &self.pending[k].ticket) {
+            let ready = self.pending[k]
+                .ticket
+                .as_ref()
+                .is_some_and(|t| self.downloader.ready(&self.gpu, t));
+            if !ready {
                 k += 1;
                 continue;
             }
-            let p = self.pending.swap_remove(k);
+            let mut p = self.pending.swap_remove(k);
+            let ticket = p.ticket.take().expect("started");
             let counters = &p.ver.stages[p.node];
             let result = match p.ver.pools[p.node].try_acquire() {
                 Ok(mut frame) => self
                     .downloader
-                    .finish(&self.gpu, p.ticket, &mut frame)
+                    .finish(&self.gpu, ticket, &mut frame)
                     .map(|()| Some(Pixels::Cpu(frame.freeze())))
                     .map_err(|e| Error::Pipeline(format!("{}: {e}", counters.name))),
                 Err(e) => {
-                    self.downloader.cancel(&self.gpu, p.ticket);
+                    self.downloader.cancel(&self.gpu, ticket);
                     Err(e)
                 }
             };
@@ -408,7 +538,9 @@ impl Executor {
     /// Gives up the readbacks under way (the run is over) and reports their jobs.
     fn cancel_pending(&mut self, show: &Shared) {
         while let Some(p) = self.pending.pop() {
-            self.downloader.cancel(&self.gpu, p.ticket);
+            if let Some(t) = p.ticket {
+                self.downloader.cancel(&self.gpu, t);
+            }
             let done = Done::Node {
                 node: p.node,
                 slot: p.slot,
@@ -428,8 +560,14 @@ impl Executor {
             uploader,
             downloader,
             timers,
+            fences,
+            held,
             ..
         } = self;
+        drop(held);
+        for (_, f) in fences {
+            super::gl::delete_fence(&gpu, f);
+        }
         uploader.release(&gpu);
         downloader.release(&gpu);
         timers.release(&gpu);

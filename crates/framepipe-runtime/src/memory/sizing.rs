@@ -41,6 +41,11 @@ pub(crate) fn in_flight(
     }
 }
 
+/// Textures a texture pool holds beyond its nodes' frames: those the GPU thread keeps after
+/// the jobs that read them, until the GPU has passed them (`exec/gpu.rs`: it takes no job
+/// that could hold more).
+pub(crate) const GPU_HELD_TEXTURES: usize = 12;
+
 /// One node's part in the pools' sizes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PoolNode<'a> {
@@ -163,7 +168,15 @@ impl PoolNeeds<'_> {
             let extra: usize = of_pool().map(|i| self.nodes[i].extra).sum();
             let sink_keeps: usize = of_pool().map(|i| self.nodes[i].sinks_fed).sum();
             let last = usize::from(self.keep_last && of_pool().any(|i| self.nodes[i].feeds_master));
+            // A texture pool: the textures held until the GPU has passed the jobs that read
+            // them.
+            let held = if plan.kind == MemoryKind::Gpu {
+                GPU_HELD_TEXTURES
+            } else {
+                0
+            };
             plan.fill = tokens
+                .saturating_add(held)
                 .saturating_add(branch)
                 .saturating_add(running)
                 .saturating_add(extra)

@@ -120,7 +120,7 @@ impl Scheduler {
     /// The next job for the show's GPU thread: a GPU node's, an upload's or a download's, the
     /// replaced version's first (its frames are older), then the frames' furthest down the
     /// graph (so that a frame's consecutive GPU nodes run back to back and frames leave
-    /// soon), then the leaky branches'. The job is the GPU thread's until it records it
+    /// soon), the oldest frame's first among them, then the leaky branches'. The job is the GPU thread's until it records it
     /// ([`record_gpu`](Self::record_gpu)).
     pub(crate) fn next_gpu_job(&mut self) -> Option<Job> {
         let flight = match self.retiring.as_mut() {
@@ -129,10 +129,12 @@ impl Scheduler {
         };
         let cap = flight.ver.topo.cap;
         let q = &flight.gpu_ready;
+        let slots = &flight.slots;
+        let key = |i: usize| (q[i].0, std::cmp::Reverse(slots[q[i].1].ctx.seq));
         let pos = (0..q.len())
             .filter(|&i| q[i].1 < cap)
-            .max_by_key(|&i| q[i].0)
-            .or_else(|| (0..q.len()).max_by_key(|&i| q[i].0))?;
+            .max_by_key(|&i| key(i))
+            .or_else(|| (0..q.len()).max_by_key(|&i| key(i)))?;
         let (node, slot) = flight.gpu_ready.remove(pos).expect("index in range");
         let job = flight.node_job(node, slot);
         self.gpu_busy += 1;
