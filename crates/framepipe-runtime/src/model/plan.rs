@@ -658,8 +658,8 @@ fn scale_inputs(
             )));
         };
         let mut factory = make(w, h)?;
-        let sinfo = factory.negotiate(infos[k]).map_err(|e| in_node(&name, e))?;
-        let sname = auto_scaler_name(&name, k);
+        let sinfo = factory.negotiate(infos[k]).map_err(|e| in_node(name, e))?;
+        let sname = auto_scaler_name(name, k);
         let mode = factory.default_mode();
         let src = inputs[k];
         out.push(ExecNode {
