@@ -230,7 +230,7 @@ fn a_live_set_on_a_gpu_node_takes_effect_on_the_frame_its_reply_names() {
     let dir = tmpdir("gpu-set");
     let (add_fs, _, _) = shaders(dir.path());
     let out = dir.path().join("out.rgba");
-    let frames = 40;
+    let frames = 100;
     let mut fp = Fp::run(&[
         "--fps",
         "50",
@@ -240,7 +240,13 @@ fn a_live_set_on_a_gpu_node_takes_effect_on_the_frame_its_reply_names() {
             out.display()
         ),
     ]);
-    std::thread::sleep(Duration::from_millis(250));
+    // Sent once the show is running (some frames written), so that it lands mid-show however
+    // long the shader took to compile on a loaded machine.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::fs::metadata(&out).map_or(0, |m| m.len()) < 3 * FRAME as u64 {
+        assert!(std::time::Instant::now() < deadline, "no frames written");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     fp.command("set lift.amount 60");
     fp.wait_success();
     let err = fp.stderr();
