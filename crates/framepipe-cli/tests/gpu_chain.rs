@@ -234,14 +234,19 @@ fn a_live_set_on_a_gpu_node_takes_effect_on_the_frame_its_reply_names() {
     let mut fp = Fp::run(&[
         "--fps",
         "50",
+        "--start-paused",
         &format!(
             "{} ! isf location={add_fs} name=lift amount=10 ! rawsink location={}",
             source(frames),
             out.display()
         ),
     ]);
-    std::thread::sleep(Duration::from_millis(250));
+    // Some frames out first, however slow the machine is to start the show.
+    fp.command("step 5");
+    fp.after("ok 'step 5'");
     fp.command("set lift.amount 60");
+    fp.after("ok 'set lift.amount 60'");
+    fp.command("resume");
     fp.wait_success();
     let err = fp.stderr();
     let n = ok_frame(&err, "set lift.amount 60");
