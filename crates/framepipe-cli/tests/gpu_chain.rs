@@ -230,24 +230,23 @@ fn a_live_set_on_a_gpu_node_takes_effect_on_the_frame_its_reply_names() {
     let dir = tmpdir("gpu-set");
     let (add_fs, _, _) = shaders(dir.path());
     let out = dir.path().join("out.rgba");
-    let frames = 100;
+    let frames = 40;
     let mut fp = Fp::run(&[
         "--fps",
         "50",
+        "--start-paused",
         &format!(
             "{} ! isf location={add_fs} name=lift amount=10 ! rawsink location={}",
             source(frames),
             out.display()
         ),
     ]);
-    // Sent once the show is running (some frames written), so that it lands mid-show however
-    // long the shader took to compile on a loaded machine.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while std::fs::metadata(&out).map_or(0, |m| m.len()) < 3 * FRAME as u64 {
-        assert!(std::time::Instant::now() < deadline, "no frames written");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // Some frames out first, however slow the machine is to start the show.
+    fp.command("step 5");
+    fp.after("ok 'step 5'");
     fp.command("set lift.amount 60");
+    fp.after("ok 'set lift.amount 60'");
+    fp.command("resume");
     fp.wait_success();
     let err = fp.stderr();
     let n = ok_frame(&err, "set lift.amount 60");

@@ -112,6 +112,9 @@ fn say_event(name: Option<&str>, e: &Event) {
         } => say!(
             "\rframepipe: {who}warning: {stage}: failed at render on frame {frame}: {reason}; bypassed from then on"
         ),
+        Event::GpuNodeMessage { stage, message } => {
+            say!("\rframepipe: {who}{stage}: {message}")
+        }
         Event::FadeDone { to, frame } if name.is_none() => {
             say!("\rframepipe: fade to {to} done at frame {frame}")
         }

@@ -1,6 +1,6 @@
 //! The GL calls the GPU thread makes itself, beside what `framepipe-gpu` does: binding the
-//! empty vertex array a node draws with, submitting without waiting, and the timer queries
-//! that measure each GPU node. Every call is `unsafe` in glow because GL cannot check that
+//! empty vertex array a node draws with, submitting without waiting, fences, and the timer
+//! queries that measure each GPU node. Every call is `unsafe` in glow because GL cannot check that
 //! its context is current; here it always is: [`Gpu`] is `!Send` and made current on the GPU
 //! thread that opened it, and every function takes it.
 #![allow(unsafe_code)] // GL calls: see the module documentation
@@ -26,17 +26,21 @@ pub(super) fn bind_vertex_array(gpu: &Gpu, vao: glow::VertexArray) {
     unsafe { gpu.gl().bind_vertex_array(Some(vao)) }
 }
 
-/// GL timer queries (`GL_TIME_ELAPSED`) around each GPU node's render, read back without
-/// waiting: a query's result is looked at between jobs and added to its node's counters once
-/// the GPU has it. A fixed set of queries made at the start: when all are waiting for their
-/// results, a render goes unmeasured (counted apart: `gpu_frames` ≤ `frames`).
+/// GL timestamp queries (`GL_TIMESTAMP`, `glQueryCounter`) before and after each GPU node's
+/// render, read back without waiting: a pair's results are looked at between jobs and their
+/// difference added to its node's counters once the GPU has both. (`GL_TIME_ELAPSED` around
+/// the render gave llvmpipe's absolute clock, not the render's time: a render switches the
+/// framebuffer, which llvmpipe's elapsed query does not span.) A fixed set of queries made at
+/// the start: when all are waiting for their results, a render goes unmeasured (`gpu_ms`
+/// averages the measured ones).
 pub(super) struct Timers {
     free: Vec<glow::Query>,
-    pending: Vec<(glow::Query, Arc<StageCounters>)>,
+    pending: Vec<(glow::Query, glow::Query, Arc<StageCounters>)>,
 }
 
-/// Timer queries made at the start (results usually come within a frame or two).
-const TIMER_QUERIES: usize = 32;
+/// Timer queries made at the start (two per measured render; results usually come within a
+/// frame or two).
+const TIMER_QUERIES: usize = 64;
 
 impl Timers {
     /// The queries, made now (none when the context has no timer queries: nothing measured).
@@ -50,55 +54,68 @@ impl Timers {
             }
         }
         Timers {
-            pending: Vec::with_capacity(free.len()),
+            pending: Vec::with_capacity(free.len() / 2),
             free,
         }
     }
 
-    /// Starts measuring the commands issued from now on; `None`: no query free.
+    /// Marks the GPU's time before the commands issued from now on; `None`: no pair free.
     pub(super) fn begin(&mut self, gpu: &Gpu) -> Option<glow::Query> {
+        if self.free.len() < 2 {
+            return None;
+        }
         let q = self.free.pop()?;
-        // SAFETY: the context is current on this thread; `q` is a query of it with no
-        // result pending, and no other TIME_ELAPSED query is active (one node at a time).
-        unsafe { gpu.gl().begin_query(glow::TIME_ELAPSED, q) };
+        // SAFETY: the context is current on this thread; `q` is a query of it with no result
+        // pending.
+        unsafe { gpu.gl().query_counter(q, glow::TIMESTAMP) };
         Some(q)
     }
 
-    /// Ends the measure started by [`begin`](Self::begin), to be added to `node` once known.
-    pub(super) fn end(&mut self, gpu: &Gpu, q: glow::Query, node: Arc<StageCounters>) {
-        // SAFETY: the context is current on this thread; `q` is the active TIME_ELAPSED query.
-        unsafe { gpu.gl().end_query(glow::TIME_ELAPSED) };
-        self.pending.push((q, node));
+    /// Marks the GPU's time after them: the difference goes to `node` once known.
+    pub(super) fn end(&mut self, gpu: &Gpu, q0: glow::Query, node: Arc<StageCounters>) {
+        let Some(q1) = self.free.pop() else {
+            self.free.push(q0);
+            return;
+        };
+        // SAFETY: the context is current on this thread; `q1` is a query of it with no result
+        // pending.
+        unsafe { gpu.gl().query_counter(q1, glow::TIMESTAMP) };
+        self.pending.push((q0, q1, node));
     }
 
-    /// Adds every result the GPU has to its node's counters (never waits).
+    /// Adds every measure whose two results the GPU has to its node's counters (never waits).
     pub(super) fn poll(&mut self, gpu: &Gpu) {
         let gl = gpu.gl();
+        let available = |q| {
+            // SAFETY: the context is current on this thread; `q` is an issued query of it.
+            // QUERY_RESULT_AVAILABLE does not wait.
+            unsafe { gl.get_query_parameter_u32(q, glow::QUERY_RESULT_AVAILABLE) != 0 }
+        };
         let mut k = 0;
         while k < self.pending.len() {
-            let q = self.pending[k].0;
-            // SAFETY: the context is current on this thread; `q` is an ended query of it.
-            // QUERY_RESULT_AVAILABLE does not wait.
-            let available = unsafe { gl.get_query_parameter_u32(q, glow::QUERY_RESULT_AVAILABLE) };
-            if available == 0 {
+            let (q0, q1, _) = self.pending[k];
+            if !(available(q0) && available(q1)) {
                 k += 1;
                 continue;
             }
-            let (q, node) = self.pending.swap_remove(k);
-            // SAFETY: as above; its result is available, so reading it does not wait.
-            let ns = unsafe { gl.get_query_parameter_u64(q, glow::QUERY_RESULT) };
-            node.record_gpu(ns);
-            self.free.push(q);
+            let (q0, q1, node) = self.pending.swap_remove(k);
+            // SAFETY: as above; both results are available, so reading them does not wait.
+            let (t0, t1) = unsafe {
+                (
+                    gl.get_query_parameter_u64(q0, glow::QUERY_RESULT),
+                    gl.get_query_parameter_u64(q1, glow::QUERY_RESULT),
+                )
+            };
+            node.record_gpu(t1.saturating_sub(t0));
+            self.free.push(q0);
+            self.free.push(q1);
         }
     }
 
     /// Deletes the queries (the context still current).
     pub(super) fn release(self, gpu: &Gpu) {
-        for q in self
-            .free
-            .into_iter()
-            .chain(self.pending.into_iter().map(|p| p.0))
-        {
+        let pending = self.pending.into_iter().flat_map(|(a, b, _)| [a, b]);
+        for q in self.free.into_iter().chain(pending) {
             // SAFETY: the context is current on this thread; `q` is a query of it.
             unsafe { gpu.gl().delete_query(q) };
         }

@@ -466,6 +466,13 @@ impl Executor {
         if let Some(q) = timer {
             self.timers.end(&self.gpu, q, Arc::clone(&ver.stages[node]));
         }
+        // What the node has to tell the operator (a reloaded shader refused, and why).
+        if let Some(message) = g.node.take_message() {
+            show.emit(Event::GpuNodeMessage {
+                stage: name.clone(),
+                message,
+            });
+        }
         match rendered {
             Ok(()) => Ok(Some(Pixels::Gpu(Arc::new(out)))),
             Err(e) => {

@@ -63,6 +63,14 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// A GPU node has something to tell the operator (`GpuNode::take_message`: a shader file
+    /// it reloaded was refused, and why; it goes on with the old one).
+    GpuNodeMessage {
+        /// Stage name.
+        stage: Arc<str>,
+        /// What it says.
+        message: String,
+    },
     /// A crossfade (`load FILE fade=`) is over: from `frame` on the output is the new project
     /// alone, and the old project's nodes were taken out of the graph (the fade's start is the
     /// frame the `load`'s reply named).
