@@ -72,6 +72,10 @@ pub(crate) struct RunArgs {
     /// quarter of physical memory, between 1 GiB and 8 GiB).
     #[arg(long, value_name = "SIZE")]
     pub(crate) max_memory: Option<String>,
+    /// GPU memory budget for textures (GPU nodes' outputs, uploads, their own buffers), e.g.
+    /// 512M, 4G (default: 2 GiB; docs/GPU.md).
+    #[arg(long, value_name = "SIZE")]
+    pub(crate) max_gpu_memory: Option<String>,
     /// Write statistics as JSON to this file at the end.
     #[arg(long)]
     pub(crate) stats: Option<String>,

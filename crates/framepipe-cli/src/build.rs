@@ -22,7 +22,7 @@ use framepipe_core::{
     Element, ElementDesc, ElementKind, Frame, FrameCtx, Mode, Props, Registry, Sink, VideoInfo,
 };
 use framepipe_project::{GraphDesc, NodeDescr};
-use framepipe_runtime::{EffectStage, Graph, MixerStage, Node, NodeKind, OnEnd};
+use framepipe_runtime::{EffectStage, GpuStage, Graph, MixerStage, Node, NodeKind, OnEnd};
 
 /// The structural elements: made by the builder, not found in the registry.
 pub const STRUCTURAL: [(&str, &str); 2] = [
@@ -303,7 +303,12 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
         }
         _ => {}
     }
-    let entry = registry.lookup(&d.element)?;
+    // `isf location=FILE`: the kind and properties are the file's.
+    let file_entry = framepipe_gpu::isf::file_entry(&d.element, &d.props)?;
+    let entry = match &file_entry {
+        Some(e) => e,
+        None => registry.lookup(&d.element)?,
+    };
     if entry.desc.kind != ElementKind::Source {
         no_input(desc, i, &entry.desc.kind.to_string())?;
     }
@@ -397,11 +402,13 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
             master: node.master,
         },
         Element::Gpu(f) => {
-            return Err(framepipe_core::Error::Pipeline(format!(
-                "{}: GPU elements cannot run in this build (no GPU executor)",
-                f.name()
-            ))
-            .into())
+            let mut stage = GpuStage::new(f);
+            if let Some(mode) = node.mode {
+                stage.mode = mode;
+            }
+            stage.params = params();
+            stage.oscillators = oscillators;
+            NodeKind::Gpu(stage)
         }
     };
     Ok(Node {

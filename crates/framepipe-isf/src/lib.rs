@@ -36,24 +36,74 @@ pub use role::Role;
 pub use shader::{Shader, Version, MAX_FILE_BYTES, MAX_INPUTS, MAX_PASSES};
 
 /// Reads an ISF file and the vertex shader beside it (same name, `.vs`, else `.vert`, as
-/// VVISF looks), each at most [`MAX_FILE_BYTES`]. I/O errors are returned as they are.
+/// VVISF looks), each with [`read_text`]. I/O errors are returned as they are.
 pub fn read_files(fs: &std::path::Path) -> std::io::Result<(String, Option<String>)> {
-    use std::io::Read;
-    let read = |p: &std::path::Path| -> std::io::Result<String> {
-        let mut text = String::new();
-        std::fs::File::open(p)?
-            .take(MAX_FILE_BYTES as u64 + 1)
-            .read_to_string(&mut text)?;
-        Ok(text)
-    };
-    let fragment = read(fs)?;
+    let fragment = read_text(fs, MAX_FILE_BYTES as u64)?;
     let mut vertex = None;
     for ext in ["vs", "vert"] {
         let p = fs.with_extension(ext);
         if p.is_file() {
-            vertex = Some(read(&p)?);
+            vertex = Some(read_text(&p, MAX_FILE_BYTES as u64)?);
             break;
         }
     }
     Ok((fragment, vertex))
+}
+
+/// The bytes of a user's file (a shader, an imported image), checked as framepipe checks
+/// project files: a regular file (a directory, FIFO or device is refused before a byte is
+/// read), opened with `O_NONBLOCK` so that a FIFO swapped in meanwhile cannot block, checked
+/// again on the open descriptor, and read to at most `limit` bytes (a larger file is an error
+/// naming the limit).
+pub fn read_bytes(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let refusal = |m: &std::fs::Metadata| -> Option<String> {
+        let t = m.file_type();
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if !t.is_file() {
+            "not a regular file"
+        } else if m.len() > limit {
+            return Some(format!("it is {} bytes; at most {limit} are read", m.len()));
+        } else {
+            return None;
+        };
+        Some(format!("it is {what}; a regular file is needed"))
+    };
+    let fail = |why: String| Error::new(ErrorKind::InvalidInput, why);
+    if let Some(why) = refusal(&std::fs::metadata(path)?) {
+        return Err(fail(why));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if let Some(why) = refusal(&meta) {
+        return Err(fail(why));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(fail(format!("it grew past {limit} bytes while being read")));
+    }
+    Ok(bytes)
+}
+
+/// A user's text file read with [`read_bytes`]; not UTF-8 is an error naming the offset.
+pub fn read_text(path: &std::path::Path, limit: u64) -> std::io::Result<String> {
+    String::from_utf8(read_bytes(path, limit)?).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
 }

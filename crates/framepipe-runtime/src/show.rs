@@ -268,6 +268,22 @@ impl Prepared {
                 st.after_change(&shared);
             }
         }
+        // A show with GPU nodes: its GPU thread, with its context opened (or the run ends
+        // with the reason: no EGL, no GL 3.3), before the first frame begins.
+        let has_gpu = shared
+            .lock()
+            .running_version()
+            .topo
+            .nodes
+            .iter()
+            .any(|t| t.gpu);
+        if has_gpu {
+            if let Err(e) = shared.ensure_gpu_thread(self.in_flight) {
+                let mut st = shared.lock();
+                st.fail(e);
+                st.after_change(&shared);
+            }
+        }
         let mut edit_thread = None;
         let mut link = None;
         if let Some(editor) = self.editor.take() {
@@ -405,6 +421,7 @@ pub(crate) fn conclude(
         None => shared.leave_host(JOIN_GRACE),
     }
     shared.join_io_threads(JOIN_GRACE);
+    shared.join_gpu_thread(JOIN_GRACE);
     let (error, source_error) = {
         let mut st = shared.lock();
         st.take_errors()

@@ -95,6 +95,11 @@ pub mod cdp {
     impl Browser {
         /// Starts headless Chromium with a fresh profile and opens one blank page.
         pub fn start(exe: &Path) -> Browser {
+            Browser::start_with(exe, &[])
+        }
+
+        /// [`Browser::start`] with `extra` flags after the usual ones.
+        pub fn start_with(exe: &Path, extra: &[&str]) -> Browser {
             // A profile of its own: two browsers of this binary's tests may run at once.
             static BROWSERS: std::sync::atomic::AtomicUsize =
                 std::sync::atomic::AtomicUsize::new(0);
@@ -119,6 +124,7 @@ pub mod cdp {
                     "--remote-debugging-port=0",
                     "--remote-allow-origins=*",
                 ])
+                .args(extra)
                 .arg(format!("--user-data-dir={}", profile.display()))
                 .env("TMPDIR", &chromium_tmp)
                 // Its own process group: dropping the browser kills its helpers too, so that

@@ -8,7 +8,7 @@ use framepipe_clock::now_ns;
 use super::Inst;
 use crate::exec::unwind::guard;
 use crate::live::lock;
-use crate::sched::{Done, Job, Shared, Version};
+use crate::sched::{Done, Job, Pixels, Shared, Version};
 
 impl Shared {
     /// Runs one job outside the lock.
@@ -43,7 +43,8 @@ impl Shared {
                     Inst::Source(mut source) => {
                         let r = guard(&counters.name, || {
                             self.run_source(ver, node, slot, &mut source, &ctx)
-                        });
+                        })
+                        .map(|f| f.map(Pixels::Cpu));
                         (Inst::Source(source), r)
                     }
                     Inst::Proc(instance) => {
