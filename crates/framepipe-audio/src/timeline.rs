@@ -259,6 +259,11 @@ impl Feed {
             return;
         }
         let want = Self::points_at(self.time_of(pts_ns));
+        // The frame reads no point before `want - MAX_SPAN`: the writer may go on to `want`
+        // (and beyond) however far it is from the previous frame's (a frame every minute).
+        self.timeline
+            .reader_at
+            .fetch_max(want.saturating_sub(MAX_SPAN), Ordering::AcqRel);
         while self.timeline.published() < want && !self.timeline.is_done() {
             std::thread::sleep(Duration::from_micros(200));
         }
@@ -299,7 +304,7 @@ impl Feed {
             }
         }
         *cursor = (*cursor).max(want);
-        tl.reader_at.store(*cursor, Ordering::Release);
+        tl.reader_at.fetch_max(*cursor, Ordering::AcqRel);
         out
     }
 }
@@ -307,6 +312,40 @@ impl Feed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A frame 150 s after the previous one (a very slow pace) is further ahead than the
+    /// writer may run ahead of the last frame read: waiting for it must let the writer on,
+    /// not wait for a writer that waits for it.
+    #[test]
+    fn a_frame_far_ahead_of_the_last_does_not_deadlock_with_the_writer() {
+        let tl = Arc::new(Timeline::new());
+        let writer = {
+            let tl = Arc::clone(&tl);
+            std::thread::spawn(move || {
+                for _ in 0..20_000 {
+                    if !tl.wait_room() {
+                        return;
+                    }
+                    tl.publish(&Point::default());
+                }
+                tl.finish(None);
+            })
+        };
+        let feed = Feed::new(Arc::clone(&tl), true, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut cursor = 0;
+            for pts in [0, 150_000_000_000i64] {
+                feed.wait_for(pts);
+                feed.frame(pts, &mut cursor);
+            }
+            let _ = tx.send(cursor);
+        });
+        let got = rx.recv_timeout(Duration::from_secs(20));
+        tl.stop();
+        let _ = writer.join();
+        assert_eq!(got, Ok(15_000), "the reader never got to 150 s");
+    }
 
     #[test]
     fn a_frame_reads_the_points_up_to_its_time_and_the_onsets_since_the_last_frame() {

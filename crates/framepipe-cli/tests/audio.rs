@@ -197,3 +197,109 @@ fn an_audio_binding_without_audio_is_refused_naming_the_flag() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("nothing.wav"), "{err}");
 }
+
+/// ffprobe's `entry` (`duration`, `start_time`) of stream `which` (`v:0`, `a:0`) of
+/// `file`, seconds.
+fn stream_time(dir: &Path, file: &str, which: &str, entry: &str) -> f64 {
+    let out = Command::new("ffprobe")
+        .current_dir(dir)
+        .args(["-v", "error", "-select_streams", which, "-show_entries"])
+        .arg(format!("stream={entry}"))
+        .args(["-of", "csv=p=0", file])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("no {entry} for {which} of {file}: {text:?}"))
+}
+
+/// `ffmpegsink audio=true` muxes the `--audio` file from the first frame: a 2 s render of a
+/// 3 s track comes out with video and audio starting together and of the same length (the
+/// shorter, 2 s; PCM in a .mov, whose streams carry their durations).
+#[test]
+fn a_music_video_render_muxes_the_audio_in_step_with_the_frames() {
+    let dir = tmpdir("audio-mux");
+    lavfi(dir.path(), "track.wav", r"0.5*sin(2*PI*440*t)", 3.0);
+    let out = run_fp(
+        Some(dir.path()),
+        &[
+            "run",
+            "-q",
+            "--unpaced",
+            "--audio",
+            "track.wav",
+            "testsrc width=64 height=48 frames=50 rate=25 ! \
+             ffmpegsink location=mv.mov codec=mpeg4 args=\"-c:a pcm_s16le\" audio=true",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = stream_time(dir.path(), "mv.mov", "v:0", "duration");
+    let a = stream_time(dir.path(), "mv.mov", "a:0", "duration");
+    for s in ["v:0", "a:0"] {
+        assert_eq!(
+            stream_time(dir.path(), "mv.mov", s, "start_time"),
+            0.0,
+            "{s}"
+        );
+    }
+    assert!((v - 2.0).abs() < 0.05, "video {v} s");
+    assert!((a - v).abs() < 0.05, "audio {a} s, video {v} s");
+    // Without --audio, audio=true is refused naming the flag.
+    let out = run_fp(
+        Some(dir.path()),
+        &[
+            "run",
+            "-q",
+            "testsrc width=64 height=48 frames=2 ! ffmpegsink location=x.mkv audio=true",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--audio SOURCE"), "{err}");
+}
+
+/// A clip's sound is never dropped without a word: ffmpegsrc on a file with an audio stream
+/// says so once, unless `--audio` names the file.
+#[test]
+fn a_clips_unused_sound_is_reported_once() {
+    let dir = tmpdir("audio-clip");
+    let st = Command::new("ffmpeg")
+        .current_dir(dir.path())
+        .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
+        .arg("testsrc=size=64x48:rate=25:d=1")
+        .args([
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=d=1",
+            "-c:v",
+            "ffv1",
+            "-c:a",
+            "pcm_s16le",
+        ])
+        .arg("clip.mkv")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let show = "ffmpegsrc location=clip.mkv ! nullsink";
+    let out = run_fp(Some(dir.path()), &["run", "--unpaced", show]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("the sound of 'clip.mkv' is not used").count(),
+        1,
+        "{err}"
+    );
+    let out = run_fp(
+        Some(dir.path()),
+        &["run", "--unpaced", "--audio", "clip.mkv", show],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("is not used"), "{err}");
+}

@@ -701,6 +701,20 @@ pub fn sink_desc() -> ElementDesc {
                 "",
                 "extra output options, split at spaces, e.g. \"-crf 18 -preset fast\"",
             ),
+            PropSpec::new(
+                "audio",
+                PropKind::Bool,
+                PropValue::Bool(false),
+                "mux the show's audio (--audio) into the output, from the first frame on \
+                 (docs/AUDIO.md); the output ends with the shorter of the two",
+            )
+            .fixed(),
+            str_spec(
+                "audio-location",
+                "",
+                "the audio file or URL to mux (audio=true: the show's --audio)",
+            )
+            .path(PathUse::FileOrUrl { unless: None }),
         ],
         default_mode: Mode::Serial,
         details: vec![("program".into(), "ffmpeg (on PATH)".into())],
@@ -719,12 +733,26 @@ pub fn build_sink(props: &Props) -> Result<Element> {
             },
         ));
     }
-    Ok(Element::Sink(Box::new(FfmpegSink::new(
+    let audio = props.str("audio-location");
+    if props.bool("audio") && audio.is_empty() {
+        return Err(Error::element(
+            SINK,
+            IoError::Missing {
+                prop: "audio-location",
+                why: "the audio audio=true muxes: run the show with --audio SOURCE",
+            },
+        ));
+    }
+    let mut sink = FfmpegSink::new(
         location,
         props.str("codec"),
         props.str("pix-fmt"),
         props.str("args"),
-    ))))
+    );
+    if props.bool("audio") {
+        sink.audio = Some(audio.to_string());
+    }
+    Ok(Element::Sink(Box::new(sink)))
 }
 
 /// The `ffmpegsink` sink.
@@ -734,6 +762,8 @@ pub struct FfmpegSink {
     codec: String,
     pix_fmt: String,
     args: Vec<String>,
+    /// Audio muxed into the output (a second input, its time 0 at the first frame).
+    audio: Option<String>,
     running: Option<Running>,
 }
 
@@ -800,6 +830,7 @@ impl FfmpegSink {
             codec: codec.into(),
             pix_fmt: pix_fmt.into(),
             args: args.split_whitespace().map(String::from).collect(),
+            audio: None,
             running: None,
         }
     }
@@ -824,6 +855,11 @@ impl FfmpegSink {
         .iter()
         .map(|s| s.to_string())
         .collect();
+        if let Some(audio) = &self.audio {
+            // The audio's time 0 is the first frame's, as `--audio` analyses it.
+            a.extend(["-i".into(), input_arg(audio, "")]);
+            a.extend(["-map", "0:v", "-map", "1:a", "-shortest"].map(String::from));
+        }
         if !self.codec.is_empty() {
             a.extend(["-c:v".into(), self.codec.clone()]);
         }

@@ -114,6 +114,43 @@ fn audio_input(
     Ok(Some(framepipe_audio::FileInput::start(source, &bands)?))
 }
 
+/// `ffmpegsink audio=true` muxes the show's `--audio` (its `audio-location`, unless given);
+/// and a clip's own sound is never dropped without a word: an `ffmpegsrc` whose file has
+/// an audio stream that `--audio` does not name is told about once.
+fn audio_to_outputs(args: &crate::args::RunArgs, desc: &mut GraphDesc, who: &str) -> Result<()> {
+    let prop = |n: &framepipe_project::NodeDescr, k: &str| {
+        n.props.iter().find(|(p, _)| p == k).map(|(_, v)| v.clone())
+    };
+    for n in desc.nodes.iter_mut() {
+        if n.element == "ffmpegsink"
+            && prop(n, "audio").is_some_and(|v| v == "true")
+            && prop(n, "audio-location").is_none()
+        {
+            let Some(source) = &args.audio else {
+                bail!(
+                    "{}.audio=true muxes the show's audio, but it has none: give it --audio SOURCE (or audio-location=FILE)",
+                    n.name
+                );
+            };
+            n.props.push(("audio-location".into(), source.clone()));
+        }
+        if n.element == "ffmpegsrc" && prop(n, "format").is_none() && !args.quiet {
+            let Some(location) = prop(n, "location") else {
+                continue;
+            };
+            if args.audio.as_deref() != Some(location.as_str())
+                && framepipe_audio::probe_has_audio(&location)
+            {
+                say!(
+                    "framepipe: {who}{}: the sound of '{location}' is not used (--audio {location} follows it; ffmpegsink audio=true then muxes it)",
+                    n.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A show once set up: what the CLI keeps to report on it.
 pub(crate) struct Kept {
     pub name: String,
@@ -200,6 +237,7 @@ pub(crate) fn setup(
             given.desc.midi.len()
         );
     }
+    audio_to_outputs(args, &mut given.desc, &who).map_err(in_show)?;
     check_stdout(&given.desc, &registry).map_err(in_show)?;
     let graph = build(&given.desc, &registry, Purpose::Run).map_err(in_show)?;
     let total_frames = status::total_frames(&graph);

@@ -1,0 +1,81 @@
+//! The analysis' cost: µs per 10 ms point (the audio thread's work) and per frame read (the
+//! engine's, under the live lock), and allocations per point and per frame (0), over 60 s
+//! of a synthetic mix (kick at 128 bpm, a bass line, hats as noise bursts). Run by
+//! `scripts/bench-audio`; prints one table.
+
+#[global_allocator]
+static GLOBAL: framepipe_testkit::CountingAlloc = framepipe_testkit::CountingAlloc;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use framepipe_audio::{Analyzer, BandEdges, Feed, Timeline, RATE};
+
+fn mix(seconds: usize) -> Vec<f32> {
+    let n = seconds * RATE as usize;
+    let mut seed = 1u32;
+    (0..n)
+        .map(|i| {
+            let t = i as f64 / RATE as f64;
+            let beat = (t * 128.0 / 60.0).fract() * 60.0 / 128.0;
+            let kick = (-beat * 30.0).exp() * (std::f64::consts::TAU * 60.0 * t).sin();
+            let bass = 0.2 * (std::f64::consts::TAU * 110.0 * t).sin();
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let noise = (seed >> 8) as f64 / (1u32 << 24) as f64 - 0.5;
+            let hat = if (beat * 4.0).fract() < 0.1 {
+                0.2 * noise
+            } else {
+                0.0
+            };
+            (0.5 * kick + bass + hat) as f32
+        })
+        .collect()
+}
+
+fn main() {
+    let runs = 5;
+    let x = mix(60);
+    let mut per_point = Vec::new();
+    let mut per_frame = Vec::new();
+    let (mut point_allocs, mut frame_allocs) = (0, 0);
+    for _ in 0..runs {
+        let mut an = Analyzer::new(&BandEdges::default());
+        let tl = Arc::new(Timeline::new());
+        let feed = Feed::new(Arc::clone(&tl), true, 0);
+        an.push(&x[..4800], 1, |an| tl.publish(an.point()));
+        let before = framepipe_testkit::this_thread();
+        let start = Instant::now();
+        an.push(&x[4800..], 1, |an| tl.publish(an.point()));
+        let took = start.elapsed();
+        point_allocs += framepipe_testkit::this_thread() - before;
+        per_point.push(took.as_secs_f64() * 1e6 / (an.points() - 10) as f64);
+        // Frames at 60 fps over the same minute.
+        let mut cursor = 0;
+        feed.frame(0, &mut cursor);
+        let before = framepipe_testkit::this_thread();
+        let frames = 3600;
+        let start = Instant::now();
+        let mut onsets = 0u32;
+        for n in 1..frames {
+            onsets += feed.frame(n * 16_666_667, &mut cursor).onset as u32;
+        }
+        let took = start.elapsed();
+        frame_allocs += framepipe_testkit::this_thread() - before;
+        per_frame.push(took.as_secs_f64() * 1e6 / (frames - 1) as f64);
+        assert!(onsets > 100, "{onsets} onsets in a minute at 128 bpm");
+    }
+    let stats = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], v[0], v[v.len() - 1])
+    };
+    let (pm, plo, phi) = stats(&mut per_point);
+    let (fm, flo, fhi) = stats(&mut per_frame);
+    println!("| what | median µs | min..max µs | allocations |");
+    println!("|---|---|---|---|");
+    println!("| analysis per 10 ms point (FFT 2048, bands, onset, tempo) | {pm:.2} | {plo:.2}..{phi:.2} | {point_allocs} over {runs} × 6000 points |");
+    println!("| read per frame (Feed::frame, 60 fps) | {fm:.3} | {flo:.3}..{fhi:.3} | {frame_allocs} over {runs} × 3599 frames |");
+    println!(
+        "| analysis per 60 fps frame (1.67 points) | {:.2} | | |",
+        pm * 100.0 / 60.0
+    );
+}
