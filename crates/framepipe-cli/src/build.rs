@@ -303,7 +303,12 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
         }
         _ => {}
     }
-    let entry = registry.lookup(&d.element)?;
+    // `isf location=FILE`: the kind and properties are the file's.
+    let file_entry = framepipe_gpu::isf::file_entry(&d.element, &d.props)?;
+    let entry = match &file_entry {
+        Some(e) => e,
+        None => registry.lookup(&d.element)?,
+    };
     if entry.desc.kind != ElementKind::Source {
         no_input(desc, i, &entry.desc.kind.to_string())?;
     }

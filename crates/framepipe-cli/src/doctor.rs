@@ -3,7 +3,8 @@
 //! Measures what decides whether frames leave on time — the timer's precision, how fast a
 //! sleeping thread wakes up, how often a spinning thread loses its CPU, whether `SCHED_FIFO` is
 //! permitted, timer slack, cores, frequency governors, memory copy bandwidth — and what a show
-//! needs (frei0r plugins, ffmpeg). Given a project or pipeline, it runs the show unpaced for a
+//! needs (frei0r plugins, ffmpeg, the GPU renderer with the cost of its uploads, downloads and
+//! one shader pass). Given a project or pipeline, it runs the show unpaced for a
 //! few seconds as it will run (real sources and decoders, encoders and file sinks writing into
 //! a scratch directory; windows and sockets replaced by `nullsink`), and reports each node's
 //! cost against the frame period and the CPU time of every process the show starts.
@@ -26,10 +27,12 @@ use serde_json::{json, Value};
 
 use crate::build::{build, Purpose};
 
+mod gpu;
 mod probes;
 mod show;
 mod system;
 
+use gpu::gpu;
 use probes::{memory, noise, timer, wakeup};
 use show::{prepare_show, run_show};
 use system::{frei0r, machine, realtime, tool};
@@ -117,6 +120,8 @@ struct Sizes {
     wakeups: usize,
     spin_ns: i64,
     copies: usize,
+    /// Timed runs of each GPU transfer and of the shader pass.
+    gpu_runs: usize,
 }
 
 /// Runs `framepipe doctor`.
@@ -133,6 +138,7 @@ pub fn run(args: DoctorArgs) -> Result<()> {
             wakeups: 60,
             spin_ns: 200_000_000,
             copies: 2,
+            gpu_runs: 3,
         }
     } else {
         Sizes {
@@ -140,6 +146,7 @@ pub fn run(args: DoctorArgs) -> Result<()> {
             wakeups: 300,
             spin_ns: 1_000_000_000,
             copies: 8,
+            gpu_runs: 9,
         }
     };
     // The show first: a bad project is an error before seconds of measuring.
@@ -170,6 +177,7 @@ pub fn run(args: DoctorArgs) -> Result<()> {
         "--version",
         "gst-launch-1.0 (the peer benchmarks)",
     ));
+    sections.push(gpu(&sizes));
     if let Some((text, show)) = show_desc {
         sections.push(run_show(text, show, args.seconds, cores)?);
     }

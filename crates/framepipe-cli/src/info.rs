@@ -186,7 +186,15 @@ pub(crate) fn inspect(name: &str) -> Result<()> {
         return Ok(());
     }
     let (registry, _) = registry(None);
-    let entry = registry.lookup(name)?;
+    // `framepipe inspect FILE.fs`: an ISF file as `isf location=FILE.fs`.
+    let file_entry = match name.ends_with(".fs") {
+        true => framepipe_gpu::isf::file_entry("isf", &[("location".into(), name.into())])?,
+        false => None,
+    };
+    let entry = match &file_entry {
+        Some(e) => e,
+        None => registry.lookup(name)?,
+    };
     let d = &entry.desc;
     let mut out = std::io::stdout().lock();
     match d.kind {

@@ -27,6 +27,10 @@ pub(crate) fn native_registry(window: Option<&WindowLink>) -> Registry {
     framepipe_net::register(&mut r);
     framepipe_effects::register(&mut r);
     framepipe_window::register(&mut r, window.cloned());
+    // isf, isf-NAME, transition-NAME (none when the gl-transitions collection cannot be
+    // read: a show naming one is then told the element is unknown).
+    let _ = framepipe_gpu::register(&mut r);
+    framepipe_clip::register(&mut r);
     r
 }
 

@@ -197,6 +197,71 @@ fn doctor_json_has_every_finding_and_agrees_with_the_system() {
             Some(first_line("gst-launch-1.0", "--version").as_str())
         );
     }
+
+    // The GPU: the context this machine's EGL gives, with measured transfer and pass costs.
+    let gpu = &j["gpu"];
+    assert_eq!(
+        gpu["available"].as_bool(),
+        Some(true),
+        "no GL context: {gpu}"
+    );
+    let version = gpu["version"].as_str().unwrap();
+    let api_version = gpu["api_version"].as_str().unwrap();
+    assert!(version.contains(api_version), "{gpu}");
+    let line = gpu["line"].as_str().unwrap();
+    assert!(
+        line.starts_with(&format!("GPU: {} (", gpu["renderer"].as_str().unwrap())),
+        "{line}"
+    );
+    let sizes: Vec<(u64, u64)> = gpu["transfers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            for key in ["upload_ms", "download_ms", "download_start_ms"] {
+                assert!(num(t, key) > 0.0, "{key}: {t}");
+            }
+            (t["width"].as_u64().unwrap(), t["height"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(sizes, [(1280, 720), (1920, 1080)]);
+    assert!(num(gpu, "pass_1080p_ms") > 0.0, "{gpu}");
+}
+
+/// The text report's GPU line names the renderer this machine's EGL gives (llvmpipe here and
+/// in CI) and the measured costs, in the documented shape.
+#[test]
+fn doctor_says_which_gpu_renderer_a_show_would_use_and_its_costs() {
+    let info = framepipe_gpu::Gpu::open()
+        .expect("a GL context")
+        .info()
+        .clone();
+    let out = doctor(&["--quick"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("GPU: "))
+        .unwrap_or_else(|| panic!("no GPU line in:\n{text}"));
+    let rest = line
+        .strip_prefix(&format!("GPU: {info} — upload 1080p "))
+        .unwrap_or_else(|| panic!("'{line}' does not start with the renderer {info}"));
+    // "X ms, download Y ms, one pass Z ms"
+    let figures: Vec<f64> = rest
+        .split(" ms")
+        .filter_map(|part| part.rsplit(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(figures.len(), 3, "{line}");
+    assert!(figures.iter().all(|&f| f > 0.0), "{line}");
+    assert!(
+        rest.contains(" ms, download ") && rest.ends_with(" ms"),
+        "{line}"
+    );
 }
 
 /// A serial 720p glow is far slower than an invert or a 720p test pattern: doctor names it,

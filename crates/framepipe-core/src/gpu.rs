@@ -93,6 +93,14 @@ pub trait GpuNode: Send {
         )))
     }
 
+    /// A message for the show's operator, if the node has one since the last call (a reloaded
+    /// shader file that was refused, and why). Polled by the executor after
+    /// [`render`](Self::render) and reported as the node's event; must not allocate when there
+    /// is none.
+    fn take_message(&mut self) -> Option<String> {
+        None
+    }
+
     /// Frees the GL objects it made. Called on the GPU thread before the instance is dropped;
     /// calling [`render`](Self::render) again afterwards makes them anew.
     fn release(&mut self, gl: &glow::Context) {

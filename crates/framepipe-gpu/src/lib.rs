@@ -13,6 +13,11 @@
 //! * [`probe`]: what `framepipe doctor` measures: the renderer and the cost of uploads,
 //!   downloads and one full-screen pass.
 //!
+//! * [`isf`]: ISF shaders as GPU elements (`isf location=FILE.fs`, `isf-NAME`): passes,
+//!   persistent and float buffers, inputs as properties, imported images, reload.
+//! * [`transitions`]: the gl-transitions collection as `transition-NAME` mixers.
+//! * [`register`]: adds those elements to a registry.
+//!
 //! Texture row 0 is the picture's bottom row (GL's convention); uploads and downloads flip.
 //!
 //! # Why this crate uses `unsafe`
@@ -32,6 +37,7 @@ pub mod isf;
 pub mod probe;
 pub mod texture;
 pub mod transfer;
+pub mod transitions;
 
 pub use context::{Api, Garbage, GlObject, Gpu, GpuInfo, OpenOptions, Platform};
 pub use error::{GpuError, Result, PACKAGES};
@@ -41,7 +47,9 @@ pub use texture::{GpuFrame, TexturePool};
 pub use transfer::{read_back_blocking, read_back_blocking_f32, Downloader, Ticket, Uploader};
 
 /// Adds framepipe's GPU elements to `registry`: `isf`, `isf-NAME` for the shaders of the ISF
-/// folders ([`isf::library`]).
-pub fn register(registry: &mut framepipe_core::Registry) {
+/// folders ([`isf::library`]), and `transition-NAME` for the gl-transitions collection when
+/// it is installed ([`transitions`]). Returns warnings (a collection found but unreadable).
+pub fn register(registry: &mut framepipe_core::Registry) -> Vec<String> {
     isf::register(registry);
+    transitions::register(registry).into_iter().collect()
 }

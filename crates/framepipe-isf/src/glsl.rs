@@ -64,6 +64,12 @@ pub struct LineMap {
 }
 
 impl LineMap {
+    /// A map from the source line of each generated line (1-based; 0 for a line the host
+    /// wrote), for hosts that assemble GLSL of their own (gl-transitions).
+    pub fn new(lines: Vec<u32>) -> LineMap {
+        LineMap { lines }
+    }
+
     /// The author's line (1-based) that generated line `line` (1-based, as compilers count)
     /// came from; `None` for a line the assembly wrote (a declaration) or past the end.
     pub fn to_source(&self, line: u32) -> Option<u32> {

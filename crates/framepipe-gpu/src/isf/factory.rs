@@ -193,14 +193,6 @@ pub fn details(shader: &Shader, file: &str) -> Vec<(String, String)> {
             .collect();
         d.push(("imported images".into(), list.join(", ")));
     }
-    d.push((
-        "scheduling".into(),
-        if persistent(shader) {
-            "serial (persistent buffers keep state across frames)".into()
-        } else {
-            "parallel (stateless)".into()
-        },
-    ));
     d
 }
 
@@ -212,6 +204,7 @@ pub fn desc(name: &str, shader: &Shader, file: &str, location: bool) -> ElementD
         description: shader
             .description
             .clone()
+            .filter(|d| !d.trim().is_empty())
             .unwrap_or_else(|| format!("ISF shader {file}")),
         props: props(shader, location),
         default_mode: if persistent(shader) {

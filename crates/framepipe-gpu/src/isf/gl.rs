@@ -25,7 +25,31 @@ pub struct Source {
 
 /// Compiles and links `src`. The error is the compiler's (or linker's) log with every
 /// location rewritten to the author's file and line ([`framepipe_isf::LineMap::map_log`]).
+///
+/// A program that does not compile as `#version 330` is tried once more as `#version 400`
+/// where the context has GL 4 (llvmpipe and the GPU drivers do): GLSL 4.00 converts ints to
+/// uints and a few other things that shaders written for lenient compilers rely on. The error
+/// shown is the 330 one.
 pub fn compile(gl: &glow::Context, src: &Source) -> Result<glow::Program, String> {
+    let first = compile_as(gl, src);
+    let Err(why) = first else { return first };
+    let version = gl.version();
+    let prefix = framepipe_isf::glsl::GLSL_VERSION;
+    let retry = !version.is_embedded
+        && version.major >= 4
+        && src.program.fragment.starts_with(prefix)
+        && src.program.vertex.starts_with(prefix);
+    if !retry {
+        return Err(why);
+    }
+    let mut v400 = src.clone();
+    for text in [&mut v400.program.fragment, &mut v400.program.vertex] {
+        text.replace_range(..prefix.len(), "#version 400");
+    }
+    compile_as(gl, &v400).map_err(|_| why)
+}
+
+fn compile_as(gl: &glow::Context, src: &Source) -> Result<glow::Program, String> {
     let stage = |kind: u32, text: &str| -> Result<glow::Shader, String> {
         // SAFETY: the context is current on this thread (module contract); the shader object
         // is made, given its source and compiled here, and deleted on failure.

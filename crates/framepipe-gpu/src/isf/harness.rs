@@ -55,6 +55,10 @@ pub fn render_frames_with(
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let is_source = loaded.frame_inputs() == 0;
+    // `rate` is a source's property; for an effect or mixer it only sets the frames' times.
+    if !is_source {
+        given.retain(|(k, _)| k != "rate");
+    }
     for (k, v) in [("width", size.0), ("height", size.1)] {
         if is_source && !given.iter().any(|(g, _)| g == k) {
             given.push((k.to_string(), v.to_string()));
@@ -117,9 +121,13 @@ pub(crate) fn run(
             empty_vao: gpu.empty_vao(),
         };
         let rendered = node.render(&ctx, &images, &target.image());
+        // A GL error the node's calls raised (glGetError: this is a tool, it may ask).
+        let rendered = rendered
+            .map_err(|e| e.to_string())
+            .and_then(|()| gpu.check("the node's render").map_err(|e| e.to_string()));
         if let Err(e) = rendered {
             node.release(gpu.gl());
-            return Err(e.to_string());
+            return Err(e);
         }
         let bottom_up = read_back_blocking(&gpu, &target.image());
         let row = out.width as usize * 4;

@@ -5,7 +5,9 @@
 //! `DATE` the wall clock when the node started plus `TIME`, in UTC, and every input's value),
 //! every image is bound to a texture unit with a bilinear, clamped sampler, and each pass is
 //! drawn as a quad covering its target: a buffer's texture (its `WIDTH`/`HEIGHT` evaluated
-//! with the inputs' current values) or, for a pass without `TARGET`, the output.
+//! with the inputs' current values) or, for a pass without `TARGET`, the output. When the
+//! last pass renders into a buffer, that buffer is copied (scaled bilinearly) to the output,
+//! as the ISF hosts show the last pass.
 //!
 //! Buffers: each has two textures; a pass renders into the back one while the GLSL reads the
 //! front one (the previous frame's, or an earlier pass's of this frame), then they swap, so
@@ -72,6 +74,8 @@ struct Gl {
     program: glow::Program,
     quad: Quad,
     fbo: glow::Framebuffer,
+    /// The output, when the last pass renders into a buffer that is then copied to it.
+    fbo_out: glow::Framebuffer,
     sampler: glow::Sampler,
     passindex: Option<glow::UniformLocation>,
     rendersize: Option<glow::UniformLocation>,
@@ -100,6 +104,8 @@ pub struct IsfNode {
     reload: Option<Watcher>,
     /// Why the last reload was refused, until one succeeds.
     last_reload_error: Option<String>,
+    /// A refused reload not yet taken by the executor ([`GpuNode::take_message`]).
+    message: Option<String>,
 }
 
 impl std::fmt::Debug for IsfNode {
@@ -130,6 +136,7 @@ impl IsfNode {
             date_origin,
             reload,
             last_reload_error: None,
+            message: None,
         }
     }
 
@@ -153,7 +160,13 @@ impl IsfNode {
         let Some(w) = &self.reload else { return };
         match w.poll() {
             None => {}
-            Some(Reload::Failed(why)) => self.last_reload_error = Some(why),
+            Some(Reload::Failed(why)) => {
+                self.message = Some(format!(
+                    "{} changed but is refused; the previous shader goes on: {why}",
+                    self.loaded.path.display()
+                ));
+                self.last_reload_error = Some(why);
+            }
             Some(Reload::Loaded(next)) => {
                 let mut values = Values::defaults(&next.shader, super::OWN_PROPS);
                 values.keep_from(&self.values);
@@ -167,11 +180,10 @@ impl IsfNode {
                         self.last_reload_error = None;
                     }
                     Err(why) => {
-                        let why = format!(
+                        self.message = Some(format!(
                             "{} changed but the new shader cannot run; the previous one goes on: {why}",
                             next.path.display()
-                        );
-                        eprintln!("framepipe: {}: {why}", self.element);
+                        ));
                         self.last_reload_error = Some(why);
                     }
                 }
@@ -231,9 +243,10 @@ fn make_gl(
         image(&b.name, ImageSrc::Buffer(i), &mut images);
     }
     // SAFETY: the context is current; plain queries and object creation.
-    let (max_units, fbo) = unsafe {
+    let (max_units, fbo, fbo_out) = unsafe {
         (
             gl.get_parameter_i32(glow::MAX_TEXTURE_IMAGE_UNITS),
+            gl.create_framebuffer()?,
             gl.create_framebuffer()?,
         )
     };
@@ -242,6 +255,7 @@ fn make_gl(
         // SAFETY: objects made above, not used after this.
         unsafe {
             gl.delete_framebuffer(fbo);
+            gl.delete_framebuffer(fbo_out);
             gl.delete_program(program);
         }
         return Err(format!(
@@ -274,6 +288,7 @@ fn make_gl(
         quad: Quad::new(gl)?,
         sampler: gl::linear_sampler(gl)?,
         fbo,
+        fbo_out,
         program,
     };
     Ok(state)
@@ -285,6 +300,7 @@ fn free(gl: &glow::Context, state: Gl) {
     unsafe {
         gl.delete_program(state.program);
         gl.delete_framebuffer(state.fbo);
+        gl.delete_framebuffer(state.fbo_out);
         gl.delete_sampler(state.sampler);
     }
     state.quad.delete(gl);
@@ -511,6 +527,56 @@ impl GpuNode for IsfNode {
                 }
             }
         }
+        // A last pass into a buffer: that buffer is the output (as the ISF hosts do).
+        if let Some(&Some(b)) = st.targets.last() {
+            let b = &st.buffers[b];
+            let filter = if (b.width, b.height) == (output.width, output.height) {
+                glow::NEAREST
+            } else {
+                glow::LINEAR
+            };
+            // SAFETY: both framebuffers are this node's; the buffer's front texture is its
+            // own and the output the call's, of the sizes given; colour blits between
+            // normalized and float formats are allowed.
+            unsafe {
+                gl.bind_framebuffer(glow::READ_FRAMEBUFFER, Some(st.fbo));
+                gl.framebuffer_texture_2d(
+                    glow::READ_FRAMEBUFFER,
+                    glow::COLOR_ATTACHMENT0,
+                    glow::TEXTURE_2D,
+                    Some(b.front),
+                    0,
+                );
+                gl.bind_framebuffer(glow::DRAW_FRAMEBUFFER, Some(st.fbo_out));
+                gl.framebuffer_texture_2d(
+                    glow::DRAW_FRAMEBUFFER,
+                    glow::COLOR_ATTACHMENT0,
+                    glow::TEXTURE_2D,
+                    Some(output.texture),
+                    0,
+                );
+                gl.blit_framebuffer(
+                    0,
+                    0,
+                    b.width as i32,
+                    b.height as i32,
+                    0,
+                    0,
+                    output.width as i32,
+                    output.height as i32,
+                    glow::COLOR_BUFFER_BIT,
+                    filter,
+                );
+                gl.framebuffer_texture_2d(
+                    glow::DRAW_FRAMEBUFFER,
+                    glow::COLOR_ATTACHMENT0,
+                    glow::TEXTURE_2D,
+                    None,
+                    0,
+                );
+                gl.bind_framebuffer(glow::FRAMEBUFFER, Some(st.fbo));
+            }
+        }
         // SAFETY: puts back the state the executor gave: its empty vertex array, no program,
         // framebuffer, sampler or texture bound on the units used, unit 0 active.
         unsafe {
@@ -544,6 +610,10 @@ impl GpuNode for IsfNode {
                 self.element
             )))
         }
+    }
+
+    fn take_message(&mut self) -> Option<String> {
+        self.message.take()
     }
 
     fn release(&mut self, gl: &glow::Context) {

@@ -7,9 +7,11 @@
 //! ([`check`](super::check)), all off the GPU thread. A shader that loads and compiles is
 //! handed to the node, which takes it between two frames ([`Watcher::poll`]: a `try_recv`,
 //! nothing else on the frame path), compiles it on the engine's context and keeps the values
-//! the show set (by input name). One that does not is reported, on standard error and to the
-//! node ([`Reload::Failed`]), and the previous shader goes on; so is one whose role changed
-//! (an effect that became a source cannot take its links: replace the node).
+//! the show set (by input name). One that does not is reported, on standard error (by this
+//! thread) and as the node's message to the operator
+//! ([`GpuNode::take_message`](framepipe_core::GpuNode::take_message)), and the previous shader
+//! goes on; so is one whose role changed (an effect that became a source cannot take its
+//! links: replace the node).
 
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};

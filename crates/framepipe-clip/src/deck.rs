@@ -1,0 +1,530 @@
+//! `clips`: a deck, a bank of clips with one playing at a time, triggered live by its `clip`
+//! property (`set deck.clip 2` from stdin, OSC, MIDI or the web page) at a frame boundary.
+//!
+//! The head of every clip (its first `ahead` frames from its in point) is decoded when the
+//! deck is built and kept, so that a trigger shows the new clip's first frame on the very
+//! frame it is assigned to, with no decoding: the deck gives the head from memory while its
+//! decoder thread goes on from the frame after it. The heads are sized within the memory
+//! budget (fewer frames each when the bank is large; none at all only when even one frame a
+//! clip does not fit, and then a trigger waits for its first frame to be decoded).
+//!
+//! Every clip is given at the deck's size (the first playable clip's, or `width`/`height`),
+//! scaled as the `ffmpeg` tool scales (bicubic), frame by frame at the deck's rate. A clip
+//! that cannot be opened or decoded is named on stderr when the deck is built and skipped: its
+//! place in the bank stays (clip numbers are places in the list), and triggering it is refused
+//! with the reason.
+
+use framepipe_core::{
+    Element, ElementDesc, ElementKind, Error, FrameCtx, FrameMut, Limits, Mode, PathUse, PropKind,
+    PropSpec, PropValue, Props, Rational, Result, Source, VideoInfo,
+};
+
+use crate::clip::{parse_point, play_props, PlaySettings};
+use crate::cursor::{speed_fixed, Cursor, Span, ONE};
+use crate::decode::ClipFile;
+use crate::player::Player;
+
+/// Element name.
+pub const NAME: &str = "clips";
+/// Extensions of the files a `folder` bank takes.
+pub const VIDEO_EXTENSIONS: [&str; 12] = [
+    "mp4", "mov", "mkv", "avi", "webm", "m4v", "mxf", "nut", "mpg", "mpeg", "ts", "y4m",
+];
+
+/// What a trigger does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// The clip starts at its in point (from its head, decoded ahead).
+    Restart,
+    /// The clip goes on where it was left (a seek: its first frame is decoded then).
+    Resume,
+}
+
+impl Trigger {
+    /// The property words.
+    pub const NAMES: [&'static str; 2] = ["restart", "resume"];
+
+    fn parse(s: &str) -> Self {
+        if s == "resume" {
+            Trigger::Resume
+        } else {
+            Trigger::Restart
+        }
+    }
+}
+
+/// The registry description of `clips`.
+pub fn desc() -> ElementDesc {
+    let mut props = vec![
+        PropSpec::new(
+            "locations",
+            PropKind::Str,
+            PropValue::Str(String::new()),
+            "the bank: clip files separated by commas (a.mp4,b.mov)",
+        )
+        .fixed(),
+        PropSpec::new(
+            "folder",
+            PropKind::Str,
+            PropValue::Str(String::new()),
+            "the bank: every video file of this folder, by name (after locations)",
+        )
+        .path(PathUse::File)
+        .fixed(),
+        PropSpec::new(
+            "clip",
+            PropKind::Int { min: 0, max: 9999 },
+            PropValue::Int(0),
+            "the clip playing, by its place in the bank from 0; setting it triggers (live)",
+        ),
+        PropSpec::new(
+            "trigger",
+            PropKind::Enum(Trigger::NAMES.iter().map(|s| s.to_string()).collect()),
+            PropValue::Str("restart".into()),
+            "restart: from the in point; resume: where the clip was left (live)",
+        ),
+        PropSpec::new(
+            "width",
+            PropKind::Int { min: 0, max: 16384 },
+            PropValue::Int(0),
+            "the deck's width; 0 = the first clip's",
+        )
+        .fixed(),
+        PropSpec::new(
+            "height",
+            PropKind::Int { min: 0, max: 16384 },
+            PropValue::Int(0),
+            "the deck's height; 0 = the first clip's",
+        )
+        .fixed(),
+    ];
+    props.extend(play_props().into_iter().map(|p| {
+        if p.name == "loop" {
+            PropSpec {
+                default: PropValue::Bool(true),
+                description: "loop each clip (else hold its last frame until the next trigger)"
+                    .into(),
+                ..p
+            }
+        } else {
+            p
+        }
+    }));
+    ElementDesc {
+        name: NAME.into(),
+        kind: ElementKind::Source,
+        description: "A deck: a bank of clips, one playing, triggered live at a frame boundary"
+            .into(),
+        props,
+        default_mode: Mode::Serial,
+        details: vec![(
+            "library".into(),
+            "FFmpeg (libavformat, libavcodec, libswscale)".into(),
+        )],
+    }
+}
+
+/// The bank's files: `locations`, then the video files of `folder` by name.
+fn bank(props: &Props) -> Result<Vec<String>> {
+    let mut out: Vec<String> = props
+        .str("locations")
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    let folder = props.str("folder");
+    if !folder.is_empty() {
+        let rd = std::fs::read_dir(folder)
+            .map_err(|e| Error::element(NAME, format!("folder '{folder}': {e}")))?;
+        let mut files: Vec<String> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.is_file()
+                    && p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                        VIDEO_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str())
+                    })
+            })
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        out.extend(files);
+    }
+    if out.is_empty() {
+        return Err(Error::element(
+            NAME,
+            "the bank is empty: give locations=a.mp4,b.mp4 or folder=DIR",
+        ));
+    }
+    Ok(out)
+}
+
+/// Builds `clips`: opens every clip of the bank (naming and skipping those that fail),
+/// decodes their heads within the budget, starts the decoder thread.
+pub fn build(props: &Props) -> Result<Element> {
+    let locations = bank(props)?;
+    let settings = PlaySettings::from_props(props);
+    let limits = Limits::current();
+    // The deck's size: given, or the first clip that opens.
+    let mut size = match (props.i64("width"), props.i64("height")) {
+        (w, h) if w > 0 && h > 0 => Some((w as u32, h as u32)),
+        _ => None,
+    };
+    let mut files = Vec::with_capacity(locations.len());
+    let mut spans = Vec::with_capacity(locations.len());
+    let mut skipped = vec![false; locations.len()];
+    let mut rate = None;
+    for (i, loc) in locations.iter().enumerate() {
+        let opened = ClipFile::open_sized(loc, settings.threads, size).and_then(|f| {
+            let info = f.info().clone();
+            let first = parse_point("in", props.str("in"), info.rate)?.unwrap_or(0);
+            let end = parse_point("out", props.str("out"), info.rate)?
+                .filter(|&o| o > 0)
+                .unwrap_or(info.frames)
+                .min(info.frames);
+            // An in point past a short clip's end plays its last frame.
+            let first = first.min(end.saturating_sub(1));
+            Ok((
+                f,
+                Span {
+                    first,
+                    len: (end - first).max(1),
+                    ping_pong: settings.ping_pong,
+                },
+            ))
+        });
+        match opened {
+            Ok((f, span)) => {
+                let info = f.info();
+                if size.is_none() {
+                    limits.check_frame(NAME, info.width, info.height)?;
+                    size = Some((info.width, info.height));
+                }
+                rate.get_or_insert(info.rate);
+                files.push(Some(f));
+                spans.push(span);
+            }
+            Err(e) => {
+                eprintln!("framepipe: {NAME}: skipped clip {i}: {e}");
+                skipped[i] = true;
+                files.push(None);
+                spans.push(Span {
+                    first: 0,
+                    len: 1,
+                    ping_pong: false,
+                });
+            }
+        }
+    }
+    let (Some((width, height)), Some(rate)) = (size, rate) else {
+        return Err(Error::element(
+            NAME,
+            format!(
+                "no clip of the bank could be opened ({} tried)",
+                locations.len()
+            ),
+        ));
+    };
+    let frame = u64::from(width) * u64::from(height) * 4;
+    let playable = files.iter().flatten().count() as u64;
+    limits.check_total(
+        &format!(
+            "{NAME}: {} pictures decoded ahead and cached",
+            settings.sizing.depth + 1 + settings.sizing.cache
+        ),
+        settings.sizing.bytes(frame),
+    )?;
+    // The heads get at most half of what the budget leaves.
+    let room = limits
+        .max_memory
+        .saturating_sub(settings.sizing.bytes(frame))
+        / 2;
+    let per_clip = (room / frame.max(1) / playable.max(1)) as usize;
+    let head_len = settings.sizing.depth.min(per_clip);
+    let mut heads = Vec::with_capacity(files.len());
+    for (i, f) in files.iter_mut().enumerate() {
+        let Some(file) = f else {
+            heads.push(Vec::new());
+            continue;
+        };
+        let mut scratch = file.rgba_frame();
+        let n = (head_len as u64).min(spans[i].len) as usize;
+        let mut head = vec![vec![0u8; frame as usize]; n];
+        match file.decode_into(spans[i].first, &mut head, &mut scratch) {
+            Ok(got) if got > 0 => {
+                head.truncate(got);
+                heads.push(head);
+            }
+            Ok(_) | Err(_) => {
+                let why = "no frame could be decoded".to_string();
+                eprintln!(
+                    "framepipe: {NAME}: skipped clip {i}: '{}': {why}",
+                    locations[i]
+                );
+                skipped[i] = true;
+                *f = None;
+                heads.push(Vec::new());
+            }
+        }
+    }
+    let held: u64 = heads.iter().map(|h| h.len() as u64 * frame).sum();
+    eprintln!(
+        "framepipe: {NAME}: {} of {} clips playable, {width}x{height}; heads of {head_len} \
+         frames each ({} MiB)",
+        files.iter().flatten().count(),
+        locations.len(),
+        held >> 20
+    );
+    let start = props.i64("clip").max(0) as usize;
+    let Some(active) = (start..files.len())
+        .chain(0..start)
+        .find(|&i| files[i].is_some())
+    else {
+        return Err(Error::element(NAME, "no clip of the bank could be decoded"));
+    };
+    let cursor = Cursor::new(&spans[active], 0, settings.speed);
+    let player = Player::start_bank(files, spans, active, cursor, settings.sizing)
+        .map_err(|e| Error::element(NAME, e))?;
+    let mut deck = Deck {
+        info: VideoInfo {
+            width,
+            height,
+            rate: Rational::new(rate.0, rate.1),
+        },
+        player,
+        settings,
+        heads,
+        skipped,
+        trigger: Trigger::parse(props.str("trigger")),
+        resume: Vec::new(),
+        head: None,
+        shown: Shown::Nothing,
+        ended: false,
+        scrubbed: false,
+        clip: active,
+    };
+    deck.resume = vec![None; deck.heads.len()];
+    deck.trigger_clip(active)?;
+    Ok(Element::Source(Box::new(deck)))
+}
+
+/// Head frames being given from memory after a trigger.
+#[derive(Debug, Clone, Copy)]
+struct HeadPlay {
+    clip: usize,
+    cursor: Cursor,
+    left: u64,
+}
+
+/// What the last frame given was.
+#[derive(Debug, Clone, Copy)]
+enum Shown {
+    Nothing,
+    Player,
+    Head { clip: usize, at: usize, u: i64 },
+}
+
+/// The `clips` source.
+#[derive(Debug)]
+pub struct Deck {
+    info: VideoInfo,
+    player: Player,
+    settings: PlaySettings,
+    heads: Vec<Vec<Vec<u8>>>,
+    /// Places whose clip could not be opened or decoded.
+    skipped: Vec<bool>,
+    trigger: Trigger,
+    /// Where each clip was left (its head), for `trigger=resume`.
+    resume: Vec<Option<i64>>,
+    head: Option<HeadPlay>,
+    shown: Shown,
+    /// The clip played once and holds its last frame.
+    ended: bool,
+    scrubbed: bool,
+    clip: usize,
+}
+
+impl Deck {
+    /// The head of the frame shown last.
+    fn shown_u(&self) -> Option<i64> {
+        match self.shown {
+            Shown::Head { u, .. } => Some(u),
+            Shown::Player => self.player.head().map(|(_, s)| s.u),
+            Shown::Nothing => None,
+        }
+    }
+
+    /// Starts clip `n` on the next frame. A place with no playable clip (past the bank's end,
+    /// or skipped at start, where it was named) leaves the clip playing as it is: a refusal
+    /// would make the runtime refuse every later trigger of the property.
+    fn trigger_clip(&mut self, n: usize) -> Result<()> {
+        let Some(span) = self.player.span_of(n) else {
+            return Ok(());
+        };
+        if self.skipped[n] {
+            return Ok(());
+        }
+        if let Some(u) = self.shown_u() {
+            let old = self.clip;
+            self.resume[old] = Some(u);
+        }
+        self.clip = n;
+        self.ended = false;
+        self.scrubbed = self.settings.pause;
+        let speed = self.settings.speed;
+        if let (Trigger::Resume, Some(u)) = (self.trigger, self.resume[n]) {
+            self.head = None;
+            let mut c = Cursor::new(&span, u, speed);
+            c.advance(&span);
+            self.player.play(n, c);
+            return Ok(());
+        }
+        let start = Cursor::new(&span, span.start(speed), speed);
+        let held = self.heads[n].len() as u64;
+        // The steps whose frames the head holds, forward from the in point.
+        let mut probe = start;
+        let mut steps = 0;
+        if speed > 0 {
+            while steps < held * 64 && span.frame_at(probe.u) < span.first + held {
+                probe.advance(&span);
+                steps += 1;
+                if probe.wrapped {
+                    break;
+                }
+            }
+        }
+        self.player.play(n, probe);
+        self.head = (steps > 0).then_some(HeadPlay {
+            clip: n,
+            cursor: start,
+            left: steps,
+        });
+        Ok(())
+    }
+
+    fn repeat(&self, out: &mut [u8]) -> bool {
+        match self.shown {
+            Shown::Nothing => false,
+            Shown::Player => self.player.repeat(out),
+            Shown::Head { clip, at, .. } => {
+                out.copy_from_slice(&self.heads[clip][at]);
+                true
+            }
+        }
+    }
+}
+
+impl Source for Deck {
+    fn info(&self) -> VideoInfo {
+        self.info
+    }
+
+    fn fill(&mut self, _ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        let out = frame.data_mut();
+        if ((self.settings.pause && !self.scrubbed) || self.ended) && self.repeat(out) {
+            return Ok(true);
+        }
+        self.scrubbed = false;
+        if let Some(h) = &mut self.head {
+            if h.left > 0 {
+                let span = self.player.span_of(h.clip).unwrap_or(Span {
+                    first: 0,
+                    len: 1,
+                    ping_pong: false,
+                });
+                let step = h.cursor.next(&span);
+                let at = (step.frame - span.first) as usize;
+                h.left -= 1;
+                out.copy_from_slice(&self.heads[h.clip][at]);
+                self.shown = Shown::Head {
+                    clip: h.clip,
+                    at,
+                    u: step.u,
+                };
+                if h.left == 0 {
+                    self.head = None;
+                }
+                return Ok(true);
+            }
+            self.head = None;
+        }
+        loop {
+            if self.player.next(out).map_err(|e| Error::element(NAME, e))? {
+                self.shown = Shown::Player;
+                return Ok(true);
+            }
+            if !self.settings.looping {
+                self.ended = true;
+                if self.repeat(out) {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// `fill` waits for the decoder thread when it is behind (a resumed clip's seek, a
+    /// reverse window): it runs on the show's IO thread.
+    fn blocks(&self) -> bool {
+        true
+    }
+
+    fn ready(&mut self) -> Result<()> {
+        self.player
+            .wait_ahead(self.settings.sizing.depth)
+            .map_err(|e| Error::element(NAME, e))
+    }
+
+    fn live_props(&self) -> Vec<(PropSpec, PropValue)> {
+        desc()
+            .props
+            .into_iter()
+            .map(|spec| {
+                let v = match spec.name.as_str() {
+                    "clip" => PropValue::Int(self.clip as i64),
+                    "trigger" => PropValue::Str(
+                        match self.trigger {
+                            Trigger::Restart => "restart",
+                            Trigger::Resume => "resume",
+                        }
+                        .into(),
+                    ),
+                    "speed" => PropValue::Float(self.settings.speed as f64 / ONE as f64),
+                    "position" => PropValue::Float(self.settings.position),
+                    "pause" => PropValue::Bool(self.settings.pause),
+                    _ => spec.default.clone(),
+                };
+                (spec, v)
+            })
+            .collect()
+    }
+
+    fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
+        match (name, value) {
+            ("clip", PropValue::Int(n)) => self.trigger_clip((*n).max(0) as usize)?,
+            ("trigger", PropValue::Str(s)) => self.trigger = Trigger::parse(s),
+            ("speed", v) if v.as_f64().is_some() => {
+                self.settings.speed = speed_fixed(v.as_f64().unwrap_or(1.0));
+                let u = self.shown_u().unwrap_or(0);
+                self.head = None;
+                self.ended = false;
+                self.player.set_speed_from(u, self.settings.speed);
+            }
+            ("position", v) if v.as_f64().is_some() => {
+                self.settings.position = v.as_f64().unwrap_or(0.0);
+                self.head = None;
+                self.ended = false;
+                self.player
+                    .seek(self.settings.position, self.settings.speed);
+                self.scrubbed = true;
+            }
+            ("pause", PropValue::Bool(b)) => self.settings.pause = *b,
+            _ => {
+                return Err(Error::Pipeline(format!(
+                    "property '{name}' of {NAME} cannot be changed while running"
+                )))
+            }
+        }
+        Ok(())
+    }
+}
