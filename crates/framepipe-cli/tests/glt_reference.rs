@@ -94,6 +94,12 @@ fn reference_renders_computed_pictures(r: &mut Reference, from: &Picture, to: &P
 
 #[test]
 fn transitions_match_the_gl_transitions_renderer() {
+    // framepipe reads the collection from the pinned package (scripts/install-deps); set
+    // before Chromium's threads start.
+    std::env::set_var(
+        "FRAMEPIPE_GLT_PATH",
+        isf_ref::npm_dir().join("node_modules/gl-transitions/gl-transitions.json"),
+    );
     let Some(mut r) = Reference::start() else {
         return;
     };
@@ -105,11 +111,6 @@ fn transitions_match_the_gl_transitions_renderer() {
     let from = test_picture(W, H, 0);
     let to = test_picture(W, H, 3);
     reference_renders_computed_pictures(&mut r, &from, &to);
-    // framepipe reads the collection from the pinned package (scripts/install-deps).
-    std::env::set_var(
-        "FRAMEPIPE_GLT_PATH",
-        isf_ref::npm_dir().join("node_modules/gl-transitions/gl-transitions.json"),
-    );
     let mut report = Vec::new();
     for c in cases() {
         let want = r.render_transition(&json!({
