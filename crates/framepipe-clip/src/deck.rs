@@ -11,8 +11,10 @@
 //! Every clip is given at the deck's size (the first playable clip's, or `width`/`height`),
 //! scaled as the `ffmpeg` tool scales (bicubic), frame by frame at the deck's rate. A clip
 //! that cannot be opened or decoded is named on stderr when the deck is built and skipped: its
-//! place in the bank stays (clip numbers are places in the list), and triggering it is refused
-//! with the reason.
+//! place in the bank stays (clip numbers are places in the list), and triggering it (or a
+//! place past the end) leaves the clip playing as it is: a refusal would make the runtime
+//! refuse every later trigger. A clip that fails mid-play is named on stderr by the decoder
+//! thread, dropped, and the deck goes on with the next clip.
 
 use framepipe_core::{
     Element, ElementDesc, ElementKind, Error, FrameCtx, FrameMut, Limits, Mode, PathUse, PropKind,
@@ -22,7 +24,8 @@ use framepipe_core::{
 use crate::clip::{parse_point, play_props, PlaySettings};
 use crate::cursor::{speed_fixed, Cursor, Span, ONE};
 use crate::decode::ClipFile;
-use crate::player::Player;
+use crate::error::ClipError;
+use crate::player::{Place, Player};
 
 /// Element name.
 pub const NAME: &str = "clips";
@@ -98,18 +101,25 @@ pub fn desc() -> ElementDesc {
         )
         .fixed(),
     ];
-    props.extend(play_props().into_iter().map(|p| {
-        if p.name == "loop" {
-            PropSpec {
-                default: PropValue::Bool(true),
-                description: "loop each clip (else hold its last frame until the next trigger)"
-                    .into(),
-                ..p
-            }
-        } else {
-            p
-        }
-    }));
+    // A deck never ends by itself: no `loops`.
+    props.extend(
+        play_props()
+            .into_iter()
+            .filter(|p| p.name != "loops")
+            .map(|p| {
+                if p.name == "loop" {
+                    PropSpec {
+                        default: PropValue::Bool(true),
+                        description:
+                            "loop each clip (else hold its last frame until the next trigger)"
+                                .into(),
+                        ..p
+                    }
+                } else {
+                    p
+                }
+            }),
+    );
     ElementDesc {
         name: NAME.into(),
         kind: ElementKind::Source,
@@ -173,51 +183,92 @@ pub fn build(props: &Props) -> Result<Element> {
     };
     let mut files = Vec::with_capacity(locations.len());
     let mut spans = Vec::with_capacity(locations.len());
+    let mut heads = Vec::with_capacity(locations.len());
     let mut skipped = vec![false; locations.len()];
     let mut rate = None;
+    // Set by the first clip that opens: the picture's bytes and the head's length.
+    let mut sized: Option<(u64, usize)> = None;
+    let span_of = |info: &crate::decode::ClipInfo| -> std::result::Result<Span, ClipError> {
+        let first = parse_point("in", props.str("in"), info.rate)?.unwrap_or(0);
+        let end = parse_point("out", props.str("out"), info.rate)?
+            .filter(|&o| o > 0)
+            .unwrap_or(info.frames)
+            .min(info.frames);
+        // An in point past a short clip's end plays its last frame.
+        let first = first.min(end.saturating_sub(1));
+        Ok(Span {
+            first,
+            len: (end - first).max(1),
+            ping_pong: settings.ping_pong,
+        })
+    };
+    // One clip open at a time: opened, its head decoded, closed (its decoder's memory given
+    // back); the decoder thread opens the one that plays.
     for (i, loc) in locations.iter().enumerate() {
-        let opened = ClipFile::open_sized(loc, settings.threads, size).and_then(|f| {
-            let info = f.info().clone();
-            let first = parse_point("in", props.str("in"), info.rate)?.unwrap_or(0);
-            let end = parse_point("out", props.str("out"), info.rate)?
-                .filter(|&o| o > 0)
-                .unwrap_or(info.frames)
-                .min(info.frames);
-            // An in point past a short clip's end plays its last frame.
-            let first = first.min(end.saturating_sub(1));
-            Ok((
-                f,
-                Span {
-                    first,
-                    len: (end - first).max(1),
-                    ping_pong: settings.ping_pong,
-                },
-            ))
-        });
-        match opened {
-            Ok((f, span)) => {
+        let mut opened = ClipFile::open_sized(loc, settings.threads, size)
+            .and_then(|f| Ok((span_of(f.info())?, f)));
+        if let Ok((_, f)) = &opened {
+            if sized.is_none() {
                 let info = f.info();
-                if size.is_none() {
-                    limits.check_frame(NAME, info.width, info.height)?;
-                    size = Some((info.width, info.height));
-                }
-                rate.get_or_insert(info.rate);
-                files.push(Some(f));
-                spans.push(span);
+                limits.check_frame(NAME, info.width, info.height)?;
+                size = Some((info.width, info.height));
+                let frame = u64::from(info.width) * u64::from(info.height) * 4;
+                limits.check_total(
+                    &format!(
+                        "{NAME}: {} pictures decoded ahead and cached",
+                        settings.sizing.depth + 1 + settings.sizing.cache
+                    ),
+                    settings.sizing.bytes(frame),
+                )?;
+                // The heads get at most half of what the budget leaves, shared by every
+                // place of the bank.
+                let room = limits
+                    .max_memory
+                    .saturating_sub(settings.sizing.bytes(frame))
+                    / 2;
+                let per_clip = (room / frame.max(1) / locations.len() as u64) as usize;
+                sized = Some((frame, settings.sizing.depth.min(per_clip)));
             }
-            Err(e) => {
-                eprintln!("framepipe: {NAME}: skipped clip {i}: {e}");
+        }
+        let head = match (&mut opened, sized) {
+            (Ok((span, f)), Some((frame, head_len))) => {
+                let mut scratch = f.rgba_frame();
+                let n = (head_len as u64).min(span.len) as usize;
+                let mut head = vec![vec![0u8; frame as usize]; n];
+                match f.decode_into(span.first, &mut head, &mut scratch) {
+                    Ok(got) if got > 0 || n == 0 => {
+                        head.truncate(got);
+                        Ok(head)
+                    }
+                    Ok(_) => Err("no frame could be decoded".to_string()),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            (Ok(_), None) => Err("no size".to_string()),
+            (Err(e), _) => Err(e.to_string()),
+        };
+        match (opened, head) {
+            (Ok((span, f)), Ok(head)) => {
+                rate.get_or_insert(f.info().rate);
+                files.push(Place::Closed(f.close()));
+                spans.push(span);
+                heads.push(head);
+            }
+            (_, head) => {
+                let why = head.err().unwrap_or_else(|| "cannot be opened".into());
+                eprintln!("framepipe: {NAME}: skipped clip {i} ('{loc}'): {why}");
                 skipped[i] = true;
-                files.push(None);
+                files.push(Place::Gone);
                 spans.push(Span {
                     first: 0,
                     len: 1,
                     ping_pong: false,
                 });
+                heads.push(Vec::new());
             }
         }
     }
-    let (Some((width, height)), Some(rate)) = (size, rate) else {
+    let (Some((width, height)), Some(rate), Some((frame, head_len))) = (size, rate, sized) else {
         return Err(Error::element(
             NAME,
             format!(
@@ -226,66 +277,31 @@ pub fn build(props: &Props) -> Result<Element> {
             ),
         ));
     };
-    let frame = u64::from(width) * u64::from(height) * 4;
-    let playable = files.iter().flatten().count() as u64;
-    limits.check_total(
-        &format!(
-            "{NAME}: {} pictures decoded ahead and cached",
-            settings.sizing.depth + 1 + settings.sizing.cache
-        ),
-        settings.sizing.bytes(frame),
-    )?;
-    // The heads get at most half of what the budget leaves.
-    let room = limits
-        .max_memory
-        .saturating_sub(settings.sizing.bytes(frame))
-        / 2;
-    let per_clip = (room / frame.max(1) / playable.max(1)) as usize;
-    let head_len = settings.sizing.depth.min(per_clip);
-    let mut heads = Vec::with_capacity(files.len());
-    for (i, f) in files.iter_mut().enumerate() {
-        let Some(file) = f else {
-            heads.push(Vec::new());
-            continue;
-        };
-        let mut scratch = file.rgba_frame();
-        let n = (head_len as u64).min(spans[i].len) as usize;
-        let mut head = vec![vec![0u8; frame as usize]; n];
-        match file.decode_into(spans[i].first, &mut head, &mut scratch) {
-            Ok(got) if got > 0 => {
-                head.truncate(got);
-                heads.push(head);
-            }
-            Ok(_) | Err(_) => {
-                let why = "no frame could be decoded".to_string();
-                eprintln!(
-                    "framepipe: {NAME}: skipped clip {i}: '{}': {why}",
-                    locations[i]
-                );
-                skipped[i] = true;
-                *f = None;
-                heads.push(Vec::new());
-            }
-        }
-    }
     let held: u64 = heads.iter().map(|h| h.len() as u64 * frame).sum();
     eprintln!(
         "framepipe: {NAME}: {} of {} clips playable, {width}x{height}; heads of {head_len} \
          frames each ({} MiB)",
-        files.iter().flatten().count(),
+        files.iter().filter(|f| f.playable()).count(),
         locations.len(),
         held >> 20
     );
     let start = props.i64("clip").max(0) as usize;
     let Some(active) = (start..files.len())
         .chain(0..start)
-        .find(|&i| files[i].is_some())
+        .find(|&i| files[i].playable())
     else {
         return Err(Error::element(NAME, "no clip of the bank could be decoded"));
     };
     let cursor = Cursor::new(&spans[active], 0, settings.speed);
-    let player = Player::start_bank(files, spans, active, cursor, settings.sizing)
-        .map_err(|e| Error::element(NAME, e))?;
+    let player = Player::start_bank(
+        files,
+        spans,
+        (width, height),
+        active,
+        cursor,
+        settings.sizing,
+    )
+    .map_err(|e| Error::element(NAME, e))?;
     let mut deck = Deck {
         info: VideoInfo {
             width,
@@ -362,7 +378,7 @@ impl Deck {
         let Some(span) = self.player.span_of(n) else {
             return Ok(());
         };
-        if self.skipped[n] {
+        if self.skipped[n] || self.player.broken(n) {
             return Ok(());
         }
         if let Some(u) = self.shown_u() {
@@ -452,6 +468,8 @@ impl Source for Deck {
         loop {
             if self.player.next(out).map_err(|e| Error::element(NAME, e))? {
                 self.shown = Shown::Player;
+                // The decoder may have moved on from a clip that failed.
+                self.clip = self.player.active();
                 return Ok(true);
             }
             if !self.settings.looping {
@@ -479,7 +497,14 @@ impl Source for Deck {
         desc()
             .props
             .into_iter()
-            .map(|spec| {
+            .map(|mut spec| {
+                if spec.name == "clip" {
+                    // The range is the bank: a MIDI control or an OSCQuery slider spans it.
+                    spec.kind = PropKind::Int {
+                        min: 0,
+                        max: self.skipped.len().saturating_sub(1) as i64,
+                    };
+                }
                 let v = match spec.name.as_str() {
                     "clip" => PropValue::Int(self.clip as i64),
                     "trigger" => PropValue::Str(

@@ -20,6 +20,31 @@ use crate::error::ClipError;
 /// The largest side accepted (the engine's own limit).
 pub const MAX_SIDE: u32 = 16384;
 
+/// A clip closed to save its decoder's memory, and how to open it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closed {
+    location: String,
+    threads: usize,
+    size: Option<(u32, u32)>,
+}
+
+impl Closed {
+    /// Opens the clip again, as it was opened first.
+    pub fn open(&self) -> Result<ClipFile, ClipError> {
+        ClipFile::open_sized(&self.location, self.threads, self.size)
+    }
+
+    /// The file.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+}
+
+/// An RGBA picture of `width` x `height`, allocated by FFmpeg (aligned as its own frames).
+pub fn rgba_frame(width: u32, height: u32) -> ff::frame::Video {
+    ff::frame::Video::new(Pixel::RGBA, width, height)
+}
+
 /// The converter's context, owned by one [`ClipFile`].
 struct Scaler(scaling::Context);
 
@@ -57,6 +82,9 @@ pub struct ClipFile {
     /// Timestamp of frame 0, in the stream's time base.
     origin: i64,
     eof_sent: bool,
+    /// Decoder threads asked for, and whether the pictures are scaled (to reopen it alike).
+    threads: usize,
+    sized: bool,
     /// The index the next [`decode_next`](Self::decode_next) will most likely give (`None`
     /// after the end of the stream).
     next: Option<u64>,
@@ -104,8 +132,16 @@ impl ClipFile {
             location: location.into(),
             reason,
         };
-        if !Path::new(location).exists() && !location.contains("://") {
-            return Err(bad("no such file".into()));
+        // Files only: a network stream could block a read without end (and the element's
+        // drop, which joins the decoder thread); ffmpegsrc is the element for URLs.
+        if !Path::new(location).is_file() {
+            return Err(bad(if location.contains("://") {
+                "a clip is a file: for a URL or a stream use ffmpegsrc".into()
+            } else if Path::new(location).exists() {
+                "not a regular file".into()
+            } else {
+                "no such file".into()
+            }));
         }
         let input = ff::format::input(&location).map_err(|e| bad(e.to_string()))?;
         let stream = input
@@ -157,6 +193,8 @@ impl ClipFile {
             tb,
             origin,
             eof_sent: false,
+            threads,
+            sized: size.is_some(),
             next: Some(0),
             info: ClipInfo {
                 width,
@@ -174,6 +212,16 @@ impl ClipFile {
             return Err(bad("the video stream has no frames".into()));
         }
         Ok(me)
+    }
+
+    /// Closes the file and its decoder (their memory is given back), keeping what opens it
+    /// again alike: see [`Closed::open`].
+    pub fn close(self) -> Closed {
+        Closed {
+            location: self.location.clone(),
+            threads: self.threads,
+            size: self.sized.then_some((self.info.width, self.info.height)),
+        }
     }
 
     /// What the clip is.
@@ -255,6 +303,25 @@ impl ClipFile {
             self.input
                 .seek(us, ..us + 1)
                 .map_err(|e| self.failed(format!("seeking to frame {index}: {e}")))?;
+        }
+        self.decoder.flush();
+        self.eof_sent = false;
+        self.next = None;
+        Ok(())
+    }
+
+    /// Goes back to the start of the file (its first byte; the first timestamp where a
+    /// demuxer cannot seek by bytes), for a demuxer whose timestamp seek lands after the
+    /// first frame (MPEG program streams).
+    pub fn seek_start(&mut self) -> Result<(), ClipError> {
+        // SAFETY: as in `seek_back`: the context is open and owned by `self.input`.
+        let r = unsafe {
+            ff::ffi::av_seek_frame(self.input.as_mut_ptr(), -1, 0, ff::ffi::AVSEEK_FLAG_BYTE)
+        };
+        if r < 0 {
+            self.input
+                .seek(i64::MIN, ..i64::MIN + 1)
+                .map_err(|e| self.failed(format!("seeking to the start: {e}")))?;
         }
         self.decoder.flush();
         self.eof_sent = false;

@@ -30,6 +30,9 @@ pub enum ClipError {
         /// What is expected.
         reason: String,
     },
+    /// The decoder thread stopped on an error (its message names the clip).
+    #[error("{0}")]
+    Stopped(String),
     /// The clip's decoder thread could not be started.
     #[error("cannot start the decoding thread: {0}")]
     Thread(std::io::Error),

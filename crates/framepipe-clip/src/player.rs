@@ -39,7 +39,7 @@ use crossbeam_queue::ArrayQueue;
 use ffmpeg_next as ff;
 
 use crate::cursor::{Cursor, Span, Step, ONE};
-use crate::decode::{copy_rgba, ClipFile};
+use crate::decode::{copy_rgba, rgba_frame, ClipFile, Closed};
 use crate::error::ClipError;
 
 /// How far forward the decoder reads on rather than seeking (frames).
@@ -73,6 +73,8 @@ struct Shared {
     command: Mutex<Option<Command>>,
     commanded: AtomicBool,
     stop: AtomicBool,
+    /// Per clip of the bank: it failed mid-play and was dropped.
+    broken: Vec<AtomicBool>,
     /// Set when the thread ended on an error (its message in `error`).
     failed: AtomicBool,
     error: Mutex<Option<String>>,
@@ -125,25 +127,21 @@ impl Player {
         cursor: Cursor,
         sizing: Sizing,
     ) -> Result<Self, ClipError> {
-        Self::start_bank(vec![Some(file)], vec![span], 0, cursor, sizing)
+        let size = (file.info().width, file.info().height);
+        Self::start_bank(vec![Place::Open(file)], vec![span], size, 0, cursor, sizing)
     }
 
-    /// Starts the decoder thread on a bank of clips (`None`: a place whose clip could not be
-    /// opened), all giving pictures of one size, playing clip `active`'s `spans[active]` from
-    /// head `cursor`.
+    /// Starts the decoder thread on a bank of clips, all giving pictures of `size`, playing
+    /// clip `active`'s `spans[active]` from head `cursor`. The decoder keeps one clip open at
+    /// a time: the one playing.
     pub fn start_bank(
-        files: Vec<Option<ClipFile>>,
+        files: Vec<Place>,
         spans: Vec<Span>,
+        size: (u32, u32),
         active: usize,
         cursor: Cursor,
         sizing: Sizing,
     ) -> Result<Self, ClipError> {
-        let Some(any) = files.iter().flatten().next() else {
-            return Err(ClipError::Open {
-                location: String::new(),
-                reason: "no clip to play".into(),
-            });
-        };
         let depth = sizing.depth.max(1);
         let shared = Arc::new(Shared {
             ready: ArrayQueue::new(depth + 1),
@@ -151,24 +149,21 @@ impl Player {
             command: Mutex::new(None),
             commanded: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            broken: files.iter().map(|_| AtomicBool::new(false)).collect(),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
         });
-        for _ in 0..depth {
-            let _ = shared.free.push(any.rgba_frame());
+        // `depth` queued ahead plus the one the player shows (kept for pause): with only
+        // `depth`, an `ahead=1` player would hold the one buffer while waiting for the next.
+        for _ in 0..=depth {
+            let _ = shared.free.push(rgba_frame(size.0, size.1));
         }
-        let locations = files
-            .iter()
-            .map(|f| {
-                f.as_ref()
-                    .map_or_else(String::new, |f| f.location().to_string())
-            })
-            .collect();
+        let locations = files.iter().map(|f| f.location().to_string()).collect();
         let cache = (0..sizing.cache.max(2))
             .map(|_| Slot {
                 index: None,
                 used: 0,
-                pic: any.rgba_frame(),
+                pic: rgba_frame(size.0, size.1),
             })
             .collect();
         let mut worker = Worker {
@@ -218,6 +213,14 @@ impl Player {
         self.active
     }
 
+    /// Whether clip `clip` of the bank failed mid-play (the decoder dropped it).
+    pub fn broken(&self, clip: usize) -> bool {
+        self.shared
+            .broken
+            .get(clip)
+            .is_some_and(|b| b.load(Ordering::Acquire))
+    }
+
     /// The clip and head of the picture shown last, if any.
     pub fn head(&self) -> Option<(usize, Step)> {
         self.current.as_ref().map(|m| (m.clip, m.step))
@@ -240,10 +243,9 @@ impl Player {
     fn check(&self) -> Result<(), ClipError> {
         if self.shared.failed.load(Ordering::Acquire) {
             let e = self.shared.error.lock().unwrap_or_else(|p| p.into_inner());
-            return Err(ClipError::Decode {
-                location: self.locations.join(", "),
-                reason: e.clone().unwrap_or_else(|| "the decoder stopped".into()),
-            });
+            return Err(ClipError::Stopped(
+                e.clone().unwrap_or_else(|| "the decoder stopped".into()),
+            ));
         }
         Ok(())
     }
@@ -262,6 +264,8 @@ impl Player {
         loop {
             if let Some(m) = self.shared.ready.pop() {
                 if m.generation == self.generation {
+                    // The decoder may have moved on from a clip that failed.
+                    self.active = m.clip;
                     return Ok(m);
                 }
                 let _ = self.shared.free.push(m.buf);
@@ -366,6 +370,42 @@ impl Drop for Player {
     }
 }
 
+/// A clip of a bank, as the decoder thread holds it.
+#[derive(Debug)]
+pub enum Place {
+    /// Open: demuxer and decoder ready.
+    Open(ClipFile),
+    /// Closed, its decoder's memory given back; opened again when it plays.
+    Closed(Closed),
+    /// Could not be opened, or failed: skipped.
+    Gone,
+}
+
+impl Place {
+    /// Whether the place has a clip to play.
+    pub fn playable(&self) -> bool {
+        !matches!(self, Place::Gone)
+    }
+
+    /// The file, or empty.
+    pub fn location(&self) -> &str {
+        match self {
+            Place::Open(f) => f.location(),
+            Place::Closed(c) => c.location(),
+            Place::Gone => "",
+        }
+    }
+
+    /// Closes an open clip (its decoder's memory is given back).
+    pub fn close(&mut self) {
+        if let Place::Open(_) = self {
+            if let Place::Open(f) = std::mem::replace(self, Place::Gone) {
+                *self = Place::Closed(f.close());
+            }
+        }
+    }
+}
+
 /// A decoded picture in the cache.
 struct Slot {
     /// (clip, frame).
@@ -376,7 +416,7 @@ struct Slot {
 
 /// The decoder thread's state.
 struct Worker {
-    files: Vec<Option<ClipFile>>,
+    files: Vec<Place>,
     spans: Vec<Span>,
     active: usize,
     cursor: Cursor,
@@ -400,10 +440,16 @@ impl Worker {
                     .unwrap_or_else(|p| p.into_inner())
                     .take()
                 {
+                    // A clip that stopped meanwhile: the one playing goes on, under the
+                    // new generation (the player waits for that).
                     self.generation = c.generation;
-                    self.cursor = c.cursor;
-                    if self.files.get(c.clip).is_some_and(Option::is_some) {
+                    if self.files.get(c.clip).is_some_and(Place::playable) {
+                        if c.clip != self.active {
+                            // The clip left gives its decoder's memory back.
+                            self.files[self.active].close();
+                        }
                         self.active = c.clip;
+                        self.cursor = c.cursor;
                     }
                 }
             }
@@ -413,7 +459,14 @@ impl Worker {
             };
             let mut ahead = self.cursor;
             let step = ahead.next(&self.spans[self.active]);
-            let slot = self.fetch(step.frame, self.backward(step.u))?;
+            let slot = match self.fetch(step.frame, self.backward(step.u)) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = shared.free.push(buf);
+                    self.move_on(shared, e)?;
+                    continue;
+                }
+            };
             if shared.commanded.load(Ordering::Acquire) {
                 // A new head came meanwhile: this picture is not wanted.
                 let _ = shared.free.push(buf);
@@ -442,6 +495,32 @@ impl Worker {
         }
     }
 
+    /// After clip `active` failed mid-play with `e`: in a bank with another playable clip,
+    /// says so on stderr (this thread is off the frame path) and goes on with the next one
+    /// from its start; alone, the error ends the player.
+    fn move_on(&mut self, shared: &Shared, e: ClipError) -> Result<(), ClipError> {
+        let n = self.files.len();
+        let Some(next) = (1..n)
+            .map(|k| (self.active + k) % n)
+            .find(|&i| self.files[i].playable())
+        else {
+            return Err(e);
+        };
+        eprintln!(
+            "framepipe: clips: clip {} stopped: {e}; the deck goes on with clip {next}",
+            self.active
+        );
+        if let Some(b) = shared.broken.get(self.active) {
+            b.store(true, Ordering::Release);
+        }
+        self.files[self.active] = Place::Gone;
+        self.last = None;
+        self.active = next;
+        let span = self.spans[next];
+        self.cursor = Cursor::new(&span, span.start(self.cursor.speed), self.cursor.speed);
+        Ok(())
+    }
+
     /// Whether the head at `u` is moving to lower frames.
     fn backward(&self, u: i64) -> bool {
         let span = &self.spans[self.active];
@@ -449,15 +528,25 @@ impl Worker {
         (self.cursor.speed < 0) != second_half
     }
 
-    /// The clip playing.
+    /// The clip playing, opened again if it was closed.
     fn file(&mut self) -> Result<&mut ClipFile, ClipError> {
-        self.files
+        let place = self
+            .files
             .get_mut(self.active)
-            .and_then(Option::as_mut)
             .ok_or_else(|| ClipError::Decode {
                 location: String::new(),
                 reason: "no clip at this place of the bank".into(),
-            })
+            })?;
+        if let Place::Closed(c) = place {
+            *place = Place::Open(c.open()?);
+        }
+        match place {
+            Place::Open(f) => Ok(f),
+            _ => Err(ClipError::Decode {
+                location: String::new(),
+                reason: "no clip at this place of the bank".into(),
+            }),
+        }
     }
 
     fn find(&mut self, index: u64) -> Option<usize> {
@@ -479,7 +568,7 @@ impl Worker {
         let s = self.victim();
         let active = self.active;
         let Worker { files, cache, .. } = self;
-        if let Some(file) = files.get_mut(active).and_then(Option::as_mut) {
+        if let Some(Place::Open(file)) = files.get_mut(active) {
             file.convert(&mut cache[s].pic)?;
         }
         self.clock += 1;
@@ -511,16 +600,25 @@ impl Worker {
         // (a demuxer index that rounds) means seeking again, further back.
         let mut back = 0;
         let mut first = !near;
+        let mut from_start = false;
         if !near {
             self.file()?.seek_back(lo, back)?;
         }
         let mut found = None;
         while let Some(i) = self.file()?.decode_next()? {
-            if std::mem::take(&mut first) && i > lo && back < lo {
-                back = (back * 2).max(1);
-                self.file()?.seek_back(lo, back)?;
-                first = true;
-                continue;
+            if std::mem::take(&mut first) && i > lo {
+                if back < lo {
+                    back = (back * 2).max(1);
+                    self.file()?.seek_back(lo, back)?;
+                    first = true;
+                    continue;
+                }
+                if !from_start {
+                    // Even a seek before frame 0 landed after `lo`: from the file's start.
+                    from_start = true;
+                    self.file()?.seek_start()?;
+                    continue;
+                }
             }
             if i < lo {
                 continue;
