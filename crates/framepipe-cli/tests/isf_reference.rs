@@ -20,8 +20,7 @@
 //! 21 of 3072 more than 8 apart, mean 0.19): at most 1 % of pixels, mean 0.5.
 //! Left out: `badtv.fs` (takes pow() of negative numbers, undefined in GLSL: llvmpipe gives
 //! NaN, SwiftShader a value) and Vidvox `poly_glitch.fs` (WebGL 1 refuses its loop, bounded by
-//! a uniform). A case marked `known` prints its figures without failing (a mismatch reported
-//! to the renderer's owner).
+//! a uniform).
 //!
 //! One Chromium for the whole file (one test function), 64x48 frames.
 mod browser;
@@ -209,9 +208,6 @@ struct Case {
     rate: u32,
     frames: usize,
     tol: Tolerance,
-    /// A mismatch known and reported to the renderer's owner: its figures are printed, it
-    /// does not fail the test.
-    known: Option<&'static str>,
 }
 
 fn compare(r: &mut Reference, c: &Case) -> (String, bool) {
@@ -292,10 +288,7 @@ fn compare(r: &mut Reference, c: &Case) -> (String, bool) {
         c.tol.mean,
         c.tol.over8
     );
-    match c.known {
-        Some(why) if !within => (format!("{line}: KNOWN MISMATCH ({why})"), true),
-        _ => (line, within),
-    }
+    (line, within)
 }
 
 /// The shaders compared, each with the inputs it gets (not its defaults, where the case says
@@ -333,7 +326,6 @@ fn cases() -> Vec<Case> {
             rate: 30,
             frames: 3,
             tol: strict,
-            known: None,
         },
         Case {
             name: "spec/inputs (defaults)",
@@ -345,7 +337,6 @@ fn cases() -> Vec<Case> {
             rate: 30,
             frames: 2,
             tol: strict,
-            known: None,
         },
         Case {
             name: "spec/multipass",
@@ -357,7 +348,6 @@ fn cases() -> Vec<Case> {
             rate: 4,
             frames: 3,
             tol: strict,
-            known: None,
         },
         Case {
             name: "spec/persistent",
@@ -369,7 +359,6 @@ fn cases() -> Vec<Case> {
             rate: 8,
             frames: 6,
             tol: strict,
-            known: None,
         },
         Case {
             name: "Vidvox/fade",
@@ -381,7 +370,6 @@ fn cases() -> Vec<Case> {
             rate: 30,
             frames: 1,
             tol: strict,
-            known: None,
         },
         Case {
             name: "npm/edges (.vs)",
@@ -393,7 +381,6 @@ fn cases() -> Vec<Case> {
             rate: 30,
             frames: 1,
             tol: strict,
-            known: None,
         },
         Case {
             name: "npm/rgbglitchmod",
@@ -405,9 +392,6 @@ fn cases() -> Vec<Case> {
             rate: 30,
             frames: 3,
             tol: strict,
-            known: Some(
-                "framepipe renders a last pass with a TARGET as transparent black; reported to isf",
-            ),
         },
         Case {
             name: "npm/feedback",
@@ -419,9 +403,6 @@ fn cases() -> Vec<Case> {
             rate: 30,
             frames: 3,
             tol: strict,
-            known: Some(
-                "framepipe renders a last pass with a TARGET as transparent black; reported to isf",
-            ),
         },
         Case {
             name: "npm/tapestryfract",
@@ -433,7 +414,6 @@ fn cases() -> Vec<Case> {
             rate: 10,
             frames: 2,
             tol: chaotic,
-            known: None,
         },
     ]
 }
