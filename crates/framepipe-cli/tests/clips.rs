@@ -391,6 +391,36 @@ fn deck_commands_trigger_by_name_next_and_prev_wrap_on_the_frames_the_replies_na
 }
 
 #[test]
+fn a_decks_locations_in_a_project_file_are_beside_the_project_file() {
+    // Run from the folder above the project's: `locations` (a list) and the sink's `location`
+    // are resolved against the project file's folder, item by item.
+    let dir = tmpdir("clip-deck-project");
+    let show = dir.join("show");
+    std::fs::create_dir_all(&show).unwrap();
+    make_clip(&show, "a.mp4", 20, 60, H264);
+    make_clip_from(&show, "b.mp4", 100, 20, 60, H264);
+    std::fs::write(
+        show.join("show.toml"),
+        "pipeline = \"clips name=deck locations=a.mp4,b.mp4 ! rawsink location=../out.rgba\"\n",
+    )
+    .unwrap();
+    let (got, err) = live(&dir, "show/show.toml", &["trigger deck 1"], 500);
+    assert!(err.contains("2 of 2 clips playable"), "{err}");
+    let n = ok_frame(&err, "set deck.clip 1");
+    assert!(n < got.len(), "frame {n} of {}", got.len());
+    let want: Vec<u32> = (0..got.len() as u32)
+        .map(|i| {
+            if (i as usize) < n {
+                i % 20
+            } else {
+                100 + (i - n as u32) % 20
+            }
+        })
+        .collect();
+    assert_eq!(got, want, "clip 1 from frame {n}: {err}");
+}
+
+#[test]
 fn a_deck_goes_on_with_the_next_clip_when_one_fails_mid_play() {
     // Clip 0's file is cut in the middle of its data (its index, at the front, still
     // announces every frame): the decoder names it when it fails and the deck plays clip 1.

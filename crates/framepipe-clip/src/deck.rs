@@ -65,6 +65,7 @@ pub fn desc() -> ElementDesc {
             PropValue::Str(String::new()),
             "the bank: clip files separated by commas (a.mp4,b.mov)",
         )
+        .path(PathUse::Files)
         .fixed(),
         PropSpec::new(
             "folder",
