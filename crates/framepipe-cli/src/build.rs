@@ -22,7 +22,7 @@ use framepipe_core::{
     Element, ElementDesc, ElementKind, Frame, FrameCtx, Mode, Props, Registry, Sink, VideoInfo,
 };
 use framepipe_project::{GraphDesc, NodeDescr};
-use framepipe_runtime::{EffectStage, Graph, MixerStage, Node, NodeKind, OnEnd};
+use framepipe_runtime::{EffectStage, GpuStage, Graph, MixerStage, Node, NodeKind, OnEnd};
 
 /// The structural elements: made by the builder, not found in the registry.
 pub const STRUCTURAL: [(&str, &str); 2] = [
@@ -402,11 +402,13 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
             master: node.master,
         },
         Element::Gpu(f) => {
-            return Err(framepipe_core::Error::Pipeline(format!(
-                "{}: GPU elements cannot run in this build (no GPU executor)",
-                f.name()
-            ))
-            .into())
+            let mut stage = GpuStage::new(f);
+            if let Some(mode) = node.mode {
+                stage.mode = mode;
+            }
+            stage.params = params();
+            stage.oscillators = oscillators;
+            NodeKind::Gpu(stage)
         }
     };
     Ok(Node {

@@ -259,9 +259,11 @@ pub struct Gpu {
     garbage: Garbage,
     id: u64,
     tex_storage: bool,
-    egl: Egl,
+    egl: Arc<Egl>,
     display: egl::Display,
     context: egl::Context,
+    /// The config the context was made with (contexts sharing its objects use it too).
+    config: egl::Config,
     /// `*const ()` is neither Send nor Sync: the context is current on this thread only.
     _thread_bound: PhantomData<*const ()>,
 }
@@ -321,8 +323,8 @@ impl Gpu {
                 displays += 1;
                 for &api in apis {
                     match make_context(&egl, display, api) {
-                        Ok(context) => {
-                            return Gpu::with_context(egl, display, context, platform, api)
+                        Ok((context, config)) => {
+                            return Gpu::with_context(egl, display, context, config, platform, api)
                         }
                         Err(why) => {
                             tried.push(format!("{} {}: {why}", platform.name(), api.name()))
@@ -344,6 +346,7 @@ impl Gpu {
         egl: Egl,
         display: egl::Display,
         context: egl::Context,
+        config: egl::Config,
         platform: Platform,
         api: Api,
     ) -> Result<Gpu> {
@@ -421,9 +424,10 @@ impl Gpu {
             garbage: Garbage::default(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             tex_storage,
-            egl,
+            egl: Arc::new(egl),
             display,
             context,
+            config,
             _thread_bound: PhantomData,
         })
     }
@@ -476,6 +480,32 @@ impl Gpu {
     /// This context's number (unique in the process).
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// A second context in this context's share group (textures, buffers and fences are
+    /// common to both; framebuffers and vertex arrays are not), current nowhere yet: the
+    /// downloader's thread makes it current there ([`SharedContext::make_current`]).
+    pub(crate) fn share(&self) -> Result<SharedContext> {
+        let api = self.info.api;
+        let what = |e: egl::Error| GpuError::NoContext {
+            tried: format!("a context sharing the GPU context's objects: {e}"),
+        };
+        self.egl.bind_api(egl_api(api)).map_err(what)?;
+        let context = self
+            .egl
+            .create_context(
+                self.display,
+                self.config,
+                Some(self.context),
+                context_attribs(api),
+            )
+            .map_err(what)?;
+        Ok(SharedContext {
+            egl: Arc::clone(&self.egl),
+            display: self.display,
+            context,
+            api,
+        })
     }
 
     /// Whether immutable texture storage (`glTexStorage2D`) is available.
@@ -558,6 +588,83 @@ impl Drop for Gpu {
         // another Gpu of this process may be using the same one.
         let _ = self.egl.make_current(self.display, None, None, None);
         let _ = self.egl.destroy_context(self.display, self.context);
+    }
+}
+
+/// A context sharing a [`Gpu`]'s objects ([`Gpu::share`]), to be made current on one other
+/// thread. Destroyed on drop (on the thread it is current on, if any).
+pub(crate) struct SharedContext {
+    egl: Arc<Egl>,
+    display: egl::Display,
+    context: egl::Context,
+    api: Api,
+}
+
+// SAFETY: EGL display and context handles are process-wide and valid on any thread; EGL
+// itself checks that a context is current on at most one thread. This one is made current only
+// by `make_current`, on the thread that owns the SharedContext then, and released by its drop
+// on that same thread. The EGL instance is Send + Sync (khronos-egl).
+unsafe impl Send for SharedContext {}
+
+impl SharedContext {
+    /// Makes the context current on this thread (with no surface) and loads GL for it.
+    pub(crate) fn make_current(&self) -> Result<glow::Context> {
+        let what = |e: egl::Error| GpuError::NoContext {
+            tried: format!("making the shared context current: {e}"),
+        };
+        self.egl.bind_api(egl_api(self.api)).map_err(what)?;
+        self.egl
+            .make_current(self.display, None, None, Some(self.context))
+            .map_err(what)?;
+        // SAFETY: the context is current on this thread, so eglGetProcAddress gives its entry
+        // points; a name it does not know gives null, which glow records as not loaded.
+        Ok(unsafe {
+            glow::Context::from_loader_function(|name| {
+                self.egl
+                    .get_proc_address(name)
+                    .map_or(std::ptr::null(), |f| f as *const c_void)
+            })
+        })
+    }
+}
+
+impl Drop for SharedContext {
+    fn drop(&mut self) {
+        // Releasing is a no-op where the context is not current on this thread.
+        if self.egl.get_current_context() == Some(self.context) {
+            let _ = self.egl.make_current(self.display, None, None, None);
+        }
+        let _ = self.egl.destroy_context(self.display, self.context);
+    }
+}
+
+/// The EGL API enum for `api`.
+fn egl_api(api: Api) -> egl::Enum {
+    match api {
+        Api::Gl => egl::OPENGL_API,
+        Api::Gles => egl::OPENGL_ES_API,
+    }
+}
+
+/// `eglCreateContext`'s attributes for `api`: 3.3 core, or ES 3.0.
+fn context_attribs(api: Api) -> &'static [egl::Int] {
+    match api {
+        Api::Gl => &[
+            egl::CONTEXT_MAJOR_VERSION,
+            3,
+            egl::CONTEXT_MINOR_VERSION,
+            3,
+            egl::CONTEXT_OPENGL_PROFILE_MASK,
+            egl::CONTEXT_OPENGL_CORE_PROFILE_BIT,
+            egl::NONE,
+        ],
+        Api::Gles => &[
+            egl::CONTEXT_MAJOR_VERSION,
+            3,
+            egl::CONTEXT_MINOR_VERSION,
+            0,
+            egl::NONE,
+        ],
     }
 }
 
@@ -656,35 +763,18 @@ fn platform_displays(
     Ok(displays)
 }
 
-/// A context of `api` on `display`, current on this thread with no surface.
-fn make_context(egl: &Egl, display: egl::Display, api: Api) -> Result<egl::Context, String> {
-    let (egl_api, renderable, attribs): (_, _, &[egl::Int]) = match api {
-        Api::Gl => (
-            egl::OPENGL_API,
-            egl::OPENGL_BIT,
-            &[
-                egl::CONTEXT_MAJOR_VERSION,
-                3,
-                egl::CONTEXT_MINOR_VERSION,
-                3,
-                egl::CONTEXT_OPENGL_PROFILE_MASK,
-                egl::CONTEXT_OPENGL_CORE_PROFILE_BIT,
-                egl::NONE,
-            ],
-        ),
-        Api::Gles => (
-            egl::OPENGL_ES_API,
-            egl::OPENGL_ES3_BIT,
-            &[
-                egl::CONTEXT_MAJOR_VERSION,
-                3,
-                egl::CONTEXT_MINOR_VERSION,
-                0,
-                egl::NONE,
-            ],
-        ),
+/// A context of `api` on `display`, current on this thread with no surface, and its config.
+fn make_context(
+    egl: &Egl,
+    display: egl::Display,
+    api: Api,
+) -> Result<(egl::Context, egl::Config), String> {
+    let renderable = match api {
+        Api::Gl => egl::OPENGL_BIT,
+        Api::Gles => egl::OPENGL_ES3_BIT,
     };
-    egl.bind_api(egl_api)
+    let attribs = context_attribs(api);
+    egl.bind_api(egl_api(api))
         .map_err(|e| format!("eglBindAPI: {e}"))?;
     // SURFACE_TYPE 0: any config (the default asks for window surfaces, which headless
     // displays do not have); rendering goes to framebuffer objects.
@@ -708,5 +798,5 @@ fn make_context(egl: &Egl, display: egl::Display, api: Api) -> Result<egl::Conte
         let _ = egl.destroy_context(display, context);
         return Err(format!("eglMakeCurrent without a surface: {e}"));
     }
-    Ok(context)
+    Ok((context, config))
 }

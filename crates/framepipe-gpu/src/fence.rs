@@ -54,6 +54,11 @@ impl Fence {
         {}
     }
 
+    /// The sync object, for a context sharing this one's objects to wait on and delete.
+    pub(crate) fn into_raw(self) -> glow::Fence {
+        self.sync
+    }
+
     /// Frees the fence.
     pub fn delete(self, gpu: &Gpu) {
         // SAFETY: the context is current; the sync object is this context's and not used

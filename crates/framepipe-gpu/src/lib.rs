@@ -8,8 +8,9 @@
 //!   [`Garbage`] queue for GL objects dropped on other threads.
 //! * [`texture`]: [`TexturePool`] and the [`GpuFrame`]s it lends (`Send`; back to the pool on
 //!   drop, from any thread, without a GL call or an allocation).
-//! * [`transfer`]: [`Uploader`] (pixel-unpack buffer ring), [`Downloader`] (pixel-pack buffers
-//!   and fences: readbacks that never make a thread wait), [`read_back_blocking`] for tests.
+//! * [`transfer`]: [`Uploader`] (pixel-unpack buffer ring), [`Downloader`] (readbacks that
+//!   never make a thread wait: pixel-pack buffers and fences, or a download thread with a
+//!   context sharing the GPU context's objects), [`read_back_blocking`] for tests.
 //! * [`probe`]: what `framepipe doctor` measures: the renderer and the cost of uploads,
 //!   downloads and one full-screen pass.
 //!
@@ -44,7 +45,9 @@ pub use error::{GpuError, Result, PACKAGES};
 pub use fence::Fence;
 pub use framepipe_core::gpu::{glow, GpuImage, TexFormat};
 pub use texture::{GpuFrame, TexturePool};
-pub use transfer::{read_back_blocking, read_back_blocking_f32, Downloader, Ticket, Uploader};
+pub use transfer::{
+    read_back_blocking, read_back_blocking_f32, DownloadMode, Downloader, Ticket, Uploader,
+};
 
 /// Adds framepipe's GPU elements to `registry`: `isf`, `isf-NAME` for the shaders of the ISF
 /// folders ([`isf::library`]), and `transition-NAME` for the gl-transitions collection when

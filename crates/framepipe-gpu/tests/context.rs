@@ -9,7 +9,8 @@ use framepipe_core::{FrameMut, FramePool};
 use framepipe_gpu::glow::HasContext;
 use framepipe_gpu::probe::FullScreenPass;
 use framepipe_gpu::{
-    read_back_blocking, Downloader, Fence, Gpu, GpuError, TexFormat, TexturePool, Uploader,
+    read_back_blocking, DownloadMode, Downloader, Fence, Gpu, GpuError, TexFormat, TexturePool,
+    Uploader,
 };
 
 /// Counts the Rust allocations of each thread (the driver's own mallocs are not Rust's).
@@ -286,35 +287,44 @@ fn a_fence_behind_pending_work_reads_unsignalled_and_polling_it_never_waits() {
     );
 }
 
+/// On both download paths. The counter is per thread: this is the GPU thread's count (the
+/// download thread's reads go into buffers it sized on first use).
 #[test]
 fn uploading_and_downloading_frames_allocates_nothing_once_warm() {
     let gpu = open();
     let frames = FramePool::new(64, 48, 4);
     let textures = TexturePool::new(64, 48, TexFormat::Rgba8, 2);
     let mut up = Uploader::new(2);
-    let mut down = Downloader::new(2);
     let src = pattern(&frames, 7).freeze();
-    let mut one_frame = |n: u64| {
-        let texture = textures.acquire(&gpu).unwrap();
-        up.upload(&gpu, &src, &texture).unwrap();
-        let ticket = down.start(&gpu, &texture).unwrap();
-        drop(texture); // back to the pool while the download is pending, as in a show
-        while !down.ready(&gpu, &ticket) {
-            std::hint::spin_loop();
+    for mode in [DownloadMode::Thread, DownloadMode::Inline] {
+        let mut down = Downloader::with_mode(2, mode);
+        let mut one_frame = |n: u64| {
+            let texture = textures.acquire(&gpu).unwrap();
+            up.upload(&gpu, &src, &texture).unwrap();
+            let ticket = down.start(&gpu, &texture).unwrap();
+            while !down.ready(&gpu, &ticket) {
+                std::hint::spin_loop();
+            }
+            drop(texture); // back to the pool once read, as in a show
+            let mut back = frames.acquire().unwrap();
+            down.finish(&gpu, ticket, &mut back).unwrap();
+            assert!(back.data() == src.data(), "{mode:?}: frame {n}");
+            gpu.collect();
+        };
+        for n in 0..3 {
+            one_frame(n); // first use makes the textures, buffers and the download thread
         }
-        let mut back = frames.acquire().unwrap();
-        down.finish(&gpu, ticket, &mut back).unwrap();
-        assert!(back.data() == src.data(), "frame {n}");
-        gpu.collect();
-    };
-    for n in 0..3 {
-        one_frame(n); // first use makes the textures and buffers
+        let before = allocations();
+        for n in 3..8 {
+            one_frame(n);
+        }
+        assert_eq!(
+            allocations() - before,
+            0,
+            "{mode:?}: allocations in 5 warm frames"
+        );
+        assert_eq!(down.mode(), Some(mode));
+        down.release(&gpu);
     }
-    let before = allocations();
-    for n in 3..8 {
-        one_frame(n);
-    }
-    assert_eq!(allocations() - before, 0, "allocations in 5 warm frames");
     up.release(&gpu);
-    down.release(&gpu);
 }

@@ -253,13 +253,19 @@ fn a_shader_that_needs_glsl_400_runs_where_the_context_has_gl_4() {
 }
 
 #[test]
-fn a_last_pass_into_a_buffer_makes_that_buffer_the_output() {
-    let frames = render_frames(&shader("last_target.fs"), &[], (64, 48), 5).unwrap();
+fn a_last_pass_into_a_buffer_makes_that_buffer_the_output_also_in_an_isf_1_file() {
+    for file in ["last_target.fs", "v1.fs"] {
+        let frames = render_frames(&shader(file), &[], (64, 48), 5).unwrap();
+        accumulates(file, &frames);
+    }
+}
+
+fn accumulates(file: &str, frames: &[Vec<u8>]) {
     // An 8-bit buffer: each frame adds 0.25 to what the last one stored (rounded to 1/255).
     let mut v = 0u8;
     for (n, f) in frames.iter().enumerate() {
         v = ((v as f64 / 255.0 + 0.25).min(1.0) * 255.0).round() as u8;
-        assert_eq!(px(f, 7, 40, 64), [v; 4], "frame {n}");
+        assert_eq!(px(f, 7, 40, 64), [v; 4], "{file}, frame {n}");
     }
 }
 

@@ -41,14 +41,17 @@ mod stats;
 
 pub use edit::{Editor, Fade};
 pub use host::{ClockCounters, Host, ShowResult};
-pub use memory::{MemoryStats, SharedPoolStats, SharedPools, IN_FLIGHT_BYTES};
+pub use memory::{
+    max_gpu_memory, set_max_gpu_memory, MemoryStats, SharedPoolStats, SharedPools,
+    DEFAULT_MAX_GPU_MEMORY, IN_FLIGHT_BYTES,
+};
 pub use model::{
-    AutoScale, EffectStage, Graph, Layout, MixerStage, Node, NodeKind, OnEnd, Options, Overload,
-    Pipeline, JOIN_GRACE, MAX_INPUTS,
+    AutoScale, EffectStage, GpuStage, Graph, Layout, MixerStage, Node, NodeKind, OnEnd, Options,
+    Overload, Pipeline, JOIN_GRACE, MAX_INPUTS,
 };
 pub use sched::LockSummary;
 pub use show::Prepared;
-pub use stats::{Counters, EditStats, RunStats, StageCounters, StageStats};
+pub use stats::{Counters, EditStats, GpuStats, RunStats, StageCounters, StageStats};
 pub use stats::{Event, EventFn};
 pub use stats::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
 pub use stats::{LateFrame, LateLog, PacingStats};

@@ -120,6 +120,16 @@ impl Prepared {
         self.commands = Some(reader);
     }
 
+    /// The show follows `feed`'s audio: `~audio:` bindings read it, once per frame at the
+    /// frame's time (see `framepipe_audio`); with an exact feed (a file) every frame waits
+    /// for its audio, so a render's values are a function of the file and the frame.
+    pub fn set_audio(&mut self, feed: framepipe_audio::Feed) {
+        self.shared.live.lock().set_audio(feed.clone());
+        Arc::get_mut(&mut self.shared)
+            .expect("only the Prepared holds the state before run")
+            .audio = Some(feed);
+    }
+
     /// Events (stalls, rejected commands) go to `f`.
     pub fn set_events(&mut self, f: EventFn) {
         Arc::get_mut(&mut self.shared)
@@ -253,6 +263,22 @@ impl Prepared {
         if blocking > 0 {
             if let Err(e) = shared.ensure_io_threads(blocking) {
                 let e = Error::io("starting an IO thread", e);
+                let mut st = shared.lock();
+                st.fail(e);
+                st.after_change(&shared);
+            }
+        }
+        // A show with GPU nodes: its GPU thread, with its context opened (or the run ends
+        // with the reason: no EGL, no GL 3.3), before the first frame begins.
+        let has_gpu = shared
+            .lock()
+            .running_version()
+            .topo
+            .nodes
+            .iter()
+            .any(|t| t.gpu);
+        if has_gpu {
+            if let Err(e) = shared.ensure_gpu_thread(self.in_flight) {
                 let mut st = shared.lock();
                 st.fail(e);
                 st.after_change(&shared);
@@ -395,6 +421,7 @@ pub(crate) fn conclude(
         None => shared.leave_host(JOIN_GRACE),
     }
     shared.join_io_threads(JOIN_GRACE);
+    shared.join_gpu_thread(JOIN_GRACE);
     let (error, source_error) = {
         let mut st = shared.lock();
         st.take_errors()

@@ -105,6 +105,13 @@ fn say_event(name: Option<&str>, e: &Event) {
             "\rframepipe: {who}{stage} ended after {frames} frames: the {} ends",
             if name.is_some() { "show" } else { "run" }
         ),
+        Event::GpuNodeFailed {
+            stage,
+            frame,
+            reason,
+        } => say!(
+            "\rframepipe: {who}warning: {stage}: failed at render on frame {frame}: {reason}; bypassed from then on"
+        ),
         Event::FadeDone { to, frame } if name.is_none() => {
             say!("\rframepipe: fade to {to} done at frame {frame}")
         }

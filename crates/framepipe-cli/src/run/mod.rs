@@ -298,6 +298,11 @@ pub(crate) fn run(args: RunArgs) -> Result<Exit> {
             .map_err(|e| anyhow!("bad --max-memory: {e}"))?;
         framepipe_core::Limits { max_memory }.set();
     }
+    if let Some(text) = &args.max_gpu_memory {
+        let bytes = framepipe_core::limits::parse_bytes(text)
+            .map_err(|e| anyhow!("bad --max-gpu-memory: {e}"))?;
+        framepipe_runtime::set_max_gpu_memory(bytes);
+    }
     let shows = show::load(&args.shows)?;
     // Every stats file is tried now: one that cannot be written is said before the shows run.
     let stats_files: Vec<&String> = if many {

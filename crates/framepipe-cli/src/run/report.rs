@@ -303,14 +303,19 @@ pub(crate) fn stats_json(
         .stages
         .iter()
         .map(|st| {
-            serde_json::json!({
+            let mut stage = serde_json::json!({
                 "name": st.name,
                 "mode": st.mode.as_str(),
                 "instances": st.instances,
                 "frames": st.frames,
                 "skipped": st.skipped,
                 "mean_ms": st.mean_ms,
-            })
+            });
+            // A GPU node's mean time on the GPU (GL timer queries).
+            if let Some(ms) = st.gpu_ms {
+                stage["gpu_ms"] = serde_json::json!(ms);
+            }
+            stage
         })
         .collect();
     let mut doc = serde_json::json!({
@@ -343,6 +348,18 @@ pub(crate) fn stats_json(
     });
     if let Some(w) = web {
         doc["web"] = serde_json::to_value(w.snapshot())?;
+    }
+    // A show with GPU nodes: its renderer and its transfers between CPU and GPU.
+    if let Some(g) = &s.gpu {
+        doc["gpu"] = serde_json::json!({
+            "renderer": g.renderer,
+            "uploads": g.uploads,
+            "downloads": g.downloads,
+            "uploads_per_frame": g.uploads_per_frame,
+            "downloads_per_frame": g.downloads_per_frame,
+            "max_gpu_memory": s.memory.max_gpu_memory,
+            "gpu_held_max": s.memory.gpu_held_max,
+        });
     }
     if let Some(p) = &s.pacing {
         doc["paced_fps"] = serde_json::json!(p.target_fps);

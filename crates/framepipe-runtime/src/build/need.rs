@@ -24,7 +24,9 @@ impl Need {
     }
 }
 
-/// Effect and mixer instances a node has (0 for the others).
+/// Effect and mixer instances a node has (0 for the others); a node of the GPU thread
+/// counts 1: that thread runs one job at a time (a download's job takes its output frame
+/// only when its readback is in).
 pub(super) fn instances_of(e: &crate::model::ExecNode, threads: usize) -> usize {
     match &e.part {
         Part::Effect(_) | Part::Mixer(_) => {
@@ -34,6 +36,28 @@ pub(super) fn instances_of(e: &crate::model::ExecNode, threads: usize) -> usize 
                 threads
             }
         }
+        Part::Gpu(_) | Part::Upload | Part::Download => 1,
+        _ => 0,
+    }
+}
+
+/// The host memory one instance of a node is estimated to keep: one output frame for an
+/// effect or mixer (see `memory/`), a download's staging buffer; nothing for a GPU node
+/// (its buffers are GPU memory: [`gpu_bytes_of`]) or an upload.
+pub(super) fn instance_bytes_of(e: &crate::model::ExecNode) -> u64 {
+    match &e.part {
+        Part::Effect(_) | Part::Mixer(_) | Part::Download => {
+            framepipe_core::limits::frame_bytes(e.info.width, e.info.height)
+        }
+        _ => 0,
+    }
+}
+
+/// GPU memory a GPU node's instance keeps besides its output (its passes, persistent
+/// buffers).
+pub(super) fn gpu_bytes_of(e: &crate::model::ExecNode) -> u64 {
+    match &e.part {
+        Part::Gpu(g) => g.factory.gpu_bytes(),
         _ => 0,
     }
 }
@@ -98,8 +122,14 @@ pub(super) fn pool_layout<'p>(
                     .count();
             PoolNode {
                 info: e.info,
-                // Every element's frames are in host memory.
-                kind: MemoryKind::Cpu,
+                // A GPU node's and an upload's output frames are textures.
+                kind: if e.gpu_output() {
+                    MemoryKind::Gpu
+                } else {
+                    MemoryKind::Cpu
+                },
+                instance_bytes: instance_bytes_of(e),
+                gpu_bytes: gpu_bytes_of(e),
                 name: &e.name,
                 writes: !matches!(e.part, Part::Sink(_) | Part::Feedback { .. }),
                 instances: instances_of(e, threads),
@@ -126,10 +156,7 @@ pub(crate) fn need_of(plan: &Plan, ctx: &VersionCtx<'_>) -> Need {
     let (plans, _) = needs.plan();
     let kept = kept_nodes(plan, ctx.running);
     let bytes = |e: &crate::model::ExecNode| {
-        (instances_of(e, ctx.threads) as u64).saturating_mul(framepipe_core::limits::frame_bytes(
-            e.info.width,
-            e.info.height,
-        ))
+        (instances_of(e, ctx.threads) as u64).saturating_mul(instance_bytes_of(e))
     };
     Need {
         pools: crate::memory::pool_bytes(&plans, MemoryKind::Cpu),

@@ -10,7 +10,7 @@ use super::*;
 use crate::live::{FrameParams, Live, LiveStage};
 use crate::memory::{MemoryKind, PoolNeeds, PoolPlan, VersionPools};
 use crate::model::{ExecNode, Options, Part, Plan};
-use crate::sched::{Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version};
+use crate::sched::{GpuProc, Instance, Kind, NodeState, Proc, SourceInst, Topo, TopoNode, Version};
 use crate::stats::StageCounters;
 use crate::stats::{GraphView, NodeView};
 
@@ -183,11 +183,12 @@ fn make_pools(plan: &Plan, ctx: &VersionCtx<'_>) -> Result<MadePools> {
 fn live_params(plan: &Plan) -> Result<Live> {
     let mut live_stages = Vec::with_capacity(plan.nodes.len());
     for e in &plan.nodes {
-        let is_proc = matches!(e.part, Part::Effect(_) | Part::Mixer(_));
+        let is_proc = matches!(e.part, Part::Effect(_) | Part::Mixer(_) | Part::Gpu(_));
         let mut live = LiveStage::new(e.name.clone(), e.element.clone(), is_proc, e.same_shape);
         let (params, oscillators) = match &e.part {
             Part::Effect(s) => (s.params.clone(), s.oscillators.clone()),
             Part::Mixer(s) => (s.params.clone(), s.oscillators.clone()),
+            Part::Gpu(s) => (s.params.clone(), s.oscillators.clone()),
             // A generator's parameters (frei0r sources): set like an effect's.
             Part::Source { source, .. } => (source.live_props(), Vec::new()),
             _ => (Vec::new(), Vec::new()),
@@ -338,6 +339,8 @@ impl Nodes {
         let mut st = NodeState::new();
         // A source whose `fill` may wait on the outside world: run by the IO thread.
         let mut blocks = false;
+        // Run by the GPU thread (a GPU node, an upload, a download).
+        let mut gpu = false;
         let kind = match e.part {
             Part::Source { mut source, on_end } => {
                 // Ready before the clock starts (a decoder's first frame decoded).
@@ -348,7 +351,7 @@ impl Nodes {
                 counter.add_instance();
                 Kind::Source
             }
-            Part::Effect(_) | Part::Mixer(_) if old.is_some() => {
+            Part::Effect(_) | Part::Mixer(_) | Part::Gpu(_) if old.is_some() => {
                 // Kept by the edit: its instances move in at the switch, with their state.
                 self.moves.push((old.expect("checked"), i));
                 Kind::Process
@@ -373,6 +376,51 @@ impl Nodes {
                         ctx.memory.hold(MemoryKind::Cpu, instance_bytes),
                     ));
                 }
+                Kind::Process
+            }
+            Part::Gpu(stage) => {
+                let source = e.inputs.is_empty();
+                if source {
+                    self.roots.push(i);
+                }
+                gpu = true;
+                // One instance: the GPU thread runs one job at a time.
+                st.add_instance(Instance::new(
+                    Proc::Gpu(GpuProc {
+                        node: stage.factory.instantiate()?,
+                        frames: if source {
+                            stage.factory.len_hint()
+                        } else {
+                            None
+                        },
+                        failed: false,
+                        rendered: false,
+                    }),
+                    initial,
+                    ctx.memory.hold(MemoryKind::Gpu, stage.factory.gpu_bytes()),
+                ));
+                Kind::Process
+            }
+            Part::Upload => {
+                gpu = true;
+                st.add_instance(Instance::new(
+                    Proc::Upload,
+                    initial,
+                    ctx.memory.hold(MemoryKind::Cpu, 0),
+                ));
+                Kind::Process
+            }
+            Part::Download => {
+                gpu = true;
+                // One per readback under way: at most one per frame in flight.
+                for _ in 0..ctx.in_flight.max(1) {
+                    st.add_instance(Instance::new(
+                        Proc::Download,
+                        initial,
+                        ctx.memory.hold(MemoryKind::Cpu, 0),
+                    ));
+                }
+                counter.add_instance();
                 Kind::Process
             }
             Part::Feedback { from, color } => {
@@ -458,6 +506,7 @@ impl Nodes {
             branch: e.branch,
             head: e.head,
             blocks,
+            gpu,
         });
         self.node_states.push(st);
         self.counters.push(counter);

@@ -91,6 +91,10 @@ pub(crate) fn prepare_edit(
             .ensure_io_threads(blocking)
             .map_err(|e| Error::io("starting an IO thread", e))?;
     }
+    // The show's first GPU node: its GPU thread, started (its context opened) now.
+    if next.topo.nodes.iter().any(|t| t.gpu) {
+        shared.ensure_gpu_thread(next.topo.cap)?;
+    }
     let mut moved = vec![false; next.topo.nodes.len()];
     for &(_, j) in &moves {
         moved[j] = true;

@@ -4,14 +4,34 @@
 //! them between jobs (`NodeState`) and hands one out with each job (`Inst`), and the builder
 //! makes them (`Instance::new`, `SourceInst::new`).
 
+use framepipe_core::gpu::GpuNode;
 use framepipe_core::{Effect, Frame, Mixer, PropValue, Rational, Source};
 
 use crate::model::OnEnd;
 
-/// An effect or mixer instance.
+/// An effect or mixer instance, or what a job of the GPU thread runs.
 pub(crate) enum Proc {
     Effect(Box<dyn Effect>),
     Mixer(Box<dyn Mixer>),
+    /// A GPU node's instance (called on the GPU thread only).
+    Gpu(GpuProc),
+    /// An upload's job (the GPU thread's uploader does the work).
+    Upload,
+    /// A download's job: one instance per readback that may be under way at once.
+    Download,
+}
+
+/// A GPU node's instance with what the executor keeps of it.
+pub(crate) struct GpuProc {
+    pub(crate) node: Box<dyn GpuNode>,
+    /// A GPU source's length, when finite (its frames from then on end the run).
+    pub(crate) frames: Option<u64>,
+    /// It failed at render: from then on it is bypassed (its first input passes, or a source
+    /// gives a black frame), like an isolated plugin that crashed; reported once.
+    pub(crate) failed: bool,
+    /// It has made GL objects (rendered once): released on the GPU thread before it is
+    /// dropped.
+    pub(crate) rendered: bool,
 }
 
 /// An effect or mixer instance with the property values it currently has.

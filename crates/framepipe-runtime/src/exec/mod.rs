@@ -24,9 +24,13 @@
 //! * `instance.rs`: the instances a job runs (their parameter bookkeeping is exec's; the
 //!   scheduler only stores them between jobs).
 //! * `io.rs`: the IO threads that run blocking sources (their work source, start, join).
+//! * `gpu.rs`: the GPU thread: a show's GPU context, its GPU nodes, uploads and downloads.
+//! * `gl.rs`: the few GL calls the GPU thread makes itself (the runtime's other `unsafe`).
 //! * `slices.rs`: the slice runner handed to effects (fork-join on the same workers).
 //! * `unwind.rs`: the one panic capture.
 
+mod gl;
+mod gpu;
 mod idle;
 mod instance;
 mod io;
@@ -39,7 +43,7 @@ mod unwind;
 mod worker;
 
 pub(crate) use idle::{IdleWorkers, ShowQueue};
-pub(crate) use instance::{Inst, Instance, Proc, SourceInst};
+pub(crate) use instance::{GpuProc, Inst, Instance, Proc, SourceInst};
 pub(crate) use slices::{SliceFork, SliceJob};
 pub(crate) use unwind::{catch_panic, guard, panic_error, panic_message, PanicPayload};
 pub(crate) use worker::{work, WorkSource};

@@ -8,7 +8,7 @@ use crate::exec::slices::PoolSlices;
 use crate::exec::unwind::guard;
 use crate::live::{assign, lock};
 use crate::model::MAX_INPUTS;
-use crate::sched::{Inputs, Shared, Version};
+use crate::sched::{Inputs, Pixels, Shared, Version};
 use crate::stats::Event;
 
 impl Shared {
@@ -23,7 +23,7 @@ impl Shared {
         ctx: &framepipe_core::FrameCtx,
         mut inputs: Inputs,
         worker: usize,
-    ) -> (Instance, Result<Frame>) {
+    ) -> (Instance, Result<Pixels>) {
         let slices = PoolSlices::new(self, worker);
         let name = &ver.stages[node].name;
         if !inst.used {
@@ -53,7 +53,7 @@ impl Shared {
                 let mut output = ver.pools[node].try_acquire()?;
                 match &mut inst.proc {
                     Proc::Effect(e) => {
-                        let input = inputs.frames[0].as_ref().expect("an effect's input");
+                        let input = inputs.frames[0].as_ref().expect("an effect's input").cpu();
                         e.process(ctx, input, &mut output, &slices)?;
                     }
                     Proc::Mixer(m) => {
@@ -62,11 +62,15 @@ impl Shared {
                             inputs.frames[k.min(n - 1)]
                                 .as_ref()
                                 .expect("a mixer's inputs")
+                                .cpu()
                         });
                         m.process(ctx, &refs[..n], &mut output, &slices)?;
                     }
+                    Proc::Gpu(_) | Proc::Upload | Proc::Download => {
+                        unreachable!("the GPU thread's jobs never reach a CPU worker")
+                    }
                 }
-                Ok(output.freeze())
+                Ok(Pixels::Cpu(output.freeze()))
             })
         });
         // The inputs go back to their pools now, before the bookkeeping.
@@ -77,7 +81,7 @@ impl Shared {
     /// Sets on `inst` the properties whose value in snapshot `slot` differs from what it has.
     /// Returns whether the node is bypassed on this frame, and the properties the element
     /// refused (each reported once; the list allocates only then).
-    fn sync_params(
+    pub(super) fn sync_params(
         &self,
         ver: &Version,
         node: usize,
@@ -107,6 +111,9 @@ impl Shared {
             let r = match &mut inst.proc {
                 Proc::Effect(e) => e.set_property(name, value),
                 Proc::Mixer(m) => m.set_property(name, value),
+                // On the GPU thread, which syncs a GPU node's parameters before it renders.
+                Proc::Gpu(g) => g.node.set_property(name, value),
+                Proc::Upload | Proc::Download => Ok(()),
             };
             if let Err(e) = r {
                 inst.refused[j] = true;

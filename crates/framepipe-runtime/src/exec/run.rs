@@ -8,7 +8,7 @@ use framepipe_clock::now_ns;
 use super::Inst;
 use crate::exec::unwind::guard;
 use crate::live::lock;
-use crate::sched::{Done, Job, Shared, Version};
+use crate::sched::{Done, Job, Pixels, Shared, Version};
 
 impl Shared {
     /// Runs one job outside the lock.
@@ -43,7 +43,8 @@ impl Shared {
                     Inst::Source(mut source) => {
                         let r = guard(&counters.name, || {
                             self.run_source(ver, node, slot, &mut source, &ctx)
-                        });
+                        })
+                        .map(|f| f.map(Pixels::Cpu));
                         (Inst::Source(source), r)
                     }
                     Inst::Proc(instance) => {
@@ -73,6 +74,10 @@ impl Shared {
     /// with them). Under the live lock (shared only with command assignment), never under the
     /// scheduler lock. Frames begin one at a time, in order.
     fn begin_frame(&self, ver: &Version, slot: usize, pts_ns: i64) {
+        if let Some(audio) = &self.audio {
+            // A render waits for its audio up to this frame (no lock held).
+            audio.wait_for(pts_ns);
+        }
         let mut live = self.live.lock();
         let mut snap = lock(&ver.snapshots[slot]);
         let branches = ver.topo.branches.iter().flatten().copied();

@@ -47,6 +47,12 @@ pub struct MemoryStats {
     /// Live edits refused because they would have held more than `max_memory` with the
     /// running graph.
     pub edits_refused: u64,
+    /// `--max-gpu-memory` in force, bytes.
+    pub max_gpu_memory: u64,
+    /// GPU memory counted now (texture pools at full capacity, GPU nodes' own buffers).
+    pub gpu_held: u64,
+    /// The most GPU memory counted at once so far.
+    pub gpu_held_max: u64,
 }
 
 impl MemoryBook {
@@ -67,6 +73,9 @@ impl MemoryBook {
             held: self.held(),
             held_max: self.peak[MemoryKind::Cpu.index()].load(Ordering::Relaxed),
             edits_refused: self.refused.load(Ordering::Relaxed),
+            max_gpu_memory: MemoryKind::Gpu.limit(),
+            gpu_held: self.held_in(MemoryKind::Gpu),
+            gpu_held_max: self.peak[MemoryKind::Gpu.index()].load(Ordering::Relaxed),
         }
     }
 

@@ -1,6 +1,7 @@
 //! A show's own pools: made lazy once the budget check passes, filled in the background.
 
 use framepipe_core::{FramePool, Limits, Result};
+use framepipe_gpu::TexturePool;
 
 use super::{pool_bytes, MemoryKind, PoolNeeds, PoolPlan, PoolShape};
 
@@ -13,6 +14,11 @@ pub(crate) struct ShowPools {
     pub distinct: Vec<(FramePool, PoolPlan)>,
     /// Their host-memory bytes at full capacity ([`pool_bytes`]).
     pub bytes: u64,
+    /// Per node whose output is a texture (a GPU node, an upload): its texture pool (one per
+    /// distinct size); its host pool above holds no frame.
+    pub textures: Vec<Option<TexturePool>>,
+    /// The texture pools' GPU bytes at full capacity.
+    pub gpu_bytes: u64,
 }
 
 /// Checks the run's frames against the memory budget, then makes one lazy pool per distinct
@@ -28,23 +34,44 @@ pub(crate) fn frame_pools(needs: &PoolNeeds<'_>) -> Result<ShowPools> {
     let (plans, node_pool) = needs.plan();
     let (total, what) = needs.total(&plans);
     limits.check_total(&what, total)?;
+    let (gpu, what) = needs.gpu_total(&plans);
+    if gpu > MemoryKind::Gpu.limit() {
+        return Err(framepipe_core::Error::TooLarge {
+            what,
+            asked: gpu,
+            limit: MemoryKind::Gpu.limit(),
+            hint: "raise --max-gpu-memory, or lower --in-flight".into(),
+        });
+    }
     let shared = framepipe_core::shm::shared_pools_requested();
+    let shape = |p: &PoolPlan| PoolShape {
+        width: p.width,
+        height: p.height,
+        kind: p.kind,
+        shared,
+    };
     let pools: Vec<FramePool> = plans
         .iter()
-        .map(|p| {
-            PoolShape {
-                width: p.width,
-                height: p.height,
-                kind: p.kind,
-                shared,
-            }
-            .make(p.capacity)
-        })
+        .map(|p| shape(p).make(p.capacity))
         .collect::<Result<_>>()?;
+    let texture_pools: Vec<Option<TexturePool>> = plans
+        .iter()
+        .map(|p| (p.kind == MemoryKind::Gpu).then(|| shape(p).make_textures(p.capacity)))
+        .collect();
     Ok(ShowPools {
+        textures: node_pool
+            .iter()
+            .map(|&i| texture_pools[i].clone())
+            .collect(),
+        gpu_bytes: pool_bytes(&plans, MemoryKind::Gpu),
         bytes: pool_bytes(&plans, MemoryKind::Cpu),
         per_node: node_pool.into_iter().map(|i| pools[i].clone()).collect(),
-        distinct: pools.into_iter().zip(plans).collect(),
+        // Texture pools' stand-ins are not filled or shared.
+        distinct: pools
+            .into_iter()
+            .zip(plans)
+            .filter(|(_, p)| p.kind == MemoryKind::Cpu)
+            .collect(),
     })
 }
 

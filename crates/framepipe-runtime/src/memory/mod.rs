@@ -114,9 +114,10 @@ pub use sizing::IN_FLIGHT_BYTES;
 pub(crate) use book::{Held, MemoryBook};
 pub(crate) use fill::{fill_in_background, frame_pools, ShowPools};
 pub(crate) use filler::Pace;
+pub use kind::{max_gpu_memory, set_max_gpu_memory, DEFAULT_MAX_GPU_MEMORY};
 pub(crate) use kind::{MemoryKind, PoolShape};
 pub(crate) use shared::{PoolLease, HOST_BEGIN_SLACK_NS};
-pub(crate) use sizing::{in_flight, pool_bytes, PoolNeeds, PoolNode, PoolPlan};
+pub(crate) use sizing::{in_flight, pool_bytes, PoolNeeds, PoolNode, PoolPlan, GPU_HELD_TEXTURES};
 pub(crate) use version::VersionPools;
 
 use shared::rebind;

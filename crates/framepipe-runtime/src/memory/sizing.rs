@@ -41,6 +41,11 @@ pub(crate) fn in_flight(
     }
 }
 
+/// Textures a texture pool holds beyond its nodes' frames: those the GPU thread keeps after
+/// the jobs that read them, until the GPU has passed them (`exec/gpu.rs`: it takes no job
+/// that could hold more).
+pub(crate) const GPU_HELD_TEXTURES: usize = 12;
+
 /// One node's part in the pools' sizes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PoolNode<'a> {
@@ -51,8 +56,16 @@ pub(crate) struct PoolNode<'a> {
     pub name: &'a str,
     /// Writes frames of its own (sources, effects, mixers; not sinks or feedbacks).
     pub writes: bool,
-    /// Effect or mixer instances (0 for a source: its job holds only the frame it fills).
+    /// Effect or mixer instances (0 for a source: its job holds only the frame it fills); a
+    /// node of the GPU thread: 1 (that thread runs one job at a time).
     pub instances: usize,
+    /// Its instance's own buffers, estimated in host memory (per instance: one output frame
+    /// for an effect or mixer, a download's staging; 0 for a GPU node's textures).
+    pub instance_bytes: u64,
+    /// GPU memory its instance keeps besides its output ([`GpuFactory::gpu_bytes`]).
+    ///
+    /// [`GpuFactory::gpu_bytes`]: framepipe_core::gpu::GpuFactory::gpu_bytes
+    pub gpu_bytes: u64,
     /// In a leaky branch: at most one frame of its own at a time, whatever the frames in flight.
     pub in_branch: bool,
     /// Sinks fed by this node (each may keep a clone of the frame it was given).
@@ -155,7 +168,15 @@ impl PoolNeeds<'_> {
             let extra: usize = of_pool().map(|i| self.nodes[i].extra).sum();
             let sink_keeps: usize = of_pool().map(|i| self.nodes[i].sinks_fed).sum();
             let last = usize::from(self.keep_last && of_pool().any(|i| self.nodes[i].feeds_master));
+            // A texture pool: the textures held until the GPU has passed the jobs that read
+            // them.
+            let held = if plan.kind == MemoryKind::Gpu {
+                GPU_HELD_TEXTURES
+            } else {
+                0
+            };
             plan.fill = tokens
+                .saturating_add(held)
                 .saturating_add(branch)
                 .saturating_add(running)
                 .saturating_add(extra)
@@ -184,11 +205,20 @@ impl PoolNeeds<'_> {
         let instances: u64 = self
             .nodes
             .iter()
-            .map(|n| (n.instances as u64).saturating_mul(frame_bytes(n.info.width, n.info.height)))
+            .map(|n| (n.instances as u64).saturating_mul(n.instance_bytes))
             .fold(0u64, u64::saturating_add);
-        let n_instances: usize = self.nodes.iter().map(|n| n.instances).sum();
+        let n_instances: usize = self
+            .nodes
+            .iter()
+            .filter(|n| n.instance_bytes > 0)
+            .map(|n| n.instances)
+            .sum();
         let mut what = String::from("frame pools (");
-        for (i, p) in plans.iter().enumerate() {
+        for (i, p) in plans
+            .iter()
+            .filter(|p| p.kind == MemoryKind::Cpu)
+            .enumerate()
+        {
             let sep = if i == 0 { "" } else { ", " };
             let _ = write!(
                 what,
@@ -207,6 +237,39 @@ impl PoolNeeds<'_> {
             self.threads
         );
         (pools.saturating_add(instances), what)
+    }
+}
+
+impl PoolNeeds<'_> {
+    /// Everything the run may hold in GPU memory (texture pools at full capacity, the GPU
+    /// nodes' own buffers), and its description for a refusal.
+    pub fn gpu_total(&self, plans: &[PoolPlan]) -> (u64, String) {
+        let pools = pool_bytes(plans, MemoryKind::Gpu);
+        let own: u64 = self
+            .nodes
+            .iter()
+            .map(|n| n.gpu_bytes)
+            .fold(0u64, u64::saturating_add);
+        let mut what = String::from("GPU texture pools (");
+        for (i, p) in plans
+            .iter()
+            .filter(|p| p.kind == MemoryKind::Gpu)
+            .enumerate()
+        {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(
+                what,
+                "{sep}{} textures of {}x{}",
+                p.capacity, p.width, p.height
+            );
+        }
+        let _ = write!(
+            what,
+            ": {}) and the GPU nodes' own buffers ({})",
+            human_bytes(pools),
+            human_bytes(own)
+        );
+        (pools.saturating_add(own), what)
     }
 }
 

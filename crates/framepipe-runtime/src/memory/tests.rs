@@ -20,6 +20,8 @@ fn chain<'a>(infos: &[VideoInfo], instances: &[usize]) -> Vec<PoolNode<'a>> {
         .map(|i| PoolNode {
             info: infos[i],
             kind: MemoryKind::Cpu,
+            instance_bytes: framepipe_core::limits::frame_bytes(infos[i].width, infos[i].height),
+            gpu_bytes: 0,
             name: "stage",
             writes: true,
             instances: if i == 0 { 0 } else { instances[i - 1] },
@@ -32,6 +34,8 @@ fn chain<'a>(infos: &[VideoInfo], instances: &[usize]) -> Vec<PoolNode<'a>> {
     nodes.push(PoolNode {
         info: infos[n - 1],
         kind: MemoryKind::Cpu,
+        instance_bytes: 0,
+        gpu_bytes: 0,
         name: "sink",
         writes: false,
         instances: 0,
@@ -183,9 +187,11 @@ fn a_graph_counts_every_node_of_a_frame_and_a_branch_once() {
     // Issue #8: two sources -> a mixer -> a sink, and a leaky monitor branch at 320x180.
     let hd = info(1280, 720);
     let small = info(320, 180);
-    let node = |info, writes, instances, in_branch, sinks_fed| PoolNode {
+    let node = |info: VideoInfo, writes, instances, in_branch, sinks_fed| PoolNode {
         info,
         kind: MemoryKind::Cpu,
+        instance_bytes: framepipe_core::limits::frame_bytes(info.width, info.height),
+        gpu_bytes: 0,
         name: "n",
         writes,
         instances,

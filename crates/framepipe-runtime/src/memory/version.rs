@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use framepipe_core::{Frame, FramePool, Result};
+use framepipe_gpu::TexturePool;
 
 use super::{frame_pools, rebind, Held, MemoryBook, MemoryKind, Pace, PoolLease, PoolNeeds};
 use super::{PoolPlan, ShowPools};
@@ -15,6 +16,11 @@ use super::{PoolPlan, ShowPools};
 pub(crate) struct VersionPools {
     /// Per node: the pool its output frames come from (index = node).
     per_node: Vec<FramePool>,
+    /// Per node whose output is a texture: the texture pool its output comes from.
+    textures: Vec<Option<TexturePool>>,
+    /// The texture pools' bytes at full capacity, counted in the show's book as GPU memory
+    /// until the version is dropped.
+    _gpu_held: Held,
     /// Feedback nodes: frame 0's frame (the colour asked for).
     first_frames: Vec<Option<Frame>>,
     /// Its pools' host-memory bytes at full capacity: what the budget counts for them.
@@ -52,9 +58,13 @@ impl VersionPools {
             per_node,
             distinct,
             bytes,
+            textures,
+            gpu_bytes,
         } = frame_pools(needs)?;
         let held = memory.hold(MemoryKind::Cpu, bytes);
         let pools = VersionPools {
+            textures,
+            _gpu_held: memory.hold(MemoryKind::Gpu, gpu_bytes),
             first_frames: (0..per_node.len()).map(|_| None).collect(),
             per_node,
             bytes,
@@ -67,6 +77,13 @@ impl VersionPools {
     /// Its pools' host-memory bytes at full capacity (what the budget counts for them).
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// The texture pool node `node`'s output textures come from (a GPU node's, an upload's).
+    pub(crate) fn textures(&self, node: usize) -> &TexturePool {
+        self.textures[node]
+            .as_ref()
+            .expect("a node whose output is a texture has a texture pool")
     }
 
     /// Sets feedback node `node`'s frame 0 (taken from `self[node]`).
@@ -134,6 +151,7 @@ impl VersionPools {
     pub(crate) fn release(&mut self) -> bool {
         self.first_frames.iter_mut().for_each(|f| *f = None);
         self.per_node.iter().all(|pool| pool.in_use() == 0)
+            && self.textures.iter().flatten().all(|t| t.in_use() == 0)
     }
 
     /// Replaces its pools by quota handles (`handles[k]` for `own[k]`; `None` keeps that one)

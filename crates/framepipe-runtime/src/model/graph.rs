@@ -16,7 +16,7 @@ use framepipe_core::{
     EffectFactory, Error, MixerFactory, Mode, PropSpec, PropValue, Rational, Result, Sink, Source,
 };
 
-use super::EffectStage;
+use super::{EffectStage, GpuStage};
 
 /// Most inputs a node may have (a mixer's; `mix` takes 2..=8).
 pub const MAX_INPUTS: usize = 8;
@@ -103,6 +103,10 @@ pub enum NodeKind {
     Effect(EffectStage),
     /// Several inputs, one output.
     Mixer(MixerStage),
+    /// A GPU source, effect or mixer (by its factory's kind): run by the show's GPU thread;
+    /// the plan puts an `upload` in front of it where a CPU node feeds it and a `download`
+    /// after it where it feeds a CPU node or a sink.
+    Gpu(GpuStage),
     /// One input given to every node that names the tee as input: no copy, no job (the frame
     /// is shared read-only).
     Tee,
@@ -139,6 +143,7 @@ impl NodeKind {
             NodeKind::Source { .. } => "source",
             NodeKind::Effect(_) => "effect",
             NodeKind::Mixer(_) => "mixer",
+            NodeKind::Gpu(g) => g.word(),
             NodeKind::Tee => "tee",
             NodeKind::Feedback { .. } => "feedback",
             NodeKind::Sink { .. } => "sink",
@@ -149,10 +154,11 @@ impl NodeKind {
 
     /// A source, or a live edit's placeholder for a running one.
     pub(crate) fn is_source(&self) -> bool {
-        matches!(
-            self,
-            NodeKind::Source { .. } | NodeKind::Running { sink: false }
-        )
+        match self {
+            NodeKind::Source { .. } | NodeKind::Running { sink: false } => true,
+            NodeKind::Gpu(g) => g.inputs() == (0, 0),
+            _ => false,
+        }
     }
 
     /// A sink, or a live edit's placeholder for a running one.
@@ -173,6 +179,7 @@ impl NodeKind {
             | NodeKind::Sink { .. }
             | NodeKind::Running { sink: true } => (1, 1),
             NodeKind::Mixer(m) => m.inputs,
+            NodeKind::Gpu(g) => g.inputs(),
         }
     }
 }
@@ -264,8 +271,21 @@ pub(crate) struct Shape {
 
 impl Graph {
     /// Checks that `nodes` can run, in one line naming the nodes when not.
-    pub fn new(nodes: Vec<Node>) -> Result<Graph> {
+    pub fn new(mut nodes: Vec<Node>) -> Result<Graph> {
         let shape = check(&nodes)?;
+        // A GPU source's shape is known once negotiated: now, so that the graph's rate is
+        // known (negotiation happens once per element).
+        for node in &mut nodes {
+            if let NodeKind::Gpu(g) = &mut node.kind {
+                if g.inputs() == (0, 0) && g.source_info.is_none() {
+                    let info = g
+                        .factory
+                        .negotiate(&[])
+                        .map_err(|e| Error::Graph(format!("{}: {e}", node.name)))?;
+                    g.source_info = Some(info);
+                }
+            }
+        }
         Ok(Graph {
             nodes,
             shape,
@@ -286,6 +306,7 @@ impl Graph {
             .iter()
             .find_map(|n| match &n.kind {
                 NodeKind::Source { source, .. } => Some(source.info().rate),
+                NodeKind::Gpu(g) => g.source_info.map(|i| i.rate),
                 _ => None,
             })
             .expect("a checked graph has a source")

@@ -14,6 +14,6 @@ pub use graph::{AutoScale, Graph, MixerStage, Node, NodeKind, OnEnd, MAX_INPUTS}
 pub use options::{Options, Overload, JOIN_GRACE};
 pub use pipeline::Pipeline;
 pub use plan::Layout;
-pub use stage::EffectStage;
+pub use stage::{EffectStage, GpuStage};
 
 pub(crate) use plan::{auto_scaler_name, ExecNode, Part, Plan, RunningGraph};

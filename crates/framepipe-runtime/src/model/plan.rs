@@ -2,12 +2,18 @@
 //! looked through, automatic scalers put in front of mixer inputs of another size), each
 //! node's negotiated output shape, its consumers, and [`Layout`], the text and Graphviz views
 //! `framepipe graph` prints.
+//!
+//! Where a GPU node meets a CPU node the plan puts a transfer between them, like an automatic
+//! scaler ([`insert_transfers`]): an `upload` after a CPU node that feeds GPU nodes (one for
+//! all of them), a `download` after a GPU node that feeds CPU nodes, sinks or a feedback (one
+//! for all of them). Between two GPU nodes nothing is copied; a CPU node or a sink only ever
+//! sees CPU frames.
 
 use std::fmt::Write as _;
 
 use framepipe_core::{Error, Mode, Rational, Result, Sink, Source, VideoInfo};
 
-use super::EffectStage;
+use super::{EffectStage, GpuStage};
 use crate::model::{Graph, MixerStage, NodeKind, OnEnd};
 
 /// The movable part of an execution node: what the scheduler takes over.
@@ -18,6 +24,14 @@ pub(crate) enum Part {
     },
     Effect(EffectStage),
     Mixer(MixerStage),
+    /// A GPU source, effect or mixer: runs on the GPU thread, reads and writes textures.
+    Gpu(GpuStage),
+    /// A CPU frame into a texture (put in by the plan in front of GPU nodes fed by a CPU
+    /// node); runs on the GPU thread.
+    Upload,
+    /// A texture into a CPU frame, asynchronously (put in by the plan after a GPU node that
+    /// feeds a CPU node, a sink or a feedback); started and finished on the GPU thread.
+    Download,
     Feedback {
         /// Execution index of the node fed back.
         from: usize,
@@ -81,10 +95,23 @@ impl ExecNode {
             Part::Source { .. } => "source",
             Part::Effect(_) => "effect",
             Part::Mixer(_) => "mixer",
+            Part::Gpu(ref g) => g.word(),
+            Part::Upload => "upload",
+            Part::Download => "download",
             Part::Feedback { .. } => "feedback",
             Part::Sink(_) | Part::Running { sink: true } => "sink",
             Part::Running { sink: false } => "source",
         }
+    }
+
+    /// Runs on the GPU thread (a GPU node, an upload or a download).
+    pub fn on_gpu(&self) -> bool {
+        matches!(self.part, Part::Gpu(_) | Part::Upload | Part::Download)
+    }
+
+    /// Its output is a texture (a GPU node's, an upload's), not a CPU frame.
+    pub fn gpu_output(&self) -> bool {
+        matches!(self.part, Part::Gpu(_) | Part::Upload)
     }
 
     pub fn mode(&self) -> Mode {
@@ -137,6 +164,7 @@ impl Plan {
                 NodeKind::Running { sink: false } => {
                     Some(running_info(n.was.as_deref().unwrap_or(&n.name))?)
                 }
+                NodeKind::Gpu(g) if g.source_info.is_some() => g.source_info,
                 _ => continue,
             };
             break;
@@ -216,49 +244,12 @@ impl Plan {
                     let mut inputs = inputs.clone();
                     let mut infos = input_infos.clone();
                     if stage.factory.needs_equal_sizes() {
-                        let (w, h) = (infos[0].width, infos[0].height);
-                        for k in 1..inputs.len() {
-                            if (infos[k].width, infos[k].height) == (w, h) {
-                                continue;
-                            }
-                            let Some(make) = auto_scale.as_ref() else {
-                                return Err(Error::Graph(format!(
-                                    "{name} needs inputs of one size: input 0 ({}) is {w}x{h}, \
-                                     input {k} ({}) is {}x{}; put a scale in front of it",
-                                    out[inputs[0]].name,
-                                    out[inputs[k]].name,
-                                    infos[k].width,
-                                    infos[k].height
-                                )));
-                            };
-                            let mut factory = make(w, h)?;
-                            let sinfo =
-                                factory.negotiate(infos[k]).map_err(|e| in_node(&name, e))?;
-                            let sname = auto_scaler_name(&name, k);
-                            let mode = factory.default_mode();
-                            let src = inputs[k];
-                            out.push(ExecNode {
-                                element: factory.name().to_string(),
-                                name: sname.clone(),
-                                part: Part::Effect(EffectStage::new(factory, mode)),
-                                inputs: vec![src],
-                                consumers: Vec::new(),
-                                feeds: Vec::new(),
-                                serial: mode == Mode::Serial,
-                                // In front of a leaky branch's first mixer, the scaler runs
-                                // with the show (so that the branch still starts at one node).
-                                branch: if head { None } else { branch },
-                                head: false,
-                                master: false,
-                                auto: true,
-                                keep: false,
-                                was: sname,
-                                info: sinfo,
-                                same_shape: false,
-                            });
-                            inputs[k] = out.len() - 1;
-                            infos[k] = sinfo;
-                        }
+                        let at = Front {
+                            name: &name,
+                            head,
+                            branch,
+                        };
+                        scale_inputs(&mut out, auto_scale.as_ref(), &at, &mut inputs, &mut infos)?;
                     }
                     let info = stage
                         .factory
@@ -273,6 +264,56 @@ impl Plan {
                         name,
                         element,
                         part: Part::Mixer(stage),
+                        inputs,
+                        consumers: Vec::new(),
+                        feeds: Vec::new(),
+                        serial,
+                        branch,
+                        head,
+                        master: false,
+                        auto: false,
+                        keep,
+                        was,
+                        info,
+                        same_shape,
+                    });
+                    continue;
+                }
+                NodeKind::Gpu(mut stage) => {
+                    let mut inputs = inputs.clone();
+                    let mut infos = input_infos.clone();
+                    let info = if let Some(own) = stage.source_info {
+                        VideoInfo { rate, ..own }
+                    } else {
+                        if infos.len() > 1 && stage.factory.needs_equal_sizes() {
+                            let at = Front {
+                                name: &name,
+                                head,
+                                branch,
+                            };
+                            scale_inputs(
+                                &mut out,
+                                auto_scale.as_ref(),
+                                &at,
+                                &mut inputs,
+                                &mut infos,
+                            )?;
+                        }
+                        stage
+                            .factory
+                            .negotiate(&infos)
+                            .map_err(|e| in_node(&name, e))?
+                    };
+                    check_size(&name, info)?;
+                    let serial = stage.mode == Mode::Serial;
+                    let same_shape = infos
+                        .first()
+                        .is_some_and(|i| (i.width, i.height) == (info.width, info.height));
+                    exec_of[gi] = Some(out.len());
+                    out.push(ExecNode {
+                        name,
+                        element,
+                        part: Part::Gpu(stage),
                         inputs,
                         consumers: Vec::new(),
                         feeds: Vec::new(),
@@ -359,10 +400,11 @@ impl Plan {
             }
         }
         // Tees resolved to the execution index of what they pass on.
-        let tees = tees
+        let mut tees: Vec<(String, usize)> = tees
             .into_iter()
             .map(|(name, gi)| (name, placed(gi)))
             .collect();
+        let mut out = insert_transfers(out, &mut tees);
         for e in 0..out.len() {
             for k in 0..out[e].inputs.len() {
                 // Once per input it is on (a mixer may take one frame on two inputs): the
@@ -424,6 +466,9 @@ impl Plan {
                 }
                 Part::Sink(_) if n.master => extra.push("master".into()),
                 Part::Effect(_) | Part::Mixer(_) => extra.push(n.mode().to_string()),
+                Part::Gpu(_) => extra.push(format!("gpu, {}", n.mode())),
+                Part::Upload => extra.push("cpu -> gpu".into()),
+                Part::Download => extra.push("gpu -> cpu".into()),
                 Part::Sink(_) => {}
                 Part::Running { .. } => extra.push("running".into()),
             }
@@ -460,6 +505,7 @@ impl Plan {
         let mut dot = String::from("digraph framepipe {\n  rankdir=LR;\n  node [shape=box];\n");
         for (i, n) in self.nodes.iter().enumerate() {
             let style = match (&n.part, n.branch.is_some(), n.auto) {
+                (Part::Gpu(_), _, _) => ", style=filled, fillcolor=lightblue",
                 (_, _, true) => ", style=dotted",
                 (_, true, _) => ", style=dashed",
                 (Part::Sink(_), _, _) if n.master => ", style=bold",
@@ -493,6 +539,152 @@ impl Plan {
         dot.push_str("}\n");
         Layout { text, dot }
     }
+}
+
+/// Puts the transfers between CPU and GPU nodes (see the module documentation): an `upload`
+/// after each CPU node that feeds a GPU node, a `download` after each GPU node that feeds a
+/// CPU node, a sink or a feedback; each shared by every consumer of its kind. A transfer is
+/// in its producer's leaky branch, or in the show (in front of a leaky branch's first node,
+/// it runs with the show, like an automatic scaler). `tees` (execution indices) are
+/// renumbered. A plan without GPU nodes is returned as it is.
+fn insert_transfers(nodes: Vec<ExecNode>, tees: &mut [(String, usize)]) -> Vec<ExecNode> {
+    if !nodes.iter().any(|e| e.on_gpu()) {
+        return nodes;
+    }
+    let n = nodes.len();
+    let gpu_out: Vec<bool> = nodes.iter().map(ExecNode::gpu_output).collect();
+    // Per old index: its new index, and its transfer's (upload or download), once made.
+    let mut new_of = vec![usize::MAX; n];
+    let mut transfer_of: Vec<Option<usize>> = vec![None; n];
+    let mut out: Vec<ExecNode> = Vec::with_capacity(n + 4);
+    let transfer = |out: &mut Vec<ExecNode>, src: usize| -> usize {
+        let from = &out[src];
+        let (word, part) = if from.gpu_output() {
+            ("download", Part::Download)
+        } else {
+            ("upload", Part::Upload)
+        };
+        let name = format!("{}:{word}", from.name);
+        let node = ExecNode {
+            element: word.to_string(),
+            was: name.clone(),
+            name,
+            part,
+            inputs: vec![src],
+            consumers: Vec::new(),
+            feeds: Vec::new(),
+            // Jobs of the GPU thread, which runs one at a time; several downloads of one
+            // node may be under way at once (a download's job ends when its readback is in).
+            serial: false,
+            branch: from.branch,
+            head: false,
+            master: false,
+            auto: true,
+            keep: false,
+            info: from.info,
+            same_shape: true,
+        };
+        out.push(node);
+        out.len() - 1
+    };
+    for (i, mut e) in nodes.into_iter().enumerate() {
+        let wants_gpu = e.on_gpu();
+        for k in 0..e.inputs.len() {
+            let j = e.inputs[k];
+            e.inputs[k] = if gpu_out[j] == wants_gpu {
+                new_of[j]
+            } else {
+                *transfer_of[j].get_or_insert_with(|| transfer(&mut out, new_of[j]))
+            };
+        }
+        new_of[i] = out.len();
+        out.push(e);
+    }
+    // A feedback holds CPU frames: one fed back from a GPU node reads its download (made
+    // after every node, so after the node it reads).
+    for f in 0..out.len() {
+        if let Part::Feedback { from, .. } = out[f].part {
+            let to = if gpu_out[from] {
+                match transfer_of[from] {
+                    Some(t) => t,
+                    None => {
+                        let t = transfer(&mut out, new_of[from]);
+                        transfer_of[from] = Some(t);
+                        t
+                    }
+                }
+            } else {
+                new_of[from]
+            };
+            if let Part::Feedback { from, .. } = &mut out[f].part {
+                *from = to;
+            }
+        }
+    }
+    for (_, t) in tees.iter_mut() {
+        *t = new_of[*t];
+    }
+    out
+}
+
+/// Where a node is, for the scalers put in front of its inputs.
+struct Front<'a> {
+    name: &'a str,
+    head: bool,
+    branch: Option<usize>,
+}
+
+/// Puts an automatic scaler in front of every input of node `at` whose size differs from its
+/// first input's (`inputs`, `infos`: execution indices and shapes, replaced by the scalers'),
+/// or says which sizes differ when the graph has no scaler.
+fn scale_inputs(
+    out: &mut Vec<ExecNode>,
+    auto_scale: Option<&crate::model::AutoScale>,
+    at: &Front<'_>,
+    inputs: &mut [usize],
+    infos: &mut [VideoInfo],
+) -> Result<()> {
+    let (name, head, branch) = (at.name, at.head, at.branch);
+    let (w, h) = (infos[0].width, infos[0].height);
+    for k in 1..inputs.len() {
+        if (infos[k].width, infos[k].height) == (w, h) {
+            continue;
+        }
+        let Some(make) = auto_scale else {
+            return Err(Error::Graph(format!(
+                "{name} needs inputs of one size: input 0 ({}) is {w}x{h}, \
+                     input {k} ({}) is {}x{}; put a scale in front of it",
+                out[inputs[0]].name, out[inputs[k]].name, infos[k].width, infos[k].height
+            )));
+        };
+        let mut factory = make(w, h)?;
+        let sinfo = factory.negotiate(infos[k]).map_err(|e| in_node(name, e))?;
+        let sname = auto_scaler_name(name, k);
+        let mode = factory.default_mode();
+        let src = inputs[k];
+        out.push(ExecNode {
+            element: factory.name().to_string(),
+            name: sname.clone(),
+            part: Part::Effect(EffectStage::new(factory, mode)),
+            inputs: vec![src],
+            consumers: Vec::new(),
+            feeds: Vec::new(),
+            serial: mode == Mode::Serial,
+            // In front of a leaky branch's first mixer, the scaler runs
+            // with the show (so that the branch still starts at one node).
+            branch: if head { None } else { branch },
+            head: false,
+            master: false,
+            auto: true,
+            keep: false,
+            was: sname,
+            info: sinfo,
+            same_shape: false,
+        });
+        inputs[k] = out.len() - 1;
+        infos[k] = sinfo;
+    }
+    Ok(())
 }
 
 /// A negotiation error of node `name`: the element's message names the element, not the node

@@ -48,7 +48,7 @@ impl Flight {
         if let Kind::Sink(port) = t.kind {
             // A leaky sink fed by the show (`t. ! sink leaky=true`) heads a branch of its own:
             // its frame goes to its port, not to a worker; it has no parameters to copy.
-            let frame = inputs.frames[0].take().expect("checked above");
+            let frame = inputs.frames[0].take().expect("checked above").into_cpu();
             let ready_ns = self.slots[slot].ready_ns[head];
             self.hand_to_port(run, port, slot, bs, frame, ready_ns);
             return;
@@ -62,6 +62,11 @@ impl Flight {
             let mut to = v.snapshots[bs].lock().unwrap_or_else(|p| p.into_inner());
             to.copy_nodes(&from, &v.topo.branches[b]);
         }
-        self.ready.push_back((head, bs));
+        if t.gpu {
+            self.gpu_ready.push_back((head, bs));
+            run.wake_gpu();
+        } else {
+            self.ready.push_back((head, bs));
+        }
     }
 }

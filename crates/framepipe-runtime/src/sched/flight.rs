@@ -8,9 +8,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use framepipe_core::{Frame, FrameCtx};
+use framepipe_core::FrameCtx;
 
-use super::{Inputs, Instance, Job, Kind, SourceInst, Version};
+use super::{Inputs, Instance, Job, Kind, Pixels, SourceInst, Version};
 
 /// Per frame in flight (or per leaky branch): every node's output and readiness.
 pub(crate) struct Slot {
@@ -20,7 +20,7 @@ pub(crate) struct Slot {
     pub(super) begun: bool,
     /// When it began (monotonic ns): the graph's latency is measured from there to the master.
     pub(super) begun_ns: i64,
-    pub(super) outputs: Vec<Option<Frame>>,
+    pub(super) outputs: Vec<Option<Pixels>>,
     /// Inputs not yet finished, per node.
     pub(super) missing: Vec<u32>,
     /// Consumers that have not yet taken the output, per node.
@@ -49,7 +49,7 @@ pub(crate) struct NodeState {
     pub(super) source: Option<SourceInst>,
     /// Feedback nodes: the node fed back's output per frame, `(seq, frame)` at `seq % cap`,
     /// until the next frame takes it.
-    pub(super) ring: Vec<Option<(u64, Option<Frame>)>>,
+    pub(super) ring: Vec<Option<(u64, Option<Pixels>)>>,
     /// Frames in flight (begun, or taken into its leaky branch) that this node has not
     /// finished yet: a live edit hands a kept node over to the next version once the replaced
     /// version's count is 0.
@@ -98,7 +98,7 @@ pub(super) enum Step {
     /// The node's inputs for this slot are ready (or, for a root, the frame has begun).
     Runnable(usize, usize),
     /// The node has finished this slot, with this output.
-    Finished(usize, usize, Option<Frame>),
+    Finished(usize, usize, Option<Pixels>),
 }
 
 /// One graph version in flight: the version, its frame slots, its nodes, its queues and
@@ -112,6 +112,8 @@ pub(crate) struct Flight {
     pub(super) ready: VecDeque<(usize, usize)>,
     /// Blocking sources' jobs, for the IO threads (`Run::io`), not the compute workers.
     pub(super) io_ready: VecDeque<(usize, usize)>,
+    /// GPU nodes', uploads' and downloads' jobs, for the show's GPU thread only.
+    pub(super) gpu_ready: VecDeque<(usize, usize)>,
     pub(super) steps: VecDeque<Step>,
     /// Per leaky branch: holds a frame; the inputs its first node took.
     pub(super) branch_busy: Vec<bool>,
@@ -153,6 +155,9 @@ impl Flight {
             slots: (0..topo.cap + nb).map(|_| slot()).collect(),
             ready: VecDeque::with_capacity(n * (topo.cap + nb) + 1),
             io_ready: VecDeque::with_capacity(topo.sources.len() * topo.cap + 1),
+            gpu_ready: VecDeque::with_capacity(
+                topo.nodes.iter().filter(|t| t.gpu).count() * (topo.cap + nb) + 1,
+            ),
             branch_busy: vec![false; nb],
             branch_inputs: (0..nb).map(|_| Inputs::new()).collect(),
             steps: VecDeque::with_capacity(4 * n * (topo.cap + nb) + 8),
@@ -198,6 +203,7 @@ impl Flight {
     pub(super) fn drop_frames(&mut self) {
         self.ready.clear();
         self.io_ready.clear();
+        self.gpu_ready.clear();
         self.steps.clear();
         for s in &mut self.slots {
             s.active = false;

@@ -1,7 +1,9 @@
 //! The scheduler's vocabulary: what a node is to it (`Kind`, `Topo`), a job (`Job`, carrying
 //! the instance it runs: exec's `Inst`) and its outcome (`Done`).
 
-use framepipe_core::{Frame, FrameCtx, Result};
+use framepipe_core::{FrameCtx, Result};
+
+use super::Pixels;
 
 use crate::exec::Inst;
 use crate::exec::{PanicPayload, SliceJob};
@@ -56,11 +58,14 @@ pub(crate) struct TopoNode {
     /// A source that may wait on the outside world (`Source::blocks`): its jobs go to the
     /// show's IO thread, never to a compute worker.
     pub blocks: bool,
+    /// A GPU node, an upload or a download: its jobs go to the show's GPU thread, never to a
+    /// compute worker.
+    pub gpu: bool,
 }
 
 /// A node's input frames for one job, without allocating.
 pub(crate) struct Inputs {
-    pub frames: [Option<Frame>; MAX_INPUTS],
+    pub frames: [Option<Pixels>; MAX_INPUTS],
     pub n: usize,
 }
 
@@ -72,7 +77,7 @@ impl Inputs {
         }
     }
 
-    pub(super) fn push(&mut self, f: Option<Frame>) {
+    pub(super) fn push(&mut self, f: Option<Pixels>) {
         self.frames[self.n] = f;
         self.n += 1;
     }
@@ -124,7 +129,7 @@ pub(crate) enum Done {
         /// As in [`Job::Node`].
         version: u64,
         inst: Inst,
-        result: Result<Option<Frame>>,
+        result: Result<Option<Pixels>>,
     },
     Slice(usize, Option<PanicPayload>),
 }

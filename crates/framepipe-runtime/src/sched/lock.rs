@@ -38,12 +38,14 @@ pub(crate) struct Wake {
     pub(super) ports: bool,
     /// The IO threads to wake, bit K for IO thread K (all: the end).
     pub(super) io: u8,
+    /// The GPU thread (a job queued for it, the end).
+    pub(super) gpu: bool,
 }
 
 impl Wake {
     /// Whether any wake-up is pending.
     pub(super) fn any(self) -> bool {
-        self.work_one || self.work_all || self.slices || self.ports || self.io != 0
+        self.work_one || self.work_all || self.slices || self.ports || self.io != 0 || self.gpu
     }
 }
 
@@ -82,6 +84,9 @@ impl Shared {
             if w.io & (1 << k) != 0 {
                 s.raise();
             }
+        }
+        if w.gpu {
+            self.gpu_signal.raise();
         }
         if w.ports {
             for p in &self.port_signals {

@@ -77,6 +77,7 @@ mod flight;
 mod job;
 mod lock;
 mod lockstats;
+mod pixels;
 mod ports;
 mod ready;
 mod run;
@@ -84,12 +85,13 @@ mod select;
 mod switch;
 mod version;
 
-pub(crate) use crate::exec::{Inst, Instance, Proc, SourceInst};
+pub(crate) use crate::exec::{GpuProc, Inst, Instance, Proc, SourceInst};
 pub(crate) use flight::NodeState;
 pub(crate) use job::{Done, Inputs, Job, Kind, Topo, TopoNode};
 pub(crate) use lock::Locked;
 pub use lockstats::LockSummary;
 pub(crate) use lockstats::Log2Histogram;
+pub(crate) use pixels::Pixels;
 pub(crate) use ports::{PortItem, PortQueue, PortSignal};
 pub(crate) use switch::{EditPlan, NextVersion, Replaced, SwitchNews};
 pub(crate) use version::Version;
@@ -136,6 +138,9 @@ pub(crate) struct Scheduler {
     run: Run,
     /// IO threads running a job (counted in their flight's `running` too).
     io_busy: usize,
+    /// Jobs the GPU thread has taken and not reported (a download's until its readback is
+    /// in; counted in their flight's `running` too).
+    gpu_busy: usize,
     /// The next frame to begin.
     next_seq: u64,
     /// Paced runs: the last frame allowed to begin now (just in time for its deadline; set by
@@ -175,6 +180,9 @@ pub(crate) struct Shared {
     /// none) and since when (monotonic ns), for stall detection by the master output thread.
     pub(crate) running: Vec<(AtomicUsize, AtomicI64)>,
     pub(crate) events: Option<EventFn>,
+    /// The show's audio (`--audio`), when it has one: an exact feed makes the worker
+    /// beginning a frame wait, off every lock, for the audio up to the frame's time.
+    pub(crate) audio: Option<framepipe_audio::Feed>,
     pub(crate) counters: Arc<Counters>,
     /// The number of the running graph version, readable without the lock (the output
     /// threads re-read the version only when it changed).
@@ -187,6 +195,10 @@ pub(crate) struct Shared {
     /// The IO threads started so far (`Shared::ensure_io_threads`), one per blocking source
     /// up to [`MAX_IO_THREADS`]; joined at the run's end.
     pub(crate) io_threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// What the GPU thread waits on: raised when a GPU job is queued (and at the end).
+    pub(crate) gpu_signal: PortSignal,
+    /// The GPU thread, once started (`Shared::ensure_gpu_thread`); joined at the run's end.
+    pub(crate) gpu_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Shared {
@@ -217,10 +229,13 @@ impl Shared {
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
+            audio: None,
             counters,
             view,
             io_signals: (0..MAX_IO_THREADS).map(|_| PortSignal::default()).collect(),
             io_threads: Mutex::new(Vec::new()),
+            gpu_signal: PortSignal::default(),
+            gpu_thread: Mutex::new(None),
         }
     }
 
@@ -256,6 +271,7 @@ impl Scheduler {
             news: None,
             run: Run::new(ports),
             io_busy: 0,
+            gpu_busy: 0,
             next_seq: 0,
             begin_limit: u64::MAX,
             begin_busy: false,

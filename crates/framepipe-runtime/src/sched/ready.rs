@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use framepipe_clock::now_ns;
-use framepipe_core::{Frame, Result};
+use framepipe_core::Result;
 
-use super::{Done, Flight, Inst, Job, Kind, Run, Scheduler, Shared, Step, Version};
+use super::{Done, Flight, Inst, Job, Kind, Pixels, Run, Scheduler, Shared, Step, Version};
 
 impl Flight {
     /// Runs the queued bookkeeping steps until none is left.
@@ -61,7 +61,7 @@ impl Flight {
             }
             Kind::Feedback { .. } => {
                 let out = if seq == self.nodes[node].first_seq {
-                    v.pools.first_frame(node)
+                    v.pools.first_frame(node).map(Pixels::Cpu)
                 } else {
                     let k = ((seq - 1) % v.topo.cap as u64) as usize;
                     match self.nodes[node].ring[k].take() {
@@ -83,10 +83,16 @@ impl Flight {
                     }
                     self.steps.push_back(Step::Finished(node, slot, None));
                 } else if let Kind::Sink(port) = t.kind {
-                    let frame = self.consume(slot, t.inputs[0]).expect("checked above");
+                    let frame = self
+                        .consume(slot, t.inputs[0])
+                        .expect("checked above")
+                        .into_cpu();
                     // When it was processed, not when its turn came.
                     let ready_ns = self.slots[slot].ready_ns[node];
                     self.hand_to_port(run, port, slot, slot, frame, ready_ns);
+                } else if t.gpu {
+                    self.gpu_ready.push_back((node, slot));
+                    run.wake_gpu();
                 } else {
                     self.ready.push_back((node, slot));
                 }
@@ -95,7 +101,7 @@ impl Flight {
     }
 
     /// `node` has finished `slot` with `output` (none: an empty frame).
-    fn finished_node(&mut self, v: &Version, node: usize, slot: usize, output: Option<Frame>) {
+    fn finished_node(&mut self, v: &Version, node: usize, slot: usize, output: Option<Pixels>) {
         let t = &v.topo.nodes[node];
         debug_assert!(self.nodes[node].owed > 0, "a node finishes a frame it owes");
         self.nodes[node].owed = self.nodes[node].owed.saturating_sub(1);
@@ -201,7 +207,7 @@ impl Flight {
         node: usize,
         slot: usize,
         inst: Inst,
-        result: Result<Option<Frame>>,
+        result: Result<Option<Pixels>>,
     ) {
         self.running -= 1;
         match inst {
@@ -315,6 +321,7 @@ impl Scheduler {
             self.run.wake.work_all = true;
             self.run.wake.ports = true;
             self.run.wake.io = u8::MAX;
+            self.run.wake.gpu = true;
         } else if shared.workers.any() && self.has_work() {
             // Several independent jobs (branches of one frame): wake every idle worker.
             if self.flight.ready.len() + self.retiring_ready() + usize::from(self.begin_runnable())

@@ -20,6 +20,8 @@ pub(crate) struct Run {
     /// IO threads waiting for a job, bit K for IO thread K: a queued job wakes one of them
     /// (the others would only find it taken).
     pub(super) io_idle: u8,
+    /// The GPU thread waits for a job: a queued one wakes it.
+    pub(super) gpu_idle: bool,
     /// Frames from this one on are empty (a source ended or failed there).
     pub(super) end_seq: u64,
     /// No frame begins any more.
@@ -39,6 +41,7 @@ impl Run {
             ports: (0..ports).map(|_| Port::default()).collect(),
             io: false,
             io_idle: 0,
+            gpu_idle: false,
             end_seq: u64::MAX,
             source_done: false,
             abort: false,
@@ -78,11 +81,19 @@ impl Run {
         self.source_done = true;
     }
 
+    /// A job was queued for the GPU thread: woken if it waits.
+    pub(super) fn wake_gpu(&mut self) {
+        if std::mem::take(&mut self.gpu_idle) {
+            self.wake.gpu = true;
+        }
+    }
+
     /// Every worker, output thread and IO thread looks again (the end, an abort).
     pub(super) fn wake_everyone(&mut self) {
         self.wake.work_all = true;
         self.wake.ports = true;
         self.wake.io = u8::MAX;
+        self.wake.gpu = true;
     }
 }
 
@@ -166,8 +177,8 @@ impl Scheduler {
     }
 
     /// Whether a compute worker is inside one of this show's jobs (a node of any version, or
-    /// a frame's beginning); the IO threads' jobs are not counted.
+    /// a frame's beginning); the IO threads' and the GPU thread's jobs are not counted.
     pub(crate) fn compute_jobs_running(&self) -> bool {
-        self.running_jobs() > self.io_busy || self.begin_busy
+        self.running_jobs() > self.io_busy + self.gpu_busy || self.begin_busy
     }
 }

@@ -2,11 +2,9 @@
 
 use std::sync::Arc;
 
-use framepipe_core::Frame;
-
 use crate::exec::{PanicPayload, SliceFork, SliceJob};
 
-use super::{Flight, Inputs, Inst, Job, Kind, Scheduler, Shared, Version};
+use super::{Flight, Inputs, Inst, Job, Kind, Pixels, Scheduler, Shared, Version};
 
 impl Scheduler {
     /// Node jobs running on workers (and the IO threads), of every version.
@@ -117,6 +115,41 @@ impl Scheduler {
         self.io_busy += 1;
         self.run.io_idle &= !(1 << k);
         Some(job)
+    }
+
+    /// The next job for the show's GPU thread: a GPU node's, an upload's or a download's, the
+    /// replaced version's first (its frames are older), then the frames' furthest down the
+    /// graph (so that a frame's consecutive GPU nodes run back to back and frames leave
+    /// soon), the oldest frame's first among them, then the leaky branches'. The job is the GPU thread's until it records it
+    /// ([`record_gpu`](Self::record_gpu)).
+    pub(crate) fn next_gpu_job(&mut self) -> Option<Job> {
+        let flight = match self.retiring.as_mut() {
+            Some(r) if !r.flight.gpu_ready.is_empty() => &mut r.flight,
+            _ => &mut self.flight,
+        };
+        let cap = flight.ver.topo.cap;
+        let q = &flight.gpu_ready;
+        let slots = &flight.slots;
+        let key = |i: usize| (q[i].0, std::cmp::Reverse(slots[q[i].1].ctx.seq));
+        let pos = (0..q.len())
+            .filter(|&i| q[i].1 < cap)
+            .max_by_key(|&i| key(i))
+            .or_else(|| (0..q.len()).max_by_key(|&i| key(i)))?;
+        let (node, slot) = flight.gpu_ready.remove(pos).expect("index in range");
+        let job = flight.node_job(node, slot);
+        self.gpu_busy += 1;
+        Some(job)
+    }
+
+    /// The GPU thread waits for a job: a queued one wakes it.
+    pub(crate) fn gpu_thread_idle(&mut self) {
+        self.run.gpu_idle = true;
+    }
+
+    /// Records a GPU thread's job (as [`record`](Self::record)).
+    pub(crate) fn record_gpu(&mut self, done: super::Done, shared: &Shared) -> bool {
+        self.gpu_busy -= 1;
+        self.record(done, shared)
     }
 
     /// IO thread `k` waits for a job: a queued one wakes it.
@@ -231,7 +264,7 @@ impl Flight {
     }
 
     /// A consumer takes node `i`'s output at `slot` (the last one takes it, the others share it).
-    pub(super) fn consume(&mut self, slot: usize, i: usize) -> Option<Frame> {
+    pub(super) fn consume(&mut self, slot: usize, i: usize) -> Option<Pixels> {
         let s = &mut self.slots[slot];
         s.uses[i] -= 1;
         if s.uses[i] == 0 {

@@ -53,6 +53,16 @@ pub enum Event {
         /// Frames it produced.
         frames: u64,
     },
+    /// A GPU node failed at render (its error, a GL error, a panic): it is bypassed from this
+    /// frame on (its first input passes; a source gives black) and the show goes on.
+    GpuNodeFailed {
+        /// Stage name.
+        stage: Arc<str>,
+        /// The frame it failed on.
+        frame: u64,
+        /// Why.
+        reason: String,
+    },
     /// A crossfade (`load FILE fade=`) is over: from `frame` on the output is the new project
     /// alone, and the old project's nodes were taken out of the graph (the fade's start is the
     /// frame the `load`'s reply named).

@@ -44,6 +44,9 @@ pub struct StageCounters {
     busy_ns: AtomicU64,
     instances: AtomicUsize,
     skipped: AtomicU64,
+    /// A GPU node: frames whose GPU time was measured (timer queries), and that time.
+    gpu_frames: AtomicU64,
+    gpu_ns: AtomicU64,
     /// A stall of this stage was reported (once per stage).
     stall_reported: AtomicBool,
 }
@@ -57,6 +60,8 @@ impl StageCounters {
             busy_ns: AtomicU64::new(0),
             instances: AtomicUsize::new(0),
             skipped: AtomicU64::new(0),
+            gpu_frames: AtomicU64::new(0),
+            gpu_ns: AtomicU64::new(0),
             stall_reported: AtomicBool::new(false),
         }
     }
@@ -72,6 +77,12 @@ impl StageCounters {
             .fetch_add(busy.as_nanos() as u64, Ordering::Relaxed);
     }
 
+    /// A GPU node's render took `ns` on the GPU (a timer query's result).
+    pub(crate) fn record_gpu(&self, ns: u64) {
+        self.gpu_frames.fetch_add(1, Ordering::Relaxed);
+        self.gpu_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
     /// Whether a stall of this stage is to be reported now: true the first time only.
     pub(crate) fn report_stall_once(&self) -> bool {
         !self.stall_reported.swap(true, Ordering::Relaxed)
@@ -85,7 +96,10 @@ impl StageCounters {
     pub fn snapshot(&self) -> StageStats {
         let frames = self.frames.load(Ordering::Relaxed);
         let busy = self.busy_ns.load(Ordering::Relaxed);
+        let gpu_frames = self.gpu_frames.load(Ordering::Relaxed);
+        let gpu_ns = self.gpu_ns.load(Ordering::Relaxed);
         StageStats {
+            gpu_ms: (gpu_frames > 0).then(|| gpu_ns as f64 / gpu_frames as f64 / 1e6),
             name: self.name.to_string(),
             mode: self.mode,
             instances: self.instances.load(Ordering::Relaxed),
@@ -115,8 +129,12 @@ pub struct StageStats {
     /// Frames a leaky branch starting here skipped because it was still busy with an earlier
     /// one (0 elsewhere).
     pub skipped: u64,
-    /// Mean processing time per frame, milliseconds.
+    /// Mean processing time per frame, milliseconds (a GPU thread's job: the time to issue
+    /// it; a download: from its start to its readback in).
     pub mean_ms: f64,
+    /// A GPU node: its mean time on the GPU per frame, milliseconds, measured with GL timer
+    /// queries (read without waiting; `None` when none was measured).
+    pub gpu_ms: Option<f64>,
 }
 
 /// Counters of the whole run.
@@ -158,6 +176,11 @@ pub struct Counters {
     edit_build_us_sum: AtomicU64,
     /// What the show holds against `--max-memory` (every graph version alive, its instances).
     pub(crate) memory: Arc<crate::memory::MemoryBook>,
+    /// The GPU thread's transfers: uploads done, downloads finished.
+    uploads: AtomicU64,
+    downloads: AtomicU64,
+    /// The show's GPU renderer, once its GPU thread opened its context.
+    renderer: Mutex<Option<String>>,
 }
 
 impl Counters {
@@ -188,7 +211,53 @@ impl Counters {
             edit_build_repeats: AtomicU64::new(0),
             edit_build_us_sum: AtomicU64::new(0),
             memory,
+            uploads: AtomicU64::new(0),
+            downloads: AtomicU64::new(0),
+            renderer: Mutex::new(None),
         }
+    }
+
+    /// The GPU thread uploaded a frame into a texture.
+    pub(crate) fn count_upload(&self) {
+        self.uploads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The GPU thread finished a download (a texture into a CPU frame).
+    pub(crate) fn count_download(&self) {
+        self.downloads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The GPU thread opened its context on `renderer` (off the frame path).
+    pub(crate) fn set_renderer(&self, renderer: String) {
+        *self
+            .renderer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(renderer);
+    }
+
+    /// The GPU figures, for a show that has a GPU thread.
+    fn gpu(&self, frames: u64) -> Option<GpuStats> {
+        let renderer = self
+            .renderer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()?;
+        let uploads = self.uploads.load(Ordering::Relaxed);
+        let downloads = self.downloads.load(Ordering::Relaxed);
+        let per = |n: u64| {
+            if frames == 0 {
+                0.0
+            } else {
+                n as f64 / frames as f64
+            }
+        };
+        Some(GpuStats {
+            renderer,
+            uploads,
+            downloads,
+            uploads_per_frame: per(uploads),
+            downloads_per_frame: per(downloads),
+        })
     }
 
     /// The master output released a frame.
@@ -393,8 +462,25 @@ impl Counters {
             output_lock_wait_us: self.output_lock_wait.summary(),
             edits: self.edits(),
             memory: self.memory.stats(),
+            gpu: self.gpu(frames),
         }
     }
+}
+
+/// What a show with GPU nodes did on the GPU (its GPU thread's figures; each GPU node's GPU
+/// time is in its [`StageStats::gpu_ms`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuStats {
+    /// The renderer its context runs on (`llvmpipe (LLVM 19.1.7, 256 bits)`, a GPU's name).
+    pub renderer: String,
+    /// CPU frames uploaded into textures.
+    pub uploads: u64,
+    /// Textures downloaded into CPU frames.
+    pub downloads: u64,
+    /// Uploads per frame out (the master output's frames).
+    pub uploads_per_frame: f64,
+    /// Downloads per frame out.
+    pub downloads_per_frame: f64,
 }
 
 /// What live edits cost at the master output (issue #9, "no glitch"): measured per edit from
@@ -447,4 +533,6 @@ pub struct RunStats {
     /// What the show holds against `--max-memory`, as the budget counts it: during a live
     /// edit, both versions.
     pub memory: crate::memory::MemoryStats,
+    /// A show with GPU nodes: its transfers and renderer (`None` without a GPU thread).
+    pub gpu: Option<GpuStats>,
 }

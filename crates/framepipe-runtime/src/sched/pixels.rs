@@ -1,0 +1,60 @@
+//! What a frame slot holds per node ([`Pixels`]): a CPU frame or a texture of the show's GPU
+//! context. CPU nodes, sinks and feedbacks only ever see CPU frames: the plan puts an upload
+//! in front of a GPU node fed by a CPU node and a download after a GPU node that feeds a CPU
+//! node, a sink or a feedback (`model/plan.rs`).
+
+use std::sync::Arc;
+
+use framepipe_core::Frame;
+use framepipe_gpu::GpuFrame;
+
+/// One node's output for one frame, shared read-only by its consumers (a clone is a reference
+/// count, never a copy of the pixels).
+#[derive(Debug, Clone)]
+pub(crate) enum Pixels {
+    /// A frame in host memory (a CPU node's, a download's).
+    Cpu(Frame),
+    /// A texture (a GPU node's, an upload's); back to its pool when the last holder drops it,
+    /// on any thread.
+    Gpu(Arc<GpuFrame>),
+}
+
+impl Pixels {
+    /// The CPU frame. A CPU node, a sink or a feedback is never given a texture (the plan
+    /// puts a download in front of it), so a texture here is a bug in the plan.
+    pub(crate) fn into_cpu(self) -> Frame {
+        match self {
+            Pixels::Cpu(f) => f,
+            Pixels::Gpu(_) => unreachable!(
+                "a CPU node is given a texture: the plan has a download in front of it"
+            ),
+        }
+    }
+
+    /// The CPU frame, borrowed (see [`into_cpu`](Self::into_cpu)).
+    pub(crate) fn cpu(&self) -> &Frame {
+        match self {
+            Pixels::Cpu(f) => f,
+            Pixels::Gpu(_) => unreachable!(
+                "a CPU node is given a texture: the plan has a download in front of it"
+            ),
+        }
+    }
+
+    /// The texture. A GPU node or a download is given only textures (the plan puts an upload
+    /// in front of a GPU node fed by a CPU node).
+    pub(crate) fn gpu(&self) -> &GpuFrame {
+        match self {
+            Pixels::Gpu(t) => t,
+            Pixels::Cpu(_) => unreachable!(
+                "a GPU node is given a CPU frame: the plan has an upload in front of it"
+            ),
+        }
+    }
+}
+
+impl From<Frame> for Pixels {
+    fn from(f: Frame) -> Self {
+        Pixels::Cpu(f)
+    }
+}
