@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use framepipe_core::{ElementKind, Registry};
+use framepipe_core::{ElementKind, PathUse, Registry};
 use framepipe_project::{parse_pipeline, GraphDesc};
 use framepipe_window::WindowLink;
 
@@ -88,10 +88,19 @@ pub(crate) fn resolve_paths(
             && registry.find(&node.element).is_some_and(|e| {
                 e.desc.props.iter().any(|spec| {
                     spec.name == key
-                        && spec
-                            .path
-                            .is_some_and(|p| p.is_relative_file(value, &node.props))
+                        && spec.path.is_some_and(|p| {
+                            p != PathUse::Files && p.is_relative_file(value, &node.props)
+                        })
                 })
+            })
+    });
+    desc.resolve_path_lists(folder, |node, key| {
+        !keep.contains(&node.name)
+            && registry.find(&node.element).is_some_and(|e| {
+                e.desc
+                    .props
+                    .iter()
+                    .any(|spec| spec.name == key && spec.path == Some(PathUse::Files))
             })
     });
 }

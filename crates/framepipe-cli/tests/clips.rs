@@ -334,6 +334,92 @@ fn a_deck_trigger_from_stdin_starts_the_clip_on_the_frame_the_reply_names() {
     assert_eq!(got[n..], want_after[..], "clip 2 from frame {n}");
 }
 
+/// The frame numbers of every `framepipe: ok 'CMD' from frame N` in `err`, in order.
+fn ok_frames(err: &str, cmd: &str) -> Vec<usize> {
+    let prefix = format!("framepipe: ok '{cmd}' from frame ");
+    err.lines()
+        .map(|l| l.trim_start_matches('\r'))
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn deck_commands_trigger_by_name_next_and_prev_wrap_on_the_frames_the_replies_name() {
+    // trigger by a clip's file stem, next twice (round the bank's end), prev (round its
+    // start); a name the bank lacks is refused, naming the bank.
+    let dir = tmpdir("clip-deck-cmds");
+    make_clip(&dir, "a.mp4", 20, 60, H264);
+    make_clip_from(&dir, "b.mp4", 100, 20, 60, H264);
+    make_clip_from(&dir, "c.mp4", 200, 20, 60, H264);
+    let (got, err) = live(
+        &dir,
+        "clips name=deck locations=a.mp4,b.mp4,c.mp4 ! rawsink location=out.rgba",
+        &[
+            "trigger deck nope",
+            "trigger deck b",
+            "next deck",
+            "next deck",
+            "prev deck",
+        ],
+        250,
+    );
+    assert!(
+        err.contains("no clip named 'nope'") && err.contains("a, b, c"),
+        "{err}"
+    );
+    let b = ok_frame(&err, "set deck.clip b");
+    let next = ok_frames(&err, "set deck.clip next");
+    let prev = ok_frame(&err, "set deck.clip prev");
+    assert_eq!(next.len(), 2, "{err}");
+    // Each segment: the clip's first frame on the replied frame, then its frames in order.
+    let starts = [(0, 0), (b, 100), (next[0], 200), (next[1], 0), (prev, 200)];
+    for (k, &(from, offset)) in starts.iter().enumerate() {
+        let to = starts.get(k + 1).map_or(got.len(), |s| s.0);
+        assert!(
+            from < to && to <= got.len(),
+            "{starts:?} of {}: {err}",
+            got.len()
+        );
+        let want: Vec<u32> = (0..(to - from) as u32).map(|i| offset + i % 20).collect();
+        assert_eq!(
+            got[from..to],
+            want[..],
+            "segment {k} from frame {from}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_decks_locations_in_a_project_file_are_beside_the_project_file() {
+    // Run from the folder above the project's: `locations` (a list) and the sink's `location`
+    // are resolved against the project file's folder, item by item.
+    let dir = tmpdir("clip-deck-project");
+    let show = dir.join("show");
+    std::fs::create_dir_all(&show).unwrap();
+    make_clip(&show, "a.mp4", 20, 60, H264);
+    make_clip_from(&show, "b.mp4", 100, 20, 60, H264);
+    std::fs::write(
+        show.join("show.toml"),
+        "pipeline = \"clips name=deck locations=a.mp4,b.mp4 ! rawsink location=../out.rgba\"\n",
+    )
+    .unwrap();
+    let (got, err) = live(&dir, "show/show.toml", &["trigger deck 1"], 500);
+    assert!(err.contains("2 of 2 clips playable"), "{err}");
+    let n = ok_frame(&err, "set deck.clip 1");
+    assert!(n < got.len(), "frame {n} of {}", got.len());
+    let want: Vec<u32> = (0..got.len() as u32)
+        .map(|i| {
+            if (i as usize) < n {
+                i % 20
+            } else {
+                100 + (i - n as u32) % 20
+            }
+        })
+        .collect();
+    assert_eq!(got, want, "clip 1 from frame {n}: {err}");
+}
+
 #[test]
 fn a_deck_goes_on_with_the_next_clip_when_one_fails_mid_play() {
     // Clip 0's file is cut in the middle of its data (its index, at the front, still

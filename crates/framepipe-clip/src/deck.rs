@@ -65,6 +65,7 @@ pub fn desc() -> ElementDesc {
             PropValue::Str(String::new()),
             "the bank: clip files separated by commas (a.mp4,b.mov)",
         )
+        .path(PathUse::Files)
         .fixed(),
         PropSpec::new(
             "folder",
@@ -319,6 +320,7 @@ pub fn build(props: &Props) -> Result<Element> {
         ended: false,
         scrubbed: false,
         clip: active,
+        names: locations.iter().map(|l| stem(l)).collect(),
     };
     deck.resume = vec![None; deck.heads.len()];
     deck.trigger_clip(active)?;
@@ -359,6 +361,17 @@ pub struct Deck {
     ended: bool,
     scrubbed: bool,
     clip: usize,
+    /// Each place's name: its file's stem (`trigger deck intro`).
+    names: Vec<String>,
+}
+
+/// A clip's name: its file name without folder and extension.
+fn stem(location: &str) -> String {
+    let p = std::path::Path::new(location);
+    p.file_stem()
+        .or(p.file_name())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| location.to_string())
 }
 
 impl Deck {
@@ -521,6 +534,18 @@ impl Source for Deck {
                 };
                 (spec, v)
             })
+            .chain(std::iter::once((
+                // The names `clip` also takes (`trigger deck intro`: the runtime reads them).
+                PropSpec::new(
+                    "clip-names",
+                    PropKind::Enum(self.names.clone()),
+                    PropValue::Str(self.names[self.clip].clone()),
+                    "the bank's clips by name (their file stems), in order: `clip` takes a \
+                     name too",
+                )
+                .fixed(),
+                PropValue::Str(self.names[self.clip].clone()),
+            )))
             .collect()
     }
 

@@ -7,7 +7,7 @@ use crate::osc::Oscillator;
 use crate::{Error, Result};
 
 const COMMANDS: &str = "set, osc, unosc, bypass, speed, tempo, tap, pause, step, resume, stop, \
-                        batch, add, remove, replace, link, load, learn, unlearn, midi, \
+                        trigger, next, prev, batch, add, remove, replace, link, load, learn, unlearn, midi, \
                         mappings, save";
 
 /// An element of the running pipeline, by name or by position.
@@ -323,6 +323,8 @@ impl Command {
     /// tempo BPM                         tempo 128
     /// tap
     /// pause | step [N] | resume | stop
+    /// trigger NODE N|NAME               trigger deck 2, trigger deck intro   (= set deck.clip 2)
+    /// next NODE | prev NODE             next deck                            (= set deck.clip next)
     /// add ELEMENT [k=v ...] after|before NODE    add frei0r-glow blur=0.3 after fx1
     /// remove NODE
     /// replace NODE ELEMENT [k=v ...]             replace clip ffmpegsrc location=b.mp4
@@ -445,6 +447,38 @@ impl Command {
                 Ok(Command::Tempo(bpm))
             }
             "tap" => no_more("tap", words).map(|_| Command::Tap { at_ns: None }),
+            // A deck's clip: its `clip` property, set at a frame boundary like any `set` (the
+            // runtime reads a name and next/prev, wrapping around the bank).
+            "trigger" => {
+                let what = "a deck and a clip (its number or name), e.g. trigger deck 2";
+                let el = words.next().ok_or(Error::MissingArgument {
+                    command: "trigger",
+                    what,
+                })?;
+                let clip = words.next().ok_or(Error::MissingArgument {
+                    command: "trigger",
+                    what,
+                })?;
+                no_more("trigger", words)?;
+                Ok(Command::Set {
+                    element: Target::parse(el)?,
+                    prop: "clip".into(),
+                    value: clip.to_string(),
+                })
+            }
+            w @ ("next" | "prev") => {
+                let command = if w == "next" { "next" } else { "prev" };
+                let el = words.next().ok_or(Error::MissingArgument {
+                    command,
+                    what: "a deck, e.g. next deck",
+                })?;
+                no_more(command, words)?;
+                Ok(Command::Set {
+                    element: Target::parse(el)?,
+                    prop: "clip".into(),
+                    value: command.to_string(),
+                })
+            }
             "batch" => {
                 let rest = rest_after_words(line, 1);
                 let parts: Vec<&str> = rest
@@ -817,6 +851,19 @@ mod tests {
         assert_eq!(Command::parse("TEMPO 20").unwrap(), Command::Tempo(20.0));
         assert_eq!(Command::parse("tempo 999").unwrap(), Command::Tempo(999.0));
         assert_eq!(Command::parse("tap").unwrap(), Command::Tap { at_ns: None });
+        for (line, element, value) in [
+            ("trigger deck 2", name("deck"), "2"),
+            ("TRIGGER 0 intro", Target::Index(0), "intro"),
+            ("next deck", name("deck"), "next"),
+            ("Prev deck", name("deck"), "prev"),
+        ] {
+            let set = Command::Set {
+                element,
+                prop: "clip".into(),
+                value: value.into(),
+            };
+            assert_eq!(Command::parse(line).unwrap(), set, "{line}");
+        }
         assert_eq!(Command::parse("pause").unwrap(), Command::Pause);
         assert_eq!(Command::parse("step").unwrap(), Command::Step(1));
         assert_eq!(Command::parse("step 3").unwrap(), Command::Step(3));
@@ -918,6 +965,11 @@ mod tests {
             ("tempo nan", "'nan'"),
             ("tempo 120 130", "'130'"),
             ("tap now", "'now'"),
+            ("trigger", "needs a deck"),
+            ("trigger deck", "needs a deck"),
+            ("trigger deck 1 2", "'2'"),
+            ("next", "needs a deck"),
+            ("prev deck 1", "'1'"),
             ("step 0", "'0'"),
             ("step -1", "'-1'"),
             ("step 2 3", "'3'"),

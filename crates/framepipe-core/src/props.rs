@@ -131,6 +131,9 @@ pub enum PathUse {
         /// The property that, when given, makes the value something else than a file.
         unless: Option<&'static str>,
     },
+    /// Files separated by commas (`a.mp4,b.mov`, a deck's bank): each relative one is
+    /// resolved, item by item.
+    Files,
 }
 
 impl PathUse {
@@ -143,6 +146,10 @@ impl PathUse {
         }
         match self {
             PathUse::File => true,
+            PathUse::Files => value
+                .split(',')
+                .map(str::trim)
+                .any(|v| PathUse::File.is_relative_file(v, props)),
             PathUse::FileOrUrl { unless } => {
                 let scheme = value.split_once(':').map(|(s, _)| s);
                 let url = scheme.is_some_and(|s| {

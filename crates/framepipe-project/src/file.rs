@@ -143,6 +143,30 @@ impl GraphDesc {
     }
 }
 
+impl GraphDesc {
+    /// Resolves, in place, every property value that `is_list(node, property)` says is a list
+    /// of files separated by commas (`locations = "a.mp4,b.mov"`), item by item, as
+    /// [`GraphDesc::resolve_paths`] resolves one.
+    pub fn resolve_path_lists(
+        &mut self,
+        folder: &Path,
+        is_list: impl Fn(&NodeDescr, &str) -> bool,
+    ) {
+        for i in 0..self.nodes.len() {
+            for k in 0..self.nodes[i].props.len() {
+                let (key, value) = &self.nodes[i].props[k];
+                if is_list(&self.nodes[i], key) {
+                    let new: Vec<String> = value
+                        .split(',')
+                        .map(|v| resolved(folder, v.trim()))
+                        .collect();
+                    self.nodes[i].props[k].1 = new.join(",");
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +220,12 @@ mod tests {
         d.resolve_paths(folder, |_, k, _| k == "location");
         assert_eq!(d.nodes[0].props[0].1, "/shows/a/in.y4m");
         assert_eq!(d.nodes[1].props[0].1, "/tmp/x.y4m");
+        let mut d =
+            crate::parse_pipeline("clips locations=a.mp4,/abs/b.mp4,c/d.mov ! nullsink").unwrap();
+        d.resolve_path_lists(folder, |_, k| k == "locations");
+        assert_eq!(
+            d.nodes[0].props[0].1,
+            "/shows/a/a.mp4,/abs/b.mp4,/shows/a/c/d.mov"
+        );
     }
 }

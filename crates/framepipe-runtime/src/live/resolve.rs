@@ -3,7 +3,7 @@
 //! without any lock, into a [`Set`] ready to be assigned under the live lock.
 
 use framepipe_control::{Command, OscClock, Oscillator, Target};
-use framepipe_core::{PropSpec, PropValue};
+use framepipe_core::{PropKind, PropSpec, PropValue};
 
 use super::values::numeric;
 use super::Live;
@@ -27,6 +27,9 @@ pub(crate) enum Set {
     },
     /// Remove the property's oscillator.
     Unosc { stage: usize, param: usize },
+    /// A whole-number property moved by `by`, wrapping around its range (`set deck.clip
+    /// next`, `prev`): from the value it has when the set is assigned.
+    Step { stage: usize, param: usize, by: i64 },
     /// Bypass on or off.
     Bypass { stage: usize, on: bool },
     /// Master oscillator speed.
@@ -44,6 +47,7 @@ impl Set {
             Set::Value { stage, .. }
             | Set::Attach { stage, .. }
             | Set::Unosc { stage, .. }
+            | Set::Step { stage, .. }
             | Set::Bypass { stage, .. } => Some(*stage),
             Set::Speed(_) | Set::Tempo(_) | Set::Tap { .. } => None,
         }
@@ -131,6 +135,50 @@ impl LiveSpec {
         })
     }
 
+    /// A whole-number property also takes `next` and `prev` (wrapping around its range), and,
+    /// when its node lists names for it in a fixed property `PROP-names` (one of a set of
+    /// words: a deck's `clip-names`, its clips' file stems), a name for its place in the list.
+    /// `None`: the value is for the property's own parser.
+    fn step_or_label(
+        &self,
+        stage: usize,
+        param: usize,
+        value: &str,
+    ) -> Result<Option<Set>, String> {
+        let st = &self.stages[stage];
+        let spec = &st.props[param];
+        if !matches!(spec.kind, PropKind::Int { .. }) || value.parse::<i64>().is_ok() {
+            return Ok(None);
+        }
+        let by = match value.to_ascii_lowercase().as_str() {
+            "next" => 1,
+            "prev" => -1,
+            _ => {
+                let names = format!("{}-names", spec.name);
+                let Some(PropKind::Enum(words)) =
+                    st.props.iter().find(|p| p.name == names).map(|p| &p.kind)
+                else {
+                    return Ok(None);
+                };
+                let Some(i) = words.iter().position(|w| w == value) else {
+                    return Err(format!(
+                        "{} has no {} named '{value}'; expected a number, next, prev or one \
+                         of: {}",
+                        st.label,
+                        spec.name,
+                        words.join(", ")
+                    ));
+                };
+                return Ok(Some(Set::Value {
+                    stage,
+                    param,
+                    value: PropValue::Int(i as i64),
+                }));
+            }
+        };
+        Ok(Some(Set::Step { stage, param, by }))
+    }
+
     fn attach(&self, stage: usize, param: usize, osc: Oscillator) -> Result<Set, String> {
         let st = &self.stages[stage];
         let spec = &st.props[param];
@@ -161,6 +209,9 @@ impl LiveSpec {
                     return self.attach(stage, param, osc);
                 }
                 let st = &self.stages[stage];
+                if let Some(set) = self.step_or_label(stage, param, value.trim())? {
+                    return Ok(set);
+                }
                 let value = st.props[param]
                     .parse(&st.label, value)
                     .map_err(|e| e.to_string())?;

@@ -279,7 +279,10 @@ impl Live {
         if let Some(s) = set.stage() {
             let st = &mut self.stages[s];
             match set {
-                Set::Value { param, .. } | Set::Attach { param, .. } | Set::Unosc { param, .. } => {
+                Set::Value { param, .. }
+                | Set::Attach { param, .. }
+                | Set::Unosc { param, .. }
+                | Set::Step { param, .. } => {
                     st.params[*param].touched = epoch;
                 }
                 Set::Bypass { .. } => st.bypass_touched = epoch,
@@ -310,6 +313,23 @@ impl Live {
                     // The property keeps the value it had at the last frame (numeric: no
                     // allocation).
                     assign(&mut p.base, &p.last);
+                }
+            }
+            Set::Step { stage, param, by } => {
+                let p = &mut self.stages[*stage].params[*param];
+                // From the value in force: the one set, or the last sampled under an
+                // oscillator or a ramp (which the step replaces).
+                let from = if p.osc.is_some() || p.ramp.is_some() {
+                    &p.last
+                } else {
+                    &p.base
+                };
+                if let (PropKind::Int { min, max }, Some(v)) = (&p.spec.kind, from.as_f64()) {
+                    let span = (max - min + 1).max(1);
+                    let v = (v as i64).clamp(*min, *max);
+                    p.base = PropValue::Int(min + (v - min + *by).rem_euclid(span));
+                    p.osc = None;
+                    p.ramp = None;
                 }
             }
             Set::Bypass { stage, on } => self.stages[*stage].bypass = *on,
