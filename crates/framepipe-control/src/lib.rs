@@ -40,6 +40,7 @@
 //! on the sender's thread.
 #![forbid(unsafe_code)]
 
+pub mod audio;
 pub mod beat;
 pub mod command;
 pub mod edit;
@@ -49,6 +50,7 @@ pub mod osc_in;
 pub mod queue;
 pub mod transport;
 
+pub use audio::{AudioFeature, AudioFollow};
 pub use beat::{monotonic_ns, TapResult, TapTempo};
 pub use command::{Command, Encoding, LearnMode, LearnTarget, Target, Unlearn, MAX_BATCH};
 pub use edit::{GraphEdit, Place};

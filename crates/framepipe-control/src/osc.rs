@@ -126,6 +126,10 @@ pub struct Oscillator {
     pub width: f64,
     /// Seed of `random` and `random-ramp`.
     pub seed: u64,
+    /// When set, an audio binding (`~audio:bass:0..1`): the value follows the show's audio
+    /// analysis between `min` and `max` (see [`crate::audio`]), and `shape`, `freq_hz`,
+    /// `phase`, `width` and `seed` are unused (left at their defaults).
+    pub audio: Option<crate::audio::AudioFollow>,
 }
 
 /// Default frequency: 1 Hz.
@@ -159,6 +163,16 @@ impl Oscillator {
             phase: 0.0,
             width: DEFAULT_WIDTH,
             seed: 0,
+            audio: None,
+        }
+    }
+
+    /// An audio binding following `follow`, over 0..1 (set the range with
+    /// [`with_range`](Self::with_range)).
+    pub fn audio(follow: crate::audio::AudioFollow) -> Self {
+        Oscillator {
+            audio: Some(follow),
+            ..Oscillator::new(Shape::Sine)
         }
     }
 
@@ -247,6 +261,9 @@ impl Oscillator {
                 "pulse width is a fraction of the cycle, 0..1",
             );
         }
+        if let Some(a) = &self.audio {
+            a.validate()?;
+        }
         Ok(())
     }
 
@@ -288,6 +305,8 @@ impl Oscillator {
 
     /// The value at a frame's [`OscTime`]: at its beat position for a beat oscillator
     /// (`per_beat`), at its oscillator time otherwise. This is what the engine evaluates.
+    /// (An audio binding's value needs the frame's audio analysis: the engine computes it
+    /// from [`Oscillator::audio`]; here it is its shape's, unused.)
     pub fn value_in(&self, t: OscTime) -> f64 {
         self.value_at(if self.per_beat { t.nanobeats } else { t.ns })
     }
@@ -425,6 +444,9 @@ impl Oscillator {
                 token: text.to_string(),
                 reason: "an oscillator starts with '~', e.g. ~sine:1hz:0..1".into(),
             })?;
+        if body == "audio" || body.starts_with("audio:") {
+            return Oscillator::parse_audio(body.split(':').skip(1));
+        }
         let mut fields = body.split(':');
         let shape: Shape = fields.next().unwrap_or("").parse()?;
         let mut osc = Oscillator::new(shape);
@@ -450,6 +472,54 @@ impl Oscillator {
         Ok(osc)
     }
 
+    /// Parses an audio binding's fields (after `~audio`): the feature first, then `MIN..MAX`
+    /// and `key=value` for `min`, `max`, `gain`, `attack`, `release`, in any order.
+    fn parse_audio<'a>(mut fields: impl Iterator<Item = &'a str>) -> Result<Self> {
+        let feature = fields.next().unwrap_or("").trim();
+        if feature.is_empty() {
+            return Err(Error::BadOscillator {
+                token: "~audio".into(),
+                reason: format!(
+                    "an audio binding needs a feature, e.g. ~audio:bass:0..1; one of: {}",
+                    crate::audio::AudioFeature::NAMES
+                ),
+            });
+        }
+        let mut osc = Oscillator::audio(crate::audio::AudioFollow::new(feature.parse()?));
+        for field in fields {
+            let f = field.trim();
+            if let Some((k, v)) = f.split_once('=') {
+                osc.set_audio_key(f, k, v)?;
+            } else if let Some((lo, hi)) = f.split_once("..") {
+                osc.min = parse_f64(f, lo)?;
+                osc.max = parse_f64(f, hi)?;
+            } else {
+                return Err(Error::BadOscillator {
+                    token: f.to_string(),
+                    reason: "expected a range (0..1) or key=value (gain, attack, release)".into(),
+                });
+            }
+        }
+        osc.validate()?;
+        Ok(osc)
+    }
+
+    /// One `key=value` of an audio binding: the range here, the rest in its [`AudioFollow`].
+    ///
+    /// [`AudioFollow`]: crate::audio::AudioFollow
+    fn set_audio_key(&mut self, token: &str, key: &str, value: &str) -> Result<()> {
+        match key.trim() {
+            "min" => self.min = parse_f64(token, value)?,
+            "max" => self.max = parse_f64(token, value)?,
+            _ => {
+                if let Some(a) = self.audio.as_mut() {
+                    a.set_key(token, key, value)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Parses the command form: a shape word then `key=value` words, e.g.
     /// `["sine", "freq=0.5", "min=0", "max=1", "phase=0"]`. A single word starting with `~` is
     /// taken as the compact form.
@@ -463,6 +533,21 @@ impl Oscillator {
                 });
             }
             return Oscillator::parse_compact(first);
+        }
+        if first.eq_ignore_ascii_case("audio") {
+            let mut osc = Oscillator::audio(crate::audio::AudioFollow::new(
+                crate::audio::AudioFeature::Level,
+            ));
+            for w in &words[1..] {
+                let w = w.as_ref();
+                let (k, v) = w.split_once('=').ok_or_else(|| Error::BadOscillator {
+                    token: w.to_string(),
+                    reason: "expected key=value (feature, min, max, gain, attack, release)".into(),
+                })?;
+                osc.set_audio_key(w, k, v)?;
+            }
+            osc.validate()?;
+            return Ok(osc);
         }
         let mut osc = Oscillator::new(first.parse()?);
         for w in &words[1..] {
@@ -481,6 +566,10 @@ impl Oscillator {
 impl fmt::Display for Oscillator {
     /// The canonical compact form, which [`Oscillator::parse_compact`] reads back exactly.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(a) = &self.audio {
+            write!(f, "~audio:{}:{}..{}", a.feature.name(), self.min, self.max)?;
+            return a.fmt_fields(f);
+        }
         write!(f, "~{}:", self.shape)?;
         if !self.per_beat {
             write!(f, "{}hz", self.freq_hz)?;
@@ -580,6 +669,7 @@ impl TryFrom<OscSpec> for Oscillator {
             phase: s.phase,
             width: s.width,
             seed: s.seed,
+            audio: None,
         };
         osc.validate()?;
         Ok(osc)
@@ -644,6 +734,8 @@ impl ParamValue {
 pub enum ParamSpec {
     /// `{ osc = "sine", ... }`.
     Osc(OscSpec),
+    /// `{ audio = "bass", ... }`: an audio binding.
+    Audio(crate::audio::AudioSpec),
     /// `true` / `false`.
     Bool(bool),
     /// A whole number.
@@ -660,6 +752,7 @@ impl TryFrom<ParamSpec> for ParamValue {
     fn try_from(p: ParamSpec) -> Result<Self> {
         Ok(match p {
             ParamSpec::Osc(o) => ParamValue::Osc(o.try_into()?),
+            ParamSpec::Audio(a) => ParamValue::Osc(a.try_into()?),
             ParamSpec::Bool(b) => ParamValue::Fixed(b.to_string()),
             ParamSpec::Int(i) => ParamValue::Fixed(i.to_string()),
             ParamSpec::Float(x) => ParamValue::Fixed(x.to_string()),
@@ -1175,6 +1268,7 @@ mod tests {
                             phase,
                             width,
                             seed: u64::MAX,
+                            audio: None,
                         };
                         osc.validate().unwrap();
                         let (lo, hi) = (min.min(max), min.max(max));

@@ -62,6 +62,7 @@ fn toml_scalar(key: &str, v: &toml::Value) -> Result<String> {
             .collect::<Result<Vec<_>>>()?
             .join(","),
         toml::Value::Table(t) if t.contains_key("osc") => osc_table(key, v)?,
+        toml::Value::Table(t) if t.contains_key("audio") => audio_table(key, v)?,
         other => {
             return Err(Error::UnsupportedValue {
                 key: shown(key),
@@ -79,6 +80,21 @@ fn osc_table(key: &str, v: &toml::Value) -> Result<String> {
         reason,
     };
     let spec: OscSpec = v
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| bad(one_line(e.message())))?;
+    let osc = Oscillator::try_from(spec).map_err(|e| bad(e.to_string()))?;
+    Ok(osc.to_string())
+}
+
+/// An audio binding, `{ audio = "bass", min = 0, max = 1, release = "300ms" }`, as the
+/// compact text form (`~audio:bass:0..1:release=300ms`) that pipeline strings use.
+fn audio_table(key: &str, v: &toml::Value) -> Result<String> {
+    let bad = |reason: String| Error::BadOscillator {
+        key: shown(key),
+        reason,
+    };
+    let spec: framepipe_control::audio::AudioSpec = v
         .clone()
         .try_into()
         .map_err(|e: toml::de::Error| bad(one_line(e.message())))?;
