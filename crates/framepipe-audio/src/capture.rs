@@ -645,19 +645,30 @@ impl Callback {
     where
         f32: FromSample<T>,
     {
-        let ch = self.channels.max(1);
-        let frames = data.len() / ch;
         let ts = info.timestamp();
         let first = *self.first.get_or_insert(ts.capture);
         let capture_ns = ts
             .capture
             .duration_since(&first)
             .map_or(0, |d| d.as_nanos() as i64);
-        if let Some(lat) = ts.callback.duration_since(&ts.capture) {
-            self.shared
-                .input_latency_ns
-                .fetch_max(lat.as_nanos() as u64, Ordering::Relaxed);
-        }
+        let latency_ns = ts
+            .callback
+            .duration_since(&ts.capture)
+            .map_or(0, |d| d.as_nanos() as u64);
+        self.block_at(data, capture_ns, latency_ns);
+    }
+
+    /// [`Callback::block`] once the times are known: `capture_ns` since the first block's,
+    /// `latency_ns` from capture to callback.
+    fn block_at<T: SizedSample>(&mut self, data: &[T], capture_ns: i64, latency_ns: u64)
+    where
+        f32: FromSample<T>,
+    {
+        let ch = self.channels.max(1);
+        let frames = data.len() / ch;
+        self.shared
+            .input_latency_ns
+            .fetch_max(latency_ns, Ordering::Relaxed);
         // A block goes in whole or in part only when its stamp has room too.
         let fit = if self.stamps.is_full() {
             0
@@ -775,6 +786,10 @@ pub fn list_devices() -> String {
 }
 
 #[cfg(test)]
+#[global_allocator]
+static COUNTING: framepipe_testkit::CountingAlloc = framepipe_testkit::CountingAlloc;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -791,6 +806,39 @@ mod tests {
         assert_eq!(Source::parse("./jack"), Source::File("./jack".into()));
         assert_eq!(Source::parse("set.mp3"), Source::File("set.mp3".into()));
         assert_eq!(Source::parse("alsa:"), Source::File("alsa:".into()));
+    }
+
+    #[test]
+    fn the_callback_mixes_to_mono_stamps_each_block_and_counts_what_does_not_fit_without_allocating(
+    ) {
+        let shared = Arc::new(Shared::default());
+        let (tx, mut rx) = rtrb::RingBuffer::<f32>::new(300);
+        let (stx, mut srx) = rtrb::RingBuffer::<Stamp>::new(STAMPS);
+        let mut cb = Callback {
+            samples: tx,
+            stamps: stx,
+            channels: 2,
+            next: 0,
+            first: None,
+            shared: Arc::clone(&shared),
+        };
+        // 128 stereo frames of i16: left 16384 (0.5), right 0, so the mono mix is 0.25.
+        let block: Vec<i16> = (0..256).map(|i| if i % 2 == 0 { 16384 } else { 0 }).collect();
+        let before = framepipe_testkit::this_thread();
+        for k in 0..3 {
+            cb.block_at(&block, k * 2_666_667, 1_000_000);
+        }
+        assert_eq!(framepipe_testkit::this_thread() - before, 0, "the callback allocated");
+        // 300 slots: two blocks whole, 44 samples of the third; 84 overran.
+        let stamps: Vec<(u64, u32, u32)> = std::iter::from_fn(|| srx.pop().ok())
+            .map(|s| (s.sample, s.frames, s.written))
+            .collect();
+        assert_eq!(stamps, [(0, 128, 128), (128, 128, 128), (256, 128, 44)]);
+        assert_eq!(rx.slots(), 300);
+        assert!(std::iter::from_fn(|| rx.pop().ok()).all(|v| v == 0.25));
+        assert_eq!(shared.overrun_samples.load(Ordering::Relaxed), 84);
+        assert_eq!(shared.captured.load(Ordering::Relaxed), 384);
+        assert_eq!(shared.input_latency_ns.load(Ordering::Relaxed), 1_000_000);
     }
 
     #[test]
