@@ -192,9 +192,12 @@ impl AudioFrame {
         (match f {
             AudioFeature::Level => self.level,
             AudioFeature::Peak => self.peak,
-            AudioFeature::Band(n) => self.bands.get(n as usize).copied().unwrap_or(0.0),
             AudioFeature::Onset => self.onset as u8 as f32,
             AudioFeature::Flux => self.flux,
+            band => band
+                .band_index()
+                .and_then(|n| self.bands.get(n).copied())
+                .unwrap_or(0.0),
         }) as f64
     }
 }

@@ -150,6 +150,16 @@ pub(crate) struct RunArgs {
     /// shows, one subtree per show: /NAME/framepipe/...
     #[arg(long, value_name = "[ADDR:]PORT")]
     pub(crate) oscquery: Option<String>,
+    /// Audio the show follows (`~audio:` bindings: `blur=~audio:bass:0..1`, docs/AUDIO.md): a
+    /// file or stream any ffmpeg reads (`track.wav`, `set.mp3`, a URL), decoded as fast as it
+    /// goes; frame N reads the audio at its timestamp (the first frame's is 0), so a render's
+    /// values depend on the file and N only.
+    #[arg(long, value_name = "SOURCE")]
+    pub(crate) audio: Option<String>,
+    /// The audio analysis' band edges, Hz (default 20,250,2000,6000,20000: bass, low-mid,
+    /// high-mid, treble); `band0`.. follow them.
+    #[arg(long, value_name = "HZ,HZ,...", requires = "audio")]
+    pub(crate) audio_bands: Option<String>,
     /// Do not advertise OSCQuery and OSC over mDNS (`_oscjson._tcp`, `_osc._udp`).
     #[arg(long)]
     pub(crate) no_mdns: bool,

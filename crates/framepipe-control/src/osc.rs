@@ -261,9 +261,6 @@ impl Oscillator {
                 "pulse width is a fraction of the cycle, 0..1",
             );
         }
-        if let Some(a) = &self.audio {
-            a.validate()?;
-        }
         Ok(())
     }
 
@@ -567,7 +564,13 @@ impl fmt::Display for Oscillator {
     /// The canonical compact form, which [`Oscillator::parse_compact`] reads back exactly.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(a) = &self.audio {
-            write!(f, "~audio:{}:{}..{}", a.feature.name(), self.min, self.max)?;
+            write!(
+                f,
+                "~audio:{}:{}..{}",
+                a.feature().name(),
+                self.min,
+                self.max
+            )?;
             return a.fmt_fields(f);
         }
         write!(f, "~{}:", self.shape)?;

@@ -120,6 +120,16 @@ impl Prepared {
         self.commands = Some(reader);
     }
 
+    /// The show follows `feed`'s audio: `~audio:` bindings read it, once per frame at the
+    /// frame's time (see `framepipe_audio`); with an exact feed (a file) every frame waits
+    /// for its audio, so a render's values are a function of the file and the frame.
+    pub fn set_audio(&mut self, feed: framepipe_audio::Feed) {
+        self.shared.live.lock().set_audio(feed.clone());
+        Arc::get_mut(&mut self.shared)
+            .expect("only the Prepared holds the state before run")
+            .audio = Some(feed);
+    }
+
     /// Events (stalls, rejected commands) go to `f`.
     pub fn set_events(&mut self, f: EventFn) {
         Arc::get_mut(&mut self.shared)

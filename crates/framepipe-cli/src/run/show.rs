@@ -90,6 +90,30 @@ pub(crate) fn load(args: &[String]) -> Result<Vec<Given>> {
     Ok(shows)
 }
 
+/// The show's audio input (`--audio`), started; an `~audio:` binding without one is an error.
+fn audio_input(
+    args: &crate::args::RunArgs,
+    desc: &GraphDesc,
+) -> Result<Option<framepipe_audio::FileInput>> {
+    let Some(source) = &args.audio else {
+        let bound = desc.nodes.iter().find_map(|n| {
+            n.props
+                .iter()
+                .find(|(_, v)| v.trim_start().starts_with("~audio"))
+                .map(|(k, v)| format!("{}.{k}={v}", n.name))
+        });
+        if let Some(b) = bound {
+            bail!("{b} follows the audio, but the show has none: give it --audio SOURCE (a file or stream ffmpeg reads)");
+        }
+        return Ok(None);
+    };
+    let bands = match &args.audio_bands {
+        Some(edges) => framepipe_audio::BandEdges::parse(edges)?,
+        None => framepipe_audio::BandEdges::default(),
+    };
+    Ok(Some(framepipe_audio::FileInput::start(source, &bands)?))
+}
+
 /// A show once set up: what the CLI keeps to report on it.
 pub(crate) struct Kept {
     pub name: String,
@@ -103,6 +127,8 @@ pub(crate) struct Kept {
     pub writes_stdout: bool,
     /// Frames its sources will give, when their lengths say it.
     pub total_frames: Option<u64>,
+    /// Its audio input (`--audio`), decoding while the show runs.
+    pub _audio: Option<framepipe_audio::FileInput>,
     /// The rate its output runs at (`--progress`'s output time).
     pub out_rate: framepipe_core::Rational,
 }
@@ -202,6 +228,10 @@ pub(crate) fn setup(
         None
     };
     prepared.set_commands(rx);
+    let audio = audio_input(args, &given.desc).map_err(in_show)?;
+    if let Some(input) = &audio {
+        prepared.set_audio(input.feed());
+    }
     let counters = prepared.counters();
     {
         let counters = Arc::clone(&counters);
@@ -274,6 +304,7 @@ pub(crate) fn setup(
         stats,
         writes_stdout,
         total_frames,
+        _audio: audio,
         out_rate: plan.global.fps.unwrap_or(source_rate),
     };
     // Live edits (#9): the editor builds each edit's next graph on the engine's edit thread;

@@ -73,6 +73,10 @@ impl Shared {
     /// with them). Under the live lock (shared only with command assignment), never under the
     /// scheduler lock. Frames begin one at a time, in order.
     fn begin_frame(&self, ver: &Version, slot: usize, pts_ns: i64) {
+        if let Some(audio) = &self.audio {
+            // A render waits for its audio up to this frame (no lock held).
+            audio.wait_for(pts_ns);
+        }
         let mut live = self.live.lock();
         let mut snap = lock(&ver.snapshots[slot]);
         let branches = ver.topo.branches.iter().flatten().copied();

@@ -56,7 +56,7 @@
 //! | file | its job |
 //! |---|---|
 //! | `mod.rs` | the state: [`Live`], [`LiveStage`], [`LiveParam`]; the lock's contract |
-//! | `values.rs` | the values: a stage's properties (set value, oscillator, ramp), assigning a resolved [`Set`], keeping every value in its declared range, publishing them |
+//! | `values.rs` | the values: a stage's properties (set value, oscillator, audio binding, ramp), assigning a resolved [`Set`], keeping every value in its declared range, publishing them |
 //! | `sample.rs` | per-frame sampling: [`FrameParams`], [`Live::begin`], [`Live::start_node`], [`Live::catch_up`] |
 //! | `resolve.rs` | command resolution: a parameter command against [`LiveSpec`], without any lock, into a [`Set`] |
 //! | `races.rs` | sets racing a live edit: [`Fate`], [`Live::arm`], [`Live::gone`], [`Live::carry`], [`Live::switch_to`] |
@@ -72,6 +72,7 @@ pub(crate) use sample::{lock, FrameParams};
 pub(crate) use values::assign;
 use values::Ramp;
 
+use framepipe_audio::{Envelope, Feed};
 use framepipe_control::{OscClock, Oscillator, TapTempo};
 use framepipe_core::{PropSpec, PropValue};
 
@@ -83,6 +84,9 @@ pub(crate) struct LiveParam {
     osc: Option<Oscillator>,
     /// A one-shot ramp on the frame clock (a crossfade's amount), instead of `base`.
     ramp: Option<Ramp>,
+    /// An audio binding's envelope (`osc` with `audio`: see `values.rs`), over the frames'
+    /// audio times; reset when a binding is attached.
+    env: Envelope,
     /// Value in force for the last frame sampled.
     last: PropValue,
     /// The command epoch ([`Live::epoch`]) of the last command that changed it (`set`, `osc`,
@@ -134,6 +138,8 @@ pub(crate) struct Live {
     /// The armed live edit's switch frame (no frame from it on begins in these stages'
     /// version), while one is armed.
     switch_at: Option<u64>,
+    /// The show's audio and the point count of the last frame begun (see [`Live::begin`]).
+    audio: Option<(Feed, u64)>,
 }
 
 impl Live {
@@ -146,7 +152,13 @@ impl Live {
             version: 0,
             epoch: 1,
             switch_at: None,
+            audio: None,
         }
+    }
+
+    /// The show follows `feed`'s audio: each frame's analysis is read as it begins.
+    pub(crate) fn set_audio(&mut self, feed: Feed) {
+        self.audio = Some((feed, 0));
     }
 
     /// The stages, in the graph version's node order.

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use framepipe_control::OscTime;
 use framepipe_core::PropValue;
 
-use super::values::{settle, typed};
+use super::values::{audio_value, settle, typed};
 use super::{assign, Live, Set};
 
 /// The values one frame is processed with. Preallocated per slot; refilled without allocating
@@ -17,6 +17,8 @@ pub(crate) struct FrameParams {
     frame: u64,
     /// Oscillator time and beat position of the frame.
     time: OscTime,
+    /// The audio analysis at the frame's time (all zero without audio).
+    audio: framepipe_audio::AudioFrame,
     /// Per stage: bypassed?
     bypass: Vec<bool>,
     /// Per stage, per parameter: the value.
@@ -39,6 +41,7 @@ impl FrameParams {
     pub fn copy_nodes(&mut self, from: &FrameParams, nodes: &[usize]) {
         self.frame = from.frame;
         self.time = from.time;
+        self.audio = from.audio;
         for &n in nodes {
             self.bypass[n] = from.bypass[n];
             for (d, s) in self.values[n].iter_mut().zip(&from.values[n]) {
@@ -59,6 +62,7 @@ impl Live {
         FrameParams {
             frame: u64::MAX,
             time: OscTime::default(),
+            audio: framepipe_audio::AudioFrame::default(),
             bypass: vec![false; self.stages.len()],
             values: self
                 .stages
@@ -82,6 +86,11 @@ impl Live {
         self.clock.advance(pts_ns);
         out.frame = seq;
         out.time = self.clock.time();
+        out.audio = match &mut self.audio {
+            // Once per frame, in frame order: every node reads this one analysis.
+            Some((feed, cursor)) => feed.frame(pts_ns, cursor),
+            None => framepipe_audio::AudioFrame::default(),
+        };
         for s in branch_nodes {
             self.sample_stage(s, out);
             self.stages[s].next = seq + 1;
@@ -158,7 +167,13 @@ impl Live {
         out.bypass[s] = st.bypass;
         for (j, p) in st.params.iter_mut().enumerate() {
             match (&p.osc, &mut p.ramp) {
-                (Some(osc), _) => p.last = typed(&p.spec.kind, osc.value_in(t), &p.base),
+                (Some(osc), _) => {
+                    let x = match &osc.audio {
+                        Some(follow) => audio_value(osc, follow, &mut p.env, &out.audio),
+                        None => osc.value_in(t),
+                    };
+                    p.last = typed(&p.spec.kind, x, &p.base);
+                }
                 (None, Some(ramp)) => p.last = typed(&p.spec.kind, ramp.at(seq), &p.base),
                 (None, None) => assign(&mut p.last, &p.base),
             }

@@ -90,6 +90,7 @@ impl LiveStage {
             ));
         }
         p.osc = Some(osc);
+        p.env = framepipe_audio::Envelope::new();
         Ok(())
     }
 
@@ -132,6 +133,7 @@ impl LiveStage {
             base: value,
             osc: None,
             ramp: None,
+            env: framepipe_audio::Envelope::new(),
             touched: 0,
         });
     }
@@ -172,6 +174,25 @@ pub(super) fn typed(kind: &PropKind, x: f64, base: &PropValue) -> PropValue {
         // Not reachable: oscillators are only attached to numeric properties.
         _ => base.clone(),
     }
+}
+
+/// An audio binding's value for a frame: `min + (max − min)·clamp(envelope(gain·feature))`,
+/// the envelope stepped at the frame's audio time (once per frame and node: frames are
+/// sampled in order, each once). A few float operations; no allocation.
+pub(super) fn audio_value(
+    osc: &framepipe_control::Oscillator,
+    follow: &framepipe_control::AudioFollow,
+    env: &mut framepipe_audio::Envelope,
+    audio: &framepipe_audio::AudioFrame,
+) -> f64 {
+    let target = audio.feature(follow.feature()) * follow.gain();
+    let v = env.step(
+        target,
+        audio.time_ns,
+        follow.attack_ns(),
+        follow.release_ns(),
+    );
+    osc.min + (osc.max - osc.min) * v.clamp(0.0, 1.0)
 }
 
 /// Puts `v` inside what `spec` declares, in place and without allocating: a non-finite float
@@ -280,6 +301,7 @@ impl Live {
                 let p = &mut self.stages[*stage].params[*param];
                 p.osc = Some(*osc);
                 p.ramp = None;
+                p.env = framepipe_audio::Envelope::new();
             }
             Set::Unosc { stage, param } => {
                 let p = &mut self.stages[*stage].params[*param];
@@ -416,6 +438,41 @@ mod tests {
             .ramp("q", 3)
             .unwrap_err()
             .contains("unknown property 'q'"));
+    }
+
+    /// Issue #25: an audio binding's value for a frame is `min + (max − min)·envelope(gain ·
+    /// feature)`, the feature read at the frame's time (the points ending by then) and the
+    /// envelope stepped over the frames' times: the reference here is the closed form.
+    #[test]
+    fn an_audio_binding_follows_the_frames_analysis_through_its_envelope() {
+        use framepipe_audio::{Feed, Point, Timeline};
+        let tl = std::sync::Arc::new(Timeline::new());
+        // Silence for 100 ms (points 0..10), then a level of 0.5.
+        for k in 0..200 {
+            tl.publish(&Point {
+                level: if k >= 10 { 0.5 } else { 0.0 },
+                ..Point::default()
+            });
+        }
+        let osc = Oscillator::parse_compact("~audio:level:0..10:gain=2:attack=40ms").unwrap();
+        let float = PropKind::Float {
+            min: 0.0,
+            max: 10.0,
+        };
+        let mut live = stage(float, PropValue::Float(3.0), Some(osc));
+        live.set_audio(Feed::new(tl, true, 0));
+        // Frame k at 40·k ms reads points up to 4k − 1: the level is there from frame 3 on.
+        for (k, v) in sampled(&mut live, 8).into_iter().enumerate() {
+            let want = if k < 3 {
+                0.0
+            } else {
+                10.0 * (1.0 - (-((k - 2) as f64)).exp())
+            };
+            match v {
+                PropValue::Float(x) => assert!((x - want).abs() < 1e-9, "frame {k}: {x} vs {want}"),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     /// Whatever the base value (a value set before its range was checked, say), what is sampled

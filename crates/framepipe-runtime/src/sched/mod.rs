@@ -175,6 +175,9 @@ pub(crate) struct Shared {
     /// none) and since when (monotonic ns), for stall detection by the master output thread.
     pub(crate) running: Vec<(AtomicUsize, AtomicI64)>,
     pub(crate) events: Option<EventFn>,
+    /// The show's audio (`--audio`), when it has one: an exact feed makes the worker
+    /// beginning a frame wait, off every lock, for the audio up to the frame's time.
+    pub(crate) audio: Option<framepipe_audio::Feed>,
     pub(crate) counters: Arc<Counters>,
     /// The number of the running graph version, readable without the lock (the output
     /// threads re-read the version only when it changed).
@@ -217,6 +220,7 @@ impl Shared {
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
+            audio: None,
             counters,
             view,
             io_signals: (0..MAX_IO_THREADS).map(|_| PortSignal::default()).collect(),
