@@ -739,6 +739,18 @@ pub fn list_devices() -> String {
     let mut out = String::new();
     for id in cpal::available_hosts() {
         let _ = writeln!(out, "{}:", id.name());
+        if id == cpal::HostId::Jack {
+            // Asked directly: cpal's JACK host prints its errors on stdout when no server runs.
+            match cpal::platform::JackDevice::default_input_device(JACK_CLIENT, false, false) {
+                Ok(d) => {
+                    let _ = writeln!(out, "  --audio jack (default): {}", describe(&d));
+                }
+                Err(_) => {
+                    let _ = writeln!(out, "  (no JACK server running)");
+                }
+            }
+            continue;
+        }
         let host = match cpal::host_from_id(id) {
             Ok(h) => h,
             Err(e) => {
@@ -758,19 +770,8 @@ pub fn list_devices() -> String {
         for d in devices {
             let Ok(name) = d.name() else { continue };
             any = true;
-            let config = match d.default_input_config() {
-                Ok(c) => format!(
-                    "{} ch, {} Hz, {}",
-                    c.channels(),
-                    c.sample_rate().0,
-                    c.sample_format()
-                ),
-                Err(e) => format!("no input configuration: {e}"),
-            };
-            let arg = match id {
-                cpal::HostId::Jack => "jack".to_string(),
-                _ => format!("alsa:{name}"),
-            };
+            let config = describe(&d);
+            let arg = format!("alsa:{name}");
             let mark = if default.as_deref() == Some(&name) {
                 " (default)"
             } else {
@@ -783,6 +784,19 @@ pub fn list_devices() -> String {
         }
     }
     out
+}
+
+/// A device's default input configuration, in words.
+fn describe(d: &impl DeviceTrait) -> String {
+    match d.default_input_config() {
+        Ok(c) => format!(
+            "{} ch, {} Hz, {}",
+            c.channels(),
+            c.sample_rate().0,
+            c.sample_format()
+        ),
+        Err(e) => format!("no input configuration: {e}"),
+    }
 }
 
 #[cfg(test)]
@@ -823,12 +837,18 @@ mod tests {
             shared: Arc::clone(&shared),
         };
         // 128 stereo frames of i16: left 16384 (0.5), right 0, so the mono mix is 0.25.
-        let block: Vec<i16> = (0..256).map(|i| if i % 2 == 0 { 16384 } else { 0 }).collect();
+        let block: Vec<i16> = (0..256)
+            .map(|i| if i % 2 == 0 { 16384 } else { 0 })
+            .collect();
         let before = framepipe_testkit::this_thread();
         for k in 0..3 {
             cb.block_at(&block, k * 2_666_667, 1_000_000);
         }
-        assert_eq!(framepipe_testkit::this_thread() - before, 0, "the callback allocated");
+        assert_eq!(
+            framepipe_testkit::this_thread() - before,
+            0,
+            "the callback allocated"
+        );
         // 300 slots: two blocks whole, 44 samples of the third; 84 overran.
         let stamps: Vec<(u64, u32, u32)> = std::iter::from_fn(|| srx.pop().ok())
             .map(|s| (s.sample, s.frames, s.written))
