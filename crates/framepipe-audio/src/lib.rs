@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 mod analysis;
+mod capture;
 mod decode;
 mod envelope;
 mod onset;
@@ -33,6 +34,10 @@ mod tempo;
 mod timeline;
 
 pub use analysis::{Analyzer, BandEdges, Point, DEFAULT_BAND_EDGES};
+pub use capture::{
+    list_devices, CaptureError, CaptureStats, Input, LiveInput, LiveSpec, OpenedDevice, Source,
+    JACK_CLIENT,
+};
 pub use decode::{probe_has_audio, FileInput};
 pub use envelope::Envelope;
 pub use framepipe_control::audio::{AudioFeature, AudioFollow, MAX_BANDS};

@@ -36,6 +36,9 @@ pub(crate) enum Command {
     },
     /// List the ALSA sequencer's MIDI input ports (names for `run --midi NAME`).
     MidiPorts,
+    /// List the audio hosts (ALSA, JACK) and their input devices with their default formats:
+    /// the values `run --audio` takes for live input.
+    AudioDevices,
     /// Can this machine hold a show? Timer, wake-up, CPU noise, real-time permission,
     /// bandwidth, plugins; with a project, each node's headroom at its frame rate.
     Doctor(doctor::DoctorArgs),

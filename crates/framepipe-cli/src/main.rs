@@ -75,6 +75,12 @@ fn main() {
         Command::Plugins { verbose } => info::plugins(verbose).map(|()| Exit::Done),
         Command::Inspect { name } => info::inspect(&name).map(|()| Exit::Done),
         Command::MidiPorts => midi::list_ports().map(|()| Exit::Done),
+        Command::AudioDevices => std::io::Write::write_all(
+            &mut std::io::stdout(),
+            framepipe_audio::list_devices().as_bytes(),
+        )
+        .map(|()| Exit::Done)
+        .map_err(Into::into),
         Command::Doctor(args) => doctor::run(args).map(|()| Exit::Done),
         Command::Displays => info::displays().map(|()| Exit::Done),
     };

@@ -94,7 +94,7 @@ pub(crate) fn load(args: &[String]) -> Result<Vec<Given>> {
 fn audio_input(
     args: &crate::args::RunArgs,
     desc: &GraphDesc,
-) -> Result<Option<framepipe_audio::FileInput>> {
+) -> Result<Option<framepipe_audio::Input>> {
     let Some(source) = &args.audio else {
         let bound = desc.nodes.iter().find_map(|n| {
             n.props
@@ -111,7 +111,7 @@ fn audio_input(
         Some(edges) => framepipe_audio::BandEdges::parse(edges)?,
         None => framepipe_audio::BandEdges::default(),
     };
-    Ok(Some(framepipe_audio::FileInput::start(source, &bands)?))
+    Ok(Some(framepipe_audio::Input::start(source, &bands)?))
 }
 
 /// `ffmpegsink audio=true` muxes the show's `--audio` (its `audio-location`, unless given);
@@ -165,7 +165,7 @@ pub(crate) struct Kept {
     /// Frames its sources will give, when their lengths say it.
     pub total_frames: Option<u64>,
     /// Its audio input (`--audio`), decoding while the show runs.
-    pub _audio: Option<framepipe_audio::FileInput>,
+    pub _audio: Option<framepipe_audio::Input>,
     /// The rate its output runs at (`--progress`'s output time).
     pub out_rate: framepipe_core::Rational,
 }

@@ -1,0 +1,181 @@
+//! The live path through a real JACK server: Debian's jackd2 with its dummy backend, started
+//! here under a server name of its own; a second JACK client (cpal's) plays a known sine into
+//! framepipe's capture ports; the analysis must see its level and band. Then the server is
+//! killed mid-run: the capture reports the vanished device and its timeline goes on with
+//! silence, and stopping it does not hang.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cpal::traits::{DeviceTrait, StreamTrait};
+use framepipe_audio::{BandEdges, LiveInput, LiveSpec, Point, Timeline, JACK_CLIENT};
+
+/// The generator's sine: 93.75 Hz (the bass band; FFT bin 4, four whole periods in the
+/// analysis window, so its RMS is exactly a/√2 at every phase) at amplitude 0.5.
+const HZ: f32 = 4.0 * 48_000.0 / 2048.0;
+const AMPLITUDE: f32 = 0.5;
+
+/// The server, killed when the test ends however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn jack_tool(name: &str, args: &[&str]) -> bool {
+    Command::new(name)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {name}: {e}; install it: apt-get install jackd2"))
+        .success()
+}
+
+/// The server's ports and connections, as jack_lsp lists them.
+fn ports() -> String {
+    Command::new("jack_lsp")
+        .arg("-c")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+/// Waits up to `limit` for `ok`, polling every 20 ms.
+fn wait_until(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ok()
+}
+
+fn latest(tl: &Timeline) -> Option<Point> {
+    tl.published().checked_sub(1).and_then(|k| tl.read(k))
+}
+
+#[test]
+fn a_jack_capture_sees_the_signal_and_goes_on_with_silence_when_the_server_dies() {
+    let server_name = format!("fp-test-{}", std::process::id());
+    // The server, this process's clients and the jack tools all use this server.
+    std::env::set_var("JACK_DEFAULT_SERVER", &server_name);
+    std::env::set_var("JACK_NO_AUDIO_RESERVATION", "1");
+    let mut server = Server(
+        Command::new("jackd")
+            .args(["--no-realtime", "-n", &server_name])
+            .args(["-d", "dummy", "-r", "48000", "-p", "1024"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot run jackd; install it: apt-get install jackd2"),
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || jack_tool("jack_lsp", &[])),
+        "the JACK dummy server did not come up"
+    );
+
+    // Framepipe's capture: client `framepipe_in`, connected to system:capture_* (silence).
+    let input = LiveInput::start(&LiveSpec::Jack, &BandEdges::default()).expect("capture");
+    assert_eq!(input.opened().host, "JACK");
+    assert_eq!(input.opened().rate, 48_000);
+    let ours = input.opened().device.clone();
+    assert!(ours.starts_with(JACK_CLIENT), "{ours}");
+
+    // The generator: another client playing the sine on both of its ports.
+    let gen = cpal::platform::JackDevice::default_output_device("fp-test-gen", false, false)
+        .expect("generator");
+    let gen_name = gen.name().unwrap();
+    let mut phase = 0.0f32;
+    let playing = Arc::new(AtomicBool::new(false));
+    let stream = {
+        let playing = Arc::clone(&playing);
+        gen.build_output_stream(
+            &cpal::StreamConfig {
+                channels: 2,
+                sample_rate: cpal::SampleRate(48_000),
+                buffer_size: cpal::BufferSize::Default,
+            },
+            move |data: &mut [f32], _: &cpal::OutputCallbackInfo| {
+                for frame in data.chunks_exact_mut(2) {
+                    let v = AMPLITUDE * (phase * std::f32::consts::TAU).sin();
+                    frame.fill(v);
+                    phase = (phase + HZ / 48_000.0).fract();
+                }
+                playing.store(true, Ordering::Release);
+            },
+            |_| {}, // its xruns under load are not what this test checks
+            None,
+        )
+        .expect("generator stream")
+    };
+    stream.play().unwrap();
+    for ch in 0..2 {
+        let (from, to) = (format!("{gen_name}:out_{ch}"), format!("{ours}:in_{ch}"));
+        assert!(
+            jack_tool("jack_connect", &[&from, &to]),
+            "jack_connect {from} {to} failed; the ports: {}",
+            ports()
+        );
+    }
+
+    // The analysis sees the sine: RMS a/√2, all of it in the bass band.
+    let tl = Arc::clone(input.feed().timeline());
+    let want_level = AMPLITUDE / 2f32.sqrt();
+    let heard = wait_until(Duration::from_secs(5), || {
+        latest(&tl).is_some_and(|p| (p.level - want_level).abs() < 0.005)
+    });
+    let p = latest(&tl).unwrap();
+    assert!(heard, "the analysis never saw the sine: {p:?}");
+    assert!((p.bands[0] - AMPLITUDE).abs() < 0.01, "{:?}", p.bands);
+    assert!(p.bands[1..4].iter().all(|&b| b < 0.01), "{:?}", p.bands);
+    assert!((p.peak - AMPLITUDE).abs() < 0.01, "{p:?}");
+    let stats = input.stats();
+    assert!(stats.captured >= 48_000 / 100, "{stats:?}");
+    assert!(!stats.vanished, "{stats:?}");
+    assert!(playing.load(Ordering::Acquire));
+
+    // The server dies mid-run: the capture says so, and its timeline goes on, silent.
+    server.0.kill().unwrap();
+    let _ = server.0.wait();
+    assert!(
+        wait_until(Duration::from_secs(5), || input.stats().vanished),
+        "the capture did not notice the server's death: {:?}",
+        input.stats()
+    );
+    assert!(
+        input.vanished_why().unwrap_or("").contains("shut down"),
+        "{:?}",
+        input.vanished_why()
+    );
+    let at = tl.published();
+    std::thread::sleep(Duration::from_millis(500));
+    let later = tl.published();
+    // 50 points in 0.5 s at real time; a loaded machine may lag, not stop.
+    assert!(
+        later >= at + 25,
+        "the timeline stopped: {at} then {later} points"
+    );
+    let p = latest(&tl).unwrap();
+    assert_eq!((p.level, p.bands[0]), (0.0, 0.0), "not silent: {p:?}");
+
+    // Stopping the capture does not hang on the dead server.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        input.stop();
+        let _ = tx.send(());
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_secs(5)).is_ok(),
+        "stopping the capture hung"
+    );
+    // The generator's client is as dead; its stream is not closed against a dead server.
+    std::mem::forget(stream);
+}
