@@ -22,9 +22,27 @@ struct Server(Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        terminate(&mut self.0);
         let _ = self.0.wait();
     }
+}
+
+/// Ends a JACK process with SIGTERM (it then leaves JACK's shared registry, which holds 8
+/// servers at most: a SIGKILLed server's entry stays, and after 8 of them no server starts on
+/// this machine), waiting up to 5 s before SIGKILL.
+fn terminate(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 fn jack_tool(name: &str, args: &[&str]) -> bool {
@@ -143,7 +161,7 @@ fn a_jack_capture_sees_the_signal_and_goes_on_with_silence_when_the_server_dies(
     assert!(playing.load(Ordering::Acquire));
 
     // The server dies mid-run: the capture says so, and its timeline goes on, silent.
-    server.0.kill().unwrap();
+    terminate(&mut server.0);
     let _ = server.0.wait();
     assert!(
         wait_until(Duration::from_secs(5), || input.stats().vanished),

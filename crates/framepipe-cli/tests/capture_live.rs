@@ -2,7 +2,7 @@
 //! backend) started here under a server name of its own, a GStreamer JACK client playing a
 //! known sine into framepipe's capture ports, and a paced show whose crossfade follows
 //! `~audio:bass`, so each output frame's grey level is the bass band's value (Y = 16 + 219·v).
-//! The server is killed mid-show: framepipe says the input vanished and the show plays to its
+//! The server is stopped (SIGTERM) mid-show: framepipe says the input vanished and the show plays to its
 //! end with silence (the last frames black), with no hang.
 
 mod common;
@@ -23,9 +23,27 @@ struct Killed(Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        terminate(&mut self.0);
         let _ = self.0.wait();
     }
+}
+
+/// Ends a JACK process with SIGTERM (it then leaves JACK's shared registry, which holds 8
+/// servers at most: a SIGKILLed server's entry stays, and after 8 of them no server starts on
+/// this machine), waiting up to 5 s before SIGKILL.
+fn terminate(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 fn jack_ports(server: &str) -> String {
@@ -137,7 +155,7 @@ fn a_live_jack_show_follows_the_bass_and_plays_on_in_silence_when_the_server_die
     }
     // A second and a half of the sine, then the server dies mid-show.
     std::thread::sleep(Duration::from_millis(1500));
-    jackd.0.kill().unwrap();
+    terminate(&mut jackd.0);
     let _ = jackd.0.wait();
 
     let done = wait(
