@@ -204,7 +204,7 @@ impl AudioFrame {
 
 /// The engine's handle on a timeline. `exact` (a file or stream decoded as fast as it
 /// goes): a frame reads the points up to its time, waiting for them ([`Feed::wait_for`]);
-/// otherwise (live capture) what is there, at the frame's time less `latency_ns`.
+/// otherwise (live capture) the newest points there are, less `latency_ns`.
 #[derive(Debug, Clone)]
 pub struct Feed {
     timeline: Arc<Timeline>,
@@ -275,10 +275,14 @@ impl Feed {
         let t = self.time_of(pts_ns);
         let tl = &self.timeline;
         let published = tl.published();
-        let mut want = Self::points_at(if self.exact { t } else { t - self.latency_ns });
-        if !self.exact {
-            want = want.min(published);
-        }
+        // A live feed reads the newest the capture has (less `latency_ns`): its point 0 is
+        // when the capture began, during the show's setup, not the first frame, so the
+        // frame's own time would read audio as old as the setup took.
+        let want = if self.exact {
+            Self::points_at(t)
+        } else {
+            published.saturating_sub(Self::points_at(self.latency_ns))
+        };
         let mut out = AudioFrame {
             time_ns: t,
             points: want,
@@ -345,6 +349,29 @@ mod tests {
         tl.stop();
         let _ = writer.join();
         assert_eq!(got, Ok(15_000), "the reader never got to 150 s");
+    }
+
+    /// A live capture starts during the show's setup, before the first frame: the first
+    /// frame reads the newest point, not the capture's first (which is as old as the setup).
+    #[test]
+    fn a_live_feed_reads_the_newest_points_whatever_the_frame_time() {
+        let tl = Arc::new(Timeline::new());
+        for k in 0..300u64 {
+            tl.publish(&Point {
+                level: k as f32,
+                onset: k == 298,
+                ..Point::default()
+            });
+        }
+        let feed = Feed::new(Arc::clone(&tl), false, 0);
+        let mut cursor = 0;
+        let f0 = feed.frame(0, &mut cursor);
+        assert_eq!((f0.points, f0.level, f0.onset), (300, 299.0, true));
+        // Less the feed's latency: 50 ms is 5 points.
+        let late = Feed::new(Arc::clone(&tl), false, 50_000_000);
+        let mut cursor = 0;
+        let f = late.frame(0, &mut cursor);
+        assert_eq!((f.points, f.level), (295, 294.0));
     }
 
     #[test]
