@@ -216,10 +216,10 @@ impl Uploader {
         let slot = &mut self.ring[index];
         slot.bind(gpu, glow::PIXEL_UNPACK_BUFFER, size, glow::STREAM_DRAW)?;
         let gl = gpu.gl();
-        // SAFETY: the context is current on this thread and the buffer bound to
-        // PIXEL_UNPACK_BUFFER has exactly `size` bytes (RingBuffer::bind), so the range mapped
-        // is within it; invalidating lets the driver hand out fresh memory instead of waiting
-        // for an earlier upload from this buffer.
+        // Invalidating lets the driver hand out fresh memory instead of waiting for an earlier
+        // upload from this buffer.
+        // SAFETY: the context is current on this thread; the buffer bound to
+        // PIXEL_UNPACK_BUFFER has exactly `size` bytes (RingBuffer::bind): the range is in it.
         let ptr = unsafe {
             gl.map_buffer_range(
                 glow::PIXEL_UNPACK_BUFFER,
@@ -241,10 +241,10 @@ impl Uploader {
         // by nothing else until the unmap below.
         let mapped = unsafe { std::slice::from_raw_parts_mut(ptr, size) };
         copy_rows_flipped(pixels, mapped, width as usize * 4);
-        // SAFETY: the context is current; the buffer is mapped and bound (above), and
-        // `mapped` is not used after the unmap. `target.texture` is this context's texture of
-        // `w` x `h` RGBA8 texels (checked by rgba8_size), so the copy from buffer offset 0
-        // reads exactly `size` bytes (rows of `w * 4` bytes, alignment 4, no row length).
+        // `target.texture` is this context's texture of `w` x `h` RGBA8 texels (rgba8_size), so
+        // the copy from offset 0 reads exactly `size` bytes (alignment 4, no row length).
+        // SAFETY: the context is current; the buffer is mapped and bound (above), `mapped` is
+        // not used after the unmap, and the copy stays within the buffer (see above).
         unsafe {
             gl.unmap_buffer(glow::PIXEL_UNPACK_BUFFER);
             gl.pixel_store_i32(glow::UNPACK_ALIGNMENT, 4);
@@ -511,10 +511,9 @@ impl Downloader {
             unsafe { gl.bind_framebuffer(glow::READ_FRAMEBUFFER, None) };
             return Err(e);
         }
-        // SAFETY: the context is current on this thread; the read framebuffer is complete
-        // with `image` (w x h RGBA8) attached, and the buffer bound to PIXEL_PACK_BUFFER has
-        // exactly w * h * 4 bytes, which is what the read writes from offset 0 (alignment 4,
-        // no row length).
+        // The read writes w * h * 4 bytes from offset 0 (alignment 4, no row length).
+        // SAFETY: the context is current; the read framebuffer is complete with `image` (w x h
+        // RGBA8) attached, and the PIXEL_PACK_BUFFER has exactly w * h * 4 bytes.
         unsafe {
             gl.read_buffer(glow::COLOR_ATTACHMENT0);
             gl.pixel_store_i32(glow::PACK_ALIGNMENT, 4);
@@ -949,11 +948,12 @@ fn read_texture(
     if pixels.len() != size {
         pixels.resize(size, 0);
     }
-    // SAFETY: this thread's context is current; `fbo` is its own, and `job.texture` a
-    // texture of the share group that the GPU thread keeps alive until the download is ready
-    // (Downloader::start's contract; a cancelled one is at worst deleted, which GL defers
-    // while it is attached here). With the read framebuffer complete, no pack buffer bound,
+    // `job.texture` is kept alive by the GPU thread until the download is ready
+    // (Downloader::start's contract; a cancelled one is at worst deleted, which GL defers while
+    // it is attached here). With the read framebuffer complete, no pack buffer bound,
     // alignment 4 and no row length, GL writes width * height * 4 bytes: `pixels`' length.
+    // SAFETY: this thread's context is current, `fbo` is its own, the texture alive and
+    // `pixels` as long as the read (above).
     let (status, error) = unsafe {
         gl.bind_framebuffer(glow::READ_FRAMEBUFFER, Some(fbo));
         gl.framebuffer_texture_2d(
