@@ -307,26 +307,7 @@ fn make_texture(gpu: &Gpu, width: u32, height: u32, format: TexFormat) -> Result
             );
             gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MAX_LEVEL, 0);
         }
-        gl.tex_parameter_i32(
-            glow::TEXTURE_2D,
-            glow::TEXTURE_MIN_FILTER,
-            glow::LINEAR as i32,
-        );
-        gl.tex_parameter_i32(
-            glow::TEXTURE_2D,
-            glow::TEXTURE_MAG_FILTER,
-            glow::LINEAR as i32,
-        );
-        gl.tex_parameter_i32(
-            glow::TEXTURE_2D,
-            glow::TEXTURE_WRAP_S,
-            glow::CLAMP_TO_EDGE as i32,
-        );
-        gl.tex_parameter_i32(
-            glow::TEXTURE_2D,
-            glow::TEXTURE_WRAP_T,
-            glow::CLAMP_TO_EDGE as i32,
-        );
+        set_linear_clamp(gl);
         gl.bind_texture(glow::TEXTURE_2D, None);
         texture
     };
@@ -341,4 +322,20 @@ fn make_texture(gpu: &Gpu, width: u32, height: u32, format: TexFormat) -> Result
 /// A dimension as a GLsizei.
 pub(crate) fn gl_size(n: u32) -> Result<i32> {
     i32::try_from(n).map_err(|_| GpuError::Mismatch(format!("size {n} is too large for GL")))
+}
+
+/// Linear filtering, clamped to the edge: how every texture this crate makes is sampled.
+///
+/// # Safety
+/// The context is current on this thread and a texture of it is bound to `TEXTURE_2D`.
+pub(crate) unsafe fn set_linear_clamp(gl: &glow::Context) {
+    for (name, value) in [
+        (glow::TEXTURE_MIN_FILTER, glow::LINEAR),
+        (glow::TEXTURE_MAG_FILTER, glow::LINEAR),
+        (glow::TEXTURE_WRAP_S, glow::CLAMP_TO_EDGE),
+        (glow::TEXTURE_WRAP_T, glow::CLAMP_TO_EDGE),
+    ] {
+        // SAFETY: the caller's contract (context current, a texture bound).
+        unsafe { gl.tex_parameter_i32(glow::TEXTURE_2D, name, value as i32) };
+    }
 }
