@@ -63,12 +63,10 @@ fn main() -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         let ctx = GpuCtx {
             gl: gpu.gl(),
-            frame: FrameCtx {
-                seq,
-                pts_ns: rate.frame_time_ns(seq),
-            },
+            frame: FrameCtx::new(seq, rate.frame_time_ns(seq)),
             period_ns: rate.period_ns() as i64,
             empty_vao: gpu.empty_vao(),
+            audio: framepipe_core::FrameAudio::default(),
         };
         for (i, node) in nodes.iter_mut().enumerate() {
             node.render(&ctx, &[textures[i].image()], &textures[i + 1].image())

@@ -54,7 +54,7 @@ fn allocations(src: &mut dyn Source, n: u64, at: &mut dyn FnMut(u64, &mut dyn So
     src.ready().unwrap();
     let step = |seq: u64, src: &mut dyn Source| {
         let mut f = pool.acquire().unwrap();
-        let ctx = FrameCtx { seq, pts_ns: 0 };
+        let ctx = FrameCtx::new(seq, 0);
         assert!(src.fill(&ctx, &mut f).unwrap(), "frame {seq}");
     };
     for seq in 0..3 {

@@ -76,6 +76,30 @@ pub struct GpuCtx<'a> {
     /// A vertex array object with no attributes, bound while the node runs: a full-screen
     /// triangle or quad is drawn from `gl_VertexID` without buffers of its own.
     pub empty_vao: glow::VertexArray,
+    /// The show's audio at this frame (ISF `audio` and `audioFFT` inputs); empty slices where
+    /// the show has no audio.
+    pub audio: FrameAudio<'a>,
+}
+
+/// The audio one frame is shown with, as GPU nodes read it: the same analysis point for every
+/// node of the frame. Borrowed from the runtime's per-frame snapshot for one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FrameAudio<'a> {
+    /// The latest waveform, mono, oldest sample first, in -1..=1 (ISF `audio`): empty without
+    /// audio.
+    pub wave: &'a [f32],
+    /// FFT magnitudes from DC up to half the sample rate, each in 0..=1 (ISF `audioFFT`):
+    /// empty without audio.
+    pub fft: &'a [f32],
+    /// Sample rate of `wave`, Hz (0 without audio).
+    pub sample_rate: u32,
+}
+
+impl FrameAudio<'_> {
+    /// Whether the show has audio for this frame.
+    pub fn is_present(&self) -> bool {
+        !self.wave.is_empty() || !self.fft.is_empty()
+    }
 }
 
 /// One instance of a GPU element. Runs on the GPU executor's thread only (see the module).

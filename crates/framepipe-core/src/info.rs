@@ -97,15 +97,72 @@ impl VideoInfo {
 }
 
 /// What an element knows about the frame it is working on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FrameCtx {
     /// Sequence number, 0-based, in source order.
     pub seq: u64,
     /// Presentation timestamp in nanoseconds from the stream's start.
     pub pts_ns: i64,
+    /// The show's beat clock at this frame (what a deck triggering on the next beat, or a loop
+    /// locked to N beats, reads). [`BeatCtx::default`] where no beat clock runs (a tool or a
+    /// test driving an element by hand).
+    pub beat: BeatCtx,
+}
+
+/// The beat clock at one frame: where the show is, in beats, and how fast beats go. Every node
+/// of a frame sees the same values (the runtime samples the clock once per frame, with the
+/// oscillators), so a source and the oscillators agree on where the beat falls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct BeatCtx {
+    /// Beat position in nanobeats (`1_000_000_000` is one beat) since the show's start, as the
+    /// oscillators' beat clock counts it (scaled by the master speed, realigned by `beat`).
+    pub nanobeats: i64,
+    /// The tempo in force, thousandths of a beat per minute (`120_000` is 120 bpm); 0 where no
+    /// beat clock runs.
+    pub millibpm: u32,
+}
+
+impl BeatCtx {
+    /// Nanobeats in one beat.
+    pub const ONE: i64 = 1_000_000_000;
+
+    /// Whether a beat clock runs (a tempo is known).
+    pub fn is_running(&self) -> bool {
+        self.millibpm > 0
+    }
+
+    /// The tempo in beats per minute (0.0 where no beat clock runs).
+    pub fn bpm(&self) -> f64 {
+        f64::from(self.millibpm) / 1000.0
+    }
+
+    /// The beat position in beats.
+    pub fn beats(&self) -> f64 {
+        self.nanobeats as f64 / Self::ONE as f64
+    }
+
+    /// Nanoseconds that `nanobeats` beats last at this tempo (`None` where no beat clock
+    /// runs). Saturates rather than overflowing.
+    pub fn beats_to_ns(&self, nanobeats: i64) -> Option<i64> {
+        if self.millibpm == 0 {
+            return None;
+        }
+        // ns = nanobeats × 60 s / bpm = nanobeats × 60e3 / millibpm (nanobeats are 1e-9 beat).
+        let ns = i128::from(nanobeats) * 60_000 / i128::from(self.millibpm);
+        Some(ns.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
+    }
 }
 
 impl FrameCtx {
+    /// Frame `seq` at `pts_ns`, with no beat clock ([`BeatCtx::default`]).
+    pub fn new(seq: u64, pts_ns: i64) -> Self {
+        FrameCtx {
+            seq,
+            pts_ns,
+            beat: BeatCtx::default(),
+        }
+    }
+
     /// The timestamp in seconds (for plugin APIs that take a double, like frei0r's `time`).
     pub fn seconds(&self) -> f64 {
         self.pts_ns as f64 / 1e9
@@ -137,6 +194,7 @@ impl LoopOrigin {
         FrameCtx {
             seq: ctx.seq.saturating_sub(self.seq),
             pts_ns: ctx.pts_ns.saturating_sub(self.pts_ns),
+            beat: ctx.beat,
         }
     }
 

@@ -41,8 +41,8 @@ pub use element::{
 };
 pub use error::{Error, Result};
 pub use frame::{Frame, FrameMut, FramePool, PoolSharing};
-pub use gpu::{GpuCtx, GpuFactory, GpuImage, GpuNode, TexFormat};
-pub use info::{FrameCtx, LoopOrigin, Rational, VideoInfo};
+pub use gpu::{FrameAudio, GpuCtx, GpuFactory, GpuImage, GpuNode, TexFormat};
+pub use info::{BeatCtx, FrameCtx, LoopOrigin, Rational, VideoInfo};
 pub use limits::Limits;
 pub use props::{PathUse, PropKind, PropSpec, PropValue, Props};
 pub use shm::SharedFrame;

@@ -70,7 +70,7 @@ fn picture(pool: &FramePool, seed: u32) -> framepipe_core::Frame {
 }
 
 fn ctx(seq: u64) -> FrameCtx {
-    FrameCtx { seq, pts_ns: 0 }
+    FrameCtx::new(seq, 0)
 }
 
 #[test]

@@ -126,7 +126,7 @@ fn random_frame(pool: &FramePool, seed: u32) -> Frame {
 fn run(m: &mut dyn Mixer, inputs: &[Frame], pool: &FramePool, slices: &dyn SliceRunner) -> Vec<u8> {
     let refs: Vec<&Frame> = inputs.iter().collect();
     let mut out = pool.acquire().unwrap();
-    m.process(&FrameCtx { seq: 0, pts_ns: 0 }, &refs, &mut out, slices)
+    m.process(&FrameCtx::new(0, 0), &refs, &mut out, slices)
         .unwrap();
     out.data().to_vec()
 }
@@ -420,12 +420,7 @@ fn negotiate_names_the_input_of_another_size_and_the_input_count() {
     let refs: Vec<&Frame> = frames.iter().collect();
     let mut out = pool.acquire().unwrap();
     let e = m
-        .process(
-            &FrameCtx { seq: 0, pts_ns: 0 },
-            &refs,
-            &mut out,
-            &InlineSlices,
-        )
+        .process(&FrameCtx::new(0, 0), &refs, &mut out, &InlineSlices)
         .unwrap_err()
         .to_string();
     assert_eq!(

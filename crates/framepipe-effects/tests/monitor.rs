@@ -48,13 +48,8 @@ fn frame(pool: &FramePool, px: impl Fn(usize, usize) -> [u8; 4]) -> Frame {
 fn shrink(e: &mut dyn Effect, src: &Frame, out: VideoInfo) -> Vec<u8> {
     let pool = FramePool::new(out.width, out.height, 1);
     let mut dst = pool.acquire().unwrap();
-    e.process(
-        &FrameCtx { seq: 0, pts_ns: 0 },
-        src,
-        &mut dst,
-        &InlineSlices,
-    )
-    .unwrap();
+    e.process(&FrameCtx::new(0, 0), src, &mut dst, &InlineSlices)
+        .unwrap();
     dst.data().to_vec()
 }
 

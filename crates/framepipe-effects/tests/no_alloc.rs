@@ -45,7 +45,7 @@ fn allocations_at(name: &str, props: &[(&str, &str)], w: u32, h: u32) -> u64 {
     for seq in 0..12u64 {
         let mut dst = pool_out.acquire().unwrap();
         let before = allocs();
-        let ctx = FrameCtx { seq, pts_ns: 0 };
+        let ctx = FrameCtx::new(seq, 0);
         e.process(&ctx, &src, &mut dst, &InlineSlices).unwrap();
         if seq >= 2 {
             count += allocs() - before;
@@ -154,7 +154,7 @@ fn mix_does_not_allocate_per_frame_sliced_or_not() {
                     .unwrap();
                 m.set_property("opacity-2", &PropValue::Float(seq as f64 / 5.0))
                     .unwrap();
-                let ctx = FrameCtx { seq, pts_ns: 0 };
+                let ctx = FrameCtx::new(seq, 0);
                 m.process(&ctx, &refs, &mut out, runner).unwrap();
             }
             assert_eq!(allocs() - before, 0, "mix mode={mode}");

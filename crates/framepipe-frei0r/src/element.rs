@@ -794,10 +794,7 @@ mod tests {
 
     #[test]
     fn frame_time_is_milliseconds() {
-        let ctx = FrameCtx {
-            seq: 3,
-            pts_ns: 120_000_000,
-        };
+        let ctx = FrameCtx::new(3, 120_000_000);
         assert_eq!(frei0r_time(&ctx), 120.0);
     }
 

@@ -153,10 +153,7 @@ fn run(inst: &mut Instance, time: f64, inputs: &[Vec<u32>], out: &mut [u32]) {
 }
 
 fn ctx(k: usize) -> FrameCtx {
-    FrameCtx {
-        seq: k as u64,
-        pts_ns: k as i64 * PROBE_PERIOD_NS,
-    }
+    FrameCtx::new(k as u64, k as i64 * PROBE_PERIOD_NS)
 }
 
 /// Parameter settings a pass is run with: the plugin's defaults, or every number parameter moved

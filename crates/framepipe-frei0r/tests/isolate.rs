@@ -55,10 +55,7 @@ fn every_stateless_plugin_gives_the_same_bytes_isolated() {
         }
         let run = |given: &[(String, String)], prefill: u8| -> Option<Vec<Vec<u8>>> {
             let mut frames = Vec::new();
-            let ctx = |k: u64| FrameCtx {
-                seq: k,
-                pts_ns: info.rate.frame_time_ns(k),
-            };
+            let ctx = |k: u64| FrameCtx::new(k, info.rate.frame_time_ns(k));
             let out = || {
                 let mut o = pool.acquire().unwrap();
                 o.data_mut().fill(prefill);

@@ -63,10 +63,7 @@ fn frame_loop(
     }
     let source = source.freeze();
     let mut step = |k: u64| {
-        let ctx = FrameCtx {
-            seq: k,
-            pts_ns: info.rate.frame_time_ns(k),
-        };
+        let ctx = FrameCtx::new(k, info.rate.frame_time_ns(k));
         let mut frame = source.clone();
         for e in effects.iter_mut() {
             let mut o = pool.acquire().unwrap();

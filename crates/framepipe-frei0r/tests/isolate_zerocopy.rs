@@ -69,10 +69,7 @@ fn info() -> VideoInfo {
 }
 
 fn ctx(k: u64) -> FrameCtx {
-    FrameCtx {
-        seq: k,
-        pts_ns: info().rate.frame_time_ns(k),
-    }
+    FrameCtx::new(k, info().rate.frame_time_ns(k))
 }
 
 /// A scratch directory with the plugin built in it, removed on drop.

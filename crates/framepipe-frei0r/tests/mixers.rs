@@ -44,10 +44,7 @@ fn info(w: u32, h: u32) -> VideoInfo {
 }
 
 fn ctx(k: u64) -> FrameCtx {
-    FrameCtx {
-        seq: k,
-        pts_ns: Rational::new(25, 1).frame_time_ns(k),
-    }
+    FrameCtx::new(k, Rational::new(25, 1).frame_time_ns(k))
 }
 
 fn mixer(r: &Registry, name: &str, props: &[(&str, &str)]) -> Box<dyn MixerFactory> {

@@ -53,10 +53,7 @@ fn the_frame_loop_does_not_allocate() {
         mixers.push((inputs, m.instantiate().unwrap()));
     }
     let mut step = |k: u64| {
-        let ctx = FrameCtx {
-            seq: k,
-            pts_ns: info.rate.frame_time_ns(k),
-        };
+        let ctx = FrameCtx::new(k, info.rate.frame_time_ns(k));
         let mut f = pool.acquire().unwrap();
         assert!(src.fill(&ctx, &mut f).unwrap());
         let source = f.freeze();

@@ -55,12 +55,10 @@ fn main() -> Result<(), String> {
         let start = Instant::now();
         let ctx = GpuCtx {
             gl: gpu.gl(),
-            frame: FrameCtx {
-                seq,
-                pts_ns: info.rate.frame_time_ns(seq),
-            },
+            frame: FrameCtx::new(seq, info.rate.frame_time_ns(seq)),
             period_ns: info.rate.period_ns() as i64,
             empty_vao: gpu.empty_vao(),
+            audio: framepipe_core::FrameAudio::default(),
         };
         for (i, node) in nodes.iter_mut().enumerate() {
             let (src, dst) = (&textures[i % 2], &textures[(i + 1) % 2]);

@@ -47,9 +47,10 @@ fn every_gl_transition_compiles_and_runs_and_goes_from_its_first_input_to_its_se
                 .map_err(|e| e.to_string())?;
             let ctx = GpuCtx {
                 gl: gpu.gl(),
-                frame: FrameCtx { seq, pts_ns: 0 },
+                frame: FrameCtx::new(seq, 0),
                 period_ns: 33_333_333,
                 empty_vao: gpu.empty_vao(),
+                audio: framepipe_core::FrameAudio::default(),
             };
             node.render(&ctx, &inputs, &out.image())
                 .map_err(|e| e.to_string())?;

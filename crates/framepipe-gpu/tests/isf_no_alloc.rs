@@ -23,12 +23,10 @@ fn frames(
     for seq in seqs {
         let ctx = GpuCtx {
             gl: gpu.gl(),
-            frame: FrameCtx {
-                seq,
-                pts_ns: seq as i64 * 33_333_333,
-            },
+            frame: FrameCtx::new(seq, seq as i64 * 33_333_333),
             period_ns: 33_333_333,
             empty_vao: gpu.empty_vao(),
+            audio: framepipe_core::FrameAudio::default(),
         };
         node.render(&ctx, inputs, out).unwrap();
     }

@@ -33,9 +33,10 @@ fn a_changed_file_is_reloaded_and_a_broken_one_keeps_the_previous_shader() {
     let mut frame = |node: &mut IsfNode| {
         let ctx = GpuCtx {
             gl: gpu.gl(),
-            frame: FrameCtx { seq, pts_ns: 0 },
+            frame: FrameCtx::new(seq, 0),
             period_ns: 33_333_333,
             empty_vao: gpu.empty_vao(),
+            audio: framepipe_core::FrameAudio::default(),
         };
         seq += 1;
         node.render(&ctx, &[], &out.image()).unwrap();

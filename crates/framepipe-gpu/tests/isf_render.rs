@@ -170,9 +170,10 @@ fn an_event_fires_for_the_one_frame_after_it_is_set() {
     let alpha = |node: &mut Box<dyn framepipe_core::GpuNode>, seq: u64| {
         let ctx = GpuCtx {
             gl: gpu.gl(),
-            frame: FrameCtx { seq, pts_ns: 0 },
+            frame: FrameCtx::new(seq, 0),
             period_ns: 33_333_333,
             empty_vao: gpu.empty_vao(),
+            audio: framepipe_core::FrameAudio::default(),
         };
         node.render(&ctx, &[input.image()], &out.image()).unwrap();
         read_back_blocking(&gpu, &out.image())[3]

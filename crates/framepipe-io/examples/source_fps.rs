@@ -38,7 +38,7 @@ fn fps(mut src: Box<dyn Source>, mut sink: Box<dyn Sink>, frames: u64) -> f64 {
     let t = Instant::now();
     let mut n = 0;
     for seq in 0..frames {
-        let ctx = FrameCtx { seq, pts_ns: 0 };
+        let ctx = FrameCtx::new(seq, 0);
         let mut f = pool.acquire().unwrap();
         if !src.fill(&ctx, &mut f).unwrap() {
             break;

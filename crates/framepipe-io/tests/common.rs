@@ -50,10 +50,7 @@ pub fn source_err(name: &str, props: &[(&str, &str)]) -> String {
 }
 
 pub fn ctx(src: &dyn Source, seq: u64) -> FrameCtx {
-    FrameCtx {
-        seq,
-        pts_ns: src.info().rate.frame_time_ns(seq),
-    }
+    FrameCtx::new(seq, src.info().rate.frame_time_ns(seq))
 }
 
 /// Reads every frame of `src` (at most `max`): the frames' pixels and the error that ended the

@@ -18,10 +18,7 @@ fn read_from(src: &mut dyn Source, seq: u64, max: u64) -> (Vec<Vec<u8>>, u64) {
     let mut seq = seq;
     while (frames.len() as u64) < max {
         let mut f = pool.acquire().unwrap();
-        let c = FrameCtx {
-            seq,
-            pts_ns: info.rate.frame_time_ns(seq),
-        };
+        let c = FrameCtx::new(seq, info.rate.frame_time_ns(seq));
         seq += 1;
         match src.fill(&c, &mut f) {
             Ok(true) => frames.push(f.data().to_vec()),

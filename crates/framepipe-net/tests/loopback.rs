@@ -84,10 +84,7 @@ fn run_sink(mut sink: TcpSink, info: VideoInfo, frames: u64) -> framepipe_core::
     for seq in 0..frames {
         let mut f = pool.acquire().expect("pool frame");
         paint(seq, f.data_mut());
-        let ctx = FrameCtx {
-            seq,
-            pts_ns: info.rate.frame_time_ns(seq),
-        };
+        let ctx = FrameCtx::new(seq, info.rate.frame_time_ns(seq));
         sink.consume(&ctx, &f.freeze())?;
     }
     sink.finish()?;
@@ -101,7 +98,7 @@ fn drain_src(src: &mut TcpSrc, format: WireFormat) -> u64 {
     let mut seq = 0;
     loop {
         let mut f = pool.acquire().unwrap();
-        let ctx = FrameCtx { seq, pts_ns: 0 };
+        let ctx = FrameCtx::new(seq, 0);
         if !src.fill(&ctx, &mut f).expect("fill") {
             return seq;
         }
@@ -180,8 +177,7 @@ fn a_stopped_receiver_stalls_the_sender_and_nothing_is_lost() {
         for seq in 0..200 {
             let mut f = pool.acquire().unwrap();
             paint(seq, f.data_mut());
-            sink.consume(&FrameCtx { seq, pts_ns: 0 }, &f.freeze())
-                .unwrap();
+            sink.consume(&FrameCtx::new(seq, 0), &f.freeze()).unwrap();
             sent2.store(seq + 1, Ordering::SeqCst);
         }
         sink.finish().unwrap();
@@ -290,7 +286,7 @@ fn reconnect_resumes_with_a_new_stream_header_at_the_frame_being_sent() {
     for seq in 0..400 {
         let mut f = pool.acquire().unwrap();
         paint(seq, f.data_mut());
-        sink.consume(&FrameCtx { seq, pts_ns: 0 }, &f.freeze())
+        sink.consume(&FrameCtx::new(seq, 0), &f.freeze())
             .expect("reconnect=true survives the receiver going away");
         // Give the receiver time to go away while frames are still being sent.
         if seq < 20 {
@@ -368,11 +364,9 @@ fn a_connection_cut_mid_frame_reports_whole_frames_and_emits_no_partial_frame() 
     let pool = FramePool::new(40, 10, 1);
     let mut f = pool.acquire().unwrap();
     for seq in 0..3 {
-        assert!(src.fill(&FrameCtx { seq, pts_ns: 0 }, &mut f).unwrap());
+        assert!(src.fill(&FrameCtx::new(seq, 0), &mut f).unwrap());
     }
-    let err = src
-        .fill(&FrameCtx { seq: 3, pts_ns: 0 }, &mut f)
-        .unwrap_err();
+    let err = src.fill(&FrameCtx::new(3, 0), &mut f).unwrap_err();
     assert_eq!(
         err.to_string(),
         format!("tcpsrc: connection from {addr} closed mid-frame after 3 whole frames")

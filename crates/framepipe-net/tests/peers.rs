@@ -113,8 +113,7 @@ fn ffmpeg_receives_raw_rgb24_from_tcpsink() {
             p.copy_from_slice(&[(i as u64 + seq * 3) as u8, (i / 7) as u8, seq as u8, 17]);
             expected.extend_from_slice(&p[..3]);
         }
-        sink.consume(&FrameCtx { seq, pts_ns: 0 }, &f.freeze())
-            .unwrap();
+        sink.consume(&FrameCtx::new(seq, 0), &f.freeze()).unwrap();
     }
     sink.finish().unwrap();
     drop(sink);
@@ -175,7 +174,7 @@ fn tcpsrc_receives_raw_rgb24_from_ffmpeg_listening() {
     let mut n = 0u64;
     loop {
         let mut f = pool.acquire().unwrap();
-        if !src.fill(&FrameCtx { seq: n, pts_ns: 0 }, &mut f).unwrap() {
+        if !src.fill(&FrameCtx::new(n, 0), &mut f).unwrap() {
             break;
         }
         let want = to_rgba(&reference[n as usize * frame_rgb..][..frame_rgb]);
@@ -232,7 +231,7 @@ fn tcpsrc_receives_raw_frames_from_gstreamer_tcpserversink() {
     for seq in 0..10 {
         let mut f = pool.acquire().unwrap();
         assert!(
-            src.fill(&FrameCtx { seq, pts_ns: 0 }, &mut f).unwrap(),
+            src.fill(&FrameCtx::new(seq, 0), &mut f).unwrap(),
             "frame {seq}"
         );
         // The colour-bars pattern is the same in every frame (SMPTE bars have moving snow).

@@ -101,7 +101,7 @@ fn send(sink: &mut TcpSink, seqs: &[u64]) {
         let mut f = pool.acquire().unwrap();
         f.data_mut().fill(seq as u8);
         let f = f.freeze();
-        sink.consume(&FrameCtx { seq, pts_ns: 0 }, &f).unwrap();
+        sink.consume(&FrameCtx::new(seq, 0), &f).unwrap();
     }
     sink.finish().unwrap();
 }
@@ -112,7 +112,7 @@ fn receive(src: &mut TcpSrc) -> Result<Vec<u8>, String> {
     let mut f = pool.acquire().unwrap();
     let mut got = Vec::new();
     for seq in 0.. {
-        match src.fill(&FrameCtx { seq, pts_ns: 0 }, &mut f) {
+        match src.fill(&FrameCtx::new(seq, 0), &mut f) {
             Ok(true) => got.push(f.data()[0]),
             Ok(false) => return Ok(got),
             Err(e) => return Err(e.to_string()),

@@ -38,7 +38,7 @@ fn webpreview_consume_does_not_allocate_and_publishes_jpegs() {
     let mut f = pool.acquire().unwrap();
     f.data_mut().fill(200);
     let frame = f.freeze();
-    let ctx = FrameCtx { seq: 0, pts_ns: 0 };
+    let ctx = FrameCtx::new(0, 0);
     sink.consume(&ctx, &frame).unwrap();
     // Frames 1..: each copied, the sink pacing itself at 10 a second; none allocates.
     let mut allocs = 0;
@@ -46,7 +46,7 @@ fn webpreview_consume_does_not_allocate_and_publishes_jpegs() {
     let mut seq = 1;
     while start.elapsed() < Duration::from_millis(450) {
         let before = framepipe_testkit::this_thread();
-        sink.consume(&FrameCtx { seq, pts_ns: 0 }, &frame).unwrap();
+        sink.consume(&FrameCtx::new(seq, 0), &frame).unwrap();
         allocs += framepipe_testkit::this_thread() - before;
         seq += 1;
     }

@@ -93,10 +93,7 @@ fn main() {
     let start = Instant::now();
     for i in 0..frames {
         let frame = &pictures[i % 3];
-        let ctx = FrameCtx {
-            seq: i as u64,
-            pts_ns: (period * i as u32).as_nanos() as i64,
-        };
+        let ctx = FrameCtx::new(i as u64, (period * i as u32).as_nanos() as i64);
         let t = Instant::now();
         sink.consume(&ctx, frame).expect("consume");
         consume_ns.push(t.elapsed().as_nanos() as u64);

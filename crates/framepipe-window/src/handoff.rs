@@ -79,7 +79,7 @@ pub fn handoff(bytes: usize) -> (Writer, Reader) {
         Mutex::new(Slot {
             frame: None,
             bytes: vec![0u8; bytes].into_boxed_slice(),
-            ctx: FrameCtx { seq: 0, pts_ns: 0 },
+            ctx: FrameCtx::new(0, 0),
             full: false,
         })
     };
@@ -290,7 +290,7 @@ mod tests {
     }
 
     fn ctx(seq: u64) -> FrameCtx {
-        FrameCtx { seq, pts_ns: 0 }
+        FrameCtx::new(seq, 0)
     }
 
     #[test]

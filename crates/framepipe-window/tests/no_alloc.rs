@@ -77,7 +77,7 @@ fn measure() {
         rate: Rational::new(60, 1),
     })
     .unwrap();
-    let ctx = |seq: u64| FrameCtx { seq, pts_ns: 0 };
+    let ctx = |seq: u64| FrameCtx::new(seq, 0);
     for seq in 0..20 {
         sink.consume(&ctx(seq), &frames[seq as usize % 3]).unwrap();
         std::thread::sleep(Duration::from_millis(2));

@@ -17,7 +17,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use framepipe_core::{FrameCtx, GpuCtx, GpuFactory, Props, Rational, TexFormat, VideoInfo};
+use framepipe_core::{
+    FrameAudio, FrameCtx, GpuCtx, GpuFactory, Props, Rational, TexFormat, VideoInfo,
+};
 
 use super::factory::{self, IsfFactory};
 use super::loaded::Loaded;
@@ -113,12 +115,10 @@ pub(crate) fn run(
     for seq in 0..frames as u64 {
         let ctx = GpuCtx {
             gl: gpu.gl(),
-            frame: FrameCtx {
-                seq,
-                pts_ns: rate.frame_time_ns(seq),
-            },
+            frame: FrameCtx::new(seq, rate.frame_time_ns(seq)),
             period_ns: rate.period_ns() as i64,
             empty_vao: gpu.empty_vao(),
+            audio: FrameAudio::default(),
         };
         let rendered = node.render(&ctx, &images, &target.image());
         // A GL error the node's calls raised (glGetError: this is a tool, it may ask).

@@ -452,6 +452,7 @@ impl Executor {
             frame: *ctx,
             period_ns: i64::try_from(show.rate.period_ns()).unwrap_or(i64::MAX),
             empty_vao: self.gpu.empty_vao(),
+            audio: framepipe_core::FrameAudio::default(),
         };
         super::gl::bind_vertex_array(&self.gpu, gctx.empty_vao);
         let target = out.image();

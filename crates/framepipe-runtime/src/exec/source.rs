@@ -45,6 +45,7 @@ impl Shared {
                 pts_ns: s
                     .resample
                     .map_or(ctx.pts_ns, |(src, _)| src.frame_time_ns(s.produced)),
+                beat: ctx.beat,
             };
             if s.source.fill(&own, &mut frame)? {
                 s.produced += 1;

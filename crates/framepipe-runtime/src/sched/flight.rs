@@ -137,7 +137,7 @@ impl Flight {
         let n = topo.nodes.len();
         let nb = topo.branches.len();
         let slot = || Slot {
-            ctx: FrameCtx { seq: 0, pts_ns: 0 },
+            ctx: FrameCtx::new(0, 0),
             active: false,
             begun: false,
             begun_ns: 0,
@@ -180,7 +180,7 @@ impl Flight {
         self.in_flight += 1;
         let slot = (seq % v.topo.cap as u64) as usize;
         let s = &mut self.slots[slot];
-        s.ctx = FrameCtx { seq, pts_ns };
+        s.ctx = FrameCtx::new(seq, pts_ns);
         s.active = true;
         s.begun = false;
         s.begun_ns = framepipe_clock::now_ns();
