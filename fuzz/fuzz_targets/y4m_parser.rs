@@ -101,10 +101,7 @@ fuzz_target!(|data: &[u8]| {
     let per_frame = h.chroma.frame_bytes(h.width, h.height) as u64;
     for seq in 0.. {
         let mut frame = pool.acquire().expect("one frame, returned each time");
-        let ctx = FrameCtx {
-            seq,
-            pts_ns: h.rate.frame_time_ns(seq),
-        };
+        let ctx = FrameCtx::new(seq, h.rate.frame_time_ns(seq));
         match src.fill(&ctx, &mut frame) {
             Ok(true) => {
                 assert!(
