@@ -98,6 +98,17 @@ impl Live {
         seq
     }
 
+    /// The beat clock at the frame begun last ([`Live::begin`]): the beat position its
+    /// oscillators read and the tempo in force, for that frame's [`FrameCtx`](framepipe_core::FrameCtx).
+    pub fn beat(&self) -> framepipe_core::BeatCtx {
+        // The tempo is held in whole millibpm: the round trip through f64 is exact.
+        let millibpm = (self.clock.tempo() * 1000.0).round();
+        framepipe_core::BeatCtx {
+            nanobeats: self.clock.time().nanobeats,
+            millibpm: millibpm.clamp(0.0, f64::from(u32::MAX)) as u32,
+        }
+    }
+
     /// Node `s` starts frame `seq`, whose snapshot is `snaps[slot]` (one per frame slot, `cap`
     /// of them, then the leaky branches'): unless the frame has its values already (a later
     /// frame of the node started first and sampled it with its own), the frames before it
