@@ -90,6 +90,9 @@ pub(crate) struct SourceInst {
     pub(super) applied: Vec<PropValue>,
     pub(super) refused: Vec<bool>,
     pub(super) changed: Vec<bool>,
+    /// The stamp of the set each value in `applied` came from: a newer set is given to the
+    /// source even when its value is the same (a deck's retrigger restarts the clip).
+    pub(super) stamps: Vec<u64>,
 }
 
 /// What a node's job runs: its source, or one of its effect or mixer instances (taken from
@@ -111,6 +114,7 @@ impl SourceInst {
             applied,
             refused: vec![false; n],
             changed: vec![false; n],
+            stamps: vec![0; n],
             source,
             on_end,
             resample,

@@ -92,6 +92,14 @@ pub(crate) struct LiveParam {
     /// The command epoch ([`Live::epoch`]) of the last command that changed it (`set`, `osc`,
     /// `unosc`); 0: none did.
     touched: u64,
+    /// The serial ([`Live::serial`]) of the last set that gave it a value (0: none did): a set
+    /// reaches a source even when its value is the one in force (a deck's retrigger).
+    stamp: u64,
+    /// A set held until a frame (a quantized node's, see [`Live::hold`]): from frame `.0` on,
+    /// `held_value` becomes its value, stamped `.1`.
+    held: Option<(u64, u64)>,
+    /// The held set's value (allocated once: held values are swapped in and out).
+    held_value: PropValue,
 }
 
 /// The controllable state of one stage (effects only; the source and sink have none).
@@ -138,6 +146,9 @@ pub(crate) struct Live {
     /// The armed live edit's switch frame (no frame from it on begins in these stages'
     /// version), while one is armed.
     switch_at: Option<u64>,
+    /// Sets that gave a property a value so far (`set`, `next`/`prev`; held ones when held):
+    /// the stamp of each such set, increasing across live edits.
+    serial: u64,
     /// The show's audio and the point count of the last frame begun (see [`Live::begin`]).
     audio: Option<(Feed, u64)>,
 }
@@ -152,6 +163,7 @@ impl Live {
             version: 0,
             epoch: 1,
             switch_at: None,
+            serial: 0,
             audio: None,
         }
     }
