@@ -19,6 +19,12 @@
 //!   (`Live::catch_up`): all of them are seen from the frame the reply names;
 //! * the clock commands (`speed`, `tempo`, `tap`) act on the oscillator time, fixed when a
 //!   frame begins: they apply from the next frame to begin;
+//! * a node with a `quantize` property (a deck: `beat`, `bar`, a number of beats) has the
+//!   values set on its other properties held until the first frame at or after the next line
+//!   of that beat grid ([`Live::beat_frame`], [`Live::hold`]): the value lands by frame number
+//!   when the node samples that frame, and the reply names it;
+//! * every set is stamped ([`Live::serial`]) into the snapshots, so that a source is given a
+//!   set even of the value in force (a deck's retrigger restarts its clip);
 //! * the nodes of a leaky branch (a monitor, a preview) are sampled when the frame begins, as
 //!   before: the branch takes the frame's values into its own slot and runs on its own time.
 //! * a command read while a live edit is on its way applies at once to the running node; its
@@ -48,8 +54,9 @@
 //! Lock order (as in `sched/lock.rs`, "Lock order"): the scheduler lock, then the live lock,
 //! then a frame's snapshot ([`FrameParams`], [`lock`]) or the view's values; never the
 //! reverse. Nothing holding the live lock waits for the scheduler lock. Under it:
-//! assignments and a few float operations per property; no allocation (but a text value
-//! growing its buffer once), no printing, no element or user code.
+//! assignments and a few float operations per property, and for a set of a quantized node the
+//! beat frame (at most 4096 integer steps of a copy of the clock); no allocation (but a text
+//! value growing its buffer once), no printing, no element or user code.
 //!
 //! ## Files
 //!
