@@ -10,7 +10,8 @@
 //!   project's frame left of the split and the new project's right of it, the split where
 //!   `wipeLeft` puts it at progress k/N, computed here; the reply names the transition;
 //! * an unknown transition is refused with the closest names (in a pipeline and in `load`),
-//!   and without GL the error names the packages.
+//!   and without GL the error names the packages; `inspect mix transition=NAME` lists the
+//!   node's properties.
 
 mod common;
 
@@ -323,6 +324,19 @@ fn an_unknown_transition_is_refused_with_the_closest_names_and_no_gl_names_the_p
         err.contains("mix: no gl-transition called 'crosswrap'; did you mean crosswarp"),
         "{err}"
     );
+    // `inspect` lists the node's properties: the mix's, then the transition's.
+    let out = run(
+        Command::new(FP).args(["inspect", "mix", "transition=directional"]),
+        Duration::from_secs(30),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for prop in ["mode ", "transition ", "fader ", "direction "] {
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(prop)),
+            "no {prop}in: {text}"
+        );
+    }
     let err = fp_fails(
         &[&show("fade")],
         &[("FRAMEPIPE_EGL_LIB", "/nonexistent/libEGL.so.1")],
