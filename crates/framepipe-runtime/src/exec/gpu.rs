@@ -283,7 +283,7 @@ impl Executor {
                 continue;
             }
             let input = p.input.frames[0].as_ref().expect("a download's input");
-            match self.downloader.start(&self.gpu, input.gpu()) {
+            match self.downloader.start_image(&self.gpu, &input.gpu().image()) {
                 Ok(ticket) => {
                     p.ticket = Some(ticket);
                     k += 1;
@@ -394,7 +394,7 @@ impl Executor {
         self.uploader
             .upload(&self.gpu, frame, &out)
             .map_err(|e| Error::Pipeline(e.to_string()))?;
-        Ok(Some(Pixels::Gpu(Arc::new(out))))
+        Ok(Some(Pixels::Gpu(out.share())))
     }
 
     /// A texture from node `node`'s pool.
@@ -475,7 +475,7 @@ impl Executor {
             });
         }
         match rendered {
-            Ok(()) => Ok(Some(Pixels::Gpu(Arc::new(out)))),
+            Ok(()) => Ok(Some(Pixels::Gpu(out.share()))),
             Err(e) => {
                 g.failed = true;
                 show.emit(Event::GpuNodeFailed {
@@ -498,7 +498,7 @@ impl Executor {
         self.gpu
             .clear(&out.image(), [0.0, 0.0, 0.0, 1.0])
             .map_err(|e| Error::Pipeline(e.to_string()))?;
-        Ok(Some(Pixels::Gpu(Arc::new(out))))
+        Ok(Some(Pixels::Gpu(out.share())))
     }
 
     /// Reports every download whose readback is in (its CPU frame from the node's pool).
