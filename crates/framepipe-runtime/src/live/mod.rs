@@ -68,7 +68,7 @@ mod values;
 
 pub(crate) use races::{gone_reason, Fate};
 pub(crate) use resolve::{LiveSpec, Set};
-pub(crate) use sample::{lock, FrameParams};
+pub(crate) use sample::{lock, FrameParams, GpuAudio};
 pub(crate) use values::assign;
 use values::Ramp;
 
@@ -140,6 +140,8 @@ pub(crate) struct Live {
     switch_at: Option<u64>,
     /// The show's audio and the point count of the last frame begun (see [`Live::begin`]).
     audio: Option<(Feed, u64)>,
+    /// `tempo auto`: the beat clock follows the audio (until a `tempo BPM` or a `tap`).
+    tempo_auto: Option<framepipe_audio::TempoFollow>,
 }
 
 impl Live {
@@ -153,6 +155,7 @@ impl Live {
             epoch: 1,
             switch_at: None,
             audio: None,
+            tempo_auto: None,
         }
     }
 
