@@ -8,7 +8,8 @@
 //! * plays clicks through a JACK client of its own (cpal) connected to framepipe's input
 //!   ports: in the JACK cycle where a click begins, its process callback stamps the time
 //!   (the click is in framepipe's input in that cycle);
-//! * measures, per click, the time to the first frame read whose centre is bright (> 0.5).
+//! * measures, per click, the time to the first frame read whose centre is bright (> 0.5);
+//!   the clicks fall at pseudo-random phases of the frame clock.
 //!
 //! Both stamps are this process's monotonic clock. Prints the figures and p50/p95.
 //!
@@ -136,8 +137,17 @@ fn main() {
     }
 
     let mut lat = Vec::new();
+    // Clicks 0.7 s apart plus a pseudo-random part of a frame period, so that they fall at
+    // every phase of the frame clock (a fixed gap after the last frame seen would lock them
+    // to one phase).
+    let period_us = 1_000_000 / fps as u64;
+    let mut seed = 0x2545_f491_u64;
     for _ in 0..clicks {
-        std::thread::sleep(Duration::from_millis(700));
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let jitter = (seed >> 33) % period_us;
+        std::thread::sleep(Duration::from_millis(700) + Duration::from_micros(jitter));
         fired_at.store(-1, Ordering::Release);
         fire.store(true, Ordering::Release);
         let t0 = loop {

@@ -37,11 +37,9 @@ fn latest(tl: &Timeline) -> Option<Point> {
 
 #[test]
 fn a_jack_capture_goes_on_with_silence_when_the_server_dies_and_reconnects_when_it_is_back() {
-    let server_name = format!("fp-test-{}", std::process::id());
-    // The server, this process's clients and the jack tools all use this server.
-    std::env::set_var("JACK_DEFAULT_SERVER", &server_name);
-    std::env::set_var("JACK_NO_AUDIO_RESERVATION", "1");
-    let mut server = JackServer::start(&server_name);
+    let mut server = JackServer::start();
+    // This process's clients use this server.
+    std::env::set_var("JACK_DEFAULT_SERVER", server.name());
 
     // Framepipe's capture: client `framepipe_in`, connected to system:capture_* (silence).
     let input = LiveInput::start(&LiveSpec::Jack, &BandEdges::default()).expect("capture");

@@ -15,8 +15,10 @@ use common::{tmpdir, wait, FP};
 use framepipe_testkit::jack::{JackServer, Terminated};
 
 const FPS: u32 = 25;
-/// 7 s of frames.
-const FRAMES: u32 = 175;
+/// 9 s of frames: the sine, the server stopped for a second, its return, the capture's
+/// reconnection (its backoff reaches 2 s by then) and the sine again, with room on a loaded
+/// machine.
+const FRAMES: u32 = 225;
 const W: usize = 64;
 const H: usize = 48;
 
@@ -63,7 +65,7 @@ fn generator(server: &JackServer) -> Terminated {
 fn a_live_jack_show_plays_on_in_silence_when_the_server_dies_and_follows_the_bass_again_when_it_is_back(
 ) {
     let dir = tmpdir("capture-live");
-    let mut server = JackServer::start(&format!("fp-cli-test-{}", std::process::id()));
+    let mut server = JackServer::start();
     let out = dir.path().join("out.y4m");
     let src = |c: &str| {
         format!(

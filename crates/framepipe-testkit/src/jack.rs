@@ -1,7 +1,10 @@
 //! A JACK server for the live-audio tests: Debian's jackd2 with its dummy backend (no sound
-//! card), under a server name of its own, stopped with SIGTERM. Never SIGKILL a JACK server:
-//! a killed server's entry stays in JACK's shared registry, which holds 8 servers at most,
-//! and after 8 of them no server starts on the machine ("Too many servers already active").
+//! card), stopped with SIGTERM. Never SIGKILL a JACK server: a killed server's entry stays in
+//! JACK's shared registry, which holds 8 servers at most, and after 8 of them no server starts
+//! on the machine ("Too many servers already active"). An entry is reclaimed only by a server
+//! of the same name, so the tests' servers take their names from a pool of [`POOL`]
+//! (`fp-test-jack-0` ..): a stale entry left by a crashed run is reclaimed by the next run that
+//! picks its name, and a name whose server runs (another test) is skipped.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -36,8 +39,11 @@ pub fn terminate(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// A JACK dummy server (48 kHz, 1024-frame periods) named `name`, started and waited for
-/// (10 s at most: the test fails with what to install otherwise). Stopped when dropped.
+/// Names a test server may take: `fp-test-jack-0` .. `fp-test-jack-{POOL - 1}`.
+pub const POOL: usize = 8;
+
+/// A JACK dummy server (48 kHz, 1024-frame periods), started and waited for (10 s at most:
+/// the test fails with what to install otherwise). Stopped when dropped.
 #[derive(Debug)]
 pub struct JackServer {
     name: String,
@@ -45,14 +51,22 @@ pub struct JackServer {
 }
 
 impl JackServer {
-    /// Starts a server named `name` and waits until it answers.
-    pub fn start(name: &str) -> Self {
-        let mut s = JackServer {
-            name: name.to_string(),
-            child: None,
-        };
-        s.restart();
-        s
+    /// Starts a server under the first free name of the pool and waits until it answers.
+    pub fn start() -> Self {
+        for k in 0..POOL {
+            let mut s = JackServer {
+                name: format!("fp-test-jack-{k}"),
+                child: None,
+            };
+            if s.try_start() {
+                return s;
+            }
+        }
+        panic!(
+            "no JACK dummy server could start under any of the names fp-test-jack-0..{}: \
+             are {POOL} tests running one, or is JACK's registry full of other servers?",
+            POOL - 1
+        );
     }
 
     /// The server's name (what `JACK_DEFAULT_SERVER` names).
@@ -67,6 +81,16 @@ impl JackServer {
 
     /// Starts the server again under the same name (after [`JackServer::stop`]).
     pub fn restart(&mut self) {
+        assert!(
+            self.try_start(),
+            "the JACK dummy server {} did not start again",
+            self.name
+        );
+    }
+
+    /// Starts the server under its name: false if it exits at once (the name is taken) or
+    /// does not answer within 10 s (then it is stopped).
+    fn try_start(&mut self) -> bool {
         self.stop();
         let child = Command::new("jackd")
             .args(["--no-realtime", "-n", &self.name])
@@ -76,14 +100,19 @@ impl JackServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("cannot run jackd; install it: apt-get install jackd2");
-        self.child = Some(Terminated(child));
+        let mut child = Terminated(child);
         let start = Instant::now();
-        while !jack_tool(&self.name, "jack_lsp", &[]) {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "the JACK dummy server {} did not come up within 10 s",
-                self.name
-            );
+        loop {
+            if let Ok(Some(_)) = child.0.try_wait() {
+                return false;
+            }
+            if jack_tool(&self.name, "jack_lsp", &[]) {
+                self.child = Some(child);
+                return true;
+            }
+            if start.elapsed() > Duration::from_secs(10) {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
