@@ -96,6 +96,8 @@ struct Executor {
     /// that is (at most [`GPU_HELD_TEXTURES`]: the pools have room for them).
     held: VecDeque<(u64, Inputs)>,
     held_textures: usize,
+    /// The frame's audio arrays, copied from its snapshot for each GPU node (issue #25).
+    audio: crate::live::GpuAudio,
 }
 
 impl Shared {
@@ -176,6 +178,7 @@ impl Shared {
             passed: 0,
             held: VecDeque::with_capacity(HELD),
             held_textures: 0,
+            audio: crate::live::GpuAudio::new(),
         };
         if let Err(p) = super::catch_panic(std::panic::AssertUnwindSafe(|| ex.run(self))) {
             let e = super::panic_error("GPU thread fp-gpu", &p);
@@ -475,12 +478,13 @@ impl Executor {
                 .as_ref()
                 .map_or(out.image(), |p| p.gpu().image())
         });
+        self.audio.take(&ver.snapshots[slot]);
         let gctx = GpuCtx {
             gl: self.gpu.gl(),
             frame: *ctx,
             period_ns: i64::try_from(show.rate.period_ns()).unwrap_or(i64::MAX),
             empty_vao: self.gpu.empty_vao(),
-            audio: framepipe_core::FrameAudio::default(),
+            audio: self.audio.frame(),
         };
         super::gl::bind_vertex_array(&self.gpu, gctx.empty_vao);
         let target = out.image();

@@ -183,6 +183,8 @@ pub struct Counters {
     gpu_releases: AtomicU64,
     /// The show's GPU renderer, once its GPU thread opened its context.
     renderer: Mutex<Option<String>>,
+    /// The show's audio: the last frame's analysis, for the surfaces (issue #25).
+    audio: framepipe_audio::Meter,
 }
 
 impl Counters {
@@ -216,6 +218,7 @@ impl Counters {
             uploads: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
             gpu_releases: AtomicU64::new(0),
+            audio: framepipe_audio::Meter::new(),
             renderer: Mutex::new(None),
         }
     }
@@ -431,7 +434,24 @@ impl Counters {
         self.paused.load(Ordering::Relaxed)
     }
 
-    /// The beat clock's tempo, bpm (as of the last command assigned).
+    /// The show's audio as of the last frame begun (`frames` 0: no audio, or no frame yet):
+    /// level, peak, bands, onsets so far, tempo estimate. Lock-free; for the surfaces.
+    pub fn audio(&self) -> framepipe_audio::MeterReading {
+        self.audio.read()
+    }
+
+    /// The show's audio has `n` bands.
+    pub(crate) fn set_audio_bands(&self, n: usize) {
+        self.audio.set_bands(n);
+    }
+
+    /// Writes a frame's audio analysis (the worker beginning the frame).
+    pub(crate) fn set_audio(&self, a: &framepipe_audio::AudioFrame) {
+        self.audio.store(a);
+    }
+
+    /// The beat clock's tempo, bpm (as of the last command assigned, or the last frame
+    /// under `tempo auto`).
     pub fn tempo_bpm(&self) -> f64 {
         self.tempo_mbpm.load(Ordering::Relaxed) as f64 / 1000.0
     }
