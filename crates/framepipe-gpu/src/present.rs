@@ -11,10 +11,12 @@
 //! (and `FRAMEPIPE_EGL_PLATFORM` names no other platform). The window display does everything
 //! the headless ones do (framebuffer objects, no surface: `EGL_KHR_surfaceless_context`).
 //!
-//! Synchronisation, across the two contexts: a window draws a texture only once the GPU has
-//! passed every command that wrote it (the runtime's `present` transfer sees to that), and the
-//! texture goes back to its pool only after [`Presenter::wait_done`] saw the window's draw
-//! done. GL rebinds the texture at each draw, which makes the other context's writes visible.
+//! Synchronisation, across the two contexts: a window reads a texture only once the GPU has
+//! passed every command that wrote it (the runtime's `present` transfer sees to that), and
+//! [`Presenter::take`] copies it into the window's own texture and waits for that copy to be
+//! done, so that the frame goes back to its pool at once: a window keeps no frame of the
+//! show's but the one waiting to be taken. GL rebinds the texture at each draw, which makes the
+//! other context's writes visible.
 //!
 //! [`Gpu::open`]: crate::Gpu::open
 
@@ -217,8 +219,8 @@ pub struct Presenter {
     program: glow::Program,
     vao: glow::VertexArray,
     sampler: glow::Sampler,
-    /// After the last draw: the GPU has read the texture once it signals.
-    drawn: Option<glow::Fence>,
+    /// The picture taken last: the window's own 8-bit copy, its framebuffer, its size.
+    picture: Option<(glow::Texture, glow::Framebuffer, u32, u32)>,
     vsync: bool,
     _thread_bound: PhantomData<*const ()>,
 }
@@ -298,7 +300,7 @@ impl Presenter {
             program,
             vao,
             sampler,
-            drawn: None,
+            picture: None,
             vsync,
             _thread_bound: PhantomData,
         })
@@ -322,23 +324,141 @@ impl Presenter {
             })
     }
 
-    /// Draws `image` (a texture of the share group, fully rendered) into the window, which is
-    /// `window` (width, height) big, at `rect` (x, y from the top-left, width, height), black
-    /// around it, filtered bilinearly; then swaps (waiting for the vertical blank with vsync).
-    /// `None`: clears the window to black.
-    pub fn present(
-        &mut self,
-        image: Option<GpuImage>,
-        window: (u32, u32),
-        rect: (u32, u32, u32, u32),
-    ) -> Result<()> {
+    /// Copies `image` (a texture of the share group, fully rendered) into the window's own
+    /// texture, the picture [`present`](Self::present) draws, and waits (this thread) until
+    /// the copy is done: the caller may then let go of the frame.
+    pub fn take(&mut self, image: GpuImage) -> Result<()> {
+        self.make_current()?;
+        let (w, h) = (image.width.max(1), image.height.max(1));
+        if self.picture.is_some_and(|p| (p.2, p.3) != (w, h)) {
+            self.drop_picture();
+        }
+        let fbo = match self.picture {
+            Some((_, f, _, _)) => f,
+            None => {
+                let (t, f) = self.make_picture(w, h)?;
+                self.picture = Some((t, f, w, h));
+                f
+            }
+        };
+        let gl = &self.gl;
+        // SAFETY: this presenter's context is current on this thread; the objects named are its
+        // own or `image.texture`, a live texture of its share group (the caller holds it).
+        unsafe {
+            gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
+            gl.disable(glow::SCISSOR_TEST);
+            gl.disable(glow::BLEND);
+            // At the texture's own size every fragment samples one texel's centre: a copy.
+            gl.viewport(0, 0, w as i32, h as i32);
+            self.draw(image.texture);
+            gl.bind_framebuffer(glow::FRAMEBUFFER, None);
+            let fence = gl
+                .fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0)
+                .map_err(|e| GpuError::Gl {
+                    what: "glFenceSync",
+                    detail: e,
+                })?;
+            while gl.client_wait_sync(fence, glow::SYNC_FLUSH_COMMANDS_BIT, 1_000_000_000)
+                == glow::TIMEOUT_EXPIRED
+            {}
+            gl.delete_sync(fence);
+        }
+        Ok(())
+    }
+
+    /// The window's own `w` x `h` RGBA8 texture and a framebuffer drawing into it.
+    fn make_picture(&self, w: u32, h: u32) -> Result<(glow::Texture, glow::Framebuffer)> {
+        let gl = &self.gl;
+        let err = |what: &'static str, detail: String| GpuError::Gl { what, detail };
+        // SAFETY: the context is current on this thread (the caller made it so); the objects
+        // are made here and deleted on failure or by `drop_picture`.
+        unsafe {
+            let t = gl.create_texture().map_err(|e| err("glGenTextures", e))?;
+            gl.bind_texture(glow::TEXTURE_2D, Some(t));
+            gl.tex_image_2d(
+                glow::TEXTURE_2D,
+                0,
+                glow::RGBA8 as i32,
+                w as i32,
+                h as i32,
+                0,
+                glow::RGBA,
+                glow::UNSIGNED_BYTE,
+                glow::PixelUnpackData::Slice(None),
+            );
+            gl.tex_parameter_i32(glow::TEXTURE_2D, glow::TEXTURE_MAX_LEVEL, 0);
+            gl.bind_texture(glow::TEXTURE_2D, None);
+            let f = match gl.create_framebuffer() {
+                Ok(f) => f,
+                Err(e) => {
+                    gl.delete_texture(t);
+                    return Err(err("glGenFramebuffers", e));
+                }
+            };
+            gl.bind_framebuffer(glow::FRAMEBUFFER, Some(f));
+            gl.framebuffer_texture_2d(
+                glow::FRAMEBUFFER,
+                glow::COLOR_ATTACHMENT0,
+                glow::TEXTURE_2D,
+                Some(t),
+                0,
+            );
+            let status = gl.check_framebuffer_status(glow::FRAMEBUFFER);
+            gl.bind_framebuffer(glow::FRAMEBUFFER, None);
+            if status != glow::FRAMEBUFFER_COMPLETE {
+                gl.delete_framebuffer(f);
+                gl.delete_texture(t);
+                return Err(err(
+                    "the window's picture",
+                    format!("a {w}x{h} RGBA8 framebuffer is incomplete (0x{status:04x})"),
+                ));
+            }
+            Ok((t, f))
+        }
+    }
+
+    /// Draws `texture` with the blit into the bound framebuffer's viewport.
+    ///
+    /// # Safety
+    /// The context is current on this thread and `texture` is a live texture of its share
+    /// group.
+    unsafe fn draw(&self, texture: glow::Texture) {
+        let gl = &self.gl;
+        // SAFETY: the caller's contract; the program, VAO and sampler are this context's.
+        unsafe {
+            gl.use_program(Some(self.program));
+            gl.bind_vertex_array(Some(self.vao));
+            gl.active_texture(glow::TEXTURE0);
+            gl.bind_texture(glow::TEXTURE_2D, Some(texture));
+            gl.bind_sampler(0, Some(self.sampler));
+            gl.draw_arrays(glow::TRIANGLE_STRIP, 0, 4);
+            gl.bind_texture(glow::TEXTURE_2D, None);
+        }
+    }
+
+    /// Deletes the window's copy of the picture (the context is current).
+    fn drop_picture(&mut self) {
+        if let Some((t, f, _, _)) = self.picture.take() {
+            // SAFETY: the context is current on this thread (every caller made it so); these
+            // are its objects, used by nothing after this.
+            unsafe {
+                self.gl.delete_framebuffer(f);
+                self.gl.delete_texture(t);
+            }
+        }
+    }
+
+    /// Draws the picture taken last ([`take`](Self::take)) into the window, which is `window`
+    /// (width, height) big, at `rect` (x, y from the top-left, width, height), black around
+    /// it, filtered bilinearly; then swaps (waiting for the vertical blank with vsync). Before
+    /// the first picture: black.
+    pub fn present(&mut self, window: (u32, u32), rect: (u32, u32, u32, u32)) -> Result<()> {
         self.make_current()?;
         let gl = &self.gl;
         let (ww, wh) = (window.0 as i32, window.1 as i32);
         let (x, y, w, h) = (rect.0 as i32, rect.1 as i32, rect.2 as i32, rect.3 as i32);
         // SAFETY: this presenter's context is current on this thread; every object named is
-        // this context's (program, VAO, sampler) or a texture of its share group that the
-        // caller keeps alive until `wait_done` (GpuImage's contract).
+        // this context's (program, VAO, sampler, the picture's texture).
         unsafe {
             gl.disable(glow::SCISSOR_TEST);
             gl.disable(glow::BLEND);
@@ -346,21 +466,11 @@ impl Presenter {
             gl.viewport(0, 0, ww, wh);
             gl.clear_color(0.0, 0.0, 0.0, 1.0);
             gl.clear(glow::COLOR_BUFFER_BIT);
-            if let Some(image) = image {
+            if let Some((picture, ..)) = self.picture {
                 // GL's window origin is the bottom-left corner; texture row 0 is the bottom row.
                 gl.viewport(x, wh - y - h, w, h);
-                gl.use_program(Some(self.program));
-                gl.bind_vertex_array(Some(self.vao));
-                gl.active_texture(glow::TEXTURE0);
-                gl.bind_texture(glow::TEXTURE_2D, Some(image.texture));
-                gl.bind_sampler(0, Some(self.sampler));
-                gl.draw_arrays(glow::TRIANGLE_STRIP, 0, 4);
-                gl.bind_texture(glow::TEXTURE_2D, None);
+                self.draw(picture);
             }
-            if let Some(old) = self.drawn.take() {
-                gl.delete_sync(old);
-            }
-            self.drawn = gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).ok();
         }
         let wd = self.wd;
         wd.egl
@@ -369,27 +479,6 @@ impl Presenter {
                 what: "eglSwapBuffers",
                 detail: e.to_string(),
             })
-    }
-
-    /// Waits (this thread) until the GPU has done the last [`present`](Self::present): after
-    /// it, the texture drawn may go back to its pool.
-    pub fn wait_done(&mut self) {
-        let Some(fence) = self.drawn.take() else {
-            return;
-        };
-        if self.make_current().is_err() {
-            return;
-        }
-        // SAFETY: the context is current; the fence is this context's and live (taken out of
-        // `drawn`, deleted here once). FLUSH: the fence's commands are submitted.
-        unsafe {
-            while self
-                .gl
-                .client_wait_sync(fence, glow::SYNC_FLUSH_COMMANDS_BIT, 1_000_000_000)
-                == glow::TIMEOUT_EXPIRED
-            {}
-            self.gl.delete_sync(fence);
-        }
     }
 
     /// The renderer this window's context runs on.
@@ -404,11 +493,9 @@ impl Drop for Presenter {
     fn drop(&mut self) {
         let wd = self.wd;
         if self.make_current().is_ok() {
+            self.drop_picture();
             // SAFETY: the context is current on this thread; these are its objects.
             unsafe {
-                if let Some(f) = self.drawn.take() {
-                    self.gl.delete_sync(f);
-                }
                 self.gl.delete_program(self.program);
                 self.gl.delete_vertex_array(self.vao);
                 self.gl.delete_sampler(self.sampler);

@@ -7,8 +7,8 @@
 //!   commands. A window that takes the show's textures draws them with OpenGL instead
 //!   ([`framepipe_gpu::present::Presenter`]: its own context in the show's share group, an EGL
 //!   window surface, a bilinear blit); its swaps, with or without vsync, wait on this thread
-//!   only. It keeps the texture it shows (for redraws) and lets go of the one before once the
-//!   GPU has done drawing it.
+//!   only. It copies each texture it takes into a texture of its own (for redraws) and lets go
+//!   of the frame once the copy is done, so it keeps no frame of the show's.
 //! * `fp-window-wake` relays the output threads' wake-ups to it: a sink's `consume` only
 //!   `unpark`s this thread (no allocation, never blocks), which posts one user event to the
 //!   event loop unless one is already pending. (winit's own event proxy goes through a channel
@@ -281,20 +281,13 @@ struct Win {
     stats: Arc<WindowStats>,
 }
 
-/// A window's OpenGL side: its presenter, the queue textures come through, and the texture
-/// it shows (kept for redraws; the sink's one kept frame).
+/// A window's OpenGL side: its presenter (which keeps its own copy of the picture shown), and
+/// the queue textures come through.
 struct GpuView {
     presenter: Presenter,
     queue: Textures,
-    last: Option<TextureFrame>,
-}
-
-impl Drop for GpuView {
-    fn drop(&mut self) {
-        // The texture goes back to its pool only once the GPU has done drawing it.
-        self.presenter.wait_done();
-        self.last = None;
-    }
+    /// A picture was taken (else redraws show black, or the CPU path's picture).
+    shown: bool,
 }
 
 /// The X window id of `window` (winit on X11 gives an Xlib or an XCB handle).
@@ -406,7 +399,7 @@ impl App {
                     Ok(presenter) => Some(GpuView {
                         presenter,
                         queue,
-                        last: None,
+                        shown: false,
                     }),
                     Err(e) => return Err((reply, e)),
                 }
@@ -460,11 +453,12 @@ impl Win {
                 let Some((_, frame)) = g.queue.pop() else {
                     return self.draw_cpu(true, context);
                 };
-                // The texture shown before goes back once the GPU has drawn it.
-                g.presenter.wait_done();
+                // Copied into the window's own texture; the frame goes back to its pool here.
+                let taken = g.presenter.take(frame.image());
+                drop(frame);
                 let t1 = Instant::now();
-                let presented = g.presenter.present(Some(frame.image()), (w, h), rect);
-                g.last = Some(frame);
+                let presented = taken.and_then(|()| g.presenter.present((w, h), rect));
+                g.shown = true;
                 self.stats.drawn.fetch_add(1, Ordering::Relaxed);
                 self.stats.record(t1 - t0, t1.elapsed());
                 if let Err(e) = &presented {
@@ -472,11 +466,10 @@ impl Win {
                 }
                 return presented.is_ok();
             }
-            if g.last.is_some() || self.surface.is_none() {
-                // The texture shown last, or black before the first.
-                let image = g.last.as_ref().map(TextureFrame::image);
+            if g.shown || self.surface.is_none() {
+                // The picture taken last, or black before the first.
                 self.stats.redrawn.fetch_add(1, Ordering::Relaxed);
-                return g.presenter.present(image, (w, h), rect).is_ok();
+                return g.presenter.present((w, h), rect).is_ok();
             }
         }
         self.draw_cpu(fresh, context)
