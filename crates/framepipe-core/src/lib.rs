@@ -41,7 +41,7 @@ pub use element::{
 };
 pub use error::{Error, Result};
 pub use frame::{Frame, FrameMut, FramePool, PoolSharing};
-pub use gpu::{FrameAudio, GpuCtx, GpuFactory, GpuImage, GpuNode, TexFormat};
+pub use gpu::{FrameAudio, GpuCtx, GpuFactory, GpuImage, GpuNode, TexFormat, TextureFrame};
 pub use info::{BeatCtx, FrameCtx, LoopOrigin, Rational, VideoInfo};
 pub use limits::Limits;
 pub use props::{PathUse, PropKind, PropSpec, PropValue, Props};

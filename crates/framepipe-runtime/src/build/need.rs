@@ -41,7 +41,7 @@ pub(super) fn instances_of(e: &crate::model::ExecNode, threads: usize) -> usize 
                 threads
             }
         }
-        Part::Gpu(_) | Part::Upload | Part::Download => 1,
+        Part::Gpu(_) | Part::Upload | Part::Download | Part::Present => 1,
         _ => 0,
     }
 }
@@ -136,7 +136,11 @@ pub(super) fn pool_layout<'p>(
                 instance_bytes: instance_bytes_of(e),
                 gpu_bytes: gpu_bytes_of(e),
                 name: &e.name,
-                writes: !matches!(e.part, Part::Sink(_) | Part::Feedback { .. }),
+                // A present hands on its input's texture.
+                writes: !matches!(
+                    e.part,
+                    Part::Sink(_) | Part::Feedback { .. } | Part::Present
+                ),
                 instances: instances_of(e, threads),
                 in_branch: e.branch.is_some(),
                 sinks_fed: sinks.len(),

@@ -429,12 +429,17 @@ impl Nodes {
                 ));
                 Kind::Process
             }
-            Part::Download => {
+            Part::Download | Part::Present => {
                 gpu = true;
-                // One per readback under way: at most one per frame in flight.
+                // One per readback (or present) under way: at most one per frame in flight.
+                let present = matches!(e.part, Part::Present);
                 for _ in 0..ctx.in_flight.max(1) {
                     st.add_instance(Instance::new(
-                        Proc::Download,
+                        if present {
+                            Proc::Present
+                        } else {
+                            Proc::Download
+                        },
                         initial,
                         ctx.memory.hold(MemoryKind::Cpu, 0),
                     ));

@@ -22,6 +22,10 @@
 //!   on one frame's readback while other GPU work is ready. A readback due while every buffer
 //!   of the ring is in use (more frames out than in flight: a leaky branch's, two versions'
 //!   across a live edit) starts once one is free.
+//! * A present's job (a texture to a sink that draws textures itself, a window) ends like a
+//!   download's, once the submissions before it have passed, but reads nothing back: the
+//!   texture itself is its output, finished, so that another context of the share group may
+//!   draw it at once.
 //! * A GPU node that fails at render (its error, a GL error after it, a panic) is reported
 //!   once ([`Event::GpuNodeFailed`]) and bypassed from then on: its first input passes (a
 //!   source gives black); the show goes on, as with an isolated plugin that crashed. An upload
@@ -60,8 +64,11 @@ const MAX_BATCH: usize = 4;
 /// Textures held for submissions in flight, as the queue is made (more grow it).
 const HELD: usize = 64;
 
-/// A download's job: waiting for the submissions before it, or its readback under way.
+/// A download's job: waiting for the submissions before it, or its readback under way; or a
+/// present's, waiting for those submissions only.
 struct Pending {
+    /// A present: no readback; reported once `after` has passed.
+    present: bool,
     /// The readback, once started.
     ticket: Option<Ticket>,
     /// The submission it must see passed before reading (its input's render is in it or
@@ -303,6 +310,21 @@ impl Executor {
                 k += 1;
                 continue;
             }
+            if p.present {
+                let mut p = self.pending.swap_remove(k);
+                let texture = p.input.frames[0].take();
+                p.ver.stages[p.node].record(p.started.elapsed());
+                let done = Done::Node {
+                    node: p.node,
+                    slot: p.slot,
+                    version: p.version,
+                    inst: Inst::Proc(p.inst),
+                    result: Ok(texture),
+                };
+                let mut st = show.lock();
+                st.record_gpu(done, show);
+                continue;
+            }
             let input = p.input.frames[0].as_ref().expect("a download's input");
             match self.downloader.start_image(&self.gpu, &input.gpu().image()) {
                 Ok(ticket) => {
@@ -363,8 +385,9 @@ impl Executor {
                 }
                 r
             }
-            Proc::Download => {
+            Proc::Download | Proc::Present => {
                 framepipe_core::crash::leave();
+                let present = matches!(inst.proc, Proc::Present);
                 // Read once what was issued before it has passed (`start_readbacks`).
                 let after = if self.batch_jobs > 0 {
                     self.batch
@@ -372,6 +395,7 @@ impl Executor {
                     self.batch - 1
                 };
                 self.pending.push(Pending {
+                    present,
                     ticket: None,
                     after,
                     input: inputs,

@@ -19,6 +19,9 @@ pub(crate) enum Proc {
     Upload,
     /// A download's job: one instance per readback that may be under way at once.
     Download,
+    /// A present's job (a texture to a sink that takes textures): one instance per frame in
+    /// flight, like a download's.
+    Present,
 }
 
 /// A GPU node's instance with what the executor keeps of it.

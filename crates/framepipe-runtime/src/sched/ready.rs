@@ -83,10 +83,7 @@ impl Flight {
                     }
                     self.steps.push_back(Step::Finished(node, slot, None));
                 } else if let Kind::Sink(port) = t.kind {
-                    let frame = self
-                        .consume(slot, t.inputs[0])
-                        .expect("checked above")
-                        .into_cpu();
+                    let frame = self.consume(slot, t.inputs[0]).expect("checked above");
                     // When it was processed, not when its turn came.
                     let ready_ns = self.slots[slot].ready_ns[node];
                     self.hand_to_port(run, port, slot, slot, frame, ready_ns);
