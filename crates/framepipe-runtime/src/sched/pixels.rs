@@ -16,7 +16,7 @@ pub(crate) enum Pixels {
     /// A frame in host memory (a CPU node's, a download's).
     Cpu(Frame),
     /// A texture (a GPU node's, an upload's); back to its pool when the last holder drops it,
-    /// on any thread. A clone is a count in the texture pool's slot: no allocation.
+    /// on any thread. A clone is an `Arc` clone of the texture its pool made: no allocation.
     Gpu(SharedGpuFrame),
 }
 
