@@ -35,7 +35,9 @@ pub fn props(desc: &GraphDesc, registry: &Registry) -> Props {
         }
         // A node with properties of its own (`isf location=`, `mix mode=transition`): its
         // entry; one that cannot be made is left to the build to report.
-        let own = crate::build::node_entry(&n.element, &n.props).ok().flatten();
+        let own = crate::build::node_entry(&n.element, &n.props)
+            .ok()
+            .flatten();
         let Some(entry) = own.as_ref().or_else(|| registry.find(&n.element)) else {
             continue;
         };
