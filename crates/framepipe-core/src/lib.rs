@@ -36,8 +36,8 @@ pub mod shm;
 pub mod stop;
 
 pub use element::{
-    BuildFn, Effect, EffectFactory, Element, ElementDesc, ElementKind, InlineSlices, Mixer,
-    MixerFactory, Mode, Registry, RegistryEntry, Sink, SliceRunner, Source,
+    edit_distance, BuildFn, Effect, EffectFactory, Element, ElementDesc, ElementKind, InlineSlices,
+    Mixer, MixerFactory, Mode, Registry, RegistryEntry, Sink, SliceRunner, Source,
 };
 pub use error::{Error, Result};
 pub use frame::{Frame, FrameMut, FramePool, PoolSharing};

@@ -105,7 +105,7 @@ pub enum Error {
     /// A top-level key of the project file that does not exist.
     #[error(
         "unknown key '{key}' in project file; expected one of: node, pipeline, element, midi, \
-         clip, name, threads, in-flight, stats, fps, unpaced"
+         clip, name, threads, in-flight, stats, fps, unpaced, audio, audio-bands"
     )]
     UnknownKey {
         /// The key given.

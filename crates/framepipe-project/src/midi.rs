@@ -274,6 +274,12 @@ pub fn project_text(desc: &GraphDesc) -> String {
     if s.unpaced {
         out.push_str("unpaced = true\n");
     }
+    if let Some(a) = &s.audio {
+        out.push_str(&format!("audio = {}\n", quoted(a)));
+    }
+    if let Some(b) = &s.audio_bands {
+        out.push_str(&format!("audio-bands = {}\n", quoted(b)));
+    }
     out.push_str(&format!("pipeline = {}\n", quoted(&desc.to_string())));
     if !desc.midi.is_empty() {
         out.push('\n');

@@ -34,7 +34,8 @@
 //! blur = 0.5
 //! ```
 //! and optional run settings at the top: `name` (the show's name when several run in one
-//! process), `threads`, `in-flight`, `stats`, `fps`, `unpaced`;
+//! process), `threads`, `in-flight`, `stats`, `fps`, `unpaced`, `audio` (what `--audio` takes)
+//! and `audio-bands`;
 //! and MIDI mappings, `[[midi]]` tables (see [`crate::midi`]); and a deck's clips, `[[clip]]`
 //! tables (see `clips.rs`).
 //! A file with two of `pipeline`, `[[element]]` and `[[node]]` is an error (one of them would be
@@ -240,6 +241,31 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
                 )
             }
             "fps" => settings.fps = Some(toml_scalar("fps", value)?),
+            "audio" => {
+                settings.audio = Some(
+                    value
+                        .as_str()
+                        .filter(|s| !s.trim().is_empty())
+                        .ok_or_else(|| {
+                            bad_key(
+                                "audio",
+                                "a file, a stream, or a live input (\"default\", \"jack\", \"alsa:hw:1\")",
+                                value,
+                            )
+                        })?
+                        .to_string(),
+                )
+            }
+            "audio-bands" => {
+                settings.audio_bands = Some(
+                    value
+                        .as_str()
+                        .ok_or_else(|| {
+                            bad_key("audio-bands", "band edges in Hz, \"20,250,2000,6000,20000\"", value)
+                        })?
+                        .to_string(),
+                )
+            }
             "name" => {
                 let name = value
                     .as_str()

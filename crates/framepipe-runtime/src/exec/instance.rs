@@ -50,6 +50,15 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
+    /// Its GPU node, when it is one that rendered (it has GL objects to release on the GPU
+    /// thread); dropped otherwise.
+    pub(crate) fn into_gpu_node(self) -> Option<Box<dyn GpuNode>> {
+        match self.proc {
+            Proc::Gpu(g) if g.rendered => Some(g.node),
+            _ => None,
+        }
+    }
+
     pub(crate) fn new(
         proc: Proc,
         initial: &[PropValue],

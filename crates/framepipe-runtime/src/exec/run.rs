@@ -85,7 +85,18 @@ impl Shared {
         let mut snap = lock(&ver.snapshots[slot]);
         let branches = ver.topo.branches.iter().flatten().copied();
         live.begin(pts_ns, &mut snap, branches);
-        live.beat()
+        let beat = live.beat();
+        if let Some(audio) = &self.audio {
+            if live.tempo_auto() {
+                self.counters.set_tempo_bpm(live.tempo());
+            }
+            drop(live);
+            self.counters.set_audio(snap.audio());
+            // The frame's waveform and spectrum for the GPU nodes (ISF audio inputs), off the
+            // live lock: two copies of a few thousand floats.
+            snap.read_arrays(audio);
+        }
+        beat
     }
 
     /// Node `node` starts frame `seq` (in frame slot `slot`): it samples its values, unless a

@@ -75,7 +75,7 @@ mod values;
 
 pub(crate) use races::{gone_reason, Fate};
 pub(crate) use resolve::{LiveSpec, Set};
-pub(crate) use sample::{lock, FrameParams};
+pub(crate) use sample::{lock, FrameParams, GpuAudio};
 pub(crate) use values::assign;
 use values::Ramp;
 
@@ -158,6 +158,8 @@ pub(crate) struct Live {
     serial: u64,
     /// The show's audio and the point count of the last frame begun (see [`Live::begin`]).
     audio: Option<(Feed, u64)>,
+    /// `tempo auto`: the beat clock follows the audio (until a `tempo BPM` or a `tap`).
+    tempo_auto: Option<framepipe_audio::TempoFollow>,
 }
 
 impl Live {
@@ -172,6 +174,7 @@ impl Live {
             switch_at: None,
             serial: 0,
             audio: None,
+            tempo_auto: None,
         }
     }
 

@@ -19,6 +19,11 @@ pub(crate) struct FrameParams {
     time: OscTime,
     /// The audio analysis at the frame's time (all zero without audio).
     audio: framepipe_audio::AudioFrame,
+    /// The frame's latest analysis point's window of samples and FFT magnitudes (ISF
+    /// `audio` / `audioFFT`), when `arrays` (filled by [`FrameParams::read_arrays`]).
+    wave: Box<[f32]>,
+    fft: Box<[f32]>,
+    arrays: bool,
     /// Per stage: bypassed?
     bypass: Vec<bool>,
     /// Per stage, per parameter: the value.
@@ -45,18 +50,77 @@ impl FrameParams {
         self.bypass[node]
     }
 
+    /// The frame's audio analysis.
+    pub(crate) fn audio(&self) -> &framepipe_audio::AudioFrame {
+        &self.audio
+    }
+
+    /// Reads the arrays of the frame's analysis from `feed` (after [`Live::begin`], off the
+    /// live lock): copies, no allocation.
+    pub(crate) fn read_arrays(&mut self, feed: &framepipe_audio::Feed) {
+        self.arrays = feed.arrays(&self.audio, &mut self.wave, &mut self.fft);
+    }
+
     /// Copies `from`'s frame, time and values of `nodes` into this snapshot, without
     /// allocating (a leaky branch taking a frame's parameters).
     pub fn copy_nodes(&mut self, from: &FrameParams, nodes: &[usize]) {
         self.frame = from.frame;
         self.time = from.time;
         self.audio = from.audio;
+        self.arrays = from.arrays;
+        if from.arrays {
+            self.wave.copy_from_slice(&from.wave);
+            self.fft.copy_from_slice(&from.fft);
+        }
         for &n in nodes {
             self.bypass[n] = from.bypass[n];
             for (d, s) in self.values[n].iter_mut().zip(&from.values[n]) {
                 assign(d, s);
             }
             self.stamps[n].copy_from_slice(&from.stamps[n]);
+        }
+    }
+}
+
+/// The GPU thread's copy of a frame's audio arrays, for [`GpuCtx::audio`]
+/// (framepipe_core::GpuCtx): made once, refilled per GPU node and frame from the frame's
+/// snapshot (a copy under its lock, so that no lock is held while the node renders).
+#[derive(Debug)]
+pub(crate) struct GpuAudio {
+    wave: Box<[f32]>,
+    fft: Box<[f32]>,
+    present: bool,
+}
+
+impl GpuAudio {
+    pub(crate) fn new() -> Self {
+        GpuAudio {
+            wave: vec![0.0; framepipe_audio::FFT_SIZE].into(),
+            fft: vec![0.0; framepipe_audio::SPECTRUM_BINS].into(),
+            present: false,
+        }
+    }
+
+    /// Takes the arrays of the frame in `snap`. No allocation.
+    pub(crate) fn take(&mut self, snap: &Mutex<FrameParams>) {
+        let snap = lock(snap);
+        self.present = snap.arrays;
+        if snap.arrays {
+            self.wave.copy_from_slice(&snap.wave);
+            self.fft.copy_from_slice(&snap.fft);
+        }
+    }
+
+    /// The arrays taken, as a GPU node reads them (empty: the show has no audio).
+    pub(crate) fn frame(&self) -> framepipe_core::FrameAudio<'_> {
+        if self.present {
+            framepipe_core::FrameAudio {
+                wave: &self.wave,
+                fft: &self.fft,
+                sample_rate: framepipe_audio::RATE,
+            }
+        } else {
+            framepipe_core::FrameAudio::default()
         }
     }
 }
@@ -73,6 +137,9 @@ impl Live {
             frame: u64::MAX,
             time: OscTime::default(),
             audio: framepipe_audio::AudioFrame::default(),
+            wave: vec![0.0; framepipe_audio::FFT_SIZE].into(),
+            fft: vec![0.0; framepipe_audio::SPECTRUM_BINS].into(),
+            arrays: false,
             bypass: vec![false; self.stages.len()],
             values: self
                 .stages
@@ -106,6 +173,25 @@ impl Live {
             Some((feed, cursor)) => feed.frame(pts_ns, cursor),
             None => framepipe_audio::AudioFrame::default(),
         };
+        if let Some(follow) = &mut self.tempo_auto {
+            // `tempo auto`: the estimate sets the tempo from the next frame on; an onset near
+            // a beat nudges the beat position toward it (also from the next frame).
+            if let Some(bpm) = follow.step(out.audio.tempo_bpm, out.audio.time_ns) {
+                let _ = self.clock.set_tempo(bpm.clamp(
+                    framepipe_control::beat::MIN_BPM,
+                    framepipe_control::beat::MAX_BPM,
+                ));
+            }
+            if out.audio.onset && follow.bpm() > 0.0 {
+                let age = (out.audio.onset_age_ns as f64 * self.clock.speed()) as i64;
+                self.clock
+                    .shift_beat(framepipe_audio::TempoFollow::phase_shift(
+                        out.time.nanobeats,
+                        age,
+                        self.clock.tempo(),
+                    ));
+            }
+        }
         for s in branch_nodes {
             self.sample_stage(s, out);
             self.stages[s].next = seq + 1;

@@ -269,6 +269,11 @@ impl Live {
         true
     }
 
+    /// Whether the beat clock follows the audio (`tempo auto`).
+    pub fn tempo_auto(&self) -> bool {
+        self.tempo_auto.is_some()
+    }
+
     /// The beat clock's tempo, bpm.
     pub fn tempo(&self) -> f64 {
         self.clock.tempo()
@@ -348,8 +353,15 @@ impl Live {
             Set::Tempo(bpm) => {
                 // Checked by `LiveSpec::resolve`; cannot fail here.
                 let _ = self.clock.set_tempo(*bpm);
+                self.tempo_auto = None;
+            }
+            Set::TempoAuto => {
+                if self.tempo_auto.is_none() {
+                    self.tempo_auto = Some(framepipe_audio::TempoFollow::new());
+                }
             }
             Set::Tap { at_ns, lag_ns } => {
+                self.tempo_auto = None;
                 let tempo = match self.taps.tap(*at_ns) {
                     TapResult::Ignored => return,
                     TapResult::First => None,

@@ -361,7 +361,7 @@ fn apply_commands(
             }
             continue;
         }
-        match ver.live_spec.resolve(&p.command) {
+        match resolve(shared, ver, &p.command) {
             Ok(set) => {
                 if batch.sets.len() == batch.sets.capacity() {
                     assign_sets(shared, ver, reader, batch);
@@ -379,6 +379,19 @@ fn apply_commands(
     }
     assign_sets(shared, ver, reader, batch);
     stop
+}
+
+/// A parameter or clock command against the version's [`LiveSpec`](crate::live::LiveSpec);
+/// `tempo auto` needs the show's audio.
+fn resolve(shared: &Shared, ver: &Version, cmd: &Command) -> std::result::Result<Set, String> {
+    if matches!(cmd, Command::TempoAuto) && shared.audio.is_none() {
+        return Err(
+            "tempo auto follows the show's audio, and this show has none; run it \
+                    with --audio FILE (or --audio default for the sound card)"
+                .into(),
+        );
+    }
+    ver.live_spec.resolve(cmd)
 }
 
 /// A [`Command::Batch`]: every parameter command in it is resolved first; if one is refused,
@@ -408,7 +421,7 @@ fn apply_batch(
         if matches!(c, Command::Pause | Command::Resume | Command::Step(_)) {
             continue;
         }
-        match ver.live_spec.resolve(c) {
+        match resolve(shared, ver, c) {
             Ok(set) => batch.sets.push(set),
             Err(reason) => {
                 refused = Some(format!("{c}: {reason}"));

@@ -3,10 +3,8 @@
 //! in front of a GPU node fed by a CPU node and a download after a GPU node that feeds a CPU
 //! node, a sink or a feedback (`model/plan.rs`).
 
-use std::sync::Arc;
-
 use framepipe_core::Frame;
-use framepipe_gpu::GpuFrame;
+use framepipe_gpu::SharedGpuFrame;
 
 /// One node's output for one frame, shared read-only by its consumers (a clone is a reference
 /// count, never a copy of the pixels).
@@ -15,8 +13,8 @@ pub(crate) enum Pixels {
     /// A frame in host memory (a CPU node's, a download's).
     Cpu(Frame),
     /// A texture (a GPU node's, an upload's); back to its pool when the last holder drops it,
-    /// on any thread.
-    Gpu(Arc<GpuFrame>),
+    /// on any thread. A clone is a count in the texture pool's slot: no allocation.
+    Gpu(SharedGpuFrame),
 }
 
 impl Pixels {
@@ -43,7 +41,7 @@ impl Pixels {
 
     /// The texture. A GPU node or a download is given only textures (the plan puts an upload
     /// in front of a GPU node fed by a CPU node).
-    pub(crate) fn gpu(&self) -> &GpuFrame {
+    pub(crate) fn gpu(&self) -> &SharedGpuFrame {
         match self {
             Pixels::Gpu(t) => t,
             Pixels::Cpu(_) => unreachable!(

@@ -40,6 +40,8 @@ pub(crate) struct Version {
     /// Per node: a source's own memory ([`framepipe_core::Source::own_bytes`]; 0 for the
     /// others), for the version a live edit builds next to know what a kept source holds.
     pub(crate) source_bytes: Vec<u64>,
+    /// Its GPU nodes' own buffers (GPU memory their instances count).
+    pub(crate) gpu_instance_bytes: u64,
     /// Per node, the pool its output frames come from (`pools[node]`), feedbacks' frames 0,
     /// and what they count in the show's memory book (memory/).
     pub(crate) pools: crate::memory::VersionPools,
