@@ -6,7 +6,7 @@
 //! channel = 1             # 1..=16
 //! number = 7              # 0..=127 (cc14: 0..=31)
 //! mode = "absolute"       # absolute (default), relative-twos, relative-offset, relative-signed
-//! target = "glow.blur"    # NODE.PROPERTY, NODE.bypass, pause, step or tap
+//! target = "glow.blur"    # NODE.PROPERTY, NODE.PROPERTY=VALUE, NODE.bypass, pause, step or tap
 //! ```
 //!
 //! The tables are checked here for what needs no graph (kinds, numbers, modes, the target's

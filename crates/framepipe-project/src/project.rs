@@ -36,7 +36,8 @@
 //! and optional run settings at the top: `name` (the show's name when several run in one
 //! process), `threads`, `in-flight`, `stats`, `fps`, `unpaced`, `audio` (what `--audio` takes)
 //! and `audio-bands`;
-//! and MIDI mappings, `[[midi]]` tables (see [`crate::midi`]).
+//! and MIDI mappings, `[[midi]]` tables (see [`crate::midi`]); and a deck's clips, `[[clip]]`
+//! tables (see `clips.rs`).
 //! A file with two of `pipeline`, `[[element]]` and `[[node]]` is an error (one of them would be
 //! ignored).
 //!
@@ -174,6 +175,7 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
     }
     let mut settings = Settings::default();
     let mut midi = Vec::new();
+    let mut clips = None;
     let mut desc: Option<GraphDesc> = None;
     for (key, value) in &doc {
         match key.as_str() {
@@ -227,6 +229,7 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
                 desc = Some(resolve_tables(raw)?);
             }
             "midi" => midi = crate::midi::parse_tables(value)?,
+            "clip" => clips = Some(value),
             "threads" => settings.threads = Some(positive("threads", value)?),
             "in-flight" => settings.in_flight = Some(positive("in-flight", value)?),
             "stats" => {
@@ -282,6 +285,9 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
         }
     }
     let mut desc = desc.ok_or(Error::NoPipeline)?;
+    if let Some(tables) = clips {
+        crate::clips::into_decks(&mut desc, tables)?;
+    }
     desc.settings = settings;
     desc.midi = midi;
     Ok(desc)

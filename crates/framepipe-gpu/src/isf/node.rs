@@ -258,6 +258,30 @@ impl IsfNode {
                         if let Some(old) = self.gl.replace(state) {
                             free(gl, old);
                         }
+                        // Inputs the file gained run at their defaults: the show's properties
+                        // are fixed for its graph version (its parameter tables, per-frame
+                        // snapshots and published controls are sized when it is built), so
+                        // only a version built anew (a live edit) makes them properties.
+                        let added: Vec<&str> = values
+                            .slots
+                            .iter()
+                            .filter(|s| !self.values.slots.iter().any(|o| o.name == s.name))
+                            .map(|s| s.prop.as_str())
+                            .collect();
+                        if !added.is_empty() {
+                            let replace = if self.element == "isf" {
+                                format!("replace NODE isf location={}", next.path.display())
+                            } else {
+                                format!("replace NODE {}", self.element)
+                            };
+                            self.message = Some(format!(
+                                "{} reloaded with new inputs ({}): they run at their defaults \
+                                 and are not properties of the running show; replace the node \
+                                 ({replace}) to make them properties",
+                                next.path.display(),
+                                added.join(", "),
+                            ));
+                        }
                         self.loaded = next;
                         self.values = values;
                         self.last_reload_error = None;

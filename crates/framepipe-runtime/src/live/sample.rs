@@ -28,12 +28,21 @@ pub(crate) struct FrameParams {
     bypass: Vec<bool>,
     /// Per stage, per parameter: the value.
     values: Vec<Vec<PropValue>>,
+    /// Per stage, per parameter: the stamp of the last set that gave it its value
+    /// (`LiveParam::stamp`).
+    stamps: Vec<Vec<u64>>,
 }
 
 impl FrameParams {
     /// Node `node`'s values for this frame, one per property.
     pub(crate) fn values(&self, node: usize) -> &[PropValue] {
         &self.values[node]
+    }
+
+    /// Node `node`'s stamps for this frame, one per property: a source is given a value whose
+    /// stamp is newer than the one it was last given, even an equal value (a retrigger).
+    pub(crate) fn stamps(&self, node: usize) -> &[u64] {
+        &self.stamps[node]
     }
 
     /// Whether node `node` is bypassed for this frame.
@@ -68,6 +77,7 @@ impl FrameParams {
             for (d, s) in self.values[n].iter_mut().zip(&from.values[n]) {
                 assign(d, s);
             }
+            self.stamps[n].copy_from_slice(&from.stamps[n]);
         }
     }
 }
@@ -136,6 +146,11 @@ impl Live {
                 .iter()
                 .map(|s| s.params.iter().map(|p| p.base.clone()).collect())
                 .collect(),
+            stamps: self
+                .stages
+                .iter()
+                .map(|s| vec![0; s.params.len()])
+                .collect(),
         }
     }
 
@@ -182,6 +197,17 @@ impl Live {
             self.stages[s].next = seq + 1;
         }
         seq
+    }
+
+    /// The beat clock at the frame begun last ([`Live::begin`]): the beat position its
+    /// oscillators read and the tempo in force, for that frame's [`FrameCtx`](framepipe_core::FrameCtx).
+    pub fn beat(&self) -> framepipe_core::BeatCtx {
+        // The tempo is held in whole millibpm: the round trip through f64 is exact.
+        let millibpm = (self.clock.tempo() * 1000.0).round();
+        framepipe_core::BeatCtx {
+            nanobeats: self.clock.time().nanobeats,
+            millibpm: millibpm.clamp(0.0, f64::from(u32::MAX)) as u32,
+        }
     }
 
     /// Node `s` starts frame `seq`, whose snapshot is `snaps[slot]` (one per frame slot, `cap`
@@ -252,6 +278,17 @@ impl Live {
         let st = &mut self.stages[s];
         out.bypass[s] = st.bypass;
         for (j, p) in st.params.iter_mut().enumerate() {
+            if let Some((at, stamp)) = p.held {
+                // Frames are sampled in order per stage: the held value lands once, at its
+                // frame, and stays.
+                if seq >= at {
+                    std::mem::swap(&mut p.base, &mut p.held_value);
+                    p.held = None;
+                    p.stamp = stamp;
+                    p.osc = None;
+                    p.ramp = None;
+                }
+            }
             match (&p.osc, &mut p.ramp) {
                 (Some(osc), _) => {
                     let x = match &osc.audio {
@@ -265,7 +302,54 @@ impl Live {
             }
             settle(&p.spec, &mut p.last);
             assign(&mut out.values[s][j], &p.last);
+            out.stamps[s][j] = p.stamp;
         }
+    }
+
+    /// The first frame at or after `from` on the beat grid of `beats` beats: the first whose
+    /// beat position has reached the grid line at or after frame `from`'s. Frames begun
+    /// already read their snapshot's position (`snaps`, `cap` slots); later ones the clock
+    /// advanced to their timestamps (`rate`), at the speed and tempo in force now. A grid the
+    /// beat does not move towards (master speed 0 or negative) within 4096 frames gives
+    /// `from`. Under the live lock: integer steps, no allocation.
+    pub fn beat_frame(
+        &self,
+        from: u64,
+        beats: i64,
+        rate: framepipe_core::Rational,
+        snaps: &[Mutex<FrameParams>],
+        cap: usize,
+    ) -> u64 {
+        let grid = beats.max(1).saturating_mul(framepipe_core::BeatCtx::ONE);
+        let cap64 = cap.max(1) as u64;
+        let mut clock = self.clock;
+        let mut beat_at = |k: u64| -> Option<i64> {
+            if k < self.sampled {
+                let snap = lock(&snaps[(k % cap64) as usize]);
+                return (snap.frame == k).then_some(snap.time.nanobeats);
+            }
+            clock.advance(rate.frame_time_ns(k));
+            Some(clock.time().nanobeats)
+        };
+        let Some(start) = beat_at(from) else {
+            return from;
+        };
+        // The grid line at or after frame `from`'s position.
+        let line =
+            start.div_euclid(grid) * grid + if start.rem_euclid(grid) == 0 { 0 } else { grid };
+        let mut k = from;
+        let mut nb = start;
+        for _ in 0..4096 {
+            if nb >= line {
+                return k;
+            }
+            k += 1;
+            match beat_at(k) {
+                Some(b) => nb = b,
+                None => return from,
+            }
+        }
+        from
     }
 
     /// The sequence number of the next frame to begin: every stage samples its values for
@@ -382,5 +466,36 @@ mod tests {
         live.catch_up(1, 4, &snaps, 4);
         assert_eq!(value(&snaps, 4, 1), (4, PropValue::Float(0.9)));
         assert_eq!(live.stages[1].next, 4);
+    }
+
+    /// Issue #26, quantized triggers: a set held until frame 6 reaches frames 6 and later
+    /// only, even when the node starts a later frame first and catches the earlier ones up;
+    /// it lands with a newer stamp (a retrigger of the same value still reaches a source).
+    #[test]
+    fn a_held_set_lands_on_its_frame_whatever_order_the_frames_start_in() {
+        let (mut live, snaps) = two_stages(8, 8);
+        let mut e = set(0, 0.5);
+        live.hold(&mut e, 6);
+        assert!(live.start_node(0, 7, 7, &snaps, 8));
+        let got: Vec<_> = (0..8).map(|k| value(&snaps, k, 0).1).collect();
+        let want: Vec<_> = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5]
+            .into_iter()
+            .map(PropValue::Float)
+            .collect();
+        assert_eq!(got, want);
+        let stamp = |k: usize| lock(&snaps[k]).stamps(0)[0];
+        assert!(stamp(6) > stamp(5) && stamp(7) == stamp(6));
+    }
+
+    /// Issue #26: at 25 fps and 120 bpm a frame is 0.08 beat; from frame 2 (begun) the next
+    /// beat is reached on frame 13 (1.04 beats: predicted past the frames begun), the next bar
+    /// on frame 50 (exactly 4 beats); frame 0, on the grid, is its own.
+    #[test]
+    fn the_beat_frame_is_the_first_at_or_after_the_next_grid_line() {
+        let (live, snaps) = two_stages(4, 4);
+        let rate = framepipe_core::Rational::new(25, 1);
+        assert_eq!(live.beat_frame(2, 1, rate, &snaps, 4), 13);
+        assert_eq!(live.beat_frame(2, 4, rate, &snaps, 4), 50);
+        assert_eq!(live.beat_frame(0, 1, rate, &snaps, 4), 0);
     }
 }

@@ -179,6 +179,8 @@ pub struct Counters {
     /// The GPU thread's transfers: uploads done, downloads finished.
     uploads: AtomicU64,
     downloads: AtomicU64,
+    /// GPU instances released after a live edit removed them.
+    gpu_releases: AtomicU64,
     /// The show's GPU renderer, once its GPU thread opened its context.
     renderer: Mutex<Option<String>>,
     /// The show's audio: the last frame's analysis, for the surfaces (issue #25).
@@ -215,6 +217,7 @@ impl Counters {
             memory,
             uploads: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
+            gpu_releases: AtomicU64::new(0),
             audio: framepipe_audio::Meter::new(),
             renderer: Mutex::new(None),
         }
@@ -228,6 +231,11 @@ impl Counters {
     /// The GPU thread finished a download (a texture into a CPU frame).
     pub(crate) fn count_download(&self) {
         self.downloads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The GPU thread released a GPU instance a live edit removed.
+    pub(crate) fn count_gpu_release(&self) {
+        self.gpu_releases.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The GPU thread opened its context on `renderer` (off the frame path).
@@ -260,6 +268,7 @@ impl Counters {
             downloads,
             uploads_per_frame: per(uploads),
             downloads_per_frame: per(downloads),
+            released: self.gpu_releases.load(Ordering::Relaxed),
         })
     }
 
@@ -501,6 +510,9 @@ pub struct GpuStats {
     pub uploads_per_frame: f64,
     /// Downloads per frame out.
     pub downloads_per_frame: f64,
+    /// GPU node instances that live edits removed and the GPU thread released (their GL
+    /// objects deleted while the show goes on).
+    pub released: u64,
 }
 
 /// What live edits cost at the master output (issue #9, "no glitch"): measured per edit from
