@@ -57,8 +57,15 @@ static WINDOW_DISPLAY: OnceLock<std::result::Result<WindowDisplay, String>> = On
 
 /// Opens (once per process) the window display: EGL on the X server of `$DISPLAY`, with a
 /// context that can share the show's textures. The error says why windows cannot draw
-/// textures (they then take downloaded frames).
+/// textures (they then take downloaded frames): also while a GPU context opened before it, off
+/// that display, is alive (a window added by a live edit to a show already running headless).
 pub fn window_display() -> std::result::Result<(), String> {
+    if opened().is_none()
+        && crate::context::HEADLESS_ALIVE.load(std::sync::atomic::Ordering::Relaxed) > 0
+    {
+        return Err("a GPU context of this process is already open off the window's display                     (a window added to a running show)"
+            .into());
+    }
     WINDOW_DISPLAY
         .get_or_init(open_window_display)
         .as_ref()
