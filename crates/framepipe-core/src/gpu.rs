@@ -64,41 +64,62 @@ pub struct GpuImage {
     pub format: TexFormat,
 }
 
+/// The count of holders of the textures a pool lends (framepipe-gpu's texture pool): what keeps
+/// a [`TextureFrame`]'s texture out of its pool without an allocation per frame.
+pub trait TextureRefs: Send + Sync {
+    /// One more holder of texture `index` (which has at least one already).
+    fn retain(&self, index: u32);
+    /// One holder fewer; the last one returns the texture to its pool (on any thread, without
+    /// a GL call or an allocation).
+    fn release(&self, index: u32);
+}
+
 /// A GPU frame handed to a sink that draws textures itself
 /// ([`Sink::takes_textures`](crate::Sink::takes_textures)): the texture, rendered completely
-/// (the GPU has passed every command that wrote it), and a handle that keeps it out of its pool
-/// while any clone is held. A clone is a reference count; nothing is allocated or copied.
+/// (the GPU has passed every command that wrote it), held out of its pool while this frame or a
+/// clone of it lives. A clone is a count in the pool (and an `Arc` count); nothing is allocated
+/// or copied.
 ///
 /// The texture belongs to the show's GPU context; a context that draws it must be in that
 /// context's share group (framepipe-gpu's `present` module says how windows are).
-#[derive(Clone)]
 pub struct TextureFrame {
     image: GpuImage,
-    owner: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    refs: std::sync::Arc<dyn TextureRefs>,
+    index: u32,
 }
 
 impl std::fmt::Debug for TextureFrame {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TextureFrame")
             .field("image", &self.image)
+            .field("index", &self.index)
             .finish_non_exhaustive()
     }
 }
 
 impl TextureFrame {
-    /// `image`, kept alive (out of its pool) by `owner` while the frame or a clone is held.
-    pub fn new(image: GpuImage, owner: std::sync::Arc<dyn std::any::Any + Send + Sync>) -> Self {
-        TextureFrame { image, owner }
+    /// A new holder of texture `index` of `refs` (whose caller holds it already), which is
+    /// `image`.
+    pub fn new(image: GpuImage, refs: std::sync::Arc<dyn TextureRefs>, index: u32) -> Self {
+        refs.retain(index);
+        TextureFrame { image, refs, index }
     }
 
     /// The texture.
     pub fn image(&self) -> GpuImage {
         self.image
     }
+}
 
-    /// What keeps the texture out of its pool.
-    pub fn owner(&self) -> &std::sync::Arc<dyn std::any::Any + Send + Sync> {
-        &self.owner
+impl Clone for TextureFrame {
+    fn clone(&self) -> Self {
+        TextureFrame::new(self.image, std::sync::Arc::clone(&self.refs), self.index)
+    }
+}
+
+impl Drop for TextureFrame {
+    fn drop(&mut self) {
+        self.refs.release(self.index);
     }
 }
 

@@ -47,7 +47,7 @@ pub use context::{Api, Garbage, GlObject, Gpu, GpuInfo, OpenOptions, Platform};
 pub use error::{GpuError, Result, PACKAGES};
 pub use fence::Fence;
 pub use framepipe_core::gpu::{glow, GpuImage, TexFormat};
-pub use texture::{GpuFrame, TexturePool};
+pub use texture::{GpuFrame, SharedGpuFrame, TexturePool};
 pub use transfer::{
     read_back_blocking, read_back_blocking_f32, DownloadMode, Downloader, Ticket, Uploader,
 };

@@ -18,10 +18,9 @@
 //!
 //! Prints one line of `key=value` figures (µs: median and p99).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use framepipe_core::{FrameCtx, FramePool, Rational, Sink, TexFormat, TextureFrame, VideoInfo};
+use framepipe_core::{FrameCtx, FramePool, Rational, Sink, TexFormat, VideoInfo};
 use framepipe_gpu::{Downloader, Fence, Gpu, TexturePool, Uploader};
 use framepipe_window::{WindowSettings, WindowSink};
 
@@ -95,7 +94,7 @@ fn main() {
             }
             let t = tex_pool.try_acquire(&gpu).expect("texture");
             uploader.upload(&gpu, &f.freeze(), &t).expect("upload");
-            Arc::new(t)
+            t.share()
         })
         .collect();
     Fence::insert(&gpu).expect("fence").wait(&gpu);
@@ -112,15 +111,16 @@ fn main() {
     for i in 0..frames {
         let tex = &textures[i % 3];
         let ctx = FrameCtx::new(i as u64, (period * i as u32).as_nanos() as i64);
-        let owner: Arc<dyn std::any::Any + Send + Sync> = tex.clone();
         let t = Instant::now();
         gpu_sink
-            .consume_texture(&ctx, &TextureFrame::new(tex.image(), owner))
+            .consume_texture(&ctx, &tex.texture_frame())
             .expect("consume_texture");
         consume_ns.push(t.elapsed().as_nanos() as u64);
 
         let t = Instant::now();
-        let ticket = downloader.start(&gpu, tex).expect("download");
+        let ticket = downloader
+            .start_image(&gpu, &tex.image())
+            .expect("download");
         while !downloader.ready(&gpu, &ticket) {
             std::thread::sleep(Duration::from_micros(100));
         }

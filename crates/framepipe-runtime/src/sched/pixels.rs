@@ -4,10 +4,8 @@
 //! node, a sink or a feedback (`model/plan.rs`); a sink that takes textures (a window) is
 //! given the texture itself, behind a `present`.
 
-use std::sync::Arc;
-
-use framepipe_core::{Frame, FrameCtx, Result, Sink, TextureFrame};
-use framepipe_gpu::GpuFrame;
+use framepipe_core::{Frame, FrameCtx, Result, Sink};
+use framepipe_gpu::SharedGpuFrame;
 
 /// One node's output for one frame, shared read-only by its consumers (a clone is a reference
 /// count, never a copy of the pixels).
@@ -16,8 +14,8 @@ pub(crate) enum Pixels {
     /// A frame in host memory (a CPU node's, a download's).
     Cpu(Frame),
     /// A texture (a GPU node's, an upload's); back to its pool when the last holder drops it,
-    /// on any thread.
-    Gpu(Arc<GpuFrame>),
+    /// on any thread. A clone is a count in the texture pool's slot: no allocation.
+    Gpu(SharedGpuFrame),
 }
 
 impl Pixels {
@@ -35,7 +33,7 @@ impl Pixels {
 
     /// The texture. A GPU node or a download is given only textures (the plan puts an upload
     /// in front of a GPU node fed by a CPU node).
-    pub(crate) fn gpu(&self) -> &GpuFrame {
+    pub(crate) fn gpu(&self) -> &SharedGpuFrame {
         match self {
             Pixels::Gpu(t) => t,
             Pixels::Cpu(_) => unreachable!(
@@ -48,14 +46,11 @@ impl Pixels {
 impl Pixels {
     /// Gives this frame to `sink`: a CPU frame to [`Sink::consume`], a texture to
     /// [`Sink::consume_texture`] (only a sink that takes textures is fed one). Allocates
-    /// nothing: the texture's owner is this frame's `Arc`, cloned.
+    /// nothing: the texture is held by a count in its pool's slot.
     pub(crate) fn to_sink(&self, sink: &mut dyn Sink, ctx: &FrameCtx) -> Result<()> {
         match self {
             Pixels::Cpu(f) => sink.consume(ctx, f),
-            Pixels::Gpu(t) => {
-                let owner: Arc<dyn std::any::Any + Send + Sync> = t.clone();
-                sink.consume_texture(ctx, &TextureFrame::new(t.image(), owner))
-            }
+            Pixels::Gpu(t) => sink.consume_texture(ctx, &t.texture_frame()),
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use framepipe_clock::now_ns;
-use framepipe_core::Result;
+use framepipe_core::{BeatCtx, Result};
 
 use super::{Done, Flight, Inst, Job, Kind, Pixels, Run, Scheduler, Shared, Step, Version};
 
@@ -180,8 +180,9 @@ impl Flight {
         }
     }
 
-    /// Frame `slot` has begun (its time fixed): its roots are runnable.
-    fn begun(&mut self, run: &mut Run, slot: usize) {
+    /// Frame `slot` has begun (its time and beat clock `beat` fixed): its roots are runnable.
+    fn begun(&mut self, run: &mut Run, slot: usize, beat: BeatCtx) {
+        self.slots[slot].ctx.beat = beat;
         if !run.abort {
             let v = Arc::clone(&self.ver);
             self.slots[slot].begun = true;
@@ -267,9 +268,9 @@ impl Scheduler {
                 self.after_change(shared);
                 return false;
             }
-            Done::Begin { slot } => {
+            Done::Begin { slot, beat } => {
                 self.begin_busy = false;
-                self.flight.begun(&mut self.run, slot);
+                self.flight.begun(&mut self.run, slot, beat);
             }
             Done::Node {
                 node,
