@@ -250,6 +250,10 @@ impl Garbage {
 /// Numbers contexts, so that a pool used with one is never used with another.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Contexts alive that are not on the window display: their textures cannot be shared with a
+/// window ([`crate::present::window_display`] refuses while there are any and it is not open).
+pub(crate) static HEADLESS_ALIVE: AtomicUsize = AtomicUsize::new(0);
+
 /// The engine's GPU context: current on the thread that opened it, which makes every GL call.
 ///
 /// `!Send` and `!Sync`: it cannot leave that thread. Textures, pools and frames made with it
@@ -452,6 +456,9 @@ impl Gpu {
                 return Err(release(format!("cannot create GL objects: {why}")));
             }
         };
+        if platform != Platform::X11 {
+            HEADLESS_ALIVE.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(Gpu {
             gl,
             info: GpuInfo {
@@ -623,6 +630,9 @@ impl Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
+        if self.info.platform != Platform::X11 {
+            HEADLESS_ALIVE.fetch_sub(1, Ordering::Relaxed);
+        }
         self.collect();
         // SAFETY: the context is current on this thread (Gpu is !Send) and these are its
         // objects; nothing uses them after this.

@@ -33,6 +33,8 @@ use crate::error::{GpuError, Result};
 
 /// `EGL_PLATFORM_X11_KHR` (EGL_KHR_platform_x11).
 const PLATFORM_X11_KHR: egl::Enum = 0x31D5;
+/// Tries of `eglInitialize` on the X server's display.
+const INIT_TRIES: u32 = 10;
 
 /// The process's window display: EGL's X11 platform display, its config (window surfaces,
 /// 8-bit RGB), the API every context on it speaks, and the root of its share group.
@@ -55,8 +57,15 @@ static WINDOW_DISPLAY: OnceLock<std::result::Result<WindowDisplay, String>> = On
 
 /// Opens (once per process) the window display: EGL on the X server of `$DISPLAY`, with a
 /// context that can share the show's textures. The error says why windows cannot draw
-/// textures (they then take downloaded frames).
+/// textures (they then take downloaded frames): also while a GPU context opened before it, off
+/// that display, is alive (a window added by a live edit to a show already running headless).
 pub fn window_display() -> std::result::Result<(), String> {
+    if opened().is_none()
+        && crate::context::HEADLESS_ALIVE.load(std::sync::atomic::Ordering::Relaxed) > 0
+    {
+        return Err("a GPU context of this process is already open off the window's display                     (a window added to a running show)"
+            .into());
+    }
     WINDOW_DISPLAY
         .get_or_init(open_window_display)
         .as_ref()
@@ -106,8 +115,18 @@ fn open_window_display() -> std::result::Result<WindowDisplay, String> {
         egl15.get_platform_display(PLATFORM_X11_KHR, egl::DEFAULT_DISPLAY, &[egl::ATTRIB_NONE])
     }
     .map_err(|e| format!("no EGL display for the X server: {e}"))?;
-    egl.initialize(display)
-        .map_err(|e| format!("eglInitialize on the X server: {e}"))?;
+    // Mesa's connection to a loaded X server now and then fails (xcb_connect, seen under
+    // Xvfb at a load of 15 on 2 cores): a few tries, off the frame path.
+    let mut tries = 0;
+    while let Err(e) = egl.initialize(display) {
+        tries += 1;
+        if tries == INIT_TRIES {
+            return Err(format!(
+                "eglInitialize on the X server ({tries} tries): {e}"
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let ext = egl
         .query_string(Some(display), egl::EXTENSIONS)
         .map(|s| s.to_string_lossy().into_owned())
@@ -221,6 +240,8 @@ pub struct Presenter {
     sampler: glow::Sampler,
     /// The picture taken last: the window's own 8-bit copy, its framebuffer, its size.
     picture: Option<(glow::Texture, glow::Framebuffer, u32, u32)>,
+    /// A framebuffer to read 8-bit textures from, for a copy by blit.
+    read_fbo: Option<glow::Framebuffer>,
     vsync: bool,
     _thread_bound: PhantomData<*const ()>,
 }
@@ -301,6 +322,7 @@ impl Presenter {
             vao,
             sampler,
             picture: None,
+            read_fbo: None,
             vsync,
             _thread_bound: PhantomData,
         })
@@ -341,16 +363,58 @@ impl Presenter {
                 f
             }
         };
+        if image.format == framepipe_core::TexFormat::Rgba8 && self.read_fbo.is_none() {
+            // SAFETY: the context is current on this thread; creating an object has no
+            // preconditions.
+            self.read_fbo = unsafe { self.gl.create_framebuffer() }.ok();
+        }
         let gl = &self.gl;
         // SAFETY: this presenter's context is current on this thread; the objects named are its
         // own or `image.texture`, a live texture of its share group (the caller holds it).
         unsafe {
-            gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
             gl.disable(glow::SCISSOR_TEST);
             gl.disable(glow::BLEND);
-            // At the texture's own size every fragment samples one texel's centre: a copy.
-            gl.viewport(0, 0, w as i32, h as i32);
-            self.draw(image.texture);
+            let read = self
+                .read_fbo
+                .filter(|_| image.format == framepipe_core::TexFormat::Rgba8);
+            if let Some(read) = read {
+                // Same format, same size: a blit is a plain copy (a memcpy on llvmpipe).
+                gl.bind_framebuffer(glow::READ_FRAMEBUFFER, Some(read));
+                gl.framebuffer_texture_2d(
+                    glow::READ_FRAMEBUFFER,
+                    glow::COLOR_ATTACHMENT0,
+                    glow::TEXTURE_2D,
+                    Some(image.texture),
+                    0,
+                );
+                gl.bind_framebuffer(glow::DRAW_FRAMEBUFFER, Some(fbo));
+                let (w, h) = (w as i32, h as i32);
+                gl.blit_framebuffer(
+                    0,
+                    0,
+                    w,
+                    h,
+                    0,
+                    0,
+                    w,
+                    h,
+                    glow::COLOR_BUFFER_BIT,
+                    glow::NEAREST,
+                );
+                gl.framebuffer_texture_2d(
+                    glow::READ_FRAMEBUFFER,
+                    glow::COLOR_ATTACHMENT0,
+                    glow::TEXTURE_2D,
+                    None,
+                    0,
+                );
+            } else {
+                // Float textures: drawn at their own size, every fragment sampling one texel's
+                // centre: a copy, converted to 8 bits.
+                gl.bind_framebuffer(glow::FRAMEBUFFER, Some(fbo));
+                gl.viewport(0, 0, w as i32, h as i32);
+                self.draw(image.texture);
+            }
             gl.bind_framebuffer(glow::FRAMEBUFFER, None);
             let fence = gl
                 .fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0)
@@ -494,6 +558,10 @@ impl Drop for Presenter {
         let wd = self.wd;
         if self.make_current().is_ok() {
             self.drop_picture();
+            if let Some(f) = self.read_fbo.take() {
+                // SAFETY: the context is current on this thread; the framebuffer is its own.
+                unsafe { self.gl.delete_framebuffer(f) };
+            }
             // SAFETY: the context is current on this thread; these are its objects.
             unsafe {
                 self.gl.delete_program(self.program);

@@ -304,6 +304,12 @@ impl SharedGpuFrame {
     pub fn owner(&self) -> Arc<dyn Any + Send + Sync> {
         Arc::clone(&self.0) as Arc<dyn Any + Send + Sync>
     }
+
+    /// This texture as a sink that draws textures takes it ([`framepipe_core::TextureFrame`]):
+    /// its image and [`owner`](Self::owner), no allocation.
+    pub fn texture_frame(&self) -> framepipe_core::TextureFrame {
+        framepipe_core::TextureFrame::new(self.image(), self.owner())
+    }
 }
 
 /// GL's internal format for a texel format.

@@ -1,6 +1,7 @@
 //! The output thread's part of `windowsink` allocates nothing per frame: a counting allocator
 //! (this thread only) around `consume` of 1280x720 frames into a real window on Xvfb, while the
-//! window thread draws them. Skipped, with a message, when Xvfb cannot start.
+//! window thread draws them; and around `consume_texture` of 1280x720 textures (llvmpipe, the
+//! window drawing them with OpenGL). Skipped, with a message, when Xvfb cannot start.
 //!
 //! The measurement runs in a child process (this test binary again): the window thread lives as
 //! long as its process, and Xlib ends a process whose X server goes away, so the X server must
@@ -25,15 +26,25 @@ fn consume_does_not_allocate_per_frame() {
         measure();
         return;
     }
+    in_child("consume_does_not_allocate_per_frame");
+}
+
+#[test]
+fn consume_texture_does_not_allocate_per_frame() {
+    if std::env::var_os(CHILD).is_some() {
+        measure_textures();
+        return;
+    }
+    in_child("consume_texture_does_not_allocate_per_frame");
+}
+
+/// Runs test `name` again in a child process on a fresh Xvfb; its line `measured: 0 ...`.
+fn in_child(name: &str) {
     let Some(x) = Xvfb::start(1280, 720) else {
         return;
     };
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "consume_does_not_allocate_per_frame",
-            "--nocapture",
-        ])
+        .args(["--exact", name, "--nocapture"])
         .env(CHILD, "1")
         .env("DISPLAY", &x.display)
         .output()
@@ -112,5 +123,75 @@ fn measure() {
         "measured: {used} allocations in 300 consume calls; {drawn} frames drawn; {handoff:?}"
     );
     // Leave before the harness's teardown; the parent then stops the X server.
+    std::process::exit(0);
+}
+
+/// In the child: a window taking textures, 300 textures consumed, allocations counted on this
+/// thread.
+fn measure_textures() {
+    use framepipe_gpu::{Fence, Gpu, TexturePool, Uploader};
+    let (w, h) = (1280u32, 720u32);
+    let mut sink = WindowSink::new(
+        WindowSettings {
+            title: "no-alloc-gpu".into(),
+            display: String::new(),
+            fullscreen: false,
+            width: 640,
+            height: 360,
+            vsync: false,
+        },
+        None,
+    );
+    assert!(sink.takes_textures(), "no EGL for the window under Xvfb");
+    let gpu = Gpu::open().expect("a GPU context on the window display");
+    let pool = FramePool::new(w, h, 3);
+    let textures = TexturePool::new(w, h, framepipe_core::TexFormat::Rgba8, 3);
+    let mut uploader = Uploader::new(2);
+    let frames: Vec<_> = (0..3u8)
+        .map(|k| {
+            let mut f = pool.try_acquire().unwrap();
+            f.data_mut().fill(k * 70);
+            let t = textures.try_acquire(&gpu).unwrap();
+            uploader.upload(&gpu, &f.freeze(), &t).unwrap();
+            t.share()
+        })
+        .collect();
+    Fence::insert(&gpu).unwrap().wait(&gpu);
+    sink.start(VideoInfo {
+        width: w,
+        height: h,
+        rate: Rational::new(60, 1),
+    })
+    .unwrap();
+    let ctx = |seq: u64| FrameCtx::new(seq, 0);
+    for seq in 0..20 {
+        let t = frames[seq as usize % 3].texture_frame();
+        sink.consume_texture(&ctx(seq), &t).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let before = framepipe_testkit::this_thread();
+    drop(std::hint::black_box(vec![1u8; 64]));
+    assert_eq!(framepipe_testkit::this_thread() - before, 1);
+    let before = framepipe_testkit::this_thread();
+    for seq in 20..320 {
+        // As the output thread does: a handle made from the frame's, handed over, dropped.
+        let t = frames[seq as usize % 3].texture_frame();
+        sink.consume_texture(&ctx(seq), &t).unwrap();
+        drop(t);
+        if seq % 4 == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let used = framepipe_testkit::this_thread() - before;
+    std::thread::sleep(Duration::from_millis(300));
+    let drawn = sink
+        .window_stats()
+        .unwrap()
+        .drawn
+        .load(std::sync::atomic::Ordering::Relaxed);
+    sink.finish().unwrap();
+    assert_eq!(used, 0, "allocations in 300 consume_texture calls");
+    assert!(drawn > 0, "the window drew textures");
+    println!("measured: {used} allocations in 300 consume_texture calls; {drawn} frames drawn");
     std::process::exit(0);
 }

@@ -4,7 +4,7 @@
 //! node, a sink or a feedback (`model/plan.rs`); a sink that takes textures (a window) is
 //! given the texture itself, behind a `present`.
 
-use framepipe_core::{Frame, FrameCtx, Result, Sink, TextureFrame};
+use framepipe_core::{Frame, FrameCtx, Result, Sink};
 use framepipe_gpu::SharedGpuFrame;
 
 /// One node's output for one frame, shared read-only by its consumers (a clone is a reference
@@ -51,7 +51,7 @@ impl Pixels {
         match self {
             Pixels::Cpu(f) => sink.consume(ctx, f),
             Pixels::Gpu(t) => {
-                sink.consume_texture(ctx, &TextureFrame::new(t.image(), t.owner()))
+                sink.consume_texture(ctx, &t.texture_frame())
             }
         }
     }
