@@ -140,6 +140,8 @@ pub(crate) struct Live {
     switch_at: Option<u64>,
     /// The show's audio and the point count of the last frame begun (see [`Live::begin`]).
     audio: Option<(Feed, u64)>,
+    /// Where each frame's analysis is published for control surfaces (`stats/audio.rs`).
+    meter: Option<std::sync::Arc<crate::stats::AudioMeter>>,
 }
 
 impl Live {
@@ -153,12 +155,18 @@ impl Live {
             epoch: 1,
             switch_at: None,
             audio: None,
+            meter: None,
         }
     }
 
     /// The show follows `feed`'s audio: each frame's analysis is read as it begins.
     pub(crate) fn set_audio(&mut self, feed: Feed) {
         self.audio = Some((feed, 0));
+    }
+
+    /// Each frame's analysis is published to `meter` as the frame begins.
+    pub(crate) fn set_audio_meter(&mut self, meter: std::sync::Arc<crate::stats::AudioMeter>) {
+        self.meter = Some(meter);
     }
 
     /// The stages, in the graph version's node order.

@@ -91,6 +91,9 @@ impl Live {
             Some((feed, cursor)) => feed.frame(pts_ns, cursor),
             None => framepipe_audio::AudioFrame::default(),
         };
+        if let Some(m) = &self.meter {
+            m.publish(seq, &out.audio);
+        }
         for s in branch_nodes {
             self.sample_stage(s, out);
             self.stages[s].next = seq + 1;

@@ -15,9 +15,13 @@
 //! | `pacing.rs` | the frame clock's figures of a paced run ([`PacingStats`]) and the late frames' log ([`LateLog`]) |
 //! | `events.rs` | [`Event`]s and their delivery |
 //! | `view.rs` | the published state for control surfaces ([`ShowView`]: the graph as it runs, the latest values) |
+//! | `audio.rs` | the latest frame's audio analysis for control surfaces ([`AudioMeter`], read with [`Counters::audio`]) |
 
+mod audio;
 mod events;
 mod view;
+
+pub use audio::{AudioMeter, AudioReading};
 
 pub use events::{Event, EventFn};
 pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
@@ -181,6 +185,8 @@ pub struct Counters {
     downloads: AtomicU64,
     /// The show's GPU renderer, once its GPU thread opened its context.
     renderer: Mutex<Option<String>>,
+    /// The latest frame's audio analysis, when the show has audio (written by `Live::begin`).
+    audio: Arc<AudioMeter>,
 }
 
 impl Counters {
@@ -214,7 +220,19 @@ impl Counters {
             uploads: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
             renderer: Mutex::new(None),
+            audio: Arc::new(AudioMeter::default()),
         }
+    }
+
+    /// The latest frame's audio analysis (`--audio`), lock-free; `None` when the show has no
+    /// audio or no frame has begun.
+    pub fn audio(&self) -> Option<AudioReading> {
+        self.audio.read()
+    }
+
+    /// The meter the frames' analyses are published to (handed to `Live`).
+    pub(crate) fn audio_meter(&self) -> Arc<AudioMeter> {
+        Arc::clone(&self.audio)
     }
 
     /// The GPU thread uploaded a frame into a texture.
