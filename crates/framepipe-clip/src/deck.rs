@@ -137,14 +137,19 @@ pub fn desc() -> ElementDesc {
 
 /// The bank's files: `locations`, then the video files of `folder` by name.
 fn bank(props: &Props) -> Result<Vec<String>> {
-    let mut out: Vec<String> = props
-        .str("locations")
+    bank_of(props.str("locations"), props.str("folder"))
+}
+
+/// The bank of a deck given `locations` and `folder` (as its properties): the files of
+/// `locations` (comma-separated), then the video files ([`VIDEO_EXTENSIONS`]) of `folder` by
+/// name. A clip's number is its place in this list (the web page's thumbnails read it too).
+pub fn bank_of(locations: &str, folder: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = locations
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(String::from)
         .collect();
-    let folder = props.str("folder");
     if !folder.is_empty() {
         let rd = std::fs::read_dir(folder)
             .map_err(|e| Error::element(NAME, format!("folder '{folder}': {e}")))?;
@@ -321,6 +326,7 @@ pub fn build(props: &Props) -> Result<Element> {
         scrubbed: false,
         clip: active,
         names: locations.iter().map(|l| stem(l)).collect(),
+        given: [props.str("locations").into(), props.str("folder").into()],
     };
     deck.resume = vec![None; deck.heads.len()];
     deck.trigger_clip(active)?;
@@ -363,6 +369,9 @@ pub struct Deck {
     clip: usize,
     /// Each place's name: its file's stem (`trigger deck intro`).
     names: Vec<String>,
+    /// `locations` and `folder` as given (published: the web page's thumbnails find the
+    /// bank's files from them with [`bank_of`]).
+    given: [String; 2],
 }
 
 /// A clip's name: its file name without folder and extension.
@@ -530,6 +539,8 @@ impl Source for Deck {
                     "speed" => PropValue::Float(self.settings.speed as f64 / ONE as f64),
                     "position" => PropValue::Float(self.settings.position),
                     "pause" => PropValue::Bool(self.settings.pause),
+                    "locations" => PropValue::Str(self.given[0].clone()),
+                    "folder" => PropValue::Str(self.given[1].clone()),
                     _ => spec.default.clone(),
                 };
                 (spec, v)
