@@ -24,7 +24,11 @@
 //! at another rate (linear), analyses and publishes. Xruns and overruns are reported on
 //! stderr once per burst (at most once a second); a device that vanishes (a stream error:
 //! the card unplugged, the JACK server stopped) is reported once and the timeline goes on
-//! with silence at the real-time rate, so the show goes on.
+//! with silence at the real-time rate, so the show goes on. Meanwhile the thread tries to
+//! open the device again, 0.25 s after it vanished and then with a doubling backoff (at most
+//! every 4 s); when it is back (the server restarted, the card plugged in again) the new
+//! stream feeds the same timeline and that is reported too. All of it on the `fp-audio-in`
+//! thread, never on the frame path.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, OnceLock};
@@ -68,6 +72,9 @@ const GAP_NS: i64 = 20_000_000;
 const POLL: Duration = Duration::from_millis(2);
 /// The shortest time between two reports of xruns or overruns.
 const REPORT_EVERY: Duration = Duration::from_secs(1);
+/// The first retry after a device vanished, and the longest backoff between retries.
+const RETRY_FIRST: Duration = Duration::from_millis(250);
+const RETRY_MAX: Duration = Duration::from_secs(4);
 /// The JACK client's name: its ports are `framepipe_in:in_0`, `framepipe_in:in_1`.
 pub const JACK_CLIENT: &str = "framepipe";
 
@@ -173,8 +180,13 @@ struct Shared {
     gap_samples: AtomicU64,
     /// Errors reported that are neither xruns nor a vanished device.
     other_errors: AtomicU64,
-    /// The device vanished (a stream error says so).
+    /// The device vanished (a stream error of the current stream says so).
     vanished: AtomicBool,
+    /// The current stream's number (from 0; +1 at each reconnection): an error callback of
+    /// an older stream changes nothing.
+    generation: AtomicU64,
+    /// Times the device came back after vanishing.
+    reconnects: AtomicU64,
     vanished_why: OnceLock<String>,
     /// Largest callback-minus-capture time seen, ns (the input's own latency).
     input_latency_ns: AtomicU64,
@@ -194,8 +206,10 @@ pub struct CaptureStats {
     pub xruns: u64,
     /// Samples of silence put in those gaps.
     pub gap_samples: u64,
-    /// Whether the device vanished (the timeline goes on with silence).
+    /// Whether the device is gone now (the timeline goes on with silence until it is back).
     pub vanished: bool,
+    /// Times it came back after vanishing (reopened by the capture thread).
+    pub reconnects: u64,
     /// Largest time from capture to callback, ns.
     pub input_latency_ns: u64,
 }
@@ -228,6 +242,7 @@ impl LiveInput {
     /// host or device is not there (the message lists what is), or it cannot capture.
     pub fn start(spec: &LiveSpec, bands: &BandEdges) -> Result<LiveInput> {
         let timeline = Arc::new(Timeline::new());
+        timeline.set_bands(bands.count());
         let feed = Feed::new(Arc::clone(&timeline), false, 0);
         let shared = Arc::new(Shared::default());
         let analyzer = Analyzer::new(bands);
@@ -286,6 +301,7 @@ impl LiveInput {
             xruns: s.xruns.load(Ordering::Relaxed),
             gap_samples: s.gap_samples.load(Ordering::Relaxed),
             vanished: s.vanished.load(Ordering::Acquire),
+            reconnects: s.reconnects.load(Ordering::Relaxed),
             input_latency_ns: s.input_latency_ns.load(Ordering::Relaxed),
         }
     }
@@ -321,7 +337,7 @@ fn run(
     shared: &Arc<Shared>,
     opened: mpsc::SyncSender<Result<OpenedDevice>>,
 ) {
-    let (stream, device, mut samples, mut stamps) = match open(spec, shared) {
+    let (stream, device, mut samples, mut stamps) = match open(spec, shared, 0) {
         Ok(v) => v,
         Err(e) => {
             let _ = opened.send(Err(e));
@@ -335,8 +351,10 @@ fn run(
         }));
         return;
     }
-    let rate = device.rate;
+    let mut rate = device.rate;
     let _ = opened.send(Ok(device));
+    // `None` while the device is gone.
+    let mut stream = Some(stream);
 
     let mut out = Output {
         analyzer: &mut analyzer,
@@ -352,6 +370,8 @@ fn run(
     let mut reported = (0u64, 0u64);
     let mut last_report: Option<Instant> = None;
     let mut silent_since: Option<(Instant, u64)> = None;
+    // While the device is gone: when to try opening it again, and the backoff after that.
+    let mut retry: Option<(Instant, Duration)> = None;
     let name = spec.to_string();
     while !shared.stop.load(Ordering::Acquire) && !timeline.stopped() {
         let mut busy = false;
@@ -390,6 +410,10 @@ fn run(
         if shared.vanished.load(Ordering::Acquire) {
             // The device is gone: silence at the real-time rate, so frames read silence.
             let (since, at) = *silent_since.get_or_insert_with(|| {
+                // The dead stream is closed now, before a new one opens: libjack crashes
+                // (in jack_deactivate) closing a client of a dead server once another client
+                // of the process is connected to a new server.
+                drop(stream.take());
                 eprintln!(
                     "audio: warning: the audio input '{name}' vanished ({}); the show goes on with silence",
                     shared.vanished_why.get().map_or("no reason given", String::as_str)
@@ -400,6 +424,40 @@ fn run(
             if due > fed {
                 out.silence(due - fed, &mut chunk);
                 fed = due;
+            }
+            // Try to open it again (off the frame path: this thread only).
+            let (when, backoff) = *retry.get_or_insert((since + RETRY_FIRST, RETRY_FIRST));
+            if Instant::now() >= when {
+                let generation = shared.generation.fetch_add(1, Ordering::AcqRel) + 1;
+                match open(spec, shared, generation) {
+                    Ok((s, device, smp, stm)) if s.play().is_ok() => {
+                        // The new stream's samples continue the timeline (the old stream's
+                        // callbacks no longer count: another generation).
+                        stream = Some(s);
+                        samples = smp;
+                        stamps = stm;
+                        gap_offset = 0;
+                        if device.rate != rate {
+                            rate = device.rate;
+                            out.resampler = Linear::new(rate);
+                            out.buf = vec![0.0; Linear::max_out(CHUNK, rate)];
+                        }
+                        shared.vanished.store(false, Ordering::Release);
+                        shared.reconnects.fetch_add(1, Ordering::Relaxed);
+                        eprintln!(
+                            "audio: the audio input '{name}' is back ({}, {} Hz) after {:.1} s of silence",
+                            device.device,
+                            device.rate,
+                            since.elapsed().as_secs_f64()
+                        );
+                        silent_since = None;
+                        retry = None;
+                    }
+                    _ => {
+                        let next = (backoff * 2).min(RETRY_MAX);
+                        retry = Some((Instant::now() + backoff, next));
+                    }
+                }
             }
         }
         let now = (
@@ -434,7 +492,8 @@ struct Output<'a> {
 impl Output<'_> {
     fn push(&mut self, samples: &[f32]) {
         let timeline = self.timeline;
-        let publish = |an: &Analyzer| timeline.publish(an.point());
+        let publish =
+            |an: &Analyzer| timeline.publish_with(an.point(), an.waveform(), an.spectrum());
         if self.resampler.passthrough() {
             self.analyzer.push(samples, 1, publish);
         } else {
@@ -511,7 +570,7 @@ type Opened = (
 );
 
 /// Finds `spec`'s device and builds its input stream (not yet playing).
-fn open(spec: &LiveSpec, shared: &Arc<Shared>) -> Result<Opened> {
+fn open(spec: &LiveSpec, shared: &Arc<Shared>, generation: u64) -> Result<Opened> {
     let fail = |reason: String| CaptureError::Open {
         input: spec.to_string(),
         reason,
@@ -583,7 +642,7 @@ fn open(spec: &LiveSpec, shared: &Arc<Shared>) -> Result<Opened> {
     let (tx, rx) = rtrb::RingBuffer::<f32>::new((rate * RING_SECONDS) as usize);
     let (stx, srx) = rtrb::RingBuffer::<Stamp>::new(STAMPS);
     let stream_config: cpal::StreamConfig = config.clone().into();
-    let on_error = error_callback(Arc::clone(shared));
+    let on_error = error_callback(Arc::clone(shared), generation);
     let callback = Callback {
         samples: tx,
         stamps: stx,
@@ -706,8 +765,13 @@ impl Callback {
 
 /// The stream's error callback (cpal's own thread, or the device's): counts xruns and
 /// marks a vanished device; the analysis thread reports them.
-fn error_callback(shared: Arc<Shared>) -> impl FnMut(StreamError) + Send + 'static {
+fn error_callback(
+    shared: Arc<Shared>,
+    generation: u64,
+) -> impl FnMut(StreamError) + Send + 'static {
     move |e| match e {
+        // An error of a stream replaced since: not this device's any more.
+        _ if shared.generation.load(Ordering::Acquire) != generation => {}
         StreamError::DeviceNotAvailable => {
             let _ = shared
                 .vanished_why

@@ -72,6 +72,7 @@ impl FileInput {
             });
         }
         let timeline = Arc::new(Timeline::new());
+        timeline.set_bands(bands.count());
         let feed = Feed::new(Arc::clone(&timeline), true, 0);
         let mut analyzer = Analyzer::new(bands);
         let name = input.to_string();
@@ -90,7 +91,7 @@ impl FileInput {
                     let mut stopped = false;
                     analyzer.push(&samples[..whole / 4], 1, |an| {
                         if !stopped && timeline.wait_room() {
-                            timeline.publish(an.point());
+                            timeline.publish_with(an.point(), an.waveform(), an.spectrum());
                         } else {
                             stopped = true;
                         }

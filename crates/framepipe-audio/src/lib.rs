@@ -29,6 +29,7 @@ mod analysis;
 mod capture;
 mod decode;
 mod envelope;
+mod meter;
 mod onset;
 mod tempo;
 mod timeline;
@@ -41,9 +42,10 @@ pub use capture::{
 pub use decode::{probe_has_audio, FileInput};
 pub use envelope::Envelope;
 pub use framepipe_control::audio::{AudioFeature, AudioFollow, MAX_BANDS};
+pub use meter::{Meter, MeterReading};
 pub use onset::OnsetDetector;
-pub use tempo::TempoEstimator;
-pub use timeline::{AudioFrame, Feed, Timeline};
+pub use tempo::{TempoEstimator, TempoFollow};
+pub use timeline::{AudioFrame, Feed, Timeline, ARRAY_POINTS};
 
 /// Sample rate of the analysis, Hz: every input is resampled to it.
 pub const RATE: u32 = 48_000;

@@ -114,3 +114,157 @@ impl TempoEstimator {
         }
     }
 }
+
+/// Estimates within this of the tempo followed are the same tempo, bpm: the follower glides
+/// to them. Farther ones are a new tempo, taken once they hold for [`HOLD_NS`].
+const NEAR_BPM: f64 = 2.0;
+/// Estimates within this of the tempo followed change nothing, bpm (the estimator's 0.05 bpm
+/// steps between two close candidates are not a tempo change).
+const DEADBAND_BPM: f64 = 0.1;
+/// Time constant of the glide, ns.
+const GLIDE_NS: f64 = 2e9;
+/// How long a far estimate must hold before the follower jumps to it, ns.
+const HOLD_NS: i64 = 1_000_000_000;
+/// Gain of the phase correction per onset: the beat moves this fraction of the way to the onset.
+const PHASE_GAIN: f64 = 0.2;
+/// Onsets farther than this from the nearest beat (in beats) leave the phase alone (an
+/// off-beat hi-hat is not a missed beat).
+const PHASE_WINDOW: f64 = 0.25;
+
+/// `tempo auto`: turns the estimator's estimates, read once per frame at the frame's audio
+/// time, into a steady tempo for the beat clock, and onsets into small corrections of its
+/// phase. Estimates near the tempo followed are glided to (a time constant of 2 s; a change
+/// under 0.1 bpm is ignored), so two close estimates do not make the beat clock jitter; an
+/// estimate far from it is taken once it has held for 1 s (the music changed tempo). Plain
+/// arithmetic; no allocation.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TempoFollow {
+    /// The tempo followed, bpm (0: none yet).
+    bpm: f64,
+    /// A far estimate waiting to hold, and since when (audio time, ns).
+    candidate: Option<(f64, i64)>,
+    /// The audio time of the last step, ns.
+    last_ns: Option<i64>,
+}
+
+impl TempoFollow {
+    /// A follower with no tempo yet.
+    pub fn new() -> Self {
+        TempoFollow::default()
+    }
+
+    /// The tempo followed, bpm (0: none yet).
+    pub fn bpm(&self) -> f64 {
+        self.bpm
+    }
+
+    /// The frame at audio time `t_ns` read `estimate` (bpm; 0: none): returns the tempo to
+    /// set, when it changed.
+    pub fn step(&mut self, estimate: f32, t_ns: i64) -> Option<f64> {
+        let dt = self.last_ns.map_or(0, |l| (t_ns - l).max(0));
+        self.last_ns = Some(t_ns);
+        let e = estimate as f64;
+        if !(e.is_finite() && e > 0.0) {
+            return None;
+        }
+        let before = self.bpm;
+        if (e - self.bpm).abs() <= NEAR_BPM {
+            self.candidate = None;
+            if (e - self.bpm).abs() > DEADBAND_BPM {
+                self.bpm += (e - self.bpm) * (1.0 - (-(dt as f64) / GLIDE_NS).exp());
+            }
+        } else {
+            match self.candidate {
+                Some((c, since)) if (e - c).abs() <= NEAR_BPM => {
+                    if t_ns - since >= HOLD_NS || self.bpm == 0.0 {
+                        self.bpm = e;
+                        self.candidate = None;
+                    }
+                }
+                _ => self.candidate = Some((e, t_ns)),
+            }
+        }
+        (self.bpm != before).then_some(self.bpm)
+    }
+
+    /// An onset `age_ns` of oscillator time before a frame whose beat position is
+    /// `nanobeats`, at `bpm`: the shift of the beat position (nanobeats) that moves the
+    /// nearest beat [`PHASE_GAIN`] of the way to the onset; 0 for an onset far from any beat.
+    pub fn phase_shift(nanobeats: i64, age_ns: i64, bpm: f64) -> i64 {
+        const BEAT: f64 = 1e9;
+        let at = nanobeats as f64 - age_ns as f64 * bpm / 60.0;
+        let off = at / BEAT - (at / BEAT).round();
+        if off.abs() > PHASE_WINDOW {
+            return 0;
+        }
+        (-off * PHASE_GAIN * BEAT) as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FRAME: i64 = 40_000_000;
+
+    /// Estimates flickering between two close values (the estimator's 0.05 bpm steps) give a
+    /// steady tempo between them, not a jittering one.
+    #[test]
+    fn close_estimates_do_not_make_the_tempo_jitter() {
+        let mut f = TempoFollow::new();
+        let mut t = 0;
+        let mut got = Vec::new();
+        for k in 0..500 {
+            let e = if (k / 6) % 2 == 0 { 127.95 } else { 128.05 };
+            if let Some(b) = f.step(e, t) {
+                got.push(b);
+            }
+            t += FRAME;
+        }
+        assert!((f.bpm() - 128.0).abs() < 0.1, "{}", f.bpm());
+        // After the first second the tempo no longer moves.
+        assert!(
+            got.len() <= 2,
+            "the tempo changed {} times: {got:?}",
+            got.len()
+        );
+    }
+
+    /// A far estimate is taken once it has held for a second; a lone outlier is not.
+    #[test]
+    fn a_new_tempo_is_taken_once_it_holds_and_an_outlier_is_ignored() {
+        let mut f = TempoFollow::new();
+        let mut t = 0;
+        let mut run = |f: &mut TempoFollow, e: f32, frames: usize| {
+            for _ in 0..frames {
+                f.step(e, t);
+                t += FRAME;
+            }
+        };
+        run(&mut f, 120.0, 2);
+        assert_eq!(f.bpm(), 120.0, "the first estimate is taken");
+        run(&mut f, 90.0, 5);
+        run(&mut f, 120.0, 50);
+        assert_eq!(f.bpm(), 120.0, "an outlier of 200 ms moved the tempo");
+        run(&mut f, 140.0, 20);
+        assert_eq!(f.bpm(), 120.0, "taken before it held a second");
+        run(&mut f, 140.0, 10);
+        assert_eq!(f.bpm(), 140.0);
+    }
+
+    /// An onset just after a beat pulls the beat later by a fifth of the gap; one half-way
+    /// between beats leaves it alone.
+    #[test]
+    fn an_onset_near_a_beat_pulls_the_phase_toward_it() {
+        // 120 bpm: a beat is 500 ms. The frame is at beat 4.1; an onset 50 ms ago was at 4.0.
+        assert_eq!(
+            TempoFollow::phase_shift(4_100_000_000, 50_000_000, 120.0),
+            0
+        );
+        // The onset 100 ms ago was at beat 3.9: the beat moves 0.2 × 0.1 beat toward it,
+        // i.e. the position advances by 20 millibeats.
+        let s = TempoFollow::phase_shift(4_100_000_000, 100_000_000, 120.0);
+        assert!((s - 20_000_000).abs() < 10, "{s}");
+        assert_eq!(TempoFollow::phase_shift(4_500_000_000, 0, 120.0), 0);
+    }
+}

@@ -4,12 +4,17 @@
 //! keeps what it read only if the stamp was the same before and after). No allocation after
 //! [`Timeline::new`], no lock, no syscall on either side (but [`Feed::wait_for`] and the
 //! writer's [`Timeline::wait_room`], which sleep by design: a render waiting for its audio).
+//!
+//! The arrays of a point (its window of samples and its FFT magnitudes, for ISF `audio` and
+//! `audioFFT` inputs) are kept for the last [`ARRAY_POINTS`] points only, in a second ring
+//! of seqlocked slots ([`Feed::arrays`]); an exact feed's writer stays within that ring of
+//! the frame being read.
 
 use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::{AudioFeature, Point, HOP, MAX_BANDS, RATE};
+use crate::{AudioFeature, Point, FFT_SIZE, HOP, MAX_BANDS, RATE, SPECTRUM_BINS};
 
 /// Points the ring keeps (81.92 s of 10 ms points).
 pub const CAPACITY: usize = 8192;
@@ -21,6 +26,12 @@ const MAX_SPAN: u64 = 256;
 /// A slot being written.
 const BUSY: u64 = u64::MAX;
 const FIELDS: usize = 5 + MAX_BANDS;
+/// Points whose arrays (waveform, FFT) the timeline keeps (5.12 s; 6 MiB).
+pub const ARRAY_POINTS: usize = 512;
+/// How far ahead of the frame being read an exact feed's writer may go in the arrays' ring.
+const ARRAY_AHEAD: u64 = ARRAY_POINTS as u64 - 64;
+/// Floats per point's arrays: the window of samples, then the magnitudes.
+const ARRAY_LEN: usize = FFT_SIZE + SPECTRUM_BINS;
 
 struct Slot {
     seq: AtomicU64,
@@ -38,6 +49,15 @@ pub struct Timeline {
     error: OnceLock<String>,
     /// The first frame's timestamp: the audio's time 0 (`i64::MIN`: no frame yet).
     origin: AtomicI64,
+    /// Per slot of the arrays' ring: the point it holds ([`BUSY`] while written).
+    array_seq: Box<[AtomicU64]>,
+    /// [`ARRAY_POINTS`] × [`ARRAY_LEN`] floats (as bits).
+    arrays: Box<[AtomicU32]>,
+    /// The point whose arrays the engine's last frame reads (an exact feed's writer stays
+    /// within [`ARRAY_AHEAD`] of it).
+    array_reader_at: AtomicU64,
+    /// Bands the analysis has (the rest of a point's bands are 0).
+    bands: AtomicU32,
 }
 
 impl std::fmt::Debug for Timeline {
@@ -71,7 +91,23 @@ impl Timeline {
             stop: AtomicBool::new(false),
             error: OnceLock::new(),
             origin: AtomicI64::new(i64::MIN),
+            array_seq: (0..ARRAY_POINTS).map(|_| AtomicU64::new(BUSY)).collect(),
+            arrays: (0..ARRAY_POINTS * ARRAY_LEN)
+                .map(|_| AtomicU32::new(0))
+                .collect(),
+            array_reader_at: AtomicU64::new(0),
+            bands: AtomicU32::new(crate::DEFAULT_BAND_EDGES.len() as u32 - 1),
         }
+    }
+
+    /// The analysis has `n` bands (its input says so when it starts).
+    pub fn set_bands(&self, n: usize) {
+        self.bands.store(n.min(MAX_BANDS) as u32, Ordering::Relaxed);
+    }
+
+    /// Bands the analysis has (the first `n` of a point's `bands`).
+    pub fn bands(&self) -> usize {
+        self.bands.load(Ordering::Relaxed) as usize
     }
 
     /// Points published so far.
@@ -79,9 +115,35 @@ impl Timeline {
         self.published.load(Ordering::Acquire)
     }
 
-    /// Publishes the next point (one writer only).
+    /// Publishes the next point (one writer only), with zero arrays.
     pub fn publish(&self, p: &Point) {
+        self.publish_with(p, &[], &[]);
+    }
+
+    /// Publishes the next point (one writer only) with its arrays: `wave`, its window of
+    /// samples (the last [`FFT_SIZE`] are kept), and `fft`, its magnitudes (the first
+    /// [`SPECTRUM_BINS`]); what is missing is zero.
+    pub fn publish_with(&self, p: &Point, wave: &[f32], fft: &[f32]) {
         let k = self.published.load(Ordering::Relaxed);
+        let at = (k % ARRAY_POINTS as u64) as usize;
+        let seq = &self.array_seq[at];
+        seq.store(BUSY, Ordering::Relaxed);
+        fence(Ordering::Release);
+        let dst = &self.arrays[at * ARRAY_LEN..(at + 1) * ARRAY_LEN];
+        let (dw, df) = dst.split_at(FFT_SIZE);
+        let wave = &wave[wave.len().saturating_sub(FFT_SIZE)..];
+        let pad = FFT_SIZE - wave.len();
+        for (i, a) in dw.iter().enumerate() {
+            let v = if i < pad { 0.0 } else { wave[i - pad] };
+            a.store(v.to_bits(), Ordering::Relaxed);
+        }
+        for (i, a) in df.iter().enumerate() {
+            a.store(
+                fft.get(i).copied().unwrap_or(0.0).to_bits(),
+                Ordering::Relaxed,
+            );
+        }
+        seq.store(k, Ordering::Release);
         let slot = &self.slots[(k % CAPACITY as u64) as usize];
         slot.seq.store(BUSY, Ordering::Relaxed);
         fence(Ordering::Release);
@@ -154,9 +216,11 @@ impl Timeline {
             if self.stopped() {
                 return false;
             }
-            let ahead = self.published.load(Ordering::Relaxed)
-                - self.reader_at.load(Ordering::Acquire).min(self.published());
-            if ahead < AHEAD {
+            let published = self.published.load(Ordering::Relaxed);
+            let ahead = published - self.reader_at.load(Ordering::Acquire).min(published);
+            let arrays_ahead =
+                published - self.array_reader_at.load(Ordering::Acquire).min(published);
+            if ahead < AHEAD && arrays_ahead < ARRAY_AHEAD {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -184,6 +248,9 @@ pub struct AudioFrame {
     pub flux: f32,
     /// Tempo estimate, bpm (0: none).
     pub tempo_bpm: f32,
+    /// With `onset`: how long before the frame's audio time the latest onset was, ns (its
+    /// point's middle: an onset is known to 10 ms).
+    pub onset_age_ns: i64,
 }
 
 impl AudioFrame {
@@ -251,6 +318,43 @@ impl Feed {
         (t_ns.max(0) as i128 * RATE as i128 / 1_000_000_000 / HOP as i128) as u64
     }
 
+    /// The time `points` points take, ns.
+    fn end_ns(points: u64) -> i64 {
+        (points as i128 * HOP as i128 * 1_000_000_000 / RATE as i128) as i64
+    }
+
+    /// The arrays of the frame's latest point (`frame.points - 1`, see [`Feed::frame`]) into
+    /// `wave` (its window of samples, oldest first, [`FFT_SIZE`] of them at most) and `fft`
+    /// (its magnitudes, [`SPECTRUM_BINS`] at most). False, with both zeroed, when there is no
+    /// such point or it has left the ring (a frame more than [`ARRAY_POINTS`] behind the
+    /// newest). No allocation, no lock.
+    pub fn arrays(&self, frame: &AudioFrame, wave: &mut [f32], fft: &mut [f32]) -> bool {
+        let tl = &self.timeline;
+        let ok = frame.points >= 1 && frame.points <= tl.published() && {
+            let k = frame.points - 1;
+            let at = (k % ARRAY_POINTS as u64) as usize;
+            let seq = &tl.array_seq[at];
+            let src = &tl.arrays[at * ARRAY_LEN..(at + 1) * ARRAY_LEN];
+            let (sw, sf) = src.split_at(FFT_SIZE);
+            seq.load(Ordering::Acquire) == k && {
+                let sw = &sw[FFT_SIZE - wave.len().min(FFT_SIZE)..];
+                for (d, a) in wave.iter_mut().zip(sw) {
+                    *d = f32::from_bits(a.load(Ordering::Relaxed));
+                }
+                for (d, a) in fft.iter_mut().zip(sf) {
+                    *d = f32::from_bits(a.load(Ordering::Relaxed));
+                }
+                fence(Ordering::Acquire);
+                seq.load(Ordering::Relaxed) == k
+            }
+        };
+        if !ok {
+            wave.fill(0.0);
+            fft.fill(0.0);
+        }
+        ok
+    }
+
     /// An exact feed: waits (200 µs sleeps) until the points up to the frame's time are
     /// published, or the input ended. Call it in frame order before [`Feed::frame`], off
     /// every lock. Nothing for a live feed.
@@ -264,6 +368,9 @@ impl Feed {
         self.timeline
             .reader_at
             .fetch_max(want.saturating_sub(MAX_SPAN), Ordering::AcqRel);
+        self.timeline
+            .array_reader_at
+            .fetch_max(want.saturating_sub(1), Ordering::AcqRel);
         while self.timeline.published() < want && !self.timeline.is_done() {
             std::thread::sleep(Duration::from_micros(200));
         }
@@ -289,8 +396,18 @@ impl Feed {
             ..AudioFrame::default()
         };
         let from = (*cursor).max(want.saturating_sub(MAX_SPAN));
+        // Point `k` ends `(want - k - 1)` points before the frame's time (exact: less the part
+        // of a point the frame's time is past `want`'s end).
+        let past = if self.exact {
+            t - Self::end_ns(want)
+        } else {
+            0
+        };
         for k in from..want.min(published) {
             if let Some(p) = tl.read(k) {
+                if p.onset {
+                    out.onset_age_ns = past + Self::end_ns(want - k - 1) + Self::end_ns(1) / 2;
+                }
                 out.onset |= p.onset;
                 out.peak = out.peak.max(p.peak);
                 out.flux = out.flux.max(p.flux);
@@ -402,5 +519,36 @@ mod tests {
         tl.finish(None);
         let f4 = feed.frame(3_000_000_000, &mut cursor);
         assert_eq!((f4.level, f4.onset), (0.0, false));
+    }
+
+    /// A frame's arrays are its latest point's (window and magnitudes), read without
+    /// allocating; a point that has left the arrays' ring reads as zeros, and says so.
+    #[test]
+    fn a_frame_reads_the_arrays_of_its_latest_point() {
+        let tl = Arc::new(Timeline::new());
+        let wave: Vec<f32> = (0..crate::FFT_SIZE).map(|i| i as f32).collect();
+        for k in 0..100u64 {
+            let fft = vec![k as f32; crate::SPECTRUM_BINS];
+            tl.publish_with(&Point::default(), &wave, &fft);
+        }
+        let feed = Feed::new(Arc::clone(&tl), true, 0);
+        let mut cursor = 0;
+        feed.frame(0, &mut cursor);
+        let f = feed.frame(400_000_000, &mut cursor);
+        assert_eq!(f.points, 40);
+        let (mut w, mut m) = (vec![0.0; 16], vec![0.0; crate::SPECTRUM_BINS]);
+        assert!(feed.arrays(&f, &mut w, &mut m));
+        assert_eq!(
+            w[15],
+            (crate::FFT_SIZE - 1) as f32,
+            "the newest samples last"
+        );
+        assert_eq!(w[0], (crate::FFT_SIZE - 16) as f32);
+        assert!(m.iter().all(|&x| x == 39.0), "point 39's magnitudes");
+        for _ in 0..ARRAY_POINTS {
+            tl.publish(&Point::default());
+        }
+        assert!(!feed.arrays(&f, &mut w, &mut m));
+        assert!(w.iter().chain(&m).all(|&x| x == 0.0));
     }
 }

@@ -33,6 +33,9 @@ pub(crate) enum Command {
     Inspect {
         /// Element name, e.g. frei0r-glow.
         name: String,
+        /// Properties that choose what the node is, as in a pipeline: `mix transition=NAME`
+        /// (mode=transition implied) lists that gl-transition mix's properties.
+        props: Vec<String>,
     },
     /// List the ALSA sequencer's MIDI input ports (names for `run --midi NAME`).
     MidiPorts,

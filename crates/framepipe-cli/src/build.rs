@@ -259,6 +259,19 @@ fn no_input(desc: &GraphDesc, i: usize, kind: &str) -> Result<()> {
     )
 }
 
+/// The registry entry of a node whose kind and properties are its own rather than its
+/// element's, `None` for every other node: `isf location=FILE` (the file's) and
+/// `mix mode=transition transition=NAME` (the gl-transition's, a GPU mixer).
+pub fn node_entry(
+    element: &str,
+    props: &[(String, String)],
+) -> framepipe_core::Result<Option<framepipe_core::RegistryEntry>> {
+    match framepipe_gpu::isf::file_entry(element, props)? {
+        Some(e) => Ok(Some(e)),
+        None => framepipe_gpu::transitions::mix_entry(element, props),
+    }
+}
+
 /// Builds node `i` of `desc`.
 fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose) -> Result<Node> {
     let d = &desc.nodes[i];
@@ -303,8 +316,7 @@ fn build_node(desc: &GraphDesc, i: usize, registry: &Registry, purpose: Purpose)
         }
         _ => {}
     }
-    // `isf location=FILE`: the kind and properties are the file's.
-    let file_entry = framepipe_gpu::isf::file_entry(&d.element, &d.props)?;
+    let file_entry = node_entry(&d.element, &d.props)?;
     let entry = match &file_entry {
         Some(e) => e,
         None => registry.lookup(&d.element)?,

@@ -22,15 +22,17 @@
 //!    sources move in) — except those the new project has as they are (same name, element and
 //!    properties, fed by such nodes: a shared clip or camera), which go on under their name
 //!    and feed both; the new project's other nodes are built; in front of each running sink a
-//!    `mix mode=crossfade` named `fade:SINK` takes the old project's frames (input 0) and the
-//!    new project's (input 1), its `fader` ramped from 0 to 1 by the engine; a leaky sink (a
+//!    `mix mode=crossfade` named `fade:SINK` (`mix mode=transition transition=NAME` and the
+//!    transition's parameters with `load ... transition=NAME`: a gl-transition on the GPU)
+//!    takes the old project's frames (input 0) and the new project's (input 1), its `fader`
+//!    ramped from 0 to 1 by the engine; a leaky sink (a
 //!    preview, as the running show's [`ShowView`] says) takes the new project's at once, and
 //!    the old nodes that only fed it are dropped;
 //! 2. after the fade: the new project alone with the running sinks, every node of it going on
 //!    from the crossfade (its state since the fade's first frame kept).
 
-use anyhow::{bail, Result};
-use framepipe_control::GraphEdit;
+use anyhow::{bail, Context, Result};
+use framepipe_control::{FadeTransition, GraphEdit};
 use framepipe_core::{ElementKind, Registry};
 use framepipe_project::{GraphDesc, NodeDescr};
 use framepipe_runtime::{Editor, Fade, Graph, ShowView};
@@ -58,6 +60,35 @@ pub struct DescEditor {
     view: Option<ShowView>,
     /// The web page's preview branch, in no project file: `load` keeps it (issue #22).
     preview: Option<PreviewTap>,
+}
+
+/// The properties of a crossfade's mixers (`fade:SINK`), their `fader` at 0: `mix
+/// mode=crossfade`, or `mix mode=transition` with the gl-transition and its parameters, which
+/// are checked here (an unknown name or parameter refuses the `load` before anything is built).
+fn fade_mixer_props(transition: Option<&FadeTransition>) -> Result<Vec<(String, String)>> {
+    let fader = ("fader".to_string(), "0".to_string());
+    let Some(t) = transition else {
+        return Ok(vec![("mode".into(), "crossfade".into()), fader]);
+    };
+    use framepipe_gpu::transitions::mix;
+    let mut props = vec![
+        ("mode".to_string(), mix::MODE.to_string()),
+        (mix::TRANSITION.to_string(), t.name.clone()),
+        fader,
+    ];
+    for (k, v) in &t.params {
+        if ["mode", mix::TRANSITION, mix::AMOUNT].contains(&k.as_str()) {
+            bail!(
+                "{k}= is not a parameter of the transition (the crossfade sets it); its                  parameters are listed by framepipe inspect mix transition={}",
+                t.name
+            );
+        }
+        props.push((k.clone(), v.clone()));
+    }
+    let entry = framepipe_gpu::transitions::mix_entry(framepipe_effects::mix::NAME, &props)?
+        .expect("mode=transition makes a transition mix");
+    framepipe_core::Props::resolve(&entry.desc.name, &entry.desc.props, &props)?;
+    Ok(props)
 }
 
 /// `nodes` without the old project's nodes (the first `old` ones, but the sinks' places) whose
@@ -251,7 +282,10 @@ impl DescEditor {
         edit: &GraphEdit,
         path: &str,
         ns: u64,
+        transition: Option<&FadeTransition>,
     ) -> Result<(GraphDesc, Graph, Fade, GraphDesc)> {
+        let mixer_props =
+            fade_mixer_props(transition).with_context(|| format!("cannot crossfade to {path}"))?;
         // The new project with the running sinks, as a cut would load it.
         let after = self.applied(edit)?;
         self.load_plugins(&after);
@@ -381,10 +415,7 @@ impl DescEditor {
             nodes[o] = NodeDescr {
                 name: mixer,
                 element: framepipe_effects::mix::NAME.into(),
-                props: vec![
-                    ("mode".into(), "crossfade".into()),
-                    ("fader".into(), "0".into()),
-                ],
+                props: mixer_props.clone(),
                 inputs: vec![sink.inputs[0], at[from_new]],
             };
             was[o] = None;
@@ -493,9 +524,10 @@ impl Editor for DescEditor {
         if let GraphEdit::Load {
             path,
             fade_ns: Some(ns),
+            transition,
         } = edit
         {
-            return match self.crossfade(edit, path, *ns) {
+            return match self.crossfade(edit, path, *ns, transition.as_ref()) {
                 Ok((desc, graph, fade, after)) => {
                     self.next = Some(desc);
                     self.fade = Some((fade, after));

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use framepipe_core::ElementKind;
 
 use crate::args::GraphArgs;
@@ -169,7 +169,7 @@ fn short_kind(k: &framepipe_core::PropKind) -> &'static str {
     }
 }
 
-pub(crate) fn inspect(name: &str) -> Result<()> {
+pub(crate) fn inspect(name: &str, props: &[String]) -> Result<()> {
     if let Some((_, description)) = build::STRUCTURAL.iter().find(|(n, _)| *n == name) {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{name}  (graph node, made by framepipe itself)")?;
@@ -186,11 +186,30 @@ pub(crate) fn inspect(name: &str) -> Result<()> {
         return Ok(());
     }
     let (registry, _) = registry(None);
-    // `framepipe inspect FILE.fs`: an ISF file as `isf location=FILE.fs`.
+    // `framepipe inspect FILE.fs`: an ISF file as `isf location=FILE.fs`;
+    // `framepipe inspect mix transition=NAME`: that gl-transition mix.
+    let mut given = Vec::with_capacity(props.len() + 1);
+    for p in props {
+        let Some((k, v)) = p.split_once('=') else {
+            bail!("expected key=value after the element, e.g. mix transition=fade; got '{p}'");
+        };
+        given.push((k.to_string(), v.to_string()));
+    }
+    if name == framepipe_gpu::transitions::mix::MIX
+        && given.iter().any(|(k, _)| k == "transition")
+        && !given.iter().any(|(k, _)| k == "mode")
+    {
+        given.push(("mode".into(), "transition".into()));
+    }
     let file_entry = match name.ends_with(".fs") {
         true => framepipe_gpu::isf::file_entry("isf", &[("location".into(), name.into())])?,
-        false => None,
+        false => build::node_entry(name, &given)?,
     };
+    if file_entry.is_none() {
+        if let Some((k, _)) = given.first() {
+            bail!("{name} takes no {k}= here: only 'framepipe inspect mix transition=NAME' does");
+        }
+    }
     let entry = match &file_entry {
         Some(e) => e,
         None => registry.lookup(name)?,

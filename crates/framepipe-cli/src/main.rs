@@ -73,7 +73,7 @@ fn main() {
         Command::Run(args) => run::run(*args),
         Command::Graph(args) => info::graph(args).map(|()| Exit::Done),
         Command::Plugins { verbose } => info::plugins(verbose).map(|()| Exit::Done),
-        Command::Inspect { name } => info::inspect(&name).map(|()| Exit::Done),
+        Command::Inspect { name, props } => info::inspect(&name, &props).map(|()| Exit::Done),
         Command::MidiPorts => midi::list_ports().map(|()| Exit::Done),
         Command::AudioDevices => std::io::Write::write_all(
             &mut std::io::stdout(),

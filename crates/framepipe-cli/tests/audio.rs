@@ -303,3 +303,103 @@ fn a_clips_unused_sound_is_reported_once() {
     assert!(out.status.success(), "{err}");
     assert!(!err.contains("is not used"), "{err}");
 }
+
+/// `tempo auto`: a click track at 128 bpm sets the show's beat clock; after 12 s the
+/// tempo (the run's `--stats`) is within ±1 bpm of it, where it was 120 before.
+#[test]
+fn tempo_auto_sets_the_beat_clock_to_a_click_tracks_tempo() {
+    let dir = tmpdir("audio-tempo");
+    lavfi(
+        dir.path(),
+        "clicks.wav",
+        r"if(lt(mod(t\,0.46875)\,0.005)\,0.8*sin(2*PI*1000*t)\,0)",
+        12.0,
+    );
+    let mut child = Command::new(common::FP)
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "-q",
+            "--unpaced",
+            "--control",
+            "stdin",
+            "--stats",
+            "stats.json",
+            "--audio",
+            "clicks.wav",
+            "testsrc width=64 height=48 frames=300 rate=25 ! nullsink",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let fed = common::feed(&mut child, b"tempo auto\n".to_vec(), true);
+    let out = common::wait(child, std::time::Duration::from_secs(60), "tempo auto");
+    drop(fed.join());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("stats.json")).unwrap())
+            .unwrap();
+    let bpm = stats["tempo_bpm"].as_f64().unwrap();
+    assert!((bpm - 128.0).abs() <= 1.0, "tempo {bpm} bpm; {err}");
+}
+
+/// ISF `audioFFT` fed per frame: a shader drawing its 64-column spectrum, fed a sine of
+/// 3187.5 Hz (the middle of column 8: 24000 Hz / 64 columns = 375 Hz each) of amplitude
+/// 0.8, shows 0.8 in column 8 and next to nothing elsewhere.
+#[test]
+fn an_isf_audio_fft_input_shows_a_sines_energy_in_its_column() {
+    let dir = tmpdir("audio-isf");
+    lavfi(dir.path(), "sine.wav", r"0.8*sin(2*PI*3187.5*t)", 1.0);
+    let fs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/isf_audio/spectrum.fs");
+    let show = format!(
+        "testsrc width={W} height={H} frames=10 rate={FPS} ! isf location={} ! \
+         rawsink location=out.rgba",
+        fs.display()
+    );
+    let out = run_fp(
+        Some(dir.path()),
+        &[
+            "run",
+            "-q",
+            "--unpaced",
+            "--control",
+            "none",
+            "--audio",
+            "sine.wav",
+            &show,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let raw = std::fs::read(dir.path().join("out.rgba")).unwrap();
+    assert_eq!(raw.len(), W * H * 4 * 10);
+    // The last frame's middle row, one value per column.
+    let last = &raw[W * H * 4 * 9..];
+    let row: Vec<f64> = (0..W)
+        .map(|x| last[((H / 2) * W + x) * 4] as f64 / 255.0)
+        .collect();
+    assert!(
+        (row[8] - 0.8).abs() < 0.03,
+        "column 8: {}; row {row:?}",
+        row[8]
+    );
+    for (x, v) in row.iter().enumerate() {
+        if x != 8 {
+            assert!(*v < 0.05, "column {x}: {v}; row {row:?}");
+        }
+    }
+    // Without --audio the input is silent: 0 everywhere.
+    let out = run_fp(
+        Some(dir.path()),
+        &["run", "-q", "--unpaced", "--control", "none", &show],
+    );
+    assert!(out.status.success());
+    let raw = std::fs::read(dir.path().join("out.rgba")).unwrap();
+    assert!(raw.chunks_exact(4).all(|p| p[0] == 0), "silence is not 0");
+}

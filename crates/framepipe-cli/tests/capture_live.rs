@@ -2,106 +2,32 @@
 //! backend) started here under a server name of its own, a GStreamer JACK client playing a
 //! known sine into framepipe's capture ports, and a paced show whose crossfade follows
 //! `~audio:bass`, so each output frame's grey level is the bass band's value (Y = 16 + 219·v).
-//! The server is stopped (SIGTERM) mid-show: framepipe says the input vanished and the show plays to its
-//! end with silence (the last frames black), with no hang.
+//! The server is stopped (SIGTERM) mid-show: framepipe says the input vanished and the show
+//! plays on with silence (black frames), with no hang; the server is started again: framepipe
+//! reconnects by itself, says so, and the last frames follow the bass again.
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use common::{tmpdir, wait, FP};
+use framepipe_testkit::jack::{JackServer, Terminated};
 
 const FPS: u32 = 25;
-/// 5 s of frames.
-const FRAMES: u32 = 125;
+/// 9 s of frames: the sine, the server stopped for a second, its return, the capture's
+/// reconnection (its backoff reaches 2 s by then) and the sine again, with room on a loaded
+/// machine.
+const FRAMES: u32 = 225;
 const W: usize = 64;
 const H: usize = 48;
 
-/// A child killed when the test ends however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        terminate(&mut self.0);
-        let _ = self.0.wait();
-    }
-}
-
-/// Ends a JACK process with SIGTERM (it then leaves JACK's shared registry, which holds 8
-/// servers at most: a SIGKILLed server's entry stays, and after 8 of them no server starts on
-/// this machine), waiting up to 5 s before SIGKILL.
-fn terminate(child: &mut Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(5) {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-fn jack_ports(server: &str) -> String {
-    Command::new("jack_lsp")
-        .env("JACK_DEFAULT_SERVER", server)
-        .stderr(Stdio::null())
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .expect("cannot run jack_lsp; install it: apt-get install jackd2")
-}
-
-/// The first port of `client`, waiting up to 15 s for it.
-fn port_of(server: &str, client: &str) -> Vec<String> {
-    let start = Instant::now();
-    loop {
-        let ports: Vec<String> = jack_ports(server)
-            .lines()
-            .filter(|l| l.starts_with(&format!("{client}:")))
-            .map(str::to_string)
-            .collect();
-        if !ports.is_empty() {
-            return ports;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(15),
-            "no JACK client {client} within 15 s; ports: {}",
-            jack_ports(server)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-#[test]
-fn a_live_jack_show_follows_the_bass_and_plays_on_in_silence_when_the_server_dies() {
-    let dir = tmpdir("capture-live");
-    let server = format!("fp-cli-test-{}", std::process::id());
-    let mut jackd = Killed(
-        Command::new("jackd")
-            .env("JACK_NO_AUDIO_RESERVATION", "1")
-            .args(["--no-realtime", "-n", &server])
-            .args(["-d", "dummy", "-r", "48000", "-p", "1024"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cannot run jackd; install it: apt-get install jackd2"),
-    );
-    let start = Instant::now();
-    while !jack_ports(&server).contains("system:capture_1") {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the JACK dummy server did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // 93.75 Hz (FFT bin 4, in the bass band) at amplitude 0.5: the band reads 0.5.
-    let _gen = Killed(
+/// A GStreamer JACK client `fpgen` playing the sine (93.75 Hz: FFT bin 4, in the bass band,
+/// at amplitude 0.5: the band reads 0.5), connected to framepipe's capture ports.
+fn generator(server: &JackServer) -> Terminated {
+    let gen = Terminated(
         Command::new("gst-launch-1.0")
-            .env("JACK_DEFAULT_SERVER", &server)
+            .env("JACK_DEFAULT_SERVER", server.name())
             .args([
                 "-q",
                 "audiotestsrc",
@@ -123,8 +49,23 @@ fn a_live_jack_show_follows_the_bass_and_plays_on_in_silence_when_the_server_die
                 "gst-launch-1.0 (apt-get install gstreamer1.0-tools gstreamer1.0-plugins-good)",
             ),
     );
-    let gen_port = port_of(&server, "fpgen").remove(0);
+    let gen_port = server.ports_of("fpgen").remove(0);
+    for ours in server.ports_of("framepipe_in") {
+        let ours = ours.split_whitespace().next().unwrap_or(&ours).to_string();
+        assert!(
+            server.connect(&gen_port, &ours),
+            "jack_connect {gen_port} {ours}; ports: {}",
+            server.ports()
+        );
+    }
+    gen
+}
 
+#[test]
+fn a_live_jack_show_plays_on_in_silence_when_the_server_dies_and_follows_the_bass_again_when_it_is_back(
+) {
+    let dir = tmpdir("capture-live");
+    let mut server = JackServer::start();
     let out = dir.path().join("out.y4m");
     let src = |c: &str| {
         format!(
@@ -138,25 +79,22 @@ fn a_live_jack_show_follows_the_bass_and_plays_on_in_silence_when_the_server_die
         out.display()
     );
     let fp = Command::new(FP)
-        .env("JACK_DEFAULT_SERVER", &server)
+        .env("JACK_DEFAULT_SERVER", server.name())
         .args(["run", "-q", "--control", "none", "--audio", "jack", &show])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn framepipe");
-    for ours in port_of(&server, "framepipe_in") {
-        let st = Command::new("jack_connect")
-            .env("JACK_DEFAULT_SERVER", &server)
-            .args([&gen_port, &ours])
-            .status()
-            .unwrap();
-        assert!(st.success(), "jack_connect {gen_port} {ours}");
-    }
-    // A second and a half of the sine, then the server dies mid-show.
+    let gen = generator(&server);
+    // A second and a half of the sine, then the server dies mid-show; a second later it is
+    // back, and so is the generator.
     std::thread::sleep(Duration::from_millis(1500));
-    terminate(&mut jackd.0);
-    let _ = jackd.0.wait();
+    server.stop();
+    drop(gen);
+    std::thread::sleep(Duration::from_millis(1000));
+    server.restart();
+    let _gen = generator(&server);
 
     let done = wait(
         fp,
@@ -185,9 +123,27 @@ fn a_live_jack_show_follows_the_bass_and_plays_on_in_silence_when_the_server_die
     // The sine reached the picture: frames at 0.5 (one 8-bit step of rounding).
     let heard = values.iter().filter(|v| (*v - 0.5).abs() <= 0.005).count();
     assert!(heard >= 5, "the bass never drove the fader: {values:?}");
-    // After the server died: silence, exactly.
+    // After the server died: silence, exactly; then the bass again.
+    let first_silent = values
+        .iter()
+        .enumerate()
+        .skip_while(|(_, v)| **v == 0.0)
+        .find(|(_, v)| **v == 0.0)
+        .map(|(k, _)| k);
+    let Some(gap) = first_silent else {
+        panic!("no silence after the server died: {values:?}");
+    };
     assert!(
-        values[values.len() - 10..].iter().all(|&v| v == 0.0),
-        "the last frames are not silent: {values:?}"
+        values.len() >= gap + 5 && values[gap..gap + 5].iter().all(|&v| v == 0.0),
+        "the silence after the server died is not 5 frames long: {values:?}"
+    );
+    let back = values[gap..]
+        .iter()
+        .filter(|v| (*v - 0.5).abs() <= 0.005)
+        .count();
+    assert!(back >= 10, "the bass did not come back: {values:?}");
+    assert!(
+        stderr.contains("audio input 'jack' is back"),
+        "no word of the reconnection: {stderr}"
     );
 }

@@ -347,7 +347,8 @@ fn ok_frames(err: &str, cmd: &str) -> Vec<usize> {
 #[test]
 fn deck_commands_trigger_by_name_next_and_prev_wrap_on_the_frames_the_replies_name() {
     // trigger by a clip's file stem, next twice (round the bank's end), prev (round its
-    // start); a name the bank lacks is refused, naming the bank.
+    // start), then the clip playing again (it restarts); a name the bank lacks is refused,
+    // naming the bank.
     let dir = tmpdir("clip-deck-cmds");
     make_clip(&dir, "a.mp4", 20, 60, H264);
     make_clip_from(&dir, "b.mp4", 100, 20, 60, H264);
@@ -361,6 +362,7 @@ fn deck_commands_trigger_by_name_next_and_prev_wrap_on_the_frames_the_replies_na
             "next deck",
             "next deck",
             "prev deck",
+            "trigger deck c",
         ],
         250,
     );
@@ -371,9 +373,17 @@ fn deck_commands_trigger_by_name_next_and_prev_wrap_on_the_frames_the_replies_na
     let b = ok_frame(&err, "set deck.clip b");
     let next = ok_frames(&err, "set deck.clip next");
     let prev = ok_frame(&err, "set deck.clip prev");
+    let again = ok_frame(&err, "set deck.clip c");
     assert_eq!(next.len(), 2, "{err}");
     // Each segment: the clip's first frame on the replied frame, then its frames in order.
-    let starts = [(0, 0), (b, 100), (next[0], 200), (next[1], 0), (prev, 200)];
+    let starts = [
+        (0, 0),
+        (b, 100),
+        (next[0], 200),
+        (next[1], 0),
+        (prev, 200),
+        (again, 200),
+    ];
     for (k, &(from, offset)) in starts.iter().enumerate() {
         let to = starts.get(k + 1).map_or(got.len(), |s| s.0);
         assert!(
@@ -486,4 +496,163 @@ fn pause_holds_the_frame_and_a_position_set_while_paused_shows_its_frame() {
         "scrubbed at frame {q}: {:?}",
         &got[q..]
     );
+}
+
+/// The beat position, in nanobeats, of frame `k` at 60 fps when the tempo goes from 120 bpm to
+/// 90 from frame `f`, as the show's beat clock counts it: frame times in whole nanoseconds,
+/// the beats they hold at the tempo of each step (the new tempo from the step into `f`),
+/// rounded down.
+fn nanobeats(k: usize, f: usize) -> i128 {
+    let pts = |k: usize| k as i128 * 1_000_000_000 / 60;
+    let milli = if k < f {
+        pts(k) * 120_000
+    } else {
+        pts(f - 1) * 120_000 + (pts(k) - pts(f - 1)) * 90_000
+    };
+    milli / 60_000
+}
+
+#[test]
+fn a_quantized_deck_starts_and_restarts_a_clip_on_the_first_frame_of_the_next_beat() {
+    // quantize=beat at 60 fps: at 120 bpm a beat is 30 frames, so clip 1 starts on a frame
+    // that is a multiple of 30, the one the reply names. After `tempo 90` (a beat: 40 frames,
+    // from the tempo's frame on), triggering clip 1 again (the clip playing) restarts it, on
+    // the first frame at or after the next whole beat as the test computes it.
+    let dir = tmpdir("clip-deck-beat");
+    make_clip(&dir, "a.mp4", 20, 60, H264);
+    make_clip_from(&dir, "b.mp4", 100, 20, 60, H264);
+    let (got, err) = live(
+        &dir,
+        "clips name=deck locations=a.mp4,b.mp4 quantize=beat ! rawsink location=out.rgba",
+        &["trigger deck 1", "tempo 90", "trigger deck 1"],
+        700,
+    );
+    let frames = ok_frames(&err, "set deck.clip 1");
+    let f = ok_frame(&err, "tempo 90");
+    assert_eq!(frames.len(), 2, "{err}");
+    let (n1, n2) = (frames[0], frames[1]);
+    assert!(
+        0 < n1 && n1 < f && f < n2 && n2 < got.len(),
+        "{n1} {f} {n2} of {}: {err}",
+        got.len()
+    );
+    assert_eq!(n1 % 30, 0, "on a beat at 120 bpm: {err}");
+    // n2 is the first frame at or after a whole beat: a beat begins between it and the one
+    // before.
+    let (b, a) = (nanobeats(n2 - 1, f), nanobeats(n2, f));
+    assert!(
+        b / 1_000_000_000 < a / 1_000_000_000,
+        "frame {n2} ({a} nanobeats) is not the first of a beat after {b} (tempo from {f})"
+    );
+    let want: Vec<u32> = (0..got.len())
+        .map(|k| match k {
+            k if k < n1 => (k % 20) as u32,
+            k if k < n2 => 100 + ((k - n1) % 20) as u32,
+            k => 100 + ((k - n2) % 20) as u32,
+        })
+        .collect();
+    assert_eq!(got, want, "clip 1 from {n1}, again from {n2}: {err}");
+}
+
+#[test]
+fn a_loop_locked_to_beats_lasts_that_many_beats_at_the_tempo() {
+    // 30 frames at 60 fps, 120 bpm: a beat is 30 output frames, so beats=4 plays each clip
+    // frame 4 times (speed 0.25) and a loop lasts 120 frames; ping-pong's loop is 58 frames
+    // long (0..29..1), so beats=1 squeezes it to 30 output frames (speed 58/30).
+    let dir = tmpdir("clip-beats");
+    make_clip(&dir, "c.mp4", 30, 60, H264);
+    let got = played(&dir, "clip location=c.mp4 loop=true loops=2 beats=4");
+    let want: Vec<u32> = (0..240).map(|k| (k / 4) % 30).collect();
+    assert_eq!(got, want);
+    let got = played(
+        &dir,
+        "clip location=c.mp4 loop=true loops=2 ping-pong=true beats=1",
+    );
+    // Head ×30 (exact): 58 per frame over a period of 58 × 30.
+    let want: Vec<u32> = (0..60)
+        .map(|k| {
+            let u = (58 * k) % (58 * 30);
+            let i = u / 30;
+            if i < 30 {
+                i
+            } else {
+                58 - i
+            }
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_loop_locked_to_beats_follows_a_tempo_change_from_its_frame() {
+    // beats=2: speed 0.5 at 120 bpm; `tempo 60` from frame f: speed 0.25 from the frame after
+    // f − 1's head. Heads ×4: 2 a frame, then 1.
+    let dir = tmpdir("clip-beats-tempo");
+    make_clip(&dir, "c.mp4", 30, 60, H264);
+    let (got, err) = live(
+        &dir,
+        "clip name=c location=c.mp4 loop=true beats=2 ! rawsink location=out.rgba",
+        &["tempo 60"],
+        500,
+    );
+    let f = ok_frame(&err, "tempo 60");
+    assert!(0 < f && f + 10 < got.len(), "{f} of {}: {err}", got.len());
+    let want: Vec<u32> = (0..got.len())
+        .map(|k| {
+            let u4 = if k < f {
+                2 * k
+            } else {
+                2 * (f - 1) + (k + 1 - f)
+            };
+            ((u4 / 4) % 30) as u32
+        })
+        .collect();
+    assert_eq!(got, want, "tempo 60 from frame {f}");
+}
+
+#[test]
+fn clip_tables_in_a_project_file_give_a_deck_its_clips_with_their_own_settings() {
+    // Two [[clip]] tables beside the project file: the first with its own in/out points and
+    // speed 2 (a factor of the deck's), named for `trigger`; the second played backwards by
+    // its own speed and held at its end (loop = false).
+    let dir = tmpdir("clip-tables");
+    let show = dir.join("show");
+    std::fs::create_dir_all(&show).unwrap();
+    make_clip(&show, "a.mp4", 20, 60, H264);
+    make_clip_from(&show, "b.mp4", 100, 20, 60, H264);
+    std::fs::write(
+        show.join("show.toml"),
+        r#"pipeline = "clips name=deck ! rawsink location=../out.rgba"
+
+[[clip]]
+location = "a.mp4"
+name = "intro"
+in = 4
+out = 14
+speed = 2
+
+[[clip]]
+location = "b.mp4"
+name = "outro"
+speed = -1
+loop = false
+"#,
+    )
+    .unwrap();
+    let (got, err) = live(&dir, "show/show.toml", &["trigger deck outro"], 500);
+    assert!(err.contains("2 of 2 clips playable"), "{err}");
+    let n = ok_frame(&err, "set deck.clip outro");
+    assert!(
+        0 < n && n + 25 < got.len(),
+        "frame {n} of {}: {err}",
+        got.len()
+    );
+    // intro: frames 4, 6, ..., 12 again and again; outro: 119 down to 100, then held.
+    let want: Vec<u32> = (0..got.len())
+        .map(|k| match k {
+            k if k < n => 4 + 2 * (k as u32 % 5),
+            k => 119u32.saturating_sub((k - n) as u32).max(100),
+        })
+        .collect();
+    assert_eq!(got, want, "outro from frame {n}: {err}");
 }

@@ -77,7 +77,7 @@ fn inspect_describes_an_isf_file_and_a_pipeline_takes_its_inputs_as_properties()
         "Test: one input of every ISF type",
         "mode (one of: 0 = Off, 1 = Soft, 4 = Hard)",
         "input-width",
-        "wave (audio), spectrum (audioFFT): silent",
+        "wave (audio), spectrum (audioFFT): fed per frame from the show's --audio",
     ] {
         assert!(out.contains(want), "no {want:?} in:\n{out}");
     }

@@ -2,11 +2,11 @@
 //! way, scrubbed and paused live.
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, FrameCtx, FrameMut, Limits, Mode, PathUse, PropKind,
-    PropSpec, PropValue, Props, Rational, Result, Source, VideoInfo,
+    BeatCtx, Element, ElementDesc, ElementKind, Error, FrameCtx, FrameMut, Limits, Mode, PathUse,
+    PropKind, PropSpec, PropValue, Props, Rational, Result, Source, VideoInfo,
 };
 
-use crate::cursor::{speed_fixed, Cursor, Span};
+use crate::cursor::{speed_fixed, Cursor, Span, ONE};
 use crate::decode::{ClipFile, ClipInfo};
 use crate::error::ClipError;
 use crate::player::{Player, Sizing};
@@ -81,6 +81,13 @@ pub fn play_props() -> Vec<PropSpec> {
             "hold the current frame (live)",
         ),
         PropSpec::new(
+            "beats",
+            PropKind::Int { min: 0, max: 1024 },
+            PropValue::Int(0),
+            "one loop (in..out) lasts this many beats of the show's beat clock, the speed \
+             stretched or squeezed to fit and following the tempo; 0 = off (live)",
+        ),
+        PropSpec::new(
             "ahead",
             PropKind::Int { min: 1, max: 256 },
             PropValue::Int(DEFAULT_AHEAD),
@@ -144,6 +151,8 @@ pub struct PlaySettings {
     pub position: f64,
     /// Paused at start.
     pub pause: bool,
+    /// One loop lasts this many beats (0: `speed` alone).
+    pub beats: u32,
     /// Queue and cache.
     pub sizing: Sizing,
     /// Decoder threads.
@@ -160,11 +169,80 @@ impl PlaySettings {
             speed: speed_fixed(props.f64("speed")),
             position: props.f64("position"),
             pause: props.bool("pause"),
+            beats: props.i64("beats").clamp(0, 1024) as u32,
             sizing: Sizing {
                 depth: props.i64("ahead").max(1) as usize,
                 cache: props.i64("cache").max(2) as usize,
             },
             threads: props.i64("threads").max(0) as usize,
+        }
+    }
+}
+
+/// Which of the live properties every clip player shares a set changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Changed {
+    /// `speed`: the player moves on at the new speed from the frame after the one shown.
+    Speed,
+    /// `position`: the player seeks (scrubs).
+    Position,
+    /// `pause` or `beats`: read on each frame.
+    Other,
+}
+
+impl PlaySettings {
+    /// The value in force of a live property every clip player shares (`speed`, `position`,
+    /// `pause`, `beats`); `None` for the others.
+    pub fn live_value(&self, name: &str) -> Option<PropValue> {
+        Some(match name {
+            "speed" => PropValue::Float(self.speed as f64 / ONE as f64),
+            "position" => PropValue::Float(self.position),
+            "pause" => PropValue::Bool(self.pause),
+            "beats" => PropValue::Int(i64::from(self.beats)),
+            _ => return None,
+        })
+    }
+
+    /// Takes a live set of a shared property; which one changed (`None`: not a shared live
+    /// property, or a value of the wrong kind).
+    pub fn set_live(&mut self, name: &str, value: &PropValue) -> Option<Changed> {
+        match (name, value) {
+            ("speed", v) => {
+                self.speed = speed_fixed(v.as_f64()?);
+                Some(Changed::Speed)
+            }
+            ("position", v) => {
+                self.position = v.as_f64()?;
+                Some(Changed::Position)
+            }
+            ("pause", PropValue::Bool(b)) => {
+                self.pause = *b;
+                Some(Changed::Other)
+            }
+            ("beats", PropValue::Int(n)) => {
+                self.beats = (*n).clamp(0, 1024) as u32;
+                Some(Changed::Other)
+            }
+            _ => None,
+        }
+    }
+
+    /// The speed (fixed point) to play a loop of `period` frames at, at frame `beat` of a show
+    /// at `rate`: `speed`, or with `beats` and a running beat clock, the speed of `speed`'s
+    /// sign (forward for 0) at which one loop lasts `beats` beats at the tempo in force:
+    /// `period × tempo / (beats × 60 × fps)` clip frames per output frame.
+    pub fn play_speed(&self, beat: &BeatCtx, period: u64, rate: Rational) -> i64 {
+        if self.beats == 0 || !beat.is_running() || rate.num == 0 {
+            return self.speed;
+        }
+        let num =
+            i128::from(period) * i128::from(ONE) * i128::from(beat.millibpm) * i128::from(rate.den);
+        let den = i128::from(self.beats) * 60_000 * i128::from(rate.num);
+        let s = ((num + den / 2) / den).min(64 * i128::from(ONE)) as i64;
+        if self.speed < 0 {
+            -s
+        } else {
+            s
         }
     }
 }
@@ -199,17 +277,28 @@ pub fn parse_point(
         .map_err(|_| bad("expected a frame number (12) or seconds (1.5s)"))
 }
 
+/// The frames `[first, end)` of `info` between an `in` and an `out` point (texts as the
+/// properties take them; an empty or 0 `out` is the clip's end).
+pub fn points(
+    in_point: &str,
+    out_point: &str,
+    info: &ClipInfo,
+) -> std::result::Result<(u64, u64), ClipError> {
+    let first = parse_point("in", in_point, info.rate)?.unwrap_or(0);
+    let end = parse_point("out", out_point, info.rate)?
+        .filter(|&o| o > 0)
+        .unwrap_or(info.frames)
+        .min(info.frames);
+    Ok((first, end))
+}
+
 /// The span of `info` between the `in` and `out` properties.
 pub fn span_of(
     props: &Props,
     info: &ClipInfo,
     ping_pong: bool,
 ) -> std::result::Result<Span, ClipError> {
-    let first = parse_point("in", props.str("in"), info.rate)?.unwrap_or(0);
-    let end = parse_point("out", props.str("out"), info.rate)?
-        .filter(|&o| o > 0)
-        .unwrap_or(info.frames)
-        .min(info.frames);
+    let (first, end) = points(props.str("in"), props.str("out"), info)?;
     if first >= end {
         return Err(ClipError::BadValue {
             prop: "in",
@@ -254,12 +343,21 @@ pub fn build(props: &Props) -> Result<Element> {
     )?)))
 }
 
+/// The refusal of a set of a fixed property of `element`.
+pub(crate) fn not_live(element: &str, name: &str) -> Error {
+    Error::Pipeline(format!(
+        "property '{name}' of {element} cannot be changed while running"
+    ))
+}
+
 /// The `clip` source.
 #[derive(Debug)]
 pub struct Clip {
     info: VideoInfo,
     player: Player,
     settings: PlaySettings,
+    /// The speed the player plays at: `speed`, or the one `beats` asks for.
+    speed: i64,
     /// A new position was set while paused: show its frame once.
     scrubbed: bool,
     hint: Option<u64>,
@@ -296,9 +394,11 @@ impl Clip {
                 rate: Rational::new(ci.rate.0, ci.rate.1),
             },
             player,
+            speed: settings.speed,
             settings,
             scrubbed: false,
-            hint,
+            // A loop locked to beats lasts what the tempo says.
+            hint: hint.filter(|_| settings.beats == 0),
             plays: 0,
         })
     }
@@ -313,11 +413,18 @@ impl Source for Clip {
         self.hint
     }
 
-    fn fill(&mut self, _ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
         if self.settings.pause && !self.scrubbed && self.player.repeat(frame.data_mut()) {
             return Ok(true);
         }
         self.scrubbed = false;
+        let speed =
+            self.settings
+                .play_speed(&ctx.beat, self.player.span().period(), self.info.rate);
+        if speed != self.speed {
+            self.speed = speed;
+            self.player.set_speed(speed);
+        }
         loop {
             if self
                 .player
@@ -359,38 +466,30 @@ impl Source for Clip {
             .props
             .into_iter()
             .map(|spec| {
-                let v = match spec.name.as_str() {
-                    "speed" => {
-                        PropValue::Float(self.settings.speed as f64 / crate::cursor::ONE as f64)
-                    }
-                    "position" => PropValue::Float(self.settings.position),
-                    "pause" => PropValue::Bool(self.settings.pause),
-                    _ => spec.default.clone(),
-                };
+                let v = self
+                    .settings
+                    .live_value(&spec.name)
+                    .unwrap_or_else(|| spec.default.clone());
                 (spec, v)
             })
             .collect()
     }
 
     fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
-        match (name, value.as_f64()) {
-            ("speed", Some(v)) => {
-                self.settings.speed = speed_fixed(v);
-                self.player.set_speed(self.settings.speed);
+        match self.settings.set_live(name, value) {
+            Some(Changed::Speed) => {
+                // With `beats` the speed's sign alone counts: the next frame sets the speed.
+                if self.settings.beats == 0 {
+                    self.speed = self.settings.speed;
+                    self.player.set_speed(self.speed);
+                }
             }
-            ("position", Some(v)) => {
-                self.settings.position = v;
-                self.player.seek(v, self.settings.speed);
+            Some(Changed::Position) => {
+                self.player.seek(self.settings.position, self.speed);
                 self.scrubbed = true;
             }
-            ("pause", _) => {
-                self.settings.pause = matches!(value, PropValue::Bool(true));
-            }
-            _ => {
-                return Err(Error::Pipeline(format!(
-                    "property '{name}' of {NAME} cannot be changed while running"
-                )))
-            }
+            Some(Changed::Other) => {}
+            None => return Err(not_live(NAME, name)),
         }
         Ok(())
     }

@@ -17,11 +17,11 @@
 //! thread, dropped, and the deck goes on with the next clip.
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Error, FrameCtx, FrameMut, Limits, Mode, PathUse, PropKind,
-    PropSpec, PropValue, Props, Rational, Result, Source, VideoInfo,
+    BeatCtx, Element, ElementDesc, ElementKind, Error, FrameCtx, FrameMut, Limits, Mode, PathUse,
+    PropKind, PropSpec, PropValue, Props, Rational, Result, Source, VideoInfo,
 };
 
-use crate::clip::{parse_point, play_props, PlaySettings};
+use crate::clip::{not_live, play_props, points, Changed, PlaySettings};
 use crate::cursor::{speed_fixed, Cursor, Span, ONE};
 use crate::decode::ClipFile;
 use crate::error::ClipError;
@@ -56,6 +56,14 @@ impl Trigger {
     }
 }
 
+/// The words of `quantize`. The runtime reads the property (`Live::quantum`): it holds the
+/// deck's sets until the grid and answers them with that frame.
+pub const QUANTIZE: [&str; 3] = ["off", "beat", "bar"];
+
+fn quantize_index(word: &str) -> usize {
+    QUANTIZE.iter().position(|q| *q == word).unwrap_or(0)
+}
+
 /// The registry description of `clips`.
 pub fn desc() -> ElementDesc {
     let mut props = vec![
@@ -87,6 +95,23 @@ pub fn desc() -> ElementDesc {
             PropValue::Str("restart".into()),
             "restart: from the in point; resume: where the clip was left (live)",
         ),
+        PropSpec::new(
+            "quantize",
+            PropKind::Enum(QUANTIZE.iter().map(|s| s.to_string()).collect()),
+            PropValue::Str("off".into()),
+            "off: a trigger (and any live set of the deck) lands on the next frame; beat, bar: \
+             on the first frame at or after the next beat (bar: 4 beats) of the show's beat \
+             clock, the frame the reply names (live)",
+        ),
+        PropSpec::new(
+            "clip-settings",
+            PropKind::Str,
+            PropValue::Str(String::new()),
+            "each clip's own settings, in bank order: places separated by ';', each \
+             key=value,... of name, in, out, speed (a factor), ping-pong, beats, loop (what a \
+             project file's [[clip]] tables write)",
+        )
+        .fixed(),
         PropSpec::new(
             "width",
             PropKind::Int { min: 0, max: 16384 },
@@ -194,25 +219,28 @@ pub fn build(props: &Props) -> Result<Element> {
     let mut rate = None;
     // Set by the first clip that opens: the picture's bytes and the head's length.
     let mut sized: Option<(u64, usize)> = None;
-    let span_of = |info: &crate::decode::ClipInfo| -> std::result::Result<Span, ClipError> {
-        let first = parse_point("in", props.str("in"), info.rate)?.unwrap_or(0);
-        let end = parse_point("out", props.str("out"), info.rate)?
-            .filter(|&o| o > 0)
-            .unwrap_or(info.frames)
-            .min(info.frames);
-        // An in point past a short clip's end plays its last frame.
-        let first = first.min(end.saturating_sub(1));
-        Ok(Span {
-            first,
-            len: (end - first).max(1),
-            ping_pong: settings.ping_pong,
-        })
-    };
+    let own = ClipOpts::parse_all(props.str("clip-settings"), locations.len())?;
+    let span_of =
+        |i: usize, info: &crate::decode::ClipInfo| -> std::result::Result<Span, ClipError> {
+            let o = &own[i];
+            let (first, end) = points(
+                o.in_point.as_deref().unwrap_or(props.str("in")),
+                o.out_point.as_deref().unwrap_or(props.str("out")),
+                info,
+            )?;
+            // An in point past a short clip's end plays its last frame.
+            let first = first.min(end.saturating_sub(1));
+            Ok(Span {
+                first,
+                len: (end - first).max(1),
+                ping_pong: o.ping_pong.unwrap_or(settings.ping_pong),
+            })
+        };
     // One clip open at a time: opened, its head decoded, closed (its decoder's memory given
     // back); the decoder thread opens the one that plays.
     for (i, loc) in locations.iter().enumerate() {
         let mut opened = ClipFile::open_sized(loc, settings.threads, size)
-            .and_then(|f| Ok((span_of(f.info())?, f)));
+            .and_then(|f| Ok((span_of(i, f.info())?, f)));
         if let Ok((_, f)) = &opened {
             if sized.is_none() {
                 let info = f.info();
@@ -299,6 +327,7 @@ pub fn build(props: &Props) -> Result<Element> {
         return Err(Error::element(NAME, "no clip of the bank could be decoded"));
     };
     let cursor = Cursor::new(&spans[active], 0, settings.speed);
+    let quantize = quantize_index(props.str("quantize"));
     let player = Player::start_bank(
         files,
         spans,
@@ -315,6 +344,9 @@ pub fn build(props: &Props) -> Result<Element> {
             rate: Rational::new(rate.0, rate.1),
         },
         player,
+        speed: settings.speed,
+        beat: BeatCtx::default(),
+        quantize,
         settings,
         heads,
         skipped,
@@ -325,7 +357,12 @@ pub fn build(props: &Props) -> Result<Element> {
         ended: false,
         scrubbed: false,
         clip: active,
-        names: locations.iter().map(|l| stem(l)).collect(),
+        names: locations
+            .iter()
+            .zip(&own)
+            .map(|(l, o)| o.name.clone().unwrap_or_else(|| stem(l)))
+            .collect(),
+        own,
         given: [props.str("locations").into(), props.str("folder").into()],
     };
     deck.resume = vec![None; deck.heads.len()];
@@ -355,6 +392,12 @@ pub struct Deck {
     info: VideoInfo,
     player: Player,
     settings: PlaySettings,
+    /// The speed the player plays at: `speed`, or the one `beats` asks for.
+    speed: i64,
+    /// The beat clock at the last frame given (a trigger's `beats` speed is computed with it).
+    beat: BeatCtx,
+    /// `quantize`, as set (its place in [`QUANTIZE`]; the runtime acts on it).
+    quantize: usize,
     heads: Vec<Vec<Vec<u8>>>,
     /// Places whose clip could not be opened or decoded.
     skipped: Vec<bool>,
@@ -367,11 +410,86 @@ pub struct Deck {
     ended: bool,
     scrubbed: bool,
     clip: usize,
-    /// Each place's name: its file's stem (`trigger deck intro`).
+    /// Each place's name: its own (`[[clip]]`'s `name`), else its file's stem (`trigger deck
+    /// intro`).
     names: Vec<String>,
+    /// Each place's own settings (from `clip-settings`).
+    own: Vec<ClipOpts>,
     /// `locations` and `folder` as given (published: the web page's thumbnails find the
     /// bank's files from them with [`bank_of`]).
     given: [String; 2],
+}
+
+/// One place's own settings, from the deck's `clip-settings` (a project file's `[[clip]]`
+/// tables): each given one replaces the deck's (`speed` multiplies it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClipOpts {
+    /// The name `trigger` takes.
+    pub name: Option<String>,
+    /// `in`, as the property takes it.
+    pub in_point: Option<String>,
+    /// `out`, as the property takes it.
+    pub out_point: Option<String>,
+    /// A factor of the deck's speed.
+    pub speed: Option<f64>,
+    /// Forward then backward.
+    pub ping_pong: Option<bool>,
+    /// One loop lasts this many beats.
+    pub beats: Option<u32>,
+    /// Loops (else holds its last frame).
+    pub looping: Option<bool>,
+}
+
+impl ClipOpts {
+    /// The settings of `places` places from `text` (`;` between places, `,` between
+    /// `key=value`s; places left out have none). Errors name the place and the key.
+    pub fn parse_all(text: &str, places: usize) -> Result<Vec<ClipOpts>> {
+        let mut out = vec![ClipOpts::default(); places];
+        if text.trim().is_empty() {
+            return Ok(out);
+        }
+        for (i, entry) in text.split(';').enumerate() {
+            let bad =
+                |what: String| Error::element(NAME, format!("clip-settings of clip {i}: {what}"));
+            let Some(o) = out.get_mut(i) else {
+                if entry.trim().is_empty() {
+                    continue;
+                }
+                return Err(bad(format!("the bank has {places} clips")));
+            };
+            for field in entry.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+                let (k, v) = field
+                    .split_once('=')
+                    .ok_or_else(|| bad(format!("'{field}': expected key=value")))?;
+                let num = |v: &str| -> Result<f64> {
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|x| x.is_finite())
+                        .ok_or_else(|| bad(format!("{k}={v}: expected a number")))
+                };
+                let flag = |v: &str| -> Result<bool> {
+                    v.parse::<bool>()
+                        .map_err(|_| bad(format!("{k}={v}: expected true or false")))
+                };
+                match k {
+                    "name" => o.name = Some(v.to_string()),
+                    "in" => o.in_point = Some(v.to_string()),
+                    "out" => o.out_point = Some(v.to_string()),
+                    "speed" => o.speed = Some(num(v)?.clamp(-64.0, 64.0)),
+                    "ping-pong" => o.ping_pong = Some(flag(v)?),
+                    "beats" => o.beats = Some(num(v)?.clamp(0.0, 1024.0) as u32),
+                    "loop" => o.looping = Some(flag(v)?),
+                    _ => {
+                        return Err(bad(format!(
+                            "unknown key '{k}'; expected one of: name, in, out, speed, \
+                             ping-pong, beats, loop"
+                        )))
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A clip's name: its file name without folder and extension.
@@ -410,7 +528,10 @@ impl Deck {
         self.clip = n;
         self.ended = false;
         self.scrubbed = self.settings.pause;
-        let speed = self.settings.speed;
+        self.speed = self
+            .settings_of(n)
+            .play_speed(&self.beat, span.period(), self.info.rate);
+        let speed = self.speed;
         if let (Trigger::Resume, Some(u)) = (self.trigger, self.resume[n]) {
             self.head = None;
             let mut c = Cursor::new(&span, u, speed);
@@ -441,6 +562,34 @@ impl Deck {
         Ok(())
     }
 
+    /// How clip `n` plays: the deck's settings with the clip's own (its speed a factor of the
+    /// deck's).
+    fn settings_of(&self, n: usize) -> PlaySettings {
+        let mut s = self.settings;
+        let Some(o) = self.own.get(n) else {
+            return s;
+        };
+        if let Some(f) = o.speed {
+            s.speed = speed_fixed(s.speed as f64 / ONE as f64 * f);
+        }
+        if let Some(b) = o.beats {
+            s.beats = b;
+        }
+        if let Some(l) = o.looping {
+            s.looping = l;
+        }
+        s
+    }
+
+    /// From the next frame on, plays at `speed` from the frame after the one shown.
+    fn change_speed(&mut self, speed: i64) {
+        self.speed = speed;
+        let u = self.shown_u().unwrap_or(0);
+        self.head = None;
+        self.ended = false;
+        self.player.set_speed_from(u, speed);
+    }
+
     fn repeat(&self, out: &mut [u8]) -> bool {
         match self.shown {
             Shown::Nothing => false,
@@ -458,7 +607,16 @@ impl Source for Deck {
         self.info
     }
 
-    fn fill(&mut self, _ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+    fn fill(&mut self, ctx: &FrameCtx, frame: &mut FrameMut) -> Result<bool> {
+        self.beat = ctx.beat;
+        if let Some(span) = self.player.span_of(self.clip) {
+            let speed =
+                self.settings_of(self.clip)
+                    .play_speed(&ctx.beat, span.period(), self.info.rate);
+            if speed != self.speed {
+                self.change_speed(speed);
+            }
+        }
         let out = frame.data_mut();
         if ((self.settings.pause && !self.scrubbed) || self.ended) && self.repeat(out) {
             return Ok(true);
@@ -494,7 +652,7 @@ impl Source for Deck {
                 self.clip = self.player.active();
                 return Ok(true);
             }
-            if !self.settings.looping {
+            if !self.settings_of(self.clip).looping {
                 self.ended = true;
                 if self.repeat(out) {
                     return Ok(true);
@@ -536,12 +694,13 @@ impl Source for Deck {
                         }
                         .into(),
                     ),
-                    "speed" => PropValue::Float(self.settings.speed as f64 / ONE as f64),
-                    "position" => PropValue::Float(self.settings.position),
-                    "pause" => PropValue::Bool(self.settings.pause),
+                    "quantize" => PropValue::Str(QUANTIZE[self.quantize].into()),
                     "locations" => PropValue::Str(self.given[0].clone()),
                     "folder" => PropValue::Str(self.given[1].clone()),
-                    _ => spec.default.clone(),
+                    name => self
+                        .settings
+                        .live_value(name)
+                        .unwrap_or_else(|| spec.default.clone()),
                 };
                 (spec, v)
             })
@@ -562,29 +721,34 @@ impl Source for Deck {
 
     fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
         match (name, value) {
-            ("clip", PropValue::Int(n)) => self.trigger_clip((*n).max(0) as usize)?,
-            ("trigger", PropValue::Str(s)) => self.trigger = Trigger::parse(s),
-            ("speed", v) if v.as_f64().is_some() => {
-                self.settings.speed = speed_fixed(v.as_f64().unwrap_or(1.0));
-                let u = self.shown_u().unwrap_or(0);
-                self.head = None;
-                self.ended = false;
-                self.player.set_speed_from(u, self.settings.speed);
+            ("clip", PropValue::Int(n)) => return self.trigger_clip((*n).max(0) as usize),
+            ("trigger", PropValue::Str(s)) => {
+                self.trigger = Trigger::parse(s);
+                return Ok(());
             }
-            ("position", v) if v.as_f64().is_some() => {
-                self.settings.position = v.as_f64().unwrap_or(0.0);
+            ("quantize", PropValue::Str(s)) => {
+                // The runtime holds the deck's sets by it; the deck only publishes it.
+                self.quantize = quantize_index(s);
+                return Ok(());
+            }
+            _ => {}
+        }
+        match self.settings.set_live(name, value) {
+            Some(Changed::Speed) => {
+                // With `beats` the speed's sign alone counts: the next frame sets the speed.
+                let own = self.settings_of(self.clip);
+                if own.beats == 0 {
+                    self.change_speed(own.speed);
+                }
+            }
+            Some(Changed::Position) => {
                 self.head = None;
                 self.ended = false;
-                self.player
-                    .seek(self.settings.position, self.settings.speed);
+                self.player.seek(self.settings.position, self.speed);
                 self.scrubbed = true;
             }
-            ("pause", PropValue::Bool(b)) => self.settings.pause = *b,
-            _ => {
-                return Err(Error::Pipeline(format!(
-                    "property '{name}' of {NAME} cannot be changed while running"
-                )))
-            }
+            Some(Changed::Other) => {}
+            None => return Err(not_live(NAME, name)),
         }
         Ok(())
     }

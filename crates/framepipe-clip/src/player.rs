@@ -335,12 +335,17 @@ impl Player {
     }
 
     /// From the next frame on, plays at `speed` (fixed point), from the frame after the
-    /// current one.
+    /// current one (from the start, before the first frame).
     pub fn set_speed(&mut self, speed: i64) {
         let u = match (&self.held, &self.current) {
             (Some(h), _) => h.step.u - speed,
             (None, Some(c)) => c.step.u,
-            (None, None) => self.span().start(speed) - speed,
+            (None, None) => {
+                // Not a step back over the start: that would count as a loop's end.
+                let span = self.span();
+                self.restart(Cursor::new(&span, span.start(speed), speed));
+                return;
+            }
         };
         self.set_speed_from(u, speed);
     }

@@ -212,7 +212,11 @@ pub enum Command {
     /// Set the master speed of all oscillators (1 = normal, 0 = frozen).
     Speed(f64),
     /// Set the tempo of the beat clock, bpm (20..=999); beat oscillators keep their phase.
+    /// Ends `tempo auto`.
     Tempo(f64),
+    /// `tempo auto`: the beat clock follows the show's audio (its tempo estimate, its phase
+    /// nudged by onsets) until a `tempo BPM` or a `tap`.
+    TempoAuto,
     /// A tap of tap tempo: taps set the tempo and re-align the beat phase (see
     /// [`beat`](crate::beat)).
     Tap {
@@ -432,8 +436,12 @@ impl Command {
             "tempo" => {
                 let t = words.next().ok_or(Error::MissingArgument {
                     command: "tempo",
-                    what: "a tempo in bpm, e.g. tempo 128",
+                    what: "a tempo in bpm, e.g. tempo 128, or auto",
                 })?;
+                if t.eq_ignore_ascii_case("auto") {
+                    no_more("tempo", words)?;
+                    return Ok(Command::TempoAuto);
+                }
                 let bpm = t
                     .parse::<f64>()
                     .ok()
@@ -441,7 +449,7 @@ impl Command {
                     .ok_or_else(|| Error::BadArgument {
                         command: "tempo".into(),
                         token: t.into(),
-                        reason: "expected a tempo in bpm within 20..=999".into(),
+                        reason: "expected a tempo in bpm within 20..=999, or auto".into(),
                     })?;
                 no_more("tempo", words)?;
                 Ok(Command::Tempo(bpm))
@@ -644,6 +652,7 @@ impl Command {
             | Command::Bypass { .. }
             | Command::Speed(_)
             | Command::Tempo(_)
+            | Command::TempoAuto
             | Command::Tap { .. }
             | Command::Pause
             | Command::Step(_)
@@ -667,7 +676,7 @@ impl Command {
             Command::Unosc { .. } => "unosc",
             Command::Bypass { .. } => "bypass",
             Command::Speed(_) => "speed",
-            Command::Tempo(_) => "tempo",
+            Command::Tempo(_) | Command::TempoAuto => "tempo",
             Command::Tap { .. } => "tap",
             Command::Pause => "pause",
             Command::Step(_) => "step",
@@ -715,6 +724,7 @@ impl fmt::Display for Command {
             }
             Command::Speed(s) => write!(f, "speed {s}"),
             Command::Tempo(b) => write!(f, "tempo {b}"),
+            Command::TempoAuto => write!(f, "tempo auto"),
             // The posting time is the sender's, not the protocol's.
             Command::Tap { .. } => f.write_str("tap"),
             Command::Pause => f.write_str("pause"),
@@ -850,6 +860,8 @@ mod tests {
         assert_eq!(Command::parse("tempo 128").unwrap(), Command::Tempo(128.0));
         assert_eq!(Command::parse("TEMPO 20").unwrap(), Command::Tempo(20.0));
         assert_eq!(Command::parse("tempo 999").unwrap(), Command::Tempo(999.0));
+        assert_eq!(Command::parse("tempo auto").unwrap(), Command::TempoAuto);
+        assert_eq!(Command::TempoAuto.to_string(), "tempo auto");
         assert_eq!(Command::parse("tap").unwrap(), Command::Tap { at_ns: None });
         for (line, element, value) in [
             ("trigger deck 2", name("deck"), "2"),

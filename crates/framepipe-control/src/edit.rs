@@ -59,14 +59,29 @@ pub enum GraphEdit {
         /// The node it now comes from.
         from: String,
     },
-    /// `load FILE [fade=DURATION]`: switch to another project (its sinks must be the running
-    /// ones), cutting or crossfading over the duration.
+    /// `load FILE [fade=DURATION [transition=NAME [PARAM=VALUE ...]]]`: switch to another
+    /// project (its sinks must be the running ones), cutting or crossfading over the duration,
+    /// through a gl-transition if one is named.
     Load {
         /// The project file.
         path: String,
         /// The crossfade, ns (`None`: a cut).
         fade_ns: Option<u64>,
+        /// The gl-transition the crossfade goes through (`None`: a linear crossfade; always
+        /// `None` for a cut).
+        transition: Option<FadeTransition>,
     },
+}
+
+/// The gl-transition of a crossfade, as `load` names it: `transition=NAME` and the words
+/// `PARAM=VALUE` after the file that are neither `fade=` nor `transition=` (its parameters,
+/// as properties of `mix mode=transition` take them: `direction=0,1`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FadeTransition {
+    /// The transition's name (`directional`, `wipeLeft`; any case).
+    pub name: String,
+    /// Its parameters, as written.
+    pub params: Vec<(String, String)>,
 }
 
 /// The longest crossfade `load` accepts: one hour.
@@ -173,6 +188,9 @@ impl GraphEdit {
                     return Err(bad(command, &path, "empty file name"));
                 }
                 let mut fade_ns = None;
+                let mut name: Option<String> = None;
+                let mut params: Vec<(String, String)> = Vec::new();
+                let mut first_param: Option<String> = None;
                 for w in words.by_ref() {
                     match w.split_once('=') {
                         Some((k, v)) if k.eq_ignore_ascii_case("fade") => {
@@ -183,19 +201,59 @@ impl GraphEdit {
                                 parse_duration_ns(v).map_err(|reason| bad(command, &w, reason))?,
                             );
                         }
+                        Some((k, v)) if k.eq_ignore_ascii_case("transition") => {
+                            if name.is_some() {
+                                return Err(bad(command, &w, "transition= is given twice"));
+                            }
+                            if v.is_empty() {
+                                return Err(bad(
+                                    command,
+                                    &w,
+                                    "expected a gl-transition's name, e.g. transition=wipeLeft",
+                                ));
+                            }
+                            name = Some(v.to_string());
+                        }
+                        Some((k, v)) if !k.is_empty() => {
+                            if params.iter().any(|(p, _)| p == k) {
+                                return Err(bad(command, &w, "a parameter is given twice"));
+                            }
+                            first_param.get_or_insert_with(|| w.clone());
+                            params.push((k.to_string(), v.to_string()));
+                        }
                         _ => {
                             return Err(bad(
                                 command,
                                 &w,
-                                "load takes a file and fade=DURATION (e.g. fade=2s, fade=500ms)",
+                                "load takes a file, fade=DURATION (e.g. fade=2s, fade=500ms), \
+                                 and transition=NAME with the transition's PARAM=VALUE",
                             ))
                         }
                     }
                 }
+                if let (None, Some(w)) = (&name, first_param) {
+                    return Err(bad(
+                        command,
+                        &w,
+                        "a transition's parameter needs transition=NAME (load takes a file, \
+                         fade=DURATION and transition=NAME)",
+                    ));
+                }
+                if let (Some(n), None) = (&name, fade_ns) {
+                    return Err(bad(
+                        command,
+                        &format!("transition={n}"),
+                        "a transition needs fade=DURATION (e.g. fade=2s): a cut has none",
+                    ));
+                }
+                // A fade of no time is a cut.
+                let fade_ns = fade_ns.filter(|&ns| ns > 0);
                 GraphEdit::Load {
                     path,
-                    // A fade of no time is a cut.
-                    fade_ns: fade_ns.filter(|&ns| ns > 0),
+                    fade_ns,
+                    transition: name
+                        .filter(|_| fade_ns.is_some())
+                        .map(|name| FadeTransition { name, params }),
                 }
             }
         };
@@ -459,10 +517,19 @@ impl fmt::Display for GraphEdit {
                 f.write_str(" ")?;
                 write_word(f, from)
             }
-            GraphEdit::Load { path, fade_ns } => {
+            GraphEdit::Load {
+                path,
+                fade_ns,
+                transition,
+            } => {
                 write_word(f, path)?;
                 if let Some(ns) = fade_ns {
                     write!(f, " fade={}", format_duration_ns(*ns))?;
+                }
+                if let Some(t) = transition {
+                    f.write_str(" ")?;
+                    write_word(f, &format!("transition={}", t.name))?;
+                    write_props(f, &t.params)?;
                 }
                 Ok(())
             }
@@ -546,14 +613,16 @@ mod tests {
             edit("load scene2.toml fade=2s"),
             GraphEdit::Load {
                 path: "scene2.toml".into(),
-                fade_ns: Some(2_000_000_000)
+                fade_ns: Some(2_000_000_000),
+                transition: None
             }
         );
         assert_eq!(
             edit("load 'scene 3.toml'"),
             GraphEdit::Load {
                 path: "scene 3.toml".into(),
-                fade_ns: None
+                fade_ns: None,
+                transition: None
             }
         );
         // A fade of no time is a cut.
@@ -561,9 +630,44 @@ mod tests {
             edit("load a.toml fade=0ms"),
             GraphEdit::Load {
                 path: "a.toml".into(),
-                fade_ns: None
+                fade_ns: None,
+                transition: None
             }
         );
+        // A crossfade through a gl-transition, its parameters after it.
+        assert_eq!(
+            edit("load b.toml fade=1s transition=directional direction=0,1"),
+            GraphEdit::Load {
+                path: "b.toml".into(),
+                fade_ns: Some(1_000_000_000),
+                transition: Some(FadeTransition {
+                    name: "directional".into(),
+                    params: vec![("direction".into(), "0,1".into())],
+                })
+            }
+        );
+        assert_eq!(
+            edit("load b.toml fade=0s transition=fade"),
+            GraphEdit::Load {
+                path: "b.toml".into(),
+                fade_ns: None,
+                transition: None
+            }
+        );
+    }
+
+    #[test]
+    fn load_refuses_a_transition_without_a_fade_and_parameters_without_a_transition() {
+        let err = |text: &str| {
+            let (word, rest) = text.split_once(' ').unwrap();
+            GraphEdit::parse(word, rest).unwrap_err().to_string()
+        };
+        let e = err("load b.toml transition=wipeLeft");
+        assert!(e.contains("a transition needs fade=DURATION"), "{e}");
+        let e = err("load b.toml fade=1s direction=0,1");
+        assert!(e.contains("needs transition=NAME"), "{e}");
+        let e = err("load b.toml fade=1s transition=a transition=b");
+        assert!(e.contains("transition= is given twice"), "{e}");
     }
 
     #[test]
@@ -665,6 +769,7 @@ mod tests {
             "link mix.sink_1 clipB",
             "link mix clipB",
             "load scene2.toml fade=500ms",
+            "load scene2.toml fade=2s transition=directional direction=0,1",
         ] {
             assert_eq!(edit(line).to_string(), line);
         }

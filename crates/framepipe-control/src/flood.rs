@@ -64,7 +64,7 @@ impl Key {
             Command::Set { element, prop, .. } => Some(Key::Prop(element.clone(), prop.clone())),
             Command::Bypass { element, .. } => Some(Key::Bypass(element.clone())),
             Command::Speed(_) => Some(Key::Speed),
-            Command::Tempo(_) => Some(Key::Tempo),
+            Command::Tempo(_) | Command::TempoAuto => Some(Key::Tempo),
             _ => None,
         }
     }

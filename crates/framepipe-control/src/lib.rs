@@ -53,7 +53,7 @@ pub mod transport;
 pub use audio::{AudioFeature, AudioFollow};
 pub use beat::{monotonic_ns, TapResult, TapTempo};
 pub use command::{Command, Encoding, LearnMode, LearnTarget, Target, Unlearn, MAX_BATCH};
-pub use edit::{GraphEdit, Place};
+pub use edit::{FadeTransition, GraphEdit, Place};
 pub use flood::{Coalescer, LogLimit};
 pub use osc::{OscClock, OscSpec, OscTime, Oscillator, ParamSpec, ParamValue, Shape};
 pub use queue::{

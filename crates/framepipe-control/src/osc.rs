@@ -850,6 +850,12 @@ impl OscClock {
         self.beat_acc = self.beat_acc.wrapping_add(shift * BEAT_SCALE);
     }
 
+    /// Moves the beat position by `nanobeats` (either way), effective from the next frame:
+    /// `tempo auto`'s phase correction, a small step toward an onset.
+    pub fn shift_beat(&mut self, nanobeats: i64) {
+        self.beat_acc = self.beat_acc.wrapping_add(nanobeats as i128 * BEAT_SCALE);
+    }
+
     /// The beat position of the last frame advanced to, nanobeats (wraps like
     /// [`osc_time_ns`](Self::osc_time_ns)).
     pub fn nanobeats(&self) -> i64 {

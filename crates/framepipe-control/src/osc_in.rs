@@ -515,14 +515,17 @@ pub fn command(msg: &OscMessage, ranges: &Ranges) -> Result<Option<Command>> {
         }
         ["tap"] => on(Command::Tap { at_ns: None }),
         ["tempo"] => {
-            let a = one(address, args, "a tempo in bpm")?;
+            let a = one(address, args, "a tempo in bpm, or auto")?;
+            if matches!(a, OscType::String(t) if t.eq_ignore_ascii_case("auto")) {
+                return Ok(Some(Command::TempoAuto));
+            }
             let v = number(a)
                 .filter(|v| crate::beat::check_tempo(*v).is_ok())
                 .ok_or_else(|| {
                     bad(
                         address,
                         format!(
-                            "expected a tempo in bpm within {}..={}",
+                            "expected a tempo in bpm within {}..={}, or auto",
                             crate::beat::MIN_BPM,
                             crate::beat::MAX_BPM
                         ),
@@ -741,6 +744,10 @@ mod tests {
             Some(Command::Tempo(128.0))
         );
         assert!(cmd("/framepipe/tempo", vec![Float(5.0)]).is_err());
+        assert_eq!(
+            cmd("/framepipe/tempo", vec![String("auto".into())]).unwrap(),
+            Some(Command::TempoAuto)
+        );
     }
 
     #[test]

@@ -312,6 +312,29 @@ pub trait Sink: Send {
     fn ready(&mut self) -> Result<()> {
         Ok(())
     }
+    /// Whether the sink takes the show's GPU frames as textures
+    /// ([`consume_texture`](Self::consume_texture)) instead of downloaded CPU frames (a window
+    /// that draws them). Asked while the plan is made (before [`start`](Self::start)), and only
+    /// for a sink fed by a GPU node; a sink that says yes is given textures from then on, and
+    /// the plan puts no download in front of it. The default: no.
+    fn takes_textures(&mut self) -> bool {
+        false
+    }
+    /// Takes one GPU frame, in place of [`consume`](Self::consume), when
+    /// [`takes_textures`](Self::takes_textures) said yes: on the sink's output thread, at the
+    /// frame clock's deadline, like `consume` (and under the same rules: it must not block or
+    /// allocate on the frame path; a paced show may hand the same frame again as a repeat).
+    /// The texture is complete when handed over: the GPU has passed every command that wrote
+    /// it. It is a texture of the show's GPU context: only a context in that context's share
+    /// group may read it. The sink may keep one clone of `frame` (its texture stays out of its
+    /// pool while held: the pools count one frame per sink) until its next `consume_texture`
+    /// or [`finish`](Self::finish), and must not write the texture.
+    fn consume_texture(&mut self, ctx: &FrameCtx, frame: &crate::gpu::TextureFrame) -> Result<()> {
+        let _ = (ctx, frame);
+        Err(Error::Pipeline(
+            "this sink takes no textures (takes_textures is false)".into(),
+        ))
+    }
 }
 
 /// A built element, ready to be put in a pipeline.
@@ -414,7 +437,9 @@ impl Registry {
     }
 }
 
-fn edit_distance(a: &str, b: &str) -> usize {
+/// The Levenshtein distance between `a` and `b` (in chars): how close a misspelt name is to
+/// a known one, for the "did you mean" of errors.
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

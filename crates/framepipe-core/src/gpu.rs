@@ -64,6 +64,44 @@ pub struct GpuImage {
     pub format: TexFormat,
 }
 
+/// A GPU frame handed to a sink that draws textures itself
+/// ([`Sink::takes_textures`](crate::Sink::takes_textures)): the texture, rendered completely
+/// (the GPU has passed every command that wrote it), and a handle that keeps it out of its pool
+/// while any clone is held. A clone is a reference count; nothing is allocated or copied.
+///
+/// The texture belongs to the show's GPU context; a context that draws it must be in that
+/// context's share group (framepipe-gpu's `present` module says how windows are).
+#[derive(Clone)]
+pub struct TextureFrame {
+    image: GpuImage,
+    owner: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for TextureFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextureFrame")
+            .field("image", &self.image)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TextureFrame {
+    /// `image`, kept alive (out of its pool) by `owner` while the frame or a clone is held.
+    pub fn new(image: GpuImage, owner: std::sync::Arc<dyn std::any::Any + Send + Sync>) -> Self {
+        TextureFrame { image, owner }
+    }
+
+    /// The texture.
+    pub fn image(&self) -> GpuImage {
+        self.image
+    }
+
+    /// What keeps the texture out of its pool.
+    pub fn owner(&self) -> &std::sync::Arc<dyn std::any::Any + Send + Sync> {
+        &self.owner
+    }
+}
+
 /// What a node's [`render`](GpuNode::render) gets besides its images.
 pub struct GpuCtx<'a> {
     /// The context (current on this thread).

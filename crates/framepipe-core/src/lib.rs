@@ -36,12 +36,12 @@ pub mod shm;
 pub mod stop;
 
 pub use element::{
-    BuildFn, Effect, EffectFactory, Element, ElementDesc, ElementKind, InlineSlices, Mixer,
-    MixerFactory, Mode, Registry, RegistryEntry, Sink, SliceRunner, Source,
+    edit_distance, BuildFn, Effect, EffectFactory, Element, ElementDesc, ElementKind, InlineSlices,
+    Mixer, MixerFactory, Mode, Registry, RegistryEntry, Sink, SliceRunner, Source,
 };
 pub use error::{Error, Result};
 pub use frame::{Frame, FrameMut, FramePool, PoolSharing};
-pub use gpu::{FrameAudio, GpuCtx, GpuFactory, GpuImage, GpuNode, TexFormat};
+pub use gpu::{FrameAudio, GpuCtx, GpuFactory, GpuImage, GpuNode, TexFormat, TextureFrame};
 pub use info::{BeatCtx, FrameCtx, LoopOrigin, Rational, VideoInfo};
 pub use limits::Limits;
 pub use props::{PathUse, PropKind, PropSpec, PropValue, Props};

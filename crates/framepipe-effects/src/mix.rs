@@ -62,6 +62,9 @@ use crate::slices::for_each_row_slice_sized;
 
 /// Element name.
 pub const NAME: &str = "mix";
+/// The `mode=` word of a gl-transition mix, which the builder makes as a GPU node (the
+/// `framepipe-gpu` crate's `transitions::mix_entry`), never this element.
+pub const TRANSITION_MODE: &str = "transition";
 /// Fewest inputs.
 pub const MIN_INPUTS: usize = 2;
 /// Most inputs.
@@ -319,9 +322,12 @@ impl MixSettings {
             _ => None,
         };
         if name == "mode" {
-            self.mode = word()
-                .and_then(MixMode::parse)
-                .ok_or_else(|| bad("expected layers or crossfade"))?;
+            self.mode = word().and_then(MixMode::parse).ok_or_else(|| {
+                bad(
+                    "expected layers or crossfade (mode=transition, a gl-transition on the \
+                         GPU, is another node: replace NODE mix mode=transition transition=NAME)",
+                )
+            })?;
         } else if name == "fader" {
             self.fader = unit()?;
         } else if let Some(k) = layer_index(name, "blend-") {
@@ -347,9 +353,16 @@ pub fn desc() -> ElementDesc {
     let mut props = vec![
         PropSpec::new(
             "mode",
-            PropKind::Enum(MixMode::NAMES.iter().map(|s| s.to_string()).collect()),
+            PropKind::Enum(
+                MixMode::NAMES
+                    .iter()
+                    .chain(&[TRANSITION_MODE])
+                    .map(|s| s.to_string())
+                    .collect(),
+            ),
             PropValue::Str("layers".into()),
-            "layers: input 0 is the base, the others laid over it; crossfade: inputs 0 and 1",
+            "layers: input 0 is the base, the others laid over it; crossfade: inputs 0 and 1; \
+             transition: inputs 0 and 1 through a gl-transition on the GPU (with transition=NAME)",
         ),
         PropSpec::new(
             "fader",
@@ -388,6 +401,14 @@ pub fn desc() -> ElementDesc {
                 "row slices of at least 2 MiB of traffic".into(),
             ),
             ("all properties".into(), "live".into()),
+            (
+                "mode=transition".into(),
+                "a GPU mixer of inputs 0 and 1: transition=NAME picks the gl-transition \
+                 (framepipe plugins lists them as transition-NAME), fader is its progress, its \
+                 parameters are properties of the node (framepipe inspect mix transition=NAME); \
+                 mode and transition are fixed while it runs"
+                    .into(),
+            ),
         ],
     }
 }

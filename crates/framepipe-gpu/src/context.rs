@@ -33,7 +33,7 @@ use crate::error::{gl_error_name, GpuError, Result};
 
 /// The EGL entry points, loaded at run time. 1.4 is required; 1.5's platform displays are
 /// used when the library has them (every libglvnd and NVIDIA libEGL does).
-type Egl = egl::DynamicInstance<egl::EGL1_4>;
+pub(crate) type Egl = egl::DynamicInstance<egl::EGL1_4>;
 
 /// `EGL_PLATFORM_SURFACELESS_MESA` (EGL_MESA_platform_surfaceless).
 const PLATFORM_SURFACELESS_MESA: egl::Enum = 0x31DD;
@@ -81,6 +81,9 @@ pub enum Platform {
     Device,
     /// `eglGetDisplay(EGL_DEFAULT_DISPLAY)`.
     Default,
+    /// `EGL_KHR_platform_x11`: the X server the windows are on, so that windows share the
+    /// context's textures ([`crate::present`]).
+    X11,
 }
 
 impl Platform {
@@ -90,6 +93,7 @@ impl Platform {
             Platform::Surfaceless => "surfaceless",
             Platform::Device => "device",
             Platform::Default => "default",
+            Platform::X11 => "x11",
         }
     }
 }
@@ -287,6 +291,11 @@ impl Gpu {
 
     /// Opens a headless context as `options` say (see the module for the order tried).
     pub fn open_with(options: &OpenOptions) -> Result<Gpu> {
+        if options.platform.is_none() {
+            if let Some(wd) = crate::present::opened() {
+                return Gpu::open_on_window_display(wd);
+            }
+        }
         let library = options.library.as_deref().unwrap_or("libEGL.so.1");
         // SAFETY: loading a shared library runs its initializers; the file is the system's EGL
         // loader or the one the user named, whose exports khronos-egl's signatures describe.
@@ -324,7 +333,14 @@ impl Gpu {
                 for &api in apis {
                     match make_context(&egl, display, api) {
                         Ok((context, config)) => {
-                            return Gpu::with_context(egl, display, context, config, platform, api)
+                            return Gpu::with_context(
+                                Arc::new(egl),
+                                display,
+                                context,
+                                config,
+                                platform,
+                                api,
+                            )
                         }
                         Err(why) => {
                             tried.push(format!("{} {}: {why}", platform.name(), api.name()))
@@ -341,9 +357,39 @@ impl Gpu {
         })
     }
 
+    /// A context on the window display ([`crate::present`]), in its share group, current on
+    /// this thread without a surface.
+    fn open_on_window_display(wd: &crate::present::WindowDisplay) -> Result<Gpu> {
+        let what = |e: egl::Error| GpuError::NoContext {
+            tried: format!("x11 {}: {e}", wd.api.name()),
+        };
+        wd.egl.bind_api(egl_api(wd.api)).map_err(what)?;
+        let context = wd
+            .egl
+            .create_context(
+                wd.display,
+                wd.config,
+                Some(wd.root),
+                context_attribs(wd.api),
+            )
+            .map_err(what)?;
+        if let Err(e) = wd.egl.make_current(wd.display, None, None, Some(context)) {
+            let _ = wd.egl.destroy_context(wd.display, context);
+            return Err(what(e));
+        }
+        Gpu::with_context(
+            Arc::clone(&wd.egl),
+            wd.display,
+            context,
+            wd.config,
+            Platform::X11,
+            wd.api,
+        )
+    }
+
     /// The context is current; load GL, check its version, make the shared objects.
     fn with_context(
-        egl: Egl,
+        egl: Arc<Egl>,
         display: egl::Display,
         context: egl::Context,
         config: egl::Config,
@@ -424,7 +470,7 @@ impl Gpu {
             garbage: Garbage::default(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             tex_storage,
-            egl: Arc::new(egl),
+            egl,
             display,
             context,
             config,
@@ -639,7 +685,7 @@ impl Drop for SharedContext {
 }
 
 /// The EGL API enum for `api`.
-fn egl_api(api: Api) -> egl::Enum {
+pub(crate) fn egl_api(api: Api) -> egl::Enum {
     match api {
         Api::Gl => egl::OPENGL_API,
         Api::Gles => egl::OPENGL_ES_API,
@@ -647,7 +693,7 @@ fn egl_api(api: Api) -> egl::Enum {
 }
 
 /// `eglCreateContext`'s attributes for `api`: 3.3 core, or ES 3.0.
-fn context_attribs(api: Api) -> &'static [egl::Int] {
+pub(crate) fn context_attribs(api: Api) -> &'static [egl::Int] {
     match api {
         Api::Gl => &[
             egl::CONTEXT_MAJOR_VERSION,
@@ -725,6 +771,11 @@ fn platform_displays(
                     }
                 }
             }
+        }
+        Platform::X11 => {
+            return Err(
+                "the X11 display is opened for windows only (present::window_display)".into(),
+            )
         }
         Platform::Default => {
             // SAFETY: EGL_DEFAULT_DISPLAY is always a valid argument to eglGetDisplay.

@@ -11,6 +11,8 @@
 //! * [`transfer`]: [`Uploader`] (pixel-unpack buffer ring), [`Downloader`] (readbacks that
 //!   never make a thread wait: pixel-pack buffers and fences, or a download thread with a
 //!   context sharing the GPU context's objects), [`read_back_blocking`] for tests.
+//! * [`present`]: textures drawn in windows: the X server's EGL display, shared by the show's
+//!   context and the windows' ([`present::Presenter`]), so that a window needs no download.
 //! * [`probe`]: what `framepipe doctor` measures: the renderer and the cost of uploads,
 //!   downloads and one full-screen pass.
 //!
@@ -35,6 +37,7 @@ pub mod context;
 mod error;
 mod fence;
 pub mod isf;
+pub mod present;
 pub mod probe;
 pub mod texture;
 pub mod transfer;
@@ -44,7 +47,7 @@ pub use context::{Api, Garbage, GlObject, Gpu, GpuInfo, OpenOptions, Platform};
 pub use error::{GpuError, Result, PACKAGES};
 pub use fence::Fence;
 pub use framepipe_core::gpu::{glow, GpuImage, TexFormat};
-pub use texture::{GpuFrame, TexturePool};
+pub use texture::{GpuFrame, SharedGpuFrame, TexturePool};
 pub use transfer::{
     read_back_blocking, read_back_blocking_f32, DownloadMode, Downloader, Ticket, Uploader,
 };

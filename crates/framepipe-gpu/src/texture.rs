@@ -4,16 +4,21 @@
 //! [`TexturePool::acquire`] on the GPU thread the first time no returned one is free, and
 //! never freed before the pool: once a run has made the textures it uses, acquiring and
 //! returning them makes no GL call and allocates nothing (the free list is a bounded lock-free
-//! queue of texture names, as in `framepipe_core::FramePool`).
+//! queue of slot indices, as in `framepipe_core::FramePool`).
 //!
-//! A [`GpuFrame`] is the only handle to its texture while it is out. It is `Send`: the runtime
-//! may hold it in a slot on any thread; dropping it anywhere pushes its name back on the free
-//! list (no GL call). When the pool itself goes (its last handle and frame dropped), its
-//! textures are queued on the context's [`Garbage`](crate::Garbage) and deleted by
-//! [`Gpu::collect`](crate::Gpu::collect) on the GPU thread.
+//! A [`GpuFrame`] is the only handle to its texture while it is out: the one place it is
+//! written (an upload, a render). [`GpuFrame::share`] turns it into a [`SharedGpuFrame`], the
+//! read-only handle a frame slot holds and its consumers clone. Both are `Send`: the runtime
+//! may hold them on any thread. The count of a texture's handles lives in its pool (one slot
+//! per texture), so cloning a handle is two atomic increments, never an allocation; dropping
+//! the last handle anywhere pushes the texture back on the free list (no GL call). When the
+//! pool itself goes (its last handle and frame dropped), its textures are queued on the
+//! context's [`Garbage`](crate::Garbage) and deleted by [`Gpu::collect`](crate::Gpu::collect)
+//! on the GPU thread.
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::num::NonZeroU32;
+use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crossbeam_queue::ArrayQueue;
@@ -40,11 +45,29 @@ struct PoolInner {
     height: u32,
     format: TexFormat,
     capacity: usize,
-    /// Textures made so far (at most `capacity`).
+    /// Textures made so far (at most `capacity`): slots `0..made` hold one each.
     made: AtomicUsize,
-    /// Made textures not lent out.
-    free: ArrayQueue<glow::Texture>,
+    /// One per texture the pool may make.
+    slots: Box<[Slot]>,
+    /// Slots of made textures not lent out.
+    free: ArrayQueue<u32>,
     owner: OnceLock<Owner>,
+}
+
+/// One texture of a pool and the count of its handles while it is lent.
+struct Slot {
+    /// The texture's GL name; 0 until made (written once, by the GPU thread, before the slot
+    /// is first lent).
+    texture: AtomicU32,
+    /// Handles ([`GpuFrame`], [`SharedGpuFrame`]) on it; back on the free list at 0.
+    refs: AtomicUsize,
+}
+
+impl Slot {
+    fn texture(&self) -> glow::Texture {
+        let name = self.texture.load(Ordering::Acquire);
+        glow::NativeTexture(NonZeroU32::new(name).expect("a lent slot's texture is made"))
+    }
 }
 
 impl fmt::Debug for TexturePool {
@@ -72,6 +95,12 @@ impl TexturePool {
                 format,
                 capacity,
                 made: AtomicUsize::new(0),
+                slots: (0..capacity)
+                    .map(|_| Slot {
+                        texture: AtomicU32::new(0),
+                        refs: AtomicUsize::new(0),
+                    })
+                    .collect(),
                 free: ArrayQueue::new(capacity),
                 owner: OnceLock::new(),
             }),
@@ -85,7 +114,9 @@ impl TexturePool {
     }
 
     /// A texture: a returned one if any, else a new one while fewer than `capacity` exist.
-    /// Its contents are undefined (whatever the last user left).
+    /// Its contents are undefined (whatever the last user left). Textures are made only by
+    /// the one thread whose context is current (a pool belongs to one context), so the slots
+    /// fill in order.
     ///
     /// # Panics
     /// If the pool was used with another context (texture names belong to one context).
@@ -100,35 +131,33 @@ impl TexturePool {
             gpu.id(),
             "a texture pool is used with a second GPU context"
         );
-        if let Some(texture) = inner.free.pop() {
-            return Ok(self.lend(texture));
+        if let Some(index) = inner.free.pop() {
+            return Ok(self.lend(index));
         }
-        let claimed = inner
-            .made
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |made| {
-                (made < inner.capacity).then_some(made + 1)
-            });
-        if claimed.is_err() {
+        let made = inner.made.load(Ordering::Acquire);
+        if made >= inner.capacity {
             return Err(GpuError::Exhausted {
                 width: inner.width,
                 height: inner.height,
                 capacity: inner.capacity,
             });
         }
-        match make_texture(gpu, inner.width, inner.height, inner.format) {
-            Ok(texture) => Ok(self.lend(texture)),
-            Err(e) => {
-                inner.made.fetch_sub(1, Ordering::AcqRel);
-                Err(e)
-            }
-        }
+        let texture = make_texture(gpu, inner.width, inner.height, inner.format)?;
+        inner.slots[made]
+            .texture
+            .store(texture.0.get(), Ordering::Release);
+        inner.made.store(made + 1, Ordering::Release);
+        Ok(self.lend(made as u32))
     }
 
-    fn lend(&self, texture: glow::Texture) -> GpuFrame {
-        GpuFrame {
-            texture,
+    fn lend(&self, index: u32) -> GpuFrame {
+        self.inner.slots[index as usize]
+            .refs
+            .store(1, Ordering::Relaxed);
+        GpuFrame(Lent {
             pool: Arc::clone(&self.inner),
-        }
+            index,
+        })
     }
 
     /// Texture width.
@@ -187,24 +216,38 @@ impl Drop for PoolInner {
     /// free list. They are queued for deletion on the GPU thread.
     fn drop(&mut self) {
         if let Some(owner) = self.owner.get() {
-            while let Some(texture) = self.free.pop() {
-                owner.garbage.push(GlObject::Texture(texture));
+            let made = *self.made.get_mut();
+            for slot in &self.slots[..made] {
+                owner.garbage.push(GlObject::Texture(slot.texture()));
             }
         }
     }
 }
 
-/// A texture lent by a [`TexturePool`]: the only handle to it while out. `Send`; dropped on any
-/// thread it goes back to its pool without a GL call.
-pub struct GpuFrame {
-    texture: glow::Texture,
+/// A handle on one lent texture: counted in its pool's slot, so that the last one dropped
+/// (on any thread) returns the texture.
+struct Lent {
     pool: Arc<PoolInner>,
+    index: u32,
 }
 
-impl fmt::Debug for GpuFrame {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GpuFrame")
-            .field("texture", &self.texture)
+impl Lent {
+    fn slot(&self) -> &Slot {
+        &self.pool.slots[self.index as usize]
+    }
+
+    fn image(&self) -> GpuImage {
+        GpuImage {
+            texture: self.slot().texture(),
+            width: self.pool.width,
+            height: self.pool.height,
+            format: self.pool.format,
+        }
+    }
+
+    fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(name)
+            .field("texture", &self.slot().texture())
             .field("width", &self.pool.width)
             .field("height", &self.pool.height)
             .field("format", &self.pool.format)
@@ -212,54 +255,119 @@ impl fmt::Debug for GpuFrame {
     }
 }
 
-impl GpuFrame {
+impl Drop for Lent {
+    fn drop(&mut self) {
+        // The handles' uses of the texture happen before its return (Release here, Acquire
+        // below), as for an `Arc`.
+        if self.slot().refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        fence(Ordering::Acquire);
+        // At most `capacity` slots exist and this one is not in the queue, so the push cannot
+        // find it full; if it somehow did, the texture is queued for deletion instead of
+        // being lost.
+        if self.pool.free.push(self.index).is_err() {
+            if let Some(owner) = self.pool.owner.get() {
+                owner.garbage.push(GlObject::Texture(self.slot().texture()));
+            }
+        }
+    }
+}
+
+/// A texture lent by a [`TexturePool`]: the only handle to it while out, the one that writes
+/// it. `Send`; dropped on any thread it goes back to its pool without a GL call.
+/// [`share`](Self::share) makes it a [`SharedGpuFrame`] once written.
+pub struct GpuFrame(Lent);
+
+impl fmt::Debug for GpuFrame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.debug("GpuFrame", f)
+    }
+}
+
+/// A written texture, shared read-only by the holders of its clones (a clone is a count in
+/// its pool's slot: no allocation). `Send`; the last one dropped, on any thread, returns the
+/// texture to its pool without a GL call.
+pub struct SharedGpuFrame(Lent);
+
+impl fmt::Debug for SharedGpuFrame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.debug("SharedGpuFrame", f)
+    }
+}
+
+impl Clone for SharedGpuFrame {
+    fn clone(&self) -> Self {
+        // Relaxed, as `Arc::clone`: a new handle is made from one already held.
+        self.0.slot().refs.fetch_add(1, Ordering::Relaxed);
+        SharedGpuFrame(Lent {
+            pool: Arc::clone(&self.0.pool),
+            index: self.0.index,
+        })
+    }
+}
+
+impl SharedGpuFrame {
     /// The texture as GPU nodes see it (valid on the GPU thread while this frame is held).
     pub fn image(&self) -> GpuImage {
-        GpuImage {
-            texture: self.texture,
-            width: self.pool.width,
-            height: self.pool.height,
-            format: self.pool.format,
-        }
+        self.0.image()
     }
 
     /// Width in texels.
     pub fn width(&self) -> u32 {
-        self.pool.width
+        self.0.pool.width
     }
 
     /// Height in texels.
     pub fn height(&self) -> u32 {
-        self.pool.height
-    }
-
-    /// Texel format.
-    pub fn format(&self) -> TexFormat {
-        self.pool.format
-    }
-
-    /// GPU memory of this texture, in bytes.
-    pub fn bytes(&self) -> u64 {
-        u64::from(self.pool.width) * u64::from(self.pool.height) * self.pool.format.texel_bytes()
+        self.0.pool.height
     }
 
     /// A handle on the pool this frame came from.
     pub fn pool(&self) -> TexturePool {
         TexturePool {
-            inner: Arc::clone(&self.pool),
+            inner: Arc::clone(&self.0.pool),
         }
     }
 }
 
-impl Drop for GpuFrame {
-    fn drop(&mut self) {
-        // At most `capacity` textures exist and this one is not in the queue, so the push
-        // cannot find it full; if it somehow did, the name is queued for deletion instead of
-        // being lost.
-        if let Err(texture) = self.pool.free.push(self.texture) {
-            if let Some(owner) = self.pool.owner.get() {
-                owner.garbage.push(GlObject::Texture(texture));
-            }
+impl GpuFrame {
+    /// The texture as GPU nodes see it (valid on the GPU thread while this frame is held).
+    pub fn image(&self) -> GpuImage {
+        self.0.image()
+    }
+
+    /// This frame, written, as a handle its readers share.
+    pub fn share(self) -> SharedGpuFrame {
+        SharedGpuFrame(self.0)
+    }
+
+    /// Width in texels.
+    pub fn width(&self) -> u32 {
+        self.0.pool.width
+    }
+
+    /// Height in texels.
+    pub fn height(&self) -> u32 {
+        self.0.pool.height
+    }
+
+    /// Texel format.
+    pub fn format(&self) -> TexFormat {
+        self.0.pool.format
+    }
+
+    /// GPU memory of this texture, in bytes.
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.0.pool.width)
+            * u64::from(self.0.pool.height)
+            * self.0.pool.format.texel_bytes()
+    }
+
+    /// A handle on the pool this frame came from.
+    pub fn pool(&self) -> TexturePool {
+        TexturePool {
+            inner: Arc::clone(&self.0.pool),
         }
     }
 }

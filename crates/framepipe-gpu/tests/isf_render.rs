@@ -106,7 +106,8 @@ fn every_input_type_becomes_the_right_property() {
     assert_eq!(spec("tint").default, PropValue::Str("1,0.5,0.25,1".into()));
     let details = format!("{:?}", d.details);
     assert!(
-        details.contains("wave (audio), spectrum (audioFFT): silent"),
+        details
+            .contains("wave (audio), spectrum (audioFFT): fed per frame from the show's --audio"),
         "{details}"
     );
     assert!(

@@ -206,6 +206,16 @@ pub enum Action {
         /// Its range.
         range: Range,
     },
+    /// One value set on each press (`set NODE.PROP VALUE`): a deck's clip, `deck.clip=2` or
+    /// `deck.clip=intro` (a note per clip). The value is the runtime's to check.
+    Trigger {
+        /// Node name.
+        node: String,
+        /// Property name (a whole-number property).
+        prop: String,
+        /// The value, as `set` takes it.
+        value: String,
+    },
     /// A node's bypass, toggled (`bypass NODE on|off`).
     Bypass {
         /// Node name.
@@ -224,6 +234,7 @@ impl Action {
     pub fn target(&self) -> String {
         match self {
             Action::Param { node, prop, .. } => format!("{node}.{prop}"),
+            Action::Trigger { node, prop, value } => format!("{node}.{prop}={value}"),
             Action::Bypass { node } => format!("{node}.bypass"),
             Action::Pause => "pause".into(),
             Action::Step => "step".into(),

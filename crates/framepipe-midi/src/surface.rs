@@ -111,9 +111,15 @@ impl Props {
             "tap" => return Ok(Action::Tap),
             _ => {}
         }
+        // `NODE.PROP=VALUE`: that value on each press.
+        let (target, value) = match target.split_once('=') {
+            Some((t, v)) => (t, Some(v)),
+            None => (target, None),
+        };
         let Some((node, prop)) = target.rsplit_once('.') else {
             return Err(format!(
-                "bad target '{target}': expected NODE.PROPERTY, NODE.bypass, pause, step or tap"
+                "bad target '{target}': expected NODE.PROPERTY, NODE.PROPERTY=VALUE, \
+                 NODE.bypass, pause, step or tap"
             ));
         };
         let Some(props) = self.nodes.get(node) else {
@@ -123,17 +129,36 @@ impl Props {
                 names.join(", ")
             ));
         };
-        match props.get(prop) {
-            Some(Some(info)) => Ok(Action::Param {
+        match (props.get(prop), value) {
+            (Some(Some(PropInfo { range, .. })), Some(value)) => match range {
+                Range::Int { .. } if !value.is_empty() && !value.contains(char::is_whitespace) => {
+                    Ok(Action::Trigger {
+                        node: node.into(),
+                        prop: prop.into(),
+                        value: value.into(),
+                    })
+                }
+                Range::Int { .. } => Err(format!(
+                    "bad value '{value}' for {node}.{prop}: expected a number or a name"
+                )),
+                _ => Err(format!(
+                    "{node}.{prop}=VALUE: only a whole-number property (a deck's clip) takes a \
+                     value per press; learn {node}.{prop} drives it with the control's travel"
+                )),
+            },
+            (_, Some(_)) => Err(format!(
+                "unknown property '{prop}' on {node} for a value per press"
+            )),
+            (Some(Some(info)), None) => Ok(Action::Param {
                 node: node.into(),
                 prop: prop.into(),
                 range: info.range,
             }),
-            Some(None) => Err(format!(
+            (Some(None), None) => Err(format!(
                 "property '{prop}' of {node} is not a number or a boolean; MIDI can drive only those"
             )),
-            None if prop == "bypass" => Ok(Action::Bypass { node: node.into() }),
-            None => {
+            (None, None) if prop == "bypass" => Ok(Action::Bypass { node: node.into() }),
+            (None, None) => {
                 let mut names: Vec<&str> = props
                     .iter()
                     .filter(|(_, p)| p.is_some())
@@ -684,7 +709,10 @@ impl Surface {
         let c = self.slots[i].mapping.control;
         let mode = self.slots[i].mapping.mode;
         let continuous = self.slots[i].mapping.action.is_continuous();
-        let trigger = matches!(self.slots[i].mapping.action, Action::Step | Action::Tap);
+        let trigger = matches!(
+            self.slots[i].mapping.action,
+            Action::Step | Action::Tap | Action::Trigger { .. }
+        );
         // What the message means for this mapping: a unit value, a relative step count, or a
         // press.
         enum Input {
@@ -809,8 +837,13 @@ impl Surface {
                     Command::Resume
                 });
             }
-            (Action::Step | Action::Tap, Input::Steps(s)) if s <= 0 => {}
-            (Action::Step | Action::Tap, Input::Level(false)) => {}
+            (Action::Step | Action::Tap | Action::Trigger { .. }, Input::Steps(s)) if s <= 0 => {}
+            (Action::Step | Action::Tap | Action::Trigger { .. }, Input::Level(false)) => {}
+            (Action::Trigger { node, prop, value }, _) => self.out.push(Command::Set {
+                element: Target::Name(node),
+                prop,
+                value,
+            }),
             (Action::Step, _) => self.out.push(Command::Step(1)),
             (Action::Tap, _) => self.out.push(Command::Tap { at_ns: Some(at_ns) }),
         }
@@ -971,6 +1004,41 @@ mod tests {
         assert_eq!(feed(&mut s, t, &[cc(0, 7, 127)]), ["set glow.blur 1"]);
         // Another channel or number is not this control.
         assert!(feed(&mut s, t + PERIOD * 2, &[cc(1, 7, 0), cc(0, 8, 0)]).is_empty());
+    }
+
+    /// Issue #26: a note per clip. `learn stamp.x=3` binds the next note at once; each press
+    /// posts `set stamp.x 3` (the same value again: a deck's retrigger), a release nothing; a
+    /// name is taken as written (the runtime resolves a deck's clip names); a value on a
+    /// property that is not a whole number is refused.
+    #[test]
+    fn a_note_learned_for_a_value_sets_it_on_every_press() {
+        let mut s = surface();
+        let t = Instant::now();
+        learn(&mut s, "learn stamp.x=3");
+        assert!(feed(&mut s, t, &[note(9, 36)]).is_empty());
+        assert_eq!(
+            notices(&mut s),
+            ["learned note 36 ch 10 -> stamp.x=3 (mapping 1)"]
+        );
+        let off = Message::NoteOff {
+            channel: 9,
+            note: 36,
+        };
+        assert_eq!(
+            feed(&mut s, t + PERIOD, &[note(9, 36), off, note(9, 36)]),
+            ["set stamp.x 3", "set stamp.x 3"]
+        );
+        learn(&mut s, "learn stamp.x=intro");
+        feed(&mut s, t, &[note(9, 37)]);
+        assert_eq!(
+            feed(&mut s, t + PERIOD, &[note(9, 37)]),
+            ["set stamp.x intro"]
+        );
+        let e = s.command(&Command::parse("learn glow.blur=1").unwrap());
+        assert!(
+            format!("{e:?}").contains("only a whole-number property"),
+            "{e:?}"
+        );
     }
 
     #[test]

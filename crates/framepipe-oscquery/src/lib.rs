@@ -26,7 +26,7 @@ pub mod server;
 pub mod tree;
 
 pub use live::LiveShow;
-pub use model::{norm_ranges, FixedShow, NodeModel, ShowModel, ShowSource, Values};
+pub use model::{norm_ranges, AudioValues, FixedShow, NodeModel, ShowModel, ShowSource, Values};
 pub use server::{
     answer, serve, serve_shows, Answer, Counters, HostInfo, OscQuery, Poller, ServeOptions, Server,
     ShowEntry,

@@ -15,6 +15,8 @@ pub struct LiveShow {
     graph: Arc<GraphView>,
     model: Arc<ShowModel>,
     buf: ValuesView,
+    /// The show's audio bands (0: no audio).
+    audio_bands: usize,
 }
 
 /// The surfaces' model of a runtime graph: every node but the automatic ones.
@@ -33,6 +35,7 @@ pub fn model_of(g: &GraphView) -> ShowModel {
                 bypassable: n.bypassable,
             })
             .collect(),
+        audio_bands: 0,
     }
 }
 
@@ -47,7 +50,18 @@ impl LiveShow {
             graph,
             model,
             buf: ValuesView::default(),
+            audio_bands: 0,
         }
+    }
+
+    /// The show has audio (`--audio`) with `bands` bands: `/framepipe/audio` lists its
+    /// analysis (level, peak, flux, onsets, tempo, each band), read-only.
+    pub fn with_audio(mut self, bands: usize) -> Self {
+        self.audio_bands = bands;
+        let mut m = (*self.model).clone();
+        m.audio_bands = bands;
+        self.model = Arc::new(m);
+        self
     }
 }
 
@@ -55,7 +69,9 @@ impl ShowSource for LiveShow {
     fn model(&mut self) -> Arc<ShowModel> {
         let g = self.view.graph();
         if !Arc::ptr_eq(&g, &self.graph) {
-            self.model = Arc::new(model_of(&g));
+            let mut m = model_of(&g);
+            m.audio_bands = self.audio_bands;
+            self.model = Arc::new(m);
             self.graph = g;
         }
         Arc::clone(&self.model)
@@ -94,6 +110,24 @@ impl ShowSource for LiveShow {
             values.tempo_bpm = tempo;
             values.paused = paused;
             changed = true;
+        }
+        if self.audio_bands > 0 {
+            let a = self.counters.audio();
+            let audio = (a.frames > 0).then(|| crate::model::AudioValues {
+                level: a.level.into(),
+                peak: a.peak.into(),
+                flux: a.flux.into(),
+                onsets: a.onsets,
+                tempo_bpm: a.tempo_bpm.into(),
+                bands: a.bands[..self.audio_bands.min(a.bands.len())]
+                    .iter()
+                    .map(|&b| b.into())
+                    .collect(),
+            });
+            if audio != values.audio {
+                values.audio = audio;
+                changed = true;
+            }
         }
         changed
     }

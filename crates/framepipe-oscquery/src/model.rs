@@ -30,6 +30,9 @@ pub struct ShowModel {
     pub version: u64,
     /// Every node, in the graph's order.
     pub nodes: Vec<NodeModel>,
+    /// The show's audio bands (`--audio-bands`; 0: the show has no audio, and no
+    /// `/framepipe/audio`).
+    pub audio_bands: usize,
 }
 
 impl ShowModel {
@@ -54,6 +57,25 @@ pub struct Values {
     pub tempo_bpm: Option<f64>,
     /// Whether the run is paused.
     pub paused: Option<bool>,
+    /// The show's audio, as of the last frame (`None`: no audio, or no frame yet).
+    pub audio: Option<AudioValues>,
+}
+
+/// The show's audio analysis as `/framepipe/audio` shows it (read-only).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AudioValues {
+    /// RMS level of the last frame.
+    pub level: f64,
+    /// Peak since the frame before.
+    pub peak: f64,
+    /// Spectral flux.
+    pub flux: f64,
+    /// Frames with an onset so far (a listener sees every onset as a change).
+    pub onsets: u64,
+    /// The tempo estimate, bpm (0: none yet).
+    pub tempo_bpm: f64,
+    /// Band amplitudes, [`ShowModel::audio_bands`] of them.
+    pub bands: Vec<f64>,
 }
 
 impl Values {

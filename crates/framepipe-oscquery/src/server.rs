@@ -271,6 +271,7 @@ impl Poller {
                 model: Arc::new(ShowModel {
                     version: u64::MAX,
                     nodes: Vec::new(),
+                    audio_bands: 0,
                 }),
                 ranges: Arc::new(Ranges::new()),
                 values: Values::default(),

@@ -10,6 +10,9 @@
 //! | `/framepipe/step` | `i` (1..) | 2 | none |
 //! | `/framepipe/speed` | `f` (±100) | 3 | live |
 //! | `/framepipe/tempo` | `f` (20..999) | 3 | live |
+//! | `/framepipe/audio/level`, `peak`, `flux`, `bass`, `low-mid`, ... (one per band) | `f` | 1 | the last frame's (with `--audio`) |
+//! | `/framepipe/audio/onsets` | `i` (frames with an onset so far) | 1 | live |
+//! | `/framepipe/audio/tempo` | `f` (the estimate, bpm; 0: none yet) | 1 | live |
 
 use framepipe_control::osc_in::PREFIX;
 use framepipe_core::{PropKind, PropSpec, PropValue};
@@ -81,6 +84,88 @@ impl Transport {
     }
 }
 
+/// A value under `/framepipe/audio` (a show with `--audio`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AudioValue {
+    /// `level`: RMS.
+    Level,
+    /// `peak`
+    Peak,
+    /// `flux`: spectral flux.
+    Flux,
+    /// `onsets`: frames with an onset so far.
+    Onsets,
+    /// `tempo`: the estimate, bpm.
+    Tempo,
+    /// A band (`bass`, `low-mid`, `high-mid`, `treble`, `band4`...).
+    Band(u8),
+}
+
+impl AudioValue {
+    /// The values of a show with `bands` bands, in tree order.
+    fn all(bands: usize) -> impl Iterator<Item = AudioValue> {
+        [
+            AudioValue::Level,
+            AudioValue::Peak,
+            AudioValue::Flux,
+            AudioValue::Onsets,
+            AudioValue::Tempo,
+        ]
+        .into_iter()
+        .chain(
+            (0..bands.min(framepipe_control::audio::MAX_BANDS)).map(|b| AudioValue::Band(b as u8)),
+        )
+    }
+
+    /// The address part.
+    pub fn name(self) -> String {
+        match self {
+            AudioValue::Level => "level".into(),
+            AudioValue::Peak => "peak".into(),
+            AudioValue::Flux => "flux".into(),
+            AudioValue::Onsets => "onsets".into(),
+            AudioValue::Tempo => "tempo".into(),
+            AudioValue::Band(b) => framepipe_control::AudioFeature::band(b as usize)
+                .map(|f| f.name())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn description(self) -> String {
+        match self {
+            AudioValue::Level => "audio level (RMS) at the last frame".into(),
+            AudioValue::Peak => "audio peak since the frame before".into(),
+            AudioValue::Flux => "spectral flux (what onsets are detected on)".into(),
+            AudioValue::Onsets => "frames with an audio onset so far".into(),
+            AudioValue::Tempo => "the audio's tempo estimate, BPM (0: none yet)".into(),
+            AudioValue::Band(_) => format!("{} band amplitude at the last frame", self.name()),
+        }
+    }
+
+    fn of(self, a: &crate::model::AudioValues) -> Value {
+        match self {
+            AudioValue::Level => json!([a.level]),
+            AudioValue::Peak => json!([a.peak]),
+            AudioValue::Flux => json!([a.flux]),
+            AudioValue::Onsets => json!([a.onsets]),
+            AudioValue::Tempo => json!([a.tempo_bpm]),
+            AudioValue::Band(b) => json!([a.bands.get(b as usize).copied().unwrap_or(0.0)]),
+        }
+    }
+
+    fn args(self, a: &crate::model::AudioValues) -> Vec<OscType> {
+        let f = |x: f64| vec![OscType::Float(x as f32)];
+        match self {
+            AudioValue::Level => f(a.level),
+            AudioValue::Peak => f(a.peak),
+            AudioValue::Flux => f(a.flux),
+            AudioValue::Onsets => vec![OscType::Int(a.onsets.min(i32::MAX as u64) as i32)],
+            AudioValue::Tempo => f(a.tempo_bpm),
+            AudioValue::Band(b) => f(a.bands.get(b as usize).copied().unwrap_or(0.0)),
+        }
+    }
+}
+
 /// What a path names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Place {
@@ -96,6 +181,10 @@ pub enum Place {
     Bypass(usize),
     /// `/framepipe/<transport>`
     Transport(Transport),
+    /// `/framepipe/audio` (a show with audio).
+    Audio,
+    /// `/framepipe/audio/<value>`
+    AudioValue(AudioValue),
 }
 
 /// The place `path` names in `model` (a trailing `/` is ignored), if any. A node named like
@@ -116,7 +205,16 @@ pub fn resolve(model: &ShowModel, path: &str) -> Option<Place> {
     match parts[..] {
         [one] => Transport::from_name(one)
             .map(Place::Transport)
+            .or_else(|| (one == "audio" && model.audio_bands > 0).then_some(Place::Audio))
             .or_else(|| model.node(one).map(|(i, _)| Place::Node(i))),
+        ["audio", value]
+            if model.audio_bands > 0
+                && AudioValue::all(model.audio_bands).any(|v| v.name() == value) =>
+        {
+            AudioValue::all(model.audio_bands)
+                .find(|v| v.name() == value)
+                .map(Place::AudioValue)
+        }
         [node, prop] => {
             let (i, n) = model.node(node)?;
             if let Some(p) = n.props.iter().position(|p| p.name == prop) {
@@ -143,6 +241,8 @@ pub fn full_path(model: &ShowModel, place: Place) -> String {
         ),
         Place::Bypass(n) => format!("{PREFIX}/{}/bypass", model.nodes[n].name),
         Place::Transport(t) => format!("{PREFIX}/{}", t.name()),
+        Place::Audio => format!("{PREFIX}/audio"),
+        Place::AudioValue(v) => format!("{PREFIX}/audio/{}", v.name()),
     }
 }
 
@@ -211,6 +311,7 @@ pub fn current_args(model: &ShowModel, values: &Values, place: Place) -> Option<
         Place::Transport(Transport::Tempo) => {
             values.tempo_bpm.map(|s| vec![OscType::Float(s as f32)])
         }
+        Place::AudioValue(v) => values.audio.as_ref().map(|a| v.args(a)),
         _ => None,
     }
 }
@@ -221,6 +322,7 @@ fn current_json(values: &Values, place: Place) -> Option<Value> {
         Place::Bypass(n) => values.bypassed.get(n).map(|b| json!([b])),
         Place::Transport(Transport::Speed) => values.speed.map(|s| json!([s])),
         Place::Transport(Transport::Tempo) => values.tempo_bpm.map(|s| json!([s])),
+        Place::AudioValue(v) => values.audio.as_ref().map(|a| v.of(a)),
         _ => None,
     }
 }
@@ -240,7 +342,8 @@ fn access(model: &ShowModel, values: &Values, place: Place) -> u8 {
 /// [`access`] but for the properties a running node cannot take (read either way).
 fn base_access(values: &Values, place: Place) -> u8 {
     match place {
-        Place::Root | Place::Prefix | Place::Node(_) => 0,
+        Place::Root | Place::Prefix | Place::Node(_) | Place::Audio => 0,
+        Place::AudioValue(_) => 1,
         Place::Prop(..) => 3,
         Place::Bypass(n) if values.bypassed.get(n).is_some() => 3,
         Place::Transport(Transport::Speed) if values.speed.is_some() => 3,
@@ -255,7 +358,9 @@ fn prop_spec(model: &ShowModel, n: usize, p: usize) -> &PropSpec {
 
 fn type_of(model: &ShowModel, place: Place) -> Option<&'static str> {
     match place {
-        Place::Root | Place::Prefix | Place::Node(_) => None,
+        Place::Root | Place::Prefix | Place::Node(_) | Place::Audio => None,
+        Place::AudioValue(AudioValue::Onsets) => Some("i"),
+        Place::AudioValue(_) => Some("f"),
         Place::Prop(n, p) => Some(prop_type(&prop_spec(model, n, p).kind)),
         Place::Bypass(_) => Some("T"),
         Place::Transport(Transport::Step) => Some("i"),
@@ -298,6 +403,8 @@ fn description_of(model: &ShowModel, place: Place) -> String {
         }
         Place::Bypass(n) => format!("bypass {}: pass its input through", model.nodes[n].name),
         Place::Transport(t) => t.description().into(),
+        Place::Audio => "the show's audio analysis (read-only)".into(),
+        Place::AudioValue(v) => v.description(),
     }
 }
 
@@ -310,6 +417,9 @@ fn children(model: &ShowModel, place: Place) -> Vec<(String, Place)> {
                 .into_iter()
                 .map(|t| (t.name().to_string(), Place::Transport(t)))
                 .collect();
+            if model.audio_bands > 0 {
+                v.push(("audio".into(), Place::Audio));
+            }
             v.extend(
                 model
                     .nodes
@@ -332,6 +442,9 @@ fn children(model: &ShowModel, place: Place) -> Vec<(String, Place)> {
             }
             v
         }
+        Place::Audio => AudioValue::all(model.audio_bands)
+            .map(|v| (v.name(), Place::AudioValue(v)))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -417,6 +530,7 @@ pub fn listenable(model: &ShowModel, values: &Values) -> Vec<Place> {
     }
     v.push(Place::Transport(Transport::Speed));
     v.push(Place::Transport(Transport::Tempo));
+    v.extend(AudioValue::all(model.audio_bands).map(Place::AudioValue));
     v.retain(|p| current_args(model, values, *p).is_some());
     v
 }
@@ -483,6 +597,7 @@ mod tests {
                     bypassable: true,
                 },
             ],
+            audio_bands: 0,
         }
     }
 
@@ -594,5 +709,55 @@ mod tests {
         let all = listenable(&m, &values);
         assert!(all.contains(&Place::Bypass(1)));
         assert!(!all.contains(&Place::Transport(Transport::Tempo)));
+    }
+
+    /// Issue #25: a show with audio lists `/framepipe/audio` and its values, read-only, with
+    /// the last frame's figures; a show without has none of it.
+    #[test]
+    fn a_show_with_audio_lists_its_analysis_read_only() {
+        let mut m = model();
+        assert_eq!(resolve(&m, "/framepipe/audio/level"), None);
+        m.audio_bands = 4;
+        let mut values = Values::defaults(&m);
+        assert_eq!(resolve(&m, "/framepipe/audio"), Some(Place::Audio));
+        let bass = resolve(&m, "/framepipe/audio/bass").unwrap();
+        assert_eq!(bass, Place::AudioValue(AudioValue::Band(0)));
+        assert_eq!(full_path(&m, bass), "/framepipe/audio/bass");
+        assert_eq!(resolve(&m, "/framepipe/audio/band4"), None, "only 4 bands");
+        let names: Vec<String> = children(&m, Place::Audio)
+            .into_iter()
+            .map(|c| c.0)
+            .collect();
+        assert_eq!(
+            names,
+            ["level", "peak", "flux", "onsets", "tempo", "bass", "low-mid", "high-mid", "treble"]
+        );
+        assert!(children(&m, Place::Prefix)
+            .iter()
+            .any(|c| c.1 == Place::Audio));
+        // No frame yet: no value.
+        assert_eq!(attribute(&m, &values, bass, "VALUE").unwrap(), None);
+        values.audio = Some(crate::model::AudioValues {
+            level: 0.25,
+            onsets: 3,
+            bands: vec![0.5, 0.0, 0.0, 0.0],
+            ..Default::default()
+        });
+        let get = |p: &str, a: &str| {
+            attribute(&m, &values, resolve(&m, p).unwrap(), a)
+                .unwrap()
+                .unwrap()
+        };
+        assert_eq!(get("/framepipe/audio/bass", "VALUE"), json!([0.5]));
+        assert_eq!(get("/framepipe/audio/level", "VALUE"), json!([0.25]));
+        assert_eq!(get("/framepipe/audio/onsets", "TYPE"), json!("i"));
+        assert_eq!(get("/framepipe/audio/bass", "ACCESS"), json!(1));
+        assert_eq!(get("/framepipe/audio", "ACCESS"), json!(0));
+        assert!(readable(&values, bass));
+        assert_eq!(
+            current_args(&m, &values, resolve(&m, "/framepipe/audio/onsets").unwrap()),
+            Some(vec![OscType::Int(3)])
+        );
+        assert!(listenable(&m, &values).contains(&bass));
     }
 }

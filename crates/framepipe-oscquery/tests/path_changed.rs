@@ -57,6 +57,7 @@ fn model(version: u64, names: &[&str]) -> Arc<ShowModel> {
     Arc::new(ShowModel {
         version,
         nodes: names.iter().map(|n| node(n)).collect(),
+        audio_bands: 0,
     })
 }
 

@@ -81,6 +81,12 @@ pub struct Settings {
     pub fps: Option<String>,
     /// Run unpaced.
     pub unpaced: bool,
+    /// The show's audio (`audio = "track.wav"`, `"default"`, `"jack"`, `"alsa:hw:1"`): what
+    /// `--audio` takes; a file's path is resolved against the project's folder.
+    pub audio: Option<String>,
+    /// The audio's band edges, Hz (`audio-bands = "20,250,2000,6000,20000"`): what
+    /// `--audio-bands` takes.
+    pub audio_bands: Option<String>,
     /// The show's name when several run in one process (`name = "cam1"`; default: the file's
     /// stem). Letters, digits, `-`, `_` and `.`, at most [`MAX_SHOW_NAME`] bytes.
     pub name: Option<String>,

@@ -104,7 +104,20 @@ pub fn read_project(path: &str) -> Result<GraphDesc> {
     if let Some(stats) = &mut desc.settings.stats {
         *stats = resolved(folder, stats);
     }
+    if let Some(audio) = &mut desc.settings.audio {
+        if !is_live_audio_or_url(audio) {
+            *audio = resolved(folder, audio);
+        }
+    }
     Ok(desc)
+}
+
+/// Whether a project's `audio` names a live input (`default`, `jack`, `alsa`, `alsa:NAME`)
+/// or a stream (`scheme://...`) rather than a file relative to the project.
+fn is_live_audio_or_url(audio: &str) -> bool {
+    matches!(audio, "default" | "jack" | "alsa")
+        || audio.starts_with("alsa:")
+        || audio.contains("://")
 }
 
 /// The folder a project file's relative paths are relative to: the file's own (empty for a
@@ -227,5 +240,38 @@ mod tests {
             d.nodes[0].props[0].1,
             "/shows/a/a.mp4,/abs/b.mp4,/shows/a/c/d.mov"
         );
+    }
+
+    /// Issue #25: `audio` and `audio-bands` are run settings; a file's path resolves against
+    /// the project's folder, a live input or a stream is kept; both are written back.
+    #[test]
+    fn a_projects_audio_is_read_resolved_and_written_back() {
+        let dir = framepipe_testkit::tmpdir("fp-project-audio");
+        let project = dir.path().join("show.toml");
+        let write = |audio: &str| {
+            std::fs::write(
+                &project,
+                format!(
+                    "audio = \"{audio}\"\naudio-bands = \"20,200,4000\"\n\
+                     pipeline = \"testsrc ! nullsink\"\n"
+                ),
+            )
+            .unwrap();
+            read_project(&project.display().to_string()).unwrap()
+        };
+        let d = write("track.wav");
+        let want = dir.path().join("track.wav").display().to_string();
+        assert_eq!(d.settings.audio.as_deref(), Some(want.as_str()));
+        assert_eq!(d.settings.audio_bands.as_deref(), Some("20,200,4000"));
+        for live in ["default", "jack", "alsa:hw:1", "http://radio/x.mp3"] {
+            assert_eq!(write(live).settings.audio.as_deref(), Some(live));
+        }
+        let text = crate::project_text(&d);
+        let back = crate::parse_project(&text).unwrap();
+        assert_eq!(back.settings, d.settings);
+        let e = crate::parse_project("audio = 3\npipeline = \"testsrc ! nullsink\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("audio"), "{e}");
     }
 }

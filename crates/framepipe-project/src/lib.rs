@@ -9,6 +9,9 @@
 //! * [`GraphDesc::apply`]: a live edit (`add`, `remove`, `replace`, `link`, `load`; #9) on a
 //!   description, giving the next one, checked like a parsed one.
 //!
+//! A project file may give a deck's bank clip by clip (`[[clip]]` tables: `clips`), which
+//! become the deck's `locations` and `clip-settings`.
+//!
 //! A project file may also carry MIDI mappings (`[[midi]]` tables, [`midi`]), which
 //! [`with_midi`] rewrites in place and [`project_text`] writes with a graph.
 //!
@@ -20,6 +23,7 @@
 //! fuzz target runs both parsers).
 #![forbid(unsafe_code)]
 
+mod clips;
 mod desc;
 mod edit;
 mod file;
@@ -101,7 +105,7 @@ pub enum Error {
     /// A top-level key of the project file that does not exist.
     #[error(
         "unknown key '{key}' in project file; expected one of: node, pipeline, element, midi, \
-         name, threads, in-flight, stats, fps, unpaced"
+         clip, name, threads, in-flight, stats, fps, unpaced, audio, audio-bands"
     )]
     UnknownKey {
         /// The key given.
@@ -332,6 +336,14 @@ pub enum Error {
         /// The file.
         path: String,
         /// The system's reason.
+        reason: String,
+    },
+    /// A `[[clip]]` table that cannot go into a deck's bank.
+    #[error("[[clip]] {index}: {reason}")]
+    BadClip {
+        /// The table's place among the `[[clip]]` tables, from 1.
+        index: usize,
+        /// What is wrong, and how to write it.
         reason: String,
     },
     /// `load`: the project file does not parse.

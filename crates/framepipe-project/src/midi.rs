@@ -6,7 +6,7 @@
 //! channel = 1             # 1..=16
 //! number = 7              # 0..=127 (cc14: 0..=31)
 //! mode = "absolute"       # absolute (default), relative-twos, relative-offset, relative-signed
-//! target = "glow.blur"    # NODE.PROPERTY, NODE.bypass, pause, step or tap
+//! target = "glow.blur"    # NODE.PROPERTY, NODE.PROPERTY=VALUE, NODE.bypass, pause, step or tap
 //! ```
 //!
 //! The tables are checked here for what needs no graph (kinds, numbers, modes, the target's
@@ -273,6 +273,12 @@ pub fn project_text(desc: &GraphDesc) -> String {
     }
     if s.unpaced {
         out.push_str("unpaced = true\n");
+    }
+    if let Some(a) = &s.audio {
+        out.push_str(&format!("audio = {}\n", quoted(a)));
+    }
+    if let Some(b) = &s.audio_bands {
+        out.push_str(&format!("audio-bands = {}\n", quoted(b)));
     }
     out.push_str(&format!("pipeline = {}\n", quoted(&desc.to_string())));
     if !desc.midi.is_empty() {

@@ -34,8 +34,10 @@
 //! blur = 0.5
 //! ```
 //! and optional run settings at the top: `name` (the show's name when several run in one
-//! process), `threads`, `in-flight`, `stats`, `fps`, `unpaced`;
-//! and MIDI mappings, `[[midi]]` tables (see [`crate::midi`]).
+//! process), `threads`, `in-flight`, `stats`, `fps`, `unpaced`, `audio` (what `--audio` takes)
+//! and `audio-bands`;
+//! and MIDI mappings, `[[midi]]` tables (see [`crate::midi`]); and a deck's clips, `[[clip]]`
+//! tables (see `clips.rs`).
 //! A file with two of `pipeline`, `[[element]]` and `[[node]]` is an error (one of them would be
 //! ignored).
 //!
@@ -173,6 +175,7 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
     }
     let mut settings = Settings::default();
     let mut midi = Vec::new();
+    let mut clips = None;
     let mut desc: Option<GraphDesc> = None;
     for (key, value) in &doc {
         match key.as_str() {
@@ -226,6 +229,7 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
                 desc = Some(resolve_tables(raw)?);
             }
             "midi" => midi = crate::midi::parse_tables(value)?,
+            "clip" => clips = Some(value),
             "threads" => settings.threads = Some(positive("threads", value)?),
             "in-flight" => settings.in_flight = Some(positive("in-flight", value)?),
             "stats" => {
@@ -237,6 +241,31 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
                 )
             }
             "fps" => settings.fps = Some(toml_scalar("fps", value)?),
+            "audio" => {
+                settings.audio = Some(
+                    value
+                        .as_str()
+                        .filter(|s| !s.trim().is_empty())
+                        .ok_or_else(|| {
+                            bad_key(
+                                "audio",
+                                "a file, a stream, or a live input (\"default\", \"jack\", \"alsa:hw:1\")",
+                                value,
+                            )
+                        })?
+                        .to_string(),
+                )
+            }
+            "audio-bands" => {
+                settings.audio_bands = Some(
+                    value
+                        .as_str()
+                        .ok_or_else(|| {
+                            bad_key("audio-bands", "band edges in Hz, \"20,250,2000,6000,20000\"", value)
+                        })?
+                        .to_string(),
+                )
+            }
             "name" => {
                 let name = value
                     .as_str()
@@ -256,6 +285,9 @@ pub fn parse_project(text: &str) -> Result<GraphDesc> {
         }
     }
     let mut desc = desc.ok_or(Error::NoPipeline)?;
+    if let Some(tables) = clips {
+        crate::clips::into_decks(&mut desc, tables)?;
+    }
     desc.settings = settings;
     desc.midi = midi;
     Ok(desc)

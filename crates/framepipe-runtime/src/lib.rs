@@ -51,7 +51,6 @@ pub use model::{
 };
 pub use sched::LockSummary;
 pub use show::Prepared;
-pub use stats::{AudioMeter, AudioReading};
 pub use stats::{Counters, EditStats, GpuStats, RunStats, StageCounters, StageStats};
 pub use stats::{Event, EventFn};
 pub use stats::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};

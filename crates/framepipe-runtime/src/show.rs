@@ -125,9 +125,9 @@ impl Prepared {
     /// for its audio, so a render's values are a function of the file and the frame.
     pub fn set_audio(&mut self, feed: framepipe_audio::Feed) {
         self.shared.live.lock().set_audio(feed.clone());
-        // Each frame's analysis, for the control surfaces (`Counters::audio`).
-        let meter = self.shared.counters.audio_meter();
-        self.shared.live.lock().set_audio_meter(meter);
+        self.shared
+            .counters
+            .set_audio_bands(feed.timeline().bands());
         Arc::get_mut(&mut self.shared)
             .expect("only the Prepared holds the state before run")
             .audio = Some(feed);

@@ -189,6 +189,7 @@ fn run(threads: usize, paced: bool, at: usize) -> (Vec<u32>, Vec<Outcome>, Vec<E
         let load = GraphEdit::Load {
             path: "b.toml".into(),
             fade_ns: Some(2_000_000_000),
+            transition: None,
         };
         let mut outcomes = VecDeque::new();
         for _ in 0..2 {

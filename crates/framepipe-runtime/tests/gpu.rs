@@ -3,222 +3,17 @@
 //! test computes; the output does not depend on the worker count; a GPU node that fails at
 //! render is bypassed and the show finishes. The GPU element is the test's own: a real shader
 //! (add a constant to every channel, or invert), whose result is exact in 8 bits.
-#![allow(unsafe_code)] // the test's shader element calls GL (see `AddNode::render`)
 
 mod common;
+mod gpu_node;
 
 use std::sync::{Arc, Mutex};
 
-use framepipe_core::gpu::glow::{self, HasContext};
-use framepipe_core::gpu::{GpuCtx, GpuFactory, GpuImage, GpuNode};
-use framepipe_core::{
-    ElementKind, Error, Frame, FrameCtx, Mode, PropKind, PropSpec, PropValue, Result, Sink,
-    VideoInfo,
-};
-use framepipe_runtime::{Event, GpuStage, Graph, Node, NodeKind, OnEnd, Options, RunStats};
+use framepipe_core::{FrameCtx, Mode, Result, VideoInfo};
+use framepipe_runtime::{Event, Graph, Node, NodeKind, OnEnd, Options, RunStats};
 
 use common::{counter, H, W};
-
-/// What the test's shader does to each of R, G, B (alpha is kept).
-#[derive(Clone, Copy, Debug)]
-enum Op {
-    Add(f32),
-    Invert,
-}
-
-impl Op {
-    fn apply(self, v: u8) -> u8 {
-        match self {
-            Op::Add(k) => (f32::from(v) + k).clamp(0.0, 255.0) as u8,
-            Op::Invert => 255 - v,
-        }
-    }
-}
-
-/// A GPU effect: `Op` on every pixel, `add` a live property; fails at render on frame
-/// `fail_at`.
-struct AddFactory {
-    op: Op,
-    fail_at: Option<u64>,
-}
-
-impl GpuFactory for AddFactory {
-    fn name(&self) -> &str {
-        "gpu-add"
-    }
-    fn kind(&self) -> ElementKind {
-        ElementKind::Effect
-    }
-    fn default_mode(&self) -> Mode {
-        Mode::Parallel
-    }
-    fn negotiate(&mut self, inputs: &[VideoInfo]) -> Result<VideoInfo> {
-        Ok(inputs[0])
-    }
-    fn instantiate(&self) -> Result<Box<dyn GpuNode>> {
-        Ok(Box::new(AddNode {
-            op: self.op,
-            fail_at: self.fail_at,
-            gl: None,
-        }))
-    }
-}
-
-struct AddNode {
-    op: Op,
-    fail_at: Option<u64>,
-    gl: Option<(glow::Program, glow::Framebuffer)>,
-}
-
-const VS: &str = "#version 330 core
-void main() {
-    vec2 p = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));
-    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);
-}";
-
-const FS: &str = "#version 330 core
-uniform sampler2D src;
-uniform float add;
-uniform int invert;
-out vec4 color;
-void main() {
-    vec4 c = texelFetch(src, ivec2(gl_FragCoord.xy), 0);
-    color = invert != 0 ? vec4(1.0 - c.rgb, c.a) : vec4(c.rgb + add / 255.0, c.a);
-}";
-
-impl AddNode {
-    fn make(gl: &glow::Context) -> Result<(glow::Program, glow::Framebuffer)> {
-        let err = |e: String| Error::Pipeline(format!("gpu-add: {e}"));
-        // SAFETY: called on the GPU thread with its context current (GpuNode's contract);
-        // every object used is made here, from that context.
-        unsafe {
-            let program = gl.create_program().map_err(err)?;
-            for (kind, src) in [(glow::VERTEX_SHADER, VS), (glow::FRAGMENT_SHADER, FS)] {
-                let s = gl.create_shader(kind).map_err(err)?;
-                gl.shader_source(s, src);
-                gl.compile_shader(s);
-                if !gl.get_shader_compile_status(s) {
-                    return Err(err(gl.get_shader_info_log(s)));
-                }
-                gl.attach_shader(program, s);
-                gl.delete_shader(s);
-            }
-            gl.link_program(program);
-            if !gl.get_program_link_status(program) {
-                return Err(err(gl.get_program_info_log(program)));
-            }
-            let fbo = gl.create_framebuffer().map_err(err)?;
-            Ok((program, fbo))
-        }
-    }
-}
-
-impl GpuNode for AddNode {
-    fn render(&mut self, gpu: &GpuCtx<'_>, inputs: &[GpuImage], output: &GpuImage) -> Result<()> {
-        if self.fail_at == Some(gpu.frame.seq) {
-            return Err(Error::Pipeline("gpu-add: failing on purpose".into()));
-        }
-        let gl = gpu.gl;
-        if self.gl.is_none() {
-            self.gl = Some(Self::make(gl)?);
-        }
-        let (program, fbo) = self.gl.expect("made above");
-        // SAFETY: on the GPU thread with its context current; `program` and `fbo` are this
-        // node's, the textures the runtime's, all of that context.
-        unsafe {
-            gl.bind_framebuffer(glow::DRAW_FRAMEBUFFER, Some(fbo));
-            gl.framebuffer_texture_2d(
-                glow::DRAW_FRAMEBUFFER,
-                glow::COLOR_ATTACHMENT0,
-                glow::TEXTURE_2D,
-                Some(output.texture),
-                0,
-            );
-            gl.viewport(0, 0, output.width as i32, output.height as i32);
-            gl.use_program(Some(program));
-            gl.active_texture(glow::TEXTURE0);
-            gl.bind_texture(glow::TEXTURE_2D, Some(inputs[0].texture));
-            gl.uniform_1_i32(gl.get_uniform_location(program, "src").as_ref(), 0);
-            let (add, invert) = match self.op {
-                Op::Add(k) => (k, 0),
-                Op::Invert => (0.0, 1),
-            };
-            gl.uniform_1_f32(gl.get_uniform_location(program, "add").as_ref(), add);
-            gl.uniform_1_i32(gl.get_uniform_location(program, "invert").as_ref(), invert);
-            gl.draw_arrays(glow::TRIANGLES, 0, 3);
-            gl.bind_texture(glow::TEXTURE_2D, None);
-            gl.bind_framebuffer(glow::DRAW_FRAMEBUFFER, None);
-        }
-        Ok(())
-    }
-
-    fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
-        match (name, value, &mut self.op) {
-            ("add", PropValue::Float(v), Op::Add(k)) => {
-                *k = *v as f32;
-                Ok(())
-            }
-            _ => Err(Error::Pipeline(format!("gpu-add: cannot set {name}"))),
-        }
-    }
-
-    fn release(&mut self, gl: &glow::Context) {
-        if let Some((program, fbo)) = self.gl.take() {
-            // SAFETY: on the GPU thread with its context current; both are this node's.
-            unsafe {
-                gl.delete_program(program);
-                gl.delete_framebuffer(fbo);
-            }
-        }
-    }
-}
-
-/// A GPU node doing `op`, with `add` as a live property.
-fn gpu_node(name: &str, op: Op, fail_at: Option<u64>, input: usize) -> Node {
-    let mut stage = GpuStage::new(Box::new(AddFactory { op, fail_at }));
-    if let Op::Add(k) = op {
-        stage.params = vec![(
-            PropSpec::new(
-                "add",
-                PropKind::Float {
-                    min: -255.0,
-                    max: 255.0,
-                },
-                PropValue::Float(f64::from(k)),
-                "added to R, G and B",
-            ),
-            PropValue::Float(f64::from(k)),
-        )];
-    }
-    Node::new(name, NodeKind::Gpu(stage), vec![input])
-}
-
-/// Keeps every frame's bytes, in order.
-#[derive(Clone, Default)]
-struct Keep(Arc<Mutex<Vec<Vec<u8>>>>);
-
-impl Sink for Keep {
-    fn start(&mut self, info: VideoInfo) -> Result<()> {
-        assert_eq!((info.width, info.height), (W, H));
-        Ok(())
-    }
-    fn consume(&mut self, ctx: &FrameCtx, frame: &Frame) -> Result<()> {
-        let mut got = self.0.lock().unwrap();
-        assert_eq!(ctx.seq, got.len() as u64, "frames in order");
-        got.push(frame.data().to_vec());
-        Ok(())
-    }
-    fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
-}
-
-/// The source's frame `n`: every pixel the word `SALT + n` (R = 0x10 + n, G, B, A).
-const SALT: u32 = 0x4030_2010;
-
-fn source_pixel(n: u64) -> [u8; 4] {
-    (SALT + n as u32).to_le_bytes()
-}
+use gpu_node::{gpu_node, source_pixel, Keep, Op, SALT};
 
 /// `frames` frames of counter → GPU ops → sink, on `threads` workers.
 fn run_chain(ops: &[(Op, Option<u64>)], frames: u64, threads: usize) -> (Vec<Vec<u8>>, RunStats) {
@@ -465,4 +260,190 @@ fn a_gpu_node_failing_at_render_is_bypassed_and_the_show_finishes() {
         })
         .collect();
     assert_eq!(failed, [("g1".to_string(), 2)], "reported once, by node");
+}
+
+#[test]
+fn a_gpu_node_that_hangs_is_named_by_the_stall_check() {
+    let events: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let keep = Keep::default();
+    let stalling = gpu_node::AddFactory {
+        op: Op::Add(5.0),
+        // Frame 4 begins once frame 2 is out (2 frames in flight): the show has started.
+        stall: Some((4, std::time::Duration::from_millis(600))),
+        ..gpu_node::AddFactory::default()
+    };
+    let nodes = vec![
+        Node::new(
+            "src",
+            NodeKind::Source {
+                source: counter(SALT, 8),
+                on_end: OnEnd::Stop,
+            },
+            vec![],
+        ),
+        gpu_node("g0", Op::Add(1.0), None, 0),
+        gpu_node::gpu_node_with("hangs", stalling, 1),
+        Node::new(
+            "out",
+            NodeKind::Sink {
+                sink: Box::new(keep.clone()),
+                master: true,
+            },
+            vec![2],
+        ),
+    ];
+    let mut p = Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads: 2,
+            in_flight: 2,
+            stall_timeout_ns: 150_000_000,
+            ..Options::default()
+        })
+        .unwrap();
+    let ev = Arc::clone(&events);
+    p.set_events(Arc::new(move |e: &Event| {
+        ev.lock().unwrap().push(e.clone())
+    }));
+    p.run().expect("the show goes on");
+    assert_eq!(keep.0.lock().unwrap().len(), 8);
+    let stalled: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::Stalled { stage, .. } => Some(stage.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stalled, ["hangs"], "the GPU node is named");
+}
+
+/// `word`'s bytes with `op` on R, G and B.
+fn op_word(word: u32, op: Op) -> u32 {
+    let mut px = word.to_le_bytes();
+    for c in &mut px[..3] {
+        *c = op.apply(*c);
+    }
+    u32::from_le_bytes(px)
+}
+
+fn sink_of(name: &str, sink: &common::Collect, master: bool, input: usize) -> Node {
+    Node::new(
+        name,
+        NodeKind::Sink {
+            sink: Box::new(sink.clone()),
+            master,
+        },
+        vec![input],
+    )
+}
+
+fn src_of(frames: u64) -> Node {
+    Node::new(
+        "src",
+        NodeKind::Source {
+            source: counter(SALT, frames),
+            on_end: OnEnd::Stop,
+        },
+        vec![],
+    )
+}
+
+fn run_nodes(nodes: Vec<Node>) -> RunStats {
+    Graph::new(nodes)
+        .unwrap()
+        .prepare(Options {
+            threads: 2,
+            ..Options::default()
+        })
+        .unwrap()
+        .run()
+        .unwrap()
+}
+
+/// A feedback loop closed through a GPU node: frame n's feedback is the GPU node's output of
+/// frame n - 1 (downloaded for the feedback, uploaded again), exact.
+#[test]
+fn a_feedback_loop_through_a_gpu_node_feeds_back_its_last_frame() {
+    const N: u64 = 8;
+    let color = [9u8, 0, 0, 255];
+    let out = common::Collect::default();
+    run_nodes(vec![
+        src_of(N),
+        Node::new("fb", NodeKind::Feedback { from: 3, color }, vec![]),
+        Node::new(
+            "mix",
+            NodeKind::Mixer(framepipe_runtime::MixerStage::new(
+                Box::new(common::Weigh { sleep_us: 0 }),
+                Mode::Parallel,
+            )),
+            vec![0, 1],
+        ),
+        gpu_node("g", Op::Add(1.0), None, 2),
+        sink_of("out", &out, true, 3),
+    ]);
+    let mut fb = u32::from_le_bytes(color);
+    let mut want = Vec::new();
+    for n in 0..N {
+        let src = u32::from_le_bytes(source_pixel(n));
+        let g = op_word(common::weigh([src, fb].into_iter()), Op::Add(1.0));
+        want.push(g);
+        fb = g;
+    }
+    assert_eq!(out.values(), want);
+}
+
+/// A GPU node's output teed to two sinks: each gets every frame, exact.
+#[test]
+fn a_gpu_node_teed_to_two_sinks_feeds_both() {
+    const N: u64 = 6;
+    let (a, b) = (common::Collect::default(), common::Collect::default());
+    run_nodes(vec![
+        src_of(N),
+        gpu_node("g", Op::Add(3.0), None, 0),
+        Node::new("t", NodeKind::Tee, vec![1]),
+        sink_of("a", &a, true, 2),
+        sink_of("b", &b, false, 2),
+    ]);
+    let want: Vec<u32> = (0..N)
+        .map(|n| op_word(u32::from_le_bytes(source_pixel(n)), Op::Add(3.0)))
+        .collect();
+    assert_eq!(a.values(), want, "a");
+    assert_eq!(b.values(), want, "b");
+}
+
+/// A slow leaky monitor branch with a GPU node: the master gets every frame; the branch
+/// skips frames while busy, and each frame it shows is that frame's, through its GPU node.
+#[test]
+fn a_leaky_branch_with_a_gpu_node_skips_frames_and_shows_exact_ones() {
+    const N: u64 = 30;
+    let master = common::Collect::default();
+    let preview = common::Collect {
+        sleep_ms: 10,
+        ..common::Collect::default()
+    };
+    let mut tap = gpu_node("tap", Op::Invert, None, 2);
+    tap.leaky = Some(true);
+    let mut preview_sink = sink_of("preview", &preview, false, 3);
+    preview_sink.leaky = Some(true);
+    run_nodes(vec![
+        src_of(N),
+        gpu_node("g", Op::Add(2.0), None, 0),
+        Node::new("t", NodeKind::Tee, vec![1]),
+        tap,
+        preview_sink,
+        sink_of("master", &master, true, 2),
+    ]);
+    let show = |n: u64| op_word(u32::from_le_bytes(source_pixel(n)), Op::Add(2.0));
+    let want: Vec<u32> = (0..N).map(show).collect();
+    assert_eq!(master.values(), want, "the master got every frame");
+    let shown = preview.got();
+    assert!(!shown.is_empty() && shown.len() < N as usize, "{shown:?}");
+    for w in shown.windows(2) {
+        assert!(w[0].0 < w[1].0, "in order: {shown:?}");
+    }
+    for &(seq, v) in &shown {
+        assert_eq!(v, op_word(show(seq), Op::Invert), "preview frame {seq}");
+    }
 }

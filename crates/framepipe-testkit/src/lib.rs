@@ -3,7 +3,8 @@
 //! runs a child process with a time limit and reads its peak RSS (the memory-budget tests);
 //! [`fuzz`]: seeded random inputs for the parsers' quick randomized tests; [`xvfb`]: a private X
 //! server for the window tests; [`tmp`]: temporary directories removed when the test ends, also
-//! when it fails (`FP_KEEP_TMP=1` keeps them).
+//! when it fails (`FP_KEEP_TMP=1` keeps them); [`jack`]: a JACK dummy server for the live-audio
+//! tests, stopped with SIGTERM.
 //!
 //! A test binary installs it with
 //!
@@ -20,6 +21,7 @@
 pub mod child;
 pub mod frames;
 pub mod fuzz;
+pub mod jack;
 pub mod tmp;
 pub mod xvfb;
 

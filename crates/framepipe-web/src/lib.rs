@@ -14,7 +14,7 @@
 //!   and their replies ([`ReplyTap`], fed by the CLI's reply hub);
 //! * `/preview.jpg`: the latest image of the `webpreview` sink ([`preview`]);
 //! * with `--audio`, the meters: the latest frame's analysis (level, bands, onsets, tempo),
-//!   read lock-free from [`Counters::audio`] and pushed at every poll (`audio` messages);
+//!   read lock-free from `Counters::audio` and pushed at every poll (`audio` messages);
 //! * `/thumb/NODE/N.png`: the first frame of clip `N` of the `clips` deck `NODE`, for the
 //!   page's grid of each deck ([`thumbs`]: a node and a number, never a file).
 //!

@@ -8,8 +8,8 @@
 //!   file the node opens: [`TEXT_PROPERTY_RULE`]);
 //! * the preview switch the page posts: `link TAP NODE`, `TAP` the preview's `monitor` node,
 //!   `NODE` a node of the running graph;
-//! * `load NAME [fade=D]` of a project file directly in the folder named with `--scenes DIR`:
-//!   `NAME` a file name ending `.toml` (no `/`, no `..`), a regular file there (not a link,
+//! * `load NAME [fade=D [transition=T ...]]` of a project file directly in the folder named
+//!   with `--scenes DIR`: `NAME` a file name ending `.toml` (no `/`, no `..`), a regular file there (not a link,
 //!   a device or a FIFO); posted as `load DIR/NAME`. Without `--scenes`, `load` is refused.
 //!
 //! Everything else — `add`, `remove`, `replace`, another `link`, `learn`, `unlearn`, `midi`,
@@ -82,7 +82,11 @@ impl Policy {
                 }
                 Ok(Command::Edit(GraphEdit::Link { node, input, from }))
             }
-            Command::Edit(GraphEdit::Load { path, fade_ns }) => {
+            Command::Edit(GraphEdit::Load {
+                path,
+                fade_ns,
+                transition,
+            }) => {
                 let Some(dir) = &self.scenes else {
                     return Err(
                         "load is not allowed from the web page: framepipe was started without \
@@ -95,6 +99,7 @@ impl Policy {
                 Ok(Command::Edit(GraphEdit::Load {
                     path: path.to_string_lossy().into_owned(),
                     fade_ns,
+                    transition,
                 }))
             }
             other => Err(format!(

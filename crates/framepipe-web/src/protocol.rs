@@ -190,21 +190,23 @@ pub fn audio_bands_json(bands: &framepipe_audio::BandEdges) -> Value {
 }
 
 /// The latest frame's audio analysis: `{"type":"audio", "frame", "level", "peak", "bands",
-/// "onset", "onsets", "flux", "tempo"}` (`bands`: as many as the show has; `onsets`: frames
-/// with an onset so far, so that a page sees every one whatever its polling).
-pub fn audio_msg(r: &framepipe_runtime::AudioReading, bands: usize) -> Value {
-    let a = &r.audio;
-    json!({
+/// "onsets", "flux", "tempo"}` (`bands`: as many as the show has; `onsets`: frames with an
+/// onset so far, so that a page sees every one whatever its polling). `None` before the first
+/// frame (or without audio).
+pub fn audio_msg(r: &framepipe_audio::MeterReading, bands: usize) -> Option<Value> {
+    if r.frames == 0 {
+        return None;
+    }
+    Some(json!({
         "type": "audio",
-        "frame": r.frame,
-        "level": a.level,
-        "peak": a.peak,
-        "bands": &a.bands[..bands.min(a.bands.len())],
-        "onset": a.onset,
+        "frame": r.frames - 1,
+        "level": r.level,
+        "peak": r.peak,
+        "bands": &r.bands[..bands.min(r.bands.len())],
         "onsets": r.onsets,
-        "flux": a.flux,
-        "tempo": a.tempo_bpm,
-    })
+        "flux": r.flux,
+        "tempo": r.tempo_bpm,
+    }))
 }
 
 /// A reply to a command: `id` is the poster's request id for the client that posted it, null

@@ -952,7 +952,7 @@ struct Pumped {
     prev: Option<ValuesView>,
     last_frames: (u64, Instant),
     fps: f64,
-    /// The frame of the last audio reading sent.
+    /// The frames counted by the last audio reading sent.
     audio_frame: Option<u64>,
 }
 
@@ -1021,10 +1021,13 @@ fn pump_show(s: &Shared, sh: &ShowState, p: &mut Pumped, tick: u64) {
         }
     }
     // The meters: at every poll, when a new frame has begun (read lock-free).
-    if let (Some((_, bands)), Some(r)) = (&sh.audio, sh.counters.audio()) {
-        if p.audio_frame != Some(r.frame) {
-            p.audio_frame = Some(r.frame);
-            sh.broadcast(&s.web, &protocol::audio_msg(&r, *bands));
+    if let Some((_, bands)) = &sh.audio {
+        let r = sh.counters.audio();
+        if p.audio_frame != Some(r.frames) {
+            if let Some(m) = protocol::audio_msg(&r, *bands) {
+                p.audio_frame = Some(r.frames);
+                sh.broadcast(&s.web, &m);
+            }
         }
     }
     if tick.is_multiple_of(4) {

@@ -73,6 +73,7 @@ fn main() {
             fullscreen,
             width: ww,
             height: wh,
+            vsync: false,
         },
         None,
     );

@@ -258,6 +258,12 @@ impl Reader {
         true
     }
 
+    /// Whether a picture was published since the last [`take`](Self::take) (a look, nothing
+    /// taken).
+    pub fn fresh(&self) -> bool {
+        self.shared.state.load(Ordering::Acquire) & FRESH != 0
+    }
+
     /// Gives the picture taken last (again) to `read`, for a redraw; `false` if none yet.
     pub fn last(&self, read: impl FnOnce(&FrameCtx, &[u8])) -> bool {
         let sh = &*self.shared;

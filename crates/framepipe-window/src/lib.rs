@@ -27,6 +27,17 @@
 //! presenting, events) runs on `fp-window`. No vsync pacing: softbuffer on X11 offers no
 //! vsync clock, so the output keeps the engine's frame clock and the window shows the newest
 //! frame each time it draws.
+//!
+//! # GPU frames
+//! A window fed by a GPU node takes the show's textures ([`Sink::takes_textures`]) and draws
+//! them with OpenGL ([`framepipe_gpu::present`]: an EGL window surface and a context sharing
+//! the show's textures), scaled bilinearly; `consume_texture` on the output thread is a
+//! wait-free push into a one-slot queue (a reference count, the unread frame replaced) and the
+//! waker's `unpark`. `vsync=true` makes the window thread's swaps wait for the vertical blank;
+//! the engine's frame clock still paces the show. Without EGL on the X server the frames are
+//! downloaded and drawn as above (one line says why).
+//!
+//! [`Sink::takes_textures`]: framepipe_core::Sink::takes_textures
 #![forbid(unsafe_code)]
 
 pub mod displays;

@@ -4,7 +4,11 @@
 //! * `fp-window` runs the event loop: it opens and closes windows when sinks start and finish,
 //!   draws the newest frame of each window (scaled, [`crate::scale`]) and presents it
 //!   (softbuffer), redraws on expose and resize, and turns keys and close requests into
-//!   commands.
+//!   commands. A window that takes the show's textures draws them with OpenGL instead
+//!   ([`framepipe_gpu::present::Presenter`]: its own context in the show's share group, an EGL
+//!   window surface, a bilinear blit); its swaps, with or without vsync, wait on this thread
+//!   only. It copies each texture it takes into a texture of its own (for redraws) and lets go
+//!   of the frame once the copy is done, so it keeps no frame of the show's.
 //! * `fp-window-wake` relays the output threads' wake-ups to it: a sink's `consume` only
 //!   `unpark`s this thread (no allocation, never blocks), which posts one user event to the
 //!   event loop unless one is already pending. (winit's own event proxy goes through a channel
@@ -20,13 +24,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
+use crossbeam_queue::ArrayQueue;
 use framepipe_control::Command;
+use framepipe_core::{FrameCtx, TextureFrame};
+use framepipe_gpu::present::Presenter;
 use winit::application::ApplicationHandler;
 use winit::dpi::{PhysicalPosition, PhysicalSize};
 use winit::event::{ElementState, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, EventLoop, EventLoopProxy, OwnedDisplayHandle};
 use winit::keyboard::{Key, NamedKey};
 use winit::platform::x11::EventLoopBuilderExtX11;
+use winit::raw_window_handle::{HasWindowHandle, RawWindowHandle};
 use winit::window::{Fullscreen, Window, WindowId, WindowLevel};
 
 use crate::displays::{self, Display};
@@ -105,10 +113,14 @@ struct OpenRequest {
     settings: WindowSettings,
     frame: (u32, u32),
     reader: Reader,
+    textures: Option<Textures>,
     link: Option<WindowLink>,
     stats: Arc<WindowStats>,
     reply: SyncSender<std::result::Result<(), String>>,
 }
+
+/// The queue GPU frames come through (the newest one; an unread one is replaced).
+pub type Textures = Arc<ArrayQueue<(FrameCtx, TextureFrame)>>;
 
 enum UserEvent {
     Open(Box<OpenRequest>),
@@ -183,12 +195,14 @@ fn start() -> std::result::Result<Service, String> {
     })
 }
 
-/// Opens a window for a sink whose frames are `frame` (width, height), fed through `reader`.
-/// Waits (at most 10 s) until the window exists, so that an error names the sink at start.
+/// Opens a window for a sink whose frames are `frame` (width, height), fed through `reader`,
+/// or as textures through `textures` (the window then draws with OpenGL). Waits (at most
+/// 10 s) until the window exists, so that an error names the sink at start.
 pub fn open(
     settings: WindowSettings,
     frame: (u32, u32),
     reader: Reader,
+    textures: Option<Textures>,
     link: Option<WindowLink>,
 ) -> Result<Opened> {
     let svc = service()?;
@@ -200,6 +214,7 @@ pub fn open(
         settings,
         frame,
         reader,
+        textures,
         link,
         stats: Arc::clone(&stats),
         reply,
@@ -233,7 +248,8 @@ pub fn close(id: u64) {
     }
 }
 
-fn say(line: &str) {
+/// One line on stderr, naming the element.
+pub(crate) fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "\rframepipe: windowsink: {line}");
 }
 
@@ -246,7 +262,10 @@ struct App {
 struct Win {
     id: u64,
     window: Arc<Window>,
-    surface: softbuffer::Surface<OwnedDisplayHandle, Arc<Window>>,
+    /// CPU frames' surface, made when the first one is drawn.
+    surface: Option<softbuffer::Surface<OwnedDisplayHandle, Arc<Window>>>,
+    /// GPU frames' drawing, when the window takes textures.
+    gpu: Option<GpuView>,
     reader: Reader,
     scaler: Scaler,
     frame: (u32, u32),
@@ -260,6 +279,27 @@ struct Win {
     /// `stop` was posted for a close request (posted once).
     stopping: bool,
     stats: Arc<WindowStats>,
+}
+
+/// A window's OpenGL side: its presenter (which keeps its own copy of the picture shown), and
+/// the queue textures come through.
+struct GpuView {
+    presenter: Presenter,
+    queue: Textures,
+    /// A picture was taken (else redraws show black, or the CPU path's picture).
+    shown: bool,
+}
+
+/// The X window id of `window` (winit on X11 gives an Xlib or an XCB handle).
+fn x_window(window: &Window) -> std::result::Result<u64, String> {
+    let handle = window
+        .window_handle()
+        .map_err(|e| format!("no window handle: {e}"))?;
+    match handle.as_raw() {
+        RawWindowHandle::Xlib(h) => Ok(h.window),
+        RawWindowHandle::Xcb(h) => Ok(u64::from(h.window.get())),
+        _ => Err("not an X11 window".into()),
+    }
 }
 
 /// The window's size when not full screen: as asked, or the frame's shrunk to 90% of the
@@ -309,6 +349,7 @@ impl App {
             settings,
             frame,
             reader,
+            textures,
             link,
             stats,
             reply,
@@ -347,17 +388,28 @@ impl App {
                 Err(e) => return Err((reply, format!("cannot draw on this display: {e}"))),
             }
         }
-        let Some(context) = &self.context else {
-            return Err((reply, "no drawing context".into()));
-        };
-        let surface = match softbuffer::Surface::new(context, Arc::clone(&window)) {
-            Ok(s) => s,
-            Err(e) => return Err((reply, format!("cannot draw in the window: {e}"))),
+        let gpu = match textures {
+            None => None,
+            Some(queue) => {
+                let made = x_window(&window).and_then(|xid| {
+                    Presenter::new(xid, settings.vsync)
+                        .map_err(|e| format!("cannot draw GPU frames in the window: {e}"))
+                });
+                match made {
+                    Ok(presenter) => Some(GpuView {
+                        presenter,
+                        queue,
+                        shown: false,
+                    }),
+                    Err(e) => return Err((reply, e)),
+                }
+            }
         };
         let mut win = Win {
             id,
             window,
-            surface,
+            surface: None,
+            gpu,
             reader,
             scaler: Scaler::default(),
             frame,
@@ -377,28 +429,89 @@ impl App {
         let _ = reply.send(Ok(()));
         Ok(())
     }
-
-    fn find(&mut self, id: WindowId) -> Option<&mut Win> {
-        self.windows.iter_mut().find(|w| w.window.id() == id)
-    }
 }
 
 impl Win {
     /// Draws the newest frame (`fresh`) or the last one again, and presents it. Returns whether
     /// anything was presented.
-    fn draw(&mut self, fresh: bool) -> bool {
+    fn draw(
+        &mut self,
+        fresh: bool,
+        context: Option<&softbuffer::Context<OwnedDisplayHandle>>,
+    ) -> bool {
+        if let Some(g) = &mut self.gpu {
+            let size = self.window.inner_size();
+            let (w, h) = (size.width, size.height);
+            if w == 0 || h == 0 {
+                return false;
+            }
+            let (fw, fh) = self.frame;
+            let f = crate::scale::fit(fw, fh, w, h);
+            let rect = (f.x0, f.y0, f.w, f.h);
+            if fresh {
+                let t0 = Instant::now();
+                let Some((_, frame)) = g.queue.pop() else {
+                    return self.draw_cpu(true, context);
+                };
+                // Copied into the window's own texture; the frame goes back to its pool here.
+                let taken = g.presenter.take(frame.image());
+                drop(frame);
+                let t1 = Instant::now();
+                let presented = taken.and_then(|()| g.presenter.present((w, h), rect));
+                g.shown = true;
+                self.stats.drawn.fetch_add(1, Ordering::Relaxed);
+                self.stats.record(t1 - t0, t1.elapsed());
+                if let Err(e) = &presented {
+                    say(&format!("{e}"));
+                }
+                return presented.is_ok();
+            }
+            if g.shown || self.surface.is_none() {
+                // The picture taken last, or black before the first.
+                self.stats.redrawn.fetch_add(1, Ordering::Relaxed);
+                return g.presenter.present((w, h), rect).is_ok();
+            }
+        }
+        self.draw_cpu(fresh, context)
+    }
+
+    /// [`draw`](Self::draw) for CPU frames (softbuffer).
+    fn draw_cpu(
+        &mut self,
+        fresh: bool,
+        context: Option<&softbuffer::Context<OwnedDisplayHandle>>,
+    ) -> bool {
         let size = self.window.inner_size();
         let (Some(w), Some(h)) = (NonZeroU32::new(size.width), NonZeroU32::new(size.height)) else {
             return false;
         };
-        if self.surface.resize(w, h).is_err() {
+        if self.gpu.is_some() && fresh && !self.reader.fresh() {
+            // A window drawing textures, and no CPU frame either.
+            return false;
+        }
+        if self.surface.is_none() {
+            let Some(context) = context else {
+                return false;
+            };
+            match softbuffer::Surface::new(context, Arc::clone(&self.window)) {
+                Ok(s) => self.surface = Some(s),
+                Err(e) => {
+                    say(&format!("cannot draw in the window: {e}"));
+                    return false;
+                }
+            }
+        }
+        let Some(surface) = self.surface.as_mut() else {
+            return false;
+        };
+        if surface.resize(w, h).is_err() {
             return false;
         }
         let (fw, fh) = self.frame;
         if !self.scaler.is_for(fw, fh, w.get(), h.get()) {
             self.scaler = Scaler::new(fw, fh, w.get(), h.get());
         }
-        let Ok(mut buffer) = self.surface.buffer_mut() else {
+        let Ok(mut buffer) = surface.buffer_mut() else {
             return false;
         };
         let t0 = Instant::now();
@@ -484,19 +597,20 @@ impl ApplicationHandler<UserEvent> for App {
                 // Cleared before looking, so a frame published meanwhile wakes us again.
                 self.pending.swap(false, Ordering::AcqRel);
                 for w in &mut self.windows {
-                    w.draw(true);
+                    w.draw(true, self.context.as_ref());
                 }
             }
         }
     }
 
     fn window_event(&mut self, event_loop: &ActiveEventLoop, id: WindowId, event: WindowEvent) {
-        let Some(win) = self.find(id) else {
+        let context = self.context.as_ref();
+        let Some(win) = self.windows.iter_mut().find(|w| w.window.id() == id) else {
             return;
         };
         match event {
             WindowEvent::RedrawRequested => {
-                win.draw(false);
+                win.draw(false, context);
             }
             WindowEvent::Resized(_) => win.window.request_redraw(),
             WindowEvent::CloseRequested | WindowEvent::Destroyed => {
@@ -563,6 +677,7 @@ mod tests {
             fullscreen: false,
             width,
             height,
+            vsync: false,
         }
     }
 

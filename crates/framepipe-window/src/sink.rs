@@ -17,12 +17,21 @@
 //!
 //! On the output thread, [`Sink::consume`] only hands the frame over ([`crate::handoff`]) and
 //! wakes the window thread; see the crate's real-time contract.
+//!
+//! **GPU frames**: fed by a GPU node, the window takes the show's textures themselves
+//! ([`Sink::takes_textures`]) and draws them with OpenGL in the same window, scaled with
+//! bilinear filtering: no download. `vsync=true` makes its swaps wait for the vertical blank
+//! (on the window thread; the frame clock paces the show either way). Where the window's X
+//! server has no EGL, the frames are downloaded and drawn as CPU frames, said in one line.
 
 use std::thread::Thread;
 
+use std::sync::Arc;
+
+use crossbeam_queue::ArrayQueue;
 use framepipe_core::{
     Element, ElementDesc, ElementKind, Error, Frame, FrameCtx, Mode, PropKind, PropSpec, PropValue,
-    Props, Result, Sink, VideoInfo,
+    Props, Result, Sink, TextureFrame, VideoInfo,
 };
 
 use crate::handoff::{handoff, HandoffStats, Writer};
@@ -72,12 +81,26 @@ pub fn desc() -> ElementDesc {
                 PropValue::Int(0),
                 "window height; 0: the frame's, shrunk to fit the display",
             ),
+            PropSpec::new(
+                "vsync",
+                PropKind::Bool,
+                PropValue::Bool(false),
+                "GPU frames: swaps wait for the vertical blank (the frame clock paces either way)",
+            ),
         ],
         default_mode: Mode::Serial,
-        details: vec![(
-            "scaling".into(),
-            "nearest neighbour, aspect kept, centred, black bars".into(),
-        )],
+        details: vec![
+            (
+                "scaling".into(),
+                "CPU frames: nearest neighbour; GPU frames: bilinear; aspect kept, centred, black bars"
+                    .into(),
+            ),
+            (
+                "gpu frames".into(),
+                "drawn with OpenGL in the window, no download (EGL on the X server; else downloaded)"
+                    .into(),
+            ),
+        ],
     }
 }
 
@@ -94,6 +117,8 @@ pub struct WindowSettings {
     pub width: u32,
     /// Window height asked for (0: from the frame).
     pub height: u32,
+    /// GPU frames: swaps wait for the vertical blank.
+    pub vsync: bool,
 }
 
 impl WindowSettings {
@@ -105,6 +130,7 @@ impl WindowSettings {
             fullscreen: props.bool("fullscreen"),
             width: props.i64("width").clamp(0, MAX_SIDE) as u32,
             height: props.i64("height").clamp(0, MAX_SIDE) as u32,
+            vsync: props.bool("vsync"),
         }
     }
 }
@@ -131,6 +157,8 @@ pub fn build(props: &Props, link: Option<WindowLink>) -> Result<Element> {
 pub struct WindowSink {
     settings: WindowSettings,
     link: Option<WindowLink>,
+    /// Whether it takes the show's textures (asked once, when a GPU node feeds it).
+    textures: Option<bool>,
     open: Option<Open>,
 }
 
@@ -138,6 +166,8 @@ pub struct WindowSink {
 struct Open {
     id: u64,
     writer: Writer,
+    /// GPU frames to the window thread: the newest one, an unread one replaced.
+    textures: Option<Arc<ArrayQueue<(FrameCtx, TextureFrame)>>>,
     waker: Thread,
     stats: std::sync::Arc<WindowStats>,
 }
@@ -148,6 +178,7 @@ impl WindowSink {
         WindowSink {
             settings,
             link,
+            textures: None,
             open: None,
         }
     }
@@ -168,16 +199,19 @@ impl WindowSink {
 impl Sink for WindowSink {
     fn start(&mut self, info: VideoInfo) -> Result<()> {
         let (writer, reader) = handoff(info.frame_bytes());
+        let textures = (self.textures == Some(true)).then(|| Arc::new(ArrayQueue::new(1)));
         let opened = service::open(
             self.settings.clone(),
             (info.width, info.height),
             reader,
+            textures.clone(),
             self.link.clone(),
         )
         .map_err(|e| Error::element(NAME, e))?;
         self.open = Some(Open {
             id: opened.id,
             writer,
+            textures,
             waker: opened.waker,
             stats: opened.stats,
         });
@@ -188,6 +222,31 @@ impl Sink for WindowSink {
         if let Some(open) = &mut self.open {
             open.writer.publish(ctx, frame);
             open.waker.unpark();
+        }
+        Ok(())
+    }
+
+    fn takes_textures(&mut self) -> bool {
+        *self.textures.get_or_insert_with(|| {
+            match framepipe_gpu::present::window_display() {
+                Ok(()) => true,
+                Err(why) => {
+                    service::say(&format!(
+                        "GPU frames are downloaded and drawn by the CPU: no EGL for the window ({why})"
+                    ));
+                    false
+                }
+            }
+        })
+    }
+
+    fn consume_texture(&mut self, ctx: &FrameCtx, frame: &TextureFrame) -> Result<()> {
+        if let Some(open) = &mut self.open {
+            if let Some(q) = &open.textures {
+                // An unread frame is replaced (back to its pool, here).
+                drop(q.force_push((*ctx, frame.clone())));
+                open.waker.unpark();
+            }
         }
         Ok(())
     }

@@ -68,6 +68,7 @@ fn measure() {
             fullscreen: false,
             width: 640,
             height: 360,
+            vsync: false,
         },
         None,
     );

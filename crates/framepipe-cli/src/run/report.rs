@@ -357,6 +357,7 @@ pub(crate) fn stats_json(
             "downloads": g.downloads,
             "uploads_per_frame": g.uploads_per_frame,
             "downloads_per_frame": g.downloads_per_frame,
+            "released": g.released,
             "max_gpu_memory": s.memory.max_gpu_memory,
             "gpu_held_max": s.memory.gpu_held_max,
         });

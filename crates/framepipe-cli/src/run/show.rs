@@ -91,11 +91,8 @@ pub(crate) fn load(args: &[String]) -> Result<Vec<Given>> {
 }
 
 /// The show's audio input (`--audio`), started; an `~audio:` binding without one is an error.
-fn audio_input(
-    args: &crate::args::RunArgs,
-    desc: &GraphDesc,
-) -> Result<Option<framepipe_audio::Input>> {
-    let Some(source) = &args.audio else {
+fn audio_input(audio: &ShowAudio, desc: &GraphDesc) -> Result<Option<framepipe_audio::Input>> {
+    let Some(source) = &audio.source else {
         let bound = desc.nodes.iter().find_map(|n| {
             n.props
                 .iter()
@@ -103,21 +100,59 @@ fn audio_input(
                 .map(|(k, v)| format!("{}.{k}={v}", n.name))
         });
         if let Some(b) = bound {
-            bail!("{b} follows the audio, but the show has none: give it --audio SOURCE (a file or stream ffmpeg reads)");
+            bail!("{b} follows the audio, but the show has none: give it --audio SOURCE (a file or stream ffmpeg reads), or audio = \"...\" in its project file");
         }
         return Ok(None);
     };
-    let bands = match &args.audio_bands {
+    let bands = match &audio.bands {
         Some(edges) => framepipe_audio::BandEdges::parse(edges)?,
         None => framepipe_audio::BandEdges::default(),
     };
     Ok(Some(framepipe_audio::Input::start(source, &bands)?))
 }
 
+/// A show's audio: `--audio` / `--audio-bands`, else its project file's `audio` /
+/// `audio-bands` (flags win, as for every setting).
+struct ShowAudio {
+    source: Option<String>,
+    bands: Option<String>,
+}
+
+impl ShowAudio {
+    fn of(args: &crate::args::RunArgs, desc: &GraphDesc) -> Self {
+        ShowAudio {
+            source: args.audio.clone().or(desc.settings.audio.clone()),
+            bands: args
+                .audio_bands
+                .clone()
+                .or(desc.settings.audio_bands.clone()),
+        }
+    }
+}
+
+/// The show's audio bands for the surfaces (0: no `--audio`).
+fn audio_band_count(audio: &ShowAudio) -> usize {
+    if audio.source.is_none() {
+        return 0;
+    }
+    audio
+        .bands
+        .as_deref()
+        .map_or_else(framepipe_audio::BandEdges::default, |e| {
+            framepipe_audio::BandEdges::parse(e).unwrap_or_default()
+        })
+        .count()
+}
+
 /// `ffmpegsink audio=true` muxes the show's `--audio` (its `audio-location`, unless given);
 /// and a clip's own sound is never dropped without a word: an `ffmpegsrc` whose file has
 /// an audio stream that `--audio` does not name is told about once.
-fn audio_to_outputs(args: &crate::args::RunArgs, desc: &mut GraphDesc, who: &str) -> Result<()> {
+fn audio_to_outputs(
+    args: &crate::args::RunArgs,
+    audio: &ShowAudio,
+    desc: &mut GraphDesc,
+    who: &str,
+) -> Result<()> {
     let prop = |n: &framepipe_project::NodeDescr, k: &str| {
         n.props.iter().find(|(p, _)| p == k).map(|(_, v)| v.clone())
     };
@@ -126,7 +161,7 @@ fn audio_to_outputs(args: &crate::args::RunArgs, desc: &mut GraphDesc, who: &str
             && prop(n, "audio").is_some_and(|v| v == "true")
             && prop(n, "audio-location").is_none()
         {
-            let Some(source) = &args.audio else {
+            let Some(source) = &audio.source else {
                 bail!(
                     "{}.audio=true muxes the show's audio, but it has none: give it --audio SOURCE (or audio-location=FILE)",
                     n.name
@@ -138,7 +173,7 @@ fn audio_to_outputs(args: &crate::args::RunArgs, desc: &mut GraphDesc, who: &str
             let Some(location) = prop(n, "location") else {
                 continue;
             };
-            if args.audio.as_deref() != Some(location.as_str())
+            if audio.source.as_deref() != Some(location.as_str())
                 && framepipe_audio::probe_has_audio(&location)
             {
                 say!(
@@ -237,7 +272,8 @@ pub(crate) fn setup(
             given.desc.midi.len()
         );
     }
-    audio_to_outputs(args, &mut given.desc, &who).map_err(in_show)?;
+    let show_audio = ShowAudio::of(args, &given.desc);
+    audio_to_outputs(args, &show_audio, &mut given.desc, &who).map_err(in_show)?;
     check_stdout(&given.desc, &registry).map_err(in_show)?;
     let graph = build(&given.desc, &registry, Purpose::Run).map_err(in_show)?;
     let total_frames = status::total_frames(&graph);
@@ -266,7 +302,7 @@ pub(crate) fn setup(
         None
     };
     prepared.set_commands(rx);
-    let audio = audio_input(args, &given.desc).map_err(in_show)?;
+    let audio = audio_input(&show_audio, &given.desc).map_err(in_show)?;
     if let Some(input) = &audio {
         prepared.set_audio(input.feed());
     }
@@ -289,7 +325,8 @@ pub(crate) fn setup(
                 name: shown_name.clone(),
                 commands: Some(tx.clone()),
             },
-            framepipe_oscquery::LiveShow::new(prepared.view(), prepared.counters()),
+            framepipe_oscquery::LiveShow::new(prepared.view(), prepared.counters())
+                .with_audio(audio_band_count(&show_audio)),
         ));
     }
     if args.midi.is_some() {

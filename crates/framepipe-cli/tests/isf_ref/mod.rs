@@ -107,6 +107,60 @@ impl std::fmt::Display for Diff {
     }
 }
 
+impl Diff {
+    /// Whether `self` is further off than `other`: a larger max, or the same max and a larger
+    /// mean (a report names the worst frame or progress of a case).
+    pub fn worse_than(&self, other: &Diff) -> bool {
+        self.max > other.max || (self.max == other.max && self.mean > other.mean)
+    }
+}
+
+/// The lines of a comparison against a reference renderer, each within its tolerance or not:
+/// printed whole (the measured errors are the test's figures), then the test fails naming the
+/// lines over tolerance.
+#[derive(Default)]
+pub struct Report {
+    lines: Vec<(String, bool)>,
+}
+
+impl Report {
+    /// Adds a line, within its tolerance or not.
+    pub fn push(&mut self, line: String, within: bool) {
+        self.lines.push((line, within));
+    }
+
+    /// Adds lines.
+    pub fn extend(&mut self, lines: impl IntoIterator<Item = (String, bool)>) {
+        self.lines.extend(lines);
+    }
+
+    /// Prints `title` and every line, then fails if any line is over its tolerance.
+    pub fn finish(self, title: &str) {
+        println!("{title}:");
+        for (line, _) in &self.lines {
+            println!("  {line}");
+        }
+        let failed: Vec<&String> = self
+            .lines
+            .iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(l, _)| l)
+            .collect();
+        assert!(failed.is_empty(), "over tolerance: {failed:#?}");
+    }
+}
+
+/// With `FP_ISF_REF_DUMP=DIR`: writes both sides of one comparison as
+/// `DIR/STEM-framepipe.png` and `DIR/STEM-reference.png` (`STEM` made a file name).
+pub fn dump(stem: &str, framepipe: &Picture, reference: &Picture) {
+    let Some(dir) = std::env::var_os("FP_ISF_REF_DUMP").map(PathBuf::from) else {
+        return;
+    };
+    let stem = stem.replace(['/', ' ', '(', ')'], "_");
+    write_png(&dir.join(format!("{stem}-framepipe.png")), framepipe);
+    write_png(&dir.join(format!("{stem}-reference.png")), reference);
+}
+
 pub fn diff(a: &Picture, b: &Picture) -> Diff {
     assert_eq!(
         (a.width, a.height),

@@ -180,7 +180,7 @@ pub fn details(shader: &Shader, file: &str) -> Vec<(String, String)> {
         d.push((
             "audio inputs".into(),
             format!(
-                "{}: silent (framepipe feeds no audio to shaders yet: audio reads as 0.5, an FFT as 0)",
+                "{}: fed per frame from the show's --audio (silent without it: audio reads as 0.5, an FFT as 0)",
                 audio.join(", ")
             ),
         ));

@@ -30,7 +30,12 @@ pub struct Source {
 /// where the context has GL 4 (llvmpipe and the GPU drivers do): GLSL 4.00 converts ints to
 /// uints and a few other things that shaders written for lenient compilers rely on. The error
 /// shown is the 330 one.
+///
+/// On an OpenGL ES context the program is compiled as GLSL ES 3.00 ([`for_gles`]).
 pub fn compile(gl: &glow::Context, src: &Source) -> Result<glow::Program, String> {
+    if gl.version().is_embedded {
+        return compile_as(gl, &for_gles(src));
+    }
     let first = compile_as(gl, src);
     let Err(why) = first else { return first };
     let version = gl.version();
@@ -47,6 +52,49 @@ pub fn compile(gl: &glow::Context, src: &Source) -> Result<glow::Program, String
         text.replace_range(..prefix.len(), "#version 400");
     }
     compile_as(gl, &v400).map_err(|_| why)
+}
+
+/// The program as GLSL ES 3.00, for an OpenGL ES 3 context: the first line `#version 330`
+/// becomes `#version 300 es`, and one line of default precisions (`highp` float, int and
+/// sampler2D: ES has no default float precision in fragment shaders, and lowp samplers) goes
+/// after the directives that open the shader (the version, `#extension` lines). The line maps
+/// gain that line, so the compiler's messages still name the author's lines. GLSL 330 and
+/// GLSL ES 3.00 share the rest of what the assembly writes (`in`/`out`, `texture`, an `out
+/// vec4`); an author's GLSL that desktop GL accepts and ES does not (implicit int to float
+/// conversions, `double`) is refused by the compiler with its line.
+pub fn for_gles(src: &Source) -> Source {
+    let mut out = src.clone();
+    let p = &mut out.program;
+    for (text, map) in [
+        (&mut p.vertex, &mut p.vertex_lines),
+        (&mut p.fragment, &mut p.fragment_lines),
+    ] {
+        let Some(rest) = text.strip_prefix(framepipe_isf::glsl::GLSL_VERSION) else {
+            continue;
+        };
+        let mut lines: Vec<&str> = std::iter::once("#version 300 es")
+            .chain(rest.split('\n').skip(1))
+            .collect();
+        // After the opening directives: the version line, then any `#extension` lines.
+        let at = 1 + lines[1..]
+            .iter()
+            .take_while(|l| l.trim_start().starts_with("#extension"))
+            .count();
+        lines.insert(
+            at,
+            "precision highp float; precision highp int; precision highp sampler2D;",
+        );
+        let joined = lines.join("\n");
+        let mut sources: Vec<u32> = (1..=map.len() as u32)
+            .map(|l| map.to_source(l).unwrap_or(0))
+            .collect();
+        if !sources.is_empty() {
+            sources.insert(at.min(sources.len()), 0);
+            *map = framepipe_isf::LineMap::new(sources);
+        }
+        *text = joined;
+    }
+    out
 }
 
 fn compile_as(gl: &glow::Context, src: &Source) -> Result<glow::Program, String> {

@@ -16,6 +16,15 @@
 //! [`Mode::Serial`](framepipe_core::Mode)); another is cleared to transparent black when the
 //! frame begins. `FLOAT` buffers are RGBA32F.
 //!
+//! Audio inputs (issue #25): an `audio` input is an image one row high whose columns are the
+//! latest samples of the show's audio (`0.5 + 0.5·sample`), an `audioFFT` input one whose
+//! columns are FFT magnitudes from 0 Hz up to half the sample rate (a sine of amplitude `a`
+//! reads `a` in its column), as wide as the input's `MAX` (512 when not given): the last
+//! `MAX` samples of the frame's window, or its bins grouped `n/MAX` to a column (the largest
+//! of each group); a smaller source is stretched. Values are in R, G and B (A is 1), RGBA32F.
+//! The frame's arrays come in [`GpuCtx::audio`]; without audio an input stays silent (0.5,
+//! or 0 for the FFT).
+//!
 //! GL objects are made on the first render and freed in [`GpuNode::release`]; in steady state
 //! a frame allocates nothing and never waits on the GPU.
 
@@ -41,7 +50,7 @@ enum ImageSrc {
     Frame(usize),
     /// The `i`-th imported image.
     Imported(usize),
-    /// The `i`-th audio input's silent texture.
+    /// The `i`-th audio input's texture.
     Audio(usize),
     /// The `i`-th buffer's front texture.
     Buffer(usize),
@@ -68,6 +77,80 @@ struct BufTex {
     persistent: bool,
 }
 
+/// An `audio` / `audioFFT` input's texture (`width` x 1, RGBA32F) and its staging row.
+#[derive(Debug)]
+struct AudioTex {
+    tex: glow::Texture,
+    width: u32,
+    /// `audioFFT` (else `audio`).
+    fft: bool,
+    /// One row of RGBA texels, refilled per frame.
+    row: Vec<f32>,
+    /// Whether the texture holds audio (else silence).
+    fed: bool,
+}
+
+impl AudioTex {
+    /// Fills the row from the frame's arrays (silence when they are empty); no allocation.
+    fn fill(&mut self, audio: &framepipe_core::FrameAudio<'_>) {
+        let src = if self.fft { audio.fft } else { audio.wave };
+        let w = self.width as usize;
+        let n = src.len();
+        for (j, px) in self.row.chunks_exact_mut(4).enumerate() {
+            let v = if n == 0 {
+                0.0
+            } else if self.fft {
+                if n >= w {
+                    // Bins [j·n/w, (j+1)·n/w): their largest, so a sine keeps its amplitude.
+                    let (a, b) = (j * n / w, ((j + 1) * n / w).max(j * n / w + 1));
+                    src[a..b.min(n)].iter().fold(0.0f32, |m, &x| m.max(x))
+                } else {
+                    src[(j * n / w).min(n - 1)]
+                }
+            } else if n >= w {
+                src[n - w + j]
+            } else {
+                src[(j * n / w).min(n - 1)]
+            };
+            let v = if self.fft {
+                v.clamp(0.0, 1.0)
+            } else {
+                (0.5 + 0.5 * v).clamp(0.0, 1.0)
+            };
+            let v = if v.is_finite() { v } else { 0.0 };
+            px.copy_from_slice(&[v, v, v, 1.0]);
+        }
+    }
+
+    /// Uploads the row (the texture is `width` x 1 RGBA32F).
+    fn upload(&self, gl: &glow::Context) {
+        // SAFETY: the context is current; the texture is this node's, `width` x 1 RGBA32F, and
+        // `row` holds exactly `width` RGBA float texels.
+        unsafe {
+            gl.bind_texture(glow::TEXTURE_2D, Some(self.tex));
+            gl.tex_sub_image_2d(
+                glow::TEXTURE_2D,
+                0,
+                0,
+                0,
+                self.width as i32,
+                1,
+                glow::RGBA,
+                glow::FLOAT,
+                glow::PixelUnpackData::Slice(Some(bytemuck_f32(&self.row))),
+            );
+            gl.bind_texture(glow::TEXTURE_2D, None);
+        }
+    }
+}
+
+/// A float slice's bytes.
+fn bytemuck_f32(v: &[f32]) -> &[u8] {
+    // SAFETY: any f32 is 4 valid bytes; the slice covers exactly the floats' memory and
+    // lives as long as `v`; u8 has alignment 1.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
 /// Every GL object of a node, made on its first render.
 #[derive(Debug)]
 struct Gl {
@@ -88,7 +171,7 @@ struct Gl {
     images: Vec<ImageUniform>,
     buffers: Vec<BufTex>,
     imported: Vec<(glow::Texture, u32, u32)>,
-    audio: Vec<(glow::Texture, u32, u32)>,
+    audio: Vec<AudioTex>,
     /// Where each pass renders: a buffer's index, or the output.
     targets: Vec<Option<usize>>,
 }
@@ -175,6 +258,30 @@ impl IsfNode {
                         if let Some(old) = self.gl.replace(state) {
                             free(gl, old);
                         }
+                        // Inputs the file gained run at their defaults: the show's properties
+                        // are fixed for its graph version (its parameter tables, per-frame
+                        // snapshots and published controls are sized when it is built), so
+                        // only a version built anew (a live edit) makes them properties.
+                        let added: Vec<&str> = values
+                            .slots
+                            .iter()
+                            .filter(|s| !self.values.slots.iter().any(|o| o.name == s.name))
+                            .map(|s| s.prop.as_str())
+                            .collect();
+                        if !added.is_empty() {
+                            let replace = if self.element == "isf" {
+                                format!("replace NODE isf location={}", next.path.display())
+                            } else {
+                                format!("replace NODE {}", self.element)
+                            };
+                            self.message = Some(format!(
+                                "{} reloaded with new inputs ({}): they run at their defaults \
+                                 and are not properties of the running show; replace the node \
+                                 ({replace}) to make them properties",
+                                next.path.display(),
+                                added.join(", "),
+                            ));
+                        }
                         self.loaded = next;
                         self.values = values;
                         self.last_reload_error = None;
@@ -221,16 +328,24 @@ fn make_gl(
     }
     let mut audio = Vec::new();
     for input in &shader.inputs {
-        let (samples, level) = match input.kind {
-            InputKind::Audio { samples } => (samples, 128u8),
-            InputKind::AudioFft { samples } => (samples, 0u8),
+        let (samples, fft) = match input.kind {
+            InputKind::Audio { samples } => (samples, false),
+            InputKind::AudioFft { samples } => (samples, true),
             _ => continue,
         };
         let w = samples.unwrap_or(AUDIO_SAMPLES).clamp(1, 16384);
-        let px = vec![level; w as usize * 4];
-        let t = gl::texture(gl, w, 1, TexFormat::Rgba8, Some(&px))?;
+        let tex = gl::texture(gl, w, 1, TexFormat::Rgba32F, None)?;
         image(&input.name, ImageSrc::Audio(audio.len()), &mut images);
-        audio.push((t, w, 1));
+        let mut a = AudioTex {
+            tex,
+            width: w,
+            fft,
+            row: vec![0.0; w as usize * 4],
+            fed: false,
+        };
+        a.fill(&framepipe_core::FrameAudio::default());
+        a.upload(gl);
+        audio.push(a);
     }
     let mut imported = Vec::new();
     for (i, m) in loaded.images.iter().enumerate() {
@@ -308,8 +423,11 @@ fn free(gl: &glow::Context, state: Gl) {
         gl::delete_texture(gl, b.front);
         gl::delete_texture(gl, b.back);
     }
-    for (t, ..) in state.imported.into_iter().chain(state.audio) {
+    for (t, ..) in state.imported {
         gl::delete_texture(gl, t);
+    }
+    for a in state.audio {
+        gl::delete_texture(gl, a.tex);
     }
 }
 
@@ -403,7 +521,7 @@ impl Gl {
                 None => return,
             },
             ImageSrc::Imported(i) => self.imported[i],
-            ImageSrc::Audio(i) => self.audio[i],
+            ImageSrc::Audio(i) => (self.audio[i].tex, self.audio[i].width, 1),
             ImageSrc::Buffer(i) => {
                 let b = &self.buffers[i];
                 (b.front, b.width, b.height)
@@ -437,6 +555,15 @@ impl GpuNode for IsfNode {
         };
         st.size_buffers(gl, &self.loaded, &self.values, render)
             .map_err(|e| Error::element(self.element.clone(), e))?;
+        let present = gpu.audio.is_present();
+        for a in &mut st.audio {
+            // Every frame with audio; once when it goes silent.
+            if present || a.fed {
+                a.fill(&gpu.audio);
+                a.upload(gl);
+                a.fed = present;
+            }
+        }
         let st = &*st;
         let frame = gpu.frame;
         let time = frame.pts_ns as f64 / 1e9;

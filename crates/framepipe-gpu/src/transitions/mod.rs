@@ -8,24 +8,28 @@
 //! | [`collection`] | finding and reading `gl-transitions.json`: [`Transition`]s and their [`Param`]s |
 //! | [`glsl`] | a transition wrapped in the calling convention (`getFromColor`, `getToColor`, `progress`, `ratio`) for GLSL 330 |
 //! | [`node`] | [`TransitionFactory`] and its node: one pass, two inputs |
+//! | [`mix`] | `mix mode=transition transition=NAME`: the same node as the `mix` element's transition mode |
 //!
 //! Element names are `transition-` and the transition's name in lower case
 //! (`transition-crosswarp`, `transition-gridflip`, `transition-directional-easing`).
+//! A crossfade of `load FILE fade=2s transition=NAME` is a `mix mode=transition` per sink.
 
 pub mod collection;
 pub mod glsl;
+pub mod mix;
 pub mod node;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use framepipe_core::{
-    Element, ElementDesc, ElementKind, Mode, PropKind, PropSpec, PropValue, Props, Rational,
-    Registry,
+    edit_distance, Element, ElementDesc, ElementKind, Mode, PropKind, PropSpec, PropValue, Props,
+    Rational, Registry,
 };
 
 pub use collection::{find_json, load, Param, ParamType, Transition};
-pub use node::TransitionFactory;
+pub use mix::mix_entry;
+pub use node::{Face, TransitionFactory};
 
 /// The element name of a transition.
 pub fn element_name(transition: &str) -> String {
@@ -37,6 +41,34 @@ pub fn element_name(transition: &str) -> String {
 pub fn find<'a>(all: &'a [Arc<Transition>], name: &str) -> Option<&'a Arc<Transition>> {
     let name = name.strip_prefix("transition-").unwrap_or(name);
     all.iter().find(|t| t.name.eq_ignore_ascii_case(name))
+}
+
+/// The transition called `name` in `all` ([`find`]), or why not: the closest names, or where
+/// the list is.
+pub fn lookup<'a>(all: &'a [Arc<Transition>], name: &str) -> Result<&'a Arc<Transition>, String> {
+    if let Some(t) = find(all, name) {
+        return Ok(t);
+    }
+    let key = name
+        .strip_prefix("transition-")
+        .unwrap_or(name)
+        .to_lowercase();
+    let mut near: Vec<(usize, &str)> = all
+        .iter()
+        .map(|t| (edit_distance(&key, &t.name.to_lowercase()), t.name.as_str()))
+        .filter(|&(d, _)| d <= 3.max(key.len() / 3))
+        .collect();
+    near.sort();
+    let hint = if near.is_empty() {
+        format!(
+            "; the {} transitions are listed by 'framepipe plugins' as transition-NAME",
+            all.len()
+        )
+    } else {
+        let names: Vec<&str> = near.iter().take(3).map(|&(_, n)| n).collect();
+        format!("; did you mean {}?", names.join(", "))
+    };
+    Err(format!("no gl-transition called '{name}'{hint}"))
 }
 
 /// The properties of a transition element: `progress`, then its parameters.

@@ -28,15 +28,41 @@ struct Values {
     params: Vec<[f32; 4]>,
 }
 
+/// How a node's properties are named: the property that is `progress`, and those that chose
+/// the node's shader (set when it is built, not while it runs).
+#[derive(Debug, Clone, Copy)]
+pub struct Face {
+    /// The property the transition's `progress` is: `progress` for `transition-NAME`,
+    /// `fader` for `mix mode=transition`.
+    pub amount: &'static str,
+    /// Properties that only choose what the node is (`mode`, `transition` of `mix`).
+    pub fixed: &'static [&'static str],
+}
+
+impl Face {
+    /// `transition-NAME`'s: `progress`, nothing fixed.
+    pub const ELEMENT: Face = Face {
+        amount: "progress",
+        fixed: &[],
+    };
+}
+
 impl Values {
-    fn set(&mut self, t: &Transition, element: &str, name: &str, v: &PropValue) -> Result<bool> {
+    fn set(
+        &mut self,
+        t: &Transition,
+        face: Face,
+        element: &str,
+        name: &str,
+        v: &PropValue,
+    ) -> Result<bool> {
         let bad = |reason: String| Error::BadValue {
             element: element.to_string(),
             prop: name.to_string(),
             value: v.to_string(),
             reason,
         };
-        if name == "progress" {
+        if name == face.amount {
             let p = v.as_f64().ok_or_else(|| bad("expected a number".into()))?;
             self.progress = p.clamp(0.0, 1.0) as f32;
             return Ok(true);
@@ -63,6 +89,7 @@ impl Values {
 /// A gl-transition configured with its properties.
 pub struct TransitionFactory {
     element: String,
+    face: Face,
     transition: Arc<Transition>,
     source: Arc<Source>,
     values: Values,
@@ -80,15 +107,28 @@ impl TransitionFactory {
     /// `element` running `transition` with `props` (resolved against
     /// [`props`](super::props)).
     pub fn new(element: &str, transition: Arc<Transition>, props: &Props) -> Result<Self> {
+        Self::with_face(element, Face::ELEMENT, transition, props)
+    }
+
+    /// `element` running `transition` with `props`, its properties named as `face` says
+    /// (`mix mode=transition`: `fader` is the progress; `mode` and `transition` are ignored
+    /// here, they chose the transition).
+    pub fn with_face(
+        element: &str,
+        face: Face,
+        transition: Arc<Transition>,
+        props: &Props,
+    ) -> Result<Self> {
         let mut values = Values {
             progress: 0.0,
             params: transition.params.iter().map(|p| p.default).collect(),
         };
         for (name, v) in props.iter() {
-            values.set(&transition, element, name, v)?;
+            values.set(&transition, face, element, name, v)?;
         }
         Ok(TransitionFactory {
             element: element.to_string(),
+            face,
             source: Arc::new(glsl::source(&transition)),
             transition,
             values,
@@ -128,6 +168,7 @@ impl GpuFactory for TransitionFactory {
     fn instantiate(&self) -> Result<Box<dyn GpuNode>> {
         Ok(Box::new(TransitionNode {
             element: self.element.clone(),
+            face: self.face,
             transition: self.transition.clone(),
             source: self.source.clone(),
             values: self.values.clone(),
@@ -153,6 +194,7 @@ struct Gl {
 /// A running gl-transition.
 struct TransitionNode {
     element: String,
+    face: Face,
     transition: Arc<Transition>,
     source: Arc<Source>,
     values: Values,
@@ -263,18 +305,29 @@ impl GpuNode for TransitionNode {
     }
 
     fn set_property(&mut self, name: &str, value: &PropValue) -> Result<()> {
+        if self.face.fixed.contains(&name) {
+            return Err(Error::BadValue {
+                element: self.element.clone(),
+                prop: name.to_string(),
+                value: value.to_string(),
+                reason: format!(
+                    "{name} chooses the node's shader and cannot change while it runs; \
+                     replace the node (replace NODE {} mode=... transition=...)",
+                    self.element
+                ),
+            });
+        }
         if self
             .values
-            .set(&self.transition, &self.element, name, value)?
+            .set(&self.transition, self.face, &self.element, name, value)?
         {
             Ok(())
         } else {
             Err(Error::UnknownProperty {
                 element: self.element.clone(),
                 prop: name.to_string(),
-                expected: super::props(&self.transition)
-                    .iter()
-                    .map(|p| p.name.clone())
+                expected: std::iter::once(self.face.amount)
+                    .chain(self.transition.params.iter().map(|p| p.name.as_str()))
                     .collect::<Vec<_>>()
                     .join(", "),
             })

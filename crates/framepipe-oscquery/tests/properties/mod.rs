@@ -60,6 +60,7 @@ pub fn show() -> (ShowModel, Values) {
                 bypassable: false,
             },
         ],
+        audio_bands: 0,
     };
     let values = Values::defaults(&model);
     (model, values)

@@ -3,7 +3,7 @@
 
 use super::running::kept_nodes;
 use super::*;
-use crate::memory::{MemoryKind, PoolNeeds, PoolNode};
+use crate::memory::{pool_bytes, MemoryKind, PoolNeeds, PoolNode};
 use crate::model::OnEnd;
 use crate::model::Overload;
 use crate::model::{Part, Plan};
@@ -15,6 +15,11 @@ pub(crate) struct Need {
     pub pools: u64,
     pub new_instances: u64,
     pub all_instances: u64,
+    /// GPU memory building it adds: its texture pools at full capacity and the own buffers of
+    /// the GPU nodes it makes (those an edit keeps bring theirs).
+    pub gpu: u64,
+    /// The own buffers of all of its GPU nodes.
+    pub gpu_all_instances: u64,
 }
 
 impl Need {
@@ -36,7 +41,7 @@ pub(super) fn instances_of(e: &crate::model::ExecNode, threads: usize) -> usize 
                 threads
             }
         }
-        Part::Gpu(_) | Part::Upload | Part::Download => 1,
+        Part::Gpu(_) | Part::Upload | Part::Download | Part::Present => 1,
         _ => 0,
     }
 }
@@ -131,7 +136,11 @@ pub(super) fn pool_layout<'p>(
                 instance_bytes: instance_bytes_of(e),
                 gpu_bytes: gpu_bytes_of(e),
                 name: &e.name,
-                writes: !matches!(e.part, Part::Sink(_) | Part::Feedback { .. }),
+                // A present hands on its input's texture.
+                writes: !matches!(
+                    e.part,
+                    Part::Sink(_) | Part::Feedback { .. } | Part::Present
+                ),
                 instances: instances_of(e, threads),
                 in_branch: e.branch.is_some(),
                 sinks_fed: sinks.len(),
@@ -155,11 +164,18 @@ pub(crate) fn need_of(plan: &Plan, ctx: &VersionCtx<'_>) -> Need {
     };
     let (plans, _) = needs.plan();
     let kept = kept_nodes(plan, ctx.running);
+    let gpu_new = plan
+        .nodes
+        .iter()
+        .zip(&kept)
+        .filter(|(_, k)| k.is_none())
+        .map(|(e, _)| gpu_bytes_of(e))
+        .fold(0, u64::saturating_add);
     let bytes = |e: &crate::model::ExecNode| {
         (instances_of(e, ctx.threads) as u64).saturating_mul(instance_bytes_of(e))
     };
     Need {
-        pools: crate::memory::pool_bytes(&plans, MemoryKind::Cpu),
+        pools: pool_bytes(&plans, MemoryKind::Cpu),
         new_instances: plan
             .nodes
             .iter()
@@ -168,5 +184,11 @@ pub(crate) fn need_of(plan: &Plan, ctx: &VersionCtx<'_>) -> Need {
             .map(|(e, _)| bytes(e))
             .fold(0, u64::saturating_add),
         all_instances: plan.nodes.iter().map(bytes).fold(0, u64::saturating_add),
+        gpu: pool_bytes(&plans, MemoryKind::Gpu).saturating_add(gpu_new),
+        gpu_all_instances: plan
+            .nodes
+            .iter()
+            .map(gpu_bytes_of)
+            .fold(0, u64::saturating_add),
     }
 }

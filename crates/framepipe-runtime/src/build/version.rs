@@ -127,6 +127,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             ports: port_nodes.clone(),
             holds,
             instance_bytes: need.all_instances,
+            gpu_instance_bytes: need.gpu_all_instances,
             pools,
         },
         live,
@@ -140,8 +141,9 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
 }
 
 /// A live edit's version is made while the running one goes on, and both live until the
-/// switch is over: what it adds must fit besides what the show holds already (checked before
-/// anything of it is made; a frame over its share of the budget is named first).
+/// switch is over: what it adds must fit besides what the show holds already, in host memory
+/// and in GPU memory, each against its own limit (checked before anything of it is made; a
+/// frame over its share of the budget is named first).
 fn admit_edit(plan: &Plan, r: &RunningVersion<'_>, ctx: &VersionCtx<'_>, need: Need) -> Result<()> {
     let limits = framepipe_core::Limits::current();
     for e in &plan.nodes {
@@ -157,7 +159,17 @@ fn admit_edit(plan: &Plan, r: &RunningVersion<'_>, ctx: &VersionCtx<'_>, need: N
         ),
         Admit::FadeEnd => ("the new project's graph", "at the fade's end", ""),
     };
-    ctx.memory.admit(running, need.added(), name, during, hint)
+    ctx.memory
+        .admit(running, need.added(), name, during, hint)?;
+    ctx.memory.admit_gpu(
+        r.ver
+            .pools
+            .gpu_bytes()
+            .saturating_add(r.ver.gpu_instance_bytes),
+        need.gpu,
+        name,
+        during,
+    )
 }
 
 /// Per node the frames it keeps beyond the frames in flight, and the version's pools (checked
@@ -353,6 +365,13 @@ impl Nodes {
             }
             Part::Effect(_) | Part::Mixer(_) | Part::Gpu(_) if old.is_some() => {
                 // Kept by the edit: its instances move in at the switch, with their state.
+                // A GPU node stays the GPU thread's (a GPU source a root).
+                if matches!(e.part, Part::Gpu(_)) {
+                    gpu = true;
+                    if e.inputs.is_empty() {
+                        self.roots.push(i);
+                    }
+                }
                 self.moves.push((old.expect("checked"), i));
                 Kind::Process
             }
@@ -410,12 +429,17 @@ impl Nodes {
                 ));
                 Kind::Process
             }
-            Part::Download => {
+            Part::Download | Part::Present => {
                 gpu = true;
-                // One per readback under way: at most one per frame in flight.
+                // One per readback (or present) under way: at most one per frame in flight.
+                let present = matches!(e.part, Part::Present);
                 for _ in 0..ctx.in_flight.max(1) {
                     st.add_instance(Instance::new(
-                        Proc::Download,
+                        if present {
+                            Proc::Present
+                        } else {
+                            Proc::Download
+                        },
                         initial,
                         ctx.memory.hold(MemoryKind::Cpu, 0),
                     ));

@@ -184,7 +184,8 @@ pub(crate) fn spawn(
                     }
                     (Fading::Waiting { .. }, _) => Some(BURY_POLL),
                     (_, false) => Some(bury_poll(&graveyard)),
-                    (_, true) => None,
+                    // GPU instances on their way to release come back to be dropped.
+                    (_, true) => shared.gpu_release.busy().then_some(BURY_POLL),
                 };
                 let msg = if let Some(poll) = poll {
                     match from_output.recv_timeout(poll) {
@@ -199,6 +200,7 @@ pub(crate) fn spawn(
                     }
                 };
                 graveyard.retain_mut(|b| !b.released());
+                shared.gpu_release.drop_released();
                 // A parked edit is built again once something was freed (or refused once it
                 // waited long enough).
                 if let Some(p) = &parked {
@@ -257,9 +259,13 @@ pub(crate) fn spawn(
                             &send,
                         );
                     }
-                    ToEditor::Bury(p) => {
+                    ToEditor::Bury(mut p) => {
                         // What the switch replaced is dropped here: instances of removed
-                        // nodes, the old pools and slots, once nothing else holds them.
+                        // nodes, the old pools and slots, once nothing else holds them. GPU
+                        // instances go to the GPU thread first, to release their GL objects.
+                        if shared.gpu_release.hand_over(p.take_instances()) {
+                            shared.gpu_signal.raise();
+                        }
                         graveyard.push(Buried::new(p));
                     }
                     ToEditor::Switched {

@@ -19,11 +19,19 @@
 //!   the readback is started (a pixel-pack buffer and a fence, `Downloader::start`) and the
 //!   job is reported once `Downloader::ready` says the copy is done, polled between the
 //!   thread's other jobs, or in 200 µs sleeps when it has nothing else to do. No thread waits
-//!   on one frame's readback while other GPU work is ready.
+//!   on one frame's readback while other GPU work is ready. A readback due while every buffer
+//!   of the ring is in use (more frames out than in flight: a leaky branch's, two versions'
+//!   across a live edit) starts once one is free.
+//! * A present's job (a texture to a sink that draws textures itself, a window) ends like a
+//!   download's, once the submissions before it have passed, but reads nothing back: the
+//!   texture itself is its output, finished, so that another context of the share group may
+//!   draw it at once.
 //! * A GPU node that fails at render (its error, a GL error after it, a panic) is reported
 //!   once ([`Event::GpuNodeFailed`]) and bypassed from then on: its first input passes (a
 //!   source gives black); the show goes on, as with an isolated plugin that crashed. An upload
 //!   or a download that fails ends the run with the error.
+//! * Between its jobs, it releases the GPU instances a live edit removed (their GL objects
+//!   deleted with its context current; `release.rs`), and the rest at its end.
 //! * Its loop is its own rather than the worker loop's (`worker.rs`), because a job's report
 //!   (a download's) is not the job just run; it takes and reports under the same scheduler
 //!   lock, and calls no element code under it.
@@ -34,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use framepipe_core::gpu::{glow, GpuCtx, GpuImage};
 use framepipe_core::{Error, FrameCtx, Result};
-use framepipe_gpu::{Downloader, Gpu, GpuFrame, Ticket, Uploader};
+use framepipe_gpu::{Downloader, Gpu, GpuError, GpuFrame, Ticket, Uploader};
 
 use super::gl::Timers;
 use super::{guard, Inst, Instance, Proc};
@@ -56,8 +64,11 @@ const MAX_BATCH: usize = 4;
 /// Textures held for submissions in flight, as the queue is made (more grow it).
 const HELD: usize = 64;
 
-/// A download's job: waiting for the submissions before it, or its readback under way.
+/// A download's job: waiting for the submissions before it, or its readback under way; or a
+/// present's, waiting for those submissions only.
 struct Pending {
+    /// A present: no readback; reported once `after` has passed.
+    present: bool,
     /// The readback, once started.
     ticket: Option<Ticket>,
     /// The submission it must see passed before reading (its input's render is in it or
@@ -92,6 +103,8 @@ struct Executor {
     /// that is (at most [`GPU_HELD_TEXTURES`]: the pools have room for them).
     held: VecDeque<(u64, Inputs)>,
     held_textures: usize,
+    /// The frame's audio arrays, copied from its snapshot for each GPU node (issue #25).
+    audio: crate::live::GpuAudio,
 }
 
 impl Shared {
@@ -172,11 +185,13 @@ impl Shared {
             passed: 0,
             held: VecDeque::with_capacity(HELD),
             held_textures: 0,
+            audio: crate::live::GpuAudio::new(),
         };
         if let Err(p) = super::catch_panic(std::panic::AssertUnwindSafe(|| ex.run(self))) {
             let e = super::panic_error("GPU thread fp-gpu", &p);
             self.break_run(e, None);
         }
+        ex.release_removed(self);
         ex.end();
     }
 }
@@ -207,6 +222,7 @@ impl Executor {
                 }
                 drop(st);
                 self.submit();
+                self.release_removed(show);
                 if idle {
                     self.gpu.collect();
                     show.gpu_signal.wait(GPU_IDLE);
@@ -221,6 +237,18 @@ impl Executor {
                 let mut st = show.lock();
                 st.record_gpu(done, show);
             }
+        }
+    }
+
+    /// Releases the GPU instances a live edit removed (`release.rs`): each one's GL objects go
+    /// now, with the context current; the instance goes back to the edit thread to be dropped.
+    /// A panic in a release is contained (the objects leak until the context ends).
+    fn release_removed(&mut self, show: &Shared) {
+        while let Some(mut node) = show.gpu_release.next() {
+            let gl = self.gpu.gl();
+            let _ = super::catch_panic(|| node.release(gl));
+            show.counters.count_gpu_release();
+            show.gpu_release.released(node);
         }
     }
 
@@ -282,12 +310,31 @@ impl Executor {
                 k += 1;
                 continue;
             }
+            if p.present {
+                let mut p = self.pending.swap_remove(k);
+                let texture = p.input.frames[0].take();
+                p.ver.stages[p.node].record(p.started.elapsed());
+                let done = Done::Node {
+                    node: p.node,
+                    slot: p.slot,
+                    version: p.version,
+                    inst: Inst::Proc(p.inst),
+                    result: Ok(texture),
+                };
+                let mut st = show.lock();
+                st.record_gpu(done, show);
+                continue;
+            }
             let input = p.input.frames[0].as_ref().expect("a download's input");
-            match self.downloader.start(&self.gpu, input.gpu()) {
+            match self.downloader.start_image(&self.gpu, &input.gpu().image()) {
                 Ok(ticket) => {
                     p.ticket = Some(ticket);
                     k += 1;
                 }
+                // More readbacks are due than the ring has buffers (a leaky branch's frame,
+                // the frames of two versions across a live edit's switch): this one starts
+                // once a buffer is free.
+                Err(GpuError::RingFull { .. }) => k += 1,
                 Err(e) => {
                     let p = self.pending.swap_remove(k);
                     let name = &p.ver.stages[p.node].name;
@@ -325,17 +372,22 @@ impl Executor {
             counters.add_instance();
         }
         framepipe_core::crash::enter(&ver.names[node], &ver.elements[node], ctx.seq);
+        // What it runs, for the stall checks (a GPU node that hangs is named like a worker's).
+        let me = show.gpu_thread_index();
         let result = match &mut inst.proc {
             Proc::Upload => {
+                show.mark_running(me, Some(node));
                 let r = guard(&counters.name, || self.upload(ver, node, &inputs));
                 self.batch_jobs += 1;
+                show.mark_running(me, None);
                 if matches!(r, Ok(Some(_))) {
                     show.counters.count_upload();
                 }
                 r
             }
-            Proc::Download => {
+            Proc::Download | Proc::Present => {
                 framepipe_core::crash::leave();
+                let present = matches!(inst.proc, Proc::Present);
                 // Read once what was issued before it has passed (`start_readbacks`).
                 let after = if self.batch_jobs > 0 {
                     self.batch
@@ -343,6 +395,7 @@ impl Executor {
                     self.batch - 1
                 };
                 self.pending.push(Pending {
+                    present,
                     ticket: None,
                     after,
                     input: inputs,
@@ -356,7 +409,9 @@ impl Executor {
                 return None;
             }
             Proc::Gpu(_) => {
+                show.mark_running(me, Some(node));
                 let r = self.render(show, ver, node, slot, &mut inst, &ctx, &inputs);
+                show.mark_running(me, None);
                 framepipe_core::crash::leave();
                 if !matches!(r, Ok(None)) {
                     counters.record(started.elapsed());
@@ -394,7 +449,7 @@ impl Executor {
         self.uploader
             .upload(&self.gpu, frame, &out)
             .map_err(|e| Error::Pipeline(e.to_string()))?;
-        Ok(Some(Pixels::Gpu(Arc::new(out))))
+        Ok(Some(Pixels::Gpu(out.share())))
     }
 
     /// A texture from node `node`'s pool.
@@ -447,12 +502,13 @@ impl Executor {
                 .as_ref()
                 .map_or(out.image(), |p| p.gpu().image())
         });
+        self.audio.take(&ver.snapshots[slot]);
         let gctx = GpuCtx {
             gl: self.gpu.gl(),
             frame: *ctx,
             period_ns: i64::try_from(show.rate.period_ns()).unwrap_or(i64::MAX),
             empty_vao: self.gpu.empty_vao(),
-            audio: framepipe_core::FrameAudio::default(),
+            audio: self.audio.frame(),
         };
         super::gl::bind_vertex_array(&self.gpu, gctx.empty_vao);
         let target = out.image();
@@ -475,7 +531,7 @@ impl Executor {
             });
         }
         match rendered {
-            Ok(()) => Ok(Some(Pixels::Gpu(Arc::new(out)))),
+            Ok(()) => Ok(Some(Pixels::Gpu(out.share()))),
             Err(e) => {
                 g.failed = true;
                 show.emit(Event::GpuNodeFailed {
@@ -498,7 +554,7 @@ impl Executor {
         self.gpu
             .clear(&out.image(), [0.0, 0.0, 0.0, 1.0])
             .map_err(|e| Error::Pipeline(e.to_string()))?;
-        Ok(Some(Pixels::Gpu(Arc::new(out))))
+        Ok(Some(Pixels::Gpu(out.share())))
     }
 
     /// Reports every download whose readback is in (its CPU frame from the node's pool).

@@ -19,6 +19,9 @@ pub(crate) enum Proc {
     Upload,
     /// A download's job: one instance per readback that may be under way at once.
     Download,
+    /// A present's job (a texture to a sink that takes textures): one instance per frame in
+    /// flight, like a download's.
+    Present,
 }
 
 /// A GPU node's instance with what the executor keeps of it.
@@ -50,6 +53,15 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
+    /// Its GPU node, when it is one that rendered (it has GL objects to release on the GPU
+    /// thread); dropped otherwise.
+    pub(crate) fn into_gpu_node(self) -> Option<Box<dyn GpuNode>> {
+        match self.proc {
+            Proc::Gpu(g) if g.rendered => Some(g.node),
+            _ => None,
+        }
+    }
+
     pub(crate) fn new(
         proc: Proc,
         initial: &[PropValue],
@@ -90,6 +102,9 @@ pub(crate) struct SourceInst {
     pub(super) applied: Vec<PropValue>,
     pub(super) refused: Vec<bool>,
     pub(super) changed: Vec<bool>,
+    /// The stamp of the set each value in `applied` came from: a newer set is given to the
+    /// source even when its value is the same (a deck's retrigger restarts the clip).
+    pub(super) stamps: Vec<u64>,
 }
 
 /// What a node's job runs: its source, or one of its effect or mixer instances (taken from
@@ -111,6 +126,7 @@ impl SourceInst {
             applied,
             refused: vec![false; n],
             changed: vec![false; n],
+            stamps: vec![0; n],
             source,
             on_end,
             resample,

@@ -66,9 +66,10 @@ impl WorkSource for IoJobs<'_> {
 }
 
 impl Shared {
-    /// IO thread `k`'s index in `running` (after the workers and the output threads).
+    /// IO thread `k`'s index in `running` (after the workers and the output threads, before
+    /// the GPU thread).
     fn io_thread_index(&self, k: usize) -> usize {
-        self.running.len() - MAX_IO_THREADS + k
+        self.running.len() - 1 - MAX_IO_THREADS + k
     }
 
     /// Starts IO threads until the show has one per blocking source of a version with

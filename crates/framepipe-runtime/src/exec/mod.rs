@@ -25,6 +25,7 @@
 //!   scheduler only stores them between jobs).
 //! * `io.rs`: the IO threads that run blocking sources (their work source, start, join).
 //! * `gpu.rs`: the GPU thread: a show's GPU context, its GPU nodes, uploads and downloads.
+//! * `release.rs`: GPU instances a live edit removed, released on the GPU thread.
 //! * `gl.rs`: the few GL calls the GPU thread makes itself (the runtime's other `unsafe`).
 //! * `slices.rs`: the slice runner handed to effects (fork-join on the same workers).
 //! * `unwind.rs`: the one panic capture.
@@ -35,6 +36,7 @@ mod idle;
 mod instance;
 mod io;
 mod proc;
+mod release;
 mod run;
 mod slices;
 mod source;
@@ -44,6 +46,7 @@ mod worker;
 
 pub(crate) use idle::{IdleWorkers, ShowQueue};
 pub(crate) use instance::{GpuProc, Inst, Instance, Proc, SourceInst};
+pub(crate) use release::GpuRelease;
 pub(crate) use slices::{SliceFork, SliceJob};
 pub(crate) use unwind::{catch_panic, guard, panic_error, panic_message, PanicPayload};
 pub(crate) use worker::{work, WorkSource};

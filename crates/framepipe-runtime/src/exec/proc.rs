@@ -66,7 +66,7 @@ impl Shared {
                         });
                         m.process(ctx, &refs[..n], &mut output, &slices)?;
                     }
-                    Proc::Gpu(_) | Proc::Upload | Proc::Download => {
+                    Proc::Gpu(_) | Proc::Upload | Proc::Download | Proc::Present => {
                         unreachable!("the GPU thread's jobs never reach a CPU worker")
                     }
                 }
@@ -113,7 +113,7 @@ impl Shared {
                 Proc::Mixer(m) => m.set_property(name, value),
                 // On the GPU thread, which syncs a GPU node's parameters before it renders.
                 Proc::Gpu(g) => g.node.set_property(name, value),
-                Proc::Upload | Proc::Download => Ok(()),
+                Proc::Upload | Proc::Download | Proc::Present => Ok(()),
             };
             if let Err(e) = r {
                 inst.refused[j] = true;

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use framepipe_clock::now_ns;
+use framepipe_core::BeatCtx;
 
 use super::Inst;
 use crate::exec::unwind::guard;
@@ -23,8 +24,8 @@ impl Shared {
                 Done::Slice(owner, job.call_caught(index))
             }
             Job::Begin { slot, pts_ns } => {
-                self.begin_frame(ver, slot, pts_ns);
-                Done::Begin { slot }
+                let beat = self.begin_frame(ver, slot, pts_ns);
+                Done::Begin { slot, beat }
             }
             Job::Node {
                 node,
@@ -72,8 +73,10 @@ impl Shared {
     /// The frame boundary: the worker beginning frame `slot` fixes its oscillator time in its
     /// snapshot (and the values of the leaky branches' nodes, which take the frame's values
     /// with them). Under the live lock (shared only with command assignment), never under the
-    /// scheduler lock. Frames begin one at a time, in order.
-    fn begin_frame(&self, ver: &Version, slot: usize, pts_ns: i64) {
+    /// scheduler lock. Frames begin one at a time, in order. Returns the frame's beat clock,
+    /// which every node of the frame sees in its `FrameCtx` (set in the slot under the
+    /// scheduler lock when the frame is recorded as begun, before any node of it runs).
+    fn begin_frame(&self, ver: &Version, slot: usize, pts_ns: i64) -> BeatCtx {
         if let Some(audio) = &self.audio {
             // A render waits for its audio up to this frame (no lock held).
             audio.wait_for(pts_ns);
@@ -82,6 +85,18 @@ impl Shared {
         let mut snap = lock(&ver.snapshots[slot]);
         let branches = ver.topo.branches.iter().flatten().copied();
         live.begin(pts_ns, &mut snap, branches);
+        let beat = live.beat();
+        if let Some(audio) = &self.audio {
+            if live.tempo_auto() {
+                self.counters.set_tempo_bpm(live.tempo());
+            }
+            drop(live);
+            self.counters.set_audio(snap.audio());
+            // The frame's waveform and spectrum for the GPU nodes (ISF audio inputs), off the
+            // live lock: two copies of a few thousand floats.
+            snap.read_arrays(audio);
+        }
+        beat
     }
 
     /// Node `node` starts frame `seq` (in frame slot `slot`): it samples its values, unless a

@@ -96,13 +96,17 @@ impl Shared {
         self.start_node(ver, node, slot, seq);
         {
             let snap = lock(&ver.snapshots[slot]);
-            for ((applied, changed), value) in s
+            for (((applied, changed), value), (stamp, &set)) in s
                 .applied
                 .iter_mut()
                 .zip(s.changed.iter_mut())
                 .zip(snap.values(node).iter())
+                .zip(s.stamps.iter_mut().zip(snap.stamps(node)))
             {
-                *changed = *applied != *value;
+                // A newer set counts even with the value in force (a trigger); stamps
+                // only grow, so a version switch never repeats one.
+                *changed = *applied != *value || set > *stamp;
+                *stamp = (*stamp).max(set);
                 if *changed {
                     assign(applied, value);
                 }

@@ -85,6 +85,11 @@ impl Shared {
         )
     }
 
+    /// The GPU thread's index in `running` (the last).
+    pub(crate) fn gpu_thread_index(&self) -> usize {
+        self.running.len() - 1
+    }
+
     /// Marks what thread `thread` (its index in `running`: a worker, an output thread, an IO
     /// thread) is running, for stall detection.
     pub(crate) fn mark_running(&self, thread: usize, stage: Option<usize>) {

@@ -19,6 +19,12 @@
 //!   (`Live::catch_up`): all of them are seen from the frame the reply names;
 //! * the clock commands (`speed`, `tempo`, `tap`) act on the oscillator time, fixed when a
 //!   frame begins: they apply from the next frame to begin;
+//! * a node with a `quantize` property (a deck: `beat`, `bar`, a number of beats) has the
+//!   values set on its other properties held until the first frame at or after the next line
+//!   of that beat grid ([`Live::beat_frame`], [`Live::hold`]): the value lands by frame number
+//!   when the node samples that frame, and the reply names it;
+//! * every set is stamped ([`Live::serial`]) into the snapshots, so that a source is given a
+//!   set even of the value in force (a deck's retrigger restarts its clip);
 //! * the nodes of a leaky branch (a monitor, a preview) are sampled when the frame begins, as
 //!   before: the branch takes the frame's values into its own slot and runs on its own time.
 //! * a command read while a live edit is on its way applies at once to the running node; its
@@ -48,8 +54,9 @@
 //! Lock order (as in `sched/lock.rs`, "Lock order"): the scheduler lock, then the live lock,
 //! then a frame's snapshot ([`FrameParams`], [`lock`]) or the view's values; never the
 //! reverse. Nothing holding the live lock waits for the scheduler lock. Under it:
-//! assignments and a few float operations per property; no allocation (but a text value
-//! growing its buffer once), no printing, no element or user code.
+//! assignments and a few float operations per property, and for a set of a quantized node the
+//! beat frame (at most 4096 integer steps of a copy of the clock); no allocation (but a text
+//! value growing its buffer once), no printing, no element or user code.
 //!
 //! ## Files
 //!
@@ -68,7 +75,7 @@ mod values;
 
 pub(crate) use races::{gone_reason, Fate};
 pub(crate) use resolve::{LiveSpec, Set};
-pub(crate) use sample::{lock, FrameParams};
+pub(crate) use sample::{lock, FrameParams, GpuAudio};
 pub(crate) use values::assign;
 use values::Ramp;
 
@@ -92,6 +99,14 @@ pub(crate) struct LiveParam {
     /// The command epoch ([`Live::epoch`]) of the last command that changed it (`set`, `osc`,
     /// `unosc`); 0: none did.
     touched: u64,
+    /// The serial ([`Live::serial`]) of the last set that gave it a value (0: none did): a set
+    /// reaches a source even when its value is the one in force (a deck's retrigger).
+    stamp: u64,
+    /// A set held until a frame (a quantized node's, see [`Live::hold`]): from frame `.0` on,
+    /// `held_value` becomes its value, stamped `.1`.
+    held: Option<(u64, u64)>,
+    /// The held set's value (allocated once: held values are swapped in and out).
+    held_value: PropValue,
 }
 
 /// The controllable state of one stage (effects only; the source and sink have none).
@@ -138,10 +153,13 @@ pub(crate) struct Live {
     /// The armed live edit's switch frame (no frame from it on begins in these stages'
     /// version), while one is armed.
     switch_at: Option<u64>,
+    /// Sets that gave a property a value so far (`set`, `next`/`prev`; held ones when held):
+    /// the stamp of each such set, increasing across live edits.
+    serial: u64,
     /// The show's audio and the point count of the last frame begun (see [`Live::begin`]).
     audio: Option<(Feed, u64)>,
-    /// Where each frame's analysis is published for control surfaces (`stats/audio.rs`).
-    meter: Option<std::sync::Arc<crate::stats::AudioMeter>>,
+    /// `tempo auto`: the beat clock follows the audio (until a `tempo BPM` or a `tap`).
+    tempo_auto: Option<framepipe_audio::TempoFollow>,
 }
 
 impl Live {
@@ -154,19 +172,15 @@ impl Live {
             version: 0,
             epoch: 1,
             switch_at: None,
+            serial: 0,
             audio: None,
-            meter: None,
+            tempo_auto: None,
         }
     }
 
     /// The show follows `feed`'s audio: each frame's analysis is read as it begins.
     pub(crate) fn set_audio(&mut self, feed: Feed) {
         self.audio = Some((feed, 0));
-    }
-
-    /// Each frame's analysis is published to `meter` as the frame begins.
-    pub(crate) fn set_audio_meter(&mut self, meter: std::sync::Arc<crate::stats::AudioMeter>) {
-        self.meter = Some(meter);
     }
 
     /// The stages, in the graph version's node order.

@@ -132,6 +132,9 @@ impl Live {
                     np.osc = op.osc;
                     np.ramp = op.ramp;
                     np.touched = epoch;
+                    np.stamp = op.stamp;
+                    np.held = op.held;
+                    std::mem::swap(&mut np.held_value, &mut op.held_value);
                 }
             }
         }

@@ -34,8 +34,10 @@ pub(crate) enum Set {
     Bypass { stage: usize, on: bool },
     /// Master oscillator speed.
     Speed(f64),
-    /// Beat clock tempo, bpm.
+    /// Beat clock tempo, bpm (ends `tempo auto`).
     Tempo(f64),
+    /// `tempo auto`: the beat clock follows the audio's tempo estimate and onsets.
+    TempoAuto,
     /// A tap, posted at `at_ns` (monotonic), `lag_ns` before it was resolved.
     Tap { at_ns: i64, lag_ns: i64 },
 }
@@ -49,7 +51,7 @@ impl Set {
             | Set::Unosc { stage, .. }
             | Set::Step { stage, .. }
             | Set::Bypass { stage, .. } => Some(*stage),
-            Set::Speed(_) | Set::Tempo(_) | Set::Tap { .. } => None,
+            Set::Speed(_) | Set::Tempo(_) | Set::TempoAuto | Set::Tap { .. } => None,
         }
     }
 }
@@ -255,6 +257,7 @@ impl LiveSpec {
                 framepipe_control::beat::check_tempo(*bpm).map_err(|e| e.to_string())?;
                 Ok(Set::Tempo(*bpm))
             }
+            Command::TempoAuto => Ok(Set::TempoAuto),
             Command::Tap { at_ns } => {
                 let now = framepipe_control::monotonic_ns();
                 let at_ns = at_ns.unwrap_or(now);

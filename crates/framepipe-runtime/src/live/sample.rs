@@ -19,10 +19,18 @@ pub(crate) struct FrameParams {
     time: OscTime,
     /// The audio analysis at the frame's time (all zero without audio).
     audio: framepipe_audio::AudioFrame,
+    /// The frame's latest analysis point's window of samples and FFT magnitudes (ISF
+    /// `audio` / `audioFFT`), when `arrays` (filled by [`FrameParams::read_arrays`]).
+    wave: Box<[f32]>,
+    fft: Box<[f32]>,
+    arrays: bool,
     /// Per stage: bypassed?
     bypass: Vec<bool>,
     /// Per stage, per parameter: the value.
     values: Vec<Vec<PropValue>>,
+    /// Per stage, per parameter: the stamp of the last set that gave it its value
+    /// (`LiveParam::stamp`).
+    stamps: Vec<Vec<u64>>,
 }
 
 impl FrameParams {
@@ -31,9 +39,26 @@ impl FrameParams {
         &self.values[node]
     }
 
+    /// Node `node`'s stamps for this frame, one per property: a source is given a value whose
+    /// stamp is newer than the one it was last given, even an equal value (a retrigger).
+    pub(crate) fn stamps(&self, node: usize) -> &[u64] {
+        &self.stamps[node]
+    }
+
     /// Whether node `node` is bypassed for this frame.
     pub(crate) fn bypassed(&self, node: usize) -> bool {
         self.bypass[node]
+    }
+
+    /// The frame's audio analysis.
+    pub(crate) fn audio(&self) -> &framepipe_audio::AudioFrame {
+        &self.audio
+    }
+
+    /// Reads the arrays of the frame's analysis from `feed` (after [`Live::begin`], off the
+    /// live lock): copies, no allocation.
+    pub(crate) fn read_arrays(&mut self, feed: &framepipe_audio::Feed) {
+        self.arrays = feed.arrays(&self.audio, &mut self.wave, &mut self.fft);
     }
 
     /// Copies `from`'s frame, time and values of `nodes` into this snapshot, without
@@ -42,11 +67,60 @@ impl FrameParams {
         self.frame = from.frame;
         self.time = from.time;
         self.audio = from.audio;
+        self.arrays = from.arrays;
+        if from.arrays {
+            self.wave.copy_from_slice(&from.wave);
+            self.fft.copy_from_slice(&from.fft);
+        }
         for &n in nodes {
             self.bypass[n] = from.bypass[n];
             for (d, s) in self.values[n].iter_mut().zip(&from.values[n]) {
                 assign(d, s);
             }
+            self.stamps[n].copy_from_slice(&from.stamps[n]);
+        }
+    }
+}
+
+/// The GPU thread's copy of a frame's audio arrays, for [`GpuCtx::audio`]
+/// (framepipe_core::GpuCtx): made once, refilled per GPU node and frame from the frame's
+/// snapshot (a copy under its lock, so that no lock is held while the node renders).
+#[derive(Debug)]
+pub(crate) struct GpuAudio {
+    wave: Box<[f32]>,
+    fft: Box<[f32]>,
+    present: bool,
+}
+
+impl GpuAudio {
+    pub(crate) fn new() -> Self {
+        GpuAudio {
+            wave: vec![0.0; framepipe_audio::FFT_SIZE].into(),
+            fft: vec![0.0; framepipe_audio::SPECTRUM_BINS].into(),
+            present: false,
+        }
+    }
+
+    /// Takes the arrays of the frame in `snap`. No allocation.
+    pub(crate) fn take(&mut self, snap: &Mutex<FrameParams>) {
+        let snap = lock(snap);
+        self.present = snap.arrays;
+        if snap.arrays {
+            self.wave.copy_from_slice(&snap.wave);
+            self.fft.copy_from_slice(&snap.fft);
+        }
+    }
+
+    /// The arrays taken, as a GPU node reads them (empty: the show has no audio).
+    pub(crate) fn frame(&self) -> framepipe_core::FrameAudio<'_> {
+        if self.present {
+            framepipe_core::FrameAudio {
+                wave: &self.wave,
+                fft: &self.fft,
+                sample_rate: framepipe_audio::RATE,
+            }
+        } else {
+            framepipe_core::FrameAudio::default()
         }
     }
 }
@@ -63,11 +137,19 @@ impl Live {
             frame: u64::MAX,
             time: OscTime::default(),
             audio: framepipe_audio::AudioFrame::default(),
+            wave: vec![0.0; framepipe_audio::FFT_SIZE].into(),
+            fft: vec![0.0; framepipe_audio::SPECTRUM_BINS].into(),
+            arrays: false,
             bypass: vec![false; self.stages.len()],
             values: self
                 .stages
                 .iter()
                 .map(|s| s.params.iter().map(|p| p.base.clone()).collect())
+                .collect(),
+            stamps: self
+                .stages
+                .iter()
+                .map(|s| vec![0; s.params.len()])
                 .collect(),
         }
     }
@@ -91,14 +173,41 @@ impl Live {
             Some((feed, cursor)) => feed.frame(pts_ns, cursor),
             None => framepipe_audio::AudioFrame::default(),
         };
-        if let Some(m) = &self.meter {
-            m.publish(seq, &out.audio);
+        if let Some(follow) = &mut self.tempo_auto {
+            // `tempo auto`: the estimate sets the tempo from the next frame on; an onset near
+            // a beat nudges the beat position toward it (also from the next frame).
+            if let Some(bpm) = follow.step(out.audio.tempo_bpm, out.audio.time_ns) {
+                let _ = self.clock.set_tempo(bpm.clamp(
+                    framepipe_control::beat::MIN_BPM,
+                    framepipe_control::beat::MAX_BPM,
+                ));
+            }
+            if out.audio.onset && follow.bpm() > 0.0 {
+                let age = (out.audio.onset_age_ns as f64 * self.clock.speed()) as i64;
+                self.clock
+                    .shift_beat(framepipe_audio::TempoFollow::phase_shift(
+                        out.time.nanobeats,
+                        age,
+                        self.clock.tempo(),
+                    ));
+            }
         }
         for s in branch_nodes {
             self.sample_stage(s, out);
             self.stages[s].next = seq + 1;
         }
         seq
+    }
+
+    /// The beat clock at the frame begun last ([`Live::begin`]): the beat position its
+    /// oscillators read and the tempo in force, for that frame's [`FrameCtx`](framepipe_core::FrameCtx).
+    pub fn beat(&self) -> framepipe_core::BeatCtx {
+        // The tempo is held in whole millibpm: the round trip through f64 is exact.
+        let millibpm = (self.clock.tempo() * 1000.0).round();
+        framepipe_core::BeatCtx {
+            nanobeats: self.clock.time().nanobeats,
+            millibpm: millibpm.clamp(0.0, f64::from(u32::MAX)) as u32,
+        }
     }
 
     /// Node `s` starts frame `seq`, whose snapshot is `snaps[slot]` (one per frame slot, `cap`
@@ -169,6 +278,17 @@ impl Live {
         let st = &mut self.stages[s];
         out.bypass[s] = st.bypass;
         for (j, p) in st.params.iter_mut().enumerate() {
+            if let Some((at, stamp)) = p.held {
+                // Frames are sampled in order per stage: the held value lands once, at its
+                // frame, and stays.
+                if seq >= at {
+                    std::mem::swap(&mut p.base, &mut p.held_value);
+                    p.held = None;
+                    p.stamp = stamp;
+                    p.osc = None;
+                    p.ramp = None;
+                }
+            }
             match (&p.osc, &mut p.ramp) {
                 (Some(osc), _) => {
                     let x = match &osc.audio {
@@ -182,7 +302,54 @@ impl Live {
             }
             settle(&p.spec, &mut p.last);
             assign(&mut out.values[s][j], &p.last);
+            out.stamps[s][j] = p.stamp;
         }
+    }
+
+    /// The first frame at or after `from` on the beat grid of `beats` beats: the first whose
+    /// beat position has reached the grid line at or after frame `from`'s. Frames begun
+    /// already read their snapshot's position (`snaps`, `cap` slots); later ones the clock
+    /// advanced to their timestamps (`rate`), at the speed and tempo in force now. A grid the
+    /// beat does not move towards (master speed 0 or negative) within 4096 frames gives
+    /// `from`. Under the live lock: integer steps, no allocation.
+    pub fn beat_frame(
+        &self,
+        from: u64,
+        beats: i64,
+        rate: framepipe_core::Rational,
+        snaps: &[Mutex<FrameParams>],
+        cap: usize,
+    ) -> u64 {
+        let grid = beats.max(1).saturating_mul(framepipe_core::BeatCtx::ONE);
+        let cap64 = cap.max(1) as u64;
+        let mut clock = self.clock;
+        let mut beat_at = |k: u64| -> Option<i64> {
+            if k < self.sampled {
+                let snap = lock(&snaps[(k % cap64) as usize]);
+                return (snap.frame == k).then_some(snap.time.nanobeats);
+            }
+            clock.advance(rate.frame_time_ns(k));
+            Some(clock.time().nanobeats)
+        };
+        let Some(start) = beat_at(from) else {
+            return from;
+        };
+        // The grid line at or after frame `from`'s position.
+        let line =
+            start.div_euclid(grid) * grid + if start.rem_euclid(grid) == 0 { 0 } else { grid };
+        let mut k = from;
+        let mut nb = start;
+        for _ in 0..4096 {
+            if nb >= line {
+                return k;
+            }
+            k += 1;
+            match beat_at(k) {
+                Some(b) => nb = b,
+                None => return from,
+            }
+        }
+        from
     }
 
     /// The sequence number of the next frame to begin: every stage samples its values for
@@ -299,5 +466,36 @@ mod tests {
         live.catch_up(1, 4, &snaps, 4);
         assert_eq!(value(&snaps, 4, 1), (4, PropValue::Float(0.9)));
         assert_eq!(live.stages[1].next, 4);
+    }
+
+    /// Issue #26, quantized triggers: a set held until frame 6 reaches frames 6 and later
+    /// only, even when the node starts a later frame first and catches the earlier ones up;
+    /// it lands with a newer stamp (a retrigger of the same value still reaches a source).
+    #[test]
+    fn a_held_set_lands_on_its_frame_whatever_order_the_frames_start_in() {
+        let (mut live, snaps) = two_stages(8, 8);
+        let mut e = set(0, 0.5);
+        live.hold(&mut e, 6);
+        assert!(live.start_node(0, 7, 7, &snaps, 8));
+        let got: Vec<_> = (0..8).map(|k| value(&snaps, k, 0).1).collect();
+        let want: Vec<_> = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5]
+            .into_iter()
+            .map(PropValue::Float)
+            .collect();
+        assert_eq!(got, want);
+        let stamp = |k: usize| lock(&snaps[k]).stamps(0)[0];
+        assert!(stamp(6) > stamp(5) && stamp(7) == stamp(6));
+    }
+
+    /// Issue #26: at 25 fps and 120 bpm a frame is 0.08 beat; from frame 2 (begun) the next
+    /// beat is reached on frame 13 (1.04 beats: predicted past the frames begun), the next bar
+    /// on frame 50 (exactly 4 beats); frame 0, on the grid, is its own.
+    #[test]
+    fn the_beat_frame_is_the_first_at_or_after_the_next_grid_line() {
+        let (live, snaps) = two_stages(4, 4);
+        let rate = framepipe_core::Rational::new(25, 1);
+        assert_eq!(live.beat_frame(2, 1, rate, &snaps, 4), 13);
+        assert_eq!(live.beat_frame(2, 4, rate, &snaps, 4), 50);
+        assert_eq!(live.beat_frame(0, 1, rate, &snaps, 4), 0);
     }
 }

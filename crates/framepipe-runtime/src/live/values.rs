@@ -130,11 +130,14 @@ impl LiveStage {
         self.params.push(LiveParam {
             spec,
             last: value.clone(),
+            held_value: value.clone(),
             base: value,
             osc: None,
             ramp: None,
             env: framepipe_audio::Envelope::new(),
             touched: 0,
+            stamp: 0,
+            held: None,
         });
     }
 }
@@ -266,6 +269,11 @@ impl Live {
         true
     }
 
+    /// Whether the beat clock follows the audio (`tempo auto`).
+    pub fn tempo_auto(&self) -> bool {
+        self.tempo_auto.is_some()
+    }
+
     /// The beat clock's tempo, bpm.
     pub fn tempo(&self) -> f64 {
         self.clock.tempo()
@@ -288,6 +296,13 @@ impl Live {
                 Set::Bypass { .. } => st.bypass_touched = epoch,
                 _ => {}
             }
+        }
+        if let Set::Value { stage, param, .. } | Set::Step { stage, param, .. } = set {
+            // A value set now replaces one held for a later frame.
+            self.serial += 1;
+            let p = &mut self.stages[*stage].params[*param];
+            p.stamp = self.serial;
+            p.held = None;
         }
         match set {
             Set::Value {
@@ -324,10 +339,8 @@ impl Live {
                 } else {
                     &p.base
                 };
-                if let (PropKind::Int { min, max }, Some(v)) = (&p.spec.kind, from.as_f64()) {
-                    let span = (max - min + 1).max(1);
-                    let v = (v as i64).clamp(*min, *max);
-                    p.base = PropValue::Int(min + (v - min + *by).rem_euclid(span));
+                if let Some(v) = stepped(&p.spec.kind, from, *by) {
+                    p.base = v;
                     p.osc = None;
                     p.ramp = None;
                 }
@@ -340,8 +353,15 @@ impl Live {
             Set::Tempo(bpm) => {
                 // Checked by `LiveSpec::resolve`; cannot fail here.
                 let _ = self.clock.set_tempo(*bpm);
+                self.tempo_auto = None;
+            }
+            Set::TempoAuto => {
+                if self.tempo_auto.is_none() {
+                    self.tempo_auto = Some(framepipe_audio::TempoFollow::new());
+                }
             }
             Set::Tap { at_ns, lag_ns } => {
+                self.tempo_auto = None;
                 let tempo = match self.taps.tap(*at_ns) {
                     TapResult::Ignored => return,
                     TapResult::First => None,
@@ -355,6 +375,88 @@ impl Live {
                 let lag_osc = (*lag_ns as f64 * self.clock.speed()) as i64;
                 self.clock.align_beat(lag_osc);
             }
+        }
+    }
+}
+
+/// `from` moved `by` places round a whole-number property's range (`next`, `prev`); `None`
+/// for other kinds.
+fn stepped(kind: &PropKind, from: &PropValue, by: i64) -> Option<PropValue> {
+    match (kind, from.as_f64()) {
+        (PropKind::Int { min, max }, Some(v)) => {
+            let span = (max - min + 1).max(1);
+            let v = (v as i64).clamp(*min, *max);
+            Some(PropValue::Int(min + (v - min + by).rem_euclid(span)))
+        }
+        _ => None,
+    }
+}
+
+impl Live {
+    /// The beat grid of stage `s`, in beats: its `quantize` property's value in force (`beat`:
+    /// 1, `bar`: 4, a whole number: that many beats; 0: none, sets apply at once). A node
+    /// with such a property (a deck) has the values set on its other properties held until
+    /// the first frame on the grid ([`Live::hold`]).
+    pub fn quantum(&self, s: usize) -> i64 {
+        let st = &self.stages[s];
+        match st.params.iter().find(|p| p.spec.name == "quantize") {
+            Some(p) => match &p.base {
+                PropValue::Str(w) if w == "beat" => 1,
+                PropValue::Str(w) if w == "bar" => 4,
+                PropValue::Int(n) => (*n).max(0),
+                _ => 0,
+            },
+            None => 0,
+        }
+    }
+
+    /// Whether `set` gives a value to a property of a quantized stage ([`Live::quantum`])
+    /// other than `quantize` itself: such a set is held until the grid ([`Live::hold`]).
+    pub fn quantized(&self, set: &Set) -> bool {
+        match set {
+            Set::Value { stage, param, .. } | Set::Step { stage, param, .. } => {
+                self.quantum(*stage) > 0
+                    && self.stages[*stage].params[*param].spec.name != "quantize"
+            }
+            _ => false,
+        }
+    }
+
+    /// Assigns `set` (a value or a step) from frame `at` on: the frames before it keep the
+    /// value in force, frame `at` and later ones take the new one (sampled by frame number, so
+    /// whichever order a parallel node starts its frames in). A later set of the property
+    /// replaces it. Other sets are applied now. As [`Live::apply`]: assignments only, the old
+    /// held value is left in `set` for the caller to drop after unlocking.
+    pub fn hold(&mut self, set: &mut Set, at: u64) {
+        let epoch = self.epoch;
+        match set {
+            Set::Value {
+                stage,
+                param,
+                value,
+            } => {
+                self.serial += 1;
+                let p = &mut self.stages[*stage].params[*param];
+                p.touched = epoch;
+                std::mem::swap(&mut p.held_value, value);
+                p.held = Some((at, self.serial));
+            }
+            Set::Step { stage, param, by } => {
+                let p = &mut self.stages[*stage].params[*param];
+                // From the value held, else the one in force.
+                let from = match (p.held, p.osc.is_some() || p.ramp.is_some()) {
+                    (Some(_), _) => &p.held_value,
+                    (None, true) => &p.last,
+                    (None, false) => &p.base,
+                };
+                if let Some(v) = stepped(&p.spec.kind, from, *by) {
+                    self.serial += 1;
+                    p.touched = epoch;
+                    p.held_value = v;
+                    p.held = Some((at, self.serial));
+                }
+            }
+            _ => self.apply(set),
         }
     }
 }

@@ -143,6 +143,45 @@ impl MemoryBook {
         self.refuse_over([("the running graph", held), (new_name, new)], during, hint)
     }
 
+    /// [`admit`](Self::admit) in GPU memory, against `--max-gpu-memory`: `new` is the new
+    /// version's texture pools at full capacity and its GPU nodes' own buffers, `running` the
+    /// running version's. A refusal that would not be one once a version an earlier edit
+    /// replaced is freed is left to the edit thread to wait for, as in host memory.
+    pub(crate) fn admit_gpu(
+        &self,
+        running: u64,
+        new: u64,
+        new_name: &str,
+        during: &str,
+    ) -> Result<()> {
+        let held = self.held_in(MemoryKind::Gpu);
+        let limit = MemoryKind::Gpu.limit();
+        let total = held.saturating_add(new);
+        if new == 0 || total <= limit {
+            return Ok(());
+        }
+        if held > running && running.saturating_add(new) <= limit {
+            self.later.store(true, Ordering::Relaxed);
+        } else {
+            self.count_refusal();
+        }
+        let running_name = if held > running {
+            "the running graph and a version an earlier edit replaced, not freed yet"
+        } else {
+            "the running graph"
+        };
+        Err(framepipe_core::Error::TooLarge {
+            what: format!(
+                "in GPU memory, {running_name} ({}) and {new_name} ({}), held at once {during},",
+                human_bytes(held),
+                human_bytes(new)
+            ),
+            asked: total,
+            limit,
+            hint: "raise --max-gpu-memory".into(),
+        })
+    }
+
     /// Whether the last refusal would not have been one with only the running version held
     /// (then it was not counted: see [`count_refusal`](Self::count_refusal)); clears it.
     pub(crate) fn take_later(&self) -> bool {
@@ -195,6 +234,13 @@ pub(crate) struct Held {
     book: Arc<MemoryBook>,
     kind: MemoryKind,
     bytes: u64,
+}
+
+impl Held {
+    /// The bytes it counts.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
 }
 
 impl Drop for Held {

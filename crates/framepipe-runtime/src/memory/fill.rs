@@ -17,7 +17,8 @@ pub(crate) struct ShowPools {
     /// Per node whose output is a texture (a GPU node, an upload): its texture pool (one per
     /// distinct size); its host pool above holds no frame.
     pub textures: Vec<Option<TexturePool>>,
-    /// The texture pools' GPU bytes at full capacity.
+    /// The texture pools' GPU bytes at full capacity (the GPU nodes' own buffers are counted
+    /// by their instances).
     pub gpu_bytes: u64,
 }
 

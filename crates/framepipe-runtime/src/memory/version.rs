@@ -19,8 +19,9 @@ pub(crate) struct VersionPools {
     /// Per node whose output is a texture: the texture pool its output comes from.
     textures: Vec<Option<TexturePool>>,
     /// The texture pools' bytes at full capacity, counted in the show's book as GPU memory
-    /// until the version is dropped.
-    _gpu_held: Held,
+    /// until the version is dropped (each GPU node's own buffers are counted by its
+    /// instance, which a live edit may keep).
+    gpu_held: Held,
     /// Feedback nodes: frame 0's frame (the colour asked for).
     first_frames: Vec<Option<Frame>>,
     /// Its pools' host-memory bytes at full capacity: what the budget counts for them.
@@ -64,7 +65,7 @@ impl VersionPools {
         let held = memory.hold(MemoryKind::Cpu, bytes);
         let pools = VersionPools {
             textures,
-            _gpu_held: memory.hold(MemoryKind::Gpu, gpu_bytes),
+            gpu_held: memory.hold(MemoryKind::Gpu, gpu_bytes),
             first_frames: (0..per_node.len()).map(|_| None).collect(),
             per_node,
             bytes,
@@ -77,6 +78,11 @@ impl VersionPools {
     /// Its pools' host-memory bytes at full capacity (what the budget counts for them).
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Its texture pools' GPU bytes at full capacity: what the budget counts for them.
+    pub(crate) fn gpu_bytes(&self) -> u64 {
+        self.gpu_held.bytes()
     }
 
     /// The texture pool node `node`'s output textures come from (a GPU node's, an upload's).

@@ -32,6 +32,10 @@ pub(crate) enum Part {
     /// A texture into a CPU frame, asynchronously (put in by the plan after a GPU node that
     /// feeds a CPU node, a sink or a feedback); started and finished on the GPU thread.
     Download,
+    /// A texture handed as it is to a sink that takes textures (a window that draws them),
+    /// once the GPU has passed every command that wrote it; started and finished on the GPU
+    /// thread, like a download, without a readback.
+    Present,
     Feedback {
         /// Execution index of the node fed back.
         from: usize,
@@ -98,6 +102,7 @@ impl ExecNode {
             Part::Gpu(ref g) => g.word(),
             Part::Upload => "upload",
             Part::Download => "download",
+            Part::Present => "present",
             Part::Feedback { .. } => "feedback",
             Part::Sink(_) | Part::Running { sink: true } => "sink",
             Part::Running { sink: false } => "source",
@@ -106,12 +111,15 @@ impl ExecNode {
 
     /// Runs on the GPU thread (a GPU node, an upload or a download).
     pub fn on_gpu(&self) -> bool {
-        matches!(self.part, Part::Gpu(_) | Part::Upload | Part::Download)
+        matches!(
+            self.part,
+            Part::Gpu(_) | Part::Upload | Part::Download | Part::Present
+        )
     }
 
-    /// Its output is a texture (a GPU node's, an upload's), not a CPU frame.
+    /// Its output is a texture (a GPU node's, an upload's, a present's), not a CPU frame.
     pub fn gpu_output(&self) -> bool {
-        matches!(self.part, Part::Gpu(_) | Part::Upload)
+        matches!(self.part, Part::Gpu(_) | Part::Upload | Part::Present)
     }
 
     pub fn mode(&self) -> Mode {
@@ -469,6 +477,7 @@ impl Plan {
                 Part::Gpu(_) => extra.push(format!("gpu, {}", n.mode())),
                 Part::Upload => extra.push("cpu -> gpu".into()),
                 Part::Download => extra.push("gpu -> cpu".into()),
+                Part::Present => extra.push("gpu -> sink, no download".into()),
                 Part::Sink(_) => {}
                 Part::Running { .. } => extra.push("running".into()),
             }
@@ -543,7 +552,9 @@ impl Plan {
 
 /// Puts the transfers between CPU and GPU nodes (see the module documentation): an `upload`
 /// after each CPU node that feeds a GPU node, a `download` after each GPU node that feeds a
-/// CPU node, a sink or a feedback; each shared by every consumer of its kind. A transfer is
+/// CPU node, a sink or a feedback, a `present` in front of a sink that takes textures
+/// ([`Sink::takes_textures`]: a window drawing them); each shared by every consumer of its
+/// kind. A transfer is
 /// in its producer's leaky branch, or in the show (in front of a leaky branch's first node,
 /// it runs with the show, like an automatic scaler). `tees` (execution indices) are
 /// renumbered. A plan without GPU nodes is returned as it is.
@@ -556,10 +567,13 @@ fn insert_transfers(nodes: Vec<ExecNode>, tees: &mut [(String, usize)]) -> Vec<E
     // Per old index: its new index, and its transfer's (upload or download), once made.
     let mut new_of = vec![usize::MAX; n];
     let mut transfer_of: Vec<Option<usize>> = vec![None; n];
+    let mut present_of: Vec<Option<usize>> = vec![None; n];
     let mut out: Vec<ExecNode> = Vec::with_capacity(n + 4);
-    let transfer = |out: &mut Vec<ExecNode>, src: usize| -> usize {
+    let make = |out: &mut Vec<ExecNode>, src: usize, present: bool| -> usize {
         let from = &out[src];
-        let (word, part) = if from.gpu_output() {
+        let (word, part) = if present {
+            ("present", Part::Present)
+        } else if from.gpu_output() {
             ("download", Part::Download)
         } else {
             ("upload", Part::Upload)
@@ -587,12 +601,20 @@ fn insert_transfers(nodes: Vec<ExecNode>, tees: &mut [(String, usize)]) -> Vec<E
         out.push(node);
         out.len() - 1
     };
+    let transfer = |out: &mut Vec<ExecNode>, src: usize| make(out, src, false);
     for (i, mut e) in nodes.into_iter().enumerate() {
         let wants_gpu = e.on_gpu();
+        // A sink that draws textures itself is asked only when a GPU node feeds it.
+        let takes_textures = |e: &mut ExecNode| match &mut e.part {
+            Part::Sink(s) => s.takes_textures(),
+            _ => false,
+        };
         for k in 0..e.inputs.len() {
             let j = e.inputs[k];
             e.inputs[k] = if gpu_out[j] == wants_gpu {
                 new_of[j]
+            } else if gpu_out[j] && takes_textures(&mut e) {
+                *present_of[j].get_or_insert_with(|| make(&mut out, new_of[j], true))
             } else {
                 *transfer_of[j].get_or_insert_with(|| transfer(&mut out, new_of[j]))
             };

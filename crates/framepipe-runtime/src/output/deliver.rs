@@ -86,7 +86,7 @@ impl Output {
         let sink_name = &self.sink_name;
         let repeat = match self.pacing.as_mut().filter(|_| !paused) {
             Some(p) => p.repeat(shared, now, |ctx, frame| {
-                guard(sink_name, || sink.consume(ctx, frame))
+                guard(sink_name, || frame.to_sink(sink, ctx))
             }),
             None => None,
         };
@@ -135,7 +135,7 @@ impl Output {
         } = item;
         let started = std::time::Instant::now();
         shared.mark_running(self.out_slot, Some(self.sink_stage));
-        let result = guard(&self.sink_name, || sink.consume(&ctx, &frame));
+        let result = guard(&self.sink_name, || frame.to_sink(sink, &ctx));
         shared.mark_running(self.out_slot, None);
         self.sink_counter.record(started.elapsed());
         if let Some(m) = self.master.as_mut() {

@@ -279,10 +279,11 @@ impl Output {
     }
 }
 
-/// Per command waiting to be assigned: how many of the batch's sets are its, and whether it
+/// Per command waiting to be assigned: how many of the batch's sets are its, whether it
 /// is refused because the armed live edit ends its node before its frame (that node's stage,
-/// the fate, the switch frame).
-type Of = (usize, Option<(usize, Fate, u64)>);
+/// the fate, the switch frame), and the frame its values are held until when it sets a
+/// quantized node's property (`Live::quantum`).
+type Of = (usize, Option<(usize, Fate, u64)>, Option<u64>);
 
 /// Sets waiting to be assigned, with their commands (answered once assigned).
 /// Every vector has room for [`SET_BATCH`] from the start.
@@ -360,14 +361,14 @@ fn apply_commands(
             }
             continue;
         }
-        match ver.live_spec.resolve(&p.command) {
+        match resolve(shared, ver, &p.command) {
             Ok(set) => {
                 if batch.sets.len() == batch.sets.capacity() {
                     assign_sets(shared, ver, reader, batch);
                 }
                 batch.sets.push(set);
                 batch.posted.push(p);
-                batch.of.push((1, None));
+                batch.of.push((1, None, None));
             }
             Err(reason) => {
                 let on_its_way = link.as_deref().is_some_and(|l| l.is_busy());
@@ -378,6 +379,19 @@ fn apply_commands(
     }
     assign_sets(shared, ver, reader, batch);
     stop
+}
+
+/// A parameter or clock command against the version's [`LiveSpec`](crate::live::LiveSpec);
+/// `tempo auto` needs the show's audio.
+fn resolve(shared: &Shared, ver: &Version, cmd: &Command) -> std::result::Result<Set, String> {
+    if matches!(cmd, Command::TempoAuto) && shared.audio.is_none() {
+        return Err(
+            "tempo auto follows the show's audio, and this show has none; run it \
+                    with --audio FILE (or --audio default for the sound card)"
+                .into(),
+        );
+    }
+    ver.live_spec.resolve(cmd)
 }
 
 /// A [`Command::Batch`]: every parameter command in it is resolved first; if one is refused,
@@ -407,7 +421,7 @@ fn apply_batch(
         if matches!(c, Command::Pause | Command::Resume | Command::Step(_)) {
             continue;
         }
-        match ver.live_spec.resolve(c) {
+        match resolve(shared, ver, c) {
             Ok(set) => batch.sets.push(set),
             Err(reason) => {
                 refused = Some(format!("{c}: {reason}"));
@@ -424,7 +438,7 @@ fn apply_batch(
         transport.apply(c);
     }
     batch.posted.push(p);
-    batch.of.push((batch.sets.len() - start, None));
+    batch.of.push((batch.sets.len() - start, None, None));
 }
 
 /// Assigns the batch's sets under the live lock, from the first frame that can show all of
@@ -450,7 +464,7 @@ fn assign_sets(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch
             let first_of = |live: &crate::live::Live, of: &[Of]| {
                 let mut k = 0;
                 let mut first = None::<u64>;
-                for &(n, gone) in of {
+                for &(n, gone, _) in of {
                     if gone.is_none() {
                         for e in &batch.sets[k..k + n] {
                             let f = live.first_frame_of(e);
@@ -466,7 +480,7 @@ fn assign_sets(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch
                 // Commands on nodes the armed edit ends before that frame: refused.
                 let mut k = 0;
                 let mut any = false;
-                for (n, gone) in batch.of.iter_mut() {
+                for (n, gone, _) in batch.of.iter_mut() {
                     *gone = batch.sets[k..k + *n].iter().find_map(|e| {
                         let s = e.stage()?;
                         live.gone(s, f).map(|(fate, at)| (s, fate, at))
@@ -480,17 +494,33 @@ fn assign_sets(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch
             }
             if let Some(first) = first {
                 let mut k = 0;
-                for &(n, gone) in batch.of.iter() {
+                for (n, gone, held) in batch.of.iter_mut() {
                     if gone.is_none() {
-                        for e in batch.sets[k..k + n].iter_mut() {
+                        let group = &mut batch.sets[k..k + *n];
+                        // A command setting a quantized node's property (a deck's trigger)
+                        // waits for the beat grid: its values are held until that frame,
+                        // which its reply names.
+                        let beats = group
+                            .iter()
+                            .filter(|e| live.quantized(e))
+                            .filter_map(Set::stage)
+                            .map(|s| live.quantum(s))
+                            .max();
+                        *held = beats.map(|b| {
+                            live.beat_frame(first, b, shared.rate, &ver.snapshots, ver.topo.cap)
+                        });
+                        for e in group.iter_mut() {
                             if let Some(s) = e.stage() {
                                 live.catch_up(s, first, &ver.snapshots, ver.topo.cap);
-                                live.commanded(s, first);
+                                live.commanded(s, held.unwrap_or(first));
                             }
-                            live.apply(e);
+                            match *held {
+                                Some(at) => live.hold(e, at),
+                                None => live.apply(e),
+                            }
                         }
                     }
-                    k += n;
+                    k += *n;
                 }
                 shared.counters.set_tempo_bpm(live.tempo());
             }
@@ -501,7 +531,7 @@ fn assign_sets(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch
         (frame, next_frame)
     };
     batch.sets.clear();
-    for (p, (_, gone)) in batch.posted.drain(..).zip(batch.of.drain(..)) {
+    for (p, (_, gone, held)) in batch.posted.drain(..).zip(batch.of.drain(..)) {
         match (frame, gone) {
             (Some(_), Some((s, fate, at))) => {
                 let reason = crate::live::gone_reason(ver.live_spec.label(s), fate, at);
@@ -511,7 +541,7 @@ fn assign_sets(shared: &Shared, ver: &Version, reader: &mut CommandReader, batch
             (Some(frame), None) => reader.reply(
                 p,
                 Outcome::Applied {
-                    frame: frame.unwrap_or(next_frame),
+                    frame: held.or(frame).unwrap_or(next_frame),
                 },
             ),
             (None, _) => reader.reply(

@@ -4,11 +4,11 @@
 //! slip, the live policy's repeats), and the figures at the end.
 
 use framepipe_clock::{now_ns, CpuMeter, Pacer};
-use framepipe_core::{Frame, FrameCtx, Result};
+use framepipe_core::{FrameCtx, Result};
 
 use super::gate::Gate;
 use crate::model::Overload;
-use crate::sched::Shared;
+use crate::sched::{Pixels, Shared};
 use crate::stats::{LateFrame, LateLog, PacingStats};
 
 /// A paced output's frame clock and what it keeps about its releases.
@@ -32,7 +32,7 @@ pub(super) struct Pacing {
     late_log: LateLog,
     /// Live policy: the frame last given to the sink, shown again at a deadline with no new
     /// frame.
-    shown: Option<(FrameCtx, Frame)>,
+    shown: Option<(FrameCtx, Pixels)>,
 }
 
 /// What [`Pacing::repeat`] did.
@@ -115,7 +115,7 @@ impl Pacing {
         &mut self,
         shared: &Shared,
         now: i64,
-        show: impl FnOnce(&FrameCtx, &Frame) -> Result<()>,
+        show: impl FnOnce(&FrameCtx, &Pixels) -> Result<()>,
     ) -> Option<Repeat> {
         if !self.live_policy {
             return None;
@@ -190,7 +190,7 @@ impl Pacing {
 
     /// The frame just given to the sink: kept to be shown again under the live policy,
     /// dropped (back to its pool) otherwise.
-    pub(super) fn keep_shown(&mut self, ctx: FrameCtx, frame: Frame) {
+    pub(super) fn keep_shown(&mut self, ctx: FrameCtx, frame: Pixels) {
         if self.live_policy {
             self.shown = Some((ctx, frame));
         } else {

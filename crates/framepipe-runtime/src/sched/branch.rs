@@ -48,7 +48,7 @@ impl Flight {
         if let Kind::Sink(port) = t.kind {
             // A leaky sink fed by the show (`t. ! sink leaky=true`) heads a branch of its own:
             // its frame goes to its port, not to a worker; it has no parameters to copy.
-            let frame = inputs.frames[0].take().expect("checked above").into_cpu();
+            let frame = inputs.frames[0].take().expect("checked above");
             let ready_ns = self.slots[slot].ready_ns[head];
             self.hand_to_port(run, port, slot, bs, frame, ready_ns);
             return;

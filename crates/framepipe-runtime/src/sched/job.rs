@@ -1,7 +1,7 @@
 //! The scheduler's vocabulary: what a node is to it (`Kind`, `Topo`), a job (`Job`, carrying
 //! the instance it runs: exec's `Inst`) and its outcome (`Done`).
 
-use framepipe_core::{FrameCtx, Result};
+use framepipe_core::{BeatCtx, FrameCtx, Result};
 
 use super::Pixels;
 
@@ -121,6 +121,8 @@ pub(crate) enum Job {
 pub(crate) enum Done {
     Begin {
         slot: usize,
+        /// The frame's beat clock, sampled with its oscillator time.
+        beat: BeatCtx,
     },
     /// `Ok(None)` from a source: its stream ended (and it does not loop or hold).
     Node {

@@ -176,8 +176,9 @@ pub(crate) struct Shared {
     /// One per output port (sink).
     /// (Shared with the command queue's waker: a post raises the master's.)
     pub(crate) port_signals: Vec<Arc<PortSignal>>,
-    /// Per worker (then each output thread, then each IO thread): node + 1 it is running (0 =
-    /// none) and since when (monotonic ns), for stall detection by the master output thread.
+    /// Per worker (then each output thread, then each IO thread, then the GPU thread): node + 1
+    /// it is running (0 = none) and since when (monotonic ns), for stall detection by the
+    /// master output thread.
     pub(crate) running: Vec<(AtomicUsize, AtomicI64)>,
     pub(crate) events: Option<EventFn>,
     /// The show's audio (`--audio`), when it has one: an exact feed makes the worker
@@ -199,6 +200,8 @@ pub(crate) struct Shared {
     pub(crate) gpu_signal: PortSignal,
     /// The GPU thread, once started (`Shared::ensure_gpu_thread`); joined at the run's end.
     pub(crate) gpu_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// GPU instances a live edit removed, between the edit thread and the GPU thread.
+    pub(crate) gpu_release: crate::exec::GpuRelease,
 }
 
 impl Shared {
@@ -224,8 +227,8 @@ impl Shared {
             port_signals: (0..ports)
                 .map(|_| Arc::new(PortSignal::default()))
                 .collect(),
-            // Workers, output threads, the IO threads.
-            running: (0..threads + ports + MAX_IO_THREADS)
+            // Workers, output threads, the IO threads, the GPU thread.
+            running: (0..threads + ports + MAX_IO_THREADS + 1)
                 .map(|_| (AtomicUsize::new(0), AtomicI64::new(0)))
                 .collect(),
             events: None,
@@ -236,6 +239,7 @@ impl Shared {
             io_threads: Mutex::new(Vec::new()),
             gpu_signal: PortSignal::default(),
             gpu_thread: Mutex::new(None),
+            gpu_release: Default::default(),
         }
     }
 

@@ -1,12 +1,13 @@
 //! What a frame slot holds per node ([`Pixels`]): a CPU frame or a texture of the show's GPU
 //! context. CPU nodes, sinks and feedbacks only ever see CPU frames: the plan puts an upload
 //! in front of a GPU node fed by a CPU node and a download after a GPU node that feeds a CPU
-//! node, a sink or a feedback (`model/plan.rs`).
+//! node, a sink or a feedback (`model/plan.rs`); a sink that takes textures (a window) is
+//! given the texture itself, behind a `present`.
 
 use std::sync::Arc;
 
-use framepipe_core::Frame;
-use framepipe_gpu::GpuFrame;
+use framepipe_core::{Frame, FrameCtx, Result, Sink, TextureFrame};
+use framepipe_gpu::SharedGpuFrame;
 
 /// One node's output for one frame, shared read-only by its consumers (a clone is a reference
 /// count, never a copy of the pixels).
@@ -15,23 +16,14 @@ pub(crate) enum Pixels {
     /// A frame in host memory (a CPU node's, a download's).
     Cpu(Frame),
     /// A texture (a GPU node's, an upload's); back to its pool when the last holder drops it,
-    /// on any thread.
-    Gpu(Arc<GpuFrame>),
+    /// on any thread. A clone is a count in the texture pool's slot: no allocation.
+    Gpu(SharedGpuFrame),
 }
 
 impl Pixels {
-    /// The CPU frame. A CPU node, a sink or a feedback is never given a texture (the plan
-    /// puts a download in front of it), so a texture here is a bug in the plan.
-    pub(crate) fn into_cpu(self) -> Frame {
-        match self {
-            Pixels::Cpu(f) => f,
-            Pixels::Gpu(_) => unreachable!(
-                "a CPU node is given a texture: the plan has a download in front of it"
-            ),
-        }
-    }
-
-    /// The CPU frame, borrowed (see [`into_cpu`](Self::into_cpu)).
+    /// The CPU frame. A CPU node, a feedback or a sink that takes no textures is never given a
+    /// texture (the plan puts a download in front of it), so a texture here is a bug in the
+    /// plan.
     pub(crate) fn cpu(&self) -> &Frame {
         match self {
             Pixels::Cpu(f) => f,
@@ -43,12 +35,28 @@ impl Pixels {
 
     /// The texture. A GPU node or a download is given only textures (the plan puts an upload
     /// in front of a GPU node fed by a CPU node).
-    pub(crate) fn gpu(&self) -> &GpuFrame {
+    pub(crate) fn gpu(&self) -> &SharedGpuFrame {
         match self {
             Pixels::Gpu(t) => t,
             Pixels::Cpu(_) => unreachable!(
                 "a GPU node is given a CPU frame: the plan has an upload in front of it"
             ),
+        }
+    }
+}
+
+impl Pixels {
+    /// Gives this frame to `sink`: a CPU frame to [`Sink::consume`], a texture to
+    /// [`Sink::consume_texture`] (only a sink that takes textures is fed one). A texture's
+    /// owner is one `Arc` made per frame handed to such a sink (the only allocation of a GPU
+    /// show's frame path left).
+    pub(crate) fn to_sink(&self, sink: &mut dyn Sink, ctx: &FrameCtx) -> Result<()> {
+        match self {
+            Pixels::Cpu(f) => sink.consume(ctx, f),
+            Pixels::Gpu(t) => {
+                let owner: Arc<dyn std::any::Any + Send + Sync> = Arc::new(t.clone());
+                sink.consume_texture(ctx, &TextureFrame::new(t.image(), owner))
+            }
         }
     }
 }

@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 
-use framepipe_core::{Frame, FrameCtx, Result};
+use framepipe_core::{FrameCtx, Result};
 
-use super::{Flight, Run, Scheduler, Shared};
+use super::{Flight, Pixels, Run, Scheduler, Shared};
 
 /// One sink's hand-off: the frame whose turn it is at that sink (the sink's node is the
 /// running flight's: `Flight::port_nodes`).
@@ -25,7 +25,8 @@ pub(crate) struct Port {
 pub(crate) struct PortItem {
     pub(crate) slot: usize,
     pub(crate) ctx: FrameCtx,
-    pub(crate) frame: Frame,
+    /// A CPU frame, or a texture for a sink that takes textures (behind a `present`).
+    pub(crate) frame: Pixels,
     /// When the frame reached the sink, fully processed (monotonic ns): the slow overload
     /// policy slips the clock only for frames that were not ready by their deadline.
     pub(crate) ready_ns: i64,
@@ -104,7 +105,7 @@ impl Flight {
         port: usize,
         slot: usize,
         out_slot: usize,
-        frame: Frame,
+        frame: Pixels,
         ready_ns: i64,
     ) {
         let p = &mut run.ports[port];

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use framepipe_clock::now_ns;
-use framepipe_core::Result;
+use framepipe_core::{BeatCtx, Result};
 
 use super::{Done, Flight, Inst, Job, Kind, Pixels, Run, Scheduler, Shared, Step, Version};
 
@@ -83,10 +83,7 @@ impl Flight {
                     }
                     self.steps.push_back(Step::Finished(node, slot, None));
                 } else if let Kind::Sink(port) = t.kind {
-                    let frame = self
-                        .consume(slot, t.inputs[0])
-                        .expect("checked above")
-                        .into_cpu();
+                    let frame = self.consume(slot, t.inputs[0]).expect("checked above");
                     // When it was processed, not when its turn came.
                     let ready_ns = self.slots[slot].ready_ns[node];
                     self.hand_to_port(run, port, slot, slot, frame, ready_ns);
@@ -183,8 +180,9 @@ impl Flight {
         }
     }
 
-    /// Frame `slot` has begun (its time fixed): its roots are runnable.
-    fn begun(&mut self, run: &mut Run, slot: usize) {
+    /// Frame `slot` has begun (its time and beat clock `beat` fixed): its roots are runnable.
+    fn begun(&mut self, run: &mut Run, slot: usize, beat: BeatCtx) {
+        self.slots[slot].ctx.beat = beat;
         if !run.abort {
             let v = Arc::clone(&self.ver);
             self.slots[slot].begun = true;
@@ -270,9 +268,9 @@ impl Scheduler {
                 self.after_change(shared);
                 return false;
             }
-            Done::Begin { slot } => {
+            Done::Begin { slot, beat } => {
                 self.begin_busy = false;
-                self.flight.begun(&mut self.run, slot);
+                self.flight.begun(&mut self.run, slot, beat);
             }
             Done::Node {
                 node,

@@ -144,6 +144,12 @@ impl Replaced {
         }
     }
 
+    /// The instances of its nodes the running version did not take over (removed or
+    /// replaced nodes'), taken out.
+    pub(crate) fn take_instances(&mut self) -> impl Iterator<Item = crate::exec::Instance> + '_ {
+        self.flight.nodes.iter_mut().flat_map(|n| n.free.drain(..))
+    }
+
     /// Its version, once nothing else holds it.
     pub(crate) fn version_mut(&mut self) -> Option<&mut Version> {
         Arc::get_mut(&mut self.flight.ver)

@@ -37,6 +37,8 @@ pub(crate) struct Version {
     /// What the budget counts for its instances: one output frame each (they move with the
     /// nodes a live edit keeps).
     pub(crate) instance_bytes: u64,
+    /// Its GPU nodes' own buffers (GPU memory their instances count).
+    pub(crate) gpu_instance_bytes: u64,
     /// Per node, the pool its output frames come from (`pools[node]`), feedbacks' frames 0,
     /// and what they count in the show's memory book (memory/).
     pub(crate) pools: crate::memory::VersionPools,

@@ -15,13 +15,9 @@
 //! | `pacing.rs` | the frame clock's figures of a paced run ([`PacingStats`]) and the late frames' log ([`LateLog`]) |
 //! | `events.rs` | [`Event`]s and their delivery |
 //! | `view.rs` | the published state for control surfaces ([`ShowView`]: the graph as it runs, the latest values) |
-//! | `audio.rs` | the latest frame's audio analysis for control surfaces ([`AudioMeter`], read with [`Counters::audio`]) |
 
-mod audio;
 mod events;
 mod view;
-
-pub use audio::{AudioMeter, AudioReading};
 
 pub use events::{Event, EventFn};
 pub use view::{GraphView, NodeView, ShowView, ValuesView, PUBLISH_EVERY_NS};
@@ -183,10 +179,12 @@ pub struct Counters {
     /// The GPU thread's transfers: uploads done, downloads finished.
     uploads: AtomicU64,
     downloads: AtomicU64,
+    /// GPU instances released after a live edit removed them.
+    gpu_releases: AtomicU64,
     /// The show's GPU renderer, once its GPU thread opened its context.
     renderer: Mutex<Option<String>>,
-    /// The latest frame's audio analysis, when the show has audio (written by `Live::begin`).
-    audio: Arc<AudioMeter>,
+    /// The show's audio: the last frame's analysis, for the surfaces (issue #25).
+    audio: framepipe_audio::Meter,
 }
 
 impl Counters {
@@ -219,20 +217,10 @@ impl Counters {
             memory,
             uploads: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
+            gpu_releases: AtomicU64::new(0),
+            audio: framepipe_audio::Meter::new(),
             renderer: Mutex::new(None),
-            audio: Arc::new(AudioMeter::default()),
         }
-    }
-
-    /// The latest frame's audio analysis (`--audio`), lock-free; `None` when the show has no
-    /// audio or no frame has begun.
-    pub fn audio(&self) -> Option<AudioReading> {
-        self.audio.read()
-    }
-
-    /// The meter the frames' analyses are published to (handed to `Live`).
-    pub(crate) fn audio_meter(&self) -> Arc<AudioMeter> {
-        Arc::clone(&self.audio)
     }
 
     /// The GPU thread uploaded a frame into a texture.
@@ -243,6 +231,11 @@ impl Counters {
     /// The GPU thread finished a download (a texture into a CPU frame).
     pub(crate) fn count_download(&self) {
         self.downloads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The GPU thread released a GPU instance a live edit removed.
+    pub(crate) fn count_gpu_release(&self) {
+        self.gpu_releases.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The GPU thread opened its context on `renderer` (off the frame path).
@@ -275,6 +268,7 @@ impl Counters {
             downloads,
             uploads_per_frame: per(uploads),
             downloads_per_frame: per(downloads),
+            released: self.gpu_releases.load(Ordering::Relaxed),
         })
     }
 
@@ -440,7 +434,24 @@ impl Counters {
         self.paused.load(Ordering::Relaxed)
     }
 
-    /// The beat clock's tempo, bpm (as of the last command assigned).
+    /// The show's audio as of the last frame begun (`frames` 0: no audio, or no frame yet):
+    /// level, peak, bands, onsets so far, tempo estimate. Lock-free; for the surfaces.
+    pub fn audio(&self) -> framepipe_audio::MeterReading {
+        self.audio.read()
+    }
+
+    /// The show's audio has `n` bands.
+    pub(crate) fn set_audio_bands(&self, n: usize) {
+        self.audio.set_bands(n);
+    }
+
+    /// Writes a frame's audio analysis (the worker beginning the frame).
+    pub(crate) fn set_audio(&self, a: &framepipe_audio::AudioFrame) {
+        self.audio.store(a);
+    }
+
+    /// The beat clock's tempo, bpm (as of the last command assigned, or the last frame
+    /// under `tempo auto`).
     pub fn tempo_bpm(&self) -> f64 {
         self.tempo_mbpm.load(Ordering::Relaxed) as f64 / 1000.0
     }
@@ -499,6 +510,9 @@ pub struct GpuStats {
     pub uploads_per_frame: f64,
     /// Downloads per frame out.
     pub downloads_per_frame: f64,
+    /// GPU node instances that live edits removed and the GPU thread released (their GL
+    /// objects deleted while the show goes on).
+    pub released: u64,
 }
 
 /// What live edits cost at the master output (issue #9, "no glitch"): measured per edit from
