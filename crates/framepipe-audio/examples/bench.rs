@@ -9,7 +9,7 @@ static GLOBAL: framepipe_testkit::CountingAlloc = framepipe_testkit::CountingAll
 use std::sync::Arc;
 use std::time::Instant;
 
-use framepipe_audio::{Analyzer, BandEdges, Feed, Timeline, RATE};
+use framepipe_audio::{Analyzer, BandEdges, Feed, Timeline, FFT_SIZE, RATE, SPECTRUM_BINS};
 
 fn mix(seconds: usize) -> Vec<f32> {
     let n = seconds * RATE as usize;
@@ -41,27 +41,49 @@ fn main() {
     for _ in 0..runs {
         let mut an = Analyzer::new(&BandEdges::default());
         let tl = Arc::new(Timeline::new());
-        let feed = Feed::new(Arc::clone(&tl), true, 0);
-        an.push(&x[..4800], 1, |an| tl.publish(an.point()));
+        an.push(&x[..4800], 1, |an| {
+            tl.publish_with(an.point(), an.waveform(), an.spectrum())
+        });
         let before = framepipe_testkit::this_thread();
         let start = Instant::now();
-        an.push(&x[4800..], 1, |an| tl.publish(an.point()));
+        an.push(&x[4800..], 1, |an| {
+            tl.publish_with(an.point(), an.waveform(), an.spectrum())
+        });
         let took = start.elapsed();
         point_allocs += framepipe_testkit::this_thread() - before;
         per_point.push(took.as_secs_f64() * 1e6 / (an.points() - 10) as f64);
-        // Frames at 60 fps over the same minute.
+        // Frames at 60 fps over the same minute, each reading its analysis and its arrays
+        // (the ISF inputs' waveform and FFT), interleaved with the points as a show reads them.
+        let mut an = Analyzer::new(&BandEdges::default());
+        let tl = Arc::new(Timeline::new());
+        let feed = Feed::new(Arc::clone(&tl), true, 0);
+        let (mut wave, mut fft) = (vec![0.0f32; FFT_SIZE], vec![0.0f32; SPECTRUM_BINS]);
         let mut cursor = 0;
         feed.frame(0, &mut cursor);
-        let before = framepipe_testkit::this_thread();
-        let frames = 3600;
-        let start = Instant::now();
-        let mut onsets = 0u32;
+        let frames = 3600i64;
+        let (mut pushed, mut took, mut onsets, mut with_arrays) = (0usize, 0.0f64, 0u32, 0u32);
         for n in 1..frames {
-            onsets += feed.frame(n * 16_666_667, &mut cursor).onset as u32;
+            let t = n * 16_666_667;
+            let upto = ((t as u128 * RATE as u128 / 1_000_000_000) as usize).min(x.len());
+            if upto > pushed {
+                an.push(&x[pushed..upto], 1, |an| {
+                    tl.publish_with(an.point(), an.waveform(), an.spectrum())
+                });
+                pushed = upto;
+            }
+            let before = framepipe_testkit::this_thread();
+            let start = Instant::now();
+            let f = feed.frame(t, &mut cursor);
+            with_arrays += feed.arrays(&f, &mut wave, &mut fft) as u32;
+            took += start.elapsed().as_secs_f64();
+            frame_allocs += framepipe_testkit::this_thread() - before;
+            onsets += f.onset as u32;
         }
-        let took = start.elapsed();
-        frame_allocs += framepipe_testkit::this_thread() - before;
-        per_frame.push(took.as_secs_f64() * 1e6 / (frames - 1) as f64);
+        assert!(
+            with_arrays as i64 >= frames - 2,
+            "{with_arrays} frames had arrays"
+        );
+        per_frame.push(took * 1e6 / (frames - 1) as f64);
         assert!(onsets > 100, "{onsets} onsets in a minute at 128 bpm");
     }
     let stats = |v: &mut Vec<f64>| {
@@ -72,8 +94,8 @@ fn main() {
     let (fm, flo, fhi) = stats(&mut per_frame);
     println!("| what | median µs | min..max µs | allocations |");
     println!("|---|---|---|---|");
-    println!("| analysis per 10 ms point (FFT 2048, bands, onset, tempo) | {pm:.2} | {plo:.2}..{phi:.2} | {point_allocs} over {runs} × 6000 points |");
-    println!("| read per frame (Feed::frame, 60 fps) | {fm:.3} | {flo:.3}..{fhi:.3} | {frame_allocs} over {runs} × 3599 frames |");
+    println!("| analysis per 10 ms point (FFT 2048, bands, onset, tempo; published with its arrays) | {pm:.2} | {plo:.2}..{phi:.2} | {point_allocs} over {runs} × 6000 points |");
+    println!("| read per frame (Feed::frame + Feed::arrays: 2048 + 1024 floats, 60 fps) | {fm:.3} | {flo:.3}..{fhi:.3} | {frame_allocs} over {runs} × 3599 frames |");
     println!(
         "| analysis per 60 fps frame (1.67 points) | {:.2} | | |",
         pm * 100.0 / 60.0

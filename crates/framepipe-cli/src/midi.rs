@@ -33,7 +33,12 @@ pub fn props(desc: &GraphDesc, registry: &Registry) -> Props {
         for name in &names {
             p.node(name);
         }
-        let Some(entry) = registry.find(&n.element) else {
+        // A node with properties of its own (`isf location=`, `mix mode=transition`): its
+        // entry; one that cannot be made is left to the build to report.
+        let own = crate::build::node_entry(&n.element, &n.props)
+            .ok()
+            .flatten();
+        let Some(entry) = own.as_ref().or_else(|| registry.find(&n.element)) else {
             continue;
         };
         for spec in &entry.desc.props {

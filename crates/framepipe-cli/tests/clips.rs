@@ -254,9 +254,22 @@ fn an_h264_clip_equals_ffmpegs_own_decode_byte_for_byte() {
 /// Runs `pipeline` paced in `dir`, sends `commands` on stdin one by one (`wait_ms` apart,
 /// then `stop`), and gives the indices written to `out.rgba` and the stderr.
 fn live(dir: &Path, pipeline: &str, commands: &[&str], wait_ms: u64) -> (Vec<u32>, String) {
+    live_with(dir, &[], pipeline, commands, wait_ms)
+}
+
+/// [`live`] with `extra` arguments to `framepipe run`.
+fn live_with(
+    dir: &Path,
+    extra: &[&str],
+    pipeline: &str,
+    commands: &[&str],
+    wait_ms: u64,
+) -> (Vec<u32>, String) {
     let mut child = std::process::Command::new(FP)
         .current_dir(dir)
-        .args(["run", pipeline])
+        .arg("run")
+        .args(extra)
+        .arg(pipeline)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -655,4 +668,55 @@ loop = false
         })
         .collect();
     assert_eq!(got, want, "outro from frame {n}: {err}");
+}
+
+#[test]
+fn a_decks_pictures_are_in_the_memory_book_and_an_edit_over_the_budget_is_refused() {
+    // A deck of two 64x48 clips with cache=200 holds (ahead 8 + 1 + cache 200) decoder
+    // pictures and a head of 8 pictures per clip: 225 × 12288 bytes, counted in --stats'
+    // memory.held_max beside the pools (a testsrc of the same shape holds exactly that much
+    // less). Under a 4 MiB budget one deck fits, two at once do not: replacing the deck by
+    // another (both held while the edit switches) is refused naming the memory, and the show
+    // goes on.
+    let dir = tmpdir("clip-deck-memory");
+    make_clip(&dir, "a.mp4", 20, 60, H264);
+    make_clip_from(&dir, "b.mp4", 100, 20, 60, H264);
+    let extra = ["--max-memory", "4M", "--stats", "stats.json"];
+    let replace = "replace deck clips locations=b.mp4,a.mp4 cache=200";
+    let (got, err) = live_with(
+        &dir,
+        &extra,
+        "clips name=deck locations=a.mp4,b.mp4 cache=200 ! rawsink location=out.rgba",
+        &[replace],
+        400,
+    );
+    let refused = err
+        .lines()
+        .find(|l| l.contains(replace) && !l.contains("ok '"))
+        .unwrap_or_else(|| panic!("the replace was not refused: {err}"));
+    for part in ["the running graph (", "the new one (", "raise --max-memory"] {
+        assert!(refused.contains(part), "{part:?} not in: {refused}");
+    }
+    let n = got.len() as u32;
+    assert!(n > 20, "{err}");
+    assert_eq!(
+        got,
+        (0..n).map(|i| i % 20).collect::<Vec<_>>(),
+        "clip 0 went on"
+    );
+    let held = |dir: &Path| {
+        let s: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("stats.json")).unwrap()).unwrap();
+        s["memory"]["held_max"].as_u64().unwrap()
+    };
+    let deck = held(&dir);
+    let same = tmpdir("clip-deck-memory-same");
+    live_with(
+        &same,
+        &extra,
+        "testsrc width=64 height=48 rate=60 frames=30 ! rawsink location=out.rgba",
+        &[],
+        100,
+    );
+    assert_eq!(deck - held(&same), 225 * (W * H * 4) as u64, "{err}");
 }

@@ -3,7 +3,8 @@
 //! makes exactly one upload and one download per frame, with the bytes the test computes from
 //! the source's own frames; the output does not depend on `--threads`; a live `set` on a GPU
 //! node's property takes effect on the frame its reply names; a GPU node that fails at render
-//! is bypassed and the show finishes. Small frames (64x48), few frames.
+//! is bypassed and the show finishes; a live `remove` of a GPU node shows from its reply frame
+//! and the removed node is released. Small frames (64x48), few frames.
 
 mod common;
 
@@ -296,4 +297,52 @@ fn a_gpu_node_failing_at_render_is_bypassed_and_the_show_finishes() {
     let want = per_channel(&src, add(5));
     assert_eq!(got.len(), frames as usize * FRAME, "every frame out: {err}");
     assert!(got == want, "{}", first_difference(&got, &want));
+}
+
+#[test]
+fn a_live_remove_of_a_gpu_node_shows_from_its_reply_frame_and_releases_it() {
+    let dir = tmpdir("gpu-remove");
+    let (add_fs, invert_fs, _) = shaders(dir.path());
+    let out = dir.path().join("out.rgba");
+    let stats = dir.path().join("stats.json");
+    let frames = 30;
+    let mut fp = Fp::run(&[
+        "--fps",
+        "50",
+        "--start-paused",
+        "--stats",
+        stats.to_str().unwrap(),
+        &format!(
+            "{} ! isf location={add_fs} name=lift amount=10 ! isf location={invert_fs} name=inv \
+             ! rawsink location={}",
+            source(frames),
+            out.display()
+        ),
+    ]);
+    fp.command("step 5");
+    fp.after("ok 'step 5'");
+    fp.command("remove inv");
+    fp.after("ok 'remove inv'");
+    fp.command("resume");
+    fp.wait_success();
+    let err = fp.stderr();
+    let n = ok_frame(&err, "remove inv");
+    assert!(n > 0 && n < frames, "the edit landed mid-show: {err}");
+    let got = std::fs::read(&out).unwrap();
+    let src = source_frames(dir.path(), frames);
+    let cut = n as usize * FRAME;
+    let want: Vec<u8> = per_channel(&src[..cut], |v| invert(add(10)(v)))
+        .into_iter()
+        .chain(per_channel(&src[cut..], add(10)))
+        .collect();
+    assert_eq!(got.len(), frames as usize * FRAME);
+    assert!(
+        got == want,
+        "removed from frame {n}: {}",
+        first_difference(&got, &want)
+    );
+    // The removed shader's GL objects were released on the GPU thread while the show went on.
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(stats["gpu"]["released"], 1, "{stats:#}");
 }

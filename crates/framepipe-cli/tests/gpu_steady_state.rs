@@ -65,6 +65,8 @@ impl Sink for MarkSink {
         if self.1.marked_at.is_none() && ctx.seq >= WARMUP && filled {
             self.1.marked_at = Some(ctx.seq);
             self.1.at_warmup = framepipe_testkit::total();
+            // FP_ALLOC_TRACE=1: a backtrace for each allocation from here on.
+            framepipe_testkit::trace(std::env::var_os("FP_ALLOC_TRACE").is_some());
         } else if self.1.marked_at.is_some() {
             self.1.at_end = framepipe_testkit::total();
         }
@@ -73,6 +75,7 @@ impl Sink for MarkSink {
         Ok(())
     }
     fn finish(&mut self) -> Result<()> {
+        framepipe_testkit::trace(false);
         *self.0.lock().unwrap() = self.1;
         Ok(())
     }

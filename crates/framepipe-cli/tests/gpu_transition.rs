@@ -9,6 +9,7 @@
 //! * `load FILE fade=500ms transition=wipeLeft` (stdin): frame k of the fade is the old
 //!   project's frame left of the split and the new project's right of it, the split where
 //!   `wipeLeft` puts it at progress k/N, computed here; the reply names the transition;
+//! * a parameter `set` live shows from the frame its reply names; `mode` is refused live;
 //! * an unknown transition is refused with the closest names (in a pipeline and in `load`),
 //!   and without GL the error names the packages; `inspect mix transition=NAME` lists the
 //!   node's properties.
@@ -162,29 +163,83 @@ fn a_directional_transition_mix_shifts_the_inputs_by_its_parameter() {
         frames_of(dir.path(), "b.rgba", n),
     );
     let got = frames_of(dir.path(), "dir.rgba", n);
-    // directional: p = uv + progress * sign(direction); inside the picture it shows `from` at
-    // p, outside `to` at fract(p). At 0.5 and direction 1,0: column x < W/2 is from's column
-    // x + W/2, column x >= W/2 to's column x - W/2 (texel centres: no filtering), rows as they
-    // are.
+    // The default direction, 0,1, would shift the inputs vertically.
     for k in 0..n {
-        for y in 0..H {
-            for x in 0..W {
-                let (src, sx) = if x < W / 2 {
-                    (&a, x + W / 2)
-                } else {
-                    (&b, x - W / 2)
-                };
-                let at = |p: &[u8], x: usize| {
-                    let i = k * FRAME + (y * W + x) * 4;
-                    p[i..i + 4].to_vec()
-                };
-                let (g, w) = (at(&got, x), at(src, sx));
-                assert!(
-                    g.iter().zip(&w).all(|(p, q)| p.abs_diff(*q) <= 1),
-                    "frame {k}, pixel ({x}, {y}): {g:?}, want {w:?}"
-                );
-            }
+        assert_directional(&got, &a, &b, k, true);
+    }
+}
+
+/// Where `(x, y)` of a `directional` mix at progress 0.5 takes its pixel from (`(false, ..)`:
+/// input 0, `true`: input 1), for `direction` 1,0 (`horizontal`) or 0,1. p = uv + 0.5 *
+/// sign(direction): inside the picture input 0 at p, else input 1 at fract(p); texel centres,
+/// so no filtering. uv's y goes up: the picture's top half (y < H/2) is input 1's bottom half.
+fn directional_at(horizontal: bool, x: usize, y: usize) -> (bool, usize, usize) {
+    match horizontal {
+        true if x < W / 2 => (false, x + W / 2, y),
+        true => (true, x - W / 2, y),
+        false if y >= H / 2 => (false, x, y - H / 2),
+        false => (true, x, y + H / 2),
+    }
+}
+
+/// Frame `k` of `got` is the `directional` mix of frame `k` of `a` and `b` (`horizontal`: see
+/// [`directional_at`]), within 1.
+fn assert_directional(got: &[u8], a: &[u8], b: &[u8], k: usize, horizontal: bool) {
+    for y in 0..H {
+        for x in 0..W {
+            let (to, sx, sy) = directional_at(horizontal, x, y);
+            let src = if to { b } else { a };
+            let px = |p: &[u8], x: usize, y: usize| {
+                let i = k * FRAME + (y * W + x) * 4;
+                p[i..i + 4].to_vec()
+            };
+            let (g, w) = (px(got, x, y), px(src, sx, sy));
+            assert!(
+                g.iter().zip(&w).all(|(p, q)| p.abs_diff(*q) <= 1),
+                "frame {k} (direction {}), pixel ({x}, {y}): {g:?}, want {w:?}",
+                if horizontal { "1,0" } else { "0,1" }
+            );
         }
+    }
+}
+
+#[test]
+fn a_transition_parameter_set_live_shows_from_the_frame_its_reply_names() {
+    let dir = tmpdir("gpu-transition-set");
+    let show = mix_show(
+        0,
+        &[(
+            "dir.rgba",
+            "mode=transition transition=directional direction=1,0 fader=0.5",
+        )],
+    );
+    let mut fp = Fp::run_in(dir.path(), &["--threads", "2", "--fps", "30", &show]);
+    std::thread::sleep(Duration::from_millis(300));
+    let (mode, set) = ("set m0.mode crossfade", "set m0.direction 0,1");
+    fp.command(mode);
+    fp.after(&format!("refused '{mode}'"));
+    fp.command(set);
+    fp.after(&format!("ok '{set}' from frame"));
+    std::thread::sleep(Duration::from_millis(200));
+    fp.command("stop");
+    fp.wait_success();
+    let err = fp.stderr();
+    assert!(
+        err.contains(&format!(
+            "refused '{mode}': m0.mode cannot change while running"
+        )),
+        "{err}"
+    );
+    let at = applied_at(&err, set);
+    let got = std::fs::read(dir.path().join("dir.rgba")).unwrap();
+    let n = got.len() / FRAME;
+    let (a, b) = (
+        frames_of(dir.path(), "a.rgba", n),
+        frames_of(dir.path(), "b.rgba", n),
+    );
+    assert!(0 < at && at < n, "set at {at}, {n} frames");
+    for k in 0..n {
+        assert_directional(&got, &a, &b, k, k < at);
     }
 }
 

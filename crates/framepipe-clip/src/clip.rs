@@ -455,6 +455,12 @@ impl Source for Clip {
         true
     }
 
+    /// The decoder's pictures: `ahead + 1 + cache`.
+    fn own_bytes(&self) -> u64 {
+        let frame = u64::from(self.info.width) * u64::from(self.info.height) * 4;
+        self.settings.sizing.bytes(frame)
+    }
+
     fn ready(&mut self) -> Result<()> {
         self.player
             .wait_ahead(self.settings.sizing.depth)

@@ -344,6 +344,7 @@ pub fn build(props: &Props) -> Result<Element> {
             rate: Rational::new(rate.0, rate.1),
         },
         player,
+        own_bytes: settings.sizing.bytes(frame).saturating_add(held),
         speed: settings.speed,
         beat: BeatCtx::default(),
         quantize,
@@ -391,6 +392,8 @@ enum Shown {
 pub struct Deck {
     info: VideoInfo,
     player: Player,
+    /// The player's pictures and the heads, in bytes ([`Source::own_bytes`]).
+    own_bytes: u64,
     settings: PlaySettings,
     /// The speed the player plays at: `speed`, or the one `beats` asks for.
     speed: i64,
@@ -665,6 +668,11 @@ impl Source for Deck {
     /// reverse window): it runs on the show's IO thread.
     fn blocks(&self) -> bool {
         true
+    }
+
+    /// The decoder's pictures (`ahead + 1 + cache`) and every clip's head.
+    fn own_bytes(&self) -> u64 {
+        self.own_bytes
     }
 
     fn ready(&mut self) -> Result<()> {

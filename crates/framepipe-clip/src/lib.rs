@@ -5,7 +5,7 @@
 //! | element | kind | module |
 //! |---|---|---|
 //! | `clip` | source | [`clip`]: one clip; seamless loops, in/out, ping-pong, speed, reverse, scrub, pause |
-//! | `clips` | source | [`deck`]: a bank of clips, one playing, triggered live by `clip=N` |
+//! | `clips` | source | [`deck`]: a bank of clips, one playing, triggered live by `clip=N` (on the beat with `quantize`) |
 //!
 //! | module | job |
 //! |---|---|
@@ -18,7 +18,9 @@
 //! It may wait for the decoder thread when that is behind (a seek, a reverse window), so the
 //! sources say [`Source::blocks`](framepipe_core::Source::blocks) and run on the show's IO
 //! thread. Every buffer is allocated when the element starts, sized from the clip and
-//! checked against the memory budget ([`framepipe_core::Limits`]).
+//! checked against the memory budget ([`framepipe_core::Limits`]), and the sources say what
+//! they hold ([`Source::own_bytes`](framepipe_core::Source::own_bytes)): the runtime counts
+//! it in the show's memory book.
 //!
 //! Unsafe code: two calls FFmpeg's Rust binding does not wrap (`av_seek_frame` on the video
 //! stream, in its own time base, for exact seeks; `sws_setColorspaceDetails`, for the colour

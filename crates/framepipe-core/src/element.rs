@@ -204,6 +204,16 @@ pub trait Source: Send {
         let _ = value;
         Err(not_live(name))
     }
+    /// Host memory the source keeps besides the frames it fills (pictures decoded ahead,
+    /// caches, a deck's clip heads), in bytes. Asked once, when the runtime takes the built
+    /// source into a graph version (after [`ready`](Self::ready)); it must not change while
+    /// the source lives. The runtime counts it in the show's memory book against
+    /// `--max-memory` for as long as the source lives (`--stats` `memory.held`; a live edit
+    /// adding the source is admitted with it). Count what is allocated for the source's
+    /// lifetime and sized by its input or settings, not a few bytes of bookkeeping. Default 0.
+    fn own_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// The refusal of an element that cannot change `name` while running.

@@ -6,8 +6,9 @@
 //! * [`context`]: [`Gpu::open`] (EGL without a window system, GL 3.3 core or GLES 3.0, current
 //!   on the opening thread; errors name the packages to install), [`GpuInfo`], the
 //!   [`Garbage`] queue for GL objects dropped on other threads.
-//! * [`texture`]: [`TexturePool`] and the [`GpuFrame`]s it lends (`Send`; back to the pool on
-//!   drop, from any thread, without a GL call or an allocation).
+//! * [`texture`]: [`TexturePool`], the [`GpuFrame`]s it lends and the [`SharedGpuFrame`]s
+//!   they become once written (`Send`; clones of one `Arc` per texture; back to the pool when
+//!   the last is dropped, from any thread, without a GL call or an allocation).
 //! * [`transfer`]: [`Uploader`] (pixel-unpack buffer ring), [`Downloader`] (readbacks that
 //!   never make a thread wait: pixel-pack buffers and fences, or a download thread with a
 //!   context sharing the GPU context's objects), [`read_back_blocking`] for tests.

@@ -3,25 +3,28 @@
 //! A [`TexturePool`] holds at most `capacity` textures of one size and format, made lazily by
 //! [`TexturePool::acquire`] on the GPU thread the first time no returned one is free, and
 //! never freed before the pool: once a run has made the textures it uses, acquiring and
-//! returning them makes no GL call and allocates nothing (the free list is a bounded lock-free
-//! queue of slot indices, as in `framepipe_core::FramePool`).
+//! returning them makes no GL call and allocates nothing.
 //!
-//! A [`GpuFrame`] is the only handle to its texture while it is out: the one place it is
-//! written (an upload, a render). [`GpuFrame::share`] turns it into a [`SharedGpuFrame`], the
-//! read-only handle a frame slot holds and its consumers clone. Both are `Send`: the runtime
-//! may hold them on any thread. The count of a texture's handles lives in its pool (one slot
-//! per texture), so cloning a handle is two atomic increments, never an allocation; dropping
-//! the last handle anywhere pushes the texture back on the free list (no GL call). When the
-//! pool itself goes (its last handle and frame dropped), its textures are queued on the
-//! context's [`Garbage`](crate::Garbage) and deleted by [`Gpu::collect`](crate::Gpu::collect)
-//! on the GPU thread.
+//! Each texture is made with one [`Arc`] (its [`Texture`]), which the pool keeps: every handle
+//! on it is a clone of that `Arc`, and it is free when the pool's is the only one left (the
+//! GPU thread, acquiring, looks for such a texture; nothing else can clone the pool's). So
+//! lending, sharing and returning a texture are reference counts, never an allocation, and a
+//! shared texture is an `Arc` a sink that draws textures may keep as an
+//! `Arc<dyn Any + Send + Sync>` without allocating ([`SharedGpuFrame::owner`]).
+//!
+//! A [`GpuFrame`] is the only handle to its texture while it is out besides the pool's: the
+//! one place it is written (an upload, a render). [`GpuFrame::share`] turns it into a
+//! [`SharedGpuFrame`], the read-only handle a frame slot holds and its consumers clone. Both
+//! are `Send`: the runtime may hold them on any thread; dropping the last one anywhere returns
+//! the texture (no GL call). When the pool itself goes, each texture goes with its last handle:
+//! it is queued on the context's [`Garbage`](crate::Garbage) and deleted by
+//! [`Gpu::collect`](crate::Gpu::collect) on the GPU thread.
 
+use std::any::Any;
 use std::fmt;
-use std::num::NonZeroU32;
-use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crossbeam_queue::ArrayQueue;
 use framepipe_core::gpu::{GpuImage, TexFormat};
 use glow::HasContext;
 
@@ -47,26 +50,35 @@ struct PoolInner {
     capacity: usize,
     /// Textures made so far (at most `capacity`): slots `0..made` hold one each.
     made: AtomicUsize,
-    /// One per texture the pool may make.
-    slots: Box<[Slot]>,
-    /// Slots of made textures not lent out.
-    free: ArrayQueue<u32>,
+    /// One per texture the pool may make, set once when it is made (on the GPU thread).
+    slots: Box<[OnceLock<Arc<Texture>>]>,
     owner: OnceLock<Owner>,
 }
 
-/// One texture of a pool and the count of its handles while it is lent.
-struct Slot {
-    /// The texture's GL name; 0 until made (written once, by the GPU thread, before the slot
-    /// is first lent).
-    texture: AtomicU32,
-    /// Handles ([`GpuFrame`], [`SharedGpuFrame`]) on it; back on the free list at 0.
-    refs: AtomicUsize,
+/// One texture of a pool: what its handles share. Deleted (queued for the GPU thread) when
+/// the last handle, the pool's included, is dropped.
+pub struct Texture {
+    name: glow::Texture,
+    width: u32,
+    height: u32,
+    format: TexFormat,
+    garbage: Garbage,
 }
 
-impl Slot {
-    fn texture(&self) -> glow::Texture {
-        let name = self.texture.load(Ordering::Acquire);
-        glow::NativeTexture(NonZeroU32::new(name).expect("a lent slot's texture is made"))
+impl Drop for Texture {
+    fn drop(&mut self) {
+        self.garbage.push(GlObject::Texture(self.name));
+    }
+}
+
+impl Texture {
+    fn image(&self) -> GpuImage {
+        GpuImage {
+            texture: self.name,
+            width: self.width,
+            height: self.height,
+            format: self.format,
+        }
     }
 }
 
@@ -78,7 +90,7 @@ impl fmt::Debug for TexturePool {
             .field("format", &self.inner.format)
             .field("capacity", &self.inner.capacity)
             .field("made", &self.made())
-            .field("free", &self.inner.free.len())
+            .field("in_use", &self.in_use())
             .finish()
     }
 }
@@ -95,13 +107,7 @@ impl TexturePool {
                 format,
                 capacity,
                 made: AtomicUsize::new(0),
-                slots: (0..capacity)
-                    .map(|_| Slot {
-                        texture: AtomicU32::new(0),
-                        refs: AtomicUsize::new(0),
-                    })
-                    .collect(),
-                free: ArrayQueue::new(capacity),
+                slots: (0..capacity).map(|_| OnceLock::new()).collect(),
                 owner: OnceLock::new(),
             }),
         }
@@ -114,9 +120,9 @@ impl TexturePool {
     }
 
     /// A texture: a returned one if any, else a new one while fewer than `capacity` exist.
-    /// Its contents are undefined (whatever the last user left). Textures are made only by
-    /// the one thread whose context is current (a pool belongs to one context), so the slots
-    /// fill in order.
+    /// Its contents are undefined (whatever the last user left). Textures are lent and made
+    /// only by the one thread whose context is current (a pool belongs to one context), so
+    /// a texture seen free here stays free until lent.
     ///
     /// # Panics
     /// If the pool was used with another context (texture names belong to one context).
@@ -131,10 +137,16 @@ impl TexturePool {
             gpu.id(),
             "a texture pool is used with a second GPU context"
         );
-        if let Some(index) = inner.free.pop() {
-            return Ok(self.lend(index));
-        }
         let made = inner.made.load(Ordering::Acquire);
+        for slot in &inner.slots[..made] {
+            let texture = slot.get().expect("a made slot holds its texture");
+            // Only the pool's handle left: free. (The last other handle's drop released its
+            // uses of the texture; this fence acquires them, as `Arc::get_mut` would.)
+            if Arc::strong_count(texture) == 1 {
+                fence(Ordering::Acquire);
+                return Ok(GpuFrame(Arc::clone(texture)));
+            }
+        }
         if made >= inner.capacity {
             return Err(GpuError::Exhausted {
                 width: inner.width,
@@ -142,22 +154,20 @@ impl TexturePool {
                 capacity: inner.capacity,
             });
         }
-        let texture = make_texture(gpu, inner.width, inner.height, inner.format)?;
-        inner.slots[made]
-            .texture
-            .store(texture.0.get(), Ordering::Release);
+        let name = make_texture(gpu, inner.width, inner.height, inner.format)?;
+        let texture = Arc::new(Texture {
+            name,
+            width: inner.width,
+            height: inner.height,
+            format: inner.format,
+            garbage: owner.garbage.clone(),
+        });
+        let lent = GpuFrame(Arc::clone(&texture));
+        if inner.slots[made].set(texture).is_err() {
+            unreachable!("slot {made} is made once, by the one thread acquiring");
+        }
         inner.made.store(made + 1, Ordering::Release);
-        Ok(self.lend(made as u32))
-    }
-
-    fn lend(&self, index: u32) -> GpuFrame {
-        self.inner.slots[index as usize]
-            .refs
-            .store(1, Ordering::Relaxed);
-        GpuFrame(Lent {
-            pool: Arc::clone(&self.inner),
-            index,
-        })
+        Ok(lent)
     }
 
     /// Texture width.
@@ -187,7 +197,12 @@ impl TexturePool {
 
     /// Textures lent out now.
     pub fn in_use(&self) -> usize {
-        self.made().saturating_sub(self.inner.free.len())
+        let made = self.made();
+        self.inner.slots[..made]
+            .iter()
+            .filter_map(OnceLock::get)
+            .filter(|t| Arc::strong_count(t) > 1)
+            .count()
     }
 
     /// Bytes of one texture.
@@ -211,123 +226,28 @@ impl TexturePool {
     }
 }
 
-impl Drop for PoolInner {
-    /// Runs when the last handle and the last frame are gone: every made texture is on the
-    /// free list. They are queued for deletion on the GPU thread.
-    fn drop(&mut self) {
-        if let Some(owner) = self.owner.get() {
-            let made = *self.made.get_mut();
-            for slot in &self.slots[..made] {
-                owner.garbage.push(GlObject::Texture(slot.texture()));
-            }
-        }
-    }
-}
+/// A texture lent by a [`TexturePool`]: the only handle to it while out besides the pool's,
+/// the one that writes it. `Send`; dropped on any thread it goes back to its pool without a GL
+/// call. [`share`](Self::share) makes it a [`SharedGpuFrame`] once written.
+pub struct GpuFrame(Arc<Texture>);
 
-/// A handle on one lent texture: counted in its pool's slot, so that the last one dropped
-/// (on any thread) returns the texture.
-struct Lent {
-    pool: Arc<PoolInner>,
-    index: u32,
-}
-
-impl Lent {
-    fn slot(&self) -> &Slot {
-        &self.pool.slots[self.index as usize]
-    }
-
-    fn image(&self) -> GpuImage {
-        GpuImage {
-            texture: self.slot().texture(),
-            width: self.pool.width,
-            height: self.pool.height,
-            format: self.pool.format,
-        }
-    }
-
-    fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct(name)
-            .field("texture", &self.slot().texture())
-            .field("width", &self.pool.width)
-            .field("height", &self.pool.height)
-            .field("format", &self.pool.format)
-            .finish()
-    }
-}
-
-impl Drop for Lent {
-    fn drop(&mut self) {
-        // The handles' uses of the texture happen before its return (Release here, Acquire
-        // below), as for an `Arc`.
-        if self.slot().refs.fetch_sub(1, Ordering::Release) != 1 {
-            return;
-        }
-        fence(Ordering::Acquire);
-        // At most `capacity` slots exist and this one is not in the queue, so the push cannot
-        // find it full; if it somehow did, the texture is queued for deletion instead of
-        // being lost.
-        if self.pool.free.push(self.index).is_err() {
-            if let Some(owner) = self.pool.owner.get() {
-                owner.garbage.push(GlObject::Texture(self.slot().texture()));
-            }
-        }
-    }
-}
-
-/// A texture lent by a [`TexturePool`]: the only handle to it while out, the one that writes
-/// it. `Send`; dropped on any thread it goes back to its pool without a GL call.
-/// [`share`](Self::share) makes it a [`SharedGpuFrame`] once written.
-pub struct GpuFrame(Lent);
+/// A written texture, shared read-only by the holders of its clones (a clone is an `Arc`
+/// count: no allocation). `Send`; the last one dropped, on any thread, returns the texture to
+/// its pool without a GL call.
+#[derive(Clone)]
+pub struct SharedGpuFrame(Arc<Texture>);
 
 impl fmt::Debug for GpuFrame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.debug("GpuFrame", f)
+        f.debug_tuple("GpuFrame").field(&self.0.image()).finish()
     }
 }
-
-/// A written texture, shared read-only by the holders of its clones (a clone is a count in
-/// its pool's slot: no allocation). `Send`; the last one dropped, on any thread, returns the
-/// texture to its pool without a GL call.
-pub struct SharedGpuFrame(Lent);
 
 impl fmt::Debug for SharedGpuFrame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.debug("SharedGpuFrame", f)
-    }
-}
-
-impl Clone for SharedGpuFrame {
-    fn clone(&self) -> Self {
-        // Relaxed, as `Arc::clone`: a new handle is made from one already held.
-        self.0.slot().refs.fetch_add(1, Ordering::Relaxed);
-        SharedGpuFrame(Lent {
-            pool: Arc::clone(&self.0.pool),
-            index: self.0.index,
-        })
-    }
-}
-
-impl SharedGpuFrame {
-    /// The texture as GPU nodes see it (valid on the GPU thread while this frame is held).
-    pub fn image(&self) -> GpuImage {
-        self.0.image()
-    }
-
-    /// Width in texels.
-    pub fn width(&self) -> u32 {
-        self.0.pool.width
-    }
-
-    /// Height in texels.
-    pub fn height(&self) -> u32 {
-        self.0.pool.height
-    }
-
-    /// A handle on the pool this frame came from.
-    pub fn pool(&self) -> TexturePool {
-        TexturePool {
-            inner: Arc::clone(&self.0.pool),
-        }
+        f.debug_tuple("SharedGpuFrame")
+            .field(&self.0.image())
+            .finish()
     }
 }
 
@@ -344,31 +264,45 @@ impl GpuFrame {
 
     /// Width in texels.
     pub fn width(&self) -> u32 {
-        self.0.pool.width
+        self.0.width
     }
 
     /// Height in texels.
     pub fn height(&self) -> u32 {
-        self.0.pool.height
+        self.0.height
     }
 
     /// Texel format.
     pub fn format(&self) -> TexFormat {
-        self.0.pool.format
+        self.0.format
     }
 
     /// GPU memory of this texture, in bytes.
     pub fn bytes(&self) -> u64 {
-        u64::from(self.0.pool.width)
-            * u64::from(self.0.pool.height)
-            * self.0.pool.format.texel_bytes()
+        u64::from(self.0.width) * u64::from(self.0.height) * self.0.format.texel_bytes()
+    }
+}
+
+impl SharedGpuFrame {
+    /// The texture as GPU nodes see it (valid on the GPU thread while this frame is held).
+    pub fn image(&self) -> GpuImage {
+        self.0.image()
     }
 
-    /// A handle on the pool this frame came from.
-    pub fn pool(&self) -> TexturePool {
-        TexturePool {
-            inner: Arc::clone(&self.0.pool),
-        }
+    /// Width in texels.
+    pub fn width(&self) -> u32 {
+        self.0.width
+    }
+
+    /// Height in texels.
+    pub fn height(&self) -> u32 {
+        self.0.height
+    }
+
+    /// The handle as an opaque owner (a clone of the `Arc`, no allocation): the texture stays
+    /// out of its pool while it is held, for a sink that draws textures itself.
+    pub fn owner(&self) -> Arc<dyn Any + Send + Sync> {
+        Arc::clone(&self.0) as Arc<dyn Any + Send + Sync>
     }
 }
 

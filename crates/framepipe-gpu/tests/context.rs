@@ -167,6 +167,17 @@ fn a_pool_lends_at_most_its_capacity_and_takes_textures_back_from_other_threads(
     assert_eq!(again.image().texture, name);
     assert_eq!(pool.made(), 2);
 
+    // A shared texture is out while any clone (or its opaque owner) is held, anywhere.
+    let shared = again.share();
+    let (clone, owner) = (shared.clone(), shared.owner());
+    drop(shared);
+    std::thread::spawn(move || drop(clone)).join().unwrap();
+    assert_eq!(pool.in_use(), 2, "its owner still holds it");
+    drop(owner);
+    assert_eq!(pool.in_use(), 1, "the last handle returned it");
+    let again = pool.acquire(&gpu).expect("back in the pool");
+    assert_eq!(again.image().texture, name);
+
     // The pool's last handle and frames dropped on another thread: its textures wait for
     // collect on the GPU thread, which deletes them.
     let names = [again.image().texture, b.image().texture];

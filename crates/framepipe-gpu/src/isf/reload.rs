@@ -13,7 +13,7 @@
 //! goes on; so is one whose role changed (an effect that became a source cannot take its
 //! links: replace the node).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -68,20 +68,26 @@ fn short(p: &Path) -> String {
         .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
 }
 
-/// The modification times and sizes of the files a shader is read from.
-fn stamp(fs: &Path) -> Vec<Option<(SystemTime, u64)>> {
+/// The modification times and sizes of the files a shader is read from (a missing one: `None`).
+type Stamp = [Option<(SystemTime, u64)>; 3];
+
+/// The files a shader is read from: the `.fs`, and a `.vs` or `.vert` beside it.
+fn files(fs: &Path) -> [PathBuf; 3] {
     [
         fs.to_path_buf(),
         fs.with_extension("vs"),
         fs.with_extension("vert"),
     ]
-    .iter()
-    .map(|p| {
+}
+
+/// Their stamps now. Allocates nothing (a path short enough for the standard library's stack
+/// buffer), so the watcher's looks cost the process no allocation in a steady show.
+fn stamp(files: &[PathBuf; 3]) -> Stamp {
+    files.each_ref().map(|p| {
         std::fs::metadata(p)
             .ok()
             .and_then(|m| Some((m.modified().ok()?, m.len())))
     })
-    .collect()
 }
 
 fn watch(
@@ -92,14 +98,15 @@ fn watch(
     tx: &Sender<Reload>,
     stop: &Receiver<()>,
 ) {
-    let mut seen = stamp(path);
-    let mut changed: Option<Vec<Option<(SystemTime, u64)>>> = None;
+    let files = files(path);
+    let mut seen = stamp(&files);
+    let mut changed: Option<Stamp> = None;
     loop {
         match stop.recv_timeout(POLL) {
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
         }
-        let now = stamp(path);
+        let now = stamp(&files);
         if now == seen {
             changed = None;
             continue;

@@ -11,7 +11,8 @@
 //! not. The `mix` of the registry is the CPU one (`layers`, `crossfade`); the builder asks
 //! [`mix_entry`] first, as it asks `isf::file_entry` for `isf location=`, and uses its entry
 //! for a node with `mode=transition`. `mode` and `transition` choose the node's shader: they
-//! are fixed while it runs (`replace` the node to change them).
+//! are fixed while it runs ([`PropSpec::fixed`]: a `set` is refused at once; `replace` the
+//! node to change them).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -54,14 +55,16 @@ pub fn mix_desc(t: &Transition, file: &Path) -> ElementDesc {
             PropKind::Enum(MIX_MODES.iter().map(|s| s.to_string()).collect()),
             PropValue::Str(MODE.into()),
             "transition: a gl-transition of inputs 0 and 1 (fixed while the node runs)",
-        ),
+        )
+        .fixed(),
         PropSpec::new(
             TRANSITION,
             PropKind::Str,
             PropValue::Str(t.name.clone()),
             "the gl-transition's name (framepipe plugins lists them as transition-NAME; fixed \
              while the node runs)",
-        ),
+        )
+        .fixed(),
         PropSpec::new(
             AMOUNT,
             PropKind::Float { min: 0.0, max: 1.0 },

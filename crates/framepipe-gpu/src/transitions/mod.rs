@@ -186,3 +186,46 @@ pub fn render_transition(
         &[from, to],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(names: &[&str]) -> Vec<Arc<Transition>> {
+        names
+            .iter()
+            .map(|n| {
+                Arc::new(Transition {
+                    name: n.to_string(),
+                    glsl: String::new(),
+                    params: Vec::new(),
+                    author: None,
+                    license: None,
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_transition_is_found_in_any_case_or_by_its_element_name() {
+        let all = named(&["wipeLeft", "Directional"]);
+        for name in ["wipeLeft", "wipeleft", "transition-wipeleft"] {
+            assert_eq!(lookup(&all, name).unwrap().name, "wipeLeft", "{name}");
+        }
+        assert_eq!(lookup(&all, "directional").unwrap().name, "Directional");
+    }
+
+    #[test]
+    fn an_unknown_transition_names_the_closest_ones_or_where_the_list_is() {
+        let all = named(&["wipeLeft", "wipeRight", "wipeUp", "crosswarp", "fade"]);
+        assert_eq!(
+            lookup(&all, "wipeLft").unwrap_err(),
+            "no gl-transition called 'wipeLft'; did you mean wipeLeft, wipeUp?"
+        );
+        assert_eq!(
+            lookup(&all, "kaleidoscope").unwrap_err(),
+            "no gl-transition called 'kaleidoscope'; the 5 transitions are listed by \
+             'framepipe plugins' as transition-NAME"
+        );
+    }
+}

@@ -9,7 +9,8 @@ use crate::model::Overload;
 use crate::model::{Part, Plan};
 
 /// What the budget counts for a version: its pools at full capacity, the instances it makes
-/// (the nodes an edit keeps bring theirs), and all of its nodes' instances.
+/// (the nodes an edit keeps bring theirs), and all of its nodes' instances. A source's own
+/// memory ([`framepipe_core::Source::own_bytes`]) counts as its node's instance.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Need {
     pub pools: u64,
@@ -63,6 +64,19 @@ pub(super) fn instance_bytes_of(e: &crate::model::ExecNode) -> u64 {
 pub(super) fn gpu_bytes_of(e: &crate::model::ExecNode) -> u64 {
     match &e.part {
         Part::Gpu(g) => g.factory.gpu_bytes(),
+        _ => 0,
+    }
+}
+
+/// A source's own memory: a new one's as it says, a kept one's as the running version
+/// counted it; 0 for the other nodes.
+pub(crate) fn own_bytes_of(e: &crate::model::ExecNode, ctx: &VersionCtx<'_>) -> u64 {
+    match &e.part {
+        Part::Source { source, .. } => source.own_bytes(),
+        Part::Running { sink: false } => ctx
+            .running
+            .and_then(|r| r.index_of(&e.was).map(|o| r.ver.source_bytes[o]))
+            .unwrap_or(0),
         _ => 0,
     }
 }
@@ -172,15 +186,18 @@ pub(crate) fn need_of(plan: &Plan, ctx: &VersionCtx<'_>) -> Need {
         .map(|(e, _)| gpu_bytes_of(e))
         .fold(0, u64::saturating_add);
     let bytes = |e: &crate::model::ExecNode| {
-        (instances_of(e, ctx.threads) as u64).saturating_mul(instance_bytes_of(e))
+        (instances_of(e, ctx.threads) as u64)
+            .saturating_mul(instance_bytes_of(e))
+            .saturating_add(own_bytes_of(e, ctx))
     };
     Need {
         pools: pool_bytes(&plans, MemoryKind::Cpu),
+        // A source built for this version is new whatever its name (a kept one is `Running`).
         new_instances: plan
             .nodes
             .iter()
             .zip(&kept)
-            .filter(|(_, k)| k.is_none())
+            .filter(|(e, k)| k.is_none() || matches!(e.part, Part::Source { .. }))
             .map(|(e, _)| bytes(e))
             .fold(0, u64::saturating_add),
         all_instances: plan.nodes.iter().map(bytes).fold(0, u64::saturating_add),

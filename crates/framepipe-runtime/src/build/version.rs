@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use framepipe_core::{Error, FramePool, Result, Sink, VideoInfo};
 
-use super::need::pool_layout;
+use super::need::{own_bytes_of, pool_layout};
 use super::running::kept_nodes;
 use super::*;
 use crate::live::{FrameParams, Live, LiveStage};
@@ -66,6 +66,7 @@ pub(crate) struct Built {
 pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
     let need = need_of(&plan, ctx);
     let kept = kept_nodes(&plan, ctx.running);
+    let source_bytes: Vec<u64> = plan.nodes.iter().map(|e| own_bytes_of(e, ctx)).collect();
     if let Some(r) = ctx.running {
         admit_edit(&plan, r, ctx, need)?;
     }
@@ -127,6 +128,7 @@ pub(crate) fn build_version(plan: Plan, ctx: &VersionCtx<'_>) -> Result<Built> {
             ports: port_nodes.clone(),
             holds,
             instance_bytes: need.all_instances,
+            source_bytes,
             gpu_instance_bytes: need.gpu_all_instances,
             pools,
         },
@@ -359,7 +361,8 @@ impl Nodes {
                 source.ready()?;
                 self.roots.push(i);
                 blocks = source.blocks();
-                st.set_source(SourceInst::new(source, on_end, rate));
+                let own = ctx.memory.hold(MemoryKind::Cpu, source.own_bytes());
+                st.set_source(SourceInst::new(source, on_end, rate, own));
                 counter.add_instance();
                 Kind::Source
             }

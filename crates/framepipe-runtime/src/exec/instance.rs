@@ -105,6 +105,9 @@ pub(crate) struct SourceInst {
     /// The stamp of the set each value in `applied` came from: a newer set is given to the
     /// source even when its value is the same (a deck's retrigger restarts the clip).
     pub(super) stamps: Vec<u64>,
+    /// The source's own memory ([`Source::own_bytes`]) in the show's memory book, while it
+    /// lives (it moves with the source across a live edit).
+    _own: crate::memory::Held,
 }
 
 /// What a node's job runs: its source, or one of its effect or mixer instances (taken from
@@ -116,8 +119,13 @@ pub(crate) enum Inst {
 
 impl SourceInst {
     /// A source about to run in a graph at `rate` (its own rate may differ: resampled), ending
-    /// by `on_end`; its live properties as it reports them now.
-    pub(crate) fn new(source: Box<dyn Source>, on_end: OnEnd, rate: Rational) -> Self {
+    /// by `on_end`; its live properties as it reports them now; `held` counts its own memory.
+    pub(crate) fn new(
+        source: Box<dyn Source>,
+        on_end: OnEnd,
+        rate: Rational,
+        held: crate::memory::Held,
+    ) -> Self {
         let own = source.info().rate;
         let resample = (own != rate).then_some((own, rate));
         let applied: Vec<_> = source.live_props().into_iter().map(|(_, v)| v).collect();
@@ -127,6 +135,7 @@ impl SourceInst {
             refused: vec![false; n],
             changed: vec![false; n],
             stamps: vec![0; n],
+            _own: held,
             source,
             on_end,
             resample,

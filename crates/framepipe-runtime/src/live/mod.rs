@@ -18,7 +18,9 @@
 //!   behind it first sampling the values before the commands for the frames in between
 //!   (`Live::catch_up`): all of them are seen from the frame the reply names;
 //! * the clock commands (`speed`, `tempo`, `tap`) act on the oscillator time, fixed when a
-//!   frame begins: they apply from the next frame to begin;
+//!   frame begins: they apply from the next frame to begin; under `tempo auto` each frame's
+//!   beginning sets the tempo from the audio's estimate (and nudges the beat toward an onset)
+//!   for the frames after it;
 //! * a node with a `quantize` property (a deck: `beat`, `bar`, a number of beats) has the
 //!   values set on its other properties held until the first frame at or after the next line
 //!   of that beat grid ([`Live::beat_frame`], [`Live::hold`]): the value lands by frame number
@@ -64,7 +66,7 @@
 //! |---|---|
 //! | `mod.rs` | the state: [`Live`], [`LiveStage`], [`LiveParam`]; the lock's contract |
 //! | `values.rs` | the values: a stage's properties (set value, oscillator, audio binding, ramp), assigning a resolved [`Set`], keeping every value in its declared range, publishing them |
-//! | `sample.rs` | per-frame sampling: [`FrameParams`], [`Live::begin`], [`Live::start_node`], [`Live::catch_up`] |
+//! | `sample.rs` | per-frame sampling: [`FrameParams`] (with the frame's audio analysis and arrays), [`Live::begin`], [`Live::start_node`], [`Live::catch_up`]; [`GpuAudio`], the GPU thread's copy of a frame's audio arrays |
 //! | `resolve.rs` | command resolution: a parameter command against [`LiveSpec`], without any lock, into a [`Set`] |
 //! | `races.rs` | sets racing a live edit: [`Fate`], [`Live::arm`], [`Live::gone`], [`Live::carry`], [`Live::switch_to`] |
 

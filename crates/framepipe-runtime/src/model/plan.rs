@@ -80,7 +80,8 @@ pub(crate) struct ExecNode {
     pub head: bool,
     /// The master sink.
     pub master: bool,
-    /// Put in by the graph (a scaler in front of a mixer input), not written by the user.
+    /// Put in by the graph (a scaler in front of a mixer input, a transfer between CPU and
+    /// GPU), not written by the user.
     pub auto: bool,
     /// A live edit leaves it as it is (see `Node::keep`).
     pub keep: bool,
@@ -94,6 +95,29 @@ pub(crate) struct ExecNode {
 }
 
 impl ExecNode {
+    /// A node the graph puts in ([`auto`](Self::auto)) on the output of execution node `src`:
+    /// a scaler or a transfer, named `name`, in the show and parallel unless the caller says
+    /// otherwise, with no consumer yet.
+    fn auto(name: String, element: String, part: Part, src: usize, info: VideoInfo) -> Self {
+        ExecNode {
+            element,
+            was: name.clone(),
+            name,
+            part,
+            inputs: vec![src],
+            consumers: Vec::new(),
+            feeds: Vec::new(),
+            serial: false,
+            branch: None,
+            head: false,
+            master: false,
+            auto: true,
+            keep: false,
+            info,
+            same_shape: false,
+        }
+    }
+
     pub fn kind_word(&self) -> &'static str {
         match self.part {
             Part::Source { .. } => "source",
@@ -558,6 +582,11 @@ impl Plan {
 /// in its producer's leaky branch, or in the show (in front of a leaky branch's first node,
 /// it runs with the show, like an automatic scaler). `tees` (execution indices) are
 /// renumbered. A plan without GPU nodes is returned as it is.
+///
+/// A walk of its own after placement, unlike the scalers ([`scale_inputs`]), which go in
+/// while the nodes are negotiated (a mixer negotiates with its inputs scaled): a transfer
+/// depends on where each edge's two ends run, and a feedback's on the node it reads, known
+/// once every node is placed. Both make their node with [`ExecNode::auto`].
 fn insert_transfers(nodes: Vec<ExecNode>, tees: &mut [(String, usize)]) -> Vec<ExecNode> {
     if !nodes.iter().any(|e| e.on_gpu()) {
         return nodes;
@@ -579,24 +608,12 @@ fn insert_transfers(nodes: Vec<ExecNode>, tees: &mut [(String, usize)]) -> Vec<E
             ("upload", Part::Upload)
         };
         let name = format!("{}:{word}", from.name);
+        // Not serial: jobs of the GPU thread, which runs one at a time; several downloads of
+        // one node may be under way at once (a download's job ends when its readback is in).
         let node = ExecNode {
-            element: word.to_string(),
-            was: name.clone(),
-            name,
-            part,
-            inputs: vec![src],
-            consumers: Vec::new(),
-            feeds: Vec::new(),
-            // Jobs of the GPU thread, which runs one at a time; several downloads of one
-            // node may be under way at once (a download's job ends when its readback is in).
-            serial: false,
             branch: from.branch,
-            head: false,
-            master: false,
-            auto: true,
-            keep: false,
-            info: from.info,
             same_shape: true,
+            ..ExecNode::auto(name, word.to_string(), part, src, from.info)
         };
         out.push(node);
         out.len() - 1
@@ -683,25 +700,14 @@ fn scale_inputs(
         let sinfo = factory.negotiate(infos[k]).map_err(|e| in_node(name, e))?;
         let sname = auto_scaler_name(name, k);
         let mode = factory.default_mode();
-        let src = inputs[k];
+        let element = factory.name().to_string();
+        let part = Part::Effect(EffectStage::new(factory, mode));
         out.push(ExecNode {
-            element: factory.name().to_string(),
-            name: sname.clone(),
-            part: Part::Effect(EffectStage::new(factory, mode)),
-            inputs: vec![src],
-            consumers: Vec::new(),
-            feeds: Vec::new(),
             serial: mode == Mode::Serial,
-            // In front of a leaky branch's first mixer, the scaler runs
-            // with the show (so that the branch still starts at one node).
+            // In front of a leaky branch's first mixer, the scaler runs with the show (so
+            // that the branch still starts at one node).
             branch: if head { None } else { branch },
-            head: false,
-            master: false,
-            auto: true,
-            keep: false,
-            was: sname,
-            info: sinfo,
-            same_shape: false,
+            ..ExecNode::auto(sname, element, part, inputs[k], sinfo)
         });
         inputs[k] = out.len() - 1;
         infos[k] = sinfo;

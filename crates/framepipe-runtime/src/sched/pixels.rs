@@ -4,8 +4,6 @@
 //! node, a sink or a feedback (`model/plan.rs`); a sink that takes textures (a window) is
 //! given the texture itself, behind a `present`.
 
-use std::sync::Arc;
-
 use framepipe_core::{Frame, FrameCtx, Result, Sink, TextureFrame};
 use framepipe_gpu::SharedGpuFrame;
 
@@ -16,7 +14,7 @@ pub(crate) enum Pixels {
     /// A frame in host memory (a CPU node's, a download's).
     Cpu(Frame),
     /// A texture (a GPU node's, an upload's); back to its pool when the last holder drops it,
-    /// on any thread. A clone is a count in the texture pool's slot: no allocation.
+    /// on any thread. A clone is an `Arc` clone of the texture its pool made: no allocation.
     Gpu(SharedGpuFrame),
 }
 
@@ -47,15 +45,13 @@ impl Pixels {
 
 impl Pixels {
     /// Gives this frame to `sink`: a CPU frame to [`Sink::consume`], a texture to
-    /// [`Sink::consume_texture`] (only a sink that takes textures is fed one). A texture's
-    /// owner is one `Arc` made per frame handed to such a sink (the only allocation of a GPU
-    /// show's frame path left).
+    /// [`Sink::consume_texture`] (only a sink that takes textures is fed one). Allocates
+    /// nothing: the texture's owner is a clone of the `Arc` its pool made with it.
     pub(crate) fn to_sink(&self, sink: &mut dyn Sink, ctx: &FrameCtx) -> Result<()> {
         match self {
             Pixels::Cpu(f) => sink.consume(ctx, f),
             Pixels::Gpu(t) => {
-                let owner: Arc<dyn std::any::Any + Send + Sync> = Arc::new(t.clone());
-                sink.consume_texture(ctx, &TextureFrame::new(t.image(), owner))
+                sink.consume_texture(ctx, &TextureFrame::new(t.image(), t.owner()))
             }
         }
     }

@@ -34,9 +34,12 @@ pub(crate) struct Version {
     /// Per node: frames of its own output it keeps beyond the frames in flight (a source's
     /// last frame under `hold` or resampling), counted again when a live edit carries it over.
     pub(crate) holds: Vec<usize>,
-    /// What the budget counts for its instances: one output frame each (they move with the
-    /// nodes a live edit keeps).
+    /// What the budget counts for its instances: one output frame each, and its sources' own
+    /// memory (they move with the nodes a live edit keeps).
     pub(crate) instance_bytes: u64,
+    /// Per node: a source's own memory ([`framepipe_core::Source::own_bytes`]; 0 for the
+    /// others), for the version a live edit builds next to know what a kept source holds.
+    pub(crate) source_bytes: Vec<u64>,
     /// Its GPU nodes' own buffers (GPU memory their instances count).
     pub(crate) gpu_instance_bytes: u64,
     /// Per node, the pool its output frames come from (`pools[node]`), feedbacks' frames 0,
