@@ -162,14 +162,19 @@ pub fn desc() -> ElementDesc {
 
 /// The bank's files: `locations`, then the video files of `folder` by name.
 fn bank(props: &Props) -> Result<Vec<String>> {
-    let mut out: Vec<String> = props
-        .str("locations")
+    bank_of(props.str("locations"), props.str("folder"))
+}
+
+/// The bank of a deck given `locations` and `folder` (as its properties): the files of
+/// `locations` (comma-separated), then the video files ([`VIDEO_EXTENSIONS`]) of `folder` by
+/// name. A clip's number is its place in this list (the web page's thumbnails read it too).
+pub fn bank_of(locations: &str, folder: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = locations
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(String::from)
         .collect();
-    let folder = props.str("folder");
     if !folder.is_empty() {
         let rd = std::fs::read_dir(folder)
             .map_err(|e| Error::element(NAME, format!("folder '{folder}': {e}")))?;
@@ -359,6 +364,7 @@ pub fn build(props: &Props) -> Result<Element> {
             .map(|(l, o)| o.name.clone().unwrap_or_else(|| stem(l)))
             .collect(),
         own,
+        given: [props.str("locations").into(), props.str("folder").into()],
     };
     deck.resume = vec![None; deck.heads.len()];
     deck.trigger_clip(active)?;
@@ -412,6 +418,9 @@ pub struct Deck {
     names: Vec<String>,
     /// Each place's own settings (from `clip-settings`).
     own: Vec<ClipOpts>,
+    /// `locations` and `folder` as given (published: the web page's thumbnails find the
+    /// bank's files from them with [`bank_of`]).
+    given: [String; 2],
 }
 
 /// One place's own settings, from the deck's `clip-settings` (a project file's `[[clip]]`
@@ -694,6 +703,8 @@ impl Source for Deck {
                         .into(),
                     ),
                     "quantize" => PropValue::Str(QUANTIZE[self.quantize].into()),
+                    "locations" => PropValue::Str(self.given[0].clone()),
+                    "folder" => PropValue::Str(self.given[1].clone()),
                     name => self
                         .settings
                         .live_value(name)

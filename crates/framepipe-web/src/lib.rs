@@ -12,7 +12,11 @@
 //!   stats from [`Counters`]; the page's commands (text lines of the stdin protocol, parsed with
 //!   [`Command::parse`] and posted with [`CommandSender::post`]: no private path into the engine)
 //!   and their replies ([`ReplyTap`], fed by the CLI's reply hub);
-//! * `/preview.jpg`: the latest image of the `webpreview` sink ([`preview`]).
+//! * `/preview.jpg`: the latest image of the `webpreview` sink ([`preview`]);
+//! * with `--audio`, the meters: the latest frame's analysis (level, bands, onsets, tempo),
+//!   read lock-free from `Counters::audio` and pushed at every poll (`audio` messages);
+//! * `/thumb/NODE/N.png`: the first frame of clip `N` of the `clips` deck `NODE`, for the
+//!   page's grid of each deck ([`thumbs`]: a node and a number, never a file).
 //!
 //! # Least privilege
 //! A page may post values and transport, the preview switch, and `load` of a scene from the
@@ -45,6 +49,7 @@ mod policy;
 pub mod preview;
 pub mod protocol;
 mod server;
+pub mod thumbs;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -188,6 +193,9 @@ pub struct Engine {
     /// The preview tap's `monitor` node, if any: the node it reads is the one previewed, and
     /// the page switches it with the live edit `link TAP NODE`.
     pub preview_tap: Option<String>,
+    /// The show's audio analysis bands (`--audio-bands`, else the defaults), when it has
+    /// `--audio`: the page shows meters (none without) and offers audio bindings.
+    pub audio: Option<framepipe_audio::BandEdges>,
 }
 
 /// The running web surface. Stops (and drops its command sender) on [`Web::finish`] or drop.

@@ -1,7 +1,8 @@
 //! The WebSocket protocol's messages (docs/WEB.md): JSON text frames, each an object with a
 //! `type`. Server → page: `hello`, `graph`, `values` (full or changes only), `stats`, `reply`,
 //! `error`. Page → server: `{"id": N, "cmd": "set stamp.value 3"}`, one command line of the
-//! stdin protocol, answered by a `reply` (or an `error`) carrying the same `id`.
+//! stdin protocol, answered by a `reply` (or an `error`) carrying the same `id`. With
+//! `--audio`, `audio` (the meters) too.
 
 use framepipe_control::{Oscillator, Outcome, Reply};
 use framepipe_core::{PropKind, PropSpec, PropValue};
@@ -165,6 +166,47 @@ pub fn stats_msg(c: &Counters, fps: f64, web: &WebCountsSnapshot, preview_seq: u
         "web": web,
         "preview": preview_seq,
     })
+}
+
+/// The show's audio bands for the page's meters (the `hello`'s `audio`):
+/// `{"bands": [{"name", "lo", "hi"}, ...]}`, edges in Hz. A band's name is what an `~audio:`
+/// binding takes: `bass`, `low-mid`, `high-mid`, `treble` with the default edges, `band0` ..
+/// with `--audio-bands` (where `bass` would name a band that is not the bass).
+pub fn audio_bands_json(bands: &framepipe_audio::BandEdges) -> Value {
+    let default = bands.edges() == framepipe_audio::DEFAULT_BAND_EDGES;
+    let list: Vec<Value> = bands
+        .edges()
+        .windows(2)
+        .enumerate()
+        .map(|(i, e)| {
+            let name = match framepipe_audio::AudioFeature::band(i) {
+                Some(f) if default => f.name(),
+                _ => format!("band{i}"),
+            };
+            json!({ "name": name, "lo": e[0], "hi": e[1] })
+        })
+        .collect();
+    json!({ "bands": list })
+}
+
+/// The latest frame's audio analysis: `{"type":"audio", "frame", "level", "peak", "bands",
+/// "onsets", "flux", "tempo"}` (`bands`: as many as the show has; `onsets`: frames with an
+/// onset so far, so that a page sees every one whatever its polling). `None` before the first
+/// frame (or without audio).
+pub fn audio_msg(r: &framepipe_audio::MeterReading, bands: usize) -> Option<Value> {
+    if r.frames == 0 {
+        return None;
+    }
+    Some(json!({
+        "type": "audio",
+        "frame": r.frames - 1,
+        "level": r.level,
+        "peak": r.peak,
+        "bands": &r.bands[..bands.min(r.bands.len())],
+        "onsets": r.onsets,
+        "flux": r.flux,
+        "tempo": r.tempo_bpm,
+    }))
 }
 
 /// A reply to a command: `id` is the poster's request id for the client that posted it, null

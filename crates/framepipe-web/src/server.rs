@@ -3,9 +3,9 @@
 //!
 //! Routes: `/shows/NAME/` (the page of show NAME), `/shows/NAME/ws`, `/shows/NAME/preview.jpg`
 //! (its assets beside it), `/shows.json` (every show's name, rate, late frames and state) and
-//! `/shows/` (the list). With one show, `/`, `/ws` and `/preview.jpg` are that show's, as
-//! before; with several, `/` is the list and the unprefixed show routes answer 404 naming the
-//! shows.
+//! `/shows/` (the list), `/shows/NAME/thumb/NODE/N.png` (a deck's clip, [`crate::thumbs`]).
+//! With one show, `/`, `/ws`, `/preview.jpg` and `/thumb/...` are that show's, as before; with
+//! several, `/` is the list and the unprefixed show routes answer 404 naming the shows.
 
 use std::collections::HashMap;
 use std::net::TcpListener;
@@ -33,6 +33,7 @@ use crate::counters::{bump, WebCounters};
 use crate::policy::{parse_message, Policy, Refusal};
 use crate::preview::PreviewSlot;
 use crate::protocol;
+use crate::thumbs::Thumbs;
 use crate::{
     Engine, HEADER_TIMEOUT, MAX_CLIENTS, MAX_CONNECTIONS, MAX_MESSAGE, POLL, RATE_BURST,
     RATE_PER_S, SEND_QUEUE, SEND_TIMEOUT,
@@ -79,6 +80,8 @@ pub(crate) struct ShowState {
     last_stats: Mutex<Option<Utf8Bytes>>,
     /// Frames out a second, as the pump measured it last (`f64` bits).
     fps: AtomicU64,
+    /// With `--audio`: its bands for the page's meters (the hello's `audio`) and their count.
+    audio: Option<(Value, usize)>,
 }
 
 /// Everything the routes, the client tasks and the pump share.
@@ -91,8 +94,10 @@ pub(crate) struct Shared {
     loopback: bool,
     /// What a page may post beyond values and transport.
     policy: Policy,
-    /// Places for looks at the scenes folder ([`DISK_LOOKUPS`]).
+    /// Places for looks at the scenes folder and for thumbnails made ([`DISK_LOOKUPS`]).
     disk: Arc<Semaphore>,
+    /// The decks' thumbnails made so far (by file: every show's).
+    thumbs: Arc<Thumbs>,
     next_client: AtomicU64,
 }
 
@@ -150,6 +155,11 @@ impl Shared {
                 tickets: Mutex::new(HashMap::new()),
                 last_stats: Mutex::new(None),
                 fps: AtomicU64::new(0f64.to_bits()),
+                audio: s
+                    .engine
+                    .audio
+                    .as_ref()
+                    .map(|b| (protocol::audio_bands_json(b), b.count())),
             })
             .collect();
         Shared {
@@ -160,6 +170,7 @@ impl Shared {
             loopback,
             policy,
             disk: Arc::new(Semaphore::new(DISK_LOOKUPS)),
+            thumbs: Arc::new(Thumbs::default()),
             next_client: AtomicU64::new(1),
         }
     }
@@ -414,6 +425,8 @@ pub(crate) fn serve(
             .route("/shows/{name}/style.css", get(style_css))
             .route("/shows/{name}/preview.jpg", get(show_preview))
             .route("/shows/{name}/ws", get(show_ws))
+            .route("/thumb/{node}/{file}", get(thumb))
+            .route("/shows/{name}/thumb/{node}/{file}", get(show_thumb))
             .layer(middleware::from_fn_with_state(Arc::clone(&shared), guard))
             .with_state(Arc::clone(&shared));
         tokio::spawn(pump(Arc::clone(&shared)));
@@ -651,6 +664,96 @@ async fn show_preview(State(s): State<Arc<Shared>>, Path(name): Path<String>) ->
     }
 }
 
+/// `/thumb/NODE/N.png` of the only show.
+async fn thumb(
+    State(s): State<Arc<Shared>>,
+    Path((node, file)): Path<(String, String)>,
+) -> Response {
+    if s.several() {
+        return s.which_show("/thumb/NODE/N.png");
+    }
+    s.thumb_of(0, &node, &file).await
+}
+
+/// `/shows/NAME/thumb/NODE/N.png`.
+async fn show_thumb(
+    State(s): State<Arc<Shared>>,
+    Path((name, node, file)): Path<(String, String, String)>,
+) -> Response {
+    match s.index.get(&name).copied() {
+        Some(i) => s.thumb_of(i, &node, &file).await,
+        None => s.no_show(&name),
+    }
+}
+
+impl Shared {
+    /// The thumbnail of clip `file` (`N.png`) of deck `node` of show `show` (see
+    /// [`crate::thumbs`]): the bank is the deck's, as the running graph publishes it; the
+    /// picture is made off this thread, once.
+    async fn thumb_of(&self, show: usize, node: &str, file: &str) -> Response {
+        let not_found = |why: String| (StatusCode::NOT_FOUND, why + "\n").into_response();
+        let Some(index) = file
+            .strip_suffix(".png")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            return not_found(format!("'{file}': a thumbnail is N.png, N a clip's number"));
+        };
+        let sh = &self.shows[show];
+        let graph = sh.view.graph();
+        let Some((ni, n)) = graph.node(node).filter(|(_, n)| n.element == "clips") else {
+            return not_found(format!("no clips deck named '{node}' in the running graph"));
+        };
+        let prop = |name: &str| n.props.iter().position(|p| p.name == name);
+        let (Some(li), Some(fi)) = (prop("locations"), prop("folder")) else {
+            return not_found(format!("'{node}' does not say its bank"));
+        };
+        let mut values = ValuesView::default();
+        sh.view.read(&mut values);
+        let text = |i: usize| match values.values.get(ni).and_then(|v| v.get(i)) {
+            Some(framepipe_core::PropValue::Str(t)) => t.clone(),
+            _ => String::new(),
+        };
+        let (locations, folder) = (text(li), text(fi));
+        let thumbs = Arc::clone(&self.thumbs);
+        let made = self
+            .on_disk(move || {
+                let bank = framepipe_clip::deck::bank_of(&locations, &folder)
+                    .map_err(|e| e.to_string())?;
+                let Some(clip) = bank.get(index) else {
+                    return Err(format!("the deck has {} clips", bank.len()));
+                };
+                Ok(thumbs.get(clip))
+            })
+            .await;
+        let made = match made {
+            None => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the thumbnail was not made in time; try again\n",
+                )
+                    .into_response()
+            }
+            Some(Err(why)) => return not_found(format!("{node} clip {index}: {why}")),
+            Some(Ok(made)) => made,
+        };
+        match made.as_ref() {
+            Ok(png) => {
+                let mut h = HeaderMap::new();
+                h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
+                // A clip's first frame does not change while its file is the same; a new
+                // bank (a live edit) is asked for again by the page.
+                h.insert(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("private, max-age=60"),
+                );
+                (h, Body::from(png.clone())).into_response()
+            }
+            // Why names the deck's clip, not what the file holds.
+            Err(why) => not_found(format!("{node} clip {index}: no thumbnail: {why}")),
+        }
+    }
+}
+
 /// Upgrades to a page's WebSocket on show `i`; 503 when [`MAX_CLIENTS`] pages are open.
 fn upgrade(s: Arc<Shared>, i: usize, upgrade: WebSocketUpgrade) -> Response {
     // Counted here, so that a burst of upgrades cannot pass the cap before any runs.
@@ -741,6 +844,7 @@ async fn client(mut socket: WebSocket, s: Arc<Shared>, show: usize) {
     };
     let hello = serde_json::json!({
         "type": "hello", "client": id, "max_message": MAX_MESSAGE, "scenes": scenes,
+        "audio": sh.audio.as_ref().map(|(bands, _)| bands),
     });
     let _ = tx.try_send(text(&hello));
     for m in sh.full_state() {
@@ -848,6 +952,8 @@ struct Pumped {
     prev: Option<ValuesView>,
     last_frames: (u64, Instant),
     fps: f64,
+    /// The frames counted by the last audio reading sent.
+    audio_frame: Option<u64>,
 }
 
 /// Polls every show's view every [`POLL`] (one task, one wake-up for every show) and pushes
@@ -866,6 +972,7 @@ async fn pump(s: Arc<Shared>) {
             prev: None,
             last_frames: (sh.counters.frames_out(), Instant::now()),
             fps: 0.0,
+            audio_frame: None,
         })
         .collect();
     let mut tick = 0u64;
@@ -911,6 +1018,16 @@ fn pump_show(s: &Shared, sh: &ShowState, p: &mut Pumped, tick: u64) {
         match &mut p.prev {
             Some(prev) => prev.clone_from(&p.cur),
             None => p.prev = Some(p.cur.clone()),
+        }
+    }
+    // The meters: at every poll, when a new frame has begun (read lock-free).
+    if let Some((_, bands)) = &sh.audio {
+        let r = sh.counters.audio();
+        if p.audio_frame != Some(r.frames) {
+            if let Some(m) = protocol::audio_msg(&r, *bands) {
+                p.audio_frame = Some(r.frames);
+                sh.broadcast(&s.web, &m);
+            }
         }
     }
     if tick.is_multiple_of(4) {

@@ -356,6 +356,12 @@ pub(crate) fn setup(
                 counters: prepared.counters(),
                 commands: tx.clone(),
                 preview_tap: tap.map(|t| t.monitor),
+                // The page's meters: the bands the analysis uses (checked by `audio_input`).
+                audio: match (&audio, &args.audio_bands) {
+                    (None, _) => None,
+                    (Some(_), Some(edges)) => Some(framepipe_audio::BandEdges::parse(edges)?),
+                    (Some(_), None) => Some(framepipe_audio::BandEdges::default()),
+                },
             },
             slot,
         ));

@@ -11,6 +11,7 @@ const base = location.pathname.replace(/[^/]*$/, '');
 // What the page knows: the graph, the latest value of every property, stats.
 const fp = window.fp = {
   graph: null, values: [], osc: [], bypass: [], frame: 0, stats: null, scenes: [],
+  audioBands: null, audio: null, onsets: null, flashes: 0,
   nextId: 1, pending: new Map(), sent: 0, replies: 0, connects: 0, ws: null,
 };
 
@@ -52,7 +53,7 @@ function connect() {
   };
   ws.onmessage = (ev) => {
     let m; try { m = JSON.parse(ev.data); } catch (e) { return; }
-    ({ hello: onHello, graph: onGraph, values: onValues, stats: onStats, reply: onReply, error: onError }[m.type] || (() => {}))(m);
+    ({ hello: onHello, graph: onGraph, values: onValues, stats: onStats, audio: onAudio, reply: onReply, error: onError }[m.type] || (() => {}))(m);
   };
 }
 
@@ -82,6 +83,7 @@ function sendThrottled(key, cmd, what) {
 function onHello(m) {
   fp.client = m.client;
   if (Array.isArray(m.scenes)) setScenes(m.scenes);
+  setAudio(m.audio);
 }
 
 // ---- the graph ---------------------------------------------------------------------------
@@ -110,6 +112,7 @@ function onGraph(m) {
   drawGraph(m);
   buildPanels(m);
   buildPerform(m);
+  buildDecks(m);
 }
 
 function drawGraph(g) {
@@ -295,8 +298,41 @@ function propRow(n, ni, p, pi, pinned) {
     osc = { text, attach, remove };
     side.append(attach, remove);
   }
+  // Following the audio (with --audio): "♪" opens a form that composes the binding
+  // `~audio:FEATURE:MIN..MAX:attack=Ams:release=Rms` and posts `set NODE.PROP` with it, the
+  // very command a terminal would send; it then runs as the property's oscillator (its text
+  // in the box, "×" removes it).
+  let aud = null;
+  if (osc && fp.audioBands) {
+    const open = el('button', { id: `${pre}aud:${key}`, title: 'follow the audio (a band, the level, onsets)' }, '♪');
+    const feature = el('select', { id: `${pre}aud-feature:${key}`, 'aria-label': key + ' audio feature' },
+      ...audioFeatures().map(([v, label]) => el('option', { value: v }, label)));
+    const lo = Math.max(p.min, -1000), hi = Math.min(p.max, 1000);
+    const num = (id, value, label, attrs) => {
+      const i = el('input', Object.assign({ type: 'number', id: `${pre}aud-${id}:${key}`, value: String(value), step: 'any', 'aria-label': `${key} ${label}` }, attrs || {}));
+      return [el('label', {}, label, i), i];
+    };
+    const [minL, min] = num('min', lo, 'min');
+    const [maxL, max] = num('max', hi, 'max');
+    const [atkL, attack] = num('attack', 0, 'attack ms', { min: 0, max: 60000, step: 1 });
+    const [relL, release] = num('release', 0, 'release ms', { min: 0, max: 60000, step: 1 });
+    const go = el('button', { id: `${pre}aud-bind:${key}`, title: 'bind the property to the audio' }, 'bind');
+    const form = el('div', { class: 'aud-form', id: `${pre}aud-form:${key}`, hidden: '' }, feature, minL, maxL, atkL, relL, go);
+    open.addEventListener('click', () => { form.hidden = !form.hidden; });
+    go.addEventListener('click', () => {
+      const ms = (i) => Math.max(0, Math.round(Number(i.value) || 0));
+      let spec = `~audio:${feature.value}:${Number(min.value)}..${Number(max.value)}`;
+      if (ms(attack)) spec += `:attack=${ms(attack)}ms`;
+      if (ms(release)) spec += `:release=${ms(release)}ms`;
+      if (osc) osc.text._dirty = false;
+      send(`set ${key} ${spec}`, go);
+      form.hidden = true;
+    });
+    aud = { open, form };
+    side.append(open);
+  }
   row.append(el('span', { class: 'name' }, pinned ? key : p.name), ctl, side);
-  if (osc) row.append(osc.text);
+  if (osc) row.append(el('div', { class: 'edit' }, osc.text, ...(aud ? [aud.form] : [])));
   if (!pinned && !readonly(p)) {
     const pin = el('button', { class: 'pin', id: `pin:${key}`, title: 'pin to the perform view', 'aria-pressed': String(isPinned(key)) }, isPinned(key) ? '★' : '☆');
     pin.addEventListener('click', () => { togglePin(key); });
@@ -326,6 +362,8 @@ function onValues(m) {
   const mixes = new Set();
   for (const [ni, pi, v, o] of m.changes) {
     if (fp.values[ni]) { fp.values[ni][pi] = v; fp.osc[ni][pi] = o; }
+    const deck = decks.get(ni);
+    if (deck && deck[0] === pi) showPlaying(ni, v);
     const n = fp.graph.nodes[ni];
     if (n && n.element === 'mix' && n.props[pi] && n.props[pi].name === 'mode') mixes.add(ni);
     // A hidden page keeps the values but draws nothing (the browser may share the show's CPU).
@@ -405,6 +443,100 @@ function setScenes(list) {
 }
 $('scene-fade').value = store.get('framepipe.fade', '2s');
 $('scene-fade').addEventListener('change', () => store.set('framepipe.fade', $('scene-fade').value));
+
+// ---- the audio meters (with --audio) -------------------------------------------------------
+// The server says the show's bands in its hello and sends the latest frame's analysis at each
+// poll (~15 Hz). Values are amplitudes (a full-scale sine: 1), drawn on a dB scale; the level's
+// peak is held 1.5 s; an onset (the count grew) flashes the lamp.
+const DB_FLOOR = -60;
+const toDb = (x) => x > 0 ? Math.max(DB_FLOOR, 20 * Math.log10(x)) : DB_FLOOR;
+const dbPct = (x) => ((toDb(x) - DB_FLOOR) / -DB_FLOOR) * 100;
+/** The features a binding may follow: [value, label]. */
+function audioFeatures() {
+  const bands = (fp.audioBands || []).map((b) => [b.name, `${b.name} (${hz(b.lo)}–${hz(b.hi)})`]);
+  return [['level', 'level'], ['peak', 'peak'], ...bands, ['onset', 'onset'], ['flux', 'flux']];
+}
+const hz = (f) => f >= 1000 ? (f / 1000).toPrecision(3).replace(/\.?0+$/, '') + ' kHz' : Math.round(f) + ' Hz';
+function setAudio(a) {
+  fp.audioBands = a && Array.isArray(a.bands) ? a.bands : null;
+  $('audio-card').hidden = !fp.audioBands;
+  const root = $('bands');
+  root.textContent = '';
+  for (const b of fp.audioBands || []) {
+    root.append(el('div', { class: 'band', title: `${b.name}: ${hz(b.lo)} to ${hz(b.hi)}` },
+      el('div', { class: 'col', id: `band:${b.name}`, role: 'meter', 'aria-label': b.name }, el('div', { class: 'fill' })),
+      el('span', { class: 'bname' }, b.name), el('span', { class: 'hz' }, hz(b.lo))));
+  }
+}
+let peakHold = { pct: 0, at: 0 }, flashTimer = null;
+function onAudio(m) {
+  if (!fp.audioBands) return;
+  const first = fp.onsets === null;
+  if (!first && m.onsets > fp.onsets) {
+    fp.flashes++;
+    const lamp = $('onset-lamp');
+    lamp.classList.add('flash');
+    clearTimeout(flashTimer);
+    flashTimer = setTimeout(() => lamp.classList.remove('flash'), 150);
+  }
+  fp.onsets = m.onsets;
+  fp.audio = m;
+  if (document.hidden) return;
+  const level = $('meter-level'), pct = dbPct(m.level), now = performance.now();
+  level.querySelector('.fill').style.width = pct.toFixed(1) + '%';
+  level.dataset.value = m.level;
+  level.setAttribute('aria-valuenow', toDb(m.level).toFixed(1));
+  const peak = dbPct(m.peak);
+  if (peak >= peakHold.pct || now - peakHold.at > 1500) peakHold = { pct: peak, at: now };
+  level.querySelector('.hold').style.left = `calc(${peakHold.pct.toFixed(1)}% - 2px)`;
+  fp.audioBands.forEach((b, i) => {
+    const col = document.getElementById('band:' + b.name);
+    if (!col) return;
+    const v = m.bands[i] || 0;
+    col.dataset.value = v;
+    col.querySelector('.fill').style.height = dbPct(v).toFixed(1) + '%';
+  });
+  $('audio-tempo').textContent = m.tempo > 0 ? m.tempo.toFixed(1) + ' bpm' : '';
+}
+
+// ---- decks: a grid of each `clips` deck's bank ---------------------------------------------
+// A thumbnail per clip (its first frame, made once by the server: `thumb/NODE/N.png`), its
+// name (the deck's `clip-names`), the one playing outlined; a click posts `trigger NODE N`,
+// the command a terminal would send. A thumbnail the server could not make yet is asked for
+// again a few times.
+const decks = new Map(); // node index → [clip property index, buttons]
+function buildDecks(g) {
+  const root = $('decks');
+  root.textContent = '';
+  decks.clear();
+  g.nodes.forEach((n, ni) => {
+    if (n.element !== 'clips') return;
+    const ci = n.props.findIndex((p) => p.name === 'clip');
+    const names = (n.props.find((p) => p.name === 'clip-names') || {}).options || [];
+    if (ci < 0 || !names.length) return;
+    const grid = el('div', { class: 'clip-grid', id: `deck:${n.name}` });
+    const buttons = names.map((name, i) => {
+      const img = el('img', { alt: name, width: '160', height: '90', id: `thumb:${n.name}:${i}` });
+      let tries = 0;
+      const load = () => { img.src = withToken(`${base}thumb/${encodeURIComponent(n.name)}/${i}.png?v=${g.version}.${tries}`); };
+      img.addEventListener('error', () => { if (++tries <= 5) setTimeout(load, 800 * tries); });
+      load();
+      const b = el('button', { class: 'clip', id: `clip:${n.name}:${i}`, title: `trigger ${n.name} ${i}`, 'aria-pressed': 'false' }, img, el('span', { class: 'clip-name' }, name));
+      b.addEventListener('click', () => send(`trigger ${n.name} ${i}`, b));
+      grid.append(b);
+      return b;
+    });
+    root.append(el('h3', {}, n.name), grid);
+    decks.set(ni, [ci, buttons]);
+    showPlaying(ni, fp.values[ni] && fp.values[ni][ci]);
+  });
+  $('decks-card').hidden = !decks.size;
+}
+function showPlaying(ni, clip) {
+  const d = decks.get(ni);
+  if (!d) return;
+  d[1].forEach((b, i) => { const on = i === clip; b.classList.toggle('playing', on); b.setAttribute('aria-pressed', String(on)); });
+}
 
 // ---- views ---------------------------------------------------------------------------------
 // The view is this device's choice, kept; a narrow screen starts in "perform".
