@@ -50,9 +50,7 @@ impl Pixels {
     pub(crate) fn to_sink(&self, sink: &mut dyn Sink, ctx: &FrameCtx) -> Result<()> {
         match self {
             Pixels::Cpu(f) => sink.consume(ctx, f),
-            Pixels::Gpu(t) => {
-                sink.consume_texture(ctx, &t.texture_frame())
-            }
+            Pixels::Gpu(t) => sink.consume_texture(ctx, &t.texture_frame()),
         }
     }
 }
