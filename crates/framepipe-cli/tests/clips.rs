@@ -720,3 +720,55 @@ fn a_decks_pictures_are_in_the_memory_book_and_an_edit_over_the_budget_is_refuse
     );
     assert_eq!(deck - held(&same), 225 * (W * H * 4) as u64, "{err}");
 }
+
+#[test]
+fn a_bank_of_a_hundred_clips_plays_within_the_budget_with_shortened_heads() {
+    // 100 clips (99 copies of one, the last another) under a 6 MiB budget: the heads of 8
+    // pictures each (100 × 8 × 12 KiB ≈ 9.4 MiB) do not fit, so the deck shortens them to what
+    // half the room left gives each; every clip is playable, the memory the show holds stays
+    // within the budget, and the last clip, triggered, starts on the replied frame from its
+    // first frame.
+    let dir = tmpdir("clip-deck-hundred");
+    make_clip(&dir, "a.mp4", 20, 60, H264);
+    make_clip_from(&dir, "b.mp4", 100, 20, 60, H264);
+    let bank = dir.join("bank");
+    std::fs::create_dir(&bank).unwrap();
+    for i in 0..99 {
+        std::fs::copy(dir.join("a.mp4"), bank.join(format!("c{i:03}.mp4"))).unwrap();
+    }
+    std::fs::copy(dir.join("b.mp4"), bank.join("c099.mp4")).unwrap();
+    let budget: u64 = 6 << 20;
+    let extra = ["--max-memory", "6M", "--stats", "stats.json"];
+    let (got, err) = live_with(
+        &dir,
+        &extra,
+        "clips name=deck folder=bank ! rawsink location=out.rgba",
+        &["set deck.clip 99"],
+        600,
+    );
+    let line = err
+        .lines()
+        .find(|l| l.contains("clips playable"))
+        .unwrap_or_else(|| panic!("no bank line: {err}"));
+    assert!(line.contains("100 of 100 clips playable"), "{line}");
+    let head: usize = line
+        .split("heads of ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no head length in: {line}"));
+    assert!((1..8).contains(&head), "heads of {head} frames: {line}");
+    let stats: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("stats.json")).unwrap()).unwrap();
+    let held = stats["memory"]["held_max"].as_u64().unwrap();
+    assert!(
+        held <= budget,
+        "held {held} bytes, over the {budget} budget"
+    );
+    let n = ok_frame(&err, "set deck.clip 99");
+    assert!(n > 0 && n + 2 < got.len(), "frame {n} of {}", got.len());
+    let want_before: Vec<u32> = (0..n as u32).map(|i| i % 20).collect();
+    assert_eq!(got[..n], want_before[..], "{err}");
+    let want_after: Vec<u32> = (0..(got.len() - n) as u32).map(|k| 100 + k % 20).collect();
+    assert_eq!(got[n..], want_after[..], "clip 99 from frame {n}");
+}
