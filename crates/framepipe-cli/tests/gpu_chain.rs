@@ -12,37 +12,12 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::shaders::{ADD, INVERT};
 use common::{run, tmpdir, Fp, FP};
 
 const W: usize = 64;
 const H: usize = 48;
 const FRAME: usize = W * H * 4;
-
-/// Adds `amount` (0..255 scale) to R, G and B; alpha kept.
-const ADD: &str = r#"/*{
-    "ISFVSN": "2",
-    "CATEGORIES": ["Test"],
-    "INPUTS": [
-        {"NAME": "inputImage", "TYPE": "image"},
-        {"NAME": "amount", "TYPE": "float", "DEFAULT": 10.0, "MIN": -255.0, "MAX": 255.0}
-    ]
-}*/
-void main() {
-    vec4 c = IMG_THIS_PIXEL(inputImage);
-    gl_FragColor = vec4(c.rgb + amount / 255.0, c.a);
-}
-"#;
-
-/// 255 - R, G, B; alpha kept.
-const INVERT: &str = r#"/*{
-    "ISFVSN": "2",
-    "INPUTS": [{"NAME": "inputImage", "TYPE": "image"}]
-}*/
-void main() {
-    vec4 c = IMG_THIS_PIXEL(inputImage);
-    gl_FragColor = vec4(1.0 - c.rgb, c.a);
-}
-"#;
 
 /// Forty passes, each with a buffer of its own: more images than a GPU has texture units
 /// (llvmpipe: 32), which the node finds when it first renders: it fails at render.

@@ -10,36 +10,15 @@ use std::sync::{Arc, Mutex};
 use framepipe_core::{Element, Frame, FrameCtx, Registry, Result, Sink, VideoInfo};
 use framepipe_runtime::{GpuStage, Graph, Node, NodeKind, OnEnd, Options};
 
+#[path = "common/shaders.rs"]
+mod shaders;
+use shaders::{ADD, INVERT};
+
 #[global_allocator]
 static GLOBAL: framepipe_testkit::CountingAlloc = framepipe_testkit::CountingAlloc;
 
 const WARMUP: u64 = 30;
 const MEASURED: u64 = 120;
-
-/// Adds 10 to R, G and B.
-const ADD: &str = r#"/*{
-    "ISFVSN": "2",
-    "INPUTS": [
-        {"NAME": "inputImage", "TYPE": "image"},
-        {"NAME": "amount", "TYPE": "float", "DEFAULT": 10.0, "MIN": -255.0, "MAX": 255.0}
-    ]
-}*/
-void main() {
-    vec4 c = IMG_THIS_PIXEL(inputImage);
-    gl_FragColor = vec4(c.rgb + amount / 255.0, c.a);
-}
-"#;
-
-/// 255 - R, G, B.
-const INVERT: &str = r#"/*{
-    "ISFVSN": "2",
-    "INPUTS": [{"NAME": "inputImage", "TYPE": "image"}]
-}*/
-void main() {
-    vec4 c = IMG_THIS_PIXEL(inputImage);
-    gl_FragColor = vec4(1.0 - c.rgb, c.a);
-}
-"#;
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Marks {

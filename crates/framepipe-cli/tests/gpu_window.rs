@@ -13,22 +13,12 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::shaders::INVERT;
 use common::{run, tmpdir, wait, FP};
 use framepipe_testkit::xvfb::Xvfb;
 
 const W: u32 = 64;
 const H: u32 = 48;
-
-/// 255 - R, G, B (a GPU effect whose output differs from its input everywhere).
-const INVERT: &str = r#"/*{
-    "ISFVSN": "2",
-    "INPUTS": [{"NAME": "inputImage", "TYPE": "image"}]
-}*/
-void main() {
-    vec4 c = IMG_THIS_PIXEL(inputImage);
-    gl_FragColor = vec4(1.0 - c.rgb, c.a);
-}
-"#;
 
 /// The show's source: one noise frame (every pixel differs from its neighbours, so a
 /// misplaced or misfiltered pixel shows).

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 mod fp;
+pub mod shaders;
 #[allow(unused_imports)] // used by the files that drive a live process
 pub use fp::Fp;
 
