@@ -656,10 +656,11 @@ pub(crate) struct SharedContext {
     api: Api,
 }
 
-// SAFETY: EGL display and context handles are process-wide and valid on any thread; EGL
-// itself checks that a context is current on at most one thread. This one is made current only
-// by `make_current`, on the thread that owns the SharedContext then, and released by its drop
-// on that same thread. The EGL instance is Send + Sync (khronos-egl).
+// EGL display and context handles are process-wide and valid on any thread; EGL itself
+// checks that a context is current on at most one thread. This one is made current only by
+// `make_current`, on the thread that owns the SharedContext then, and released by its drop on
+// that same thread. The EGL instance is Send + Sync (khronos-egl).
+// SAFETY: moving the handles to another thread is sound for the reasons above.
 unsafe impl Send for SharedContext {}
 
 impl SharedContext {
