@@ -118,14 +118,13 @@ impl JackServer {
     }
 
     /// The server's ports, with their connections (`jack_lsp -c`).
+    /// Empty when `jack_lsp` did not answer within [`TOOL_TIMEOUT`] (killed: see there).
     pub fn ports(&self) -> String {
-        Command::new("jack_lsp")
-            .arg("-c")
-            .env("JACK_DEFAULT_SERVER", &self.name)
-            .stderr(Stdio::null())
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .expect("cannot run jack_lsp; install it: apt-get install jackd2")
+        let mut cmd = Command::new("jack_lsp");
+        cmd.arg("-c").env("JACK_DEFAULT_SERVER", &self.name);
+        run_tool(cmd, "jack_lsp")
+            .map(|(_, out)| out)
+            .unwrap_or_default()
     }
 
     /// The ports of client `client`, waiting up to 15 s for it to have one.
@@ -158,12 +157,44 @@ impl JackServer {
 
 /// Runs JACK tool `tool` against server `server`: whether it succeeded.
 pub fn jack_tool(server: &str, tool: &str, args: &[&str]) -> bool {
-    Command::new(tool)
-        .args(args)
-        .env("JACK_DEFAULT_SERVER", server)
-        .stdout(Stdio::null())
+    let mut cmd = Command::new(tool);
+    cmd.args(args).env("JACK_DEFAULT_SERVER", server);
+    run_tool(cmd, tool).is_some_and(|(ok, _)| ok)
+}
+
+/// How long a JACK tool may take. A libjack client can hang for good while connecting to a
+/// server another client is registering with or leaving (seen once: `jack_lsp` blocked in a
+/// futex for 12 minutes while the tone generator connected); callers retry instead.
+pub const TOOL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Runs `cmd` (a JACK tool named `tool`) with its output captured: its success and stdout, or
+/// `None` when it did not end within [`TOOL_TIMEOUT`] (it is killed and reaped).
+fn run_tool(mut cmd: Command, tool: &str) -> Option<(bool, String)> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {tool}: {e}; install it: apt-get install jackd2"))
-        .success()
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {tool}: {e}; install it: apt-get install jackd2"));
+    let start = Instant::now();
+    loop {
+        // The tools print a few lines: far less than a pipe holds, so waiting before reading
+        // cannot block the child.
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if start.elapsed() < TOOL_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let out = child.wait_with_output().ok()?;
+    Some((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
 }
