@@ -502,7 +502,7 @@ impl Executor {
                 .as_ref()
                 .map_or(out.image(), |p| p.gpu().image())
         });
-        self.audio.take(&ver.snapshots[slot]);
+        self.audio.take(ctx.seq, &ver.snapshots[slot]);
         let gctx = GpuCtx {
             gl: self.gpu.gl(),
             frame: *ctx,

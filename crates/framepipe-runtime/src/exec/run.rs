@@ -93,8 +93,11 @@ impl Shared {
             drop(live);
             self.counters.set_audio(snap.audio());
             // The frame's waveform and spectrum for the GPU nodes (ISF audio inputs), off the
-            // live lock: two copies of a few thousand floats.
-            snap.read_arrays(audio);
+            // live lock: two copies of a few thousand floats, made only where a GPU node of
+            // this version may read them.
+            if ver.topo.nodes.iter().any(|t| t.gpu) {
+                snap.read_arrays(audio);
+            }
         }
         beat
     }

@@ -90,6 +90,9 @@ pub(crate) struct GpuAudio {
     wave: Box<[f32]>,
     fft: Box<[f32]>,
     present: bool,
+    /// The frame whose arrays these are (`u64::MAX`: none yet): the GPU nodes of one frame
+    /// share one copy.
+    frame: u64,
 }
 
 impl GpuAudio {
@@ -98,11 +101,17 @@ impl GpuAudio {
             wave: vec![0.0; framepipe_audio::FFT_SIZE].into(),
             fft: vec![0.0; framepipe_audio::SPECTRUM_BINS].into(),
             present: false,
+            frame: u64::MAX,
         }
     }
 
-    /// Takes the arrays of the frame in `snap`. No allocation.
-    pub(crate) fn take(&mut self, snap: &Mutex<FrameParams>) {
+    /// Takes the arrays of frame `frame`, whose snapshot is `snap`, unless they are the ones
+    /// held (another GPU node of the same frame took them). No allocation.
+    pub(crate) fn take(&mut self, frame: u64, snap: &Mutex<FrameParams>) {
+        if self.frame == frame {
+            return;
+        }
+        self.frame = frame;
         let snap = lock(snap);
         self.present = snap.arrays;
         if snap.arrays {
